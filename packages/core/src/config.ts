@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { ConfigError } from './errors.js';
+import { apiKeySchema } from './schemas/identity.js';
+
+const csv = z
+  .string()
+  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+
+const apiKeys = z.string().transform((raw, ctx) => {
+  try {
+    return z.array(apiKeySchema).parse(JSON.parse(raw));
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: `must be a JSON array of {key, tenantId, userId, roles}: ${(err as Error).message}` });
+    return z.NEVER;
+  }
+});
+
+/**
+ * Every setting of every Rein process. Parsed once per process; nothing else reads
+ * `process.env`. Names are part of the public contract (DESIGN.md).
+ */
+export const configSchema = z.object({
+  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  OPENAI_BASE_URL: z.string().url().default('http://127.0.0.1:8090/v1'),
+  OPENAI_API_KEY: z.string().min(1).default('not-needed-for-the-scripted-model'),
+  REIN_MODEL: z.string().min(1).default('rein-scripted-order-assistant'),
+  REIN_FALLBACK_MODELS: csv.default([]),
+  REIN_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  API_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  APPROVER_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  REIN_TOOL_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  REIN_TOOL_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+  REIN_STEP_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
+  REIN_API_KEYS: apiKeys.optional(),
+  APPROVAL_TTL_MS: z.coerce.number().int().positive().default(900_000),
+  REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
+  REIN_MAX_BODY_BYTES: z.coerce.number().int().positive().default(64 * 1024),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+/** Parses the environment; a bad value throws a ConfigError naming the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = configSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid environment:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}
+
+/** For process entry points: parse or print the problem and exit 1. */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    process.stderr.write(`rein: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+/** Services that authenticate callers need REIN_API_KEYS; say so by name if absent. */
+export function requireApiKeys(config: Config) {
+  if (!config.REIN_API_KEYS?.length) {
+    throw new ConfigError('invalid environment:\n  REIN_API_KEYS: required (a JSON array of {key, tenantId, userId, roles})');
+  }
+  return config.REIN_API_KEYS;
+}

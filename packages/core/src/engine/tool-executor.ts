@@ -1,0 +1,130 @@
+import type { AgentProfile } from '../agents/agent-profile.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import type { Approval } from '../schemas/approval.js';
+import type { ModelToolCall } from '../schemas/message.js';
+import type { RunRecord, ToolCallRecord } from '../schemas/run.js';
+import { type EffectLedger, idempotencyKey } from '../store/effect-ledger.js';
+import { parseToolArguments, type Tool, type ToolContext } from '../tools/tool.js';
+
+export interface ToolCallResult {
+  record: ToolCallRecord;
+  /** A new approval this call asks for (the step parks until it is decided). */
+  newApproval?: Approval;
+}
+
+export interface ToolExecutorDeps {
+  tools: Map<string, Tool>;
+  ledger: EffectLedger;
+  metrics: Metrics;
+  logger: Logger;
+  toolTimeoutMs: number;
+  approvalTtlMs: number;
+  now?: () => number;
+}
+
+/** Approval ids embed the run id, so the approver finds the run's hash slot from the id alone. */
+export const approvalId = (runId: string, step: number, index: number) => `${runId}.${step}.${index}`;
+
+const stringify = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
+
+/**
+ * Turns one model-requested tool call into an observation. Everything the model got
+ * wrong (unknown tool, bad arguments, missing permission) becomes an observation it
+ * can act on; approvals gate write tools; effects go through the ledger.
+ */
+export function createToolExecutor(deps: ToolExecutorDeps) {
+  const now = deps.now ?? Date.now;
+
+  const record = (call: ModelToolCall, args: unknown, outcome: ToolCallRecord['outcome'], observation: string, durationMs = 0, extra: Partial<ToolCallRecord> = {}): ToolCallResult => {
+    deps.metrics.toolCalls.inc({ tool: deps.tools.has(call.name) ? call.name : 'unknown', outcome });
+    return { record: { id: call.id, name: call.name, arguments: args, outcome, observation, durationMs, ...extra } };
+  };
+
+  /** Runs the tool through the effect ledger: a recorded result is reused, never re-run. */
+  async function runWithLedger(tool: Tool, call: ModelToolCall, args: unknown, ctx: Omit<ToolContext, 'signal'>, extra: Partial<ToolCallRecord>): Promise<ToolCallResult> {
+    const prior = await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name);
+    if (prior?.state === 'done') {
+      return record(call, args, prior.ok ? 'ok' : 'error', prior.observation, 0, extra);
+    }
+    if (prior?.state === 'intent' && !tool.honoursIdempotencyKey) {
+      deps.metrics.effectsUncertain.inc({ tool: tool.name });
+      deps.logger.warn({ tool: tool.name, toolCallId: call.id }, 'effect outcome uncertain; not re-running a tool that ignores idempotency keys');
+      return record(call, args, 'uncertain', `The outcome of ${tool.name} is unknown: a worker stopped while it ran, and it is not safe to run it again. Do not assume it happened; tell the user a human will check.`, 0, extra);
+    }
+    const started = performance.now();
+    let ok = true;
+    let observation: string;
+    try {
+      const signal = AbortSignal.timeout(deps.toolTimeoutMs);
+      const result = await Promise.race([
+        tool.execute(args, { ...ctx, signal }),
+        new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Error(`timed out after ${deps.toolTimeoutMs} ms`)), { once: true })),
+      ]);
+      observation = stringify(result ?? null);
+    } catch (err) {
+      ok = false;
+      const code = (err as { code?: string }).code;
+      observation = JSON.stringify({ error: code ?? 'tool_failed', message: (err as Error).message });
+    }
+    const durationMs = Math.round(performance.now() - started);
+    deps.metrics.toolDuration.observe({ tool: tool.name }, durationMs / 1000);
+    await deps.ledger.recordResult(ctx.runId, ctx.idempotencyKey, tool.name, ok, observation);
+    return record(call, args, ok ? 'ok' : 'error', observation, durationMs, extra);
+  }
+
+  return async function execute(run: RunRecord, profile: AgentProfile, step: number, index: number, call: ModelToolCall, approvals: Approval[]): Promise<ToolCallResult> {
+    const tool = profile.tools.includes(call.name) ? deps.tools.get(call.name) : undefined;
+    if (!tool) {
+      return record(call, call.arguments, 'unknown_tool', `Tool "${call.name}" is not available to this agent. Available tools: ${profile.tools.join(', ')}.`);
+    }
+    const parsed = parseToolArguments(tool, call.arguments);
+    if (!parsed.ok) return record(call, call.arguments, 'invalid_arguments', parsed.problem);
+
+    const ctx = { tenantId: run.tenantId, userId: run.userId, roles: run.roles, runId: run.id, step, toolCallId: call.id, idempotencyKey: idempotencyKey(run.id, step, call.id) };
+    if (tool.allowedRoles && !run.roles.some((r) => tool.allowedRoles?.includes(r))) {
+      deps.logger.warn({ tool: tool.name }, 'tool call forbidden for the caller\'s roles');
+      return record(call, parsed.args, 'forbidden', `You are not permitted to use ${tool.name} for this user (needs one of: ${tool.allowedRoles.join(', ')}).`);
+    }
+
+    const requirement = tool.approval(parsed.args, ctx);
+    if (!requirement) return runWithLedger(tool, call, parsed.args, ctx, {});
+
+    const id = approvalId(run.id, step, index);
+    const approval = approvals.find((a) => a.id === id);
+    if (!approval) {
+      const created = now();
+      const newApproval: Approval = {
+        schemaVersion: 1,
+        id,
+        runId: run.id,
+        step,
+        toolCallId: call.id,
+        tenantId: run.tenantId,
+        requestedBy: run.userId,
+        toolName: tool.name,
+        arguments: parsed.args,
+        summary: requirement.summary,
+        risk: requirement.risk,
+        requiredRole: requirement.requiredRole,
+        status: 'pending',
+        createdAt: new Date(created).toISOString(),
+        expiresAt: new Date(created + deps.approvalTtlMs).toISOString(),
+      };
+      deps.metrics.approvalsCreated.inc({ tool: tool.name, risk: requirement.risk });
+      return { ...record(call, parsed.args, 'awaiting_approval', `Waiting for human approval (${id}).`, 0, { approvalId: id }), newApproval };
+    }
+    switch (approval.status) {
+      case 'pending':
+        return record(call, parsed.args, 'awaiting_approval', `Waiting for human approval (${id}).`, 0, { approvalId: id });
+      case 'approved':
+        return runWithLedger(tool, call, parsed.args, ctx, { approvalId: id });
+      case 'rejected':
+        return record(call, parsed.args, 'rejected', `Not executed: rejected by ${approval.decidedBy}: ${approval.comment ?? 'no reason given'}`, 0, { approvalId: id });
+      default:
+        return record(call, parsed.args, 'rejected', `Not executed: the approval was ${approval.status} before anyone decided.`, 0, { approvalId: id });
+    }
+  };
+}
+
+export type ToolExecutor = ReturnType<typeof createToolExecutor>;

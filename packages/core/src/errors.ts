@@ -1,0 +1,95 @@
+/**
+ * One error hierarchy for Rein. `code` is stable (clients and tests match on it);
+ * `retryable` is decided where the error is thrown, and only the worker boundary turns
+ * a non-retryable error into BullMQ's UnrecoverableError.
+ */
+export class ReinError extends Error {
+  override readonly name: string = 'ReinError';
+  readonly code: string;
+  readonly retryable: boolean;
+  readonly status: number;
+
+  constructor(code: string, message: string, opts: { retryable?: boolean; status?: number; cause?: unknown } = {}) {
+    super(message, { cause: opts.cause });
+    this.code = code;
+    this.retryable = opts.retryable ?? false;
+    this.status = opts.status ?? 500;
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
+/** The caller sent something we will not accept (bad body, unknown agent, …). */
+export class InvalidRequestError extends ReinError {
+  override readonly name = 'InvalidRequestError';
+  constructor(message: string, code = 'invalid_request') {
+    super(code, message, { status: 400 });
+  }
+}
+
+export class UnauthorizedError extends ReinError {
+  override readonly name = 'UnauthorizedError';
+  constructor(message = 'missing or unknown API key') {
+    super('unauthorized', message, { status: 401 });
+  }
+}
+
+export class ForbiddenError extends ReinError {
+  override readonly name = 'ForbiddenError';
+  constructor(message: string) {
+    super('forbidden', message, { status: 403 });
+  }
+}
+
+/** Also used for another tenant's resources, so their existence does not leak. */
+export class NotFoundError extends ReinError {
+  override readonly name = 'NotFoundError';
+  constructor(what: string) {
+    super('not_found', `${what} not found`, { status: 404 });
+  }
+}
+
+export class ConflictError extends ReinError {
+  override readonly name = 'ConflictError';
+  constructor(code: string, message: string) {
+    super(code, message, { status: 409 });
+  }
+}
+
+export class GoneError extends ReinError {
+  override readonly name = 'GoneError';
+  constructor(code: string, message: string) {
+    super(code, message, { status: 410 });
+  }
+}
+
+/** Operator misconfiguration: a bad environment variable, a missing agent profile. */
+export class ConfigError extends ReinError {
+  override readonly name = 'ConfigError';
+  constructor(message: string) {
+    super('config_invalid', message);
+  }
+}
+
+/** The model endpoint failed or timed out; the step is retried later. */
+export class ModelUnavailableError extends ReinError {
+  override readonly name = 'ModelUnavailableError';
+  constructor(message: string, cause?: unknown) {
+    super('model_unavailable', message, { retryable: true, status: 503, cause });
+  }
+}
+
+/** The model answered with something that is not a chat completion we can use. */
+export class ModelReplyInvalidError extends ReinError {
+  override readonly name = 'ModelReplyInvalidError';
+  constructor(message: string, cause?: unknown) {
+    super('model_reply_invalid', message, { retryable: true, cause });
+  }
+}
+
+/** A compare-and-set commit lost: someone else already moved the run on. */
+export class StaleStepError extends ReinError {
+  override readonly name = 'StaleStepError';
+  constructor(message: string) {
+    super('stale_step', message);
+  }
+}

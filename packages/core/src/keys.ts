@@ -1,0 +1,29 @@
+/**
+ * The Redis keyspace. Every key of one run shares the hash tag `{runId}` so that the
+ * per-run Lua scripts are single-slot on Redis Cluster; tenant indexes share `{tenantId}`.
+ */
+export const runKeys = (runId: string) => {
+  const p = `rein:{${runId}}`;
+  return {
+    run: `${p}:run`,
+    messages: `${p}:messages`,
+    steps: `${p}:steps`,
+    approvals: `${p}:approvals`,
+    events: `${p}:events`,
+    decisions: `${p}:decisions`,
+    effects: `${p}:effects`,
+  };
+};
+export type RunKeys = ReturnType<typeof runKeys>;
+
+export const tenantKeys = (tenantId: string) => {
+  const p = `rein:tenant:{${tenantId}}`;
+  return {
+    runs: `${p}:runs`,
+    approvals: `${p}:approvals`,
+    idempotency: (key: string) => `${p}:idem:${key}`,
+  };
+};
+
+/** BullMQ prefix with a hash tag, so each queue's keys live in one cluster slot. */
+export const QUEUE_PREFIX = '{rein}';

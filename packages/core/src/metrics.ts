@@ -1,0 +1,67 @@
+import { Counter, collectDefaultMetrics, exponentialBuckets, Histogram, Registry } from 'prom-client';
+
+/**
+ * Rein's Prometheus metrics. Labels are bounded (agent, status, reason, model, tool,
+ * outcome) — never run ids or user ids. Latency and token buckets follow the
+ * OpenTelemetry GenAI conventions rather than prom-client's web-request defaults.
+ */
+export function createMetrics(service: string) {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service });
+  collectDefaultMetrics({ register: registry, prefix: 'rein_process_' });
+  const registers = [registry];
+  return {
+    registry,
+    runsSubmitted: new Counter({ name: 'rein_runs_submitted_total', help: 'Runs accepted by the API', labelNames: ['agent'], registers }),
+    runsFinished: new Counter({
+      name: 'rein_runs_finished_total',
+      help: 'Runs that reached a terminal status',
+      labelNames: ['agent', 'status', 'reason'],
+      registers,
+    }),
+    steps: new Counter({ name: 'rein_steps_total', help: 'Steps processed, by outcome', labelNames: ['outcome'], registers }),
+    stepDuration: new Histogram({
+      name: 'rein_step_duration_seconds',
+      help: 'Wall time of one ReAct step (model call + tools)',
+      labelNames: ['outcome'],
+      buckets: exponentialBuckets(0.01, 2, 14),
+      registers,
+    }),
+    modelDuration: new Histogram({
+      name: 'rein_model_request_duration_seconds',
+      help: 'Model call duration (gen_ai.client.operation.duration)',
+      labelNames: ['model', 'outcome'],
+      buckets: exponentialBuckets(0.01, 2, 14),
+      registers,
+    }),
+    modelTokens: new Counter({
+      name: 'rein_model_tokens_total',
+      help: 'Tokens counted against runs, by model and type (prompt / completion)',
+      labelNames: ['model', 'type'],
+      registers,
+    }),
+    toolCalls: new Counter({ name: 'rein_tool_calls_total', help: 'Tool calls by tool and outcome', labelNames: ['tool', 'outcome'], registers }),
+    toolDuration: new Histogram({
+      name: 'rein_tool_duration_seconds',
+      help: 'Tool execution duration',
+      labelNames: ['tool'],
+      buckets: exponentialBuckets(0.001, 2, 16),
+      registers,
+    }),
+    effectsUncertain: new Counter({
+      name: 'rein_effects_uncertain_total',
+      help: 'Write effects whose outcome is unknown after a crash and that were not re-run',
+      labelNames: ['tool'],
+      registers,
+    }),
+    approvalsCreated: new Counter({ name: 'rein_approvals_created_total', help: 'Approvals requested', labelNames: ['tool', 'risk'], registers }),
+    approvalsDecided: new Counter({
+      name: 'rein_approvals_decided_total',
+      help: 'Approval decisions',
+      labelNames: ['tool', 'decision'],
+      registers,
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

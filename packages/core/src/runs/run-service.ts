@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import type { AgentCatalog } from '../agents/agent-profile.js';
+import { ConflictError, NotFoundError } from '../errors.js';
+import type { Metrics } from '../metrics.js';
+import type { JobName, StepJob } from '../queue/job-catalog.js';
+import { runEvent } from '../engine/run-event.js';
+import type { SubmitRunBody } from '../schemas/api.js';
+import type { Approval } from '../schemas/approval.js';
+import type { Principal } from '../schemas/identity.js';
+import { type RunRecord, type RunStatus, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
+import type { RunStore } from '../store/run-store.js';
+import { StaleStepError } from '../errors.js';
+
+export interface RunServiceDeps {
+  store: RunStore;
+  agents: AgentCatalog;
+  enqueue: (name: JobName, job: StepJob) => Promise<void>;
+  metrics: Metrics;
+  idempotencyTtlSeconds?: number;
+  now?: () => number;
+}
+
+export const approvalView = ({ schemaVersion: _v, ...a }: Approval) => a;
+
+export function runView(run: RunRecord, approvals: Approval[]) {
+  const pending = approvals.filter((a) => run.pendingApprovals.includes(a.id));
+  return {
+    id: run.id,
+    traceId: run.traceId,
+    status: run.status,
+    ...(run.reason ? { reason: run.reason } : {}),
+    agent: run.agent,
+    input: run.input,
+    ...(run.sessionId ? { sessionId: run.sessionId } : {}),
+    ...(run.finalAnswer !== undefined ? { finalAnswer: run.finalAnswer } : {}),
+    step: run.step,
+    usage: run.usage,
+    limits: run.limits,
+    metadata: run.metadata,
+    pendingApprovals: pending.map(approvalView),
+    createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
+    deadlineAt: run.deadlineAt,
+  };
+}
+export type RunView = ReturnType<typeof runView>;
+
+/** Submit, read, list and cancel runs on behalf of an authenticated caller. */
+export function createRunService(deps: RunServiceDeps) {
+  const now = deps.now ?? Date.now;
+
+  /** Another tenant's run answers exactly like a missing one. */
+  async function visibleRun(principal: Principal, id: string): Promise<RunRecord> {
+    const run = await deps.store.get(id);
+    if (!run || run.tenantId !== principal.tenantId) throw new NotFoundError(`run ${id}`);
+    return run;
+  }
+
+  async function view(run: RunRecord) {
+    return runView(run, run.pendingApprovals.length ? await deps.store.approvals(run.id) : []);
+  }
+
+  return {
+    async submit(principal: Principal, body: SubmitRunBody, idempotencyKey?: string): Promise<{ run: RunView; created: boolean }> {
+      const profile = deps.agents.get(body.agent ?? deps.agents.defaultAgent);
+      const id = randomUUID();
+      if (idempotencyKey) {
+        const existing = await deps.store.claimIdempotencyKey(principal.tenantId, idempotencyKey, id, deps.idempotencyTtlSeconds ?? 86_400);
+        if (existing) return { run: await view(await visibleRun(principal, existing)), created: false };
+      }
+      const at = now();
+      const limits = { ...profile.defaultLimits, ...body.limits };
+      const run: RunRecord = {
+        schemaVersion: 1,
+        id,
+        traceId: randomUUID().replaceAll('-', '').slice(0, 16),
+        tenantId: principal.tenantId,
+        userId: principal.userId,
+        roles: principal.roles,
+        agent: profile.name,
+        input: body.input,
+        ...(body.sessionId ? { sessionId: body.sessionId } : {}),
+        metadata: body.metadata ?? {},
+        limits,
+        status: 'queued',
+        step: 0,
+        usage: ZERO_USAGE,
+        pendingApprovals: [],
+        version: 0,
+        createdAt: new Date(at).toISOString(),
+        updatedAt: new Date(at).toISOString(),
+        deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
+      };
+      await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }));
+      await deps.enqueue('step', { runId: id, step: 0 });
+      deps.metrics.runsSubmitted.inc({ agent: run.agent });
+      return { run: await view(run), created: true };
+    },
+
+    async get(principal: Principal, id: string) {
+      return view(await visibleRun(principal, id));
+    },
+
+    async trace(principal: Principal, id: string) {
+      const run = await visibleRun(principal, id);
+      const [steps, approvals] = await Promise.all([deps.store.steps(id), deps.store.approvals(id)]);
+      const byId = new Map(approvals.map((a) => [a.id, approvalView(a)]));
+      const end = TERMINAL_STATUSES.includes(run.status) ? Date.parse(run.updatedAt) : now();
+      return {
+        runId: run.id,
+        traceId: run.traceId,
+        status: run.status,
+        ...(run.reason ? { reason: run.reason } : {}),
+        input: run.input,
+        steps: steps.map((s) => ({
+          index: s.index,
+          model: s.model,
+          thought: s.thought,
+          toolCalls: s.toolCalls.map((c) => ({ ...c, ...(c.approvalId ? { approval: byId.get(c.approvalId) } : {}) })),
+          usage: s.usage,
+          durationMs: s.durationMs,
+        })),
+        finalAnswer: run.finalAnswer ?? null,
+        elapsedMs: end - Date.parse(run.createdAt),
+        totalTokens: run.usage.totalTokens,
+      };
+    },
+
+    async list(principal: Principal, status: RunStatus | undefined, limit: number) {
+      const runs = await deps.store.list(principal.tenantId, { userId: principal.userId, status, limit });
+      return Promise.all(runs.map(view));
+    },
+
+    /** Cancels a non-terminal run; its pending approvals are withdrawn in the same commit. */
+    async cancel(principal: Principal, id: string) {
+      for (;;) {
+        const run = await visibleRun(principal, id);
+        if (TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_finished', `run ${id} already ${run.status}`);
+        const at = new Date(now()).toISOString();
+        const withdrawn = (await deps.store.approvals(id))
+          .filter((a) => a.status === 'pending')
+          .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: principal.userId, decidedAt: at, comment: 'run cancelled' }));
+        try {
+          const next = await deps.store.commit({
+            from: run,
+            to: { ...run, status: 'cancelled', reason: 'cancelled', pendingApprovals: [], updatedAt: at },
+            approvals: withdrawn,
+            events: [runEvent('run.finished', id, run.step, { status: 'cancelled', reason: 'cancelled', by: principal.userId })],
+          });
+          deps.metrics.runsFinished.inc({ agent: run.agent, status: 'cancelled', reason: 'cancelled' });
+          return view(next);
+        } catch (err) {
+          if (!(err instanceof StaleStepError)) throw err; // a worker committed meanwhile: look again
+        }
+      }
+    },
+  };
+}
+
+export type RunService = ReturnType<typeof createRunService>;

@@ -1,0 +1,125 @@
+import { z } from 'zod';
+import { principalSchema } from './identity.js';
+import { modelToolCallSchema } from './message.js';
+
+/** Persisted records carry a schema version; readers accept only these. */
+export const SUPPORTED_SCHEMA_VERSIONS = [1] as const;
+export const SCHEMA_VERSION = 1;
+const schemaVersion = z.literal(SCHEMA_VERSION);
+
+export const runStatusSchema = z.enum(['queued', 'running', 'pending_approval', 'succeeded', 'failed', 'cancelled']);
+export type RunStatus = z.infer<typeof runStatusSchema>;
+export const TERMINAL_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled'];
+
+/** Why a run ended; stable strings that dashboards and clients match on. */
+export const runReasonSchema = z.enum([
+  'completed',
+  'max_steps',
+  'token_budget',
+  'deadline',
+  'repeated_call',
+  'tool_failures',
+  'model_unavailable',
+  'model_reply_invalid',
+  'input_rejected',
+  'cancelled',
+  'internal_error',
+]);
+export type RunReason = z.infer<typeof runReasonSchema>;
+
+export const limitsSchema = z.object({
+  maxSteps: z.number().int().min(1).max(100),
+  maxTokens: z.number().int().min(1).max(10_000_000),
+  timeoutMs: z.number().int().min(1_000).max(24 * 3600_000),
+});
+export type Limits = z.infer<typeof limitsSchema>;
+
+export const usageSchema = z.object({
+  promptTokens: z.number().int().min(0),
+  completionTokens: z.number().int().min(0),
+  totalTokens: z.number().int().min(0),
+});
+export type Usage = z.infer<typeof usageSchema>;
+export const ZERO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+
+export const runRecordSchema = z.object({
+  schemaVersion,
+  id: z.string(),
+  traceId: z.string(),
+  tenantId: principalSchema.shape.tenantId,
+  userId: principalSchema.shape.userId,
+  roles: principalSchema.shape.roles,
+  agent: z.string(),
+  input: z.string(),
+  sessionId: z.string().optional(),
+  metadata: z.record(z.string(), z.unknown()),
+  limits: limitsSchema,
+  status: runStatusSchema,
+  reason: runReasonSchema.optional(),
+  finalAnswer: z.string().optional(),
+  /** The step the next job will run (== number of committed steps). */
+  step: z.number().int().min(0),
+  usage: usageSchema,
+  pendingApprovals: z.array(z.string()),
+  /** Bumped by every commit; the compare-and-set token. */
+  version: z.number().int().min(0),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  deadlineAt: z.string(),
+});
+export type RunRecord = z.infer<typeof runRecordSchema>;
+
+/** The model's reply for one step, journaled before any tool runs (invariant 3). */
+export const decisionSchema = z.object({
+  schemaVersion,
+  step: z.number().int().min(0),
+  model: z.string(),
+  content: z.string().nullable(),
+  toolCalls: z.array(modelToolCallSchema),
+  usage: z.object({ promptTokens: z.number().int().min(0), completionTokens: z.number().int().min(0) }),
+  durationMs: z.number().min(0),
+  createdAt: z.string(),
+});
+export type Decision = z.infer<typeof decisionSchema>;
+
+export const toolOutcomeSchema = z.enum([
+  'ok',
+  'error',
+  'invalid_arguments',
+  'unknown_tool',
+  'forbidden',
+  'awaiting_approval',
+  'rejected',
+  'uncertain',
+]);
+export type ToolOutcome = z.infer<typeof toolOutcomeSchema>;
+
+export const toolCallRecordSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  arguments: z.unknown(),
+  outcome: toolOutcomeSchema,
+  observation: z.string(),
+  durationMs: z.number().min(0),
+  approvalId: z.string().optional(),
+});
+export type ToolCallRecord = z.infer<typeof toolCallRecordSchema>;
+
+export const stepRecordSchema = z.object({
+  schemaVersion,
+  index: z.number().int().min(0),
+  model: z.string(),
+  thought: z.string().nullable(),
+  toolCalls: z.array(toolCallRecordSchema),
+  usage: usageSchema,
+  durationMs: z.number().min(0),
+  finishedAt: z.string(),
+});
+export type StepRecord = z.infer<typeof stepRecordSchema>;
+
+/** What a write-tool effect looks like in the ledger (invariant 4). */
+export const effectSchema = z.discriminatedUnion('state', [
+  z.object({ state: z.literal('intent'), tool: z.string(), at: z.string() }),
+  z.object({ state: z.literal('done'), tool: z.string(), at: z.string(), ok: z.boolean(), observation: z.string() }),
+]);
+export type Effect = z.infer<typeof effectSchema>;

@@ -1,0 +1,27 @@
+import type { Redis } from 'ioredis';
+import { runKeys } from '../keys.js';
+import { type Decision, decisionSchema } from '../schemas/run.js';
+
+/**
+ * The model's reply per step, stored before any tool runs (invariant 3). The first
+ * writer wins, so every attempt of a step acts on the same decision and its tokens
+ * are counted once.
+ */
+export class DecisionJournal {
+  constructor(private readonly redis: Redis) {}
+
+  async get(runId: string, step: number): Promise<Decision | null> {
+    const raw = await this.redis.hget(runKeys(runId).decisions, String(step));
+    return raw ? decisionSchema.parse(JSON.parse(raw)) : null;
+  }
+
+  /** Records `decision` unless one exists; returns the journaled one either way. */
+  async record(runId: string, decision: Decision): Promise<Decision> {
+    const key = runKeys(runId).decisions;
+    const won = await this.redis.hsetnx(key, String(decision.step), JSON.stringify(decisionSchema.parse(decision)));
+    if (won) return decision;
+    const existing = await this.get(runId, decision.step);
+    if (!existing) throw new Error(`decision journal lost step ${decision.step} of run ${runId}`);
+    return existing;
+  }
+}

@@ -1,0 +1,35 @@
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+
+/** Return codes of commit-run-7.lua. */
+export enum CommitResult {
+  Committed = 1,
+  Stale = 0,
+  NoSuchRun = -1,
+}
+
+/** Return codes of create-run-3.lua. */
+export enum CreateResult {
+  Created = 1,
+  Exists = 0,
+}
+
+const load = (file: string) => readFileSync(new URL(`../lua/${file}`, import.meta.url), 'utf8');
+
+const scripts = {
+  createRun: { file: 'create-run-3.lua', keys: 3 },
+  commitRun: { file: 'commit-run-7.lua', keys: 7 },
+} as const;
+
+export interface ReinScripts {
+  createRun(k1: string, k2: string, k3: string, ...argv: string[]): Promise<number>;
+  commitRun(...keysAndArgs: string[]): Promise<number>;
+}
+
+/** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */
+export function withScripts(redis: Redis): Redis & ReinScripts {
+  for (const [name, { file, keys }] of Object.entries(scripts)) {
+    if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: keys, lua: load(file) });
+  }
+  return redis as Redis & ReinScripts;
+}

@@ -1,0 +1,181 @@
+import type { Redis } from 'ioredis';
+import { NotFoundError, StaleStepError } from '../errors.js';
+import { runKeys, tenantKeys } from '../keys.js';
+import { type Approval, approvalSchema } from '../schemas/approval.js';
+import { type RunEvent, runEventSchema } from '../schemas/event.js';
+import { type ChatMessage, chatMessageSchema } from '../schemas/message.js';
+import {
+  type RunRecord,
+  type RunStatus,
+  runRecordSchema,
+  type StepRecord,
+  stepRecordSchema,
+  TERMINAL_STATUSES,
+} from '../schemas/run.js';
+import { CommitResult, CreateResult, withScripts } from './lua-scripts.js';
+
+export interface Commit {
+  /** The run as the caller read it; its version is the compare-and-set token. */
+  from: RunRecord;
+  /** The new run document (its version is set here). */
+  to: Omit<RunRecord, 'version'>;
+  step?: StepRecord;
+  messages?: ChatMessage[];
+  approvals?: Approval[];
+  events?: RunEvent[];
+}
+
+export interface StoredEvent {
+  id: string;
+  event: RunEvent;
+}
+
+/**
+ * The run record and everything hanging off it. All multi-key writes of a run go
+ * through one compare-and-set Lua script, so a stale or duplicate worker cannot
+ * overwrite newer state.
+ */
+export class RunStore {
+  private readonly redis: ReturnType<typeof withScripts>;
+
+  constructor(
+    redis: Redis,
+    private readonly traceTtlSeconds: number,
+  ) {
+    this.redis = withScripts(redis);
+  }
+
+  /** Creates the run unless one with the same id exists; returns whether it did. */
+  async create(run: RunRecord, firstMessage: ChatMessage, event: RunEvent): Promise<boolean> {
+    const k = runKeys(run.id);
+    const created = await this.redis.createRun(
+      k.run,
+      k.messages,
+      k.events,
+      JSON.stringify(runRecordSchema.parse(run)),
+      JSON.stringify(firstMessage),
+      JSON.stringify(event),
+    );
+    if (created === CreateResult.Created) {
+      await this.redis.zadd(tenantKeys(run.tenantId).runs, Date.parse(run.createdAt), run.id);
+    }
+    return created === CreateResult.Created;
+  }
+
+  async get(runId: string): Promise<RunRecord | null> {
+    const doc = await this.redis.hget(runKeys(runId).run, 'doc');
+    return doc ? runRecordSchema.parse(JSON.parse(doc)) : null;
+  }
+
+  async require(runId: string): Promise<RunRecord> {
+    const run = await this.get(runId);
+    if (!run) throw new NotFoundError(`run ${runId}`);
+    return run;
+  }
+
+  async messages(runId: string): Promise<ChatMessage[]> {
+    const raw = await this.redis.lrange(runKeys(runId).messages, 0, -1);
+    return raw.map((m) => chatMessageSchema.parse(JSON.parse(m)));
+  }
+
+  async steps(runId: string): Promise<StepRecord[]> {
+    const raw = await this.redis.hvals(runKeys(runId).steps);
+    return raw.map((s) => stepRecordSchema.parse(JSON.parse(s))).sort((a, b) => a.index - b.index);
+  }
+
+  async approvals(runId: string): Promise<Approval[]> {
+    const raw = await this.redis.hvals(runKeys(runId).approvals);
+    return raw.map((a) => approvalSchema.parse(JSON.parse(a))).sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  /**
+   * Commits atomically if the run is still at `from.version`. Throws StaleStepError
+   * otherwise; the caller re-reads and decides again.
+   */
+  async commit(c: Commit): Promise<RunRecord> {
+    const next: RunRecord = runRecordSchema.parse({ ...c.to, version: c.from.version + 1 });
+    const k = runKeys(next.id);
+    const messages = (c.messages ?? []).map((m) => JSON.stringify(m));
+    const approvals = (c.approvals ?? []).flatMap((a) => [a.id, JSON.stringify(approvalSchema.parse(a))]);
+    const events = (c.events ?? []).map((e) => JSON.stringify(runEventSchema.parse(e)));
+    const terminal = TERMINAL_STATUSES.includes(next.status);
+    const result = await this.redis.commitRun(
+      k.run,
+      k.messages,
+      k.steps,
+      k.approvals,
+      k.events,
+      k.decisions,
+      k.effects,
+      String(c.from.version),
+      JSON.stringify(next),
+      c.step ? String(c.step.index) : '',
+      c.step ? JSON.stringify(stepRecordSchema.parse(c.step)) : '',
+      String(terminal ? this.traceTtlSeconds : 0),
+      String(messages.length),
+      String(c.approvals?.length ?? 0),
+      String(events.length),
+      ...messages,
+      ...approvals,
+      ...events,
+    );
+    if (result === CommitResult.NoSuchRun) throw new NotFoundError(`run ${next.id}`);
+    if (result === CommitResult.Stale) {
+      throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
+    }
+    if (c.approvals?.length) {
+      const t = tenantKeys(next.tenantId).approvals;
+      await this.redis.zadd(t, ...c.approvals.flatMap((a) => [Date.parse(a.createdAt), a.id]));
+    }
+    return next;
+  }
+
+  /** Live-only events (e.g. "tool called"); the durable ones are written by commit. */
+  async appendEvent(event: RunEvent): Promise<void> {
+    await this.redis.xadd(runKeys(event.runId).events, '*', 'e', JSON.stringify(event));
+  }
+
+  /** Events after `afterId` ('0' = from the start); blocks up to `blockMs` when none. */
+  async readEvents(runId: string, afterId: string, blockMs: number, redis: Redis = this.redis): Promise<StoredEvent[]> {
+    const key = runKeys(runId).events;
+    const reply =
+      blockMs > 0
+        ? await redis.xread('COUNT', 100, 'BLOCK', blockMs, 'STREAMS', key, afterId)
+        : await redis.xread('COUNT', 100, 'STREAMS', key, afterId);
+    const entries = reply?.[0]?.[1] ?? [];
+    return entries.map(([id, fields]) => ({ id, event: runEventSchema.parse(JSON.parse(fields[1] ?? '{}')) }));
+  }
+
+  /** The tenant's runs, newest first, optionally filtered by status. */
+  async list(tenantId: string, opts: { userId?: string; status?: RunStatus; limit: number }): Promise<RunRecord[]> {
+    const ids = await this.redis.zrevrange(tenantKeys(tenantId).runs, 0, 999);
+    const out: RunRecord[] = [];
+    for (let i = 0; i < ids.length && out.length < opts.limit; i += 100) {
+      const batch = ids.slice(i, i + 100);
+      const pipeline = this.redis.pipeline();
+      for (const id of batch) pipeline.hget(runKeys(id).run, 'doc');
+      const docs = (await pipeline.exec()) ?? [];
+      for (const [, doc] of docs) {
+        if (typeof doc !== 'string') continue; // expired trace
+        const run = runRecordSchema.parse(JSON.parse(doc));
+        if (opts.userId && run.userId !== opts.userId) continue;
+        if (opts.status && run.status !== opts.status) continue;
+        out.push(run);
+        if (out.length === opts.limit) break;
+      }
+    }
+    return out;
+  }
+
+  /** Approval ids of a tenant, newest first (status is read from each run). */
+  async tenantApprovalIds(tenantId: string, limit: number): Promise<string[]> {
+    return this.redis.zrevrange(tenantKeys(tenantId).approvals, 0, limit - 1);
+  }
+
+  /** Idempotency-Key → run id, per tenant; returns the existing run id if any. */
+  async claimIdempotencyKey(tenantId: string, key: string, runId: string, ttlSeconds: number): Promise<string | null> {
+    const k = tenantKeys(tenantId).idempotency(key);
+    const set = await this.redis.set(k, runId, 'EX', ttlSeconds, 'NX');
+    return set === 'OK' ? null : await this.redis.get(k);
+  }
+}

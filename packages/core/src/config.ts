@@ -26,12 +26,16 @@ export const configSchema = z.object({
   REIN_MODEL: z.string().min(1).default('rein-scripted-order-assistant'),
   REIN_FALLBACK_MODELS: csv.default([]),
   REIN_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** Address the HTTP services and the worker's metrics endpoint listen on. */
+  REIN_BIND_HOST: z.string().min(1).default('0.0.0.0'),
   API_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   APPROVER_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
   REIN_TOOL_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   REIN_TOOL_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+  /** BullMQ job lock; a worker that dies holding a step releases it after this long. */
+  REIN_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
   REIN_STEP_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
   REIN_API_KEYS: apiKeys.optional(),
   APPROVAL_TTL_MS: z.coerce.number().int().positive().default(900_000),

@@ -49,3 +49,4 @@ export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { RunStore } from './store/run-store.js';
 export { defineTool, parseToolArguments, toolSpec, type Tool, type ToolContext } from './tools/tool.js';
+export { runHttpService } from './http/run-http-service.js';

@@ -1,0 +1,2 @@
+export { playOrderAssistant, type ScriptCall, type ScriptMessage, type ScriptReply } from './script.js';
+export { countTokens, createScriptedModelServer, SCRIPTED_MODEL_ID, type ScriptedModelOptions } from './server.js';

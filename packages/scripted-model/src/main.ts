@@ -1,0 +1,19 @@
+import { z } from 'zod';
+import { createScriptedModelServer, SCRIPTED_MODEL_ID } from './server.js';
+
+const env = z
+  .object({
+    SCRIPTED_MODEL_PORT: z.coerce.number().int().min(0).max(65535).default(8090),
+    SCRIPTED_MODEL_HOST: z.string().default('127.0.0.1'),
+    SCRIPTED_MODEL_LATENCY_MS: z.coerce.number().int().min(0).default(0),
+  })
+  .safeParse(process.env);
+if (!env.success) {
+  process.stderr.write(`scripted-model: invalid environment: ${env.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`);
+  process.exit(1);
+}
+
+const app = createScriptedModelServer({ latencyMs: env.data.SCRIPTED_MODEL_LATENCY_MS });
+const address = await app.listen({ port: env.data.SCRIPTED_MODEL_PORT, host: env.data.SCRIPTED_MODEL_HOST });
+process.stdout.write(`scripted model "${SCRIPTED_MODEL_ID}" (rules, not an LLM) listening on ${address}/v1\n`);
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void app.close().then(() => process.exit(0)));

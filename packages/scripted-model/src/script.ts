@@ -1,0 +1,198 @@
+/**
+ * The order assistant, played from rules instead of a neural network. It reads the
+ * conversation (user input + tool results so far) and returns the next move, so the
+ * same conversation always gets the same reply — which is what tests and benchmarks need.
+ */
+
+export interface ScriptMessage {
+  role: string;
+  content?: string | null;
+  tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }> | null;
+  tool_call_id?: string;
+}
+
+export interface ScriptCall {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+export interface ScriptReply {
+  content: string | null;
+  toolCalls: ScriptCall[];
+}
+
+interface Observed {
+  name: string;
+  args: Record<string, unknown>;
+  raw: string;
+  json: unknown;
+}
+
+type Lang = 'zh' | 'en';
+
+const ORDER_NO = /(?<![A-Za-z0-9])([A-Za-z]\d{3,}|\d{6,})(?![A-Za-z0-9])/g;
+
+const parse = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+};
+
+function observations(messages: ScriptMessage[]): Observed[] {
+  const calls = new Map<string, { name: string; args: Record<string, unknown> }>();
+  const out: Observed[] = [];
+  for (const m of messages) {
+    for (const c of m.tool_calls ?? []) calls.set(c.id, { name: c.function.name, args: (parse(c.function.arguments) ?? {}) as Record<string, unknown> });
+    if (m.role === 'tool' && m.tool_call_id) {
+      const call = calls.get(m.tool_call_id);
+      if (call) out.push({ ...call, raw: m.content ?? '', json: parse(m.content ?? '') });
+    }
+  }
+  return out;
+}
+
+type OrderView = { orderNo: string; status: string; amount: number; customer: string; daysOverdue?: number; promisedDate?: string };
+type PolicyView = { title: string; content: string };
+
+const say = (lang: Lang, zh: string, en: string) => (lang === 'zh' ? zh : en);
+const statusText = (lang: Lang, s: string) =>
+  lang === 'zh' ? ({ not_shipped: '未发货', shipped: '已发货', delivered: '已签收', cancelled: '已取消' }[s] ?? s) : s.replace('_', ' ');
+const call = (content: string, ...toolCalls: ScriptCall[]): ScriptReply => ({ content, toolCalls });
+const answer = (content: string): ScriptReply => ({ content, toolCalls: [] });
+
+function policyOf(o: Observed | undefined): PolicyView | undefined {
+  return Array.isArray(o?.json) ? (o.json[0] as PolicyView | undefined) : undefined;
+}
+
+/** The seeds' late-order complaint: query → policy → ticket (approved by a human) → answer. */
+function lateOrder(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
+  const order = seen.find((o) => o.name === 'query_order');
+  if (!order) {
+    return call(say(lang, '我需要先查这个订单的状态，确认是否真的没发货。', 'First I need to check the order to confirm it really has not shipped.'), { name: 'query_order', arguments: { orderNo } });
+  }
+  const o = order.json as OrderView | { error: string } | null;
+  if (!o || 'error' in o) return answer(say(lang, `没有查到订单 ${orderNo}，请核对订单号。`, `I could not find order ${orderNo}; please check the number.`));
+  if (o.status !== 'not_shipped') {
+    return answer(say(lang, `订单 ${orderNo} 当前状态为「${statusText(lang, o.status)}」，并非未发货，无需补偿。`, `Order ${orderNo} is ${statusText(lang, o.status)}, so it is not a late shipment.`));
+  }
+  const policy = seen.find((s) => s.name === 'search_policy');
+  if (!policy) {
+    return call(
+      say(lang, `订单确实未发货，且已超承诺日期 ${o.daysOverdue} 天。我需要查一下公司的超时发货赔偿政策。`, `The order has not shipped and is ${o.daysOverdue} days past the promised date. I need the late-shipment compensation policy.`),
+      { name: 'search_policy', arguments: { query: say(lang, '超时发货 赔偿标准', 'late shipment compensation') } },
+    );
+  }
+  const top = policyOf(policy);
+  const compensation = Math.min(Math.round(o.amount * 5) / 100, 50).toFixed(2);
+  const ticket = seen.find((s) => s.name === 'create_ticket');
+  if (!ticket) {
+    return call(
+      say(lang, `政策明确。订单金额 ${o.amount} 元，5% = ${compensation} 元，未超过上限 50 元。现在需要创建工单，创建工单是写操作，需要人工确认。`, `The policy is clear: 5% of ${o.amount} is ${compensation}, under the 50 cap. Creating a ticket is a write action and needs approval.`),
+      {
+        name: 'create_ticket',
+        arguments: {
+          orderNo,
+          type: say(lang, '超时发货', 'late shipment'),
+          priority: 'high',
+          suggestedAction: say(lang, `补偿 ${compensation} 元并催促仓库发货`, `Compensate ${compensation} and chase the warehouse to ship`),
+        },
+      },
+    );
+  }
+  const created = ticket.json as { ticketId?: string } | null;
+  const policyName = top?.title.split(' (')[0] ?? say(lang, '超时发货处理规范', 'late shipment policy');
+  if (created?.ticketId) {
+    return answer(
+      say(
+        lang,
+        `已为订单 ${orderNo} 创建加急工单 ${created.ticketId}。该订单已超承诺发货日期 ${o.daysOverdue} 天，按《${policyName}》可补偿 ${compensation} 元，并已催促仓库发货。`,
+        `Created high-priority ticket ${created.ticketId} for order ${orderNo}. It is ${o.daysOverdue} days late; under "${policyName}" the customer gets ${compensation} in compensation, and the warehouse has been chased.`,
+      ),
+    );
+  }
+  return answer(
+    say(
+      lang,
+      `工单未创建：${ticket.raw}。订单 ${orderNo} 已超期 ${o.daysOverdue} 天，按《${policyName}》可补偿 ${compensation} 元，请人工跟进。`,
+      `The ticket was not created: ${ticket.raw}. Order ${orderNo} is ${o.daysOverdue} days late; under "${policyName}" ${compensation} compensation applies. A human should follow up.`,
+    ),
+  );
+}
+
+/** "查订单 A12345 状态，按政策说能否退": query_order, then search_policy, then answer. */
+function orderAndPolicy(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
+  const order = seen.find((o) => o.name === 'query_order');
+  if (!order) return call(say(lang, '先查订单状态。', 'First, the order status.'), { name: 'query_order', arguments: { orderNo } });
+  const o = order.json as OrderView | { error: string } | null;
+  if (!o || 'error' in o) return answer(say(lang, `没有查到订单 ${orderNo}，请核对订单号。`, `I could not find order ${orderNo}; please check the number.`));
+  const policy = seen.find((s) => s.name === 'search_policy');
+  if (!policy) {
+    const query = o.status === 'not_shipped' ? say(lang, '未发货 退款', 'refund before shipment') : say(lang, '已发货 退货 退款', 'return refund after shipment');
+    return call(say(lang, `订单状态为「${statusText(lang, o.status)}」，再查对应的退货退款政策。`, `The order is ${statusText(lang, o.status)}; now the matching return policy.`), { name: 'search_policy', arguments: { query } });
+  }
+  const top = policyOf(policy);
+  return answer(
+    say(
+      lang,
+      `订单 ${orderNo} 当前状态：${statusText(lang, o.status)}（金额 ${o.amount} 元）。按《${top?.title.split(' (')[0] ?? '退货政策'}》：${top?.content.split(' ')[0] ?? '请咨询人工客服。'}`,
+      `Order ${orderNo} is ${statusText(lang, o.status)} (amount ${o.amount}). Per "${top?.title ?? 'the return policy'}": ${top?.content ?? 'please ask a human agent.'}`,
+    ),
+  );
+}
+
+function policyQuestion(lang: Lang, input: string, seen: Observed[]): ScriptReply {
+  const policy = seen.find((s) => s.name === 'search_policy');
+  if (!policy) return call(say(lang, '这是政策问题，查知识库。', 'This is a policy question; searching the knowledge base.'), { name: 'search_policy', arguments: { query: input } });
+  const top = policyOf(policy);
+  if (!top) return answer(say(lang, '知识库中没有找到相关政策，已转人工客服。', 'I found no matching policy; a human agent will follow up.'));
+  return answer(say(lang, `根据《${top.title.split(' (')[0]}》：${top.content.split(' ')[0]}`, `According to "${top.title}": ${top.content}`));
+}
+
+function deleteOrder(lang: Lang, orderNo: string | undefined, seen: Observed[]): ScriptReply {
+  if (!seen.some((s) => s.name === 'delete_order')) {
+    return call(say(lang, '用户要求删除订单，尝试调用删除工具。', 'The user wants the order deleted; trying a delete tool.'), { name: 'delete_order', arguments: { orderNo: orderNo ?? '' } });
+  }
+  return answer(
+    say(
+      lang,
+      `抱歉，我无法删除订单${orderNo ? ` ${orderNo}` : ''}：这超出了我的权限，系统也不支持删除订单，只能取消。如需取消，请联系人工客服。`,
+      `Sorry, I cannot delete order${orderNo ? ` ${orderNo}` : 's'}: that is outside what I am allowed to do, and orders can only be cancelled, not deleted. Please contact a human agent to cancel.`,
+    ),
+  );
+}
+
+/** Several order numbers: look them all up at once (parallel tool calls), then summarise. */
+function compareOrders(lang: Lang, orderNos: string[], seen: Observed[]): ScriptReply {
+  const found = seen.filter((s) => s.name === 'query_order');
+  if (found.length === 0) {
+    return call(say(lang, '同时查询这几个订单。', 'Looking up these orders in parallel.'), ...orderNos.map((orderNo) => ({ name: 'query_order', arguments: { orderNo } })));
+  }
+  const lines = found.map((f) => {
+    const o = f.json as OrderView | { error: string } | null;
+    return !o || 'error' in o ? `${String(f.args.orderNo)}: ${say(lang, '未找到', 'not found')}` : `${o.orderNo}: ${statusText(lang, o.status)}, ${o.amount}`;
+  });
+  return answer(lines.join('\n'));
+}
+
+export function playOrderAssistant(messages: ScriptMessage[]): ScriptReply {
+  const input = messages.find((m) => m.role === 'user')?.content ?? '';
+  const lang: Lang = /[\u3400-\u9fff]/.test(input) ? 'zh' : 'en';
+  const seen = observations(messages);
+  const orderNos = [...new Set([...input.matchAll(ORDER_NO)].map((m) => m[1] as string))];
+  const orderNo = orderNos[0];
+
+  if (/删除|删掉|delete|remove/i.test(input)) return deleteOrder(lang, orderNo, seen);
+  if (orderNo && /没发货|未发货|不发货|投诉|催|not (been )?shipped|hasn'?t shipped|late|complain/i.test(input)) return lateOrder(lang, orderNo, seen);
+  if (orderNos.length > 1) return compareOrders(lang, orderNos, seen);
+  if (orderNo) return orderAndPolicy(lang, orderNo, seen);
+  if (/政策|退货|退款|换货|无理由|价保|policy|return|refund|exchange/i.test(input)) return policyQuestion(lang, input, seen);
+  return answer(
+    say(
+      lang,
+      '我是 Rein 的脚本化演示模型（不是大语言模型），只能演示订单助手的几个场景：订单投诉、订单状态与退货政策、政策问答。',
+      "I am Rein's scripted demo model (not an LLM). I can only play the order assistant's demo scenarios: late-order complaints, order status with return policy, and policy questions.",
+    ),
+  );
+}

@@ -1,0 +1,4 @@
+import { runHttpService } from '@rein/core';
+import { createApiApp } from './app.js';
+
+await runHttpService('api', (c) => c.API_PORT, createApiApp);

@@ -1,0 +1,46 @@
+import {
+  approvalStatusSchema,
+  approveBodySchema,
+  createApprovalService,
+  createHttpApp,
+  idParamsSchema,
+  parseInput,
+  rejectBodySchema,
+  requireApiKeys,
+  type Runtime,
+} from '@rein/core';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+
+const listQuerySchema = z.object({
+  status: approvalStatusSchema.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+/** The approver API: list, read, approve, reject. Who may decide is core's `mayDecide`. */
+export function createApproverApp(rt: Runtime): FastifyInstance {
+  const app = createHttpApp({
+    logger: rt.logger,
+    apiKeys: requireApiKeys(rt.config),
+    registry: rt.metrics.registry,
+    redis: rt.redis,
+    bodyLimit: rt.config.REIN_MAX_BODY_BYTES,
+  });
+  const approvals = createApprovalService({ store: rt.store, enqueue: rt.enqueue, metrics: rt.metrics });
+  const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
+
+  app.get('/v1/approvals', async (req) => {
+    const q = parseInput(listQuerySchema, req.query, 'query');
+    return { approvals: await approvals.list(req.principal, q.status, q.limit) };
+  });
+  app.get('/v1/approvals/:id', async (req) => approvals.get(req.principal, id(req.params)));
+  app.post('/v1/approvals/:id/approve', async (req) => {
+    const body = parseInput(approveBodySchema, req.body, 'body');
+    return approvals.decide(req.principal, id(req.params), { kind: 'approve', ...(body.comment ? { comment: body.comment } : {}) });
+  });
+  app.post('/v1/approvals/:id/reject', async (req) => {
+    const body = parseInput(rejectBodySchema, req.body, 'body');
+    return approvals.decide(req.principal, id(req.params), { kind: 'reject', reason: body.reason });
+  });
+  return app;
+}

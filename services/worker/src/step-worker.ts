@@ -1,0 +1,86 @@
+import {
+  bullConnection,
+  createStepProcessor,
+  createToolExecutor,
+  type ModelGateway,
+  parseJob,
+  QUEUE_PREFIX,
+  ReinError,
+  type Runtime,
+  STEP_QUEUE,
+  type StepJob,
+} from '@rein/core';
+import { type Job, UnrecoverableError, Worker } from 'bullmq';
+
+/** Which terminal reason a step that can no longer progress gets. */
+function reasonFor(err: Error) {
+  // UnrecoverableError carries the ReinError's code as the prefix of its message.
+  const code = err instanceof ReinError ? err.code : /^(\w+): /.exec(err.message)?.[1];
+  if (code === 'model_unavailable' || code === 'model_rejected') return 'model_unavailable' as const;
+  if (code === 'model_reply_invalid') return 'model_reply_invalid' as const;
+  return 'internal_error' as const;
+}
+
+/**
+ * The BullMQ worker: one job = one ReAct step. Retryable failures go back to BullMQ
+ * (backoff with jitter); a non-retryable error, or the last attempt, ends the run with
+ * a reason instead of leaving it hanging.
+ */
+export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
+  const { config, logger } = rt;
+  const executeTool = createToolExecutor({
+    tools: rt.tools,
+    ledger: rt.ledger,
+    metrics: rt.metrics,
+    logger,
+    toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
+    approvalTtlMs: config.APPROVAL_TTL_MS,
+  });
+  const steps = createStepProcessor({
+    store: rt.store,
+    journal: rt.journal,
+    model,
+    tools: rt.tools,
+    agents: rt.agents,
+    executeTool,
+    enqueue: rt.enqueue,
+    metrics: rt.metrics,
+    logger,
+    toolConcurrency: config.REIN_TOOL_CONCURRENCY,
+    modelTimeoutMs: config.REIN_MODEL_TIMEOUT_MS,
+  });
+
+  const worker = new Worker(
+    STEP_QUEUE,
+    async (job: Job) => {
+      const { payload } = parseJob(job.name, job.data);
+      const started = performance.now();
+      try {
+        const outcome = await steps.process(payload);
+        rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
+        return outcome;
+      } catch (err) {
+        if (err instanceof ReinError && !err.retryable) throw new UnrecoverableError(`${err.code}: ${err.message}`);
+        logger.warn({ runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message }, 'step failed; will retry');
+        throw err;
+      }
+    },
+    {
+      connection: bullConnection(config.REDIS_URL, 'worker', logger),
+      prefix: QUEUE_PREFIX,
+      concurrency: config.WORKER_CONCURRENCY,
+      lockDuration: config.REIN_JOB_LOCK_MS,
+      stalledInterval: Math.max(1000, Math.floor(config.REIN_JOB_LOCK_MS / 2)),
+      // A step killed with its worker is picked up again; a step that kills every worker is not.
+      maxStalledCount: 3,
+    },
+  );
+  worker.on('error', (err) => logger.warn({ err: err.message }, 'worker error'));
+  worker.on('failed', (job, err) => {
+    if (!job) return;
+    const final = err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
+    if (!final) return;
+    steps.fail(job.data as StepJob, reasonFor(err), err.message).catch((e: Error) => logger.error({ err: e.message }, 'could not end the run'));
+  });
+  return worker;
+}

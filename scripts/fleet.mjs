@@ -1,0 +1,143 @@
+#!/usr/bin/env node
+// `npm start`: the whole fleet on this machine with embedded defaults — Redis (the one at
+// REDIS_URL / 127.0.0.1:6379, or a redis-server started here), the scripted model when
+// OPENAI_BASE_URL is unset, the API, two workers and the approver.
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const env = { ...process.env };
+const children = [];
+
+export const DEMO_KEYS = [
+  { key: 'demo-user-key-zhangsan', tenantId: 'demo', userId: 'zhangsan', roles: ['user'] },
+  { key: 'demo-approver-key-lisi', tenantId: 'demo', userId: 'lisi', roles: ['approver'] },
+  { key: 'demo-supervisor-key-wangwu', tenantId: 'demo', userId: 'wangwu', roles: ['supervisor'] },
+  { key: 'demo-admin-key-admin', tenantId: 'demo', userId: 'admin', roles: ['admin'] },
+];
+
+const reachable = (host, port) =>
+  new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: 500 }, () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+    socket.on('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+
+const freePort = () =>
+  new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+
+const waitFor = async (host, port, what, ms = 15_000) => {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await reachable(host, port)) return;
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  throw new Error(`${what} did not come up on ${host}:${port}`);
+};
+
+function start(name, command, args, extraEnv = {}) {
+  const child = spawn(command, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const prefix = `[${name}] `;
+  const relay = (stream, out) => {
+    let buffer = '';
+    stream.on('data', (chunk) => {
+      buffer += chunk;
+      const lines = buffer.split('\n');
+      buffer = lines.pop();
+      for (const line of lines) out.write(prefix + line + '\n');
+    });
+  };
+  relay(child.stdout, process.stdout);
+  relay(child.stderr, process.stderr);
+  child.on('exit', (code, signal) => {
+    if (!stopping) {
+      process.stderr.write(`${prefix}exited (${signal ?? code}); stopping the fleet\n`);
+      stop(1);
+    }
+  });
+  children.push(child);
+  return child;
+}
+
+let stopping = false;
+function stop(code = 0) {
+  if (stopping) return;
+  stopping = true;
+  for (const child of children.reverse()) child.kill('SIGTERM');
+  setTimeout(() => process.exit(code), 3000).unref();
+  Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r() : c.on('exit', r))))).then(() => process.exit(code));
+}
+process.on('SIGINT', () => stop(0));
+process.on('SIGTERM', () => stop(0));
+
+async function resolveRedis() {
+  const url = new URL(env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  if (await reachable(url.hostname, Number(url.port || 6379))) return url.toString();
+  if (env.REDIS_URL) throw new Error(`REDIS_URL=${env.REDIS_URL} is not reachable`);
+  const port = await freePort();
+  const dir = join(root, '.rein', 'redis');
+  mkdirSync(dir, { recursive: true });
+  const child = start('redis', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--maxmemory-policy', 'noeviction']);
+  await new Promise((resolve, reject) => {
+    child.on('error', () => reject(new Error('no Redis at 127.0.0.1:6379 and no redis-server binary to start one: install Redis 7 or set REDIS_URL')));
+    waitFor('127.0.0.1', port, 'redis-server').then(resolve, reject);
+  });
+  return `redis://127.0.0.1:${port}`;
+}
+
+try {
+  env.REDIS_URL = await resolveRedis();
+  if (!env.OPENAI_BASE_URL) {
+    const port = Number(env.SCRIPTED_MODEL_PORT ?? 8090);
+    start('model', process.execPath, ['packages/scripted-model/dist/main.js'], { SCRIPTED_MODEL_PORT: String(port) });
+    await waitFor('127.0.0.1', port, 'scripted model');
+    env.OPENAI_BASE_URL = `http://127.0.0.1:${port}/v1`;
+  }
+  env.REIN_API_KEYS ??= JSON.stringify(DEMO_KEYS);
+  const apiPort = Number(env.API_PORT ?? 8080);
+  const approverPort = Number(env.APPROVER_PORT ?? 8081);
+  const metricsPort = Number(env.WORKER_METRICS_PORT ?? 9464);
+  start('api', process.execPath, ['services/api/dist/main.js']);
+  start('worker-1', process.execPath, ['services/worker/dist/main.js'], { WORKER_METRICS_PORT: String(metricsPort) });
+  start('worker-2', process.execPath, ['services/worker/dist/main.js'], { WORKER_METRICS_PORT: String(metricsPort + 1) });
+  start('approver', process.execPath, ['services/approver/dist/main.js']);
+  await Promise.all([waitFor('127.0.0.1', apiPort, 'api'), waitFor('127.0.0.1', approverPort, 'approver')]);
+  const keys = JSON.parse(env.REIN_API_KEYS);
+  process.stdout.write(
+    [
+      '',
+      'Rein fleet is up',
+      `  API        http://127.0.0.1:${apiPort}/v1/runs`,
+      `  Approver   http://127.0.0.1:${approverPort}/v1/approvals`,
+      `  Metrics    http://127.0.0.1:${apiPort}/metrics, :${approverPort}/metrics, :${metricsPort}/metrics, :${metricsPort + 1}/metrics`,
+      `  Model      ${env.OPENAI_BASE_URL}${env.OPENAI_BASE_URL.includes(':' + (env.SCRIPTED_MODEL_PORT ?? 8090)) ? ' (scripted, not an LLM)' : ''}`,
+      `  Redis      ${env.REDIS_URL}`,
+      `  API key    ${keys[0].key} (${keys[0].userId}@${keys[0].tenantId}, roles ${keys[0].roles.join(',')})`,
+      '',
+      `  try: curl -s -X POST http://127.0.0.1:${apiPort}/v1/runs -H 'Authorization: Bearer ${keys[0].key}' \\`,
+      `         -H 'Content-Type: application/json' -d '{"input":"客户张三投诉订单 2024001 一直没发货，帮他处理一下"}'`,
+      '  or, in another terminal: npm run demo',
+      '',
+    ].join('\n'),
+  );
+} catch (err) {
+  process.stderr.write(`rein: ${err.message}\n`);
+  stop(1);
+}

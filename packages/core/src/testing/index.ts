@@ -1,0 +1,2 @@
+export { createFakeModel, type FakeTurn, toolCall } from './fake-model.js';
+export { freePort, LocalRedis, startTestRedis, type TestRedis, type TestRedisOptions, waitForPort } from './redis-server.js';

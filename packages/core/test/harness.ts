@@ -1,0 +1,82 @@
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { AgentCatalog, type AgentProfile } from '../src/agents/agent-profile.js';
+import { orderAssistant } from '../src/agents/order-assistant.js';
+import { createApprovalService } from '../src/approvals/approval-service.js';
+import { DemoStore } from '../src/demo/demo-store.js';
+import { createDemoTools } from '../src/demo/demo-tools.js';
+import { PolicySearch } from '../src/demo/policy-search.js';
+import { createStepProcessor } from '../src/engine/step-processor.js';
+import { createToolExecutor } from '../src/engine/tool-executor.js';
+import { createMetrics } from '../src/metrics.js';
+import type { ModelGateway } from '../src/model/model-gateway.js';
+import type { JobName, StepJob } from '../src/queue/job-catalog.js';
+import { createRunService } from '../src/runs/run-service.js';
+import type { Principal } from '../src/schemas/identity.js';
+import { DecisionJournal } from '../src/store/decision-journal.js';
+import { EffectLedger } from '../src/store/effect-ledger.js';
+import { RunStore } from '../src/store/run-store.js';
+import type { Tool } from '../src/tools/tool.js';
+
+export const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user'] };
+export const APPROVER: Principal = { tenantId: 'acme', userId: 'bob', roles: ['approver'] };
+
+/**
+ * The step engine wired to a real Redis, with an in-memory queue the test drains
+ * explicitly — so a test can replay, duplicate or interleave steps at will.
+ */
+export function createHarness(url: string, model: ModelGateway, opts: { extraTools?: Tool[]; profile?: Partial<AgentProfile> } = {}) {
+  const redis = new Redis(url, { maxRetriesPerRequest: null });
+  const logger = pino({ level: 'silent' });
+  const metrics = createMetrics('test');
+  const store = new RunStore(redis, 3600);
+  const journal = new DecisionJournal(redis);
+  const ledger = new EffectLedger(redis);
+  const demo = new DemoStore(redis);
+  const tools = new Map([...createDemoTools({ store: demo, policies: new PolicySearch() }), ...(opts.extraTools ?? [])].map((t) => [t.name, t]));
+  const profile: AgentProfile = {
+    ...orderAssistant,
+    ...opts.profile,
+    tools: [...orderAssistant.tools, ...(opts.extraTools ?? []).map((t) => t.name), ...(opts.profile?.tools ?? [])],
+  };
+  const agents = new AgentCatalog([profile], profile.name);
+  const queue: Array<{ name: JobName; job: StepJob }> = [];
+  const enqueue = async (name: JobName, job: StepJob) => {
+    if (!queue.some((q) => q.name === name && q.job.runId === job.runId && q.job.step === job.step)) queue.push({ name, job });
+  };
+  const executeTool = createToolExecutor({ tools, ledger, metrics, logger, toolTimeoutMs: 2000, approvalTtlMs: 60_000 });
+  const steps = createStepProcessor({ store, journal, model, tools, agents, executeTool, enqueue, metrics, logger, toolConcurrency: 4, modelTimeoutMs: 5000 });
+  const runs = createRunService({ store, agents, enqueue, metrics });
+  const approvals = createApprovalService({ store, enqueue, metrics });
+
+  return {
+    redis,
+    store,
+    journal,
+    ledger,
+    demo,
+    metrics,
+    queue,
+    steps,
+    runs,
+    approvals,
+    /** Processes queued jobs until none are left (or `max` were run). */
+    async drain(max = 50) {
+      let ran = 0;
+      while (queue.length > 0 && ran < max) {
+        const next = queue.shift();
+        if (next) await steps.process(next.job);
+        ran++;
+      }
+      return ran;
+    },
+    async submit(input: string, principal: Principal = USER, limits?: { maxSteps?: number; maxTokens?: number; timeoutMs?: number }) {
+      const { run } = await runs.submit(principal, { input, ...(limits ? { limits } : {}) });
+      return run.id;
+    },
+    async close() {
+      redis.disconnect();
+    },
+  };
+}
+export type Harness = ReturnType<typeof createHarness>;

@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createFakeModel, startTestRedis, type TestRedis, toolCall } from '../src/testing/index.js';
+import { createHarness, type Harness } from './harness.js';
+
+let redis: TestRedis;
+let h: Harness | undefined;
+beforeAll(async () => {
+  redis = await startTestRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+beforeEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const harness = (...args: Parameters<typeof createFakeModel>) => {
+  h = createHarness(redis.url, createFakeModel(...args));
+  return h;
+};
+
+describe('step engine', () => {
+  it('ends in one step when the model answers without tools', async () => {
+    const t = harness([{ content: 'We support 7-day returns.' }]);
+    const id = await t.submit('hello');
+    expect(await t.drain()).toBe(1);
+    const run = await t.store.require(id);
+    expect(run).toMatchObject({ status: 'succeeded', reason: 'completed', finalAnswer: 'We support 7-day returns.', step: 1 });
+    expect(run.usage).toEqual({ promptTokens: 100, completionTokens: 10, totalTokens: 110 });
+    expect((await t.store.steps(id)).map((s) => s.toolCalls.length)).toEqual([0]);
+  });
+
+  it('runs a multi-step chain, feeding each observation back to the model', async () => {
+    const model = createFakeModel([
+      { content: 'check the order', toolCalls: [toolCall('c1', 'query_order', { orderNo: '2024001' })] },
+      { content: 'check the policy', toolCalls: [toolCall('c2', 'search_policy', { query: '超时发货 赔偿' })] },
+      { content: 'It is 14 days late; 5% compensation applies.' },
+    ]);
+    const t = (h = createHarness(redis.url, model));
+    const id = await t.submit('order 2024001 has not shipped');
+    await t.drain();
+    const run = await t.store.require(id);
+    expect(run).toMatchObject({ status: 'succeeded', step: 3, finalAnswer: 'It is 14 days late; 5% compensation applies.' });
+    expect(run.usage.totalTokens).toBe(330);
+    // The third request carries both observations, each under its tool_call_id.
+    const third = model.requests[2]?.messages ?? [];
+    const toolMessages = third.filter((m) => m.role === 'tool');
+    expect(toolMessages.map((m) => (m.role === 'tool' ? m.tool_call_id : ''))).toEqual(['c1', 'c2']);
+    expect(JSON.parse(toolMessages[0]?.content ?? '{}')).toMatchObject({ orderNo: '2024001', status: 'not_shipped', daysOverdue: 14 });
+    expect(toolMessages[1]?.content).toContain('P-001');
+    expect(third[0]).toMatchObject({ role: 'system' });
+  });
+
+  it('turns an unknown tool into an observation listing the available tools', async () => {
+    const model = createFakeModel([
+      { toolCalls: [toolCall('c1', 'delete_order', { orderNo: 'A12345' })] },
+      { content: 'Sorry, I cannot delete orders.' },
+    ]);
+    const t = (h = createHarness(redis.url, model));
+    const id = await t.submit('delete order A12345');
+    await t.drain();
+    const [step] = await t.store.steps(id);
+    expect(step?.toolCalls[0]).toMatchObject({ name: 'delete_order', outcome: 'unknown_tool' });
+    expect(step?.toolCalls[0]?.observation).toContain('query_order, search_policy, create_ticket');
+    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', finalAnswer: 'Sorry, I cannot delete orders.' });
+  });
+
+  it('turns invalid JSON and schema mismatches into observations that say what was wrong', async () => {
+    const model = createFakeModel([
+      { toolCalls: [toolCall('c1', 'query_order', '{"orderNo": '), toolCall('c2', 'query_order', { order: 1 })] },
+      { content: 'done' },
+    ]);
+    const t = (h = createHarness(redis.url, model));
+    const id = await t.submit('check my order');
+    await t.drain();
+    const calls = (await t.store.steps(id))[0]?.toolCalls ?? [];
+    expect(calls.map((c) => c.outcome)).toEqual(['invalid_arguments', 'invalid_arguments']);
+    expect(calls[0]?.observation).toMatch(/not valid JSON/);
+    expect(calls[1]?.observation).toMatch(/orderNo/);
+    expect((await t.store.require(id)).status).toBe('succeeded');
+  });
+
+  it('runs parallel tool calls and keeps the model\'s order and ids', async () => {
+    const model = createFakeModel([
+      {
+        toolCalls: [
+          toolCall('z-last', 'query_order', { orderNo: 'A12345' }),
+          toolCall('a-first', 'search_policy', { query: '退货' }),
+          toolCall('m-mid', 'query_order', { orderNo: '2024001' }),
+        ],
+      },
+      { content: 'summary' },
+    ]);
+    const t = (h = createHarness(redis.url, model));
+    const id = await t.submit('compare');
+    await t.drain();
+    const messages = await t.store.messages(id);
+    const toolMessages = messages.filter((m) => m.role === 'tool');
+    expect(toolMessages.map((m) => (m.role === 'tool' ? m.tool_call_id : ''))).toEqual(['z-last', 'a-first', 'm-mid']);
+    expect(toolMessages[0]?.content).toContain('A12345');
+    expect(toolMessages[2]?.content).toContain('2024001');
+  });
+
+  it('counts a tool call whose tool throws as an error observation, not a crash', async () => {
+    const model = createFakeModel([{ toolCalls: [toolCall('c1', 'query_order', { orderNo: 'NOPE999' })] }, { content: 'not found' }]);
+    const t = (h = createHarness(redis.url, model));
+    const id = await t.submit('check NOPE999');
+    await t.drain();
+    const call = (await t.store.steps(id))[0]?.toolCalls[0];
+    expect(call).toMatchObject({ outcome: 'error' });
+    expect(JSON.parse(call?.observation ?? '{}')).toMatchObject({ error: 'order_not_found' });
+  });
+
+  it('stops before the model call once the step limit is reached', async () => {
+    const model = createFakeModel([{ toolCalls: [toolCall('c', 'search_policy', { query: '退货' })] }]);
+    const t = (h = createHarness(redis.url, model));
+    const id = await t.submit('loop forever', undefined, { maxSteps: 2 });
+    await t.drain();
+    expect(model.requests).toHaveLength(2);
+    expect(await t.store.require(id)).toMatchObject({ status: 'failed', reason: 'max_steps', step: 2 });
+  });
+
+  it('never asks for more completion tokens than the budget has left', async () => {
+    const model = createFakeModel([{ toolCalls: [toolCall('c', 'search_policy', { query: '退货' })], usage: { promptTokens: 500, completionTokens: 100 } }]);
+    const t = (h = createHarness(redis.url, model));
+    const id = await t.submit('spend', undefined, { maxTokens: 1000 });
+    await t.drain();
+    expect(model.requests.map((r) => r.maxTokens)).toEqual([1000, 400]);
+    expect(await t.store.require(id)).toMatchObject({ status: 'failed', reason: 'token_budget' });
+  });
+});

@@ -4,7 +4,7 @@
 // OPENAI_BASE_URL is unset, the API, two workers and the approver.
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -61,7 +61,7 @@ function start(name, command, args, extraEnv = {}) {
       buffer += chunk;
       const lines = buffer.split('\n');
       buffer = lines.pop();
-      for (const line of lines) out.write(prefix + line + '\n');
+      for (const line of lines) out.write(`${prefix + line}\n`);
     });
   };
   relay(child.stdout, process.stdout);
@@ -94,9 +94,22 @@ async function resolveRedis() {
   const port = await freePort();
   const dir = join(root, '.rein', 'redis');
   mkdirSync(dir, { recursive: true });
-  const child = start('redis', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--maxmemory-policy', 'noeviction']);
+  const child = start('redis', 'redis-server', [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--appendonly',
+    'yes',
+    '--maxmemory-policy',
+    'noeviction',
+  ]);
   await new Promise((resolve, reject) => {
-    child.on('error', () => reject(new Error('no Redis at 127.0.0.1:6379 and no redis-server binary to start one: install Redis 7 or set REDIS_URL')));
+    child.on('error', () =>
+      reject(new Error('no Redis at 127.0.0.1:6379 and no redis-server binary to start one: install Redis 7 or set REDIS_URL')),
+    );
     waitFor('127.0.0.1', port, 'redis-server').then(resolve, reject);
   });
   return `redis://127.0.0.1:${port}`;
@@ -127,7 +140,7 @@ try {
       `  API        http://127.0.0.1:${apiPort}/v1/runs`,
       `  Approver   http://127.0.0.1:${approverPort}/v1/approvals`,
       `  Metrics    http://127.0.0.1:${apiPort}/metrics, :${approverPort}/metrics, :${metricsPort}/metrics, :${metricsPort + 1}/metrics`,
-      `  Model      ${env.OPENAI_BASE_URL}${env.OPENAI_BASE_URL.includes(':' + (env.SCRIPTED_MODEL_PORT ?? 8090)) ? ' (scripted, not an LLM)' : ''}`,
+      `  Model      ${env.OPENAI_BASE_URL}${env.OPENAI_BASE_URL.includes(`:${env.SCRIPTED_MODEL_PORT ?? 8090}`) ? ' (scripted, not an LLM)' : ''}`,
       `  Redis      ${env.REDIS_URL}`,
       `  API key    ${keys[0].key} (${keys[0].userId}@${keys[0].tenantId}, roles ${keys[0].roles.join(',')})`,
       '',

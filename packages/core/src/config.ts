@@ -2,9 +2,12 @@ import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { apiKeySchema } from './schemas/identity.js';
 
-const csv = z
-  .string()
-  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+const csv = z.string().transform((s) =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean),
+);
 
 const apiKeys = z.string().transform((raw, ctx) => {
   try {
@@ -40,7 +43,11 @@ export const configSchema = z.object({
   REIN_API_KEYS: apiKeys.optional(),
   APPROVAL_TTL_MS: z.coerce.number().int().positive().default(900_000),
   REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
-  REIN_MAX_BODY_BYTES: z.coerce.number().int().positive().default(64 * 1024),
+  REIN_MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

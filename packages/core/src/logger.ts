@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
 
 /**
  * Redaction paths are static: secrets and PII-bearing fields never reach a log line,

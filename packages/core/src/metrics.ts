@@ -40,7 +40,12 @@ export function createMetrics(service: string) {
       labelNames: ['model', 'type'],
       registers,
     }),
-    toolCalls: new Counter({ name: 'rein_tool_calls_total', help: 'Tool calls by tool and outcome', labelNames: ['tool', 'outcome'], registers }),
+    toolCalls: new Counter({
+      name: 'rein_tool_calls_total',
+      help: 'Tool calls by tool and outcome',
+      labelNames: ['tool', 'outcome'],
+      registers,
+    }),
     toolDuration: new Histogram({
       name: 'rein_tool_duration_seconds',
       help: 'Tool execution duration',
@@ -54,7 +59,12 @@ export function createMetrics(service: string) {
       labelNames: ['tool'],
       registers,
     }),
-    approvalsCreated: new Counter({ name: 'rein_approvals_created_total', help: 'Approvals requested', labelNames: ['tool', 'risk'], registers }),
+    approvalsCreated: new Counter({
+      name: 'rein_approvals_created_total',
+      help: 'Approvals requested',
+      labelNames: ['tool', 'risk'],
+      registers,
+    }),
     approvalsDecided: new Counter({
       name: 'rein_approvals_decided_total',
       help: 'Approval decisions',

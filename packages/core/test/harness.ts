@@ -33,7 +33,9 @@ export function createHarness(url: string, model: ModelGateway, opts: { extraToo
   const journal = new DecisionJournal(redis);
   const ledger = new EffectLedger(redis);
   const demo = new DemoStore(redis);
-  const tools = new Map([...createDemoTools({ store: demo, policies: new PolicySearch() }), ...(opts.extraTools ?? [])].map((t) => [t.name, t]));
+  const tools = new Map(
+    [...createDemoTools({ store: demo, policies: new PolicySearch() }), ...(opts.extraTools ?? [])].map((t) => [t.name, t]),
+  );
   const profile: AgentProfile = {
     ...orderAssistant,
     ...opts.profile,
@@ -45,7 +47,19 @@ export function createHarness(url: string, model: ModelGateway, opts: { extraToo
     if (!queue.some((q) => q.name === name && q.job.runId === job.runId && q.job.step === job.step)) queue.push({ name, job });
   };
   const executeTool = createToolExecutor({ tools, ledger, metrics, logger, toolTimeoutMs: 2000, approvalTtlMs: 60_000 });
-  const steps = createStepProcessor({ store, journal, model, tools, agents, executeTool, enqueue, metrics, logger, toolConcurrency: 4, modelTimeoutMs: 5000 });
+  const steps = createStepProcessor({
+    store,
+    journal,
+    model,
+    tools,
+    agents,
+    executeTool,
+    enqueue,
+    metrics,
+    logger,
+    toolConcurrency: 4,
+    modelTimeoutMs: 5000,
+  });
   const runs = createRunService({ store, agents, enqueue, metrics });
   const approvals = createApprovalService({ store, enqueue, metrics });
 

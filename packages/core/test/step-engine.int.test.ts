@@ -10,15 +10,19 @@ beforeAll(async () => {
 afterAll(async () => {
   await redis.stop();
 });
+/** Tracks the test's harness so the next test can flush and close it. */
+function use(harness: Harness): Harness {
+  h = harness;
+  return harness;
+}
+
 beforeEach(async () => {
+  await h?.redis.flushdb();
   await h?.close();
   h = undefined;
 });
 
-const harness = (...args: Parameters<typeof createFakeModel>) => {
-  h = createHarness(redis.url, createFakeModel(...args));
-  return h;
-};
+const harness = (...args: Parameters<typeof createFakeModel>) => use(createHarness(redis.url, createFakeModel(...args)));
 
 describe('step engine', () => {
   it('ends in one step when the model answers without tools', async () => {
@@ -37,7 +41,7 @@ describe('step engine', () => {
       { content: 'check the policy', toolCalls: [toolCall('c2', 'search_policy', { query: '超时发货 赔偿' })] },
       { content: 'It is 14 days late; 5% compensation applies.' },
     ]);
-    const t = (h = createHarness(redis.url, model));
+    const t = use(createHarness(redis.url, model));
     const id = await t.submit('order 2024001 has not shipped');
     await t.drain();
     const run = await t.store.require(id);
@@ -57,7 +61,7 @@ describe('step engine', () => {
       { toolCalls: [toolCall('c1', 'delete_order', { orderNo: 'A12345' })] },
       { content: 'Sorry, I cannot delete orders.' },
     ]);
-    const t = (h = createHarness(redis.url, model));
+    const t = use(createHarness(redis.url, model));
     const id = await t.submit('delete order A12345');
     await t.drain();
     const [step] = await t.store.steps(id);
@@ -71,7 +75,7 @@ describe('step engine', () => {
       { toolCalls: [toolCall('c1', 'query_order', '{"orderNo": '), toolCall('c2', 'query_order', { order: 1 })] },
       { content: 'done' },
     ]);
-    const t = (h = createHarness(redis.url, model));
+    const t = use(createHarness(redis.url, model));
     const id = await t.submit('check my order');
     await t.drain();
     const calls = (await t.store.steps(id))[0]?.toolCalls ?? [];
@@ -81,7 +85,7 @@ describe('step engine', () => {
     expect((await t.store.require(id)).status).toBe('succeeded');
   });
 
-  it('runs parallel tool calls and keeps the model\'s order and ids', async () => {
+  it("runs parallel tool calls and keeps the model's order and ids", async () => {
     const model = createFakeModel([
       {
         toolCalls: [
@@ -92,7 +96,7 @@ describe('step engine', () => {
       },
       { content: 'summary' },
     ]);
-    const t = (h = createHarness(redis.url, model));
+    const t = use(createHarness(redis.url, model));
     const id = await t.submit('compare');
     await t.drain();
     const messages = await t.store.messages(id);
@@ -104,7 +108,7 @@ describe('step engine', () => {
 
   it('counts a tool call whose tool throws as an error observation, not a crash', async () => {
     const model = createFakeModel([{ toolCalls: [toolCall('c1', 'query_order', { orderNo: 'NOPE999' })] }, { content: 'not found' }]);
-    const t = (h = createHarness(redis.url, model));
+    const t = use(createHarness(redis.url, model));
     const id = await t.submit('check NOPE999');
     await t.drain();
     const call = (await t.store.steps(id))[0]?.toolCalls[0];
@@ -114,7 +118,7 @@ describe('step engine', () => {
 
   it('stops before the model call once the step limit is reached', async () => {
     const model = createFakeModel([{ toolCalls: [toolCall('c', 'search_policy', { query: '退货' })] }]);
-    const t = (h = createHarness(redis.url, model));
+    const t = use(createHarness(redis.url, model));
     const id = await t.submit('loop forever', undefined, { maxSteps: 2 });
     await t.drain();
     expect(model.requests).toHaveLength(2);
@@ -122,8 +126,10 @@ describe('step engine', () => {
   });
 
   it('never asks for more completion tokens than the budget has left', async () => {
-    const model = createFakeModel([{ toolCalls: [toolCall('c', 'search_policy', { query: '退货' })], usage: { promptTokens: 500, completionTokens: 100 } }]);
-    const t = (h = createHarness(redis.url, model));
+    const model = createFakeModel([
+      { toolCalls: [toolCall('c', 'search_policy', { query: '退货' })], usage: { promptTokens: 500, completionTokens: 100 } },
+    ]);
+    const t = use(createHarness(redis.url, model));
     const id = await t.submit('spend', undefined, { maxTokens: 1000 });
     await t.drain();
     expect(model.requests.map((r) => r.maxTokens)).toEqual([1000, 400]);

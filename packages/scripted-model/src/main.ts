@@ -9,7 +9,9 @@ const env = z
   })
   .safeParse(process.env);
 if (!env.success) {
-  process.stderr.write(`scripted-model: invalid environment: ${env.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`);
+  process.stderr.write(
+    `scripted-model: invalid environment: ${env.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n`,
+  );
   process.exit(1);
 }
 

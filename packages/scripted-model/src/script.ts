@@ -44,7 +44,8 @@ function observations(messages: ScriptMessage[]): Observed[] {
   const calls = new Map<string, { name: string; args: Record<string, unknown> }>();
   const out: Observed[] = [];
   for (const m of messages) {
-    for (const c of m.tool_calls ?? []) calls.set(c.id, { name: c.function.name, args: (parse(c.function.arguments) ?? {}) as Record<string, unknown> });
+    for (const c of m.tool_calls ?? [])
+      calls.set(c.id, { name: c.function.name, args: (parse(c.function.arguments) ?? {}) as Record<string, unknown> });
     if (m.role === 'tool' && m.tool_call_id) {
       const call = calls.get(m.tool_call_id);
       if (call) out.push({ ...call, raw: m.content ?? '', json: parse(m.content ?? '') });
@@ -70,17 +71,31 @@ function policyOf(o: Observed | undefined): PolicyView | undefined {
 function lateOrder(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
   const order = seen.find((o) => o.name === 'query_order');
   if (!order) {
-    return call(say(lang, '我需要先查这个订单的状态，确认是否真的没发货。', 'First I need to check the order to confirm it really has not shipped.'), { name: 'query_order', arguments: { orderNo } });
+    return call(
+      say(lang, '我需要先查这个订单的状态，确认是否真的没发货。', 'First I need to check the order to confirm it really has not shipped.'),
+      { name: 'query_order', arguments: { orderNo } },
+    );
   }
   const o = order.json as OrderView | { error: string } | null;
-  if (!o || 'error' in o) return answer(say(lang, `没有查到订单 ${orderNo}，请核对订单号。`, `I could not find order ${orderNo}; please check the number.`));
+  if (!o || 'error' in o)
+    return answer(say(lang, `没有查到订单 ${orderNo}，请核对订单号。`, `I could not find order ${orderNo}; please check the number.`));
   if (o.status !== 'not_shipped') {
-    return answer(say(lang, `订单 ${orderNo} 当前状态为「${statusText(lang, o.status)}」，并非未发货，无需补偿。`, `Order ${orderNo} is ${statusText(lang, o.status)}, so it is not a late shipment.`));
+    return answer(
+      say(
+        lang,
+        `订单 ${orderNo} 当前状态为「${statusText(lang, o.status)}」，并非未发货，无需补偿。`,
+        `Order ${orderNo} is ${statusText(lang, o.status)}, so it is not a late shipment.`,
+      ),
+    );
   }
   const policy = seen.find((s) => s.name === 'search_policy');
   if (!policy) {
     return call(
-      say(lang, `订单确实未发货，且已超承诺日期 ${o.daysOverdue} 天。我需要查一下公司的超时发货赔偿政策。`, `The order has not shipped and is ${o.daysOverdue} days past the promised date. I need the late-shipment compensation policy.`),
+      say(
+        lang,
+        `订单确实未发货，且已超承诺日期 ${o.daysOverdue} 天。我需要查一下公司的超时发货赔偿政策。`,
+        `The order has not shipped and is ${o.daysOverdue} days past the promised date. I need the late-shipment compensation policy.`,
+      ),
       { name: 'search_policy', arguments: { query: say(lang, '超时发货 赔偿标准', 'late shipment compensation') } },
     );
   }
@@ -89,7 +104,11 @@ function lateOrder(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
   const ticket = seen.find((s) => s.name === 'create_ticket');
   if (!ticket) {
     return call(
-      say(lang, `政策明确。订单金额 ${o.amount} 元，5% = ${compensation} 元，未超过上限 50 元。现在需要创建工单，创建工单是写操作，需要人工确认。`, `The policy is clear: 5% of ${o.amount} is ${compensation}, under the 50 cap. Creating a ticket is a write action and needs approval.`),
+      say(
+        lang,
+        `政策明确。订单金额 ${o.amount} 元，5% = ${compensation} 元，未超过上限 50 元。现在需要创建工单，创建工单是写操作，需要人工确认。`,
+        `The policy is clear: 5% of ${o.amount} is ${compensation}, under the 50 cap. Creating a ticket is a write action and needs approval.`,
+      ),
       {
         name: 'create_ticket',
         arguments: {
@@ -126,11 +145,22 @@ function orderAndPolicy(lang: Lang, orderNo: string, seen: Observed[]): ScriptRe
   const order = seen.find((o) => o.name === 'query_order');
   if (!order) return call(say(lang, '先查订单状态。', 'First, the order status.'), { name: 'query_order', arguments: { orderNo } });
   const o = order.json as OrderView | { error: string } | null;
-  if (!o || 'error' in o) return answer(say(lang, `没有查到订单 ${orderNo}，请核对订单号。`, `I could not find order ${orderNo}; please check the number.`));
+  if (!o || 'error' in o)
+    return answer(say(lang, `没有查到订单 ${orderNo}，请核对订单号。`, `I could not find order ${orderNo}; please check the number.`));
   const policy = seen.find((s) => s.name === 'search_policy');
   if (!policy) {
-    const query = o.status === 'not_shipped' ? say(lang, '未发货 退款', 'refund before shipment') : say(lang, '已发货 退货 退款', 'return refund after shipment');
-    return call(say(lang, `订单状态为「${statusText(lang, o.status)}」，再查对应的退货退款政策。`, `The order is ${statusText(lang, o.status)}; now the matching return policy.`), { name: 'search_policy', arguments: { query } });
+    const query =
+      o.status === 'not_shipped'
+        ? say(lang, '未发货 退款', 'refund before shipment')
+        : say(lang, '已发货 退货 退款', 'return refund after shipment');
+    return call(
+      say(
+        lang,
+        `订单状态为「${statusText(lang, o.status)}」，再查对应的退货退款政策。`,
+        `The order is ${statusText(lang, o.status)}; now the matching return policy.`,
+      ),
+      { name: 'search_policy', arguments: { query } },
+    );
   }
   const top = policyOf(policy);
   return answer(
@@ -144,15 +174,25 @@ function orderAndPolicy(lang: Lang, orderNo: string, seen: Observed[]): ScriptRe
 
 function policyQuestion(lang: Lang, input: string, seen: Observed[]): ScriptReply {
   const policy = seen.find((s) => s.name === 'search_policy');
-  if (!policy) return call(say(lang, '这是政策问题，查知识库。', 'This is a policy question; searching the knowledge base.'), { name: 'search_policy', arguments: { query: input } });
+  if (!policy)
+    return call(say(lang, '这是政策问题，查知识库。', 'This is a policy question; searching the knowledge base.'), {
+      name: 'search_policy',
+      arguments: { query: input },
+    });
   const top = policyOf(policy);
-  if (!top) return answer(say(lang, '知识库中没有找到相关政策，已转人工客服。', 'I found no matching policy; a human agent will follow up.'));
-  return answer(say(lang, `根据《${top.title.split(' (')[0]}》：${top.content.split(' ')[0]}`, `According to "${top.title}": ${top.content}`));
+  if (!top)
+    return answer(say(lang, '知识库中没有找到相关政策，已转人工客服。', 'I found no matching policy; a human agent will follow up.'));
+  return answer(
+    say(lang, `根据《${top.title.split(' (')[0]}》：${top.content.split(' ')[0]}`, `According to "${top.title}": ${top.content}`),
+  );
 }
 
 function deleteOrder(lang: Lang, orderNo: string | undefined, seen: Observed[]): ScriptReply {
   if (!seen.some((s) => s.name === 'delete_order')) {
-    return call(say(lang, '用户要求删除订单，尝试调用删除工具。', 'The user wants the order deleted; trying a delete tool.'), { name: 'delete_order', arguments: { orderNo: orderNo ?? '' } });
+    return call(say(lang, '用户要求删除订单，尝试调用删除工具。', 'The user wants the order deleted; trying a delete tool.'), {
+      name: 'delete_order',
+      arguments: { orderNo: orderNo ?? '' },
+    });
   }
   return answer(
     say(
@@ -167,11 +207,16 @@ function deleteOrder(lang: Lang, orderNo: string | undefined, seen: Observed[]):
 function compareOrders(lang: Lang, orderNos: string[], seen: Observed[]): ScriptReply {
   const found = seen.filter((s) => s.name === 'query_order');
   if (found.length === 0) {
-    return call(say(lang, '同时查询这几个订单。', 'Looking up these orders in parallel.'), ...orderNos.map((orderNo) => ({ name: 'query_order', arguments: { orderNo } })));
+    return call(
+      say(lang, '同时查询这几个订单。', 'Looking up these orders in parallel.'),
+      ...orderNos.map((orderNo) => ({ name: 'query_order', arguments: { orderNo } })),
+    );
   }
   const lines = found.map((f) => {
     const o = f.json as OrderView | { error: string } | null;
-    return !o || 'error' in o ? `${String(f.args.orderNo)}: ${say(lang, '未找到', 'not found')}` : `${o.orderNo}: ${statusText(lang, o.status)}, ${o.amount}`;
+    return !o || 'error' in o
+      ? `${String(f.args.orderNo)}: ${say(lang, '未找到', 'not found')}`
+      : `${o.orderNo}: ${statusText(lang, o.status)}, ${o.amount}`;
   });
   return answer(lines.join('\n'));
 }
@@ -184,7 +229,8 @@ export function playOrderAssistant(messages: ScriptMessage[]): ScriptReply {
   const orderNo = orderNos[0];
 
   if (/删除|删掉|delete|remove/i.test(input)) return deleteOrder(lang, orderNo, seen);
-  if (orderNo && /没发货|未发货|不发货|投诉|催|not (been )?shipped|hasn'?t shipped|late|complain/i.test(input)) return lateOrder(lang, orderNo, seen);
+  if (orderNo && /没发货|未发货|不发货|投诉|催|not (been )?shipped|hasn'?t shipped|late|complain/i.test(input))
+    return lateOrder(lang, orderNo, seen);
   if (orderNos.length > 1) return compareOrders(lang, orderNos, seen);
   if (orderNo) return orderAndPolicy(lang, orderNo, seen);
   if (/政策|退货|退款|换货|无理由|价保|policy|return|refund|exchange/i.test(input)) return policyQuestion(lang, input, seen);

@@ -1,19 +1,23 @@
 import {
   createHttpApp,
   createRunService,
-  idParamsSchema,
   InvalidRequestError,
+  idParamsSchema,
   listRunsQuerySchema,
   parseInput,
-  requireApiKeys,
   type Runtime,
+  requireApiKeys,
   submitRunBodySchema,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { streamRunEvents } from './run-events-stream.js';
 
-const idempotencyKeySchema = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+const idempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
 /** The runs API: submit, read, trace, stream, list, cancel. Logic lives in @rein/core. */
 export function createApiApp(rt: Runtime): FastifyInstance {

@@ -11,7 +11,12 @@ const HEARTBEAT_MS = 15_000;
 export async function streamRunEvents(rt: Runtime, reply: FastifyReply, runId: string, fromId: string): Promise<void> {
   reply.hijack();
   const res = reply.raw;
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
   res.write(': rein run events\n\n');
   const reader = rt.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
   reader.on('error', (err) => rt.logger.warn({ err: err.message }, 'event stream redis error'));

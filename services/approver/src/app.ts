@@ -5,9 +5,9 @@ import {
   createHttpApp,
   idParamsSchema,
   parseInput,
+  type Runtime,
   rejectBodySchema,
   requireApiKeys,
-  type Runtime,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';

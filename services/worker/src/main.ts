@@ -23,7 +23,10 @@ const metrics = createServer(async (req, res) => {
   }
 });
 metrics.listen(config.WORKER_METRICS_PORT, config.REIN_BIND_HOST);
-rt.logger.info({ concurrency: config.WORKER_CONCURRENCY, metricsPort: config.WORKER_METRICS_PORT, model: config.REIN_MODEL }, 'worker started');
+rt.logger.info(
+  { concurrency: config.WORKER_CONCURRENCY, metricsPort: config.WORKER_METRICS_PORT, model: config.REIN_MODEL },
+  'worker started',
+);
 
 // Graceful: stop taking jobs, let the steps in hand finish (or their locks lapse), then exit.
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

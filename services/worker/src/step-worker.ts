@@ -61,7 +61,10 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
         return outcome;
       } catch (err) {
         if (err instanceof ReinError && !err.retryable) throw new UnrecoverableError(`${err.code}: ${err.message}`);
-        logger.warn({ runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message }, 'step failed; will retry');
+        logger.warn(
+          { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
+          'step failed; will retry',
+        );
         throw err;
       }
     },
@@ -80,7 +83,9 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
     if (!job) return;
     const final = err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
     if (!final) return;
-    steps.fail(job.data as StepJob, reasonFor(err), err.message).catch((e: Error) => logger.error({ err: e.message }, 'could not end the run'));
+    steps
+      .fail(job.data as StepJob, reasonFor(err), err.message)
+      .catch((e: Error) => logger.error({ err: e.message }, 'could not end the run'));
   });
   return worker;
 }

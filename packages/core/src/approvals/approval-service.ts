@@ -1,11 +1,11 @@
-import { ConflictError, ForbiddenError, GoneError, NotFoundError, StaleStepError } from '../errors.js';
 import { runEvent } from '../engine/run-event.js';
+import { ConflictError, ForbiddenError, GoneError, NotFoundError, StaleStepError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { JobName, StepJob } from '../queue/job-catalog.js';
+import { approvalView } from '../runs/run-service.js';
 import type { Approval, ApprovalStatus } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
 import type { RunStore } from '../store/run-store.js';
-import { approvalView } from '../runs/run-service.js';
 
 export type Decision = { kind: 'approve'; comment?: string } | { kind: 'reject'; reason: string };
 
@@ -84,7 +84,14 @@ export function createApprovalService(deps: {
             from: run,
             to: { ...run, pendingApprovals: stillPending, updatedAt: decided.decidedAt as string },
             approvals: [decided],
-            events: [runEvent('approval.decided', run.id, approval.step, { approvalId: id, status, decidedBy: decided.decidedBy ?? null, comment: decided.comment ?? null })],
+            events: [
+              runEvent('approval.decided', run.id, approval.step, {
+                approvalId: id,
+                status,
+                decidedBy: decided.decidedBy ?? null,
+                comment: decided.comment ?? null,
+              }),
+            ],
           });
         } catch (err) {
           if (err instanceof StaleStepError) continue; // something else changed the run: re-read and re-check

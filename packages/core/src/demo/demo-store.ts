@@ -54,10 +54,44 @@ const DAY = 86_400_000;
 function seedOrders(now: number): Order[] {
   const date = (offsetDays: number) => new Date(now + offsetDays * DAY).toISOString().slice(0, 10);
   return [
-    { orderNo: '2024001', customer: '张三', email: 'zhangsan@example.com', status: 'not_shipped', amount: 899, items: ['智能手表 ×1'], promisedDate: date(-14) },
-    { orderNo: 'A12345', customer: '李四', email: 'lisi@example.com', status: 'shipped', amount: 259, items: ['蓝牙耳机 ×1'], promisedDate: date(-3), shippedAt: date(-2) },
-    { orderNo: '2024002', customer: '王五', email: 'wangwu@example.com', status: 'delivered', amount: 1299, items: ['空气净化器 ×1'], promisedDate: date(-10), shippedAt: date(-9) },
-    { orderNo: '2024003', customer: '赵六', email: 'zhaoliu@example.com', status: 'not_shipped', amount: 129, items: ['手机壳 ×2'], promisedDate: date(2) },
+    {
+      orderNo: '2024001',
+      customer: '张三',
+      email: 'zhangsan@example.com',
+      status: 'not_shipped',
+      amount: 899,
+      items: ['智能手表 ×1'],
+      promisedDate: date(-14),
+    },
+    {
+      orderNo: 'A12345',
+      customer: '李四',
+      email: 'lisi@example.com',
+      status: 'shipped',
+      amount: 259,
+      items: ['蓝牙耳机 ×1'],
+      promisedDate: date(-3),
+      shippedAt: date(-2),
+    },
+    {
+      orderNo: '2024002',
+      customer: '王五',
+      email: 'wangwu@example.com',
+      status: 'delivered',
+      amount: 1299,
+      items: ['空气净化器 ×1'],
+      promisedDate: date(-10),
+      shippedAt: date(-9),
+    },
+    {
+      orderNo: '2024003',
+      customer: '赵六',
+      email: 'zhaoliu@example.com',
+      status: 'not_shipped',
+      amount: 129,
+      items: ['手机壳 ×2'],
+      promisedDate: date(2),
+    },
   ];
 }
 

@@ -17,8 +17,7 @@ class ToolFailure extends ReinError {
 const DAY = 86_400_000;
 const withOverdue = (order: Order, now: number) => ({
   ...order,
-  daysOverdue:
-    order.status === 'not_shipped' ? Math.max(0, Math.floor((now - Date.parse(order.promisedDate)) / DAY)) : 0,
+  daysOverdue: order.status === 'not_shipped' ? Math.max(0, Math.floor((now - Date.parse(order.promisedDate)) / DAY)) : 0,
 });
 
 /** The order assistant's six tools (DESIGN.md, demo tools), built over their back ends. */
@@ -35,7 +34,7 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
     defineTool({
       name: 'query_order',
       description:
-        'Look up an order by its number. You MUST call this before saying anything about an order: it returns status, amount, customer, promised date, days overdue, and the order\'s tickets and refunds.',
+        "Look up an order by its number. You MUST call this before saying anything about an order: it returns status, amount, customer, promised date, days overdue, and the order's tickets and refunds.",
       kind: 'read',
       args: z.object({ orderNo }),
       honoursIdempotencyKey: true,
@@ -99,7 +98,10 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
         const order = await requireOrder(ctx.tenantId, a.orderNo);
         const refunded = (await store.refunds(ctx.tenantId, a.orderNo)).reduce((sum, r) => sum + r.amount, 0);
         if (a.amount > order.amount - refunded + 1e-9) {
-          throw new ToolFailure('refund_exceeds_order', `only ${(order.amount - refunded).toFixed(2)} of order ${a.orderNo} is left to refund`);
+          throw new ToolFailure(
+            'refund_exceeds_order',
+            `only ${(order.amount - refunded).toFixed(2)} of order ${a.orderNo} is left to refund`,
+          );
         }
         return store.submitRefund(ctx.tenantId, ctx.idempotencyKey, { ...a, createdBy: ctx.userId });
       },

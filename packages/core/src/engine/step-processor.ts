@@ -1,6 +1,6 @@
 import pLimit from 'p-limit';
 import type { AgentCatalog } from '../agents/agent-profile.js';
-import { ReinError, StaleStepError } from '../errors.js';
+import { type ReinError, StaleStepError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelGateway } from '../model/model-gateway.js';
@@ -11,7 +11,7 @@ import type { ChatMessage } from '../schemas/message.js';
 import { type Decision, type RunReason, type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import type { RunStore } from '../store/run-store.js';
-import { toolSpec, type Tool } from '../tools/tool.js';
+import { type Tool, toolSpec } from '../tools/tool.js';
 import { runEvent } from './run-event.js';
 import type { ToolExecutor } from './tool-executor.js';
 
@@ -58,14 +58,38 @@ export function createStepProcessor(deps: StepProcessorDeps) {
   }
 
   /** Commits a terminal status; the run's history so far stays readable. */
-  function finish(run: RunRecord, status: 'succeeded' | 'failed', reason: RunReason, finalAnswer: string, extra: Partial<RunRecord> = {}, events: RunEvent[] = [], step?: StepRecord, messages: ChatMessage[] = []) {
+  function finish(
+    run: RunRecord,
+    status: 'succeeded' | 'failed',
+    reason: RunReason,
+    finalAnswer: string,
+    extra: Partial<RunRecord> = {},
+    events: RunEvent[] = [],
+    step?: StepRecord,
+    messages: ChatMessage[] = [],
+  ) {
     deps.metrics.runsFinished.inc({ agent: run.agent, status, reason });
     return deps.store.commit({
       from: run,
-      to: { ...run, ...extra, status, reason, finalAnswer, pendingApprovals: [], updatedAt: iso() },
+      to: {
+        ...run,
+        ...extra,
+        status,
+        reason,
+        finalAnswer,
+        pendingApprovals: [],
+        updatedAt: iso(),
+      },
       step,
       messages,
-      events: [...events, runEvent('run.finished', run.id, run.step, { status, reason, finalAnswer })],
+      events: [
+        ...events,
+        runEvent('run.finished', run.id, run.step, {
+          status,
+          reason,
+          finalAnswer,
+        }),
+      ],
     });
   }
 
@@ -100,7 +124,15 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       });
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.modelDuration.observe({ model: reply.model, outcome: 'ok' }, durationMs / 1000);
-    log.info({ model: reply.model, toolCalls: reply.toolCalls.length, durationMs, usage: reply.usage }, 'model replied');
+    log.info(
+      {
+        model: reply.model,
+        toolCalls: reply.toolCalls.length,
+        durationMs,
+        usage: reply.usage,
+      },
+      'model replied',
+    );
     return deps.journal.record(run.id, {
       schemaVersion: 1,
       step: run.step,
@@ -113,15 +145,20 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     });
   }
 
-  async function process(job: StepJob): Promise<StepOutcome> {
+  async function attempt(job: StepJob): Promise<StepOutcome> {
     let run = await deps.store.get(job.runId);
     if (!run || TERMINAL_STATUSES.includes(run.status) || run.step < job.step) return 'skipped';
     if (run.step > job.step) {
       await ensureNext(run);
       return 'already_committed';
     }
-    const log = deps.logger.child({ runId: run.id, traceId: run.traceId, step: run.step, tenantId: run.tenantId });
-    let approvals = await deps.store.approvals(run.id);
+    const log = deps.logger.child({
+      runId: run.id,
+      traceId: run.traceId,
+      step: run.step,
+      tenantId: run.tenantId,
+    });
+    const approvals = await deps.store.approvals(run.id);
     if (run.status === 'pending_approval' && approvals.some((a) => a.step === run?.step && a.status === 'pending')) {
       return 'skipped'; // still parked; the decision enqueues the resume
     }
@@ -136,7 +173,10 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         return 'finished';
       }
       if (run.status === 'queued') {
-        run = await deps.store.commit({ from: run, to: { ...run, status: 'running', updatedAt: iso() } });
+        run = await deps.store.commit({
+          from: run,
+          to: { ...run, status: 'running', updatedAt: iso() },
+        });
       }
       await deps.store.appendEvent(runEvent('step.started', run.id, run.step));
       decision = await decide(run, log);
@@ -147,12 +187,21 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       completionTokens: run.usage.completionTokens + decision.usage.completionTokens,
       totalTokens: run.usage.totalTokens + decision.usage.promptTokens + decision.usage.completionTokens,
     };
-    const stepUsage = { ...decision.usage, totalTokens: decision.usage.promptTokens + decision.usage.completionTokens };
+    const stepUsage = {
+      ...decision.usage,
+      totalTokens: decision.usage.promptTokens + decision.usage.completionTokens,
+    };
     const assistant: ChatMessage = {
       role: 'assistant',
       content: decision.content,
       ...(decision.toolCalls.length
-        ? { tool_calls: decision.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
+        ? {
+            tool_calls: decision.toolCalls.map((c) => ({
+              id: c.id,
+              type: 'function' as const,
+              function: { name: c.name, arguments: c.arguments },
+            })),
+          }
         : {}),
     };
     const stepRecord = (toolCalls: StepRecord['toolCalls']): StepRecord => ({
@@ -170,10 +219,23 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       deps.metrics.modelTokens.inc({ model: decision.model, type: 'completion' }, decision.usage.completionTokens);
     };
 
-    try {
+    {
       if (decision.toolCalls.length === 0) {
         const answer = decision.content ?? '';
-        await finish(run, 'succeeded', 'completed', answer, { usage, step: run.step + 1 }, [runEvent('step.finished', run.id, run.step, { outcome: 'answered' })], stepRecord([]), [assistant]);
+        await finish(
+          run,
+          'succeeded',
+          'completed',
+          answer,
+          { usage, step: run.step + 1 },
+          [
+            runEvent('step.finished', run.id, run.step, {
+              outcome: 'answered',
+            }),
+          ],
+          stepRecord([]),
+          [assistant],
+        );
         countTokens();
         deps.metrics.steps.inc({ outcome: 'finished' });
         log.info('run succeeded');
@@ -182,11 +244,20 @@ export function createStepProcessor(deps: StepProcessorDeps) {
 
       const limit = pLimit(deps.toolConcurrency);
       const results = await Promise.all(
-        decision.toolCalls.map((call, index) => limit(() => deps.executeTool(run as RunRecord, profile, run?.step ?? 0, index, call, approvals))),
+        decision.toolCalls.map((call, index) =>
+          limit(() => deps.executeTool(run as RunRecord, profile, run?.step ?? 0, index, call, approvals)),
+        ),
       );
       const records = results.map((r) => r.record);
       const newApprovals = results.flatMap((r) => (r.newApproval ? [r.newApproval] : []));
-      const toolEvents = records.map((r) => runEvent('tool.result', run?.id ?? '', run?.step, { toolCallId: r.id, name: r.name, outcome: r.outcome, observation: r.observation }));
+      const toolEvents = records.map((r) =>
+        runEvent('tool.result', run?.id ?? '', run?.step, {
+          toolCallId: r.id,
+          name: r.name,
+          outcome: r.outcome,
+          observation: r.observation,
+        }),
+      );
 
       const waiting = records.filter((r) => r.outcome === 'awaiting_approval');
       if (waiting.length > 0) {
@@ -194,12 +265,25 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         const firstPark = run.status !== 'pending_approval';
         await deps.store.commit({
           from: run,
-          to: { ...run, status: 'pending_approval', pendingApprovals: pendingIds, ...(firstPark ? { usage } : {}), updatedAt: iso() },
+          to: {
+            ...run,
+            status: 'pending_approval',
+            pendingApprovals: pendingIds,
+            ...(firstPark ? { usage } : {}),
+            updatedAt: iso(),
+          },
           step: stepRecord(records),
           approvals: newApprovals,
           events: [
             ...toolEvents,
-            ...newApprovals.map((a) => runEvent('approval.requested', a.runId, a.step, { approvalId: a.id, toolName: a.toolName, summary: a.summary, risk: a.risk })),
+            ...newApprovals.map((a) =>
+              runEvent('approval.requested', a.runId, a.step, {
+                approvalId: a.id,
+                toolName: a.toolName,
+                summary: a.summary,
+                risk: a.risk,
+              }),
+            ),
             runEvent('step.finished', run.id, run.step, { outcome: 'parked' }),
           ],
         });
@@ -213,19 +297,41 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       const resumed = run.status === 'pending_approval';
       const next = await deps.store.commit({
         from: run,
-        to: { ...run, status: 'running', step: run.step + 1, usage: resumed ? run.usage : usage, pendingApprovals: [], updatedAt: iso() },
+        to: {
+          ...run,
+          status: 'running',
+          step: run.step + 1,
+          usage: resumed ? run.usage : usage,
+          pendingApprovals: [],
+          updatedAt: iso(),
+        },
         step: stepRecord(records),
-        messages: [assistant, ...records.map((r): ChatMessage => ({ role: 'tool', tool_call_id: r.id, content: r.observation }))],
+        messages: [
+          assistant,
+          ...records.map(
+            (r): ChatMessage => ({
+              role: 'tool',
+              tool_call_id: r.id,
+              content: r.observation,
+            }),
+          ),
+        ],
         events: [...toolEvents, runEvent('step.finished', run.id, run.step, { outcome: 'continued' })],
       });
       if (!resumed) countTokens();
       deps.metrics.steps.inc({ outcome: 'continued' });
       await ensureNext(next);
       return 'continued';
+    }
+  }
+
+  async function process(job: StepJob): Promise<StepOutcome> {
+    try {
+      return await attempt(job);
     } catch (err) {
       if (!(err instanceof StaleStepError)) throw err;
-      // Someone else committed this step first (invariant 2): just make sure the run moves on.
-      log.info('step already committed by another attempt');
+      // Someone else committed first (invariant 2): just make sure the run moves on.
+      deps.logger.info({ runId: job.runId, step: job.step }, 'step already committed by another attempt');
       const current = await deps.store.get(job.runId);
       if (current) await ensureNext(current);
       return 'already_committed';

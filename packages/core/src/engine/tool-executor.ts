@@ -36,21 +36,44 @@ const stringify = (value: unknown) => (typeof value === 'string' ? value : JSON.
 export function createToolExecutor(deps: ToolExecutorDeps) {
   const now = deps.now ?? Date.now;
 
-  const record = (call: ModelToolCall, args: unknown, outcome: ToolCallRecord['outcome'], observation: string, durationMs = 0, extra: Partial<ToolCallRecord> = {}): ToolCallResult => {
+  const record = (
+    call: ModelToolCall,
+    args: unknown,
+    outcome: ToolCallRecord['outcome'],
+    observation: string,
+    durationMs = 0,
+    extra: Partial<ToolCallRecord> = {},
+  ): ToolCallResult => {
     deps.metrics.toolCalls.inc({ tool: deps.tools.has(call.name) ? call.name : 'unknown', outcome });
     return { record: { id: call.id, name: call.name, arguments: args, outcome, observation, durationMs, ...extra } };
   };
 
   /** Runs the tool through the effect ledger: a recorded result is reused, never re-run. */
-  async function runWithLedger(tool: Tool, call: ModelToolCall, args: unknown, ctx: Omit<ToolContext, 'signal'>, extra: Partial<ToolCallRecord>): Promise<ToolCallResult> {
+  async function runWithLedger(
+    tool: Tool,
+    call: ModelToolCall,
+    args: unknown,
+    ctx: Omit<ToolContext, 'signal'>,
+    extra: Partial<ToolCallRecord>,
+  ): Promise<ToolCallResult> {
     const prior = await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name);
     if (prior?.state === 'done') {
       return record(call, args, prior.ok ? 'ok' : 'error', prior.observation, 0, extra);
     }
     if (prior?.state === 'intent' && !tool.honoursIdempotencyKey) {
       deps.metrics.effectsUncertain.inc({ tool: tool.name });
-      deps.logger.warn({ tool: tool.name, toolCallId: call.id }, 'effect outcome uncertain; not re-running a tool that ignores idempotency keys');
-      return record(call, args, 'uncertain', `The outcome of ${tool.name} is unknown: a worker stopped while it ran, and it is not safe to run it again. Do not assume it happened; tell the user a human will check.`, 0, extra);
+      deps.logger.warn(
+        { tool: tool.name, toolCallId: call.id },
+        'effect outcome uncertain; not re-running a tool that ignores idempotency keys',
+      );
+      return record(
+        call,
+        args,
+        'uncertain',
+        `The outcome of ${tool.name} is unknown: a worker stopped while it ran, and it is not safe to run it again. Do not assume it happened; tell the user a human will check.`,
+        0,
+        extra,
+      );
     }
     const started = performance.now();
     let ok = true;
@@ -59,7 +82,9 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       const signal = AbortSignal.timeout(deps.toolTimeoutMs);
       const result = await Promise.race([
         tool.execute(args, { ...ctx, signal }),
-        new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Error(`timed out after ${deps.toolTimeoutMs} ms`)), { once: true })),
+        new Promise<never>((_, reject) =>
+          signal.addEventListener('abort', () => reject(new Error(`timed out after ${deps.toolTimeoutMs} ms`)), { once: true }),
+        ),
       ]);
       observation = stringify(result ?? null);
     } catch (err) {
@@ -73,18 +98,43 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     return record(call, args, ok ? 'ok' : 'error', observation, durationMs, extra);
   }
 
-  return async function execute(run: RunRecord, profile: AgentProfile, step: number, index: number, call: ModelToolCall, approvals: Approval[]): Promise<ToolCallResult> {
+  return async function execute(
+    run: RunRecord,
+    profile: AgentProfile,
+    step: number,
+    index: number,
+    call: ModelToolCall,
+    approvals: Approval[],
+  ): Promise<ToolCallResult> {
     const tool = profile.tools.includes(call.name) ? deps.tools.get(call.name) : undefined;
     if (!tool) {
-      return record(call, call.arguments, 'unknown_tool', `Tool "${call.name}" is not available to this agent. Available tools: ${profile.tools.join(', ')}.`);
+      return record(
+        call,
+        call.arguments,
+        'unknown_tool',
+        `Tool "${call.name}" is not available to this agent. Available tools: ${profile.tools.join(', ')}.`,
+      );
     }
     const parsed = parseToolArguments(tool, call.arguments);
     if (!parsed.ok) return record(call, call.arguments, 'invalid_arguments', parsed.problem);
 
-    const ctx = { tenantId: run.tenantId, userId: run.userId, roles: run.roles, runId: run.id, step, toolCallId: call.id, idempotencyKey: idempotencyKey(run.id, step, call.id) };
+    const ctx = {
+      tenantId: run.tenantId,
+      userId: run.userId,
+      roles: run.roles,
+      runId: run.id,
+      step,
+      toolCallId: call.id,
+      idempotencyKey: idempotencyKey(run.id, step, call.id),
+    };
     if (tool.allowedRoles && !run.roles.some((r) => tool.allowedRoles?.includes(r))) {
-      deps.logger.warn({ tool: tool.name }, 'tool call forbidden for the caller\'s roles');
-      return record(call, parsed.args, 'forbidden', `You are not permitted to use ${tool.name} for this user (needs one of: ${tool.allowedRoles.join(', ')}).`);
+      deps.logger.warn({ tool: tool.name }, "tool call forbidden for the caller's roles");
+      return record(
+        call,
+        parsed.args,
+        'forbidden',
+        `You are not permitted to use ${tool.name} for this user (needs one of: ${tool.allowedRoles.join(', ')}).`,
+      );
     }
 
     const requirement = tool.approval(parsed.args, ctx);
@@ -112,7 +162,10 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
         expiresAt: new Date(created + deps.approvalTtlMs).toISOString(),
       };
       deps.metrics.approvalsCreated.inc({ tool: tool.name, risk: requirement.risk });
-      return { ...record(call, parsed.args, 'awaiting_approval', `Waiting for human approval (${id}).`, 0, { approvalId: id }), newApproval };
+      return {
+        ...record(call, parsed.args, 'awaiting_approval', `Waiting for human approval (${id}).`, 0, { approvalId: id }),
+        newApproval,
+      };
     }
     switch (approval.status) {
       case 'pending':
@@ -120,9 +173,18 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       case 'approved':
         return runWithLedger(tool, call, parsed.args, ctx, { approvalId: id });
       case 'rejected':
-        return record(call, parsed.args, 'rejected', `Not executed: rejected by ${approval.decidedBy}: ${approval.comment ?? 'no reason given'}`, 0, { approvalId: id });
+        return record(
+          call,
+          parsed.args,
+          'rejected',
+          `Not executed: rejected by ${approval.decidedBy}: ${approval.comment ?? 'no reason given'}`,
+          0,
+          { approvalId: id },
+        );
       default:
-        return record(call, parsed.args, 'rejected', `Not executed: the approval was ${approval.status} before anyone decided.`, 0, { approvalId: id });
+        return record(call, parsed.args, 'rejected', `Not executed: the approval was ${approval.status} before anyone decided.`, 0, {
+          approvalId: id,
+        });
     }
   };
 }

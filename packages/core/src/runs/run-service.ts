@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentCatalog } from '../agents/agent-profile.js';
-import { ConflictError, NotFoundError } from '../errors.js';
+import { runEvent } from '../engine/run-event.js';
+import { ConflictError, NotFoundError, StaleStepError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { JobName, StepJob } from '../queue/job-catalog.js';
-import { runEvent } from '../engine/run-event.js';
 import type { SubmitRunBody } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, type RunStatus, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
 import type { RunStore } from '../store/run-store.js';
-import { StaleStepError } from '../errors.js';
 
 export interface RunServiceDeps {
   store: RunStore;

@@ -10,7 +10,12 @@ export const submitRunBodySchema = z
       .object({
         maxSteps: z.number().int().min(1).max(100).optional(),
         maxTokens: z.number().int().min(1).max(10_000_000).optional(),
-        timeoutMs: z.number().int().min(1_000).max(24 * 3600_000).optional(),
+        timeoutMs: z
+          .number()
+          .int()
+          .min(1_000)
+          .max(24 * 3600_000)
+          .optional(),
       })
       .strict()
       .optional(),

@@ -30,7 +30,11 @@ export type RunReason = z.infer<typeof runReasonSchema>;
 export const limitsSchema = z.object({
   maxSteps: z.number().int().min(1).max(100),
   maxTokens: z.number().int().min(1).max(10_000_000),
-  timeoutMs: z.number().int().min(1_000).max(24 * 3600_000),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1_000)
+    .max(24 * 3600_000),
 });
 export type Limits = z.infer<typeof limitsSchema>;
 

@@ -4,14 +4,7 @@ import { runKeys, tenantKeys } from '../keys.js';
 import { type Approval, approvalSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
 import { type ChatMessage, chatMessageSchema } from '../schemas/message.js';
-import {
-  type RunRecord,
-  type RunStatus,
-  runRecordSchema,
-  type StepRecord,
-  stepRecordSchema,
-  TERMINAL_STATUSES,
-} from '../schemas/run.js';
+import { type RunRecord, type RunStatus, runRecordSchema, type StepRecord, stepRecordSchema, TERMINAL_STATUSES } from '../schemas/run.js';
 import { CommitResult, CreateResult, withScripts } from './lua-scripts.js';
 
 export interface Commit {

@@ -24,4 +24,8 @@ export function createFakeModel(turns: FakeTurn[]): ModelGateway & { requests: M
 }
 
 /** A tool call as a model would write it. */
-export const toolCall = (id: string, name: string, args: unknown) => ({ id, name, arguments: typeof args === 'string' ? args : JSON.stringify(args) });
+export const toolCall = (id: string, name: string, args: unknown) => ({
+  id,
+  name,
+  arguments: typeof args === 'string' ? args : JSON.stringify(args),
+});

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -90,7 +90,20 @@ export class LocalRedis implements TestRedis {
   }
 
   async start(): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', this.opts.appendOnly ? 'yes' : 'no', '--maxmemory-policy', 'noeviction'];
+    const args = [
+      '--port',
+      String(this.port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      this.dir,
+      '--save',
+      '',
+      '--appendonly',
+      this.opts.appendOnly ? 'yes' : 'no',
+      '--maxmemory-policy',
+      'noeviction',
+    ];
     this.child = spawn('redis-server', args, { stdio: 'ignore' });
     const failed = new Promise<never>((_, reject) =>
       this.child?.once('error', (err) => reject(new Error(`cannot start redis-server (is Redis 7 installed?): ${err.message}`))),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { Principal, Role } from '../schemas/identity.js';
 import type { Risk } from '../schemas/approval.js';
+import type { Principal, Role } from '../schemas/identity.js';
 
 /** Trusted context a tool runs with: identity from the run record, never from the model (invariant 8). */
 export interface ToolContext extends Principal {

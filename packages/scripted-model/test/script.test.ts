@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { playOrderAssistant, type ScriptMessage } from '../src/script.js';
+
+/** Plays a conversation: feeds each requested tool call the given observation and asks again. */
+function play(input: string, observe: (name: string, args: Record<string, unknown>) => unknown, maxTurns = 8) {
+  const messages: ScriptMessage[] = [
+    { role: 'system', content: 'sys' },
+    { role: 'user', content: input },
+  ];
+  const calls: Array<{ name: string; args: Record<string, unknown> }[]> = [];
+  for (let turn = 0; turn < maxTurns; turn++) {
+    const reply = playOrderAssistant(messages);
+    if (reply.toolCalls.length === 0) return { calls, answer: reply.content ?? '' };
+    calls.push(reply.toolCalls.map((c) => ({ name: c.name, args: c.arguments })));
+    const withIds = reply.toolCalls.map((c, i) => ({
+      id: `c${turn}_${i}`,
+      function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+    }));
+    messages.push({ role: 'assistant', content: reply.content, tool_calls: withIds });
+    for (const [i, c] of reply.toolCalls.entries()) {
+      const result = observe(c.name, c.arguments);
+      messages.push({
+        role: 'tool',
+        tool_call_id: withIds[i]?.id ?? '',
+        content: typeof result === 'string' ? result : JSON.stringify(result),
+      });
+    }
+  }
+  throw new Error('the script did not finish');
+}
+
+const late = { orderNo: '2024001', customer: '张三', status: 'not_shipped', amount: 899, daysOverdue: 14 };
+const shipped = { orderNo: 'A12345', customer: '李四', status: 'shipped', amount: 259, daysOverdue: 0 };
+const policies = {
+  late: [
+    { id: 'P-001', title: '超时发货处理规范 (Late shipment handling)', content: '超 7 天未发货，按订单金额 5% 补偿，最高 50 元。 Late...' },
+  ],
+  returns: [{ id: 'P-002', title: '7 天无理由退货 (7-day no-reason returns)', content: '签收后 7 天内支持无理由退货。 Within 7 days...' }],
+  shipped: [
+    {
+      id: 'P-004',
+      title: '已发货订单退货退款 (Returns after shipment)',
+      content: '已发货订单需先拒收或签收后申请退货。 A shipped order...',
+    },
+  ],
+};
+const backOffice = (name: string, args: Record<string, unknown>) => {
+  if (name === 'query_order') return args.orderNo === 'A12345' ? shipped : late;
+  if (name === 'search_policy')
+    return /发货|late/.test(String(args.query)) && !/已发货|after/.test(String(args.query))
+      ? policies.late
+      : /已发货|after/.test(String(args.query))
+        ? policies.shipped
+        : policies.returns;
+  if (name === 'create_ticket') return { ticketId: 'T20260315001', status: 'created' };
+  return `Tool "${name}" is not available to this agent.`;
+};
+
+describe('scripted order assistant', () => {
+  it('plays the late-order trace: query_order → search_policy → create_ticket → answer citing the policy', () => {
+    const { calls, answer } = play('客户张三投诉订单 2024001 一直没发货，帮他处理一下', backOffice);
+    expect(calls.map((c) => c.map((x) => x.name))).toEqual([['query_order'], ['search_policy'], ['create_ticket']]);
+    expect(calls[2]?.[0]?.args).toMatchObject({ orderNo: '2024001', priority: 'high', suggestedAction: '补偿 44.95 元并催促仓库发货' });
+    expect(answer).toContain('T20260315001');
+    expect(answer).toContain('《超时发货处理规范》');
+    expect(answer).toContain('44.95');
+  });
+
+  it('answers a pure policy question with search_policy only', () => {
+    const { calls, answer } = play('支持 7 天无理由退货吗？', backOffice);
+    expect(calls.map((c) => c.map((x) => x.name))).toEqual([['search_policy']]);
+    expect(answer).toContain('7 天无理由退货');
+  });
+
+  it('checks order status, then the matching policy', () => {
+    const { calls, answer } = play('查订单 A12345 状态，按政策说能否退', backOffice);
+    expect(calls.map((c) => c.map((x) => x.name))).toEqual([['query_order'], ['search_policy']]);
+    expect(calls[1]?.[0]?.args.query).toContain('已发货');
+    expect(answer).toContain('已发货');
+  });
+
+  it('asks for a tool that does not exist when told to delete an order, then declines', () => {
+    const { calls, answer } = play('把订单 A12345 删掉', backOffice);
+    expect(calls.map((c) => c.map((x) => x.name))).toEqual([['delete_order']]);
+    expect(answer).toMatch(/无法删除/);
+  });
+
+  it('speaks English to English prompts', () => {
+    const { calls, answer } = play('Customer Zhang San complains that order 2024001 has not shipped yet', backOffice);
+    expect(calls.map((c) => c[0]?.name)).toEqual(['query_order', 'search_policy', 'create_ticket']);
+    expect(answer).toMatch(/^Created high-priority ticket T20260315001/);
+    expect(play('Do you support 7-day no-reason returns?', backOffice).calls).toEqual([
+      [{ name: 'search_policy', args: { query: 'Do you support 7-day no-reason returns?' } }],
+    ]);
+  });
+
+  it('looks up several orders with parallel tool calls in one reply', () => {
+    const { calls } = play('对比订单 2024001 和 A12345', backOffice);
+    expect(calls[0]?.map((c) => c.args.orderNo)).toEqual(['2024001', 'A12345']);
+  });
+
+  it('says the ticket was not created when the approval was rejected', () => {
+    const { answer } = play('客户张三投诉订单 2024001 一直没发货', (name, args) =>
+      name === 'create_ticket' ? 'Not executed: rejected by lisi: 补偿过高' : backOffice(name, args),
+    );
+    expect(answer).toContain('工单未创建');
+    expect(answer).toContain('rejected by lisi: 补偿过高');
+  });
+});

@@ -1,0 +1,89 @@
+import { DemoStore } from '@rein/core';
+import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
+
+const LATE_ORDER = '客户张三投诉订单 2024001 一直没发货，帮他处理一下';
+
+let redis: TestRedis;
+let client: Redis;
+let fleet: Fleet | undefined;
+beforeAll(async () => {
+  redis = await startTestRedis();
+  client = new Redis(redis.url);
+});
+afterEach(async () => {
+  await fleet?.stop();
+  fleet = undefined;
+  await client.flushdb();
+});
+afterAll(async () => {
+  client.disconnect();
+  await redis.stop();
+});
+
+type Step = { toolCalls: Array<{ name: string; outcome: string }>; usage: { totalTokens: number } };
+
+describe('the fleet, as processes', () => {
+  it('runs the late-order complaint from submit through approval to succeeded', async () => {
+    fleet = await startFleet({ redisUrl: redis.url });
+    const submitted = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input: LATE_ORDER });
+    expect(submitted.status).toBe(202);
+    const id = submitted.body.id as string;
+
+    const parked = await fleet.waitForRun(id, (r) => r.status === 'pending_approval');
+    expect(parked.pendingApprovals).toMatchObject([{ toolName: 'create_ticket', risk: 'high', requestedBy: 'zhangsan', status: 'pending' }]);
+    const tickets = () => new DemoStore(client).tickets(KEYS.user.tenantId, '2024001');
+    expect(await tickets()).toEqual([]); // nothing happened before approval
+
+    // Another tenant cannot see or decide it.
+    const approvalId = (parked.pendingApprovals as Array<{ id: string }>)[0]?.id;
+    expect((await fleet.callApprover('POST', `/v1/approvals/${approvalId}/approve`, KEYS.other.key, {})).status).toBe(404);
+    expect((await fleet.callApi('GET', `/v1/runs/${id}`, KEYS.other.key)).status).toBe(404);
+
+    const listed = await fleet.callApprover('GET', '/v1/approvals?status=pending', KEYS.approver.key);
+    expect(listed.body.approvals.map((a: { id: string }) => a.id)).toEqual([approvalId]);
+    const decided = await fleet.callApprover('POST', `/v1/approvals/${approvalId}/approve`, KEYS.approver.key, { comment: 'ok' });
+    expect(decided).toMatchObject({ status: 200, body: { status: 'approved', decidedBy: 'lisi' } });
+    expect((await fleet.callApprover('POST', `/v1/approvals/${approvalId}/reject`, KEYS.approver.key, { reason: 'late' })).status).toBe(409);
+
+    const done = await fleet.waitForRun(id, (r) => r.status === 'succeeded');
+    const created = await tickets();
+    expect(created).toHaveLength(1);
+    expect(done.finalAnswer).toContain(created[0]?.ticketId);
+    expect(done.finalAnswer).toContain('超时发货处理规范');
+
+    const trace = (await fleet.callApi('GET', `/v1/runs/${id}/trace`)).body;
+    expect(trace.steps.map((s: Step) => s.toolCalls.map((c) => c.name))).toEqual([['query_order'], ['search_policy'], ['create_ticket'], []]);
+    expect(trace.steps[2].toolCalls[0]).toMatchObject({ outcome: 'ok', approval: { status: 'approved', decidedBy: 'lisi', comment: 'ok' } });
+    expect(trace.totalTokens).toBe(trace.steps.reduce((sum: number, s: Step) => sum + s.usage.totalTokens, 0));
+  });
+
+  it('loses no run when the only worker is SIGKILLed mid-step; another worker finishes it', async () => {
+    // One worker, and a slow model, so the kill lands while that worker holds a step.
+    fleet = await startFleet({ redisUrl: redis.url, workers: 1, modelLatencyMs: 1500 });
+    const inputs = [LATE_ORDER, '支持 7 天无理由退货吗？', '查订单 A12345 状态，按政策说能否退', 'Do you support 7-day no-reason returns?'];
+    const ids: string[] = [];
+    for (const input of inputs) ids.push((await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input })).body.id);
+    await fleet.waitForRun(ids[0] as string, (r) => r.status === 'running');
+
+    const victim = fleet.workers[0];
+    victim?.kill('SIGKILL');
+    await new Promise((resolve) => victim?.once('exit', resolve));
+    await fleet.startWorker();
+
+    const parked = await fleet.waitForRun(ids[0] as string, (r) => r.status === 'pending_approval');
+    const approvalId = (parked.pendingApprovals as Array<{ id: string }>)[0]?.id;
+    expect((await fleet.callApprover('POST', `/v1/approvals/${approvalId}/approve`, KEYS.user.key, {})).status).toBe(200);
+
+    for (const id of ids) {
+      const run = await fleet.waitForRun(id, (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status));
+      expect(run.status).toBe('succeeded');
+      const trace = (await fleet.callApi('GET', `/v1/runs/${id}/trace`)).body;
+      // Tokens counted once per step even though a step was interrupted and replayed.
+      expect(trace.totalTokens).toBe(trace.steps.reduce((sum: number, s: Step) => sum + s.usage.totalTokens, 0));
+    }
+    expect(await new DemoStore(client).tickets(KEYS.user.tenantId, '2024001')).toHaveLength(1);
+  });
+});

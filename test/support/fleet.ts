@@ -1,0 +1,110 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, waitForPort } from '@rein/core/testing';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export const KEYS = {
+  user: { key: 'e2e-user-key-zhangsan', tenantId: 'e2e', userId: 'zhangsan', roles: ['user'] },
+  approver: { key: 'e2e-approver-key-lisi', tenantId: 'e2e', userId: 'lisi', roles: ['approver'] },
+  other: { key: 'e2e-other-tenant-key', tenantId: 'elsewhere', userId: 'mallory', roles: ['admin'] },
+};
+
+export interface FleetOptions {
+  redisUrl: string;
+  workers?: number;
+  modelLatencyMs?: number;
+  env?: Record<string, string>;
+}
+
+/**
+ * The real fleet as separate processes (built services from dist/): scripted model,
+ * API, N workers and the approver — so tests can SIGKILL any of them.
+ */
+export async function startFleet(opts: FleetOptions) {
+  const procs: ChildProcess[] = [];
+  const logs: string[] = [];
+  const [modelPort, apiPort, approverPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const env = {
+    ...process.env,
+    REDIS_URL: opts.redisUrl,
+    OPENAI_BASE_URL: `http://127.0.0.1:${modelPort}/v1`,
+    REIN_API_KEYS: JSON.stringify(Object.values(KEYS)),
+    API_PORT: String(apiPort),
+    APPROVER_PORT: String(approverPort),
+    REIN_BIND_HOST: '127.0.0.1',
+    REIN_JOB_LOCK_MS: '2000',
+    LOG_LEVEL: 'warn',
+    ...opts.env,
+  };
+  const spawnService = (name: string, script: string, extra: Record<string, string> = {}) => {
+    const child = spawn(process.execPath, [join(root, script)], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (chunk: Buffer) => logs.push(`[${name}] ${chunk.toString().trimEnd()}`);
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    procs.push(child);
+    return child;
+  };
+
+  spawnService('model', 'packages/scripted-model/dist/main.js', {
+    SCRIPTED_MODEL_PORT: String(modelPort),
+    SCRIPTED_MODEL_LATENCY_MS: String(opts.modelLatencyMs ?? 0),
+  });
+  spawnService('api', 'services/api/dist/main.js');
+  spawnService('approver', 'services/approver/dist/main.js');
+  const workers: ChildProcess[] = [];
+  const startWorker = async () => {
+    workers.push(spawnService(`worker-${workers.length + 1}`, 'services/worker/dist/main.js', { WORKER_METRICS_PORT: String(await freePort()) }));
+  };
+  for (let i = 0; i < (opts.workers ?? 2); i++) await startWorker();
+  await Promise.all([waitForPort(modelPort), waitForPort(apiPort), waitForPort(approverPort)]);
+
+  const call = async (base: string, method: string, path: string, key: string, body?: unknown) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  };
+  const api = `http://127.0.0.1:${apiPort}`;
+  const approver = `http://127.0.0.1:${approverPort}`;
+
+  return {
+    api,
+    approver,
+    logs,
+    workers,
+    startWorker,
+    callApi: (method: string, path: string, key = KEYS.user.key, body?: unknown) => call(api, method, path, key, body),
+    callApprover: (method: string, path: string, key = KEYS.user.key, body?: unknown) => call(approver, method, path, key, body),
+    /** Polls a run until `done` holds (or fails after a generous bound, printing the fleet's logs). */
+    async waitForRun(id: string, done: (run: { status: string; [k: string]: unknown }) => boolean, timeoutMs = 45_000) {
+      const until = Date.now() + timeoutMs;
+      let last: unknown;
+      while (Date.now() < until) {
+        const { body } = await call(api, 'GET', `/v1/runs/${id}`, KEYS.user.key);
+        last = body;
+        if (body && done(body)) return body;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`run ${id} never got there; last seen ${JSON.stringify(last)}\n${logs.slice(-30).join('\n')}`);
+    },
+    async stop() {
+      await Promise.all(
+        procs.map(
+          (p) =>
+            new Promise<void>((resolve) => {
+              if (p.exitCode !== null || p.signalCode !== null) return resolve();
+              p.once('exit', () => resolve());
+              p.kill('SIGTERM');
+              setTimeout(() => p.kill('SIGKILL'), 5000).unref();
+            }),
+        ),
+      );
+    },
+  };
+}
+export type Fleet = Awaited<ReturnType<typeof startFleet>>;

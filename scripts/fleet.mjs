@@ -7,17 +7,11 @@ import { mkdirSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEMO_KEYS } from './demo-keys.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const env = { ...process.env };
 const children = [];
-
-export const DEMO_KEYS = [
-  { key: 'demo-user-key-zhangsan', tenantId: 'demo', userId: 'zhangsan', roles: ['user'] },
-  { key: 'demo-approver-key-lisi', tenantId: 'demo', userId: 'lisi', roles: ['approver'] },
-  { key: 'demo-supervisor-key-wangwu', tenantId: 'demo', userId: 'wangwu', roles: ['supervisor'] },
-  { key: 'demo-admin-key-admin', tenantId: 'demo', userId: 'admin', roles: ['admin'] },
-];
 
 const reachable = (host, port) =>
   new Promise((resolve) => {

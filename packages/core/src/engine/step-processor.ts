@@ -159,7 +159,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       tenantId: run.tenantId,
     });
     const approvals = await deps.store.approvals(run.id);
-    if (run.status === 'pending_approval' && approvals.some((a) => a.step === run?.step && a.status === 'pending')) {
+    if (run.status === 'pending_approval' && approvals.some((a) => a.step === job.step && a.status === 'pending')) {
       return 'skipped'; // still parked; the decision enqueues the resume
     }
 
@@ -181,35 +181,30 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       await deps.store.appendEvent(runEvent('step.started', run.id, run.step));
       decision = await decide(run, log);
     }
+    return act(run, decision, approvals, log, started);
+  }
+
+  /** Acts on the step's decision: answer, or run its tool calls, then commit and schedule. */
+  async function act(run: RunRecord, decision: Decision, approvals: Approval[], log: Logger, started: number): Promise<StepOutcome> {
     const profile = deps.agents.get(run.agent);
+    const stepUsage = { ...decision.usage, totalTokens: decision.usage.promptTokens + decision.usage.completionTokens };
     const usage = {
-      promptTokens: run.usage.promptTokens + decision.usage.promptTokens,
-      completionTokens: run.usage.completionTokens + decision.usage.completionTokens,
-      totalTokens: run.usage.totalTokens + decision.usage.promptTokens + decision.usage.completionTokens,
+      promptTokens: run.usage.promptTokens + stepUsage.promptTokens,
+      completionTokens: run.usage.completionTokens + stepUsage.completionTokens,
+      totalTokens: run.usage.totalTokens + stepUsage.totalTokens,
     };
-    const stepUsage = {
-      ...decision.usage,
-      totalTokens: decision.usage.promptTokens + decision.usage.completionTokens,
-    };
-    const assistant: ChatMessage = {
-      role: 'assistant',
-      content: decision.content,
-      ...(decision.toolCalls.length
-        ? {
-            tool_calls: decision.toolCalls.map((c) => ({
-              id: c.id,
-              type: 'function' as const,
-              function: { name: c.name, arguments: c.arguments },
-            })),
-          }
-        : {}),
-    };
-    const stepRecord = (toolCalls: StepRecord['toolCalls']): StepRecord => ({
+    const toolCalls = decision.toolCalls.map((c) => ({
+      id: c.id,
+      type: 'function' as const,
+      function: { name: c.name, arguments: c.arguments },
+    }));
+    const assistant: ChatMessage = { role: 'assistant', content: decision.content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) };
+    const stepRecord = (records: StepRecord['toolCalls']): StepRecord => ({
       schemaVersion: 1,
       index: run.step,
       model: decision.model,
       thought: decision.toolCalls.length ? decision.content : null,
-      toolCalls,
+      toolCalls: records,
       usage: stepUsage,
       durationMs: Math.round(performance.now() - started) + decision.durationMs,
       finishedAt: iso(),
@@ -219,110 +214,69 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       deps.metrics.modelTokens.inc({ model: decision.model, type: 'completion' }, decision.usage.completionTokens);
     };
 
-    {
-      if (decision.toolCalls.length === 0) {
-        const answer = decision.content ?? '';
-        await finish(
-          run,
-          'succeeded',
-          'completed',
-          answer,
-          { usage, step: run.step + 1 },
-          [
-            runEvent('step.finished', run.id, run.step, {
-              outcome: 'answered',
-            }),
-          ],
-          stepRecord([]),
-          [assistant],
-        );
-        countTokens();
-        deps.metrics.steps.inc({ outcome: 'finished' });
-        log.info('run succeeded');
-        return 'finished';
-      }
-
-      const limit = pLimit(deps.toolConcurrency);
-      const results = await Promise.all(
-        decision.toolCalls.map((call, index) =>
-          limit(() => deps.executeTool(run as RunRecord, profile, run?.step ?? 0, index, call, approvals)),
-        ),
-      );
-      const records = results.map((r) => r.record);
-      const newApprovals = results.flatMap((r) => (r.newApproval ? [r.newApproval] : []));
-      const toolEvents = records.map((r) =>
-        runEvent('tool.result', run?.id ?? '', run?.step, {
-          toolCallId: r.id,
-          name: r.name,
-          outcome: r.outcome,
-          observation: r.observation,
-        }),
-      );
-
-      const waiting = records.filter((r) => r.outcome === 'awaiting_approval');
-      if (waiting.length > 0) {
-        const pendingIds = waiting.map((r) => r.approvalId as string);
-        const firstPark = run.status !== 'pending_approval';
-        await deps.store.commit({
-          from: run,
-          to: {
-            ...run,
-            status: 'pending_approval',
-            pendingApprovals: pendingIds,
-            ...(firstPark ? { usage } : {}),
-            updatedAt: iso(),
-          },
-          step: stepRecord(records),
-          approvals: newApprovals,
-          events: [
-            ...toolEvents,
-            ...newApprovals.map((a) =>
-              runEvent('approval.requested', a.runId, a.step, {
-                approvalId: a.id,
-                toolName: a.toolName,
-                summary: a.summary,
-                risk: a.risk,
-              }),
-            ),
-            runEvent('step.finished', run.id, run.step, { outcome: 'parked' }),
-          ],
-        });
-        if (firstPark) countTokens();
-        deps.metrics.steps.inc({ outcome: 'parked' });
-        log.info({ approvals: pendingIds }, 'run parked for approval');
-        return 'parked';
-      }
-
-      // Tokens were added to usage when the step parked; a resumed step must not add them again.
-      const resumed = run.status === 'pending_approval';
-      const next = await deps.store.commit({
-        from: run,
-        to: {
-          ...run,
-          status: 'running',
-          step: run.step + 1,
-          usage: resumed ? run.usage : usage,
-          pendingApprovals: [],
-          updatedAt: iso(),
-        },
-        step: stepRecord(records),
-        messages: [
-          assistant,
-          ...records.map(
-            (r): ChatMessage => ({
-              role: 'tool',
-              tool_call_id: r.id,
-              content: r.observation,
-            }),
-          ),
-        ],
-        events: [...toolEvents, runEvent('step.finished', run.id, run.step, { outcome: 'continued' })],
-      });
-      if (!resumed) countTokens();
-      deps.metrics.steps.inc({ outcome: 'continued' });
-      await ensureNext(next);
-      return 'continued';
+    if (decision.toolCalls.length === 0) {
+      const finished = runEvent('step.finished', run.id, run.step, { outcome: 'answered', thought: null });
+      await finish(run, 'succeeded', 'completed', decision.content ?? '', { usage, step: run.step + 1 }, [finished], stepRecord([]), [
+        assistant,
+      ]);
+      countTokens();
+      deps.metrics.steps.inc({ outcome: 'finished' });
+      log.info('run succeeded');
+      return 'finished';
     }
+
+    const limit = pLimit(deps.toolConcurrency);
+    const results = await Promise.all(
+      decision.toolCalls.map((call, index) => limit(() => deps.executeTool(run, profile, run.step, index, call, approvals))),
+    );
+    const records = results.map((r) => r.record);
+    const newApprovals = results.flatMap((r) => (r.newApproval ? [r.newApproval] : []));
+    const toolEvents = records.map((r) =>
+      runEvent('tool.result', run.id, run.step, {
+        toolCallId: r.id,
+        name: r.name,
+        arguments: r.arguments,
+        outcome: r.outcome,
+        observation: r.observation,
+      }),
+    );
+
+    const waiting = records.filter((r) => r.outcome === 'awaiting_approval');
+    if (waiting.length > 0) {
+      const pendingIds = waiting.map((r) => r.approvalId as string);
+      const firstPark = run.status !== 'pending_approval';
+      await deps.store.commit({
+        from: run,
+        to: { ...run, status: 'pending_approval', pendingApprovals: pendingIds, ...(firstPark ? { usage } : {}), updatedAt: iso() },
+        step: stepRecord(records),
+        approvals: newApprovals,
+        events: [
+          ...toolEvents,
+          ...newApprovals.map((a) =>
+            runEvent('approval.requested', a.runId, a.step, { approvalId: a.id, toolName: a.toolName, summary: a.summary, risk: a.risk }),
+          ),
+          runEvent('step.finished', run.id, run.step, { outcome: 'parked', thought: decision.content }),
+        ],
+      });
+      if (firstPark) countTokens();
+      deps.metrics.steps.inc({ outcome: 'parked' });
+      log.info({ approvals: pendingIds }, 'run parked for approval');
+      return 'parked';
+    }
+
+    // Tokens were added to usage when the step parked; a resumed step must not add them again.
+    const resumed = run.status === 'pending_approval';
+    const next = await deps.store.commit({
+      from: run,
+      to: { ...run, status: 'running', step: run.step + 1, usage: resumed ? run.usage : usage, pendingApprovals: [], updatedAt: iso() },
+      step: stepRecord(records),
+      messages: [assistant, ...records.map((r): ChatMessage => ({ role: 'tool', tool_call_id: r.id, content: r.observation }))],
+      events: [...toolEvents, runEvent('step.finished', run.id, run.step, { outcome: 'continued', thought: decision.content })],
+    });
+    if (!resumed) countTokens();
+    deps.metrics.steps.inc({ outcome: 'continued' });
+    await ensureNext(next);
+    return 'continued';
   }
 
   async function process(job: StepJob): Promise<StepOutcome> {

@@ -33,7 +33,9 @@ describe('the fleet, as processes', () => {
     const id = submitted.body.id as string;
 
     const parked = await fleet.waitForRun(id, (r) => r.status === 'pending_approval');
-    expect(parked.pendingApprovals).toMatchObject([{ toolName: 'create_ticket', risk: 'high', requestedBy: 'zhangsan', status: 'pending' }]);
+    expect(parked.pendingApprovals).toMatchObject([
+      { toolName: 'create_ticket', risk: 'high', requestedBy: 'zhangsan', status: 'pending' },
+    ]);
     const tickets = () => new DemoStore(client).tickets(KEYS.user.tenantId, '2024001');
     expect(await tickets()).toEqual([]); // nothing happened before approval
 
@@ -46,7 +48,9 @@ describe('the fleet, as processes', () => {
     expect(listed.body.approvals.map((a: { id: string }) => a.id)).toEqual([approvalId]);
     const decided = await fleet.callApprover('POST', `/v1/approvals/${approvalId}/approve`, KEYS.approver.key, { comment: 'ok' });
     expect(decided).toMatchObject({ status: 200, body: { status: 'approved', decidedBy: 'lisi' } });
-    expect((await fleet.callApprover('POST', `/v1/approvals/${approvalId}/reject`, KEYS.approver.key, { reason: 'late' })).status).toBe(409);
+    expect((await fleet.callApprover('POST', `/v1/approvals/${approvalId}/reject`, KEYS.approver.key, { reason: 'late' })).status).toBe(
+      409,
+    );
 
     const done = await fleet.waitForRun(id, (r) => r.status === 'succeeded');
     const created = await tickets();
@@ -55,8 +59,16 @@ describe('the fleet, as processes', () => {
     expect(done.finalAnswer).toContain('超时发货处理规范');
 
     const trace = (await fleet.callApi('GET', `/v1/runs/${id}/trace`)).body;
-    expect(trace.steps.map((s: Step) => s.toolCalls.map((c) => c.name))).toEqual([['query_order'], ['search_policy'], ['create_ticket'], []]);
-    expect(trace.steps[2].toolCalls[0]).toMatchObject({ outcome: 'ok', approval: { status: 'approved', decidedBy: 'lisi', comment: 'ok' } });
+    expect(trace.steps.map((s: Step) => s.toolCalls.map((c) => c.name))).toEqual([
+      ['query_order'],
+      ['search_policy'],
+      ['create_ticket'],
+      [],
+    ]);
+    expect(trace.steps[2].toolCalls[0]).toMatchObject({
+      outcome: 'ok',
+      approval: { status: 'approved', decidedBy: 'lisi', comment: 'ok' },
+    });
     expect(trace.totalTokens).toBe(trace.steps.reduce((sum: number, s: Step) => sum + s.usage.totalTokens, 0));
   });
 

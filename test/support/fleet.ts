@@ -55,7 +55,9 @@ export async function startFleet(opts: FleetOptions) {
   spawnService('approver', 'services/approver/dist/main.js');
   const workers: ChildProcess[] = [];
   const startWorker = async () => {
-    workers.push(spawnService(`worker-${workers.length + 1}`, 'services/worker/dist/main.js', { WORKER_METRICS_PORT: String(await freePort()) }));
+    workers.push(
+      spawnService(`worker-${workers.length + 1}`, 'services/worker/dist/main.js', { WORKER_METRICS_PORT: String(await freePort()) }),
+    );
   };
   for (let i = 0; i < (opts.workers ?? 2); i++) await startWorker();
   await Promise.all([waitForPort(modelPort), waitForPort(apiPort), waitForPort(approverPort)]);

@@ -1,0 +1,112 @@
+import { createRuntime, loadConfig, type Runtime } from '@rein/core';
+import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiApp } from '../src/app.js';
+
+const USER = { key: 'api-test-user-key', tenantId: 'acme', userId: 'alice', roles: ['user'] };
+const OTHER = { key: 'api-test-other-key', tenantId: 'globex', userId: 'eve', roles: ['user'] };
+
+let redis: TestRedis;
+let rt: Runtime;
+let app: FastifyInstance;
+beforeAll(async () => {
+  redis = await startTestRedis();
+  rt = await createRuntime(
+    loadConfig({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([USER, OTHER]), LOG_LEVEL: 'silent', REIN_MAX_BODY_BYTES: '2048' }),
+    'api-test',
+    'producer',
+  );
+  app = createApiApp(rt);
+  await app.ready();
+});
+afterAll(async () => {
+  await app.close();
+  await rt.close();
+  await redis.stop();
+});
+
+const as = (who: { key: string }, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${who.key}`, ...extra });
+
+describe('runs API', () => {
+  it('rejects a missing or unknown key with 401 and the error envelope', async () => {
+    const res = await app.inject({ method: 'GET', url: '/v1/runs' });
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toEqual({ error: { code: 'unauthorized', message: 'missing or unknown API key' } });
+    expect((await app.inject({ method: 'GET', url: '/v1/runs', headers: { authorization: 'Bearer nope-nope-nope' } })).statusCode).toBe(
+      401,
+    );
+  });
+
+  it('accepts a run with 202, stores it queued and enqueues step 0 with a deterministic id', async () => {
+    const res = await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: '支持 7 天无理由退货吗？' } });
+    expect(res.statusCode).toBe(202);
+    const run = res.json();
+    expect(run).toMatchObject({
+      status: 'queued',
+      agent: 'order-assistant',
+      step: 0,
+      limits: { maxSteps: 8, maxTokens: 30000, timeoutMs: 120000 },
+    });
+    const job = await rt.scheduler.queue.getJob(`${run.id}-0`);
+    expect(job?.data).toEqual({ runId: run.id, step: 0 });
+  });
+
+  it('names the offending field of a bad body with 400, and refuses unknown fields and agents', async () => {
+    const empty = await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: '' } });
+    expect(empty.statusCode).toBe(400);
+    expect(empty.json().error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('input') });
+    const extra = await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'hi', tenantId: 'globex' } });
+    expect(extra.statusCode).toBe(400);
+    const agent = await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'hi', agent: 'root-shell' } });
+    expect(agent.json().error.code).toBe('unknown_agent');
+    const limits = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: as(USER),
+      payload: { input: 'hi', limits: { maxSteps: 0 } },
+    });
+    expect(limits.json().error.message).toContain('limits.maxSteps');
+  });
+
+  it('refuses bodies over the size limit with 413', async () => {
+    const res = await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'x'.repeat(4000) } });
+    expect(res.statusCode).toBe(413);
+    expect(res.json().error.code).toBe('payload_too_large');
+  });
+
+  it('returns the same run for a repeated Idempotency-Key', async () => {
+    const headers = as(USER, { 'idempotency-key': 'order-2024001-complaint' });
+    const first = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload: { input: 'first' } });
+    const second = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload: { input: 'first' } });
+    expect(first.statusCode).toBe(202);
+    expect(second.statusCode).toBe(200);
+    expect(second.headers['idempotent-replayed']).toBe('true');
+    expect(second.json().id).toBe(first.json().id);
+  });
+
+  it("shows a tenant only its own runs: 404 for another tenant's", async () => {
+    const { id } = (await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'mine' } })).json();
+    expect((await app.inject({ method: 'GET', url: `/v1/runs/${id}`, headers: as(OTHER) })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: `/v1/runs/${id}/trace`, headers: as(OTHER) })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'POST', url: `/v1/runs/${id}/cancel`, headers: as(OTHER) })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: '/v1/runs', headers: as(OTHER) })).json().runs).toEqual([]);
+    const mine = (await app.inject({ method: 'GET', url: '/v1/runs?status=queued', headers: as(USER) })).json().runs;
+    expect(mine.map((r: { id: string }) => r.id)).toContain(id);
+  });
+
+  it('cancels a queued run once; a second cancel is a 409', async () => {
+    const { id } = (await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'cancel me' } })).json();
+    const cancelled = await app.inject({ method: 'POST', url: `/v1/runs/${id}/cancel`, headers: as(USER) });
+    expect(cancelled.json()).toMatchObject({ status: 'cancelled', reason: 'cancelled' });
+    const again = await app.inject({ method: 'POST', url: `/v1/runs/${id}/cancel`, headers: as(USER) });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().error.code).toBe('run_finished');
+  });
+
+  it('reports readiness from Redis and serves Prometheus metrics', async () => {
+    expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ ok: true, redis: 'ok' });
+    const metrics = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.body).toContain('rein_runs_submitted_total{agent="order-assistant",service="api-test"}');
+  });
+});

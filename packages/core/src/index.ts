@@ -22,6 +22,7 @@ export {
 } from './errors.js';
 export { createHttpApp, idParamsSchema, parseInput } from './http/http-app.js';
 export { runHttpService } from './http/run-http-service.js';
+export { createServiceApp } from './http/service-app.js';
 export { QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics } from './metrics.js';

@@ -1,30 +1,12 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { StaleStepError } from '../src/errors.js';
 import { idempotencyKey } from '../src/store/effect-ledger.js';
-import { createFakeModel, startTestRedis, type TestRedis, toolCall } from '../src/testing/index.js';
+import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { defineTool } from '../src/tools/tool.js';
-import { APPROVER, createHarness, type Harness, USER } from './harness.js';
+import { APPROVER, harnessPerTest, USER } from './harness.js';
 
-let redis: TestRedis;
-let h: Harness | undefined;
-beforeAll(async () => {
-  redis = await startTestRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
-/** Tracks the test's harness so the next test can flush and close it. */
-function use(harness: Harness): Harness {
-  h = harness;
-  return harness;
-}
-
-beforeEach(async () => {
-  await h?.redis.flushdb();
-  await h?.close();
-  h = undefined;
-});
+const use = harnessPerTest();
 
 const lateOrderTurns = () => [
   {
@@ -39,7 +21,7 @@ const lateOrderTurns = () => [
 describe('journaled decisions (invariant 3)', () => {
   it('reuses the journaled decision when a step is retried, so tokens are paid and counted once', async () => {
     const model = createFakeModel([{ content: 'done' }]);
-    const t = use(createHarness(redis.url, model));
+    const t = use(model);
     const id = await t.submit('policy?');
     const run = await t.store.require(id);
     // First attempt dies after journaling the decision but before committing the step.
@@ -64,7 +46,7 @@ describe('journaled decisions (invariant 3)', () => {
 
 describe('compare-and-set commits (invariant 2)', () => {
   it("refuses a stale worker's commit and keeps the newer state", async () => {
-    const t = use(createHarness(redis.url, createFakeModel([{ content: 'answer' }])));
+    const t = use(createFakeModel([{ content: 'answer' }]));
     const id = await t.submit('hello');
     const stale = await t.store.require(id);
     await t.drain(); // another worker finishes the run
@@ -76,7 +58,7 @@ describe('compare-and-set commits (invariant 2)', () => {
 
   it('lets a duplicate job of a committed step just make sure the next job exists', async () => {
     const model = createFakeModel([{ toolCalls: [toolCall('c1', 'search_policy', { query: '退货' })] }, { content: 'done' }]);
-    const t = use(createHarness(redis.url, model));
+    const t = use(model);
     const id = await t.submit('policy?');
     await t.steps.process({ runId: id, step: 0 });
     t.queue.length = 0; // the enqueue of step 1 was "lost"
@@ -89,7 +71,7 @@ describe('compare-and-set commits (invariant 2)', () => {
 
   it('lets two workers race on one step and commits exactly one of them', async () => {
     const model = createFakeModel([{ toolCalls: [toolCall('c1', 'query_order', { orderNo: '2024001' })] }, { content: 'done' }]);
-    const t = use(createHarness(redis.url, model));
+    const t = use(model);
     const id = await t.submit('order?');
     const outcomes = await Promise.all([t.steps.process({ runId: id, step: 0 }), t.steps.process({ runId: id, step: 0 })]);
     expect(outcomes.sort()).toEqual(['already_committed', 'continued']);
@@ -100,7 +82,7 @@ describe('compare-and-set commits (invariant 2)', () => {
 
 describe('approval before effect (invariant 5) and exactly-once effects (invariant 4)', () => {
   it('parks the run: no ticket before approval, exactly one after, even when the resume is replayed', async () => {
-    const t = use(createHarness(redis.url, createFakeModel(lateOrderTurns())));
+    const t = use(createFakeModel(lateOrderTurns()));
     const id = await t.submit('2024001 not shipped');
     await t.drain();
     const parked = await t.store.require(id);
@@ -128,7 +110,7 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
   });
 
   it('reuses a recorded effect when the step is replayed after the tool ran but before the commit', async () => {
-    const t = use(createHarness(redis.url, createFakeModel(lateOrderTurns())));
+    const t = use(createFakeModel(lateOrderTurns()));
     const id = await t.submit('2024001 not shipped');
     await t.drain();
     const [approval] = await t.approvals.list(APPROVER, 'pending');
@@ -152,7 +134,7 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
 
   it('feeds a rejection back to the model as "rejected by <user>: <reason>" and creates nothing', async () => {
     const model = createFakeModel(lateOrderTurns());
-    const t = use(createHarness(redis.url, model));
+    const t = use(model);
     const id = await t.submit('2024001 not shipped');
     await t.drain();
     const [approval] = await t.approvals.list(APPROVER, 'pending');
@@ -177,7 +159,7 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
       },
       { content: 'done' },
     ]);
-    const t = use(createHarness(redis.url, model));
+    const t = use(model);
     const id = await t.submit('note it');
     await t.drain();
     const calls = (await t.store.steps(id))[0]?.toolCalls ?? [];
@@ -205,7 +187,7 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
       },
     });
     const model = createFakeModel([{ toolCalls: [toolCall('k1', 'charge_card', { amount: 5 })] }, { content: 'done' }]);
-    const t = use(createHarness(redis.url, model, { extraTools: [charge] }));
+    const t = use(model, { extraTools: [charge] });
     const id = await t.submit('charge');
     // A previous attempt recorded the intent and died mid-call.
     await t.ledger.recordIntent(id, idempotencyKey(id, 0, 'k1'), 'charge_card');
@@ -219,7 +201,7 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
 
 describe('approval decisions', () => {
   it('lets exactly one of two racing approvers win; the other gets 409', async () => {
-    const t = use(createHarness(redis.url, createFakeModel(lateOrderTurns())));
+    const t = use(createFakeModel(lateOrderTurns()));
     await t.submit('2024001 not shipped');
     await t.drain();
     const [approval] = await t.approvals.list(APPROVER, 'pending');
@@ -234,7 +216,7 @@ describe('approval decisions', () => {
   });
 
   it("hides another tenant's approval (404) and refuses a user who is neither requester nor approver (403)", async () => {
-    const t = use(createHarness(redis.url, createFakeModel(lateOrderTurns())));
+    const t = use(createFakeModel(lateOrderTurns()));
     await t.submit('2024001 not shipped');
     await t.drain();
     const [approval] = await t.approvals.list(APPROVER, 'pending');
@@ -245,7 +227,7 @@ describe('approval decisions', () => {
   });
 
   it('withdraws pending approvals when the run is cancelled', async () => {
-    const t = use(createHarness(redis.url, createFakeModel(lateOrderTurns())));
+    const t = use(createFakeModel(lateOrderTurns()));
     const id = await t.submit('2024001 not shipped');
     await t.drain();
     await t.runs.cancel(USER, id);

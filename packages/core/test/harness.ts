@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { AgentCatalog, type AgentProfile } from '../src/agents/agent-profile.js';
 import { orderAssistant } from '../src/agents/order-assistant.js';
 import { createApprovalService } from '../src/approvals/approval-service.js';
@@ -16,6 +17,7 @@ import type { Principal } from '../src/schemas/identity.js';
 import { DecisionJournal } from '../src/store/decision-journal.js';
 import { EffectLedger } from '../src/store/effect-ledger.js';
 import { RunStore } from '../src/store/run-store.js';
+import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 import type { Tool } from '../src/tools/tool.js';
 
 export const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user'] };
@@ -94,3 +96,28 @@ export function createHarness(url: string, model: ModelGateway, opts: { extraToo
   };
 }
 export type Harness = ReturnType<typeof createHarness>;
+
+/**
+ * One Redis per test file, a fresh harness per test: registers the hooks and returns
+ * `harness(model, opts)`, which builds the test's harness over that Redis.
+ */
+export function harnessPerTest() {
+  let redis: TestRedis;
+  let current: Harness | undefined;
+  beforeAll(async () => {
+    redis = await startTestRedis();
+  });
+  afterAll(async () => {
+    await current?.close();
+    await redis.stop();
+  });
+  beforeEach(async () => {
+    await current?.redis.flushdb();
+    await current?.close();
+    current = undefined;
+  });
+  return (model: ModelGateway, opts?: Parameters<typeof createHarness>[2]): Harness => {
+    current = createHarness(redis.url, model, opts);
+    return current;
+  };
+}

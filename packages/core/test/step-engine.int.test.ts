@@ -1,28 +1,10 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createFakeModel, startTestRedis, type TestRedis, toolCall } from '../src/testing/index.js';
-import { createHarness, type Harness } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { createFakeModel, toolCall } from '../src/testing/index.js';
+import { harnessPerTest } from './harness.js';
 
-let redis: TestRedis;
-let h: Harness | undefined;
-beforeAll(async () => {
-  redis = await startTestRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
-/** Tracks the test's harness so the next test can flush and close it. */
-function use(harness: Harness): Harness {
-  h = harness;
-  return harness;
-}
+const use = harnessPerTest();
 
-beforeEach(async () => {
-  await h?.redis.flushdb();
-  await h?.close();
-  h = undefined;
-});
-
-const harness = (...args: Parameters<typeof createFakeModel>) => use(createHarness(redis.url, createFakeModel(...args)));
+const harness = (...args: Parameters<typeof createFakeModel>) => use(createFakeModel(...args));
 
 describe('step engine', () => {
   it('ends in one step when the model answers without tools', async () => {
@@ -41,7 +23,7 @@ describe('step engine', () => {
       { content: 'check the policy', toolCalls: [toolCall('c2', 'search_policy', { query: '超时发货 赔偿' })] },
       { content: 'It is 14 days late; 5% compensation applies.' },
     ]);
-    const t = use(createHarness(redis.url, model));
+    const t = use(model);
     const id = await t.submit('order 2024001 has not shipped');
     await t.drain();
     const run = await t.store.require(id);
@@ -61,7 +43,7 @@ describe('step engine', () => {
       { toolCalls: [toolCall('c1', 'delete_order', { orderNo: 'A12345' })] },
       { content: 'Sorry, I cannot delete orders.' },
     ]);
-    const t = use(createHarness(redis.url, model));
+    const t = use(model);
     const id = await t.submit('delete order A12345');
     await t.drain();
     const [step] = await t.store.steps(id);
@@ -75,7 +57,7 @@ describe('step engine', () => {
       { toolCalls: [toolCall('c1', 'query_order', '{"orderNo": '), toolCall('c2', 'query_order', { order: 1 })] },
       { content: 'done' },
     ]);
-    const t = use(createHarness(redis.url, model));
+    const t = use(model);
     const id = await t.submit('check my order');
     await t.drain();
     const calls = (await t.store.steps(id))[0]?.toolCalls ?? [];
@@ -96,7 +78,7 @@ describe('step engine', () => {
       },
       { content: 'summary' },
     ]);
-    const t = use(createHarness(redis.url, model));
+    const t = use(model);
     const id = await t.submit('compare');
     await t.drain();
     const messages = await t.store.messages(id);
@@ -108,7 +90,7 @@ describe('step engine', () => {
 
   it('counts a tool call whose tool throws as an error observation, not a crash', async () => {
     const model = createFakeModel([{ toolCalls: [toolCall('c1', 'query_order', { orderNo: 'NOPE999' })] }, { content: 'not found' }]);
-    const t = use(createHarness(redis.url, model));
+    const t = use(model);
     const id = await t.submit('check NOPE999');
     await t.drain();
     const call = (await t.store.steps(id))[0]?.toolCalls[0];
@@ -118,7 +100,7 @@ describe('step engine', () => {
 
   it('stops before the model call once the step limit is reached', async () => {
     const model = createFakeModel([{ toolCalls: [toolCall('c', 'search_policy', { query: '退货' })] }]);
-    const t = use(createHarness(redis.url, model));
+    const t = use(model);
     const id = await t.submit('loop forever', undefined, { maxSteps: 2 });
     await t.drain();
     expect(model.requests).toHaveLength(2);
@@ -129,7 +111,7 @@ describe('step engine', () => {
     const model = createFakeModel([
       { toolCalls: [toolCall('c', 'search_policy', { query: '退货' })], usage: { promptTokens: 500, completionTokens: 100 } },
     ]);
-    const t = use(createHarness(redis.url, model));
+    const t = use(model);
     const id = await t.submit('spend', undefined, { maxTokens: 1000 });
     await t.drain();
     expect(model.requests.map((r) => r.maxTokens)).toEqual([1000, 400]);

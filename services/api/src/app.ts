@@ -1,12 +1,11 @@
 import {
-  createHttpApp,
   createRunService,
+  createServiceApp,
   InvalidRequestError,
   idParamsSchema,
   listRunsQuerySchema,
   parseInput,
   type Runtime,
-  requireApiKeys,
   submitRunBodySchema,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
@@ -21,13 +20,7 @@ const idempotencyKeySchema = z
 
 /** The runs API: submit, read, trace, stream, list, cancel. Logic lives in @rein/core. */
 export function createApiApp(rt: Runtime): FastifyInstance {
-  const app = createHttpApp({
-    logger: rt.logger,
-    apiKeys: requireApiKeys(rt.config),
-    registry: rt.metrics.registry,
-    redis: rt.redis,
-    bodyLimit: rt.config.REIN_MAX_BODY_BYTES,
-  });
+  const app = createServiceApp(rt);
   const runs = createRunService({ store: rt.store, agents: rt.agents, enqueue: rt.enqueue, metrics: rt.metrics });
 
   app.post('/v1/runs', async (req, reply) => {

@@ -2,12 +2,11 @@ import {
   approvalStatusSchema,
   approveBodySchema,
   createApprovalService,
-  createHttpApp,
+  createServiceApp,
   idParamsSchema,
   parseInput,
   type Runtime,
   rejectBodySchema,
-  requireApiKeys,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -19,13 +18,7 @@ const listQuerySchema = z.object({
 
 /** The approver API: list, read, approve, reject. Who may decide is core's `mayDecide`. */
 export function createApproverApp(rt: Runtime): FastifyInstance {
-  const app = createHttpApp({
-    logger: rt.logger,
-    apiKeys: requireApiKeys(rt.config),
-    registry: rt.metrics.registry,
-    redis: rt.redis,
-    bodyLimit: rt.config.REIN_MAX_BODY_BYTES,
-  });
+  const app = createServiceApp(rt);
   const approvals = createApprovalService({ store: rt.store, enqueue: rt.enqueue, metrics: rt.metrics });
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
 

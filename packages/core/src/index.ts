@@ -58,3 +58,6 @@ export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { RunStore } from './store/run-store.js';
 export { defineTool, parseToolArguments, type Tool, type ToolContext, toolSpec } from './tools/tool.js';
+export { ApprovalFeed, approvalFeedEventSchema, type ApprovalFeedEvent } from './store/approval-feed.js';
+export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
+export { canonicalJson, hashArguments } from './tools/argument-hash.js';

@@ -21,6 +21,7 @@ export const tenantKeys = (tenantId: string) => {
   return {
     runs: `${p}:runs`,
     approvals: `${p}:approvals`,
+    approvalFeed: `${p}:approval-feed`,
     idempotency: (key: string) => `${p}:idem:${key}`,
   };
 };

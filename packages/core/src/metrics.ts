@@ -71,6 +71,13 @@ export function createMetrics(service: string) {
       labelNames: ['tool', 'decision'],
       registers,
     }),
+    approvalWait: new Histogram({
+      name: 'rein_approval_wait_seconds',
+      help: 'Time from an approval request to its decision or expiry',
+      labelNames: ['tool', 'decision'],
+      buckets: [1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200],
+      registers,
+    }),
   };
 }
 

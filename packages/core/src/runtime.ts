@@ -7,8 +7,9 @@ import { createDemoTools } from './demo/demo-tools.js';
 import { PolicySearch } from './demo/policy-search.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { type JobName, type StepJob, StepScheduler } from './queue/job-catalog.js';
+import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
 import { bullConnection, connectRedis, type RedisRole } from './redis.js';
+import { ApprovalFeed } from './store/approval-feed.js';
 import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { RunStore } from './store/run-store.js';
@@ -20,10 +21,11 @@ export interface Runtime {
   metrics: Metrics;
   redis: Redis;
   store: RunStore;
+  feed: ApprovalFeed;
   journal: DecisionJournal;
   ledger: EffectLedger;
   scheduler: StepScheduler;
-  enqueue: (name: JobName, job: StepJob) => Promise<void>;
+  enqueue: Enqueue;
   tools: Map<string, Tool>;
   agents: AgentCatalog;
   close(): Promise<void>;
@@ -44,10 +46,11 @@ export async function createRuntime(config: Config, service: string, role: Redis
     metrics,
     redis,
     store: new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400),
+    feed: new ApprovalFeed(redis),
     journal: new DecisionJournal(redis),
     ledger: new EffectLedger(redis),
     scheduler,
-    enqueue: (name, job) => scheduler.enqueue(name, job),
+    enqueue: scheduler.enqueue,
     tools,
     agents: new AgentCatalog([orderAssistant], orderAssistant.name),
     async close() {

@@ -11,7 +11,8 @@ import { createStepProcessor } from '../src/engine/step-processor.js';
 import { createToolExecutor } from '../src/engine/tool-executor.js';
 import { createMetrics } from '../src/metrics.js';
 import type { ModelGateway } from '../src/model/model-gateway.js';
-import type { JobName, StepJob } from '../src/queue/job-catalog.js';
+import { type Enqueue, type ExpireJob, type JobName, jobCatalog, type StepJob, stepJobSchema } from '../src/queue/job-catalog.js';
+import { ApprovalFeed } from '../src/store/approval-feed.js';
 import { createRunService } from '../src/runs/run-service.js';
 import type { Principal } from '../src/schemas/identity.js';
 import { DecisionJournal } from '../src/store/decision-journal.js';
@@ -44,13 +45,18 @@ export function createHarness(url: string, model: ModelGateway, opts: { extraToo
     tools: [...orderAssistant.tools, ...(opts.extraTools ?? []).map((t) => t.name), ...(opts.profile?.tools ?? [])],
   };
   const agents = new AgentCatalog([profile], profile.name);
-  const queue: Array<{ name: JobName; job: StepJob }> = [];
-  const enqueue = async (name: JobName, job: StepJob) => {
-    if (!queue.some((q) => q.name === name && q.job.runId === job.runId && q.job.step === job.step)) queue.push({ name, job });
+  const queue: Array<{ name: JobName; job: StepJob | ExpireJob; delayMs?: number }> = [];
+  const enqueue: Enqueue = async (name, job, opts) => {
+    const id = (jobCatalog[name].id as (j: typeof job) => string)(job);
+    if (!queue.some((q) => (jobCatalog[q.name].id as (j: typeof q.job) => string)(q.job) === id)) {
+      queue.push({ name, job, ...(opts?.delayMs !== undefined ? { delayMs: opts.delayMs } : {}) });
+    }
   };
+  const feed = new ApprovalFeed(redis);
   const executeTool = createToolExecutor({ tools, ledger, metrics, logger, toolTimeoutMs: 2000, approvalTtlMs: 60_000 });
   const steps = createStepProcessor({
     store,
+    feed,
     journal,
     model,
     tools,
@@ -62,11 +68,12 @@ export function createHarness(url: string, model: ModelGateway, opts: { extraToo
     toolConcurrency: 4,
     modelTimeoutMs: 5000,
   });
-  const runs = createRunService({ store, agents, enqueue, metrics });
-  const approvals = createApprovalService({ store, enqueue, metrics });
+  const runs = createRunService({ store, feed, agents, enqueue, metrics });
+  const approvals = createApprovalService({ store, enqueue, metrics, tools, feed });
 
   return {
     redis,
+    feed,
     store,
     journal,
     ledger,
@@ -79,9 +86,11 @@ export function createHarness(url: string, model: ModelGateway, opts: { extraToo
     /** Processes queued jobs until none are left (or `max` were run). */
     async drain(max = 50) {
       let ran = 0;
-      while (queue.length > 0 && ran < max) {
-        const next = queue.shift();
-        if (next) await steps.process(next.job);
+      // Expiry jobs are delayed by design: they stay queued, and tests fire them explicitly.
+      const runnable = () => queue.find((q) => q.name !== 'expire');
+      for (let next = runnable(); next && ran < max; next = runnable()) {
+        queue.splice(queue.indexOf(next), 1);
+        await steps.process(stepJobSchema.parse(next.job));
         ran++;
       }
       return ran;

@@ -19,7 +19,7 @@ const listQuerySchema = z.object({
 /** The approver API: list, read, approve, reject. Who may decide is core's `mayDecide`. */
 export function createApproverApp(rt: Runtime): FastifyInstance {
   const app = createServiceApp(rt);
-  const approvals = createApprovalService({ store: rt.store, enqueue: rt.enqueue, metrics: rt.metrics });
+  const approvals = createApprovalService({ store: rt.store, enqueue: rt.enqueue, metrics: rt.metrics, tools: rt.tools, feed: rt.feed });
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
 
   app.get('/v1/approvals', async (req) => {
@@ -29,7 +29,7 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
   app.get('/v1/approvals/:id', async (req) => approvals.get(req.principal, id(req.params)));
   app.post('/v1/approvals/:id/approve', async (req) => {
     const body = parseInput(approveBodySchema, req.body, 'body');
-    return approvals.decide(req.principal, id(req.params), { kind: 'approve', ...(body.comment ? { comment: body.comment } : {}) });
+    return approvals.decide(req.principal, id(req.params), { kind: 'approve', ...body });
   });
   app.post('/v1/approvals/:id/reject', async (req) => {
     const body = parseInput(rejectBodySchema, req.body, 'body');

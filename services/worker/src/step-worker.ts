@@ -1,5 +1,6 @@
 import {
   bullConnection,
+  createApprovalService,
   createStepProcessor,
   createToolExecutor,
   type ModelGateway,
@@ -36,8 +37,10 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
     toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
     approvalTtlMs: config.APPROVAL_TTL_MS,
   });
+  const approvals = createApprovalService({ store: rt.store, enqueue: rt.enqueue, metrics: rt.metrics, tools: rt.tools, feed: rt.feed });
   const steps = createStepProcessor({
     store: rt.store,
+    feed: rt.feed,
     journal: rt.journal,
     model,
     tools: rt.tools,
@@ -53,7 +56,9 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
   const worker = new Worker(
     STEP_QUEUE,
     async (job: Job) => {
-      const { payload } = parseJob(job.name, job.data);
+      const parsed = parseJob(job.name, job.data);
+      if (parsed.name === 'expire') return `expired ${await approvals.expireDue(parsed.payload.runId, parsed.payload.step)}`;
+      const { payload } = parsed;
       const started = performance.now();
       try {
         const outcome = await steps.process(payload);

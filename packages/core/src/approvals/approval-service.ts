@@ -1,13 +1,21 @@
 import { runEvent } from '../engine/run-event.js';
-import { ConflictError, ForbiddenError, GoneError, NotFoundError, StaleStepError } from '../errors.js';
+import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
-import type { JobName, StepJob } from '../queue/job-catalog.js';
+import type { Enqueue } from '../queue/job-catalog.js';
 import { approvalView } from '../runs/run-service.js';
 import type { Approval, ApprovalStatus } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
+import type { RunRecord } from '../schemas/run.js';
+import type { ApprovalFeed } from '../store/approval-feed.js';
+import { idempotencyKey } from '../store/effect-ledger.js';
 import type { RunStore } from '../store/run-store.js';
+import { hashArguments } from '../tools/argument-hash.js';
+import type { Tool } from '../tools/tool.js';
+import { stricterOf } from './approval-binding.js';
 
-export type Decision = { kind: 'approve'; comment?: string } | { kind: 'reject'; reason: string };
+export type Decision =
+  | { kind: 'approve'; comment?: string; arguments?: Record<string, unknown> }
+  | { kind: 'reject'; reason: string };
 
 const APPROVAL_ID = /^([0-9a-f-]{36})\.\d+\.\d+$/;
 
@@ -15,19 +23,27 @@ const APPROVAL_ID = /^([0-9a-f-]{36})\.\d+\.\d+$/;
  * Who may decide: for `high` risk the requesting user or a tenant approver; for
  * `critical` only a supervisor (or admin), and never the requester — four eyes.
  */
-export function mayDecide(principal: Principal, approval: Approval): boolean {
+export function mayDecide(principal: Principal, approval: Pick<Approval, 'risk' | 'requestedBy'>): boolean {
   const elevated = principal.roles.some((r) => r === 'supervisor' || r === 'admin');
   if (approval.risk === 'critical') return elevated && principal.userId !== approval.requestedBy;
   return principal.userId === approval.requestedBy || elevated || principal.roles.includes('approver');
 }
 
-/** List and decide approvals; a decision that completes a step enqueues its resume. */
-export function createApprovalService(deps: {
+export interface ApprovalServiceDeps {
   store: RunStore;
-  enqueue: (name: JobName, job: StepJob) => Promise<void>;
+  enqueue: Enqueue;
   metrics: Metrics;
+  tools: Map<string, Tool>;
+  feed: ApprovalFeed;
   now?: () => number;
-}) {
+}
+
+/**
+ * List, decide and expire approvals. Every transition is a compare-and-set on the run,
+ * so it happens exactly once; the one that leaves the step without pending approvals
+ * enqueues the step's resume.
+ */
+export function createApprovalService(deps: ApprovalServiceDeps) {
   const now = deps.now ?? Date.now;
 
   async function find(principal: Principal, id: string) {
@@ -36,6 +52,59 @@ export function createApprovalService(deps: {
     const approval = run ? (await deps.store.approvals(run.id)).find((a) => a.id === id) : undefined;
     if (!run || !approval || approval.tenantId !== principal.tenantId) throw new NotFoundError(`approval ${id}`);
     return { run, approval };
+  }
+
+  /** Commits approval transitions on a run; resumes the step when none is left pending. */
+  async function transition(run: RunRecord, changed: Approval[]): Promise<void> {
+    const ids = new Set(changed.map((a) => a.id));
+    const stillPending = run.pendingApprovals.filter((p) => !ids.has(p));
+    await deps.store.commit({
+      from: run,
+      to: { ...run, pendingApprovals: stillPending, updatedAt: new Date(now()).toISOString() },
+      approvals: changed,
+      events: changed.map((a) =>
+        runEvent('approval.decided', run.id, a.step, {
+          approvalId: a.id,
+          status: a.status,
+          decidedBy: a.decidedBy ?? null,
+          comment: a.comment ?? null,
+          edited: a.editedBy !== undefined,
+        }),
+      ),
+    });
+    for (const a of changed) {
+      deps.metrics.approvalsDecided.inc({ tool: a.toolName, decision: a.status });
+      deps.metrics.approvalWait.observe({ tool: a.toolName, decision: a.status }, (now() - Date.parse(a.createdAt)) / 1000);
+      await deps.feed.publish(a.tenantId, { type: 'approval.decided', approvalId: a.id, runId: a.runId, status: a.status, at: a.decidedAt ?? '' });
+    }
+    const step = changed[0]?.step;
+    if (stillPending.length === 0 && run.status === 'pending_approval' && step !== undefined) {
+      await deps.enqueue('resume', { runId: run.id, step });
+    }
+  }
+
+  /** Approve with edits: validated by the tool's schema, judged again, never less strict. */
+  function applyEdit(principal: Principal, run: RunRecord, approval: Approval, edited: Record<string, unknown>): Approval {
+    const tool = deps.tools.get(approval.toolName);
+    if (!tool) throw new InvalidRequestError(`tool ${approval.toolName} is not available for edits`, 'invalid_arguments');
+    const parsed = tool.args.safeParse(edited);
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+      throw new InvalidRequestError(`edited arguments do not match ${tool.name}: ${issues}`, 'invalid_arguments');
+    }
+    const argsHash = hashArguments(parsed.data);
+    if (argsHash === approval.argsHash) return approval; // no real change
+    const ctx = {
+      tenantId: run.tenantId,
+      userId: run.userId,
+      roles: run.roles,
+      runId: run.id,
+      step: approval.step,
+      toolCallId: approval.toolCallId,
+      idempotencyKey: idempotencyKey(run.id, approval.step, approval.toolCallId),
+    };
+    const requirement = stricterOf(approval, tool.approval(parsed.data, ctx));
+    return { ...approval, ...requirement, approvedArguments: parsed.data, editedBy: principal.userId, argsHash };
   }
 
   return {
@@ -54,55 +123,64 @@ export function createApprovalService(deps: {
       return approvalView((await find(principal, id)).approval);
     },
 
-    /** Exactly one decision wins (compare-and-set on the run); the loser gets 409. */
+    /** Exactly one decision wins; the others get 409 (decided) or 410 (expired). */
     async decide(principal: Principal, id: string, decision: Decision) {
       for (;;) {
         const { run, approval } = await find(principal, id);
         if (approval.status === 'expired') throw new GoneError('approval_expired', `approval ${id} expired at ${approval.expiresAt}`);
         if (approval.status !== 'pending') throw new ConflictError('approval_decided', `approval ${id} is already ${approval.status}`);
-        if (!mayDecide(principal, approval)) {
+        const at = now();
+        if (at >= Date.parse(approval.expiresAt)) {
+          await transition(run, [{ ...approval, status: 'expired', decidedAt: new Date(at).toISOString() }]).catch((err) => {
+            if (!(err instanceof StaleStepError)) throw err;
+          });
+          throw new GoneError('approval_expired', `approval ${id} expired at ${approval.expiresAt}`);
+        }
+        const judged = decision.kind === 'approve' && decision.arguments ? applyEdit(principal, run, approval, decision.arguments) : approval;
+        if (!mayDecide(principal, judged)) {
           throw new ForbiddenError(
-            approval.risk === 'critical'
+            judged.risk === 'critical'
               ? `approval ${id} is critical: a supervisor other than the requester must decide`
               : `approval ${id} may be decided by its requester or a tenant approver`,
           );
         }
-        const at = now();
-        const expired = at >= Date.parse(approval.expiresAt);
-        const status: ApprovalStatus = expired ? 'expired' : decision.kind === 'approve' ? 'approved' : 'rejected';
         const comment = decision.kind === 'approve' ? decision.comment : decision.reason;
         const decided: Approval = {
-          ...approval,
-          status,
+          ...judged,
+          status: decision.kind === 'approve' ? 'approved' : 'rejected',
+          decidedBy: principal.userId,
           decidedAt: new Date(at).toISOString(),
-          ...(expired ? {} : { decidedBy: principal.userId }),
-          ...(comment && !expired ? { comment } : {}),
+          ...(comment ? { comment } : {}),
         };
-        const stillPending = run.pendingApprovals.filter((p) => p !== id);
         try {
-          await deps.store.commit({
-            from: run,
-            to: { ...run, pendingApprovals: stillPending, updatedAt: decided.decidedAt as string },
-            approvals: [decided],
-            events: [
-              runEvent('approval.decided', run.id, approval.step, {
-                approvalId: id,
-                status,
-                decidedBy: decided.decidedBy ?? null,
-                comment: decided.comment ?? null,
-              }),
-            ],
-          });
+          await transition(run, [decided]);
         } catch (err) {
           if (err instanceof StaleStepError) continue; // something else changed the run: re-read and re-check
           throw err;
         }
-        deps.metrics.approvalsDecided.inc({ tool: approval.toolName, decision: status });
-        if (stillPending.length === 0 && run.status === 'pending_approval') {
-          await deps.enqueue('resume', { runId: run.id, step: approval.step });
-        }
-        if (expired) throw new GoneError('approval_expired', `approval ${id} expired at ${approval.expiresAt}`);
         return approvalView(decided);
+      }
+    },
+
+    /**
+     * Turns the step's overdue approvals EXPIRED, whether or not anyone is looking;
+     * the model is told on resume and the run goes on.
+     */
+    async expireDue(runId: string, step: number): Promise<number> {
+      for (;;) {
+        const run = await deps.store.get(runId);
+        if (!run || run.status !== 'pending_approval' || run.step !== step) return 0;
+        const at = now();
+        const due = (await deps.store.approvals(runId))
+          .filter((a) => a.step === step && a.status === 'pending' && Date.parse(a.expiresAt) <= at)
+          .map((a): Approval => ({ ...a, status: 'expired', decidedAt: new Date(at).toISOString() }));
+        if (due.length === 0) return 0;
+        try {
+          await transition(run, due);
+          return due.length;
+        } catch (err) {
+          if (!(err instanceof StaleStepError)) throw err;
+        }
       }
     },
   };

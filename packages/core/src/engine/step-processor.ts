@@ -4,12 +4,13 @@ import { type ReinError, StaleStepError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelGateway } from '../model/model-gateway.js';
-import type { JobName, StepJob } from '../queue/job-catalog.js';
+import type { Enqueue, StepJob } from '../queue/job-catalog.js';
 import type { Approval } from '../schemas/approval.js';
 import type { RunEvent } from '../schemas/event.js';
 import type { ChatMessage } from '../schemas/message.js';
 import { type Decision, type RunReason, type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
+import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
 import { type Tool, toolSpec } from '../tools/tool.js';
 import { runEvent } from './run-event.js';
@@ -17,12 +18,13 @@ import type { ToolExecutor } from './tool-executor.js';
 
 export interface StepProcessorDeps {
   store: RunStore;
+  feed: ApprovalFeed;
   journal: DecisionJournal;
   model: ModelGateway;
   tools: Map<string, Tool>;
   agents: AgentCatalog;
   executeTool: ToolExecutor;
-  enqueue: (name: JobName, job: StepJob) => Promise<void>;
+  enqueue: Enqueue;
   metrics: Metrics;
   logger: Logger;
   toolConcurrency: number;
@@ -51,9 +53,19 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       await deps.enqueue('step', { runId: run.id, step: run.step });
     } else if (run.status === 'pending_approval') {
       const ofStep = (approvals ?? (await deps.store.approvals(run.id))).filter((a) => a.step === run.step);
-      if (ofStep.length > 0 && ofStep.every((a) => a.status !== 'pending')) {
+      const pending = ofStep.filter((a) => a.status === 'pending');
+      if (ofStep.length > 0 && pending.length === 0) {
         await deps.enqueue('resume', { runId: run.id, step: run.step });
       }
+      await scheduleExpiry(pending);
+    }
+  }
+
+  /** One delayed job per distinct expiry instant: expiry is enforced even if nobody ever looks. */
+  async function scheduleExpiry(pending: Approval[]): Promise<void> {
+    for (const at of new Set(pending.map((a) => Date.parse(a.expiresAt)))) {
+      const first = pending.find((a) => Date.parse(a.expiresAt) === at);
+      if (first) await deps.enqueue('expire', { runId: first.runId, step: first.step, at }, { delayMs: at - now() });
     }
   }
 
@@ -160,7 +172,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     });
     const approvals = await deps.store.approvals(run.id);
     if (run.status === 'pending_approval' && approvals.some((a) => a.step === job.step && a.status === 'pending')) {
-      return 'skipped'; // still parked; the decision enqueues the resume
+      await ensureNext(run, approvals); // still parked: the decision (or the expiry job) resumes it
+      return 'skipped';
     }
 
     const started = performance.now();
@@ -259,6 +272,10 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         ],
       });
       if (firstPark) countTokens();
+      for (const a of newApprovals) {
+        await deps.feed.publish(a.tenantId, { type: 'approval.requested', approvalId: a.id, runId: a.runId, status: a.status, at: a.createdAt });
+      }
+      await scheduleExpiry(newApprovals);
       deps.metrics.steps.inc({ outcome: 'parked' });
       log.info({ approvals: pendingIds }, 'run parked for approval');
       return 'parked';

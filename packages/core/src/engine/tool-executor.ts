@@ -1,10 +1,12 @@
 import type { AgentProfile } from '../agents/agent-profile.js';
+import { verifyBinding } from '../approvals/approval-binding.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Approval } from '../schemas/approval.js';
 import type { ModelToolCall } from '../schemas/message.js';
 import type { RunRecord, ToolCallRecord } from '../schemas/run.js';
 import { type EffectLedger, idempotencyKey } from '../store/effect-ledger.js';
+import { hashArguments } from '../tools/argument-hash.js';
 import { parseToolArguments, type Tool, type ToolContext } from '../tools/tool.js';
 
 export interface ToolCallResult {
@@ -141,6 +143,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     if (!requirement) return runWithLedger(tool, call, parsed.args, ctx, {});
 
     const id = approvalId(run.id, step, index);
+    const gated = { approvalId: id };
     const approval = approvals.find((a) => a.id === id);
     if (!approval) {
       const created = now();
@@ -154,37 +157,38 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
         requestedBy: run.userId,
         toolName: tool.name,
         arguments: parsed.args,
+        argsHash: hashArguments(parsed.args),
+        policyVersion: tool.policyVersion ?? 1,
         summary: requirement.summary,
         risk: requirement.risk,
         requiredRole: requirement.requiredRole,
         status: 'pending',
         createdAt: new Date(created).toISOString(),
-        expiresAt: new Date(created + deps.approvalTtlMs).toISOString(),
+        expiresAt: new Date(created + (tool.approvalTtlMs ?? deps.approvalTtlMs)).toISOString(),
       };
       deps.metrics.approvalsCreated.inc({ tool: tool.name, risk: requirement.risk });
-      return {
-        ...record(call, parsed.args, 'awaiting_approval', `Waiting for human approval (${id}).`, 0, { approvalId: id }),
-        newApproval,
-      };
+      return { ...record(call, parsed.args, 'awaiting_approval', `Waiting for human approval (${id}).`, 0, gated), newApproval };
     }
     switch (approval.status) {
       case 'pending':
-        return record(call, parsed.args, 'awaiting_approval', `Waiting for human approval (${id}).`, 0, { approvalId: id });
-      case 'approved':
-        return runWithLedger(tool, call, parsed.args, ctx, { approvalId: id });
+        return record(call, parsed.args, 'awaiting_approval', `Waiting for human approval (${id}).`, 0, gated);
+      case 'approved': {
+        const binding = verifyBinding(tool, approval, ctx);
+        if (!binding.ok) {
+          deps.logger.warn({ tool: tool.name, approvalId: id, problem: binding.problem }, 'approval binding refused');
+          return record(call, parsed.args, 'rejected', `Not executed: ${binding.problem}.`, 0, gated);
+        }
+        const result = await runWithLedger(tool, call, binding.args, ctx, gated);
+        if (approval.editedBy === undefined) return result;
+        const note = `Approved by ${approval.decidedBy} with edited arguments ${JSON.stringify(binding.args)} (you proposed ${JSON.stringify(approval.arguments)}). Result: `;
+        return { record: { ...result.record, observation: note + result.record.observation } };
+      }
       case 'rejected':
-        return record(
-          call,
-          parsed.args,
-          'rejected',
-          `Not executed: rejected by ${approval.decidedBy}: ${approval.comment ?? 'no reason given'}`,
-          0,
-          { approvalId: id },
-        );
-      default:
-        return record(call, parsed.args, 'rejected', `Not executed: the approval was ${approval.status} before anyone decided.`, 0, {
-          approvalId: id,
-        });
+        return record(call, parsed.args, 'rejected', `Not executed: rejected by ${approval.decidedBy}: ${approval.comment ?? 'no reason given'}`, 0, gated);
+      case 'expired':
+        return record(call, parsed.args, 'rejected', `Not executed: nobody decided before the approval expired at ${approval.expiresAt}.`, 0, gated);
+      case 'withdrawn':
+        return record(call, parsed.args, 'rejected', 'Not executed: the approval was withdrawn.', 0, gated);
     }
   };
 }

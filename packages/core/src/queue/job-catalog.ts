@@ -6,6 +6,9 @@ export const STEP_QUEUE = 'rein-steps';
 
 export const stepJobSchema = z.object({ runId: z.string().min(1), step: z.number().int().min(0) });
 export type StepJob = z.infer<typeof stepJobSchema>;
+/** `at`: the expiry instant (ms) this job enforces; one job per distinct instant. */
+export const expireJobSchema = stepJobSchema.extend({ at: z.number().int().min(0) });
+export type ExpireJob = z.infer<typeof expireJobSchema>;
 
 /**
  * Every job Rein enqueues: name → payload schema and deterministic id (invariant 1).
@@ -15,8 +18,14 @@ export type StepJob = z.infer<typeof stepJobSchema>;
 export const jobCatalog = {
   step: { schema: stepJobSchema, id: (j: StepJob) => `${j.runId}-${j.step}` },
   resume: { schema: stepJobSchema, id: (j: StepJob) => `${j.runId}-${j.step}-resume` },
+  /** Fires when the step's approvals expire: enforced by the system, not by the next click. */
+  expire: { schema: expireJobSchema, id: (j: ExpireJob) => `${j.runId}-${j.step}-expire-${j.at}` },
 } as const;
 export type JobName = keyof typeof jobCatalog;
+export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]['schema']>;
+
+/** How core schedules work; BullMQ in the services, an in-memory list in engine tests. */
+export type Enqueue = <N extends JobName>(name: N, job: JobPayload<N>, opts?: { delayMs?: number }) => Promise<void>;
 
 export function stepJobOptions(attempts: number): JobsOptions {
   return {
@@ -29,9 +38,10 @@ export function stepJobOptions(attempts: number): JobsOptions {
 }
 
 /** Parses a dequeued payload; a malformed one is a bug upstream, not something to retry. */
-export function parseJob(name: string, data: unknown): { name: JobName; payload: StepJob } {
-  if (!(name in jobCatalog)) throw new Error(`unknown job name "${name}"`);
-  return { name: name as JobName, payload: jobCatalog[name as JobName].schema.parse(data) };
+export function parseJob(name: string, data: unknown): { name: 'step' | 'resume'; payload: StepJob } | { name: 'expire'; payload: ExpireJob } {
+  if (name === 'expire') return { name, payload: expireJobSchema.parse(data) };
+  if (name === 'step' || name === 'resume') return { name, payload: stepJobSchema.parse(data) };
+  throw new Error(`unknown job name "${name}"`);
 }
 
 /** Enqueues steps with deterministic ids: adding the same step twice is a no-op. */
@@ -45,10 +55,13 @@ export class StepScheduler {
     this.queue = new Queue(STEP_QUEUE, { connection, prefix: QUEUE_PREFIX });
   }
 
-  async enqueue(name: JobName, job: StepJob): Promise<void> {
-    const payload = jobCatalog[name].schema.parse(job);
-    await this.queue.add(name, payload, { ...stepJobOptions(this.attempts), jobId: jobCatalog[name].id(payload) });
-  }
+  readonly enqueue: Enqueue = async (name, job, opts) => {
+    // The catalog entry matches `name`; TypeScript cannot correlate the union, hence the widening.
+    const entry = jobCatalog[name] as unknown as { schema: z.ZodType<JobPayload<typeof name>>; id: (j: JobPayload<typeof name>) => string };
+    const payload = entry.schema.parse(job);
+    const delay = Math.max(0, Math.ceil(opts?.delayMs ?? 0));
+    await this.queue.add(name, payload, { ...stepJobOptions(this.attempts), jobId: entry.id(payload), ...(delay ? { delay } : {}) });
+  };
 
   close() {
     return this.queue.close();

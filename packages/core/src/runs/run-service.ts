@@ -3,17 +3,19 @@ import type { AgentCatalog } from '../agents/agent-profile.js';
 import { runEvent } from '../engine/run-event.js';
 import { ConflictError, NotFoundError, StaleStepError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
-import type { JobName, StepJob } from '../queue/job-catalog.js';
+import type { Enqueue } from '../queue/job-catalog.js';
 import type { SubmitRunBody } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, type RunStatus, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
+import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
 
 export interface RunServiceDeps {
   store: RunStore;
+  feed: ApprovalFeed;
   agents: AgentCatalog;
-  enqueue: (name: JobName, job: StepJob) => Promise<void>;
+  enqueue: Enqueue;
   metrics: Metrics;
   idempotencyTtlSeconds?: number;
   now?: () => number;
@@ -147,6 +149,9 @@ export function createRunService(deps: RunServiceDeps) {
             events: [runEvent('run.finished', id, run.step, { status: 'cancelled', reason: 'cancelled', by: principal.userId })],
           });
           deps.metrics.runsFinished.inc({ agent: run.agent, status: 'cancelled', reason: 'cancelled' });
+          for (const a of withdrawn) {
+            await deps.feed.publish(a.tenantId, { type: 'approval.decided', approvalId: a.id, runId: a.runId, status: a.status, at });
+          }
           return view(next);
         } catch (err) {
           if (!(err instanceof StaleStepError)) throw err; // a worker committed meanwhile: look again

@@ -17,7 +17,18 @@ export const approvalSchema = z.object({
   tenantId: z.string(),
   requestedBy: z.string(),
   toolName: z.string(),
+  /** The arguments as the model proposed them. */
   arguments: z.unknown(),
+  /** An approver's edit of the arguments; what runs when present. */
+  approvedArguments: z.unknown().optional(),
+  editedBy: z.string().optional(),
+  /**
+   * The capability's binding: sha256 of the canonical JSON of the arguments that may
+   * run, and the version of the tool's policy that judged them. The worker re-checks
+   * both at execution.
+   */
+  argsHash: z.string().regex(/^[0-9a-f]{64}$/),
+  policyVersion: z.number().int().min(1),
   summary: z.string(),
   risk: riskSchema,
   requiredRole: roleSchema,
@@ -30,5 +41,11 @@ export const approvalSchema = z.object({
 });
 export type Approval = z.infer<typeof approvalSchema>;
 
-export const approveBodySchema = z.object({ comment: z.string().max(2000).optional() }).strict();
+export const approveBodySchema = z
+  .object({
+    comment: z.string().max(2000).optional(),
+    /** Approve with edits: replaces the arguments; validated and judged again. */
+    arguments: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
 export const rejectBodySchema = z.object({ reason: z.string().min(1).max(2000) }).strict();

@@ -29,6 +29,10 @@ export interface Tool<A = unknown> {
   allowedRoles?: readonly Role[];
   /** Whether re-running with the same idempotency key is safe after a crash mid-call. */
   honoursIdempotencyKey: boolean;
+  /** Bumped whenever `approval` changes; approvals judged by an older policy are refused. */
+  policyVersion?: number;
+  /** How long an approval of this tool stays decidable (default APPROVAL_TTL_MS). */
+  approvalTtlMs?: number;
   approval(args: A, ctx: Omit<ToolContext, 'signal'>): ApprovalRequirement | null;
   execute(args: A, ctx: ToolContext): Promise<unknown>;
 }

@@ -1,0 +1,38 @@
+import type { Approval } from '../schemas/approval.js';
+import type { Role } from '../schemas/identity.js';
+import { hashArguments } from '../tools/argument-hash.js';
+import type { ApprovalRequirement, Tool } from '../tools/tool.js';
+
+export type Binding = { ok: true; args: unknown } | { ok: false; problem: string };
+
+/**
+ * An approval is a capability for one exact call: this run, step and tool call, these
+ * arguments (by hash), judged by this version of the tool's policy. Checked by the
+ * worker at the moment it executes, so nothing but what was approved can run.
+ */
+export function verifyBinding(tool: Tool, approval: Approval, call: { runId: string; step: number; toolCallId: string }): Binding {
+  if (approval.runId !== call.runId || approval.step !== call.step || approval.toolCallId !== call.toolCallId) {
+    return { ok: false, problem: `approval ${approval.id} was granted for a different call` };
+  }
+  if (approval.policyVersion !== (tool.policyVersion ?? 1)) {
+    return { ok: false, problem: `the approval policy of ${tool.name} changed after approval ${approval.id} was granted; it must be asked again` };
+  }
+  const parsed = tool.args.safeParse(approval.approvedArguments ?? approval.arguments);
+  if (!parsed.success || hashArguments(parsed.data) !== approval.argsHash) {
+    return { ok: false, problem: `the arguments differ from what approval ${approval.id} approved` };
+  }
+  return { ok: true, args: parsed.data };
+}
+
+const RISK_RANK = { high: 1, critical: 2 } as const;
+const ROLE_RANK: Record<Role, number> = { user: 0, approver: 1, supervisor: 2, admin: 3 };
+
+/** An edit is judged again, but can never need less than the original call did. */
+export function stricterOf(original: ApprovalRequirement, edited: ApprovalRequirement | null): ApprovalRequirement {
+  if (!edited) return original;
+  return {
+    risk: RISK_RANK[edited.risk] > RISK_RANK[original.risk] ? edited.risk : original.risk,
+    requiredRole: ROLE_RANK[edited.requiredRole] > ROLE_RANK[original.requiredRole] ? edited.requiredRole : original.requiredRole,
+    summary: edited.summary,
+  };
+}

@@ -98,4 +98,33 @@ describe('the fleet, as processes', () => {
     }
     expect(await new DemoStore(client).tickets(KEYS.user.tenantId, '2024001')).toHaveLength(1);
   });
+
+  it('expires an approval nobody decides, through the delayed job alone, and the run goes on', async () => {
+    fleet = await startFleet({ redisUrl: redis.url, env: { APPROVAL_TTL_MS: '1500' } });
+    const { body } = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input: LATE_ORDER });
+    // No request arrives after parking: only the worker's expiry job can move the run on.
+    const done = await fleet.waitForRun(body.id, (r) => r.status === 'succeeded');
+    expect(done.finalAnswer).toContain('nobody decided before the approval expired');
+    const approvals = (await fleet.callApprover('GET', '/v1/approvals', KEYS.approver.key)).body.approvals;
+    expect(approvals.map((a: { status: string }) => a.status)).toEqual(['expired']);
+    expect(await new DemoStore(client).tickets(KEYS.user.tenantId)).toEqual([]);
+  });
+
+  it('resumes exactly once when the worker dies between the decision and the resume', async () => {
+    fleet = await startFleet({ redisUrl: redis.url, workers: 1 });
+    const { body } = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input: LATE_ORDER });
+    const parked = await fleet.waitForRun(body.id, (r) => r.status === 'pending_approval');
+    const victim = fleet.workers[0];
+    victim?.kill('SIGKILL');
+    await new Promise((resolve) => victim?.once('exit', resolve));
+
+    const approvalId = (parked.pendingApprovals as Array<{ id: string }>)[0]?.id;
+    expect((await fleet.callApprover('POST', `/v1/approvals/${approvalId}/approve`, KEYS.approver.key, {})).status).toBe(200);
+    expect((await fleet.callApi('GET', `/v1/runs/${body.id}`)).body.status).toBe('pending_approval'); // nobody to resume it yet
+
+    await fleet.startWorker();
+    await fleet.startWorker();
+    await fleet.waitForRun(body.id, (r) => r.status === 'succeeded');
+    expect(await new DemoStore(client).tickets(KEYS.user.tenantId, '2024001')).toHaveLength(1);
+  });
 });

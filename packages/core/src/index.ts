@@ -1,5 +1,6 @@
 export { AgentCatalog, type AgentProfile } from './agents/agent-profile.js';
 export { orderAssistant } from './agents/order-assistant.js';
+export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
 export { type ApprovalService, createApprovalService, type Decision as ApprovalDecision, mayDecide } from './approvals/approval-service.js';
 export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys } from './config.js';
 export { DemoStore, type Email, type Order, type Refund, type Ticket } from './demo/demo-store.js';
@@ -23,6 +24,7 @@ export {
 export { createHttpApp, idParamsSchema, parseInput } from './http/http-app.js';
 export { runHttpService } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
+export { lastEventId, type SseEntry, type SseSource, streamSse } from './http/sse.js';
 export { QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics } from './metrics.js';
@@ -54,10 +56,9 @@ export {
   stepRecordSchema,
   TERMINAL_STATUSES,
 } from './schemas/run.js';
+export { ApprovalFeed, type ApprovalFeedEvent, approvalFeedEventSchema } from './store/approval-feed.js';
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { RunStore } from './store/run-store.js';
-export { defineTool, parseToolArguments, type Tool, type ToolContext, toolSpec } from './tools/tool.js';
-export { ApprovalFeed, approvalFeedEventSchema, type ApprovalFeedEvent } from './store/approval-feed.js';
-export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
+export { defineTool, parseToolArguments, type Tool, type ToolContext, toolSpec } from './tools/tool.js';

@@ -12,9 +12,9 @@ import { createToolExecutor } from '../src/engine/tool-executor.js';
 import { createMetrics } from '../src/metrics.js';
 import type { ModelGateway } from '../src/model/model-gateway.js';
 import { type Enqueue, type ExpireJob, type JobName, jobCatalog, type StepJob, stepJobSchema } from '../src/queue/job-catalog.js';
-import { ApprovalFeed } from '../src/store/approval-feed.js';
 import { createRunService } from '../src/runs/run-service.js';
 import type { Principal } from '../src/schemas/identity.js';
+import { ApprovalFeed } from '../src/store/approval-feed.js';
 import { DecisionJournal } from '../src/store/decision-journal.js';
 import { EffectLedger } from '../src/store/effect-ledger.js';
 import { RunStore } from '../src/store/run-store.js';
@@ -28,7 +28,15 @@ export const APPROVER: Principal = { tenantId: 'acme', userId: 'bob', roles: ['a
  * The step engine wired to a real Redis, with an in-memory queue the test drains
  * explicitly — so a test can replay, duplicate or interleave steps at will.
  */
-export function createHarness(url: string, model: ModelGateway, opts: { extraTools?: Tool[]; profile?: Partial<AgentProfile> } = {}) {
+export interface HarnessOptions {
+  extraTools?: Tool[];
+  profile?: Partial<AgentProfile>;
+  approvalTtlMs?: number;
+  /** The clock of the engine and approval service; tests advance it instead of sleeping. */
+  now?: () => number;
+}
+
+export function createHarness(url: string, model: ModelGateway, opts: HarnessOptions = {}) {
   const redis = new Redis(url, { maxRetriesPerRequest: null });
   const logger = pino({ level: 'silent' });
   const metrics = createMetrics('test');
@@ -53,7 +61,15 @@ export function createHarness(url: string, model: ModelGateway, opts: { extraToo
     }
   };
   const feed = new ApprovalFeed(redis);
-  const executeTool = createToolExecutor({ tools, ledger, metrics, logger, toolTimeoutMs: 2000, approvalTtlMs: 60_000 });
+  const executeTool = createToolExecutor({
+    tools,
+    ledger,
+    metrics,
+    logger,
+    toolTimeoutMs: 2000,
+    approvalTtlMs: opts.approvalTtlMs ?? 60_000,
+    ...(opts.now ? { now: opts.now } : {}),
+  });
   const steps = createStepProcessor({
     store,
     feed,
@@ -67,9 +83,10 @@ export function createHarness(url: string, model: ModelGateway, opts: { extraToo
     logger,
     toolConcurrency: 4,
     modelTimeoutMs: 5000,
+    ...(opts.now ? { now: opts.now } : {}),
   });
-  const runs = createRunService({ store, feed, agents, enqueue, metrics });
-  const approvals = createApprovalService({ store, enqueue, metrics, tools, feed });
+  const runs = createRunService({ store, feed, agents, enqueue, metrics, ...(opts.now ? { now: opts.now } : {}) });
+  const approvals = createApprovalService({ store, enqueue, metrics, tools, feed, ...(opts.now ? { now: opts.now } : {}) });
 
   return {
     redis,
@@ -125,7 +142,7 @@ export function harnessPerTest() {
     await current?.close();
     current = undefined;
   });
-  return (model: ModelGateway, opts?: Parameters<typeof createHarness>[2]): Harness => {
+  return (model: ModelGateway, opts?: HarnessOptions): Harness => {
     current = createHarness(redis.url, model, opts);
     return current;
   };

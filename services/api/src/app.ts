@@ -3,14 +3,15 @@ import {
   createServiceApp,
   InvalidRequestError,
   idParamsSchema,
+  lastEventId,
   listRunsQuerySchema,
   parseInput,
   type Runtime,
+  streamSse,
   submitRunBodySchema,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { streamRunEvents } from './run-events-stream.js';
 
 const idempotencyKeySchema = z
   .string()
@@ -48,12 +49,21 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   app.get('/v1/runs/:id/events', async (req, reply) => {
     const { id } = parseInput(idParamsSchema, req.params, 'path');
     await runs.get(req.principal, id); // 404 before the stream opens
-    const lastEventId = z
-      .string()
-      .regex(/^\d+-\d+$/)
-      .optional()
-      .parse(req.headers['last-event-id'] ?? (req.query as { lastEventId?: string }).lastEventId);
-    await streamRunEvents(rt, reply, id, lastEventId ?? '0');
+    await streamSse(
+      reply,
+      rt.redis,
+      rt.logger,
+      {
+        read: async (cursor, blockMs, connection) =>
+          (await rt.store.readEvents(id, cursor, blockMs, connection)).map(({ id: eventId, event }) => ({
+            id: eventId,
+            type: event.type,
+            data: event,
+          })),
+        isLast: (entry) => entry.type === 'run.finished',
+      },
+      lastEventId(req.headers, req.query),
+    );
   });
 
   return app;

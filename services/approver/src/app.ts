@@ -2,14 +2,18 @@ import {
   approvalStatusSchema,
   approveBodySchema,
   createApprovalService,
+  createRunService,
   createServiceApp,
   idParamsSchema,
+  lastEventId,
   parseInput,
   type Runtime,
   rejectBodySchema,
+  streamSse,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { mountConsole } from './console.js';
 
 const listQuerySchema = z.object({
   status: approvalStatusSchema.optional(),
@@ -20,13 +24,36 @@ const listQuerySchema = z.object({
 export function createApproverApp(rt: Runtime): FastifyInstance {
   const app = createServiceApp(rt);
   const approvals = createApprovalService({ store: rt.store, enqueue: rt.enqueue, metrics: rt.metrics, tools: rt.tools, feed: rt.feed });
+  const runs = createRunService({ store: rt.store, feed: rt.feed, agents: rt.agents, enqueue: rt.enqueue, metrics: rt.metrics });
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
 
   app.get('/v1/approvals', async (req) => {
     const q = parseInput(listQuerySchema, req.query, 'query');
     return { approvals: await approvals.list(req.principal, q.status, q.limit) };
   });
+  app.get('/v1/approvals/events', async (req, reply) => {
+    const tenantId = req.principal.tenantId;
+    await streamSse(
+      reply,
+      rt.redis,
+      rt.logger,
+      {
+        read: async (cursor, blockMs, connection) =>
+          (await rt.feed.read(tenantId, cursor, blockMs, connection)).map(({ id: eventId, event }) => ({
+            id: eventId,
+            type: event.type,
+            data: event,
+          })),
+      },
+      lastEventId(req.headers, req.query),
+    );
+  });
   app.get('/v1/approvals/:id', async (req) => approvals.get(req.principal, id(req.params)));
+  // The run as the approver sees it when deciding: the trace so far, same tenant only.
+  app.get('/v1/approvals/:id/trace', async (req) => {
+    const approval = await approvals.get(req.principal, id(req.params));
+    return runs.trace(req.principal, approval.runId);
+  });
   app.post('/v1/approvals/:id/approve', async (req) => {
     const body = parseInput(approveBodySchema, req.body, 'body');
     return approvals.decide(req.principal, id(req.params), { kind: 'approve', ...body });
@@ -35,5 +62,6 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
     const body = parseInput(rejectBodySchema, req.body, 'body');
     return approvals.decide(req.principal, id(req.params), { kind: 'reject', reason: body.reason });
   });
+  mountConsole(app);
   return app;
 }

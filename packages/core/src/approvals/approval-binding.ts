@@ -15,7 +15,10 @@ export function verifyBinding(tool: Tool, approval: Approval, call: { runId: str
     return { ok: false, problem: `approval ${approval.id} was granted for a different call` };
   }
   if (approval.policyVersion !== (tool.policyVersion ?? 1)) {
-    return { ok: false, problem: `the approval policy of ${tool.name} changed after approval ${approval.id} was granted; it must be asked again` };
+    return {
+      ok: false,
+      problem: `the approval policy of ${tool.name} changed after approval ${approval.id} was granted; it must be asked again`,
+    };
   }
   const parsed = tool.args.safeParse(approval.approvedArguments ?? approval.arguments);
   if (!parsed.success || hashArguments(parsed.data) !== approval.argsHash) {

@@ -13,9 +13,7 @@ import { hashArguments } from '../tools/argument-hash.js';
 import type { Tool } from '../tools/tool.js';
 import { stricterOf } from './approval-binding.js';
 
-export type Decision =
-  | { kind: 'approve'; comment?: string; arguments?: Record<string, unknown> }
-  | { kind: 'reject'; reason: string };
+export type Decision = { kind: 'approve'; comment?: string; arguments?: Record<string, unknown> } | { kind: 'reject'; reason: string };
 
 const APPROVAL_ID = /^([0-9a-f-]{36})\.\d+\.\d+$/;
 
@@ -75,7 +73,13 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     for (const a of changed) {
       deps.metrics.approvalsDecided.inc({ tool: a.toolName, decision: a.status });
       deps.metrics.approvalWait.observe({ tool: a.toolName, decision: a.status }, (now() - Date.parse(a.createdAt)) / 1000);
-      await deps.feed.publish(a.tenantId, { type: 'approval.decided', approvalId: a.id, runId: a.runId, status: a.status, at: a.decidedAt ?? '' });
+      await deps.feed.publish(a.tenantId, {
+        type: 'approval.decided',
+        approvalId: a.id,
+        runId: a.runId,
+        status: a.status,
+        at: a.decidedAt ?? '',
+      });
     }
     const step = changed[0]?.step;
     if (stillPending.length === 0 && run.status === 'pending_approval' && step !== undefined) {
@@ -136,7 +140,8 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
           });
           throw new GoneError('approval_expired', `approval ${id} expired at ${approval.expiresAt}`);
         }
-        const judged = decision.kind === 'approve' && decision.arguments ? applyEdit(principal, run, approval, decision.arguments) : approval;
+        const judged =
+          decision.kind === 'approve' && decision.arguments ? applyEdit(principal, run, approval, decision.arguments) : approval;
         if (!mayDecide(principal, judged)) {
           throw new ForbiddenError(
             judged.risk === 'critical'
@@ -169,7 +174,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     async expireDue(runId: string, step: number): Promise<number> {
       for (;;) {
         const run = await deps.store.get(runId);
-        if (!run || run.status !== 'pending_approval' || run.step !== step) return 0;
+        if (run?.status !== 'pending_approval' || run.step !== step) return 0;
         const at = now();
         const due = (await deps.store.approvals(runId))
           .filter((a) => a.step === step && a.status === 'pending' && Date.parse(a.expiresAt) <= at)

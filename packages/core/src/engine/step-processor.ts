@@ -9,8 +9,8 @@ import type { Approval } from '../schemas/approval.js';
 import type { RunEvent } from '../schemas/event.js';
 import type { ChatMessage } from '../schemas/message.js';
 import { type Decision, type RunReason, type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
-import type { DecisionJournal } from '../store/decision-journal.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
+import type { DecisionJournal } from '../store/decision-journal.js';
 import type { RunStore } from '../store/run-store.js';
 import { type Tool, toolSpec } from '../tools/tool.js';
 import { runEvent } from './run-event.js';
@@ -273,7 +273,13 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       });
       if (firstPark) countTokens();
       for (const a of newApprovals) {
-        await deps.feed.publish(a.tenantId, { type: 'approval.requested', approvalId: a.id, runId: a.runId, status: a.status, at: a.createdAt });
+        await deps.feed.publish(a.tenantId, {
+          type: 'approval.requested',
+          approvalId: a.id,
+          runId: a.runId,
+          status: a.status,
+          at: a.createdAt,
+        });
       }
       await scheduleExpiry(newApprovals);
       deps.metrics.steps.inc({ outcome: 'parked' });

@@ -184,9 +184,23 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
         return { record: { ...result.record, observation: note + result.record.observation } };
       }
       case 'rejected':
-        return record(call, parsed.args, 'rejected', `Not executed: rejected by ${approval.decidedBy}: ${approval.comment ?? 'no reason given'}`, 0, gated);
+        return record(
+          call,
+          parsed.args,
+          'rejected',
+          `Not executed: rejected by ${approval.decidedBy}: ${approval.comment ?? 'no reason given'}`,
+          0,
+          gated,
+        );
       case 'expired':
-        return record(call, parsed.args, 'rejected', `Not executed: nobody decided before the approval expired at ${approval.expiresAt}.`, 0, gated);
+        return record(
+          call,
+          parsed.args,
+          'rejected',
+          `Not executed: nobody decided before the approval expired at ${approval.expiresAt}.`,
+          0,
+          gated,
+        );
       case 'withdrawn':
         return record(call, parsed.args, 'rejected', 'Not executed: the approval was withdrawn.', 0, gated);
     }

@@ -69,6 +69,7 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
     reply.status(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } }),
   );
 
+  app.get('/v1/me', async (req) => req.principal);
   app.get('/healthz', async () => ({ ok: true }));
   app.get('/readyz', async (_req, reply) => {
     try {

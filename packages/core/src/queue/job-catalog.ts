@@ -38,7 +38,10 @@ export function stepJobOptions(attempts: number): JobsOptions {
 }
 
 /** Parses a dequeued payload; a malformed one is a bug upstream, not something to retry. */
-export function parseJob(name: string, data: unknown): { name: 'step' | 'resume'; payload: StepJob } | { name: 'expire'; payload: ExpireJob } {
+export function parseJob(
+  name: string,
+  data: unknown,
+): { name: 'step' | 'resume'; payload: StepJob } | { name: 'expire'; payload: ExpireJob } {
   if (name === 'expire') return { name, payload: expireJobSchema.parse(data) };
   if (name === 'step' || name === 'resume') return { name, payload: stepJobSchema.parse(data) };
   throw new Error(`unknown job name "${name}"`);

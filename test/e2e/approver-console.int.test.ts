@@ -1,0 +1,72 @@
+import { existsSync } from 'node:fs';
+import { DemoStore } from '@rein/core';
+import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import { Redis } from 'ioredis';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+
+// Needs Debian's chromium (.ci/run installs it); on a machine without it this suite is
+// skipped rather than downloading a browser.
+describe.skipIf(!existsSync(CHROMIUM))('approver console in a real browser', () => {
+  let redis: TestRedis;
+  let fleet: Fleet;
+  let browser: Browser;
+  let client: Redis;
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    client = new Redis(redis.url);
+    fleet = await startFleet({ redisUrl: redis.url, workers: 1 });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await fleet?.stop();
+    client?.disconnect();
+    await redis?.stop();
+  });
+
+  it('shows a new approval live; approving it by clicking lets the run succeed', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${fleet.approver}/console`);
+    await page.getByLabel('Approver API key').fill(KEYS.approver.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.locator('#who').textContent()).toContain('Signed in as lisi');
+    await expect.poll(() => page.locator('#pending-empty').isVisible()).toBe(true);
+
+    // Submitted after sign-in: the row must arrive through the live feed, not a page load.
+    const { body: run } = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, {
+      input: '客户张三投诉订单 2024001 一直没发货，帮他处理一下',
+    });
+    const row = page.locator('#pending tr', { hasText: 'ticket on order 2024001' });
+    await row.waitFor({ timeout: 30_000 });
+    await expect.poll(() => row.locator('.risk').textContent()).toBe('high');
+    expect(await new DemoStore(client).tickets(KEYS.user.tenantId)).toEqual([]); // nothing before approval
+
+    await row.getByRole('button', { name: /^Open/ }).click();
+    await expect.poll(() => page.locator('#detail-args').textContent()).toContain('"orderNo": "2024001"');
+    await expect.poll(() => page.locator('#detail-trace').textContent()).toContain('query_order');
+    await page.getByLabel('Comment (required to reject)').fill('compensation per policy');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => page.locator('#decide-result').textContent()).toContain('Approved');
+
+    const done = await fleet.waitForRun(run.id, (r) => r.status === 'succeeded');
+    const tickets = await new DemoStore(client).tickets(KEYS.user.tenantId);
+    expect(tickets).toHaveLength(1);
+    expect(done.finalAnswer).toContain(tickets[0]?.ticketId);
+    await expect.poll(() => page.locator('#recent').textContent()).toContain('approved');
+    await page.close();
+  });
+});

@@ -18,6 +18,28 @@ const apiKeys = z.string().transform((raw, ctx) => {
   }
 });
 
+const jsonOf = <T extends z.ZodType>(schema: T, shape: string) =>
+  z.string().transform((raw, ctx): z.infer<T> => {
+    try {
+      return schema.parse(JSON.parse(raw));
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `must be JSON ${shape}: ${(err as Error).message}` });
+      return z.NEVER;
+    }
+  });
+
+export const priceSchema = z.object({ promptPerMTok: z.number().min(0), completionPerMTok: z.number().min(0) });
+export type Price = z.infer<typeof priceSchema>;
+
+export const quotaSchema = z.object({
+  maxConcurrentRuns: z.number().int().min(1),
+  tokensPerDay: z.number().int().min(1),
+  costPerDayUsd: z.number().min(0),
+});
+export type Quota = z.infer<typeof quotaSchema>;
+const quotasSchema = z.object({ default: quotaSchema, tenants: z.record(z.string(), quotaSchema).default({}) });
+export type Quotas = z.infer<typeof quotasSchema>;
+
 /**
  * Every setting of every Rein process. Parsed once per process; nothing else reads
  * `process.env`. Names are part of the public contract (DESIGN.md).
@@ -41,6 +63,29 @@ export const configSchema = z.object({
   REIN_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
   REIN_STEP_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
   REIN_API_KEYS: apiKeys.optional(),
+  /** Operator ceilings: a run may ask for more than its profile's defaults, never more than these. */
+  REIN_MAX_STEPS_CEILING: z.coerce.number().int().min(1).max(100).default(50),
+  REIN_MAX_TOKENS_CEILING: z.coerce.number().int().min(1).default(1_000_000),
+  REIN_TIMEOUT_CEILING_MS: z.coerce.number().int().min(1000).default(3_600_000),
+  /** Price per million tokens by model; models not listed cost 0 (and say so in the trace). */
+  REIN_MODEL_PRICES: jsonOf(z.record(z.string(), priceSchema), '{"<model>": {"promptPerMTok", "completionPerMTok"}}').default({
+    'gpt-4o': { promptPerMTok: 2.5, completionPerMTok: 10 },
+    'gpt-4o-mini': { promptPerMTok: 0.15, completionPerMTok: 0.6 },
+    'rein-scripted-order-assistant': { promptPerMTok: 0, completionPerMTok: 0 },
+  }),
+  /** Per-tenant quotas, enforced across the fleet: `{default: {...}, tenants: {"<id>": {...}}}`. */
+  REIN_TENANT_QUOTAS: jsonOf(quotasSchema, '{default: {maxConcurrentRuns, tokensPerDay, costPerDayUsd}, tenants?}').default({
+    default: { maxConcurrentRuns: 100, tokensPerDay: 5_000_000, costPerDayUsd: 100 },
+    tenants: {},
+  }),
+  /** How often the deadline sweeper looks for runs past their deadline. */
+  REIN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(200).default(5000),
+  /** The N-th repeat of an identical tool call ends the run (`repeated_call`). */
+  REIN_REPEAT_LIMIT: z.coerce.number().int().min(1).default(2),
+  /** N consecutive failures of one tool end the run (`tool_failures`). */
+  REIN_TOOL_FAILURE_LIMIT: z.coerce.number().int().min(1).default(3),
+  /** Tool results longer than this reach the model cut (head and tail kept); the trace keeps all. */
+  REIN_TOOL_RESULT_MAX_CHARS: z.coerce.number().int().min(200).default(2000),
   APPROVAL_TTL_MS: z.coerce.number().int().positive().default(900_000),
   REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
   REIN_MAX_BODY_BYTES: z.coerce

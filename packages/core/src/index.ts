@@ -2,12 +2,18 @@ export { AgentCatalog, type AgentProfile } from './agents/agent-profile.js';
 export { orderAssistant } from './agents/order-assistant.js';
 export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
 export { type ApprovalService, createApprovalService, type Decision as ApprovalDecision, mayDecide } from './approvals/approval-service.js';
+export { costOf } from './budgets/cost.js';
+export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
+export { estimatePromptTokens } from './budgets/token-estimator.js';
 export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys } from './config.js';
 export { DemoStore, type Email, type Order, type Refund, type Ticket } from './demo/demo-store.js';
 export { createDemoTools } from './demo/demo-tools.js';
 export { PolicySearch, tokenize } from './demo/policy-search.js';
-export { createStepProcessor, FALLBACK_ANSWER, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
+export { sweepDeadlines } from './engine/deadline-sweeper.js';
+export { checkRepeats, failingTool } from './engine/loop-guard.js';
+export { createStepProcessor, FALLBACK_ANSWER, type GuardLimits, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
 export { approvalId, createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
+export { toolMessageContent, truncateObservation } from './engine/tool-observation.js';
 export {
   ConfigError,
   ConflictError,
@@ -21,6 +27,8 @@ export {
   StaleStepError,
   UnauthorizedError,
 } from './errors.js';
+export { createInputFilter, type InputFilter, loadInputRules } from './guards/input-filter.js';
+export { createPiiMasker, loadPiiRules, type PiiMasker } from './guards/pii-masker.js';
 export { createHttpApp, idParamsSchema, parseInput } from './http/http-app.js';
 export { runHttpService } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
@@ -29,9 +37,21 @@ export { QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics } from './metrics.js';
 export { createOpenAIGateway, type ModelGateway, type ModelReply, type ModelRequest } from './model/model-gateway.js';
-export { type JobName, jobCatalog, parseJob, STEP_QUEUE, type StepJob, StepScheduler, stepJobOptions } from './queue/job-catalog.js';
+export {
+  DEADLINE_SWEEP,
+  type Enqueue,
+  type ExpireJob,
+  expireJobSchema,
+  type JobName,
+  jobCatalog,
+  parseJob,
+  STEP_QUEUE,
+  type StepJob,
+  StepScheduler,
+  stepJobOptions,
+} from './queue/job-catalog.js';
 export { bullConnection, connectRedis, type RedisRole, redisOptions } from './redis.js';
-export { approvalView, createRunService, type RunService, type RunView, runView } from './runs/run-service.js';
+export { approvalView, createRunService, type LimitCeilings, type RunService, type RunView, runView } from './runs/run-service.js';
 export { createRuntime, type Runtime } from './runtime.js';
 export { listRunsQuerySchema, type SubmitRunBody, submitRunBodySchema } from './schemas/api.js';
 export {

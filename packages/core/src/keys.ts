@@ -22,9 +22,14 @@ export const tenantKeys = (tenantId: string) => {
     runs: `${p}:runs`,
     approvals: `${p}:approvals`,
     approvalFeed: `${p}:approval-feed`,
+    active: `${p}:active`,
+    usage: (day: string) => `${p}:usage:${day}`,
     idempotency: (key: string) => `${p}:idem:${key}`,
   };
 };
+
+/** Non-terminal, non-parked runs by deadline (ms): what the deadline sweeper scans. */
+export const DEADLINES_KEY = 'rein:deadlines';
 
 /** BullMQ prefix with a hash tag, so each queue's keys live in one cluster slot. */
 export const QUEUE_PREFIX = '{rein}';

@@ -1,4 +1,5 @@
 import { type Logger, pino } from 'pino';
+import type { PiiMasker } from './guards/pii-masker.js';
 
 /**
  * Redaction paths are static: secrets and PII-bearing fields never reach a log line,
@@ -19,8 +20,29 @@ const REDACT = [
   'messages',
 ];
 
-export function createLogger(level: string, service: string): Logger {
-  return pino({ level, base: { service }, redact: { paths: REDACT, censor: '[redacted]' } });
+/**
+ * Secrets are removed by path; PII inside any other string field (a phone number in an
+ * error message, say) is masked by value, except in allow-listed fields such as ids.
+ */
+export function createLogger(level: string, service: string, masker?: PiiMasker): Logger {
+  return pino({
+    level,
+    base: { service },
+    redact: { paths: REDACT, censor: '[redacted]' },
+    ...(masker ? { formatters: { log: (obj: Record<string, unknown>) => masker.maskDeep(obj) as Record<string, unknown> } } : {}),
+    ...(masker
+      ? {
+          hooks: {
+            logMethod(args: unknown[], method: (...a: unknown[]) => void) {
+              method.apply(
+                this,
+                args.map((a) => (typeof a === 'string' ? masker.maskText(a) : a)),
+              );
+            },
+          },
+        }
+      : {}),
+  });
 }
 
 export type { Logger };

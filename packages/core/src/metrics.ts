@@ -71,6 +71,18 @@ export function createMetrics(service: string) {
       labelNames: ['tool', 'decision'],
       registers,
     }),
+    modelCost: new Counter({
+      name: 'rein_model_cost_usd_total',
+      help: 'Money spent on model calls (price table × tokens), by model and tenant',
+      labelNames: ['model', 'tenant'],
+      registers,
+    }),
+    budgetStops: new Counter({
+      name: 'rein_budget_stops_total',
+      help: 'Runs stopped by a budget, quota, loop breaker or failure, by reason',
+      labelNames: ['reason'],
+      registers,
+    }),
     approvalWait: new Histogram({
       name: 'rein_approval_wait_seconds',
       help: 'Time from an approval request to its decision or expiry',

@@ -1,14 +1,19 @@
 import type { Redis } from 'ioredis';
 import { AgentCatalog } from './agents/agent-profile.js';
 import { orderAssistant } from './agents/order-assistant.js';
+import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
+import { TenantQuotas } from './budgets/tenant-quotas.js';
 import type { Config } from './config.js';
 import { DemoStore } from './demo/demo-store.js';
 import { createDemoTools } from './demo/demo-tools.js';
 import { PolicySearch } from './demo/policy-search.js';
+import { createInputFilter, type InputFilter } from './guards/input-filter.js';
+import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
 import { bullConnection, connectRedis, type RedisRole } from './redis.js';
+import { createRunService, type RunService } from './runs/run-service.js';
 import { ApprovalFeed } from './store/approval-feed.js';
 import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
@@ -28,31 +33,52 @@ export interface Runtime {
   enqueue: Enqueue;
   tools: Map<string, Tool>;
   agents: AgentCatalog;
+  quotas: TenantQuotas;
+  runs: RunService;
+  approvals: ApprovalService;
+  inputFilter: InputFilter;
+  masker: PiiMasker;
   close(): Promise<void>;
 }
 
 /** Wires the shared pieces of a Rein process from its config; services add their own edges. */
 export async function createRuntime(config: Config, service: string, role: RedisRole): Promise<Runtime> {
-  const logger = createLogger(config.LOG_LEVEL, service);
+  const masker = createPiiMasker();
+  const logger = createLogger(config.LOG_LEVEL, service, masker);
   const metrics = createMetrics(service);
   const redis = await connectRedis(config.REDIS_URL, role, logger);
   const bull = bullConnection(config.REDIS_URL, role, logger);
   const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS);
   scheduler.queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
   const tools = new Map(createDemoTools({ store: new DemoStore(redis), policies: new PolicySearch() }).map((t) => [t.name, t]));
+  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
+  const feed = new ApprovalFeed(redis);
+  const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
+  const agents = new AgentCatalog([orderAssistant], orderAssistant.name);
+  const enqueue = scheduler.enqueue;
+  const ceilings = {
+    maxSteps: config.REIN_MAX_STEPS_CEILING,
+    maxTokens: config.REIN_MAX_TOKENS_CEILING,
+    timeoutMs: config.REIN_TIMEOUT_CEILING_MS,
+  };
   return {
     config,
     logger,
     metrics,
     redis,
-    store: new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400),
-    feed: new ApprovalFeed(redis),
+    store,
+    feed,
     journal: new DecisionJournal(redis),
     ledger: new EffectLedger(redis),
     scheduler,
-    enqueue: scheduler.enqueue,
+    enqueue,
     tools,
-    agents: new AgentCatalog([orderAssistant], orderAssistant.name),
+    agents,
+    quotas,
+    runs: createRunService({ store, feed, agents, enqueue, metrics, quotas, ceilings }),
+    approvals: createApprovalService({ store, enqueue, metrics, tools, feed }),
+    inputFilter: createInputFilter(),
+    masker,
     async close() {
       await scheduler.close();
       bull.disconnect();

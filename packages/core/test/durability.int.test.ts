@@ -142,11 +142,14 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
     await t.drain();
     expect(await t.demo.tickets(USER.tenantId)).toHaveLength(0);
     const lastPrompt = model.requests.at(-1)?.messages.at(-1);
-    expect(lastPrompt).toMatchObject({ role: 'tool', tool_call_id: 't1', content: 'Not executed: rejected by bob: compensation too high' });
-    expect(await t.store.require(id)).toMatchObject({
-      status: 'succeeded',
-      finalAnswer: 'final: Not executed: rejected by bob: compensation too high',
+    expect(lastPrompt).toMatchObject({
+      role: 'tool',
+      tool_call_id: 't1',
+      content: expect.stringContaining('Not executed: rejected by bob: compensation too high'),
     });
+    const run = await t.store.require(id);
+    expect(run.status).toBe('succeeded');
+    expect(run.finalAnswer).toContain('Not executed: rejected by bob: compensation too high');
   });
 
   it('still runs the read tools of a reply whose write tool waits for approval', async () => {

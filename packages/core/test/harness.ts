@@ -4,11 +4,16 @@ import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { AgentCatalog, type AgentProfile } from '../src/agents/agent-profile.js';
 import { orderAssistant } from '../src/agents/order-assistant.js';
 import { createApprovalService } from '../src/approvals/approval-service.js';
+import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
+import { loadConfig, type Price, type Quotas } from '../src/config.js';
 import { DemoStore } from '../src/demo/demo-store.js';
 import { createDemoTools } from '../src/demo/demo-tools.js';
 import { PolicySearch } from '../src/demo/policy-search.js';
+import type { GuardLimits } from '../src/engine/step-processor.js';
 import { createStepProcessor } from '../src/engine/step-processor.js';
 import { createToolExecutor } from '../src/engine/tool-executor.js';
+import { createInputFilter } from '../src/guards/input-filter.js';
+import { createPiiMasker } from '../src/guards/pii-masker.js';
 import { createMetrics } from '../src/metrics.js';
 import type { ModelGateway } from '../src/model/model-gateway.js';
 import { type Enqueue, type ExpireJob, type JobName, jobCatalog, type StepJob, stepJobSchema } from '../src/queue/job-catalog.js';
@@ -32,6 +37,9 @@ export interface HarnessOptions {
   extraTools?: Tool[];
   profile?: Partial<AgentProfile>;
   approvalTtlMs?: number;
+  quotas?: Quotas;
+  prices?: Record<string, Price>;
+  guards?: Partial<GuardLimits>;
   /** The clock of the engine and approval service; tests advance it instead of sleeping. */
   now?: () => number;
 }
@@ -61,6 +69,8 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     }
   };
   const feed = new ApprovalFeed(redis);
+  const clock = opts.now ? { now: opts.now } : {};
+  const quotas = new TenantQuotas(redis, opts.quotas ?? loadConfig({}).REIN_TENANT_QUOTAS, opts.now);
   const executeTool = createToolExecutor({
     tools,
     ledger,
@@ -75,7 +85,13 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     feed,
     journal,
     model,
+    modelName: 'fake-model',
     tools,
+    quotas,
+    prices: opts.prices ?? {},
+    inputFilter: createInputFilter(),
+    masker: createPiiMasker(),
+    guards: { repeatLimit: 2, toolFailureLimit: 3, toolResultMaxChars: 2000, ...opts.guards },
     agents,
     executeTool,
     enqueue,
@@ -85,12 +101,22 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     modelTimeoutMs: 5000,
     ...(opts.now ? { now: opts.now } : {}),
   });
-  const runs = createRunService({ store, feed, agents, enqueue, metrics, ...(opts.now ? { now: opts.now } : {}) });
+  const runs = createRunService({
+    store,
+    feed,
+    agents,
+    enqueue,
+    metrics,
+    quotas,
+    ceilings: { maxSteps: 50, maxTokens: 1_000_000, timeoutMs: 3_600_000 },
+    ...clock,
+  });
   const approvals = createApprovalService({ store, enqueue, metrics, tools, feed, ...(opts.now ? { now: opts.now } : {}) });
 
   return {
     redis,
     feed,
+    quotas,
     store,
     journal,
     ledger,

@@ -1,10 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
+import { FALLBACK_ANSWER } from '../src/engine/step-processor.js';
+import type { ModelGateway } from '../src/model/model-gateway.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { harnessPerTest } from './harness.js';
 
 const use = harnessPerTest();
 
-const harness = (...args: Parameters<typeof createFakeModel>) => use(createFakeModel(...args));
+const harness = (model: ModelGateway | Parameters<typeof createFakeModel>[0]) => use(Array.isArray(model) ? createFakeModel(model) : model);
 
 describe('step engine', () => {
   it('ends in one step when the model answers without tools', async () => {
@@ -33,7 +36,8 @@ describe('step engine', () => {
     const third = model.requests[2]?.messages ?? [];
     const toolMessages = third.filter((m) => m.role === 'tool');
     expect(toolMessages.map((m) => (m.role === 'tool' ? m.tool_call_id : ''))).toEqual(['c1', 'c2']);
-    expect(JSON.parse(toolMessages[0]?.content ?? '{}')).toMatchObject({ orderNo: '2024001', status: 'not_shipped', daysOverdue: 14 });
+    const data = /^<tool_result name="query_order">\n([\s\S]*)\n<\/tool_result>$/.exec(toolMessages[0]?.content ?? '')?.[1];
+    expect(JSON.parse(data ?? '{}')).toMatchObject({ orderNo: '2024001', status: 'not_shipped', daysOverdue: 14 });
     expect(toolMessages[1]?.content).toContain('P-001');
     expect(third[0]).toMatchObject({ role: 'system' });
   });
@@ -107,14 +111,25 @@ describe('step engine', () => {
     expect(await t.store.require(id)).toMatchObject({ status: 'failed', reason: 'max_steps', step: 2 });
   });
 
-  it('never asks for more completion tokens than the budget has left', async () => {
+  it('never asks for more completion tokens than the budget has left, and skips a call that cannot fit', async () => {
+    const budget = 6000;
     const model = createFakeModel([
-      { toolCalls: [toolCall('c', 'search_policy', { query: '退货' })], usage: { promptTokens: 500, completionTokens: 100 } },
+      (_req, n) => ({
+        toolCalls: [toolCall(`c${n}`, 'search_policy', { query: `退货 ${n}` })],
+        usage: { promptTokens: 500, completionTokens: 100 },
+      }),
     ]);
-    const t = use(model);
-    const id = await t.submit('spend', undefined, { maxTokens: 1000 });
+    const t = harness(model);
+    const id = await t.submit('spend', undefined, { maxTokens: budget });
     await t.drain();
-    expect(model.requests.map((r) => r.maxTokens)).toEqual([1000, 400]);
-    expect(await t.store.require(id)).toMatchObject({ status: 'failed', reason: 'token_budget' });
+    model.requests.forEach((req, n) => {
+      const left = budget - 600 * n - estimatePromptTokens('fake-model', req.messages, req.tools);
+      expect(req.maxTokens).toBeGreaterThanOrEqual(16);
+      expect(req.maxTokens).toBeLessThanOrEqual(left);
+    });
+    const run = await t.store.require(id);
+    expect(run).toMatchObject({ status: 'failed', reason: 'token_budget', finalAnswer: FALLBACK_ANSWER });
+    expect(run.usage.totalTokens).toBeLessThanOrEqual(budget);
+    expect(run.usage.totalTokens).toBe(600 * model.requests.length);
   });
 });

@@ -40,6 +40,9 @@ const parse = (text: string): unknown => {
   }
 };
 
+/** Rein delimits tool results as data (`<tool_result name="…">…</tool_result>`); read the data. */
+const unwrap = (content: string) => /^<tool_result[^>]*>\n([\s\S]*)\n<\/tool_result>$/.exec(content)?.[1] ?? content;
+
 function observations(messages: ScriptMessage[]): Observed[] {
   const calls = new Map<string, { name: string; args: Record<string, unknown> }>();
   const out: Observed[] = [];
@@ -48,7 +51,8 @@ function observations(messages: ScriptMessage[]): Observed[] {
       calls.set(c.id, { name: c.function.name, args: (parse(c.function.arguments) ?? {}) as Record<string, unknown> });
     if (m.role === 'tool' && m.tool_call_id) {
       const call = calls.get(m.tool_call_id);
-      if (call) out.push({ ...call, raw: m.content ?? '', json: parse(m.content ?? '') });
+      const raw = unwrap(m.content ?? '');
+      if (call) out.push({ ...call, raw, json: parse(raw) });
     }
   }
   return out;
@@ -203,6 +207,11 @@ function deleteOrder(lang: Lang, orderNo: string | undefined, seen: Observed[]):
   );
 }
 
+/** A runaway loop on purpose: asks for the same lookup again and again, whatever it sees. */
+function keepChecking(lang: Lang, orderNo: string): ScriptReply {
+  return call(say(lang, '还没发货，再查一次。', 'Not shipped yet; checking again.'), { name: 'query_order', arguments: { orderNo } });
+}
+
 /** Several order numbers: look them all up at once (parallel tool calls), then summarise. */
 function compareOrders(lang: Lang, orderNos: string[], seen: Observed[]): ScriptReply {
   const found = seen.filter((s) => s.name === 'query_order');
@@ -229,6 +238,7 @@ export function playOrderAssistant(messages: ScriptMessage[]): ScriptReply {
   const orderNo = orderNos[0];
 
   if (/删除|删掉|delete|remove/i.test(input)) return deleteOrder(lang, orderNo, seen);
+  if (orderNo && /一直查|反复查|盯着|keep checking|until it ships/i.test(input)) return keepChecking(lang, orderNo);
   if (orderNo && /没发货|未发货|不发货|投诉|催|not (been )?shipped|hasn'?t shipped|late|complain/i.test(input))
     return lateOrder(lang, orderNo, seen);
   if (orderNos.length > 1) return compareOrders(lang, orderNos, seen);

@@ -1,5 +1,4 @@
 import {
-  createRunService,
   createServiceApp,
   InvalidRequestError,
   idParamsSchema,
@@ -22,7 +21,7 @@ const idempotencyKeySchema = z
 /** The runs API: submit, read, trace, stream, list, cancel. Logic lives in @rein/core. */
 export function createApiApp(rt: Runtime): FastifyInstance {
   const app = createServiceApp(rt);
-  const runs = createRunService({ store: rt.store, feed: rt.feed, agents: rt.agents, enqueue: rt.enqueue, metrics: rt.metrics });
+  const runs = rt.runs;
 
   app.post('/v1/runs', async (req, reply) => {
     const body = parseInput(submitRunBodySchema, req.body, 'body');

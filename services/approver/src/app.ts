@@ -1,8 +1,6 @@
 import {
   approvalStatusSchema,
   approveBodySchema,
-  createApprovalService,
-  createRunService,
   createServiceApp,
   idParamsSchema,
   lastEventId,
@@ -23,8 +21,7 @@ const listQuerySchema = z.object({
 /** The approver API: list, read, approve, reject. Who may decide is core's `mayDecide`. */
 export function createApproverApp(rt: Runtime): FastifyInstance {
   const app = createServiceApp(rt);
-  const approvals = createApprovalService({ store: rt.store, enqueue: rt.enqueue, metrics: rt.metrics, tools: rt.tools, feed: rt.feed });
-  const runs = createRunService({ store: rt.store, feed: rt.feed, agents: rt.agents, enqueue: rt.enqueue, metrics: rt.metrics });
+  const { approvals, runs } = rt;
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
 
   app.get('/v1/approvals', async (req) => {

@@ -1,8 +1,8 @@
 import {
   bullConnection,
-  createApprovalService,
   createStepProcessor,
   createToolExecutor,
+  DEADLINE_SWEEP,
   type ModelGateway,
   parseJob,
   QUEUE_PREFIX,
@@ -10,6 +10,7 @@ import {
   type Runtime,
   STEP_QUEUE,
   type StepJob,
+  sweepDeadlines,
 } from '@rein/core';
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 
@@ -37,16 +38,25 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
     toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
     approvalTtlMs: config.APPROVAL_TTL_MS,
   });
-  const approvals = createApprovalService({ store: rt.store, enqueue: rt.enqueue, metrics: rt.metrics, tools: rt.tools, feed: rt.feed });
   const steps = createStepProcessor({
     store: rt.store,
     feed: rt.feed,
     journal: rt.journal,
     model,
+    modelName: config.REIN_MODEL,
     tools: rt.tools,
     agents: rt.agents,
     executeTool,
     enqueue: rt.enqueue,
+    quotas: rt.quotas,
+    prices: config.REIN_MODEL_PRICES,
+    inputFilter: rt.inputFilter,
+    masker: rt.masker,
+    guards: {
+      repeatLimit: config.REIN_REPEAT_LIMIT,
+      toolFailureLimit: config.REIN_TOOL_FAILURE_LIMIT,
+      toolResultMaxChars: config.REIN_TOOL_RESULT_MAX_CHARS,
+    },
     metrics: rt.metrics,
     logger,
     toolConcurrency: config.REIN_TOOL_CONCURRENCY,
@@ -57,7 +67,8 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
     STEP_QUEUE,
     async (job: Job) => {
       const parsed = parseJob(job.name, job.data);
-      if (parsed.name === 'expire') return `expired ${await approvals.expireDue(parsed.payload.runId, parsed.payload.step)}`;
+      if (parsed.name === 'expire') return `expired ${await rt.approvals.expireDue(parsed.payload.runId, parsed.payload.step)}`;
+      if (parsed.name === DEADLINE_SWEEP.name) return `failed ${await sweepDeadlines({ store: rt.store, steps })}`;
       const { payload } = parsed;
       const started = performance.now();
       try {
@@ -83,13 +94,17 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
       maxStalledCount: 3,
     },
   );
+  rt.scheduler
+    .scheduleDeadlineSweep(config.REIN_SWEEP_INTERVAL_MS)
+    .catch((err: Error) => logger.error({ err: err.message }, 'could not schedule the deadline sweeper'));
   worker.on('error', (err) => logger.warn({ err: err.message }, 'worker error'));
   worker.on('failed', (job, err) => {
     if (!job) return;
     const final = err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
     if (!final) return;
+    const { runId, step } = job.data as StepJob;
     steps
-      .fail(job.data as StepJob, reasonFor(err), err.message)
+      .fail(runId, reasonFor(err), err.message, (run) => run.step === step)
       .catch((e: Error) => logger.error({ err: e.message }, 'could not end the run'));
   });
   return worker;

@@ -55,7 +55,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     tool: Tool,
     call: ModelToolCall,
     args: unknown,
-    ctx: Omit<ToolContext, 'signal'>,
+    ctx: Omit<ToolContext, 'signal'> & { deadlineMs: number },
     extra: Partial<ToolCallRecord>,
   ): Promise<ToolCallResult> {
     const prior = await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name);
@@ -81,11 +81,13 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     let ok = true;
     let observation: string;
     try {
-      const signal = AbortSignal.timeout(deps.toolTimeoutMs);
+      // A tool never gets more time than the run has left.
+      const timeoutMs = Math.max(1, Math.min(deps.toolTimeoutMs, ctx.deadlineMs - now()));
+      const signal = AbortSignal.timeout(timeoutMs);
       const result = await Promise.race([
         tool.execute(args, { ...ctx, signal }),
         new Promise<never>((_, reject) =>
-          signal.addEventListener('abort', () => reject(new Error(`timed out after ${deps.toolTimeoutMs} ms`)), { once: true }),
+          signal.addEventListener('abort', () => reject(new Error(`timed out after ${timeoutMs} ms`)), { once: true }),
         ),
       ]);
       observation = stringify(result ?? null);
@@ -128,6 +130,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       step,
       toolCallId: call.id,
       idempotencyKey: idempotencyKey(run.id, step, call.id),
+      deadlineMs: Date.parse(run.deadlineAt),
     };
     if (tool.allowedRoles && !run.roles.some((r) => tool.allowedRoles?.includes(r))) {
       deps.logger.warn({ tool: tool.name }, "tool call forbidden for the caller's roles");

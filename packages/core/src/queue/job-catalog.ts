@@ -21,6 +21,9 @@ export const jobCatalog = {
   /** Fires when the step's approvals expire: enforced by the system, not by the next click. */
   expire: { schema: expireJobSchema, id: (j: ExpireJob) => `${j.runId}-${j.step}-expire-${j.at}` },
 } as const;
+
+/** The repeating job (a BullMQ job scheduler) that fails runs past their deadline. */
+export const DEADLINE_SWEEP = { scheduler: 'deadline-sweep', name: 'sweep' } as const;
 export type JobName = keyof typeof jobCatalog;
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]['schema']>;
 
@@ -41,7 +44,11 @@ export function stepJobOptions(attempts: number): JobsOptions {
 export function parseJob(
   name: string,
   data: unknown,
-): { name: 'step' | 'resume'; payload: StepJob } | { name: 'expire'; payload: ExpireJob } {
+):
+  | { name: 'step' | 'resume'; payload: StepJob }
+  | { name: 'expire'; payload: ExpireJob }
+  | { name: typeof DEADLINE_SWEEP.name; payload: null } {
+  if (name === DEADLINE_SWEEP.name) return { name, payload: null };
   if (name === 'expire') return { name, payload: expireJobSchema.parse(data) };
   if (name === 'step' || name === 'resume') return { name, payload: stepJobSchema.parse(data) };
   throw new Error(`unknown job name "${name}"`);
@@ -65,6 +72,15 @@ export class StepScheduler {
     const delay = Math.max(0, Math.ceil(opts?.delayMs ?? 0));
     await this.queue.add(name, payload, { ...stepJobOptions(this.attempts), jobId: entry.id(payload), ...(delay ? { delay } : {}) });
   };
+
+  /** Idempotent: every worker upserts the same scheduler; BullMQ keeps one. */
+  async scheduleDeadlineSweep(everyMs: number): Promise<void> {
+    await this.queue.upsertJobScheduler(
+      DEADLINE_SWEEP.scheduler,
+      { every: everyMs },
+      { name: DEADLINE_SWEEP.name, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
+    );
+  }
 
   close() {
     return this.queue.close();

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentCatalog } from '../agents/agent-profile.js';
+import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { runEvent } from '../engine/run-event.js';
-import { ConflictError, NotFoundError, StaleStepError } from '../errors.js';
+import { ConflictError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
+import { tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
 import type { SubmitRunBody } from '../schemas/api.js';
@@ -11,8 +13,19 @@ import { type RunRecord, type RunStatus, TERMINAL_STATUSES, ZERO_USAGE } from '.
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
 
+const tenantIdempotency = (tenantId: string, key: string) => tenantKeys(tenantId).idempotency(key);
+
+/** Operator-set upper bounds for what a run may ask for in `limits`. */
+export interface LimitCeilings {
+  maxSteps: number;
+  maxTokens: number;
+  timeoutMs: number;
+}
+
 export interface RunServiceDeps {
   store: RunStore;
+  quotas: TenantQuotas;
+  ceilings: LimitCeilings;
   feed: ApprovalFeed;
   agents: AgentCatalog;
   enqueue: Enqueue;
@@ -36,6 +49,7 @@ export function runView(run: RunRecord, approvals: Approval[]) {
     ...(run.finalAnswer !== undefined ? { finalAnswer: run.finalAnswer } : {}),
     step: run.step,
     usage: run.usage,
+    costUsd: run.costUsd,
     limits: run.limits,
     metadata: run.metadata,
     pendingApprovals: pending.map(approvalView),
@@ -64,13 +78,27 @@ export function createRunService(deps: RunServiceDeps) {
   return {
     async submit(principal: Principal, body: SubmitRunBody, idempotencyKey?: string): Promise<{ run: RunView; created: boolean }> {
       const profile = deps.agents.get(body.agent ?? deps.agents.defaultAgent);
+      const limits = { ...profile.defaultLimits, ...body.limits };
+      for (const [name, ceiling] of Object.entries(deps.ceilings) as Array<[keyof LimitCeilings, number]>) {
+        if (limits[name] > ceiling)
+          throw new InvalidRequestError(`limits.${name} may be at most ${ceiling} (the operator's ceiling)`, 'limit_above_ceiling');
+      }
+      const replay = async (runId: string) => ({ run: await view(await visibleRun(principal, runId)), created: false });
+      const idemKey = idempotencyKey ? tenantIdempotency(principal.tenantId, idempotencyKey) : undefined;
+      if (idemKey) {
+        const existing = await deps.store.idempotentRun(idemKey);
+        if (existing) return replay(existing);
+      }
       const id = randomUUID();
-      if (idempotencyKey) {
-        const existing = await deps.store.claimIdempotencyKey(principal.tenantId, idempotencyKey, id, deps.idempotencyTtlSeconds ?? 86_400);
-        if (existing) return { run: await view(await visibleRun(principal, existing)), created: false };
+      await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
+      if (idemKey) {
+        const winner = await deps.store.claimIdempotencyKey(idemKey, id, deps.idempotencyTtlSeconds ?? 86_400);
+        if (winner) {
+          await deps.quotas.release(principal.tenantId, id); // a concurrent submit with the same key won
+          return replay(winner);
+        }
       }
       const at = now();
-      const limits = { ...profile.defaultLimits, ...body.limits };
       const run: RunRecord = {
         schemaVersion: 1,
         id,
@@ -86,6 +114,7 @@ export function createRunService(deps: RunServiceDeps) {
         status: 'queued',
         step: 0,
         usage: ZERO_USAGE,
+        costUsd: 0,
         pendingApprovals: [],
         version: 0,
         createdAt: new Date(at).toISOString(),
@@ -119,11 +148,13 @@ export function createRunService(deps: RunServiceDeps) {
           thought: s.thought,
           toolCalls: s.toolCalls.map((c) => ({ ...c, ...(c.approvalId ? { approval: byId.get(c.approvalId) } : {}) })),
           usage: s.usage,
+          costUsd: s.costUsd,
           durationMs: s.durationMs,
         })),
         finalAnswer: run.finalAnswer ?? null,
         elapsedMs: end - Date.parse(run.createdAt),
         totalTokens: run.usage.totalTokens,
+        costUsd: run.costUsd,
       };
     },
 

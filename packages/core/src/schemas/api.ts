@@ -16,6 +16,7 @@ export const submitRunBodySchema = z
           .min(1_000)
           .max(24 * 3600_000)
           .optional(),
+        maxCostUsd: z.number().positive().max(1_000_000).optional(),
       })
       .strict()
       .optional(),

@@ -21,6 +21,8 @@ export const runReasonSchema = z.enum([
   'tool_failures',
   'model_unavailable',
   'model_reply_invalid',
+  'cost_budget',
+  'tenant_quota',
   'input_rejected',
   'cancelled',
   'internal_error',
@@ -35,6 +37,7 @@ export const limitsSchema = z.object({
     .int()
     .min(1_000)
     .max(24 * 3600_000),
+  maxCostUsd: z.number().positive().optional(),
 });
 export type Limits = z.infer<typeof limitsSchema>;
 
@@ -64,7 +67,11 @@ export const runRecordSchema = z.object({
   /** The step the next job will run (== number of committed steps). */
   step: z.number().int().min(0),
   usage: usageSchema,
+  /** Money spent on model calls, from the configured price table. */
+  costUsd: z.number().min(0),
   pendingApprovals: z.array(z.string()),
+  /** When the run last parked; time parked does not count against its deadline. */
+  parkedAt: z.string().optional(),
   /** Bumped by every commit; the compare-and-set token. */
   version: z.number().int().min(0),
   createdAt: z.string(),
@@ -95,6 +102,7 @@ export const toolOutcomeSchema = z.enum([
   'awaiting_approval',
   'rejected',
   'uncertain',
+  'repeated',
 ]);
 export type ToolOutcome = z.infer<typeof toolOutcomeSchema>;
 
@@ -106,6 +114,8 @@ export const toolCallRecordSchema = z.object({
   observation: z.string(),
   durationMs: z.number().min(0),
   approvalId: z.string().optional(),
+  /** Answered from this run's earlier identical call instead of calling the back end again. */
+  fromSnapshot: z.boolean().optional(),
 });
 export type ToolCallRecord = z.infer<typeof toolCallRecordSchema>;
 
@@ -116,6 +126,7 @@ export const stepRecordSchema = z.object({
   thought: z.string().nullable(),
   toolCalls: z.array(toolCallRecordSchema),
   usage: usageSchema,
+  costUsd: z.number().min(0),
   durationMs: z.number().min(0),
   finishedAt: z.string(),
 });

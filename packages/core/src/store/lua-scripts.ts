@@ -14,16 +14,26 @@ export enum CreateResult {
   Exists = 0,
 }
 
+/** Return codes of admit-run-2.lua. */
+export enum AdmitResult {
+  Admitted = 1,
+  TooManyRuns = -1,
+  TokensUsedUp = -2,
+  CostUsedUp = -3,
+}
+
 const load = (file: string) => readFileSync(new URL(`../lua/${file}`, import.meta.url), 'utf8');
 
 const scripts = {
   createRun: { file: 'create-run-3.lua', keys: 3 },
   commitRun: { file: 'commit-run-7.lua', keys: 7 },
+  admitRun: { file: 'admit-run-2.lua', keys: 2 },
 } as const;
 
 export interface ReinScripts {
   createRun(k1: string, k2: string, k3: string, ...argv: string[]): Promise<number>;
   commitRun(...keysAndArgs: string[]): Promise<number>;
+  admitRun(active: string, usage: string, ...argv: string[]): Promise<number>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */

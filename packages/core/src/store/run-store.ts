@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { NotFoundError, StaleStepError } from '../errors.js';
-import { runKeys, tenantKeys } from '../keys.js';
+import { DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
 import { type Approval, approvalSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
 import { type ChatMessage, chatMessageSchema } from '../schemas/message.js';
@@ -50,7 +50,11 @@ export class RunStore {
       JSON.stringify(event),
     );
     if (created === CreateResult.Created) {
-      await this.redis.zadd(tenantKeys(run.tenantId).runs, Date.parse(run.createdAt), run.id);
+      await this.redis
+        .multi()
+        .zadd(tenantKeys(run.tenantId).runs, Date.parse(run.createdAt), run.id)
+        .zadd(DEADLINES_KEY, Date.parse(run.deadlineAt), run.id)
+        .exec();
     }
     return created === CreateResult.Created;
   }
@@ -116,11 +120,34 @@ export class RunStore {
     if (result === CommitResult.Stale) {
       throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
     }
-    if (c.approvals?.length) {
-      const t = tenantKeys(next.tenantId).approvals;
-      await this.redis.zadd(t, ...c.approvals.flatMap((a) => [Date.parse(a.createdAt), a.id]));
-    }
+    await this.afterCommit(c.from, next, c.approvals ?? []);
     return next;
+  }
+
+  /**
+   * Indexes in other hash slots than the run's, updated right after its commit: the
+   * tenant's approvals, the deadline index the sweeper scans (running and queued runs
+   * only: a parked run is governed by its approvals' expiry), and the tenant's active
+   * runs. A crash in between only delays an index; the sweeper and the reaper heal it.
+   */
+  private async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[]): Promise<void> {
+    const tx = this.redis.multi();
+    if (approvals.length) tx.zadd(tenantKeys(next.tenantId).approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id]));
+    const terminal = TERMINAL_STATUSES.includes(next.status);
+    if (terminal) tx.srem(tenantKeys(next.tenantId).active, next.id);
+    if (terminal || next.status === 'pending_approval') tx.zrem(DEADLINES_KEY, next.id);
+    else if (from.status !== next.status || from.deadlineAt !== next.deadlineAt)
+      tx.zadd(DEADLINES_KEY, Date.parse(next.deadlineAt), next.id);
+    if (tx.length) await tx.exec();
+  }
+
+  /** Runs whose deadline passed by `at` (ms), for the sweeper. */
+  async overdue(at: number, limit = 100): Promise<string[]> {
+    return this.redis.zrangebyscore(DEADLINES_KEY, '-inf', at, 'LIMIT', 0, limit);
+  }
+
+  async forgetDeadline(runId: string): Promise<void> {
+    await this.redis.zrem(DEADLINES_KEY, runId);
   }
 
   /** Live-only events (e.g. "tool called"); the durable ones are written by commit. */
@@ -165,10 +192,14 @@ export class RunStore {
     return this.redis.zrevrange(tenantKeys(tenantId).approvals, 0, limit - 1);
   }
 
-  /** Idempotency-Key → run id, per tenant; returns the existing run id if any. */
-  async claimIdempotencyKey(tenantId: string, key: string, runId: string, ttlSeconds: number): Promise<string | null> {
-    const k = tenantKeys(tenantId).idempotency(key);
-    const set = await this.redis.set(k, runId, 'EX', ttlSeconds, 'NX');
-    return set === 'OK' ? null : await this.redis.get(k);
+  /** The run an Idempotency-Key (already scoped to its tenant) points to, if any. */
+  async idempotentRun(key: string): Promise<string | null> {
+    return this.redis.get(key);
+  }
+
+  /** Claims an Idempotency-Key for `runId`; returns the run id that holds it if someone was first. */
+  async claimIdempotencyKey(key: string, runId: string, ttlSeconds: number): Promise<string | null> {
+    const set = await this.redis.set(key, runId, 'EX', ttlSeconds, 'NX');
+    return set === 'OK' ? null : await this.redis.get(key);
   }
 }

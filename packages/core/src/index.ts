@@ -52,7 +52,7 @@ export {
 } from './queue/job-catalog.js';
 export { bullConnection, connectRedis, type RedisRole, redisOptions } from './redis.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, type RunView, runView } from './runs/run-service.js';
-export { createRuntime, type Runtime } from './runtime.js';
+export { createRuntime, type Runtime, type RuntimeExtensions } from './runtime.js';
 export { listRunsQuerySchema, type SubmitRunBody, submitRunBodySchema } from './schemas/api.js';
 export {
   type Approval,

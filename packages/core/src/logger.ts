@@ -24,25 +24,25 @@ const REDACT = [
  * Secrets are removed by path; PII inside any other string field (a phone number in an
  * error message, say) is masked by value, except in allow-listed fields such as ids.
  */
-export function createLogger(level: string, service: string, masker?: PiiMasker): Logger {
-  return pino({
-    level,
-    base: { service },
-    redact: { paths: REDACT, censor: '[redacted]' },
-    ...(masker ? { formatters: { log: (obj: Record<string, unknown>) => masker.maskDeep(obj) as Record<string, unknown> } } : {}),
-    ...(masker
-      ? {
-          hooks: {
-            logMethod(args: unknown[], method: (...a: unknown[]) => void) {
-              method.apply(
-                this,
-                args.map((a) => (typeof a === 'string' ? masker.maskText(a) : a)),
-              );
-            },
-          },
-        }
-      : {}),
-  });
+export function createLogger(
+  level: string,
+  service: string,
+  masker?: PiiMasker,
+  destination: pino.DestinationStream = pino.destination(1),
+): Logger {
+  return pino(
+    {
+      level,
+      base: { service },
+      redact: { paths: REDACT, censor: '[redacted]' },
+      hooks: {
+        logMethod(args, method) {
+          method.apply(this, (masker ? args.map((a) => masker.maskDeep(a)) : args) as Parameters<typeof method>);
+        },
+      },
+    },
+    destination,
+  );
 }
 
 export type { Logger };

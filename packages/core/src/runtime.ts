@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { AgentCatalog } from './agents/agent-profile.js';
+import { AgentCatalog, type AgentProfile } from './agents/agent-profile.js';
 import { orderAssistant } from './agents/order-assistant.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
@@ -42,7 +42,18 @@ export interface Runtime {
 }
 
 /** Wires the shared pieces of a Rein process from its config; services add their own edges. */
-export async function createRuntime(config: Config, service: string, role: RedisRole): Promise<Runtime> {
+/** Additional tools and agent profiles (tests, or a deployment's own agents). */
+export interface RuntimeExtensions {
+  tools?: Tool[];
+  agents?: AgentProfile[];
+}
+
+export async function createRuntime(
+  config: Config,
+  service: string,
+  role: RedisRole,
+  extensions: RuntimeExtensions = {},
+): Promise<Runtime> {
   const masker = createPiiMasker();
   const logger = createLogger(config.LOG_LEVEL, service, masker);
   const metrics = createMetrics(service);
@@ -50,11 +61,16 @@ export async function createRuntime(config: Config, service: string, role: Redis
   const bull = bullConnection(config.REDIS_URL, role, logger);
   const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS);
   scheduler.queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
-  const tools = new Map(createDemoTools({ store: new DemoStore(redis), policies: new PolicySearch() }).map((t) => [t.name, t]));
+  const tools = new Map(
+    [...createDemoTools({ store: new DemoStore(redis), policies: new PolicySearch() }), ...(extensions.tools ?? [])].map((t) => [
+      t.name,
+      t,
+    ]),
+  );
   const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
   const feed = new ApprovalFeed(redis);
   const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
-  const agents = new AgentCatalog([orderAssistant], orderAssistant.name);
+  const agents = new AgentCatalog([orderAssistant, ...(extensions.agents ?? [])], orderAssistant.name);
   const enqueue = scheduler.enqueue;
   const ceilings = {
     maxSteps: config.REIN_MAX_STEPS_CEILING,

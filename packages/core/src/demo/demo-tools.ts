@@ -89,6 +89,8 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
         amount: z.number().positive().max(1_000_000).describe('Refund amount in yuan, e.g. 44.95'),
         reason: z.string().trim().min(1).max(500),
       }),
+      // Approvers decide refunds; they do not start them (separation of duties).
+      allowedRoles: ['user', 'supervisor', 'admin'],
       honoursIdempotencyKey: true,
       approval: (a) =>
         a.amount > 500

@@ -1,0 +1,78 @@
+import {
+  type AgentProfile,
+  createRuntime,
+  loadConfig,
+  type ModelGateway,
+  type Principal,
+  type RunRecord,
+  type Runtime,
+  type Tool,
+} from '@rein/core';
+import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import type { Worker } from 'bullmq';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { createStepWorker } from '../src/step-worker.js';
+
+export const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user'] };
+
+export interface WorkerFleetOptions {
+  model: ModelGateway;
+  env?: Record<string, string>;
+  tools?: Tool[];
+  agents?: AgentProfile[];
+}
+
+/**
+ * The real BullMQ worker (in this process, so tests can hand it a misbehaving model or
+ * tool) over a real Redis: jobs go through the queue exactly as in production.
+ */
+export function workerPerTest() {
+  let redis: TestRedis;
+  let current: { rt: Runtime; worker: Worker } | undefined;
+  beforeAll(async () => {
+    redis = await startTestRedis();
+  });
+  afterEach(async () => {
+    await current?.worker.close(true); // force: some tests leave a step hanging on purpose
+    await current?.rt.redis.flushdb();
+    await current?.rt.close();
+    current = undefined;
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  return async (opts: WorkerFleetOptions) => {
+    const config = loadConfig({
+      REDIS_URL: redis.url,
+      LOG_LEVEL: 'silent',
+      REIN_JOB_LOCK_MS: '2000',
+      REIN_STEP_ATTEMPTS: '2',
+      ...opts.env,
+    });
+    const rt = await createRuntime(config, 'worker-test', 'worker', { tools: opts.tools ?? [], agents: opts.agents ?? [] });
+    const worker = createStepWorker(rt, opts.model);
+    current = { rt, worker };
+    return {
+      rt,
+      async submit(input: string, extra: { principal?: Principal; agent?: string; limits?: Record<string, number> } = {}) {
+        const { run } = await rt.runs.submit(extra.principal ?? USER, {
+          input,
+          ...(extra.agent ? { agent: extra.agent } : {}),
+          ...(extra.limits ? { limits: extra.limits } : {}),
+        });
+        return run.id;
+      },
+      /** Polls until the run is terminal (bounded generously; never asserts on time). */
+      async finished(id: string, timeoutMs = 30_000): Promise<RunRecord> {
+        const until = Date.now() + timeoutMs;
+        while (Date.now() < until) {
+          const run = await rt.store.get(id);
+          if (run && ['succeeded', 'failed', 'cancelled'].includes(run.status)) return run;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        throw new Error(`run ${id} did not finish: ${JSON.stringify(await rt.store.get(id))}`);
+      },
+    };
+  };
+}

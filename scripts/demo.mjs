@@ -1,40 +1,12 @@
 #!/usr/bin/env node
 // `npm run demo`: the seeds' late-order complaint against the running fleet (or one it
 // starts), printed live step by step, approved when it parks, then the final answer.
-import { spawn } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { DEMO_KEYS } from './demo-keys.mjs';
+import { API as api, APPROVER as approver, call, ensureFleet, KEY as key } from './lib/fleet-client.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const api = process.env.REIN_API_URL ?? `http://127.0.0.1:${process.env.API_PORT ?? 8080}`;
-const approver = process.env.REIN_APPROVER_URL ?? `http://127.0.0.1:${process.env.APPROVER_PORT ?? 8081}`;
-const key = (process.env.REIN_API_KEYS ? JSON.parse(process.env.REIN_API_KEYS) : DEMO_KEYS)[0].key;
 const input = process.argv.slice(2).join(' ') || '客户张三投诉订单 2024001 一直没发货，帮他处理一下';
-const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-
-const up = () =>
-  fetch(`${api}/readyz`).then(
-    (r) => r.ok,
-    () => false,
-  );
-let fleet;
-if (!(await up())) {
-  console.log('No fleet is running; starting one (npm start) for this demo…');
-  fleet = spawn(process.execPath, [join(root, 'scripts/fleet.mjs')], { stdio: 'ignore' });
-  const until = Date.now() + 30_000;
-  while (!(await up())) {
-    if (Date.now() > until || fleet.exitCode !== null) throw new Error('the fleet did not start; run `npm start` to see why');
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-const post = async (url, body) => {
-  const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${url}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-};
+const headers = { authorization: `Bearer ${key}` };
+const stopFleet = await ensureFleet();
+const post = (url, body) => call('POST', url, body);
 const args = (a) =>
   Object.entries(a ?? {})
     .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
@@ -89,5 +61,5 @@ for await (const chunk of res.body) {
 const trace = await (await fetch(`${api}/v1/runs/${run.id}/trace`, { headers })).json();
 console.log(`\n最终回答 / final answer (${finished.status}, ${finished.reason}):\n${trace.finalAnswer}`);
 console.log(`\nsteps ${trace.steps.length} · tokens ${trace.totalTokens} · elapsed ${trace.elapsedMs} ms`);
-fleet?.kill('SIGTERM');
+stopFleet();
 process.exit(0);

@@ -78,6 +78,21 @@ export const configSchema = z.object({
     default: { maxConcurrentRuns: 100, tokensPerDay: 5_000_000, costPerDayUsd: 100 },
     tenants: {},
   }),
+  /** Circuit breakers (one per model and per tool, state shared by the fleet). */
+  REIN_BREAKER_ERROR_PERCENT: z.coerce.number().min(1).max(100).default(50),
+  REIN_BREAKER_RESET_MS: z.coerce.number().int().min(100).default(10_000),
+  REIN_BREAKER_VOLUME: z.coerce.number().int().min(1).default(5),
+  REIN_BREAKER_WINDOW_MS: z.coerce.number().int().min(1000).default(10_000),
+  /** Bulkheads: calls at once per dependency in one worker, the fleet-wide limit per model, and the longest wait for a slot. */
+  REIN_MODEL_PROCESS_CONCURRENCY: z.coerce.number().int().min(1).default(16),
+  REIN_MODEL_FLEET_CONCURRENCY: z.coerce.number().int().min(1).default(64),
+  REIN_TOOL_PROCESS_CONCURRENCY: z.coerce.number().int().min(1).default(16),
+  REIN_BULKHEAD_WAIT_MS: z.coerce.number().int().min(0).default(2000),
+  /** Chaos testing only: lets `rein:faults` in Redis make tools hang. Never enable in production. */
+  REIN_FAULT_INJECTION: z.enum(['on', 'off']).default('off'),
+  /** The reaper: how often it looks for runs no job will advance, and how long a run must sit unchanged first. */
+  REIN_REAPER_INTERVAL_MS: z.coerce.number().int().min(200).default(15_000),
+  REIN_REAPER_STALE_MS: z.coerce.number().int().min(100).default(30_000),
   /** How often the deadline sweeper looks for runs past their deadline. */
   REIN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(200).default(5000),
   /** The N-th repeat of an identical tool call ends the run (`repeated_call`). */

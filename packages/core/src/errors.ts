@@ -8,12 +8,15 @@ export class ReinError extends Error {
   readonly code: string;
   readonly retryable: boolean;
   readonly status: number;
+  /** For retryable errors: when trying again makes sense (Retry-After, breaker reset), if known. */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(code: string, message: string, opts: { retryable?: boolean; status?: number; cause?: unknown } = {}) {
+  constructor(code: string, message: string, opts: { retryable?: boolean; status?: number; cause?: unknown; retryAfterMs?: number } = {}) {
     super(message, { cause: opts.cause });
     this.code = code;
     this.retryable = opts.retryable ?? false;
     this.status = opts.status ?? 500;
+    this.retryAfterMs = opts.retryAfterMs;
     Object.setPrototypeOf(this, new.target.prototype);
   }
 }
@@ -73,8 +76,27 @@ export class ConfigError extends ReinError {
 /** The model endpoint failed or timed out; the step is retried later. */
 export class ModelUnavailableError extends ReinError {
   override readonly name = 'ModelUnavailableError';
-  constructor(message: string, cause?: unknown) {
-    super('model_unavailable', message, { retryable: true, status: 503, cause });
+  constructor(message: string, cause?: unknown, retryAfterMs?: number) {
+    super('model_unavailable', message, { retryable: true, status: 503, cause, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+  }
+}
+
+/** A dependency's circuit breaker is open (here or anywhere in the fleet): try later, do not spend a step. */
+export class BreakerOpenError extends ReinError {
+  override readonly name = 'BreakerOpenError';
+  constructor(dependency: string, retryAfterMs: number) {
+    super('breaker_open', `circuit breaker for ${dependency} is open`, { retryable: true, status: 503, retryAfterMs });
+  }
+}
+
+/** A dependency's bulkhead (per process or fleet-wide) is full for longer than the allowed wait. */
+export class BulkheadFullError extends ReinError {
+  override readonly name = 'BulkheadFullError';
+  constructor(
+    dependency: string,
+    readonly scope: 'process' | 'fleet',
+  ) {
+    super('bulkhead_full', `${dependency} is at its ${scope} concurrency limit`, { retryable: true, status: 503 });
   }
 }
 

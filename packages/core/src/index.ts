@@ -11,10 +11,13 @@ export { createDemoTools } from './demo/demo-tools.js';
 export { PolicySearch, tokenize } from './demo/policy-search.js';
 export { sweepDeadlines } from './engine/deadline-sweeper.js';
 export { checkRepeats, failingTool } from './engine/loop-guard.js';
+export { type ReaperDeps, reap } from './engine/reaper.js';
 export { createStepProcessor, FALLBACK_ANSWER, type GuardLimits, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
 export { approvalId, createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
 export { toolMessageContent, truncateObservation } from './engine/tool-observation.js';
 export {
+  BreakerOpenError,
+  BulkheadFullError,
   ConfigError,
   ConflictError,
   ForbiddenError,
@@ -36,7 +39,7 @@ export { lastEventId, type SseEntry, type SseSource, streamSse } from './http/ss
 export { QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics } from './metrics.js';
-export { createOpenAIGateway, type ModelGateway, type ModelReply, type ModelRequest } from './model/model-gateway.js';
+export { type CompleteWith, createOpenAICompletion, type ModelGateway, type ModelReply, type ModelRequest } from './model/model-gateway.js';
 export {
   DEADLINE_SWEEP,
   type Enqueue,
@@ -45,12 +48,20 @@ export {
   type JobName,
   jobCatalog,
   parseJob,
+  REAPER,
+  type RepairJob,
+  repairJobSchema,
   STEP_QUEUE,
   type StepJob,
   StepScheduler,
   stepJobOptions,
 } from './queue/job-catalog.js';
-export { bullConnection, connectRedis, type RedisRole, redisOptions } from './redis.js';
+export { bullConnection, checkRedisSettings, connectRedis, type RedisRole, redisOptions } from './redis.js';
+export { Bulkhead } from './resilience/bulkhead.js';
+export { type BreakerOptions, CircuitBreakers } from './resilience/circuit-breakers.js';
+export { FAULTS_KEY, withFaultInjection } from './resilience/fault-injection.js';
+export { FleetLimit } from './resilience/fleet-limit.js';
+export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, type RunView, runView } from './runs/run-service.js';
 export { createRuntime, type Runtime, type RuntimeExtensions } from './runtime.js';
 export { listRunsQuerySchema, type SubmitRunBody, submitRunBodySchema } from './schemas/api.js';
@@ -68,6 +79,7 @@ export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schem
 export {
   type Decision,
   decisionSchema,
+  type RunReason,
   type RunRecord,
   type RunStatus,
   runRecordSchema,

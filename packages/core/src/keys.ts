@@ -31,5 +31,8 @@ export const tenantKeys = (tenantId: string) => {
 /** Non-terminal, non-parked runs by deadline (ms): what the deadline sweeper scans. */
 export const DEADLINES_KEY = 'rein:deadlines';
 
+/** Every non-terminal run by last change (ms): what the reaper scans. */
+export const ACTIVE_RUNS_KEY = 'rein:active-runs';
+
 /** BullMQ prefix with a hash tag, so each queue's keys live in one cluster slot. */
 export const QUEUE_PREFIX = '{rein}';

@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, exponentialBuckets, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
  * Rein's Prometheus metrics. Labels are bounded (agent, status, reason, model, tool,
@@ -81,6 +81,54 @@ export function createMetrics(service: string) {
       name: 'rein_budget_stops_total',
       help: 'Runs stopped by a budget, quota, loop breaker or failure, by reason',
       labelNames: ['reason'],
+      registers,
+    }),
+    breakerState: new Gauge({
+      name: 'rein_breaker_state',
+      help: 'Circuit breaker state as this process last saw it fleet-wide (0 closed, 1 half-open, 2 open)',
+      labelNames: ['breaker'],
+      registers,
+    }),
+    breakerEvents: new Counter({
+      name: 'rein_breaker_events_total',
+      help: 'Circuit breaker transitions',
+      labelNames: ['breaker', 'event'],
+      registers,
+    }),
+    bulkheadInFlight: new Gauge({
+      name: 'rein_bulkhead_in_flight',
+      help: 'Calls in flight per dependency in this process',
+      labelNames: ['dependency'],
+      registers,
+    }),
+    bulkheadRejections: new Counter({
+      name: 'rein_bulkhead_rejections_total',
+      help: 'Calls refused because a bulkhead stayed full past its wait',
+      labelNames: ['dependency', 'scope'],
+      registers,
+    }),
+    stepDelays: new Counter({
+      name: 'rein_step_delays_total',
+      help: 'Steps put back on the queue for later without spending them (open breaker, full bulkhead, model down)',
+      labelNames: ['cause'],
+      registers,
+    }),
+    reaperRepairs: new Counter({
+      name: 'rein_reaper_repairs_total',
+      help: 'Runs the reaper found stuck and repaired',
+      labelNames: ['kind'],
+      registers,
+    }),
+    runsInState: new Gauge({
+      name: 'rein_runs_in_state',
+      help: 'Non-terminal runs by status (as of the last reaper pass)',
+      labelNames: ['status'],
+      registers,
+    }),
+    oldestInState: new Gauge({
+      name: 'rein_run_oldest_in_state_seconds',
+      help: 'How long the longest-waiting run has been in its status without a change',
+      labelNames: ['status'],
       registers,
     }),
     approvalWait: new Histogram({

@@ -27,3 +27,26 @@ export function bullConnection(url: string, role: RedisRole, logger: Logger): Re
   redis.on('error', (err) => logger.warn({ err: err.message, role }, 'queue redis connection error'));
   return redis;
 }
+
+/**
+ * Warns when Redis is configured in a way that loses work: BullMQ needs
+ * `maxmemory-policy noeviction`, and without AOF a restart forgets every run. Managed
+ * Redis may refuse CONFIG; then it says it could not check.
+ */
+export async function checkRedisSettings(redis: Redis, logger: Logger): Promise<string[]> {
+  const problems: string[] = [];
+  try {
+    const [, policy] = (await redis.config('GET', 'maxmemory-policy')) as string[];
+    const [, aof] = (await redis.config('GET', 'appendonly')) as string[];
+    if (policy !== 'noeviction') problems.push(`maxmemory-policy is ${policy}; BullMQ needs noeviction, or Redis may evict jobs and locks`);
+    if (aof !== 'yes') problems.push('appendonly is off; a Redis restart will lose runs, approvals and queued steps');
+  } catch (err) {
+    logger.warn(
+      { err: (err as Error).message },
+      'could not read the Redis configuration (CONFIG GET refused?); check maxmemory-policy and AOF by hand',
+    );
+    return problems;
+  }
+  for (const problem of problems) logger.warn({ redis: 'settings' }, `Redis: ${problem}`);
+  return problems;
+}

@@ -12,7 +12,10 @@ import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
-import { bullConnection, connectRedis, type RedisRole } from './redis.js';
+import { bullConnection, checkRedisSettings, connectRedis, type RedisRole } from './redis.js';
+import { CircuitBreakers } from './resilience/circuit-breakers.js';
+import { withFaultInjection } from './resilience/fault-injection.js';
+import { FleetLimit } from './resilience/fleet-limit.js';
 import { createRunService, type RunService } from './runs/run-service.js';
 import { ApprovalFeed } from './store/approval-feed.js';
 import { DecisionJournal } from './store/decision-journal.js';
@@ -38,6 +41,8 @@ export interface Runtime {
   approvals: ApprovalService;
   inputFilter: InputFilter;
   masker: PiiMasker;
+  breakers: CircuitBreakers;
+  fleetLimit: FleetLimit;
   close(): Promise<void>;
 }
 
@@ -58,14 +63,23 @@ export async function createRuntime(
   const logger = createLogger(config.LOG_LEVEL, service, masker);
   const metrics = createMetrics(service);
   const redis = await connectRedis(config.REDIS_URL, role, logger);
+  await checkRedisSettings(redis, logger);
   const bull = bullConnection(config.REDIS_URL, role, logger);
   const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS);
   scheduler.queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
-  const tools = new Map(
-    [...createDemoTools({ store: new DemoStore(redis), policies: new PolicySearch() }), ...(extensions.tools ?? [])].map((t) => [
-      t.name,
-      t,
-    ]),
+  const allTools = [...createDemoTools({ store: new DemoStore(redis), policies: new PolicySearch() }), ...(extensions.tools ?? [])];
+  const tools = new Map(allTools.map((t) => [t.name, config.REIN_FAULT_INJECTION === 'on' ? withFaultInjection(t, redis) : t]));
+  const breakers = new CircuitBreakers(
+    redis,
+    {
+      errorThresholdPercentage: config.REIN_BREAKER_ERROR_PERCENT,
+      resetTimeoutMs: config.REIN_BREAKER_RESET_MS,
+      volumeThreshold: config.REIN_BREAKER_VOLUME,
+      rollingCountTimeoutMs: config.REIN_BREAKER_WINDOW_MS,
+      probeTimeoutMs: config.REIN_MODEL_TIMEOUT_MS + 5_000,
+    },
+    logger,
+    metrics,
   );
   const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
   const feed = new ApprovalFeed(redis);
@@ -95,7 +109,10 @@ export async function createRuntime(
     approvals: createApprovalService({ store, enqueue, metrics, tools, feed }),
     inputFilter: createInputFilter(),
     masker,
+    breakers,
+    fleetLimit: new FleetLimit(redis),
     async close() {
+      breakers.shutdown();
       await scheduler.close();
       bull.disconnect();
       redis.disconnect();

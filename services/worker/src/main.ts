@@ -1,14 +1,21 @@
 import { createServer } from 'node:http';
-import { createOpenAIGateway, createRuntime, loadConfigOrExit } from '@rein/core';
+import { createOpenAICompletion, createResilientModelGateway, createRuntime, loadConfigOrExit } from '@rein/core';
 import { createStepWorker } from './step-worker.js';
 
 const config = loadConfigOrExit();
 const rt = await createRuntime(config, 'worker', 'worker');
-const model = createOpenAIGateway({
-  baseURL: config.OPENAI_BASE_URL,
-  apiKey: config.OPENAI_API_KEY,
-  models: [config.REIN_MODEL, ...config.REIN_FALLBACK_MODELS],
-});
+const model = createResilientModelGateway(
+  [config.REIN_MODEL, ...config.REIN_FALLBACK_MODELS],
+  createOpenAICompletion({ baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY }),
+  {
+    breakers: rt.breakers,
+    fleetLimit: rt.fleetLimit,
+    metrics: rt.metrics,
+    processConcurrency: config.REIN_MODEL_PROCESS_CONCURRENCY,
+    fleetConcurrency: config.REIN_MODEL_FLEET_CONCURRENCY,
+    maxWaitMs: config.REIN_BULKHEAD_WAIT_MS,
+  },
+);
 const worker = createStepWorker(rt, model);
 
 const metrics = createServer(async (req, res) => {

@@ -1,4 +1,5 @@
 import {
+  Bulkhead,
   bullConnection,
   createStepProcessor,
   createToolExecutor,
@@ -6,30 +7,44 @@ import {
   type ModelGateway,
   parseJob,
   QUEUE_PREFIX,
+  REAPER,
   ReinError,
+  type RunReason,
   type Runtime,
+  reap,
   STEP_QUEUE,
   type StepJob,
   sweepDeadlines,
 } from '@rein/core';
-import { type Job, UnrecoverableError, Worker } from 'bullmq';
+import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
+
+/** Failures that mean "the dependency is busy or down right now": the step waits, it is not spent. */
+const DELAYING = new Set(['breaker_open', 'bulkhead_full', 'model_unavailable']);
 
 /** Which terminal reason a step that can no longer progress gets. */
-function reasonFor(err: Error) {
+function reasonFor(err: Error): RunReason {
   // UnrecoverableError carries the ReinError's code as the prefix of its message.
   const code = err instanceof ReinError ? err.code : /^(\w+): /.exec(err.message)?.[1];
-  if (code === 'model_unavailable' || code === 'model_rejected') return 'model_unavailable' as const;
-  if (code === 'model_reply_invalid') return 'model_reply_invalid' as const;
-  return 'internal_error' as const;
+  if (code === 'model_unavailable' || code === 'model_rejected') return 'model_unavailable';
+  if (code === 'model_reply_invalid') return 'model_reply_invalid';
+  return 'internal_error';
+}
+
+/** Exponential backoff with full jitter between half and all of the step, capped at 30 s. */
+export function backoffMs(attempt: number): number {
+  const ceiling = Math.min(30_000, 500 * 2 ** Math.min(attempt, 10));
+  return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
 }
 
 /**
- * The BullMQ worker: one job = one ReAct step. Retryable failures go back to BullMQ
- * (backoff with jitter); a non-retryable error, or the last attempt, ends the run with
- * a reason instead of leaving it hanging.
+ * The BullMQ worker: one job = one ReAct step. A busy or broken dependency (open
+ * breaker, full bulkhead, model down) puts the step back on the queue for later
+ * without spending an attempt, until the run's deadline; other failures are retried
+ * by BullMQ, and a non-retryable error or the last attempt ends the run with a reason.
  */
 export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
   const { config, logger } = rt;
+  const toolBulkheads = new Map<string, Bulkhead>();
   const executeTool = createToolExecutor({
     tools: rt.tools,
     ledger: rt.ledger,
@@ -37,6 +52,20 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
     logger,
     toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
     approvalTtlMs: config.APPROVAL_TTL_MS,
+    protection: {
+      breakers: rt.breakers,
+      bulkhead: (tool) => {
+        let b = toolBulkheads.get(tool);
+        if (!b) {
+          b = new Bulkhead(`tool:${tool}`, config.REIN_TOOL_PROCESS_CONCURRENCY, config.REIN_BULKHEAD_WAIT_MS, (inFlight, rejected) => {
+            rt.metrics.bulkheadInFlight.set({ dependency: `tool:${tool}` }, inFlight);
+            if (rejected) rt.metrics.bulkheadRejections.inc({ dependency: `tool:${tool}`, scope: 'process' });
+          });
+          toolBulkheads.set(tool, b);
+        }
+        return b;
+      },
+    },
   });
   const steps = createStepProcessor({
     store: rt.store,
@@ -63,12 +92,38 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
     modelTimeoutMs: config.REIN_MODEL_TIMEOUT_MS,
   });
 
+  /** Puts the step back for later, or ends the run if "later" is past its deadline. */
+  async function delay(job: Job, token: string | undefined, payload: StepJob, err: ReinError): Promise<string> {
+    const wait = err.retryAfterMs ?? backoffMs(job.attemptsStarted);
+    const run = await rt.store.get(payload.runId);
+    if (run && Date.now() + wait >= Date.parse(run.deadlineAt)) {
+      const reason: RunReason = err.code === 'model_unavailable' || err.message.includes('model:') ? 'model_unavailable' : 'deadline';
+      await steps.fail(payload.runId, reason, err.message, (r) => r.step === payload.step);
+      return 'failed';
+    }
+    rt.metrics.stepDelays.inc({ cause: err.code });
+    logger.info({ runId: payload.runId, step: payload.step, cause: err.code, waitMs: wait }, 'step delayed');
+    await job.moveToDelayed(Date.now() + wait, token);
+    throw new DelayedError();
+  }
+
   const worker = new Worker(
     STEP_QUEUE,
-    async (job: Job) => {
+    async (job: Job, token?: string) => {
       const parsed = parseJob(job.name, job.data);
       if (parsed.name === 'expire') return `expired ${await rt.approvals.expireDue(parsed.payload.runId, parsed.payload.step)}`;
       if (parsed.name === DEADLINE_SWEEP.name) return `failed ${await sweepDeadlines({ store: rt.store, steps })}`;
+      if (parsed.name === REAPER.name) {
+        const repaired = await reap({
+          store: rt.store,
+          queue: rt.scheduler.queue,
+          enqueue: rt.enqueue,
+          approvals: rt.approvals,
+          metrics: rt.metrics,
+          staleMs: config.REIN_REAPER_STALE_MS,
+        });
+        return `repaired ${repaired}`;
+      }
       const { payload } = parsed;
       const started = performance.now();
       try {
@@ -76,6 +131,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
         rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
         return outcome;
       } catch (err) {
+        if (err instanceof ReinError && DELAYING.has(err.code)) return delay(job, token, payload, err);
         if (err instanceof ReinError && !err.retryable) throw new UnrecoverableError(`${err.code}: ${err.message}`);
         logger.warn(
           { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
@@ -95,13 +151,13 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
     },
   );
   rt.scheduler
-    .scheduleDeadlineSweep(config.REIN_SWEEP_INTERVAL_MS)
-    .catch((err: Error) => logger.error({ err: err.message }, 'could not schedule the deadline sweeper'));
+    .scheduleHousekeeping(config.REIN_SWEEP_INTERVAL_MS, config.REIN_REAPER_INTERVAL_MS)
+    .catch((err: Error) => logger.error({ err: err.message }, 'could not schedule the deadline sweeper and the reaper'));
   worker.on('error', (err) => logger.warn({ err: err.message }, 'worker error'));
   worker.on('failed', (job, err) => {
-    if (!job) return;
+    if (!job || err.name === 'DelayedError') return;
     const final = err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
-    if (!final) return;
+    if (!final || !['step', 'resume', 'repair'].includes(job.name)) return;
     const { runId, step } = job.data as StepJob;
     steps
       .fail(runId, reasonFor(err), err.message, (run) => run.step === step)

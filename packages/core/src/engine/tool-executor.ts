@@ -1,7 +1,10 @@
 import type { AgentProfile } from '../agents/agent-profile.js';
 import { verifyBinding } from '../approvals/approval-binding.js';
+import { BreakerOpenError, BulkheadFullError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import type { Bulkhead } from '../resilience/bulkhead.js';
+import type { CircuitBreakers } from '../resilience/circuit-breakers.js';
 import type { Approval } from '../schemas/approval.js';
 import type { ModelToolCall } from '../schemas/message.js';
 import type { RunRecord, ToolCallRecord } from '../schemas/run.js';
@@ -22,6 +25,8 @@ export interface ToolExecutorDeps {
   logger: Logger;
   toolTimeoutMs: number;
   approvalTtlMs: number;
+  /** Breaker and bulkhead per tool (the workers); omitted, tools run unguarded (engine tests). */
+  protection?: { breakers: CircuitBreakers; bulkhead: (tool: string) => Bulkhead };
   now?: () => number;
 }
 
@@ -58,6 +63,13 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     ctx: Omit<ToolContext, 'signal'> & { deadlineMs: number },
     extra: Partial<ToolCallRecord>,
   ): Promise<ToolCallResult> {
+    const recorded = await deps.ledger.get(ctx.runId, ctx.idempotencyKey);
+    if (recorded?.state === 'done') {
+      return record(call, args, recorded.ok ? 'ok' : 'error', recorded.observation, 0, extra);
+    }
+    const dependency = `tool:${tool.name}`;
+    // An open breaker delays the whole step (the queue retries it later); no intent is recorded.
+    if (deps.protection && (await deps.protection.breakers.isOpen(dependency))) throw new BreakerOpenError(dependency, 1000);
     const prior = await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name);
     if (prior?.state === 'done') {
       return record(call, args, prior.ok ? 'ok' : 'error', prior.observation, 0, extra);
@@ -84,14 +96,21 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       // A tool never gets more time than the run has left.
       const timeoutMs = Math.max(1, Math.min(deps.toolTimeoutMs, ctx.deadlineMs - now()));
       const signal = AbortSignal.timeout(timeoutMs);
-      const result = await Promise.race([
-        tool.execute(args, { ...ctx, signal }),
-        new Promise<never>((_, reject) =>
-          signal.addEventListener('abort', () => reject(new Error(`timed out after ${timeoutMs} ms`)), { once: true }),
-        ),
-      ]);
+      const invoke = () =>
+        Promise.race([
+          tool.execute(args, { ...ctx, signal }),
+          new Promise<never>((_, reject) =>
+            signal.addEventListener('abort', () => reject(new Error(`timed out after ${timeoutMs} ms`)), { once: true }),
+          ),
+        ]);
+      const p = deps.protection;
+      const result = p ? await p.bulkhead(tool.name).run(() => p.breakers.call(dependency, invoke)) : await invoke();
       observation = stringify(result ?? null);
     } catch (err) {
+      if (err instanceof BreakerOpenError || err instanceof BulkheadFullError) {
+        await deps.ledger.clearIntent(ctx.runId, ctx.idempotencyKey); // it never ran
+        throw err;
+      }
       ok = false;
       const code = (err as { code?: string }).code;
       observation = JSON.stringify({ error: code ?? 'tool_failed', message: (err as Error).message });

@@ -43,25 +43,32 @@ const completionSchema = z.object({
 /** When an endpoint omits `usage`, charge a conservative estimate rather than nothing. */
 const estimateTokens = (text: string) => Math.ceil(text.length / 2);
 
+/** Retry-After in seconds or as an HTTP date, in ms from now. */
+function retryAfterMs(headers: unknown): number | undefined {
+  const value = (headers as { get?: (k: string) => string | null } | undefined)?.get?.('retry-after');
+  if (!value) return undefined;
+  const seconds = Number(value);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(value) - Date.now();
+  return Number.isFinite(ms) && ms > 0 ? Math.min(ms, 10 * 60_000) : undefined;
+}
+
 /** Transient failures (timeouts, 408/409/429, 5xx, connection errors) are retried later; other 4xx are not. */
 function classify(err: unknown, model: string): ReinError {
   if (err instanceof OpenAI.APIError && err.status !== undefined) {
     const transient = err.status === 408 || err.status === 409 || err.status === 429 || err.status >= 500;
     return transient
-      ? new ModelUnavailableError(`model ${model} answered ${err.status}`, err)
+      ? new ModelUnavailableError(`model ${model} answered ${err.status}`, err, retryAfterMs(err.headers))
       : new ReinError('model_rejected', `model ${model} rejected the request (${err.status}): ${err.message}`, { cause: err });
   }
   return new ModelUnavailableError(`model ${model} unreachable: ${(err as Error).message}`, err);
 }
 
-/**
- * The model gateway over the `openai` package. Tries the primary model, then the
- * fallbacks in order, on transient failures. Retrying later is BullMQ's job, so the
- * SDK's own retries are off.
- */
-export function createOpenAIGateway(opts: { baseURL: string; apiKey: string; models: string[] }): ModelGateway {
+/** One chat completion from one model, over the `openai` package; the SDK's own retries are off (the queue retries). */
+export type CompleteWith = (model: string, request: ModelRequest) => Promise<ModelReply>;
+
+export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }): CompleteWith {
   const client = new OpenAI({ baseURL: opts.baseURL, apiKey: opts.apiKey, maxRetries: 0 });
-  const callOnce = async (model: string, req: ModelRequest): Promise<ModelReply> => {
+  return async (model, req) => {
     let raw: unknown;
     try {
       raw = await client.chat.completions.create(
@@ -87,20 +94,5 @@ export function createOpenAIGateway(opts: { baseURL: string; apiKey: string; mod
           completionTokens: estimateTokens((message.content ?? '') + JSON.stringify(toolCalls)),
         };
     return { model: parsed.data.model ?? model, content: message.content ?? null, toolCalls, usage };
-  };
-
-  return {
-    async complete(req) {
-      let last: ReinError | undefined;
-      for (const model of opts.models) {
-        try {
-          return await callOnce(model, req);
-        } catch (err) {
-          last = err as ReinError;
-          if (!last.retryable) throw last;
-        }
-      }
-      throw last ?? new ModelUnavailableError('no model configured');
-    },
   };
 }

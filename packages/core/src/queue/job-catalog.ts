@@ -9,6 +9,8 @@ export type StepJob = z.infer<typeof stepJobSchema>;
 /** `at`: the expiry instant (ms) this job enforces; one job per distinct instant. */
 export const expireJobSchema = stepJobSchema.extend({ at: z.number().int().min(0) });
 export type ExpireJob = z.infer<typeof expireJobSchema>;
+export const repairJobSchema = stepJobSchema.extend({ version: z.number().int().min(0) });
+export type RepairJob = z.infer<typeof repairJobSchema>;
 
 /**
  * Every job Rein enqueues: name → payload schema and deterministic id (invariant 1).
@@ -20,10 +22,14 @@ export const jobCatalog = {
   resume: { schema: stepJobSchema, id: (j: StepJob) => `${j.runId}-${j.step}-resume` },
   /** Fires when the step's approvals expire: enforced by the system, not by the next click. */
   expire: { schema: expireJobSchema, id: (j: ExpireJob) => `${j.runId}-${j.step}-expire-${j.at}` },
+  /** The reaper's re-kick of a stuck step: one per run version, so a repair is never a no-op on a finished job id. */
+  repair: { schema: repairJobSchema, id: (j: RepairJob) => `${j.runId}-${j.step}-repair-${j.version}` },
 } as const;
 
 /** The repeating job (a BullMQ job scheduler) that fails runs past their deadline. */
 export const DEADLINE_SWEEP = { scheduler: 'deadline-sweep', name: 'sweep' } as const;
+/** The repeating job that finds runs no job will ever advance, and repairs them. */
+export const REAPER = { scheduler: 'reaper', name: 'reap' } as const;
 export type JobName = keyof typeof jobCatalog;
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]['schema']>;
 
@@ -45,10 +51,13 @@ export function parseJob(
   name: string,
   data: unknown,
 ):
-  | { name: 'step' | 'resume'; payload: StepJob }
+  | { name: 'step' | 'resume' | 'repair'; payload: StepJob }
   | { name: 'expire'; payload: ExpireJob }
-  | { name: typeof DEADLINE_SWEEP.name; payload: null } {
+  | { name: typeof DEADLINE_SWEEP.name; payload: null }
+  | { name: typeof REAPER.name; payload: null } {
   if (name === DEADLINE_SWEEP.name) return { name, payload: null };
+  if (name === REAPER.name) return { name, payload: null };
+  if (name === 'repair') return { name, payload: repairJobSchema.parse(data) };
   if (name === 'expire') return { name, payload: expireJobSchema.parse(data) };
   if (name === 'step' || name === 'resume') return { name, payload: stepJobSchema.parse(data) };
   throw new Error(`unknown job name "${name}"`);
@@ -73,13 +82,11 @@ export class StepScheduler {
     await this.queue.add(name, payload, { ...stepJobOptions(this.attempts), jobId: entry.id(payload), ...(delay ? { delay } : {}) });
   };
 
-  /** Idempotent: every worker upserts the same scheduler; BullMQ keeps one. */
-  async scheduleDeadlineSweep(everyMs: number): Promise<void> {
-    await this.queue.upsertJobScheduler(
-      DEADLINE_SWEEP.scheduler,
-      { every: everyMs },
-      { name: DEADLINE_SWEEP.name, data: {}, opts: { removeOnComplete: true, removeOnFail: 100 } },
-    );
+  /** Idempotent: every worker upserts the same schedulers; BullMQ keeps one of each. */
+  async scheduleHousekeeping(sweepEveryMs: number, reapEveryMs: number): Promise<void> {
+    const opts = { removeOnComplete: true, removeOnFail: 100 };
+    await this.queue.upsertJobScheduler(DEADLINE_SWEEP.scheduler, { every: sweepEveryMs }, { name: DEADLINE_SWEEP.name, data: {}, opts });
+    await this.queue.upsertJobScheduler(REAPER.scheduler, { every: reapEveryMs }, { name: REAPER.name, data: {}, opts });
   }
 
   close() {

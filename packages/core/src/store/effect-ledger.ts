@@ -24,6 +24,11 @@ export class EffectLedger {
     return won ? null : this.get(runId, key);
   }
 
+  /** Withdraws an intent whose call never started (its breaker refused it), so a retry is not "uncertain". */
+  async clearIntent(runId: string, key: string): Promise<void> {
+    await this.redis.hdel(runKeys(runId).effects, key);
+  }
+
   async recordResult(runId: string, key: string, tool: string, ok: boolean, observation: string): Promise<void> {
     const done: Effect = { state: 'done', tool, at: new Date().toISOString(), ok, observation };
     await this.redis.hset(runKeys(runId).effects, key, JSON.stringify(done));

@@ -22,18 +22,26 @@ export enum AdmitResult {
   CostUsedUp = -3,
 }
 
+/** Return codes of acquire-lease-1.lua. */
+export enum LeaseResult {
+  Leased = 1,
+  Full = 0,
+}
+
 const load = (file: string) => readFileSync(new URL(`../lua/${file}`, import.meta.url), 'utf8');
 
 const scripts = {
   createRun: { file: 'create-run-3.lua', keys: 3 },
   commitRun: { file: 'commit-run-7.lua', keys: 7 },
   admitRun: { file: 'admit-run-2.lua', keys: 2 },
+  acquireLease: { file: 'acquire-lease-1.lua', keys: 1 },
 } as const;
 
 export interface ReinScripts {
   createRun(k1: string, k2: string, k3: string, ...argv: string[]): Promise<number>;
   commitRun(...keysAndArgs: string[]): Promise<number>;
   admitRun(active: string, usage: string, ...argv: string[]): Promise<number>;
+  acquireLease(leases: string, ...argv: string[]): Promise<number>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */

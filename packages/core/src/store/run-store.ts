@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { NotFoundError, StaleStepError } from '../errors.js';
-import { DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
+import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
 import { type Approval, approvalSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
 import { type ChatMessage, chatMessageSchema } from '../schemas/message.js';
@@ -54,6 +54,7 @@ export class RunStore {
         .multi()
         .zadd(tenantKeys(run.tenantId).runs, Date.parse(run.createdAt), run.id)
         .zadd(DEADLINES_KEY, Date.parse(run.deadlineAt), run.id)
+        .zadd(ACTIVE_RUNS_KEY, Date.parse(run.updatedAt), run.id)
         .exec();
     }
     return created === CreateResult.Created;
@@ -134,7 +135,8 @@ export class RunStore {
     const tx = this.redis.multi();
     if (approvals.length) tx.zadd(tenantKeys(next.tenantId).approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id]));
     const terminal = TERMINAL_STATUSES.includes(next.status);
-    if (terminal) tx.srem(tenantKeys(next.tenantId).active, next.id);
+    if (terminal) tx.srem(tenantKeys(next.tenantId).active, next.id).zrem(ACTIVE_RUNS_KEY, next.id);
+    else tx.zadd(ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id);
     if (terminal || next.status === 'pending_approval') tx.zrem(DEADLINES_KEY, next.id);
     else if (from.status !== next.status || from.deadlineAt !== next.deadlineAt)
       tx.zadd(DEADLINES_KEY, Date.parse(next.deadlineAt), next.id);
@@ -144,6 +146,18 @@ export class RunStore {
   /** Runs whose deadline passed by `at` (ms), for the sweeper. */
   async overdue(at: number, limit = 100): Promise<string[]> {
     return this.redis.zrangebyscore(DEADLINES_KEY, '-inf', at, 'LIMIT', 0, limit);
+  }
+
+  /** Non-terminal runs, oldest change first, with their last change (ms). */
+  async activeRuns(limit = 1000): Promise<Array<{ runId: string; since: number }>> {
+    const flat = await this.redis.zrange(ACTIVE_RUNS_KEY, 0, limit - 1, 'WITHSCORES');
+    const out: Array<{ runId: string; since: number }> = [];
+    for (let i = 0; i < flat.length; i += 2) out.push({ runId: flat[i] as string, since: Number(flat[i + 1]) });
+    return out;
+  }
+
+  async forgetActive(runId: string): Promise<void> {
+    await this.redis.zrem(ACTIVE_RUNS_KEY, runId);
   }
 
   async forgetDeadline(runId: string): Promise<void> {

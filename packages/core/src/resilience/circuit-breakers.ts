@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import CircuitBreaker from 'opossum';
+import { BreakerOpenError, ReinError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+
+export interface BreakerOptions {
+  /** Percentage of failed calls in the rolling window that opens the breaker. */
+  errorThresholdPercentage: number;
+  /** How long an open breaker stays open before one probe may test recovery. */
+  resetTimeoutMs: number;
+  /** Calls in the window before the percentage counts at all. */
+  volumeThreshold: number;
+  rollingCountTimeoutMs: number;
+  /** How long one probe may take before another worker may probe instead. */
+  probeTimeoutMs: number;
+}
+
+const STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
+
+/** Failures that say nothing about the dependency's health (a 4xx, a bad argument) do not count. */
+const isHealthSignal = (err: unknown) => !(err instanceof ReinError) || err.retryable;
+
+/**
+ * One opossum breaker per dependency, with its state shared by the fleet through Redis.
+ * Opossum counts failures locally (rolling window, volume threshold, percentage); when
+ * it opens, the worker publishes `open` (with the reset timeout as TTL) and `tripped`.
+ * Every worker checks those keys before each call — so the others stop within one call,
+ * well under a second — and after the reset only the worker that wins the `probe` key
+ * sends the half-open probe; its success closes the breaker for everyone.
+ */
+export class CircuitBreakers {
+  private readonly local = new Map<string, CircuitBreaker<[() => Promise<unknown>], unknown>>();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly options: BreakerOptions,
+    private readonly logger: Logger,
+    private readonly metrics: Metrics,
+  ) {}
+
+  private keys(name: string) {
+    const p = `rein:breaker:{${name}}`;
+    return { open: `${p}:open`, tripped: `${p}:tripped`, probe: `${p}:probe` };
+  }
+
+  private breaker(name: string) {
+    let breaker = this.local.get(name);
+    if (breaker) return breaker;
+    breaker = new CircuitBreaker((fn: () => Promise<unknown>) => fn(), {
+      timeout: false, // callers bound their own time (model and tool timeouts)
+      errorThresholdPercentage: this.options.errorThresholdPercentage,
+      resetTimeout: this.options.resetTimeoutMs,
+      volumeThreshold: this.options.volumeThreshold,
+      rollingCountTimeout: this.options.rollingCountTimeoutMs,
+      errorFilter: (err: unknown) => !isHealthSignal(err),
+      name,
+    });
+    breaker.on('open', () => {
+      this.event(name, 'open');
+      void this.publishOpen(name);
+    });
+    breaker.on('halfOpen', () => this.event(name, 'half_open'));
+    breaker.on('close', () => this.event(name, 'close'));
+    this.local.set(name, breaker);
+    return breaker;
+  }
+
+  private event(name: string, event: string) {
+    this.logger.warn({ breaker: name, event }, `circuit breaker ${event}`);
+    this.metrics.breakerEvents.inc({ breaker: name, event });
+  }
+
+  private async publishOpen(name: string) {
+    const k = this.keys(name);
+    await this.redis.multi().set(k.open, '1', 'PX', this.options.resetTimeoutMs).set(k.tripped, '1').del(k.probe).exec();
+    this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.open);
+  }
+
+  /** Runs `fn` through the dependency's breaker, or throws BreakerOpenError without calling it. */
+  async call<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const k = this.keys(name);
+    const breaker = this.breaker(name);
+    const replies = (await this.redis.multi().exists(k.open).pttl(k.open).exists(k.tripped).exec()) ?? [];
+    const [open, openTtl, tripped] = replies.map(([, value]) => Number(value));
+    if (open) throw new BreakerOpenError(name, Math.max(openTtl ?? 0, 100));
+
+    if (tripped) {
+      // Half-open: one probe for the whole fleet.
+      const prober = randomUUID();
+      const won = await this.redis.set(k.probe, prober, 'PX', this.options.probeTimeoutMs, 'NX');
+      if (!won) throw new BreakerOpenError(name, 1000);
+      this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.half_open);
+      try {
+        const result = await fn();
+        await this.redis.del(k.tripped, k.probe);
+        breaker.close();
+        this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.closed);
+        return result;
+      } catch (err) {
+        if (isHealthSignal(err)) await this.publishOpen(name);
+        else await this.redis.del(k.probe);
+        throw err;
+      }
+    }
+
+    // Closed fleet-wide: a breaker still open here only saw failures the fleet has recovered from.
+    if (breaker.opened || breaker.halfOpen) breaker.close();
+    this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.closed);
+    try {
+      return (await breaker.fire(fn)) as T;
+    } catch (err) {
+      // Opened by this very failure, or by a concurrent one: the caller retries later.
+      if (CircuitBreaker.isOurError(err as Error)) throw new BreakerOpenError(name, this.options.resetTimeoutMs);
+      throw err;
+    }
+  }
+
+  /** Whether the fleet considers the dependency unavailable right now (for fallbacks). */
+  async isOpen(name: string): Promise<boolean> {
+    return (await this.redis.exists(this.keys(name).open)) === 1;
+  }
+
+  shutdown(): void {
+    for (const breaker of this.local.values()) breaker.shutdown();
+  }
+}

@@ -1,0 +1,32 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { BulkheadFullError } from '../errors.js';
+import { LeaseResult, withScripts } from '../store/lua-scripts.js';
+
+/**
+ * A concurrency limit shared by every worker (e.g. a model provider's rate limit):
+ * N workers together never hold more than `limit` calls. Leases expire, so a crash
+ * frees its slot after `leaseMs`.
+ */
+export class FleetLimit {
+  private readonly redis: ReturnType<typeof withScripts>;
+
+  constructor(
+    redis: Redis,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.redis = withScripts(redis);
+  }
+
+  async run<T>(dependency: string, limit: number, leaseMs: number, fn: () => Promise<T>): Promise<T> {
+    const key = `rein:limit:{${dependency}}`;
+    const lease = randomUUID();
+    const got = await this.redis.acquireLease(key, lease, String(this.now()), String(leaseMs), String(limit));
+    if (got !== LeaseResult.Leased) throw new BulkheadFullError(dependency, 'fleet');
+    try {
+      return await fn();
+    } finally {
+      await this.redis.zrem(key, lease);
+    }
+  }
+}

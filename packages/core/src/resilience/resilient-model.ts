@@ -1,0 +1,62 @@
+import { BulkheadFullError, ModelUnavailableError, ReinError } from '../errors.js';
+import type { Metrics } from '../metrics.js';
+import type { CompleteWith, ModelGateway } from '../model/model-gateway.js';
+import { Bulkhead } from './bulkhead.js';
+import type { CircuitBreakers } from './circuit-breakers.js';
+import type { FleetLimit } from './fleet-limit.js';
+
+export interface ModelProtection {
+  breakers: CircuitBreakers;
+  fleetLimit: FleetLimit;
+  metrics: Metrics;
+  /** Calls to one model at once in this process, and how long a step may wait for a slot. */
+  processConcurrency: number;
+  maxWaitMs: number;
+  /** Calls to one model at once across the whole fleet (the provider's limit). */
+  fleetConcurrency: number;
+}
+
+/**
+ * The model gateway the workers use: models in order (primary, then
+ * REIN_FALLBACK_MODELS), each behind its breaker, a per-process bulkhead and a
+ * fleet-wide limit. A model whose breaker is open is skipped; transient failures move
+ * on to the next model; when none can answer, the error says when to try again, and
+ * the worker delays the step without spending it.
+ */
+export function createResilientModelGateway(models: string[], complete: CompleteWith, p: ModelProtection): ModelGateway {
+  const bulkheads = new Map(
+    models.map((m) => [
+      m,
+      new Bulkhead(`model:${m}`, p.processConcurrency, p.maxWaitMs, (inFlight, rejected) => {
+        p.metrics.bulkheadInFlight.set({ dependency: `model:${m}` }, inFlight);
+        if (rejected) p.metrics.bulkheadRejections.inc({ dependency: `model:${m}`, scope: 'process' });
+      }),
+    ]),
+  );
+  return {
+    async complete(request) {
+      let last: ReinError | undefined;
+      for (const model of models) {
+        const dependency = `model:${model}`;
+        try {
+          if (await p.breakers.isOpen(dependency)) throw new ModelUnavailableError(`the breaker of ${model} is open`);
+          return await (bulkheads.get(model) as Bulkhead).run(() =>
+            p.fleetLimit.run(dependency, p.fleetConcurrency, request.timeoutMs + 5_000, () =>
+              p.breakers.call(dependency, () => complete(model, request)),
+            ),
+          );
+        } catch (err) {
+          if (!(err instanceof ReinError) || !err.retryable) throw err;
+          if (err instanceof BulkheadFullError && err.scope === 'fleet') p.metrics.bulkheadRejections.inc({ dependency, scope: 'fleet' });
+          last = err;
+        }
+      }
+      const retryAfter = last?.retryAfterMs;
+      throw new ModelUnavailableError(
+        `no model could answer (${models.join(', ')}): ${last?.message ?? 'none configured'}`,
+        last,
+        retryAfter,
+      );
+    },
+  };
+}

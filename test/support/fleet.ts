@@ -15,7 +15,10 @@ export interface FleetOptions {
   redisUrl: string;
   workers?: number;
   modelLatencyMs?: number;
+  /** Environment of the API, workers and approver. */
   env?: Record<string, string>;
+  /** Environment of the scripted model (e.g. SCRIPTED_MODEL_FAULTS=on). */
+  modelEnv?: Record<string, string>;
 }
 
 /**
@@ -50,6 +53,7 @@ export async function startFleet(opts: FleetOptions) {
   spawnService('model', 'packages/scripted-model/dist/main.js', {
     SCRIPTED_MODEL_PORT: String(modelPort),
     SCRIPTED_MODEL_LATENCY_MS: String(opts.modelLatencyMs ?? 0),
+    ...opts.modelEnv,
   });
   spawnService('api', 'services/api/dist/main.js');
   spawnService('approver', 'services/approver/dist/main.js');
@@ -77,6 +81,7 @@ export async function startFleet(opts: FleetOptions) {
   return {
     api,
     approver,
+    model: `http://127.0.0.1:${modelPort}`,
     logs,
     workers,
     startWorker,

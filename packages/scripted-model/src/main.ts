@@ -6,6 +6,8 @@ const env = z
     SCRIPTED_MODEL_PORT: z.coerce.number().int().min(0).max(65535).default(8090),
     SCRIPTED_MODEL_HOST: z.string().default('127.0.0.1'),
     SCRIPTED_MODEL_LATENCY_MS: z.coerce.number().int().min(0).default(0),
+    /** Serve POST /_faults (fault injection for tests and the chaos suite). */
+    SCRIPTED_MODEL_FAULTS: z.enum(['on', 'off']).default('off'),
   })
   .safeParse(process.env);
 if (!env.success) {
@@ -15,7 +17,10 @@ if (!env.success) {
   process.exit(1);
 }
 
-const app = createScriptedModelServer({ latencyMs: env.data.SCRIPTED_MODEL_LATENCY_MS });
+const app = createScriptedModelServer({
+  latencyMs: env.data.SCRIPTED_MODEL_LATENCY_MS,
+  faultControl: env.data.SCRIPTED_MODEL_FAULTS === 'on',
+});
 const address = await app.listen({ port: env.data.SCRIPTED_MODEL_PORT, host: env.data.SCRIPTED_MODEL_HOST });
 process.stdout.write(`scripted model "${SCRIPTED_MODEL_ID}" (rules, not an LLM) listening on ${address}/v1\n`);
 for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void app.close().then(() => process.exit(0)));

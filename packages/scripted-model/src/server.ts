@@ -29,7 +29,20 @@ export function countTokens(text: string): number {
 export interface ScriptedModelOptions {
   /** Added before every completion, so benchmarks and fault tests see model-like latency. */
   latencyMs?: number;
+  /** Serves POST /_faults, the fault-injection control for tests and the chaos suite. */
+  faultControl?: boolean;
 }
+
+/** What the model does instead of answering, until `untilMs`: fail with a status, or hang. */
+const faultSchema = z.object({
+  mode: z.enum(['none', 'error', 'hang']),
+  status: z.number().int().min(400).max(599).default(500),
+  retryAfterSeconds: z.number().min(0).optional(),
+  untilMs: z.number().int().min(0).default(Number.MAX_SAFE_INTEGER),
+  /** Only for these model names (all when absent): lets tests fail the primary and keep a fallback. */
+  models: z.array(z.string()).optional(),
+});
+type Fault = z.infer<typeof faultSchema>;
 
 /**
  * An OpenAI-compatible endpoint that plays the order assistant from rules. It is not an
@@ -38,6 +51,16 @@ export interface ScriptedModelOptions {
 export function createScriptedModelServer(opts: ScriptedModelOptions = {}): FastifyInstance {
   const app = Fastify({ logger: false, bodyLimit: 4 * 1024 * 1024 });
   let counter = 0;
+  let fault: Fault = { mode: 'none', status: 500, untilMs: 0 };
+
+  if (opts.faultControl) {
+    app.post('/_faults', async (req, reply) => {
+      const parsed = faultSchema.safeParse(req.body);
+      if (!parsed.success) return reply.status(400).send({ error: { message: parsed.error.message } });
+      fault = parsed.data;
+      return { ok: true, fault };
+    });
+  }
 
   app.get('/v1/models', async () => ({
     object: 'list',
@@ -51,6 +74,12 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
     }
     if (parsed.data.stream) {
       return reply.status(400).send({ error: { type: 'invalid_request_error', message: 'the scripted model does not stream' } });
+    }
+    const requested = parsed.data.model ?? SCRIPTED_MODEL_ID;
+    if (fault.mode !== 'none' && Date.now() < fault.untilMs && (!fault.models || fault.models.includes(requested))) {
+      if (fault.mode === 'hang') return new Promise(() => {}); // until the client gives up
+      if (fault.retryAfterSeconds !== undefined) reply.header('retry-after', String(fault.retryAfterSeconds));
+      return reply.status(fault.status).send({ error: { type: 'server_error', message: `injected fault: ${fault.status}` } });
     }
     if (opts.latencyMs) await new Promise((r) => setTimeout(r, opts.latencyMs));
     const { messages } = parsed.data;
@@ -68,7 +97,8 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
       id: `chatcmpl-scripted-${counter}`,
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
-      model: SCRIPTED_MODEL_ID,
+      // Echo the requested name, so fallback models are visible in traces; the fingerprint stays honest.
+      model: requested,
       system_fingerprint: 'scripted-rules-not-an-llm',
       choices: [
         {

@@ -16,7 +16,8 @@ import { createStepWorker } from '../src/step-worker.js';
 export const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user'] };
 
 export interface WorkerFleetOptions {
-  model: ModelGateway;
+  /** A model, or a factory given the runtime (to build the resilient gateway over its breakers). */
+  model: ModelGateway | ((rt: Runtime) => ModelGateway);
   env?: Record<string, string>;
   tools?: Tool[];
   agents?: AgentProfile[];
@@ -51,10 +52,11 @@ export function workerPerTest() {
       ...opts.env,
     });
     const rt = await createRuntime(config, 'worker-test', 'worker', { tools: opts.tools ?? [], agents: opts.agents ?? [] });
-    const worker = createStepWorker(rt, opts.model);
+    const worker = createStepWorker(rt, typeof opts.model === 'function' ? opts.model(rt) : opts.model);
     current = { rt, worker };
     return {
       rt,
+      worker,
       async submit(input: string, extra: { principal?: Principal; agent?: string; limits?: Record<string, number> } = {}) {
         const { run } = await rt.runs.submit(extra.principal ?? USER, {
           input,

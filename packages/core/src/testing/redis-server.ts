@@ -111,6 +111,16 @@ export class LocalRedis implements TestRedis {
     await Promise.race([waitForPort(this.port), failed]);
   }
 
+  /** SIGTERM: Redis flushes its append-only file and exits; `start()` brings it back with the data. */
+  async shutdown(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+  }
+
   /** SIGKILL: no shutdown save, connections drop at once. */
   async kill(): Promise<void> {
     const child = this.child;

@@ -1,0 +1,147 @@
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { BreakerOpenError, BulkheadFullError } from '../src/errors.js';
+import { createMetrics } from '../src/metrics.js';
+import { checkRedisSettings } from '../src/redis.js';
+import { Bulkhead } from '../src/resilience/bulkhead.js';
+import { CircuitBreakers } from '../src/resilience/circuit-breakers.js';
+import { FleetLimit } from '../src/resilience/fleet-limit.js';
+import { LocalRedis, startTestRedis, type TestRedis } from '../src/testing/index.js';
+
+let server: TestRedis;
+let redis: Redis;
+beforeAll(async () => {
+  server = await startTestRedis();
+  redis = new Redis(server.url);
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.stop();
+});
+beforeEach(async () => {
+  await redis.flushdb();
+});
+
+const logger = pino({ level: 'silent' });
+const options = {
+  errorThresholdPercentage: 50,
+  resetTimeoutMs: 300,
+  volumeThreshold: 2,
+  rollingCountTimeoutMs: 10_000,
+  probeTimeoutMs: 5_000,
+};
+/** Two workers' breaker registries over the same Redis. */
+const twoWorkers = () =>
+  [
+    new CircuitBreakers(redis, options, logger, createMetrics('a')),
+    new CircuitBreakers(redis, options, logger, createMetrics('b')),
+  ] as const;
+const failing = async () => {
+  throw new Error('503 from the provider');
+};
+const until = async (check: () => Promise<boolean>) => {
+  for (let i = 0; i < 200 && !(await check()); i++) await new Promise((r) => setTimeout(r, 20));
+};
+
+describe('circuit breakers shared by the fleet', () => {
+  it("stops every worker once one worker's breaker opens", async () => {
+    const [a, b] = twoWorkers();
+    await expect(a.call('model:m', failing)).rejects.toThrow('503');
+    await expect(a.call('model:m', failing)).rejects.toBeInstanceOf(Error);
+    await until(() => a.isOpen('model:m'));
+    let called = false;
+    await expect(
+      b.call('model:m', async () => {
+        called = true;
+      }),
+    ).rejects.toBeInstanceOf(BreakerOpenError);
+    expect(called).toBe(false);
+    a.shutdown();
+    b.shutdown();
+  });
+
+  it('lets exactly one probe through after the reset, and its success closes the breaker for all', async () => {
+    const [a, b] = twoWorkers();
+    await a.call('model:m', failing).catch(() => {});
+    await a.call('model:m', failing).catch(() => {});
+    await until(async () => !(await a.isOpen('model:m')));
+    let probes = 0;
+    let release: () => void = () => {};
+    const slow = () =>
+      new Promise<string>((resolve) => {
+        probes++;
+        release = () => resolve('ok');
+      });
+    const settled = Promise.allSettled([a, b, a, b].map((w) => w.call('model:m', slow)));
+    await until(async () => probes > 0);
+    release();
+    const results = await settled;
+    expect(probes).toBe(1);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(
+      results.filter((r) => r.status === 'rejected').every((r) => (r as PromiseRejectedResult).reason instanceof BreakerOpenError),
+    ).toBe(true);
+    expect(await b.call('model:m', async () => 'closed again')).toBe('closed again');
+    a.shutdown();
+    b.shutdown();
+  });
+
+  it('does not count failures that say nothing about the dependency (non-retryable 4xx)', async () => {
+    const [a] = twoWorkers();
+    const { ReinError } = await import('../src/errors.js');
+    const badRequest = async () => {
+      throw new ReinError('model_rejected', '400 bad request');
+    };
+    for (let i = 0; i < 5; i++) await a.call('model:m', badRequest).catch(() => {});
+    expect(await a.isOpen('model:m')).toBe(false);
+    a.shutdown();
+  });
+});
+
+describe('bulkheads', () => {
+  it('bounds concurrency in a process and refuses after the bounded wait', async () => {
+    const bulkhead = new Bulkhead('tool:x', 2, 50);
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const running = [bulkhead.run(() => held), bulkhead.run(() => held)];
+    expect(bulkhead.inFlight).toBe(2);
+    await expect(bulkhead.run(async () => 'third')).rejects.toBeInstanceOf(BulkheadFullError);
+    release();
+    await Promise.all(running);
+    expect(await bulkhead.run(async () => 'now fits')).toBe('now fits');
+  });
+
+  it("holds a fleet-wide limit across workers, and a dead holder's lease expires", async () => {
+    const [one, two] = [new FleetLimit(redis), new FleetLimit(redis)];
+    let release: () => void = () => {};
+    const held = one.run('model:m', 1, 60_000, () => new Promise<void>((r) => (release = r)));
+    await expect(two.run('model:m', 1, 60_000, async () => 'x')).rejects.toMatchObject({ code: 'bulkhead_full', scope: 'fleet' });
+    release();
+    await held;
+    // A worker that dies holding a lease: its lease simply runs out.
+    await redis.zadd('rein:limit:{model:m}', Date.now() + 100, 'dead-worker-lease');
+    await expect(two.run('model:m', 1, 60_000, async () => 'x')).rejects.toBeInstanceOf(BulkheadFullError);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await two.run('model:m', 1, 60_000, async () => 'after expiry')).toBe('after expiry');
+  });
+});
+
+describe('Redis settings check', () => {
+  it('warns about eviction and missing AOF, and is quiet when Redis is set up for Rein', async () => {
+    const plain = await LocalRedis.start({ appendOnly: false });
+    const durable = await LocalRedis.start({ appendOnly: true });
+    const a = new Redis(plain.url);
+    const b = new Redis(durable.url);
+    await a.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    const problems = await checkRedisSettings(a, logger);
+    expect(problems).toEqual([expect.stringContaining('noeviction'), expect.stringContaining('appendonly is off')]);
+    expect(await checkRedisSettings(b, logger)).toEqual([]);
+    a.disconnect();
+    b.disconnect();
+    await plain.stop();
+    await durable.stop();
+  });
+});

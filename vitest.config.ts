@@ -21,6 +21,15 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        test: {
+          name: 'chaos',
+          include: ['test/chaos/**/*.chaos.test.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 60_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

@@ -58,10 +58,11 @@ export async function startFleet(opts: FleetOptions) {
   spawnService('api', 'services/api/dist/main.js');
   spawnService('approver', 'services/approver/dist/main.js');
   const workers: ChildProcess[] = [];
+  const workerMetricsPorts: number[] = [];
   const startWorker = async () => {
-    workers.push(
-      spawnService(`worker-${workers.length + 1}`, 'services/worker/dist/main.js', { WORKER_METRICS_PORT: String(await freePort()) }),
-    );
+    const port = await freePort();
+    workerMetricsPorts.push(port);
+    workers.push(spawnService(`worker-${workers.length + 1}`, 'services/worker/dist/main.js', { WORKER_METRICS_PORT: String(port) }));
   };
   for (let i = 0; i < (opts.workers ?? 2); i++) await startWorker();
   await Promise.all([waitForPort(modelPort), waitForPort(apiPort), waitForPort(approverPort)]);
@@ -84,6 +85,7 @@ export async function startFleet(opts: FleetOptions) {
     model: `http://127.0.0.1:${modelPort}`,
     logs,
     workers,
+    workerMetricsPorts,
     startWorker,
     callApi: (method: string, path: string, key = KEYS.user.key, body?: unknown) => call(api, method, path, key, body),
     callApprover: (method: string, path: string, key = KEYS.user.key, body?: unknown) => call(approver, method, path, key, body),

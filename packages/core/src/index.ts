@@ -38,7 +38,7 @@ export { createServiceApp } from './http/service-app.js';
 export { lastEventId, type SseEntry, type SseSource, streamSse } from './http/sse.js';
 export { QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
-export { createMetrics, type Metrics } from './metrics.js';
+export { createMetrics, type Metrics, registerQueueDepth } from './metrics.js';
 export { type CompleteWith, createOpenAICompletion, type ModelGateway, type ModelReply, type ModelRequest } from './model/model-gateway.js';
 export {
   DEADLINE_SWEEP,

@@ -131,6 +131,18 @@ export function createMetrics(service: string) {
       labelNames: ['status'],
       registers,
     }),
+    approvalsPending: new Gauge({
+      name: 'rein_approvals_pending',
+      help: 'Approvals waiting for a decision (as of the last reaper pass)',
+      registers,
+    }),
+    jobWait: new Histogram({
+      name: 'rein_queue_job_wait_seconds',
+      help: 'Time a step job waited in the queue before a worker took it (after any intended delay)',
+      labelNames: ['job'],
+      buckets: exponentialBuckets(0.005, 2, 16),
+      registers,
+    }),
     approvalWait: new Histogram({
       name: 'rein_approval_wait_seconds',
       help: 'Time from an approval request to its decision or expiry',
@@ -142,3 +154,21 @@ export function createMetrics(service: string) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * Queue depth by state, read from BullMQ at scrape time. Exported by the API (which
+ * always runs, so autoscaling can start workers from zero). BullMQ's `wait` list misses
+ * prioritized and delayed jobs, so every state is reported and dashboards add them up.
+ */
+export function registerQueueDepth(metrics: Metrics, counts: () => Promise<Record<string, number>>) {
+  return new Gauge({
+    name: 'rein_queue_jobs',
+    help: 'Step-queue jobs by state (waiting, prioritized, delayed, active, failed)',
+    labelNames: ['state'],
+    registers: [metrics.registry],
+    async collect() {
+      const byState = await counts();
+      for (const state of ['waiting', 'prioritized', 'delayed', 'active', 'failed']) this.set({ state }, byState[state] ?? 0);
+    },
+  });
+}

@@ -6,6 +6,7 @@ import {
   listRunsQuerySchema,
   parseInput,
   type Runtime,
+  registerQueueDepth,
   streamSse,
   submitRunBodySchema,
 } from '@rein/core';
@@ -22,6 +23,7 @@ const idempotencyKeySchema = z
 export function createApiApp(rt: Runtime): FastifyInstance {
   const app = createServiceApp(rt);
   const runs = rt.runs;
+  registerQueueDepth(rt.metrics, () => rt.scheduler.queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed'));
 
   app.post('/v1/runs', async (req, reply) => {
     const body = parseInput(submitRunBodySchema, req.body, 'body');

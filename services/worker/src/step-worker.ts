@@ -125,6 +125,10 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
         return `repaired ${repaired}`;
       }
       const { payload } = parsed;
+      rt.metrics.jobWait.observe(
+        { job: parsed.name },
+        Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000,
+      );
       const started = performance.now();
       try {
         const outcome = await steps.process(payload);

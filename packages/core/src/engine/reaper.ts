@@ -35,6 +35,7 @@ export async function reap(deps: ReaperDeps): Promise<number> {
   const counts = new Map<string, number>();
   const oldest = new Map<string, number>();
   let repaired = 0;
+  let pendingApprovals = 0;
   for (const { runId, since } of active) {
     const run = await deps.store.get(runId);
     if (!run || TERMINAL_STATUSES.includes(run.status)) {
@@ -42,6 +43,7 @@ export async function reap(deps: ReaperDeps): Promise<number> {
       continue;
     }
     counts.set(run.status, (counts.get(run.status) ?? 0) + 1);
+    pendingApprovals += run.pendingApprovals.length;
     oldest.set(run.status, Math.max(oldest.get(run.status) ?? 0, (now() - since) / 1000));
     if (now() - since < deps.staleMs) continue;
     const kind = await repairIfStuck(deps, run, now());
@@ -50,6 +52,7 @@ export async function reap(deps: ReaperDeps): Promise<number> {
       repaired++;
     }
   }
+  deps.metrics.approvalsPending.set(pendingApprovals);
   for (const status of ['queued', 'running', 'pending_approval']) {
     deps.metrics.runsInState.set({ status }, counts.get(status) ?? 0);
     deps.metrics.oldestInState.set({ status }, oldest.get(status) ?? 0);

@@ -84,7 +84,9 @@ export {
   type RunStatus,
   runRecordSchema,
   runStatusSchema,
+  type Snapshot,
   type StepRecord,
+  snapshotSchema,
   stepRecordSchema,
   TERMINAL_STATUSES,
 } from './schemas/run.js';

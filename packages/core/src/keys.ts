@@ -12,6 +12,7 @@ export const runKeys = (runId: string) => {
     events: `${p}:events`,
     decisions: `${p}:decisions`,
     effects: `${p}:effects`,
+    snapshots: `${p}:snapshots`,
   };
 };
 export type RunKeys = ReturnType<typeof runKeys>;

@@ -83,6 +83,7 @@ export async function createRuntime(
   );
   const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
   const feed = new ApprovalFeed(redis);
+  const journal = new DecisionJournal(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
   const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
   const agents = new AgentCatalog([orderAssistant, ...(extensions.agents ?? [])], orderAssistant.name);
   const enqueue = scheduler.enqueue;
@@ -98,14 +99,14 @@ export async function createRuntime(
     redis,
     store,
     feed,
-    journal: new DecisionJournal(redis),
+    journal,
     ledger: new EffectLedger(redis),
     scheduler,
     enqueue,
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, feed, agents, enqueue, metrics, quotas, ceilings }),
+    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings }),
     approvals: createApprovalService({ store, enqueue, metrics, tools, feed }),
     inputFilter: createInputFilter(),
     masker,

@@ -103,6 +103,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   });
   const runs = createRunService({
     store,
+    journal,
     feed,
     agents,
     enqueue,

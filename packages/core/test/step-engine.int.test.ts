@@ -20,6 +20,17 @@ describe('step engine', () => {
     expect((await t.store.steps(id)).map((s) => s.toolCalls.length)).toEqual([0]);
   });
 
+  it('keeps a decision snapshot of exactly what was sent and what came back', async () => {
+    const model = createFakeModel([{ content: 'answer' }]);
+    const t = harness(model);
+    const id = await t.submit('hello');
+    await t.drain();
+    const [snapshot] = await t.journal.snapshots(id);
+    expect(snapshot?.request.messages).toEqual(model.requests[0]?.messages);
+    expect(snapshot?.request.tools).toContain('query_order');
+    expect(snapshot?.reply).toMatchObject({ content: 'answer' });
+  });
+
   it('runs a multi-step chain, feeding each observation back to the model', async () => {
     const model = createFakeModel([
       { content: 'check the order', toolCalls: [toolCall('c1', 'query_order', { orderNo: '2024001' })] },

@@ -45,6 +45,8 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
   app.get('/v1/runs/:id/trace', async (req) => runs.trace(req.principal, parseInput(idParamsSchema, req.params, 'path').id));
 
+  app.get('/v1/runs/:id/snapshots', async (req) => runs.snapshots(req.principal, parseInput(idParamsSchema, req.params, 'path').id));
+
   app.post('/v1/runs/:id/cancel', async (req) => runs.cancel(req.principal, parseInput(idParamsSchema, req.params, 'path').id));
 
   app.get('/v1/runs/:id/events', async (req, reply) => {

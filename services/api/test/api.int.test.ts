@@ -6,6 +6,7 @@ import { createApiApp } from '../src/app.js';
 
 const USER = { key: 'api-test-user-key', tenantId: 'acme', userId: 'alice', roles: ['user'] };
 const OTHER = { key: 'api-test-other-key', tenantId: 'globex', userId: 'eve', roles: ['user'] };
+const ADMIN = { key: 'api-test-admin-key', tenantId: 'acme', userId: 'root', roles: ['admin'] };
 
 let redis: TestRedis;
 let rt: Runtime;
@@ -13,7 +14,12 @@ let app: FastifyInstance;
 beforeAll(async () => {
   redis = await startTestRedis();
   rt = await createRuntime(
-    loadConfig({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([USER, OTHER]), LOG_LEVEL: 'silent', REIN_MAX_BODY_BYTES: '2048' }),
+    loadConfig({
+      REDIS_URL: redis.url,
+      REIN_API_KEYS: JSON.stringify([USER, OTHER, ADMIN]),
+      LOG_LEVEL: 'silent',
+      REIN_MAX_BODY_BYTES: '2048',
+    }),
     'api-test',
     'producer',
   );
@@ -108,5 +114,23 @@ describe('runs API', () => {
     expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ ok: true, redis: 'ok' });
     const metrics = await app.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.body).toContain('rein_runs_submitted_total{agent="order-assistant",service="api-test"}');
+  });
+});
+
+describe('decision snapshots', () => {
+  it('are readable by admins only', async () => {
+    const { id } = (await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'snapshot me' } })).json();
+    const denied = await app.inject({ method: 'GET', url: `/v1/runs/${id}/snapshots`, headers: as(USER) });
+    expect(denied.statusCode).toBe(403);
+    await rt.journal.snapshot(id, {
+      schemaVersion: 1,
+      step: 0,
+      at: new Date().toISOString(),
+      request: { model: 'm', messages: [], tools: [], maxTokens: 1, timeoutMs: 1 },
+      reply: { id: 'x' },
+    });
+    const ok = await app.inject({ method: 'GET', url: `/v1/runs/${id}/snapshots`, headers: as(ADMIN) });
+    expect(ok.json()).toMatchObject({ runId: id, snapshots: [{ step: 0, reply: { id: 'x' } }] });
+    expect(await rt.redis.ttl(`rein:{${id}}:snapshots`)).toBeGreaterThan(29 * 86_400);
   });
 });

@@ -156,6 +156,19 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       });
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.modelDuration.observe({ model: reply.model, outcome: 'ok' }, durationMs / 1000);
+    await deps.journal.snapshot(run.id, {
+      schemaVersion: 1,
+      step: run.step,
+      at: iso(),
+      request: {
+        model: deps.modelName,
+        messages,
+        tools: tools.map((t) => t.function.name),
+        maxTokens: Math.min(profile.maxCompletionTokens, left),
+        timeoutMs: Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now())),
+      },
+      reply: reply.raw ?? { model: reply.model, content: reply.content, toolCalls: reply.toolCalls, usage: reply.usage },
+    });
     log.info({ model: reply.model, toolCalls: reply.toolCalls.length, durationMs, usage: reply.usage }, 'model replied');
     return deps.journal.record(run.id, {
       schemaVersion: 1,

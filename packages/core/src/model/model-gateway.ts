@@ -15,6 +15,8 @@ export interface ModelReply {
   content: string | null;
   toolCalls: ModelToolCall[];
   usage: { promptTokens: number; completionTokens: number };
+  /** The completion exactly as the endpoint sent it (for decision snapshots). */
+  raw?: unknown;
 }
 
 /** Anything that answers a chat completion: the OpenAI gateway, or a scripted fake in tests. */
@@ -93,6 +95,6 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
           promptTokens: estimateTokens(JSON.stringify(req.messages)),
           completionTokens: estimateTokens((message.content ?? '') + JSON.stringify(toolCalls)),
         };
-    return { model: parsed.data.model ?? model, content: message.content ?? null, toolCalls, usage };
+    return { model: parsed.data.model ?? model, content: message.content ?? null, toolCalls, usage, raw };
   };
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AgentCatalog } from '../agents/agent-profile.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { runEvent } from '../engine/run-event.js';
-import { ConflictError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
+import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
 import { tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
@@ -11,6 +11,7 @@ import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, type RunStatus, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
+import type { DecisionJournal } from '../store/decision-journal.js';
 import type { RunStore } from '../store/run-store.js';
 
 const tenantIdempotency = (tenantId: string, key: string) => tenantKeys(tenantId).idempotency(key);
@@ -24,6 +25,7 @@ export interface LimitCeilings {
 
 export interface RunServiceDeps {
   store: RunStore;
+  journal: DecisionJournal;
   quotas: TenantQuotas;
   ceilings: LimitCeilings;
   feed: ApprovalFeed;
@@ -156,6 +158,13 @@ export function createRunService(deps: RunServiceDeps) {
         totalTokens: run.usage.totalTokens,
         costUsd: run.costUsd,
       };
+    },
+
+    /** The exact model requests and replies of a run, for replay: admins only (they hold prompts and PII). */
+    async snapshots(principal: Principal, id: string) {
+      if (!principal.roles.includes('admin')) throw new ForbiddenError('decision snapshots are readable by admins only');
+      const run = await visibleRun(principal, id);
+      return { runId: run.id, traceId: run.traceId, snapshots: await deps.journal.snapshots(run.id) };
     },
 
     async list(principal: Principal, status: RunStatus | undefined, limit: number) {

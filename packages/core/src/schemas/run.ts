@@ -138,3 +138,22 @@ export const effectSchema = z.discriminatedUnion('state', [
   z.object({ state: z.literal('done'), tool: z.string(), at: z.string(), ok: z.boolean(), observation: z.string() }),
 ]);
 export type Effect = z.infer<typeof effectSchema>;
+
+/**
+ * A decision snapshot: exactly what was sent to the model and what came back, kept
+ * (with a TTL) so a step can be replayed and debugged. Readable by admins only.
+ */
+export const snapshotSchema = z.object({
+  schemaVersion,
+  step: z.number().int().min(0),
+  at: z.string(),
+  request: z.object({
+    model: z.string(),
+    messages: z.array(z.unknown()),
+    tools: z.array(z.string()),
+    maxTokens: z.number(),
+    timeoutMs: z.number(),
+  }),
+  reply: z.unknown(),
+});
+export type Snapshot = z.infer<typeof snapshotSchema>;

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { runKeys } from '../keys.js';
-import { type Decision, decisionSchema } from '../schemas/run.js';
+import { type Decision, decisionSchema, type Snapshot, snapshotSchema } from '../schemas/run.js';
 
 /**
  * The model's reply per step, stored before any tool runs (invariant 3). The first
@@ -8,7 +8,25 @@ import { type Decision, decisionSchema } from '../schemas/run.js';
  * are counted once.
  */
 export class DecisionJournal {
-  constructor(private readonly redis: Redis) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly snapshotTtlSeconds = 30 * 86_400,
+  ) {}
+
+  /** Keeps what was sent and received for a model call (every attempt's last one per step). */
+  async snapshot(runId: string, snapshot: Snapshot): Promise<void> {
+    const key = runKeys(runId).snapshots;
+    await this.redis
+      .multi()
+      .hset(key, String(snapshot.step), JSON.stringify(snapshotSchema.parse(snapshot)))
+      .expire(key, this.snapshotTtlSeconds)
+      .exec();
+  }
+
+  async snapshots(runId: string): Promise<Snapshot[]> {
+    const raw = await this.redis.hvals(runKeys(runId).snapshots);
+    return raw.map((s) => snapshotSchema.parse(JSON.parse(s))).sort((a, b) => a.step - b.step);
+  }
 
   async get(runId: string, step: number): Promise<Decision | null> {
     const raw = await this.redis.hget(runKeys(runId).decisions, String(step));

@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pretty from 'pino-pretty';
 import { DEMO_KEYS } from './demo-keys.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -46,6 +47,9 @@ const waitFor = async (host, port, what, ms = 15_000) => {
   throw new Error(`${what} did not come up on ${host}:${port}`);
 };
 
+// Humans read pretty logs; REIN_LOG_FORMAT=json keeps the services' raw JSON lines.
+const prettyLogs = process.env.REIN_LOG_FORMAT !== 'json';
+
 function start(name, command, args, extraEnv = {}) {
   const child = spawn(command, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
   const prefix = `[${name}] `;
@@ -58,7 +62,20 @@ function start(name, command, args, extraEnv = {}) {
       for (const line of lines) out.write(`${prefix + line}\n`);
     });
   };
-  relay(child.stdout, process.stdout);
+  if (prettyLogs) {
+    child.stdout.pipe(
+      pretty({
+        colorize: process.stdout.isTTY,
+        translateTime: 'HH:MM:ss.l',
+        ignore: 'pid,hostname,service',
+        messageFormat: `${prefix}{msg}`,
+        destination: 1,
+        sync: true,
+      }),
+    );
+  } else {
+    relay(child.stdout, process.stdout);
+  }
   relay(child.stderr, process.stderr);
   child.on('exit', (code, signal) => {
     if (!stopping) {

@@ -64,6 +64,8 @@ type PolicyView = { title: string; content: string };
 const say = (lang: Lang, zh: string, en: string) => (lang === 'zh' ? zh : en);
 const statusText = (lang: Lang, s: string) =>
   lang === 'zh' ? ({ not_shipped: '未发货', shipped: '已发货', delivered: '已签收', cancelled: '已取消' }[s] ?? s) : s.replace('_', ' ');
+/** The policies are bilingual ("中文。English."): the Chinese part, for Chinese answers. */
+const chinese = (content: string) => content.split(/(?<=。)\s*(?=[A-Z])/)[0] ?? content;
 const call = (content: string, ...toolCalls: ScriptCall[]): ScriptReply => ({ content, toolCalls });
 const answer = (content: string): ScriptReply => ({ content, toolCalls: [] });
 
@@ -170,7 +172,7 @@ function orderAndPolicy(lang: Lang, orderNo: string, seen: Observed[]): ScriptRe
   return answer(
     say(
       lang,
-      `订单 ${orderNo} 当前状态：${statusText(lang, o.status)}（金额 ${o.amount} 元）。按《${top?.title.split(' (')[0] ?? '退货政策'}》：${top?.content.split(' ')[0] ?? '请咨询人工客服。'}`,
+      `订单 ${orderNo} 当前状态：${statusText(lang, o.status)}（金额 ${o.amount} 元）。按《${top?.title.split(' (')[0] ?? '退货政策'}》：${top ? chinese(top.content) : '请咨询人工客服。'}`,
       `Order ${orderNo} is ${statusText(lang, o.status)} (amount ${o.amount}). Per "${top?.title ?? 'the return policy'}": ${top?.content ?? 'please ask a human agent.'}`,
     ),
   );
@@ -187,7 +189,7 @@ function policyQuestion(lang: Lang, input: string, seen: Observed[]): ScriptRepl
   if (!top)
     return answer(say(lang, '知识库中没有找到相关政策，已转人工客服。', 'I found no matching policy; a human agent will follow up.'));
   return answer(
-    say(lang, `根据《${top.title.split(' (')[0]}》：${top.content.split(' ')[0]}`, `According to "${top.title}": ${top.content}`),
+    say(lang, `根据《${top.title.split(' (')[0]}》：${chinese(top.content)}`, `According to "${top.title}": ${top.content}`),
   );
 }
 

@@ -6,8 +6,8 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['packages/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts'],
-          exclude: ['**/*.int.test.ts', '**/node_modules/**'],
+          include: ['packages/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+          exclude: ['**/*.int.test.ts', '**/*.chaos.test.ts', '**/node_modules/**'],
         },
       },
       {

@@ -188,9 +188,7 @@ function policyQuestion(lang: Lang, input: string, seen: Observed[]): ScriptRepl
   const top = policyOf(policy);
   if (!top)
     return answer(say(lang, '知识库中没有找到相关政策，已转人工客服。', 'I found no matching policy; a human agent will follow up.'));
-  return answer(
-    say(lang, `根据《${top.title.split(' (')[0]}》：${chinese(top.content)}`, `According to "${top.title}": ${top.content}`),
-  );
+  return answer(say(lang, `根据《${top.title.split(' (')[0]}》：${chinese(top.content)}`, `According to "${top.title}": ${top.content}`));
 }
 
 function deleteOrder(lang: Lang, orderNo: string | undefined, seen: Observed[]): ScriptReply {

@@ -12,6 +12,7 @@ import {
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { mountQueueBoard } from './queue-board.js';
 
 const idempotencyKeySchema = z
   .string()
@@ -69,5 +70,6 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     );
   });
 
+  app.register((scope) => mountQueueBoard(scope, rt));
   return app;
 }

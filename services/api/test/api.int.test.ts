@@ -134,3 +134,47 @@ describe('decision snapshots', () => {
     expect(await rt.redis.ttl(`rein:{${id}}:snapshots`)).toBeGreaterThan(29 * 86_400);
   });
 });
+
+describe('queue board (Bull Board)', () => {
+  const basic = (key: string) => `Basic ${Buffer.from(`ops:${key}`).toString('base64')}`;
+
+  it('is behind admin auth', async () => {
+    const anonymous = await app.inject({ method: 'GET', url: '/admin/queues' });
+    expect(anonymous.statusCode).toBe(401);
+    expect(anonymous.headers['www-authenticate']).toMatch(/^Basic realm="rein-admin"/);
+    expect((await app.inject({ method: 'GET', url: '/admin/queues', headers: { authorization: basic(USER.key) } })).statusCode).toBe(401);
+    const admin = await app.inject({ method: 'GET', url: '/admin/queues', headers: { authorization: basic(ADMIN.key) } });
+    expect(admin.statusCode).toBe(200);
+    expect(admin.headers['content-type']).toMatch(/text\/html/);
+  });
+
+  it('is read-only and shows only run id and step of a job', async () => {
+    await rt.scheduler.queue.pause(); // keep the job waiting while we look (no worker runs here anyway)
+    const { id } = (
+      await app.inject({
+        method: 'POST',
+        url: '/v1/runs',
+        headers: as(USER),
+        payload: { input: 'my phone is 13812345678', metadata: { note: 'secret' } },
+      })
+    ).json();
+    const res = await app.inject({
+      method: 'GET',
+      url: '/admin/queues/api/queues?activeQueue=rein-steps&status=waiting&page=1',
+      headers: { authorization: basic(ADMIN.key) },
+    });
+    expect(res.statusCode).toBe(200);
+    const queue = res.json().queues.find((q: { name: string }) => q.name === 'rein-steps');
+    expect(queue.readOnlyMode).toBe(true);
+    const job = queue.jobs.find((j: { data: { runId: string } }) => j.data.runId === id);
+    expect(job.data).toEqual({ runId: id, step: 0 });
+    expect(res.body).not.toContain('13812345678');
+    const retry = await app.inject({
+      method: 'PUT',
+      url: `/admin/queues/api/queues/rein-steps/${id}-0/retry/failed`,
+      headers: { authorization: basic(ADMIN.key) },
+    });
+    expect(retry.statusCode).toBeGreaterThanOrEqual(400);
+    await rt.scheduler.queue.resume();
+  });
+});

@@ -1,0 +1,50 @@
+import { timingSafeEqual } from 'node:crypto';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import { type ApiKey, type Runtime, requireApiKeys } from '@rein/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+export const BOARD_PATH = '/admin/queues';
+
+const sameKey = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+/** An admin key, as a Bearer token or as the password of HTTP Basic auth (what browsers can send). */
+function adminFrom(req: FastifyRequest, keys: ApiKey[]): ApiKey | undefined {
+  const header = req.headers.authorization ?? '';
+  const bearer = /^Bearer (.+)$/.exec(header)?.[1];
+  const basic = /^Basic (.+)$/.exec(header)?.[1];
+  const token = bearer ?? (basic ? Buffer.from(basic, 'base64').toString().split(':').slice(1).join(':') : undefined);
+  const key = token ? keys.find((k) => sameKey(k.key, token)) : undefined;
+  return key?.roles.includes('admin') ? key : undefined;
+}
+
+/**
+ * Bull Board for operators: read-only (no retry, clean or promote buttons), behind admin
+ * auth, and with job data reduced to what Rein's jobs are — run id and step — so a
+ * future payload can never put prompts or PII on the screen.
+ */
+export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promise<void> {
+  const keys = requireApiKeys(rt.config);
+  const adapter = new BullMQAdapter(rt.scheduler.queue, { readOnlyMode: true, description: 'one job = one ReAct step' });
+  adapter.setFormatter('data', (data: { runId?: unknown; step?: unknown; at?: unknown }) => ({
+    runId: data.runId,
+    step: data.step,
+    ...(data.at ? { at: data.at } : {}),
+  }));
+  adapter.setFormatter('returnValue', (value: unknown) => (typeof value === 'string' ? value : null));
+  const serverAdapter = new FastifyAdapter();
+  serverAdapter.setBasePath(BOARD_PATH);
+  createBullBoard({ queues: [adapter], serverAdapter, options: { uiConfig: { boardTitle: 'Rein queue' } } });
+  await app.register(async (scope) => {
+    scope.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+      if (!adminFrom(req, keys)) {
+        return reply
+          .status(401)
+          .header('www-authenticate', 'Basic realm="rein-admin", charset="UTF-8"')
+          .send({ error: { code: 'unauthorized', message: 'an admin API key is required (Basic auth password or Bearer)' } });
+      }
+    });
+    await scope.register(serverAdapter.registerPlugin(), { prefix: BOARD_PATH });
+  });
+}

@@ -40,6 +40,14 @@ export function createMetrics(service: string) {
       labelNames: ['model', 'type'],
       registers,
     }),
+    /** gen_ai.client.token.usage: tokens per model call, OpenTelemetry's GenAI buckets. */
+    modelTokenUsage: new Histogram({
+      name: 'rein_model_token_usage_tokens',
+      help: 'Tokens per model call by model and type (gen_ai.client.token.usage)',
+      labelNames: ['model', 'type'],
+      buckets: exponentialBuckets(1, 4, 14),
+      registers,
+    }),
     toolCalls: new Counter({
       name: 'rein_tool_calls_total',
       help: 'Tool calls by tool and outcome',

@@ -254,6 +254,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       if (!charged) return;
       deps.metrics.modelTokens.inc({ model: decision.model, type: 'prompt' }, decision.usage.promptTokens);
       deps.metrics.modelTokens.inc({ model: decision.model, type: 'completion' }, decision.usage.completionTokens);
+      deps.metrics.modelTokenUsage.observe({ model: decision.model, type: 'prompt' }, decision.usage.promptTokens);
+      deps.metrics.modelTokenUsage.observe({ model: decision.model, type: 'completion' }, decision.usage.completionTokens);
       deps.metrics.modelCost.inc({ model: decision.model, tenant: run.tenantId }, stepCost);
       await deps.quotas.recordUsage(run.tenantId, stepUsage.totalTokens, stepCost);
     };

@@ -32,7 +32,7 @@ export {
 } from './errors.js';
 export { createInputFilter, type InputFilter, loadInputRules } from './guards/input-filter.js';
 export { createPiiMasker, loadPiiRules, type PiiMasker } from './guards/pii-masker.js';
-export { createHttpApp, idParamsSchema, parseInput } from './http/http-app.js';
+export { createHttpApp, findApiKey, idParamsSchema, parseInput } from './http/http-app.js';
 export { runHttpService } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { lastEventId, type SseEntry, type SseSource, streamSse } from './http/sse.js';

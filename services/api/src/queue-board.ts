@@ -1,13 +1,10 @@
-import { timingSafeEqual } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import { type ApiKey, type Runtime, requireApiKeys } from '@rein/core';
+import { type ApiKey, findApiKey, type Runtime, requireApiKeys } from '@rein/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export const BOARD_PATH = '/admin/queues';
-
-const sameKey = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 /** An admin key, as a Bearer token or as the password of HTTP Basic auth (what browsers can send). */
 function adminFrom(req: FastifyRequest, keys: ApiKey[]): ApiKey | undefined {
@@ -15,7 +12,7 @@ function adminFrom(req: FastifyRequest, keys: ApiKey[]): ApiKey | undefined {
   const bearer = /^Bearer (.+)$/.exec(header)?.[1];
   const basic = /^Basic (.+)$/.exec(header)?.[1];
   const token = bearer ?? (basic ? Buffer.from(basic, 'base64').toString().split(':').slice(1).join(':') : undefined);
-  const key = token ? keys.find((k) => sameKey(k.key, token)) : undefined;
+  const key = findApiKey(keys, token);
   return key?.roles.includes('admin') ? key : undefined;
 }
 

@@ -23,6 +23,10 @@ export interface HttpAppOptions {
 
 const sameKey = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
+/** The API key a presented token belongs to (compared in constant time), if any. */
+export const findApiKey = (keys: ApiKey[], token: string | undefined): ApiKey | undefined =>
+  token ? keys.find((k) => sameKey(k.key, token)) : undefined;
+
 /** Validates a body, query or params object; a mismatch is a 400 naming the fields. */
 export function parseInput<T>(schema: ZodType<T>, value: unknown, what: string): T {
   const parsed = schema.safeParse(value ?? {});
@@ -46,7 +50,7 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
     const path = req.url.split('?')[0] ?? '';
     if (publicPaths.has(path) || !path.startsWith('/v1/')) return;
     const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-    const key = token ? opts.apiKeys.find((k) => sameKey(k.key, token)) : undefined;
+    const key = findApiKey(opts.apiKeys, token);
     if (!key) throw new UnauthorizedError();
     req.principal = { tenantId: key.tenantId, userId: key.userId, roles: key.roles };
   });

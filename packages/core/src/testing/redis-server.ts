@@ -112,22 +112,21 @@ export class LocalRedis implements TestRedis {
   }
 
   /** SIGTERM: Redis flushes its append-only file and exits; `start()` brings it back with the data. */
-  async shutdown(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    });
+  shutdown(): Promise<void> {
+    return this.exit('SIGTERM');
   }
 
   /** SIGKILL: no shutdown save, connections drop at once. */
-  async kill(): Promise<void> {
+  kill(): Promise<void> {
+    return this.exit('SIGKILL');
+  }
+
+  private async exit(signal: NodeJS.Signals): Promise<void> {
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
     await new Promise<void>((resolve) => {
       child.once('exit', () => resolve());
-      child.kill('SIGKILL');
+      child.kill(signal);
     });
   }
 

@@ -123,7 +123,12 @@ export function createRunService(deps: RunServiceDeps) {
         updatedAt: new Date(at).toISOString(),
         deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
       };
-      await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }));
+      try {
+        await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }));
+      } catch (err) {
+        await deps.quotas.release(principal.tenantId, id).catch(() => {}); // never admitted for real
+        throw err;
+      }
       await deps.enqueue('step', { runId: id, step: 0 });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };

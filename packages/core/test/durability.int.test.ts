@@ -199,6 +199,10 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
     const call = (await t.store.steps(id))[0]?.toolCalls[0];
     expect(call?.outcome).toBe('uncertain');
     expect((await t.metrics.effectsUncertain.get()).values[0]?.value).toBe(1);
+    // …and the approvers of the tenant see it, to reconcile by hand.
+    expect(await t.feed.uncertainEffects(USER.tenantId)).toMatchObject([
+      { type: 'effect.uncertain', runId: id, tool: 'charge_card', toolCallId: 'k1' },
+    ]);
   });
 });
 

@@ -45,6 +45,8 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
       lastEventId(req.headers, req.query),
     );
   });
+  // Writes whose outcome is unknown after a crash: approvers reconcile them by hand.
+  app.get('/v1/effects/uncertain', async (req) => ({ effects: await rt.feed.uncertainEffects(req.principal.tenantId) }));
   app.get('/v1/approvals/:id', async (req) => approvals.get(req.principal, id(req.params)));
   // The run as the approver sees it when deciding: the trace so far, same tenant only.
   app.get('/v1/approvals/:id/trace', async (req) => {

@@ -351,6 +351,16 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     );
     const records = results.map((r) => r.record);
     const newApprovals = results.flatMap((r) => (r.newApproval ? [r.newApproval] : []));
+    for (const r of records.filter((x) => x.outcome === 'uncertain')) {
+      await deps.feed.publish(run.tenantId, {
+        type: 'effect.uncertain',
+        runId: run.id,
+        step: run.step,
+        toolCallId: r.id,
+        tool: r.name,
+        at: iso(),
+      });
+    }
 
     const waiting = records.filter((r) => r.outcome === 'awaiting_approval');
     if (waiting.length > 0) {

@@ -2,25 +2,53 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { tenantKeys } from '../keys.js';
 
-export const approvalFeedEventSchema = z.object({
-  type: z.enum(['approval.requested', 'approval.decided']),
-  approvalId: z.string(),
-  runId: z.string(),
-  status: z.string(),
-  at: z.string(),
-});
+export const approvalFeedEventSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.enum(['approval.requested', 'approval.decided']),
+    approvalId: z.string(),
+    runId: z.string(),
+    status: z.string(),
+    at: z.string(),
+  }),
+  /** A write whose outcome is unknown after a crash (invariant 4): a human must reconcile it. */
+  z.object({
+    type: z.literal('effect.uncertain'),
+    runId: z.string(),
+    step: z.number().int(),
+    toolCallId: z.string(),
+    tool: z.string(),
+    at: z.string(),
+  }),
+]);
 export type ApprovalFeedEvent = z.infer<typeof approvalFeedEventSchema>;
+export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncertain' }>;
 
 /**
- * A tenant's live feed of approval changes (a capped Redis stream), so a console or a
- * chat bot can notify approvers without polling. It carries ids and statuses only;
- * readers fetch the approval itself with their own permissions.
+ * A tenant's live feed of what approvers must see (a capped Redis stream): approval
+ * changes and writes whose outcome is unknown, so a console or a chat bot can notify
+ * without polling. It carries ids and statuses only; readers fetch details with their
+ * own permissions.
  */
 export class ApprovalFeed {
   constructor(private readonly redis: Redis) {}
 
   async publish(tenantId: string, event: ApprovalFeedEvent): Promise<void> {
     await this.redis.xadd(tenantKeys(tenantId).approvalFeed, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(event));
+  }
+
+  /** The tenant's writes with an unknown outcome, newest first (from the last 10 000 feed entries). */
+  async uncertainEffects(tenantId: string, limit = 100): Promise<UncertainEffect[]> {
+    const entries = await this.redis.xrevrange(tenantKeys(tenantId).approvalFeed, '+', '-', 'COUNT', 10_000);
+    const seen = new Set<string>();
+    const out: UncertainEffect[] = [];
+    for (const [, fields] of entries) {
+      const event = approvalFeedEventSchema.parse(JSON.parse(fields[1] ?? '{}'));
+      if (event.type !== 'effect.uncertain' || seen.has(`${event.runId}:${event.toolCallId}`)) continue;
+      seen.add(`${event.runId}:${event.toolCallId}`);
+      out.push(event);
+      if (out.length === limit) break;
+    }
+    return out;
   }
 
   async read(tenantId: string, afterId: string, blockMs: number, redis: Redis = this.redis) {

@@ -67,8 +67,15 @@ function renderPending() {
 }
 
 async function refresh() {
-  state.approvals = (await api('GET', '/v1/approvals?limit=200')).approvals;
+  const [approvals, uncertain] = await Promise.all([api('GET', '/v1/approvals?limit=200'), api('GET', '/v1/effects/uncertain')]);
+  state.approvals = approvals.approvals;
   renderPending();
+  $('uncertain-section').hidden = uncertain.effects.length === 0;
+  $('uncertain').replaceChildren(
+    ...uncertain.effects.map((e) =>
+      el('li', {}, `${e.tool} — run ${e.runId}, step ${e.step + 1}, call ${e.toolCallId}`, el('span', { class: 'muted' }, ` ${e.at}`)),
+    ),
+  );
   if (state.openId) await openApproval(state.openId, { keepMessage: true });
 }
 

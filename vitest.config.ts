@@ -23,6 +23,15 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'bench',
+          include: ['bench/**/*.bench.test.ts'],
+          testTimeout: 600_000,
+          hookTimeout: 60_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
           name: 'chaos',
           include: ['test/chaos/**/*.chaos.test.ts'],
           testTimeout: 300_000,

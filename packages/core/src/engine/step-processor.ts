@@ -197,7 +197,6 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     }
 
     const profile = deps.agents.get(run.agent);
-    const started = performance.now();
     let decision = await deps.journal.get(run.id, run.step);
     if (!decision) {
       const exhausted = await exhaustedBudget(run);
@@ -224,7 +223,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       }
       decision = made;
     }
-    return act(run, profile, decision, approvals, log, started);
+    // A step's duration is its model call (journaled) plus what happens from here on.
+    return act(run, profile, decision, approvals, log, performance.now());
   }
 
   /** Acts on the step's decision: answer, or run its tool calls, then commit and schedule. */

@@ -152,12 +152,11 @@ async function runScenario(name: string, fleet: Fleet, disrupt: (fleet: Fleet) =
     if (finalRuns.has(id) && finalRuns.get(id)?.usage.totalTokens !== journaled) tokenMismatches++;
   }
 
-  // Jobs: with every run finished, no step work may be left waiting, active or delayed.
-  // Housekeeping schedulers and expiry timers of decided approvals are timers, not work
-  // (an expiry job that fires after its approval was decided does nothing).
+  // Jobs: with every run finished, no work may be left waiting, active or delayed — not even
+  // an expiry timer (decided approvals cancel theirs). Only the housekeeping schedulers stay.
   const queue = new Queue('rein-steps', { connection: client, prefix: '{rein}' });
   const leftovers = (await queue.getJobs(['waiting', 'active', 'delayed', 'prioritized'])).filter(
-    (j) => j && ['step', 'resume', 'repair'].includes(j.name),
+    (j) => j && !['sweep', 'reap'].includes(j.name),
   );
   await queue.close();
 

@@ -41,6 +41,7 @@ export { createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics, registerQueueDepth } from './metrics.js';
 export { type CompleteWith, createOpenAICompletion, type ModelGateway, type ModelReply, type ModelRequest } from './model/model-gateway.js';
 export {
+  type CancelExpiry,
   DEADLINE_SWEEP,
   type Enqueue,
   type ExpireJob,

@@ -107,7 +107,7 @@ export async function createRuntime(
     agents,
     quotas,
     runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings }),
-    approvals: createApprovalService({ store, enqueue, metrics, tools, feed }),
+    approvals: createApprovalService({ store, enqueue, cancelExpiry: scheduler.cancelExpiry, metrics, tools, feed }),
     inputFilter: createInputFilter(),
     masker,
     breakers,

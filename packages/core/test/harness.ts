@@ -68,6 +68,11 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
       queue.push({ name, job, ...(opts?.delayMs !== undefined ? { delayMs: opts.delayMs } : {}) });
     }
   };
+  const cancelExpiry = async (job: ExpireJob) => {
+    const id = jobCatalog.expire.id(job);
+    const at = queue.findIndex((q) => q.name === 'expire' && jobCatalog.expire.id(q.job as ExpireJob) === id);
+    if (at >= 0) queue.splice(at, 1);
+  };
   const feed = new ApprovalFeed(redis);
   const clock = opts.now ? { now: opts.now } : {};
   const quotas = new TenantQuotas(redis, opts.quotas ?? loadConfig({}).REIN_TENANT_QUOTAS, opts.now);
@@ -112,7 +117,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     ceilings: { maxSteps: 50, maxTokens: 1_000_000, timeoutMs: 3_600_000 },
     ...clock,
   });
-  const approvals = createApprovalService({ store, enqueue, metrics, tools, feed, ...(opts.now ? { now: opts.now } : {}) });
+  const approvals = createApprovalService({ store, enqueue, cancelExpiry, metrics, tools, feed, ...(opts.now ? { now: opts.now } : {}) });
 
   return {
     redis,

@@ -1,7 +1,7 @@
 import { runEvent } from '../engine/run-event.js';
 import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
-import type { Enqueue } from '../queue/job-catalog.js';
+import type { CancelExpiry, Enqueue } from '../queue/job-catalog.js';
 import { approvalView } from '../runs/run-service.js';
 import type { Approval, ApprovalStatus } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
@@ -30,6 +30,7 @@ export function mayDecide(principal: Principal, approval: Pick<Approval, 'risk' 
 export interface ApprovalServiceDeps {
   store: RunStore;
   enqueue: Enqueue;
+  cancelExpiry: CancelExpiry;
   metrics: Metrics;
   tools: Map<string, Tool>;
   feed: ApprovalFeed;
@@ -84,6 +85,9 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     const step = changed[0]?.step;
     if (stillPending.length === 0 && run.status === 'pending_approval' && step !== undefined) {
       await deps.enqueue('resume', { runId: run.id, step });
+      // Every approval of the step is decided: its expiry timers have nothing left to do.
+      const instants = new Set((await deps.store.approvals(run.id)).filter((a) => a.step === step).map((a) => Date.parse(a.expiresAt)));
+      for (const at of instants) await deps.cancelExpiry({ runId: run.id, step, at });
     }
   }
 

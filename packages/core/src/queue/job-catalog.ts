@@ -36,6 +36,9 @@ export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]['sche
 /** How core schedules work; BullMQ in the services, an in-memory list in engine tests. */
 export type Enqueue = <N extends JobName>(name: N, job: JobPayload<N>, opts?: { delayMs?: number }) => Promise<void>;
 
+/** Drops a scheduled expiry timer that has nothing left to expire (its approvals were decided). */
+export type CancelExpiry = (job: ExpireJob) => Promise<void>;
+
 export function stepJobOptions(attempts: number): JobsOptions {
   return {
     attempts,
@@ -80,6 +83,11 @@ export class StepScheduler {
     const payload = entry.schema.parse(job);
     const delay = Math.max(0, Math.ceil(opts?.delayMs ?? 0));
     await this.queue.add(name, payload, { ...stepJobOptions(this.attempts), jobId: entry.id(payload), ...(delay ? { delay } : {}) });
+  };
+
+  /** Removes a delayed expiry job, best effort: one already running (locked) or gone is left alone, and firing late it does nothing. */
+  readonly cancelExpiry: CancelExpiry = async (job) => {
+    await this.queue.remove(jobCatalog.expire.id(expireJobSchema.parse(job))).catch(() => 0);
   };
 
   /** Idempotent: every worker upserts the same schedulers; BullMQ keeps one of each. */

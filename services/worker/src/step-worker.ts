@@ -95,9 +95,10 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
   /** Puts the step back for later, or ends the run if "later" is past its deadline. */
   async function delay(job: Job, token: string | undefined, payload: StepJob, err: ReinError): Promise<string> {
     const wait = err.retryAfterMs ?? backoffMs(job.attemptsStarted);
+    const reason: RunReason = err.code === 'model_unavailable' || err.message.includes('model:') ? 'model_unavailable' : 'deadline';
     const run = await rt.store.get(payload.runId);
+    if (reason === 'model_unavailable') await rt.store.markWaiting(payload.runId, reason);
     if (run && Date.now() + wait >= Date.parse(run.deadlineAt)) {
-      const reason: RunReason = err.code === 'model_unavailable' || err.message.includes('model:') ? 'model_unavailable' : 'deadline';
       await steps.fail(payload.runId, reason, err.message, (r) => r.step === payload.step);
       return 'failed';
     }

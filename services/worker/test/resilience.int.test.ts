@@ -79,7 +79,11 @@ describe('a flaky model provider costs time, never runs', () => {
 
   it('fails the run model_unavailable only when its deadline passes', async () => {
     await faults({ mode: 'error', status: 500 });
-    const f = await start({ model: resilientModel(['rein-scripted-order-assistant']), env: BREAKER_ENV });
+    // A fast sweeper as well: whether the worker or the sweeper notices the deadline, the reason is the model.
+    const f = await start({
+      model: resilientModel(['rein-scripted-order-assistant']),
+      env: { ...BREAKER_ENV, REIN_SWEEP_INTERVAL_MS: '200' },
+    });
     const run = await f.finished(await f.submit('支持 7 天无理由退货吗？', { limits: { timeoutMs: 2500 } }));
     expect(run).toMatchObject({ status: 'failed', reason: 'model_unavailable', step: 0, usage: { totalTokens: 0 } });
   });

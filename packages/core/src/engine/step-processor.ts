@@ -156,6 +156,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       });
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.modelDuration.observe({ model: reply.model, outcome: 'ok' }, durationMs / 1000);
+    await deps.store.clearWaiting(run.id);
     await deps.journal.snapshot(run.id, {
       schemaVersion: 1,
       step: run.step,

@@ -156,6 +156,23 @@ export class RunStore {
     return out;
   }
 
+  /**
+   * Why the run's step is being held back (e.g. `model_unavailable`), kept beside the
+   * run document rather than in it, so that whoever ends the run at its deadline — the
+   * worker or the sweeper — gives the same reason.
+   */
+  async markWaiting(runId: string, cause: string): Promise<void> {
+    await this.redis.hset(runKeys(runId).run, 'waitingOn', cause);
+  }
+
+  async clearWaiting(runId: string): Promise<void> {
+    await this.redis.hdel(runKeys(runId).run, 'waitingOn');
+  }
+
+  async waitingOn(runId: string): Promise<string | null> {
+    return this.redis.hget(runKeys(runId).run, 'waitingOn');
+  }
+
   async forgetActive(runId: string): Promise<void> {
     await this.redis.zrem(ACTIVE_RUNS_KEY, runId);
   }

@@ -4,9 +4,10 @@
 // OPENAI_BASE_URL is unset, the API, two workers and the approver.
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, waitForPort } from '@rein/core/testing';
 import pretty from 'pino-pretty';
 import { DEMO_KEYS } from './demo-keys.mjs';
 
@@ -27,25 +28,11 @@ const reachable = (host, port) =>
     });
   });
 
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
+/** Waits for a local port, naming the service if it never comes up. */
+const waitFor = (port, what, ms = 15_000) =>
+  waitForPort(port, ms).catch(() => {
+    throw new Error(`${what} did not come up on 127.0.0.1:${port}`);
   });
-
-const waitFor = async (host, port, what, ms = 15_000) => {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await reachable(host, port)) return;
-    await new Promise((r) => setTimeout(r, 150));
-  }
-  throw new Error(`${what} did not come up on ${host}:${port}`);
-};
 
 // Humans read pretty logs; REIN_LOG_FORMAT=json keeps the services' raw JSON lines.
 const prettyLogs = process.env.REIN_LOG_FORMAT !== 'json';
@@ -121,7 +108,7 @@ async function resolveRedis() {
     child.on('error', () =>
       reject(new Error('no Redis at 127.0.0.1:6379 and no redis-server binary to start one: install Redis 7 or set REDIS_URL')),
     );
-    waitFor('127.0.0.1', port, 'redis-server').then(resolve, reject);
+    waitFor(port, 'redis-server').then(resolve, reject);
   });
   return `redis://127.0.0.1:${port}`;
 }
@@ -131,7 +118,7 @@ try {
   if (!env.OPENAI_BASE_URL) {
     const port = Number(env.SCRIPTED_MODEL_PORT ?? 8090);
     start('model', process.execPath, ['packages/scripted-model/dist/main.js'], { SCRIPTED_MODEL_PORT: String(port) });
-    await waitFor('127.0.0.1', port, 'scripted model');
+    await waitFor(port, 'scripted model');
     env.OPENAI_BASE_URL = `http://127.0.0.1:${port}/v1`;
   }
   env.REIN_API_KEYS ??= JSON.stringify(DEMO_KEYS);
@@ -142,7 +129,7 @@ try {
   start('worker-1', process.execPath, ['services/worker/dist/main.js'], { WORKER_METRICS_PORT: String(metricsPort) });
   start('worker-2', process.execPath, ['services/worker/dist/main.js'], { WORKER_METRICS_PORT: String(metricsPort + 1) });
   start('approver', process.execPath, ['services/approver/dist/main.js']);
-  await Promise.all([waitFor('127.0.0.1', apiPort, 'api'), waitFor('127.0.0.1', approverPort, 'approver')]);
+  await Promise.all([waitFor(apiPort, 'api'), waitFor(approverPort, 'approver')]);
   const keys = JSON.parse(env.REIN_API_KEYS);
   process.stdout.write(
     [

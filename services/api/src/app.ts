@@ -58,13 +58,8 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       rt.redis,
       rt.logger,
       {
-        read: async (cursor, blockMs, connection) =>
-          (await rt.store.readEvents(id, cursor, blockMs, connection)).map(({ id: eventId, event }) => ({
-            id: eventId,
-            type: event.type,
-            data: event,
-          })),
-        isLast: (entry) => entry.type === 'run.finished',
+        read: (cursor, blockMs, connection) => rt.store.readEvents(id, cursor, blockMs, connection),
+        isLast: (entry) => entry.event.type === 'run.finished',
       },
       lastEventId(req.headers, req.query),
     );

@@ -178,3 +178,22 @@ describe('queue board (Bull Board)', () => {
     await rt.scheduler.queue.resume();
   });
 });
+
+describe('run events (server-sent events)', () => {
+  it("streams the run's events with stream ids, ends at run.finished, and resumes after Last-Event-ID", async () => {
+    const { id } = (await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'follow me' } })).json();
+    await rt.store.appendEvent({ type: 'run.finished', runId: id, step: 0, at: new Date().toISOString(), data: { status: 'cancelled' } });
+    const all = await app.inject({ method: 'GET', url: `/v1/runs/${id}/events`, headers: as(USER) });
+    expect(all.headers['content-type']).toBe('text/event-stream');
+    const frames = [...all.body.matchAll(/id: (\S+)\nevent: (\S+)\ndata: (.*)\n\n/g)];
+    expect(frames.map((f) => f[2])).toEqual(['run.queued', 'run.finished']);
+    expect(JSON.parse(frames[0]?.[3] ?? '{}')).toMatchObject({ type: 'run.queued', runId: id });
+    const resumed = await app.inject({
+      method: 'GET',
+      url: `/v1/runs/${id}/events`,
+      headers: as(USER, { 'last-event-id': frames[0]?.[1] ?? '' }),
+    });
+    expect([...resumed.body.matchAll(/event: (\S+)/g)].map((m) => m[1])).toEqual(['run.finished']);
+    expect((await app.inject({ method: 'GET', url: `/v1/runs/${id}/events`, headers: as(OTHER) })).statusCode).toBe(404);
+  });
+});

@@ -35,12 +35,7 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
       rt.redis,
       rt.logger,
       {
-        read: async (cursor, blockMs, connection) =>
-          (await rt.feed.read(tenantId, cursor, blockMs, connection)).map(({ id: eventId, event }) => ({
-            id: eventId,
-            type: event.type,
-            data: event,
-          })),
+        read: (cursor, blockMs, connection) => rt.feed.read(tenantId, cursor, blockMs, connection),
       },
       lastEventId(req.headers, req.query),
     );

@@ -4,10 +4,10 @@ import type { Logger } from '../logger.js';
 
 const HEARTBEAT_MS = 15_000;
 
+/** A Redis stream entry as the run and approval stores return it; the event's `type` names the SSE event. */
 export interface SseEntry {
   id: string;
-  type: string;
-  data: unknown;
+  event: { type: string };
 }
 
 export interface SseSource {
@@ -45,7 +45,7 @@ export async function streamSse(reply: FastifyReply, redis: Redis, logger: Logge
       const entries = await source.read(cursor, HEARTBEAT_MS, reader);
       if (entries.length === 0) res.write(': heartbeat\n\n');
       for (const entry of entries) {
-        res.write(`id: ${entry.id}\nevent: ${entry.type}\ndata: ${JSON.stringify(entry.data)}\n\n`);
+        res.write(`id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`);
         cursor = entry.id;
         if (source.isLast?.(entry)) open = false;
       }

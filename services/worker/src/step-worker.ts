@@ -95,7 +95,8 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
   /** Puts the step back for later, or ends the run if "later" is past its deadline. */
   async function delay(job: Job, token: string | undefined, payload: StepJob, err: ReinError): Promise<string> {
     const wait = err.retryAfterMs ?? backoffMs(job.attemptsStarted);
-    const reason: RunReason = err.code === 'model_unavailable' || err.message.includes('model:') ? 'model_unavailable' : 'deadline';
+    // The model gateway reports every model trouble (breaker, bulkhead, errors) as model_unavailable.
+    const reason: RunReason = err.code === 'model_unavailable' ? 'model_unavailable' : 'deadline';
     const run = await rt.store.get(payload.runId);
     if (reason === 'model_unavailable') await rt.store.markWaiting(payload.runId, reason);
     if (run && Date.now() + wait >= Date.parse(run.deadlineAt)) {
@@ -133,6 +134,8 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
       const started = performance.now();
       try {
         const outcome = await steps.process(payload);
+        // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
+        if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
         rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
         return outcome;
       } catch (err) {

@@ -10,11 +10,9 @@ export async function sweepDeadlines(deps: { store: RunStore; steps: StepProcess
   const now = deps.now ?? Date.now;
   let failed = 0;
   for (const runId of await deps.store.overdue(now())) {
-    // A run held back because no model could answer ends as model_unavailable, whoever notices.
-    const reason = (await deps.store.waitingOn(runId)) === 'model_unavailable' ? 'model_unavailable' : 'deadline';
     const ended = await deps.steps.fail(
       runId,
-      reason,
+      await deps.steps.deadlineReason(runId),
       'the deadline sweeper found the run past its deadline',
       (run) => run.status !== 'pending_approval' && now() >= Date.parse(run.deadlineAt),
     );

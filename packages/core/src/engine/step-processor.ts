@@ -123,9 +123,18 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     return next;
   }
 
+  /**
+   * Why a run past its deadline failed: `model_unavailable` when its step was being held
+   * back because no model could answer (the worker marks that), `deadline` otherwise —
+   * the same answer whoever notices first (a delayed step waking late, or the sweeper).
+   */
+  async function deadlineReason(runId: string): Promise<RunReason> {
+    return (await deps.store.waitingOn(runId)) === 'model_unavailable' ? 'model_unavailable' : 'deadline';
+  }
+
   /** Invariant 6: limits are checked before the model is called, never after. */
   async function exhaustedBudget(run: RunRecord): Promise<RunReason | null> {
-    if (now() >= Date.parse(run.deadlineAt)) return 'deadline';
+    if (now() >= Date.parse(run.deadlineAt)) return deadlineReason(run.id);
     if (run.step >= run.limits.maxSteps) return 'max_steps';
     if (run.usage.totalTokens >= run.limits.maxTokens) return 'token_budget';
     if (run.limits.maxCostUsd !== undefined && run.costUsd >= run.limits.maxCostUsd) return 'cost_budget';
@@ -156,7 +165,6 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       });
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.modelDuration.observe({ model: reply.model, outcome: 'ok' }, durationMs / 1000);
-    await deps.store.clearWaiting(run.id);
     await deps.journal.snapshot(run.id, {
       schemaVersion: 1,
       step: run.step,
@@ -475,7 +483,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     return false;
   }
 
-  return { process, fail, ensureNext };
+  return { process, fail, ensureNext, deadlineReason };
 }
 
 export type StepProcessor = ReturnType<typeof createStepProcessor>;

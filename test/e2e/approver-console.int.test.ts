@@ -1,16 +1,15 @@
-import { existsSync } from 'node:fs';
 import { DemoStore } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
+import { hasSystemBinary } from '../support/system-binary.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 
-// Needs Debian's chromium (.ci/run installs it); on a machine without it this suite is
-// skipped rather than downloading a browser.
-describe.skipIf(!existsSync(CHROMIUM))('approver console in a real browser', () => {
+// Needs Debian's chromium (.ci/run installs it); never downloads a browser.
+describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the approver console browser suite'))('approver console in a real browser', () => {
   let redis: TestRedis;
   let fleet: Fleet;
   let browser: Browser;

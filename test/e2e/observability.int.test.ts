@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { freePort, startTestRedis, type TestRedis, waitForPort } from '@rein/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
+import { hasSystemBinary } from '../support/system-binary.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const infra = join(root, 'infra');
@@ -47,8 +48,11 @@ const RARE = new Set([
   'rein_step_delays_total',
 ]);
 
+const hasPromtool = hasSystemBinary('promtool', 'prometheus', 'the promtool check of the Prometheus files');
+const hasPrometheus = hasSystemBinary('/usr/bin/prometheus', 'prometheus', 'the real-Prometheus scrape suite');
+
 describe('shipped Prometheus and Grafana files', () => {
-  it('pass promtool check config and check rules', async () => {
+  it.skipIf(!hasPromtool)('pass promtool check config and check rules', async () => {
     await run('promtool', ['check', 'config', join(infra, 'prometheus', 'prometheus.yml')]);
     const { stdout } = await run('promtool', ['check', 'rules', join(infra, 'prometheus', 'alerts.yml')]);
     expect(stdout).toContain(`SUCCESS: ${ruleExprs.length} rules found`);
@@ -71,7 +75,7 @@ describe('shipped Prometheus and Grafana files', () => {
   });
 });
 
-describe.skipIf(!existsSync('/usr/bin/prometheus'))('a real Prometheus scraping a fleet that has processed runs', () => {
+describe.skipIf(!hasPrometheus)('a real Prometheus scraping a fleet that has processed runs', () => {
   let redis: TestRedis;
   let fleet: Fleet;
   let prometheus: ChildProcess;

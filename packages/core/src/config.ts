@@ -108,6 +108,8 @@ export const configSchema = z.object({
     .int()
     .positive()
     .default(64 * 1024),
+  /** Event streams (SSE) one tenant may hold open at once on one api or approver process. */
+  REIN_MAX_STREAMS_PER_TENANT: z.coerce.number().int().min(1).default(200),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -65,6 +65,14 @@ export class GoneError extends ReinError {
   }
 }
 
+/** A tenant already holds as many open event streams on this process as it may (REIN_MAX_STREAMS_PER_TENANT). */
+export class TooManyStreamsError extends ReinError {
+  override readonly name = 'TooManyStreamsError';
+  constructor(limit: number) {
+    super('too_many_streams', `at most ${limit} event streams may be open per tenant; close one and retry`, { status: 429 });
+  }
+}
+
 /** Operator misconfiguration: a bad environment variable, a missing agent profile. */
 export class ConfigError extends ReinError {
   override readonly name = 'ConfigError';

@@ -1,7 +1,8 @@
 export { AgentCatalog, type AgentProfile } from './agents/agent-profile.js';
 export { orderAssistant } from './agents/order-assistant.js';
 export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
-export { type ApprovalService, createApprovalService, type Decision as ApprovalDecision, mayDecide } from './approvals/approval-service.js';
+export { type ApprovalService, createApprovalService, type Decision as ApprovalDecision } from './approvals/approval-service.js';
+export { type DecisionRights, decisionRights, holdsRole, mayDecide, ROLE_RANK } from './approvals/decision-rights.js';
 export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
@@ -28,6 +29,7 @@ export {
   NotFoundError,
   ReinError,
   StaleStepError,
+  TooManyStreamsError,
   UnauthorizedError,
 } from './errors.js';
 export { createInputFilter, type InputFilter, loadInputRules } from './guards/input-filter.js';
@@ -35,7 +37,7 @@ export { createPiiMasker, loadPiiRules, type PiiMasker } from './guards/pii-mask
 export { createHttpApp, findApiKey, idParamsSchema, parseInput } from './http/http-app.js';
 export { runHttpService } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
-export { lastEventId, type SseEntry, type SseSource, streamSse } from './http/sse.js';
+export { EventStreams, lastEventId, type SseEntry, type SseSource } from './http/sse.js';
 export { QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics, registerQueueDepth } from './metrics.js';
@@ -95,5 +97,6 @@ export { ApprovalFeed, type ApprovalFeedEvent, approvalFeedEventSchema } from '.
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { RunStore } from './store/run-store.js';
+export { StreamHub, streamIdAfter } from './store/stream-hub.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
 export { defineTool, parseToolArguments, type Tool, type ToolContext, toolSpec } from './tools/tool.js';

@@ -160,11 +160,48 @@ describe('the approval feed', () => {
     const t = use(writeThenEcho('update_order_note', { orderNo: '2024001', note: 'VIP' }));
     const { approval } = await parked(t, 'note');
     await t.approvals.decide(APPROVER, approval.id, { kind: 'reject', reason: 'no' });
-    const events = await t.feed.read(USER.tenantId, '0', 1);
+    const events = await t.feed.read(USER.tenantId, '0');
     expect(events.map((e) => [e.event.type, 'status' in e.event ? e.event.status : null])).toEqual([
       ['approval.requested', 'pending'],
       ['approval.decided', 'rejected'],
     ]);
-    expect(await t.feed.read('globex', '0', 1)).toEqual([]);
+    expect(await t.feed.read('globex', '0')).toEqual([]);
+  });
+});
+
+describe('who decides, who sees, who cancels', () => {
+  const COLLEAGUE: Principal = { tenantId: 'acme', userId: 'dave', roles: ['user'] };
+
+  it('lets a requester approve their own request only as proposed; an edit needs another person', async () => {
+    const t = use(writeThenEcho('submit_refund', { orderNo: '2024001', amount: 100, reason: 'late' }));
+    const { approval } = await parked(t, 'refund 100');
+    const redirect = { kind: 'approve' as const, arguments: { orderNo: 'A12345', amount: 100, reason: 'late' } };
+    await expect(t.approvals.decide(USER, approval.id, redirect)).rejects.toMatchObject({ status: 403, code: 'forbidden' });
+    expect((await t.approvals.get(APPROVER, approval.id)).status).toBe('pending');
+    await t.approvals.decide(USER, approval.id, { kind: 'approve' });
+    await t.drain();
+    expect((await t.demo.refunds(USER.tenantId)).map((r) => [r.orderNo, r.amount])).toEqual([['2024001', 100]]);
+  });
+
+  it("enforces the policy's requiredRole: a plain requester cannot approve an e-mail that needs an approver", async () => {
+    const t = use(writeThenEcho('send_email', { to: 'zhangsan@example.com', subject: 'hi', body: 'sorry' }));
+    const { approval } = await parked(t, 'mail');
+    expect(approval).toMatchObject({ requiredRole: 'approver', deciders: { role: 'approver', requester: 'as_proposed' } });
+    await expect(t.approvals.decide(USER, approval.id, { kind: 'approve' })).rejects.toMatchObject({ status: 403 });
+    await t.approvals.decide(APPROVER, approval.id, { kind: 'approve' });
+    await t.drain();
+    expect(await t.demo.emails(USER.tenantId)).toHaveLength(1);
+  });
+
+  it("hides a user's runs and approvals from other plain users of the tenant, and only lets the owner or an approver cancel", async () => {
+    const t = use(writeThenEcho('update_order_note', { orderNo: '2024001', note: 'VIP' }));
+    const { id, approval } = await parked(t, 'note');
+    await expect(t.runs.get(COLLEAGUE, id)).rejects.toMatchObject({ status: 404 });
+    await expect(t.runs.trace(COLLEAGUE, id)).rejects.toMatchObject({ status: 404 });
+    await expect(t.runs.cancel(COLLEAGUE, id)).rejects.toMatchObject({ status: 404 });
+    await expect(t.approvals.get(COLLEAGUE, approval.id)).rejects.toMatchObject({ status: 404 });
+    expect(await t.approvals.list(COLLEAGUE, 'pending')).toEqual([]);
+    expect((await t.runs.get(APPROVER, id)).status).toBe('pending_approval');
+    expect((await t.runs.cancel(APPROVER, id)).status).toBe('cancelled');
   });
 });

@@ -20,13 +20,13 @@ describe('approval policies of the demo tools', () => {
     expect(judge('search_policy', { query: '退货' })).toBeNull();
   });
 
-  it('makes tickets, notes and e-mails high risk, decidable by the requester or an approver', () => {
+  it('makes tickets and notes high risk, decidable by the requester or an approver; e-mails need an approver', () => {
     expect(judge('create_ticket', { orderNo: '2024001', type: '超时发货', priority: 'high', suggestedAction: '补偿 44.95 元' })).toEqual({
       risk: 'high',
-      requiredRole: 'approver',
+      requiredRole: 'user',
       summary: 'Create a high-priority "超时发货" ticket on order 2024001: 补偿 44.95 元',
     });
-    expect(judge('update_order_note', { orderNo: 'A12345', note: 'VIP' })).toMatchObject({ risk: 'high', requiredRole: 'approver' });
+    expect(judge('update_order_note', { orderNo: 'A12345', note: 'VIP' })).toMatchObject({ risk: 'high', requiredRole: 'user' });
     expect(judge('send_email', { to: 'a@example.com', subject: 's', body: 'b' })).toMatchObject({ risk: 'high', requiredRole: 'approver' });
   });
 
@@ -38,8 +38,17 @@ describe('approval policies of the demo tools', () => {
     });
     expect(judge('submit_refund', { orderNo: '2024001', amount: 500, reason: 'late' })).toMatchObject({
       risk: 'high',
-      requiredRole: 'approver',
+      requiredRole: 'user',
     });
+  });
+
+  it("accepts the seeds' ticket priorities (高/中/低) and any case of the English ones, normalised", () => {
+    const ticket = (priority: string) =>
+      (tools.get('create_ticket') as Tool).args.parse({ orderNo: '2024001', type: '超时发货', priority, suggestedAction: 'x' });
+    expect(
+      [ticket('高'), ticket('中'), ticket('低'), ticket('HIGH'), ticket(' Normal ')].map((a) => (a as { priority: string }).priority),
+    ).toEqual(['high', 'normal', 'low', 'high', 'normal']);
+    expect(() => ticket('urgent')).toThrow();
   });
 
   it('never lets an edit need less than the original call', () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { mayDecide } from '../src/approvals/approval-service.js';
+import { decisionRights, mayDecide } from '../src/approvals/decision-rights.js';
 import { loadConfig } from '../src/config.js';
 import { PolicySearch, tokenize } from '../src/demo/policy-search.js';
-import type { Approval } from '../src/schemas/approval.js';
+import type { Role } from '../src/schemas/identity.js';
 import { defineTool, parseToolArguments, toolSpec } from '../src/tools/tool.js';
 
 const tool = defineTool({
@@ -69,15 +69,37 @@ describe('config', () => {
 });
 
 describe('who may decide an approval', () => {
-  const approval = (risk: 'high' | 'critical') => ({ risk, requestedBy: 'alice', tenantId: 'acme' }) as Approval;
-  it('lets the requester or an approver decide high-risk calls', () => {
-    expect(mayDecide({ tenantId: 'acme', userId: 'alice', roles: ['user'] }, approval('high'))).toBe(true);
-    expect(mayDecide({ tenantId: 'acme', userId: 'bob', roles: ['approver'] }, approval('high'))).toBe(true);
-    expect(mayDecide({ tenantId: 'acme', userId: 'dave', roles: ['user'] }, approval('high'))).toBe(false);
+  const approval = (risk: 'high' | 'critical', requiredRole: Role = 'user') => ({
+    risk,
+    requiredRole,
+    requestedBy: 'alice',
+    tenantId: 'acme',
+  });
+  const as = (userId: string, ...roles: Role[]) => ({ tenantId: 'acme', userId, roles });
+  it('lets the requester or an approver decide high-risk calls that ask for the user role', () => {
+    expect(mayDecide(as('alice', 'user'), approval('high'))).toBe(true);
+    expect(mayDecide(as('bob', 'approver'), approval('high'))).toBe(true);
+    expect(mayDecide(as('dave', 'user'), approval('high'))).toBe(false);
   });
   it('requires a supervisor other than the requester for critical calls (four eyes)', () => {
-    expect(mayDecide({ tenantId: 'acme', userId: 'alice', roles: ['supervisor'] }, approval('critical'))).toBe(false);
-    expect(mayDecide({ tenantId: 'acme', userId: 'bob', roles: ['approver'] }, approval('critical'))).toBe(false);
-    expect(mayDecide({ tenantId: 'acme', userId: 'carol', roles: ['supervisor'] }, approval('critical'))).toBe(true);
+    expect(mayDecide(as('alice', 'supervisor'), approval('critical', 'supervisor'))).toBe(false);
+    expect(mayDecide(as('bob', 'approver'), approval('critical', 'supervisor'))).toBe(false);
+    expect(mayDecide(as('carol', 'supervisor'), approval('critical', 'supervisor'))).toBe(true);
+  });
+  it("enforces the policy's requiredRole on everyone, the requester included", () => {
+    expect(mayDecide(as('bob', 'approver'), approval('high', 'admin'))).toBe(false);
+    expect(mayDecide(as('carol', 'supervisor'), approval('high', 'admin'))).toBe(false);
+    expect(mayDecide(as('root', 'admin'), approval('high', 'admin'))).toBe(true);
+    expect(mayDecide(as('alice', 'user'), approval('high', 'approver'))).toBe(false);
+    expect(mayDecide(as('alice', 'approver'), approval('high', 'approver'))).toBe(true);
+  });
+  it('never lets the requester approve with edits', () => {
+    expect(mayDecide(as('alice', 'user'), approval('high'), { withEdits: true })).toBe(false);
+    expect(mayDecide(as('alice', 'admin'), approval('high'), { withEdits: true })).toBe(false);
+    expect(mayDecide(as('bob', 'approver'), approval('high'), { withEdits: true })).toBe(true);
+  });
+  it('describes the same rule it enforces', () => {
+    expect(decisionRights(approval('high', 'admin'))).toEqual({ role: 'admin', requester: 'as_proposed' });
+    expect(decisionRights(approval('critical', 'approver'))).toEqual({ role: 'supervisor', requester: 'never' });
   });
 });

@@ -120,7 +120,7 @@ function lateOrder(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
         arguments: {
           orderNo,
           type: say(lang, '超时发货', 'late shipment'),
-          priority: 'high',
+          priority: '高', // as the seeds write it; the tool normalises it
           suggestedAction: say(lang, `补偿 ${compensation} 元并催促仓库发货`, `Compensate ${compensation} and chase the warehouse to ship`),
         },
       },

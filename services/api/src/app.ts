@@ -1,5 +1,6 @@
 import {
   createServiceApp,
+  EventStreams,
   InvalidRequestError,
   idParamsSchema,
   lastEventId,
@@ -7,7 +8,7 @@ import {
   parseInput,
   type Runtime,
   registerQueueDepth,
-  streamSse,
+  runKeys,
   submitRunBodySchema,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
@@ -24,6 +25,8 @@ const idempotencyKeySchema = z
 export function createApiApp(rt: Runtime): FastifyInstance {
   const app = createServiceApp(rt);
   const runs = rt.runs;
+  const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
+  app.addHook('preClose', async () => streams.close());
   registerQueueDepth(rt.metrics, () => rt.scheduler.queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed'));
 
   app.post('/v1/runs', async (req, reply) => {
@@ -53,12 +56,12 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   app.get('/v1/runs/:id/events', async (req, reply) => {
     const { id } = parseInput(idParamsSchema, req.params, 'path');
     await runs.get(req.principal, id); // 404 before the stream opens
-    await streamSse(
+    await streams.serve(
       reply,
-      rt.redis,
-      rt.logger,
+      req.principal.tenantId,
       {
-        read: (cursor, blockMs, connection) => rt.store.readEvents(id, cursor, blockMs, connection),
+        key: runKeys(id).events,
+        read: (cursor) => rt.store.readEvents(id, cursor),
         isLast: (entry) => entry.event.type === 'run.finished',
       },
       lastEventId(req.headers, req.query),

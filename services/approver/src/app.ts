@@ -2,12 +2,13 @@ import {
   approvalStatusSchema,
   approveBodySchema,
   createServiceApp,
+  EventStreams,
   idParamsSchema,
   lastEventId,
   parseInput,
   type Runtime,
   rejectBodySchema,
-  streamSse,
+  tenantKeys,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -22,6 +23,8 @@ const listQuerySchema = z.object({
 export function createApproverApp(rt: Runtime): FastifyInstance {
   const app = createServiceApp(rt);
   const { approvals, runs } = rt;
+  const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
+  app.addHook('preClose', async () => streams.close());
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
 
   app.get('/v1/approvals', async (req) => {
@@ -30,13 +33,10 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
   });
   app.get('/v1/approvals/events', async (req, reply) => {
     const tenantId = req.principal.tenantId;
-    await streamSse(
+    await streams.serve(
       reply,
-      rt.redis,
-      rt.logger,
-      {
-        read: (cursor, blockMs, connection) => rt.feed.read(tenantId, cursor, blockMs, connection),
-      },
+      tenantId,
+      { key: tenantKeys(tenantId).approvalFeed, read: (cursor) => rt.feed.read(tenantId, cursor) },
       lastEventId(req.headers, req.query),
     );
   });

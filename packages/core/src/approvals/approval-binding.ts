@@ -1,7 +1,7 @@
 import type { Approval } from '../schemas/approval.js';
-import type { Role } from '../schemas/identity.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import type { ApprovalRequirement, Tool } from '../tools/tool.js';
+import { ROLE_RANK } from './decision-rights.js';
 
 export type Binding = { ok: true; args: unknown } | { ok: false; problem: string };
 
@@ -28,7 +28,6 @@ export function verifyBinding(tool: Tool, approval: Approval, call: { runId: str
 }
 
 const RISK_RANK = { high: 1, critical: 2 } as const;
-const ROLE_RANK: Record<Role, number> = { user: 0, approver: 1, supervisor: 2, admin: 3 };
 
 /** An edit is judged again, but can never need less than the original call did. */
 export function stricterOf(original: ApprovalRequirement, edited: ApprovalRequirement | null): ApprovalRequirement {

@@ -12,20 +12,11 @@ import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import type { Tool } from '../tools/tool.js';
 import { stricterOf } from './approval-binding.js';
+import { decisionRefusal, mayDecide, overseesTenant } from './decision-rights.js';
 
 export type Decision = { kind: 'approve'; comment?: string; arguments?: Record<string, unknown> } | { kind: 'reject'; reason: string };
 
 const APPROVAL_ID = /^([0-9a-f-]{36})\.\d+\.\d+$/;
-
-/**
- * Who may decide: for `high` risk the requesting user or a tenant approver; for
- * `critical` only a supervisor (or admin), and never the requester — four eyes.
- */
-export function mayDecide(principal: Principal, approval: Pick<Approval, 'risk' | 'requestedBy'>): boolean {
-  const elevated = principal.roles.some((r) => r === 'supervisor' || r === 'admin');
-  if (approval.risk === 'critical') return elevated && principal.userId !== approval.requestedBy;
-  return principal.userId === approval.requestedBy || elevated || principal.roles.includes('approver');
-}
 
 export interface ApprovalServiceDeps {
   store: RunStore;
@@ -49,7 +40,9 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     const runId = APPROVAL_ID.exec(id)?.[1];
     const run = runId ? await deps.store.get(runId) : null;
     const approval = run ? (await deps.store.approvals(run.id)).find((a) => a.id === id) : undefined;
-    if (!run || !approval || approval.tenantId !== principal.tenantId) throw new NotFoundError(`approval ${id}`);
+    // Another tenant's approval, or another user's for someone who does not oversee the tenant, is a 404 like a missing one.
+    const visible = approval?.tenantId === principal.tenantId && (approval.requestedBy === principal.userId || overseesTenant(principal));
+    if (!run || !approval || !visible) throw new NotFoundError(`approval ${id}`);
     return { run, approval };
   }
 
@@ -146,13 +139,8 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         }
         const judged =
           decision.kind === 'approve' && decision.arguments ? applyEdit(principal, run, approval, decision.arguments) : approval;
-        if (!mayDecide(principal, judged)) {
-          throw new ForbiddenError(
-            judged.risk === 'critical'
-              ? `approval ${id} is critical: a supervisor other than the requester must decide`
-              : `approval ${id} may be decided by its requester or a tenant approver`,
-          );
-        }
+        const withEdits = judged.editedBy !== undefined;
+        if (!mayDecide(principal, judged, { withEdits })) throw new ForbiddenError(decisionRefusal(judged, withEdits));
         const comment = decision.kind === 'approve' ? decision.comment : decision.reason;
         const decided: Approval = {
           ...judged,

@@ -14,6 +14,15 @@ class ToolFailure extends ReinError {
   }
 }
 
+/** The seeds write priorities in Chinese (高/中/低); models may capitalise English ones. Both normalise to high/normal/low. */
+const PRIORITY_WORDS: Record<string, string> = { 高: 'high', 中: 'normal', 低: 'low', medium: 'normal' };
+const ticketPriority = z
+  .preprocess(
+    (v) => (typeof v === 'string' ? (PRIORITY_WORDS[v.trim().toLowerCase()] ?? v.trim().toLowerCase()) : v),
+    z.enum(['high', 'normal', 'low']),
+  )
+  .describe('high for late shipments and wrong or missing items (高/中/低 are accepted too)');
+
 const DAY = 86_400_000;
 const withOverdue = (order: Order, now: number) => ({
   ...order,
@@ -65,13 +74,14 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
       args: z.object({
         orderNo,
         type: z.string().trim().min(1).max(64).describe('Ticket type, e.g. "超时发货" (late shipment)'),
-        priority: z.enum(['high', 'normal', 'low']).describe('high for late shipments and wrong or missing items'),
+        priority: ticketPriority,
         suggestedAction: z.string().trim().min(1).max(500).describe('What the team should do, e.g. compensation amount'),
       }),
       honoursIdempotencyKey: true,
+      // The seeds' flow: the requesting user confirms their own ticket (or an approver does).
       approval: (a) => ({
         risk: 'high',
-        requiredRole: 'approver',
+        requiredRole: 'user',
         summary: `Create a ${a.priority}-priority "${a.type}" ticket on order ${a.orderNo}: ${a.suggestedAction}`,
       }),
       async execute(a, ctx) {
@@ -95,7 +105,7 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
       approval: (a) =>
         a.amount > 500
           ? { risk: 'critical', requiredRole: 'supervisor', summary: `Refund ${a.amount.toFixed(2)} on order ${a.orderNo}: ${a.reason}` }
-          : { risk: 'high', requiredRole: 'approver', summary: `Refund ${a.amount.toFixed(2)} on order ${a.orderNo}: ${a.reason}` },
+          : { risk: 'high', requiredRole: 'user', summary: `Refund ${a.amount.toFixed(2)} on order ${a.orderNo}: ${a.reason}` },
       async execute(a, ctx) {
         const order = await requireOrder(ctx.tenantId, a.orderNo);
         const refunded = (await store.refunds(ctx.tenantId, a.orderNo)).reduce((sum, r) => sum + r.amount, 0);
@@ -114,7 +124,7 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
       kind: 'write',
       args: z.object({ orderNo, note: z.string().trim().min(1).max(1000) }),
       honoursIdempotencyKey: true,
-      approval: (a) => ({ risk: 'high', requiredRole: 'approver', summary: `Set the note of order ${a.orderNo} to "${a.note}"` }),
+      approval: (a) => ({ risk: 'high', requiredRole: 'user', summary: `Set the note of order ${a.orderNo} to "${a.note}"` }),
       async execute(a, ctx) {
         const order = await store.updateNote(ctx.tenantId, a.orderNo, a.note);
         if (!order) throw new ToolFailure('order_not_found', `order ${a.orderNo} does not exist`);
@@ -131,6 +141,7 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
         body: z.string().trim().min(1).max(5000),
       }),
       honoursIdempotencyKey: true,
+      // Mail leaves the company: someone other than a plain requester must approve it.
       approval: (a) => ({ risk: 'high', requiredRole: 'approver', summary: `E-mail ${a.to}: "${a.subject}"` }),
       async execute(a, ctx) {
         return store.sendEmail(ctx.tenantId, ctx.idempotencyKey, { ...a, sentBy: ctx.userId });

@@ -1,6 +1,8 @@
 import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
+import { TooManyStreamsError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { StreamHub } from '../store/stream-hub.js';
 
 const HEARTBEAT_MS = 15_000;
 
@@ -11,50 +13,81 @@ export interface SseEntry {
 }
 
 export interface SseSource {
-  /** Entries after `cursor`, waiting up to `blockMs` on the given (dedicated) connection. */
-  read(cursor: string, blockMs: number, connection: Redis): Promise<SseEntry[]>;
+  /** The Redis stream the events live in. */
+  key: string;
+  /** Entries after `cursor`, without blocking. */
+  read(cursor: string): Promise<SseEntry[]>;
   /** Whether this entry ends the stream (e.g. a run finished). */
   isLast?(entry: SseEntry): boolean;
 }
 
 /**
- * Server-sent events from a Redis stream. Each SSE id is the stream entry id, so a
- * client that reconnects with Last-Event-ID resumes exactly where it left off.
- * Blocking reads need their own connection, one per open stream.
+ * Everything a process needs to serve server-sent events: one StreamHub (one blocking
+ * Redis connection, whatever the number of open streams) and a cap on the streams a
+ * tenant holds open on this process.
  */
-export async function streamSse(reply: FastifyReply, redis: Redis, logger: Logger, source: SseSource, fromId: string): Promise<void> {
-  reply.hijack();
-  const res = reply.raw;
-  res.writeHead(200, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
-  res.write(': rein events\n\n');
-  const reader = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
-  reader.on('error', (err) => logger.warn({ err: err.message }, 'event stream redis error'));
-  let open = true;
-  res.on('close', () => {
-    open = false;
-    reader.disconnect();
-  });
-  let cursor = fromId;
-  try {
-    while (open) {
-      const entries = await source.read(cursor, HEARTBEAT_MS, reader);
-      if (entries.length === 0) res.write(': heartbeat\n\n');
-      for (const entry of entries) {
-        res.write(`id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`);
-        cursor = entry.id;
-        if (source.isLast?.(entry)) open = false;
+export class EventStreams {
+  private readonly hub: StreamHub;
+  private readonly open = new Map<string, number>();
+  private readonly live = new Set<AbortController>();
+
+  constructor(
+    redis: Redis,
+    private readonly logger: Logger,
+    private readonly maxPerTenant: number,
+  ) {
+    this.hub = new StreamHub(redis, logger);
+  }
+
+  /**
+   * Streams `source` from `fromId` as SSE. Each SSE id is the stream entry id, so a client
+   * that reconnects with Last-Event-ID resumes exactly where it left off. A tenant over
+   * its cap gets 429 `too_many_streams` before the stream opens.
+   */
+  async serve(reply: FastifyReply, tenantId: string, source: SseSource, fromId: string): Promise<void> {
+    const held = this.open.get(tenantId) ?? 0;
+    if (held >= this.maxPerTenant) throw new TooManyStreamsError(this.maxPerTenant);
+    this.open.set(tenantId, held + 1);
+    const closed = new AbortController();
+    this.live.add(closed);
+    reply.hijack();
+    const res = reply.raw;
+    res.on('close', () => closed.abort());
+    res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.write(': rein events\n\n');
+    let cursor = fromId;
+    try {
+      while (!closed.signal.aborted) {
+        const entries = await source.read(cursor);
+        for (const entry of entries) {
+          res.write(`id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`);
+          cursor = entry.id;
+          if (source.isLast?.(entry)) closed.abort();
+        }
+        if (entries.length === 0 && !(await this.hub.wait(source.key, cursor, HEARTBEAT_MS, closed.signal)) && !closed.signal.aborted) {
+          res.write(': heartbeat\n\n');
+        }
       }
+    } catch (err) {
+      if (!closed.signal.aborted) this.logger.warn({ err: (err as Error).message }, 'event stream ended');
+    } finally {
+      const left = (this.open.get(tenantId) ?? 1) - 1;
+      if (left > 0) this.open.set(tenantId, left);
+      else this.open.delete(tenantId);
+      this.live.delete(closed);
+      res.end();
     }
-  } catch (err) {
-    if (open) logger.warn({ err: (err as Error).message }, 'event stream ended');
-  } finally {
-    reader.disconnect();
-    res.end();
+  }
+
+  /** Ends every open stream (clients reconnect elsewhere with Last-Event-ID) and the shared reader. */
+  close(): void {
+    for (const stream of this.live) stream.abort();
+    this.hub.close();
   }
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentCatalog } from '../agents/agent-profile.js';
+import { decisionRights, overseesTenant } from '../approvals/decision-rights.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { runEvent } from '../engine/run-event.js';
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
@@ -36,7 +37,8 @@ export interface RunServiceDeps {
   now?: () => number;
 }
 
-export const approvalView = ({ schemaVersion: _v, ...a }: Approval) => a;
+/** An approval as callers see it, with who may decide it (what `mayDecide` enforces). */
+export const approvalView = ({ schemaVersion: _v, ...a }: Approval) => ({ ...a, deciders: decisionRights(a) });
 
 export function runView(run: RunRecord, approvals: Approval[]) {
   const pending = approvals.filter((a) => run.pendingApprovals.includes(a.id));
@@ -66,10 +68,14 @@ export type RunView = ReturnType<typeof runView>;
 export function createRunService(deps: RunServiceDeps) {
   const now = deps.now ?? Date.now;
 
-  /** Another tenant's run answers exactly like a missing one. */
+  /**
+   * A run is visible to its owner and to those who oversee the tenant (approvers and
+   * up); anyone else — another user, another tenant — gets a 404 exactly like a missing run.
+   */
   async function visibleRun(principal: Principal, id: string): Promise<RunRecord> {
     const run = await deps.store.get(id);
-    if (!run || run.tenantId !== principal.tenantId) throw new NotFoundError(`run ${id}`);
+    const visible = run?.tenantId === principal.tenantId && (run.userId === principal.userId || overseesTenant(principal));
+    if (!run || !visible) throw new NotFoundError(`run ${id}`);
     return run;
   }
 

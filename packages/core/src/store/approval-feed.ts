@@ -51,9 +51,10 @@ export class ApprovalFeed {
     return out;
   }
 
-  async read(tenantId: string, afterId: string, blockMs: number, redis: Redis = this.redis) {
+  /** Up to 100 entries after `afterId`, at once (live readers wait on a StreamHub). */
+  async read(tenantId: string, afterId: string) {
     const key = tenantKeys(tenantId).approvalFeed;
-    const reply = await redis.xread('COUNT', 100, 'BLOCK', blockMs, 'STREAMS', key, afterId);
+    const reply = await this.redis.xread('COUNT', 100, 'STREAMS', key, afterId);
     return (reply?.[0]?.[1] ?? []).map(([id, fields]) => ({ id, event: approvalFeedEventSchema.parse(JSON.parse(fields[1] ?? '{}')) }));
   }
 }

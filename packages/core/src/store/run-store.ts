@@ -187,12 +187,10 @@ export class RunStore {
   }
 
   /** Events after `afterId` ('0' = from the start); blocks up to `blockMs` when none. */
-  async readEvents(runId: string, afterId: string, blockMs: number, redis: Redis = this.redis): Promise<StoredEvent[]> {
+  /** Up to 100 events after `afterId`, at once (live readers wait on a StreamHub). */
+  async readEvents(runId: string, afterId: string): Promise<StoredEvent[]> {
     const key = runKeys(runId).events;
-    const reply =
-      blockMs > 0
-        ? await redis.xread('COUNT', 100, 'BLOCK', blockMs, 'STREAMS', key, afterId)
-        : await redis.xread('COUNT', 100, 'STREAMS', key, afterId);
+    const reply = await this.redis.xread('COUNT', 100, 'STREAMS', key, afterId);
     const entries = reply?.[0]?.[1] ?? [];
     return entries.map(([id, fields]) => ({ id, event: runEventSchema.parse(JSON.parse(fields[1] ?? '{}')) }));
   }

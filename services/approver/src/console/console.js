@@ -79,6 +79,14 @@ async function refresh() {
   if (state.openId) await openApproval(state.openId, { keepMessage: true });
 }
 
+/** The rule the approver service enforces (core's decision rights), in words. */
+function whoMayDecide({ deciders, requiredRole }) {
+  const others = `a ${deciders.role} or higher, other than the requester`;
+  return deciders.requester === 'as_proposed'
+    ? `${others}; the requester only as proposed (no edits) and only with the ${requiredRole} role`
+    : `${others} (four eyes)`;
+}
+
 async function openApproval(id, { keepMessage = false } = {}) {
   state.openId = id;
   const [approval, trace] = await Promise.all([
@@ -89,10 +97,8 @@ async function openApproval(id, { keepMessage = false } = {}) {
   $('detail-title').textContent = `Approval: ${approval.summary}`;
   const facts = [
     ['Status', approval.status],
-    [
-      'Risk',
-      `${approval.risk} (needs ${approval.requiredRole}${approval.risk === 'critical' ? ', not the requester' : ' or the requester'})`,
-    ],
+    ['Risk', approval.risk],
+    ['Who may decide', whoMayDecide(approval)],
     ['Tool', approval.toolName],
     ['Requested by', approval.requestedBy],
     ['Run', `${approval.runId} (step ${approval.step + 1})`],

@@ -1,0 +1,49 @@
+import type { Approval } from '../schemas/approval.js';
+import type { Principal, Role } from '../schemas/identity.js';
+
+/** Roles in order of authority: a role may do whatever a lower one may. */
+export const ROLE_RANK: Record<Role, number> = { user: 0, approver: 1, supervisor: 2, admin: 3 };
+
+export const holdsRole = (roles: readonly Role[], role: Role) => roles.some((r) => ROLE_RANK[r] >= ROLE_RANK[role]);
+
+/** Someone who may see every run and approval of their tenant (not only their own). */
+export const overseesTenant = (principal: Principal) => holdsRole(principal.roles, 'approver');
+
+/**
+ * Who may decide an approval, as enforced and as the console shows it: another person
+ * holding `role` (at least an approver; a supervisor for critical risk), or — for high
+ * risk only — the requester, if they hold the policy's `requiredRole`, and only as
+ * proposed: an edit always needs a second person (four eyes).
+ */
+export interface DecisionRights {
+  role: Role;
+  requester: 'as_proposed' | 'never';
+}
+
+export function decisionRights(approval: Pick<Approval, 'risk' | 'requiredRole'>): DecisionRights {
+  const floor: Role = approval.risk === 'critical' ? 'supervisor' : 'approver';
+  return {
+    role: ROLE_RANK[approval.requiredRole] > ROLE_RANK[floor] ? approval.requiredRole : floor,
+    requester: approval.risk === 'high' ? 'as_proposed' : 'never',
+  };
+}
+
+export function mayDecide(
+  principal: Principal,
+  approval: Pick<Approval, 'risk' | 'requiredRole' | 'requestedBy'>,
+  opts: { withEdits: boolean } = { withEdits: false },
+): boolean {
+  const rights = decisionRights(approval);
+  if (principal.userId !== approval.requestedBy) return holdsRole(principal.roles, rights.role);
+  return rights.requester === 'as_proposed' && !opts.withEdits && holdsRole(principal.roles, approval.requiredRole);
+}
+
+/** Why `mayDecide` said no, for the 403 message. */
+export function decisionRefusal(approval: Pick<Approval, 'id' | 'risk' | 'requiredRole'>, withEdits: boolean): string {
+  const rights = decisionRights(approval);
+  const others = `a ${rights.role} (or higher) other than the requester`;
+  if (rights.requester === 'never') return `approval ${approval.id} is ${approval.risk}: ${others} must decide`;
+  return withEdits
+    ? `approval ${approval.id} with edits needs ${others}`
+    : `approval ${approval.id} may be decided by ${others}, or by its requester as proposed if they hold the ${approval.requiredRole} role`;
+}

@@ -49,6 +49,15 @@ async function keysOf(runId: string): Promise<string[]> {
   return found.sort();
 }
 
+/** The bytes of the values a key holds, as stored (no Redis overhead). */
+async function payloadBytes(key: string): Promise<number> {
+  const type = await client.type(key);
+  if (type === 'list') return bytes(await client.lrange(key, 0, -1));
+  if (type === 'hash') return bytes(await client.hgetall(key).then((h) => Object.entries(h).flat()));
+  if (type === 'stream') return bytes((await client.xrange(key, '-', '+')).flatMap(([id, fields]) => [id, ...fields]));
+  return bytes([(await client.get(key)) ?? '']);
+}
+
 async function measure(k: number) {
   await client.flushall();
   const t = createHarness(server.url, kStepModel(k));
@@ -64,6 +73,7 @@ async function measure(k: number) {
     }
     const after = await usedMemory();
     const perKey = new Map<string, number>();
+    const payload = new Map<string, number>();
     let json = 0;
     for (const id of ids) {
       const run = await t.store.require(id);
@@ -71,6 +81,7 @@ async function measure(k: number) {
       for (const key of await keysOf(id)) {
         const kind = key.slice(key.lastIndexOf(':') + 1);
         perKey.set(kind, (perKey.get(kind) ?? 0) + Number(await client.memory('USAGE', key, 'SAMPLES', 0)));
+        payload.set(kind, (payload.get(kind) ?? 0) + (await payloadBytes(key)));
       }
       json +=
         bytes(await client.lrange(`rein:{${id}}:messages`, 0, -1)) +
@@ -83,6 +94,7 @@ async function measure(k: number) {
       keysPerRun: [...perKey.values()].reduce((a, b) => a + b, 0) / RUNS,
       jsonPerRun: json / RUNS,
       perKey: Object.fromEntries([...perKey].map(([kind, n]) => [kind, Math.round(n / RUNS)])),
+      payload: Object.fromEntries([...payload].map(([kind, n]) => [kind, Math.round(n / RUNS)])),
     };
   } finally {
     await t.close();
@@ -108,6 +120,8 @@ describe('memory benchmark', () => {
     );
     console.log('MEMORY USAGE by key kind, per run (bytes):');
     console.table(Object.fromEntries(results.map((r) => [`K=${r.k}`, r.perKey])));
+    console.log('Stored value bytes by key kind, per run (what the keys hold, without Redis overhead):');
+    console.table(Object.fromEntries(results.map((r) => [`K=${r.k}`, r.payload])));
     const [ten, , forty] = results as [(typeof results)[0], unknown, (typeof results)[0]];
     console.log(`40-step run ÷ 10-step run: ${(forty.perRun / ten.perRun).toFixed(2)}× (linear would be 4×)`);
     expect(results.every((r) => r.perRun > 0)).toBe(true); // correctness only; sizes are reported, not asserted

@@ -3,7 +3,7 @@ import { NotFoundError, StaleStepError } from '../errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
 import { type Approval, approvalSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
-import { type ChatMessage, chatMessageSchema } from '../schemas/message.js';
+import { type ChatMessage, readMessage } from '../schemas/message.js';
 import { type RunRecord, type RunStatus, runRecordSchema, type StepRecord, stepRecordSchema, TERMINAL_STATUSES } from '../schemas/run.js';
 import { CommitResult, CreateResult, withScripts } from './lua-scripts.js';
 
@@ -73,7 +73,7 @@ export class RunStore {
 
   async messages(runId: string): Promise<ChatMessage[]> {
     const raw = await this.redis.lrange(runKeys(runId).messages, 0, -1);
-    return raw.map((m) => chatMessageSchema.parse(JSON.parse(m)));
+    return raw.map(readMessage);
   }
 
   async steps(runId: string): Promise<StepRecord[]> {

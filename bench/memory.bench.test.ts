@@ -65,13 +65,16 @@ async function measure(k: number) {
   try {
     await t.submit('warm-up', USER, limits); // the tenant's first run seeds its demo data: not part of a run's cost
     await t.drain(1000);
+    const counted = async () => (await t.metrics.storedBytes.get()).values.reduce((sum, v) => sum + v.value, 0);
     const before = await usedMemory();
+    const countedBefore = await counted();
     const ids: string[] = [];
     for (let i = 0; i < RUNS; i++) {
       ids.push(await t.submit(`退款问题 ${i}`, USER, limits));
       await t.drain(1000);
     }
     const after = await usedMemory();
+    const countedPerRun = ((await counted()) - countedBefore) / RUNS;
     const perKey = new Map<string, number>();
     const payload = new Map<string, number>();
     let json = 0;
@@ -86,12 +89,16 @@ async function measure(k: number) {
       json +=
         bytes(await client.lrange(`rein:{${id}}:messages`, 0, -1)) +
         Buffer.byteLength(JSON.stringify(await t.runs.trace(USER, id))) +
-        bytes(await client.hvals(`rein:{${id}}:decisions`));
+        // the journal: decisions, and snapshots with the texts they refer to, as stored
+        bytes(await client.hvals(`rein:{${id}}:decisions`)) +
+        bytes(await client.hvals(`rein:{${id}}:snapshots`)) +
+        bytes(await client.hvals(`rein:{${id}}:blobs`));
     }
     return {
       k,
       perRun: (after - before) / RUNS,
       keysPerRun: [...perKey.values()].reduce((a, b) => a + b, 0) / RUNS,
+      countedPerRun,
       jsonPerRun: json / RUNS,
       perKey: Object.fromEntries([...perKey].map(([kind, n]) => [kind, Math.round(n / RUNS)])),
       payload: Object.fromEntries([...payload].map(([kind, n]) => [kind, Math.round(n / RUNS)])),
@@ -113,6 +120,7 @@ describe('memory benchmark', () => {
         steps: r.k,
         'used_memory / run': kib(r.perRun),
         'MEMORY USAGE of its keys / run': kib(r.keysPerRun),
+        'rein_stored_bytes_total / run': kib(r.countedPerRun),
         'per step': `${(r.perRun / r.k / 1024).toFixed(1)} KiB`,
         'messages+trace+journal JSON / run': kib(r.jsonPerRun),
         'memory ÷ JSON': (r.perRun / r.jsonPerRun).toFixed(2),

@@ -39,7 +39,14 @@ export { lastEventId, type SseEntry, type SseSource, streamSse } from './http/ss
 export { QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics, registerQueueDepth } from './metrics.js';
-export { type CompleteWith, chatCompletionBody, createOpenAICompletion, type ModelGateway, type ModelReply, type ModelRequest } from './model/model-gateway.js';
+export {
+  type CompleteWith,
+  chatCompletionBody,
+  createOpenAICompletion,
+  type ModelGateway,
+  type ModelReply,
+  type ModelRequest,
+} from './model/model-gateway.js';
 export {
   type CancelExpiry,
   DEADLINE_SWEEP,

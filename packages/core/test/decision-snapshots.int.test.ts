@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runKeys } from '../src/keys.js';
 import { chatCompletionBody, createOpenAICompletion, type ModelGateway } from '../src/model/model-gateway.js';
+import type { Snapshot } from '../src/schemas/run.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { harnessPerTest } from './harness.js';
 
@@ -84,8 +85,9 @@ describe('decision snapshots', () => {
     const id = await t.submit(input);
     await t.drain();
     const snapshots = await t.journal.snapshots(id);
-    const system = (snapshots[0]?.request.messages[0] as { content: string }).content;
-    const description = (snapshots[0]?.request.toolSpecs?.[0] as { function: { description: string } }).function.description;
+    const first = (snapshots[0] as Snapshot).request;
+    const system = String((first.messages[0] as { content: unknown }).content);
+    const description = String((first.toolSpecs as Array<{ function: { description: string } }>)[0]?.function.description);
     const stored = await t.redis.hvals(runKeys(id).snapshots);
     expect(stored).toHaveLength(3);
     for (const record of stored) {

@@ -86,7 +86,12 @@ export class DecisionJournal {
   /** Every snapshot of the run, each request rebuilt exactly as it was sent. */
   async snapshots(runId: string): Promise<Snapshot[]> {
     const k = runKeys(runId);
-    const [records, blobs, log] = await Promise.all([this.redis.hvals(k.snapshots), this.redis.hgetall(k.blobs), this.redis.lrange(k.messages, 0, -1)]);
+    // Sent in this order on one connection: the log, read last, holds every range the records name.
+    const [records, blobs, log] = await Promise.all([
+      this.redis.hvals(k.snapshots),
+      this.redis.hgetall(k.blobs),
+      this.redis.lrange(k.messages, 0, -1),
+    ]);
     const text = (hash: string) => {
       const found = blobs[hash];
       if (found === undefined) throw new ReinError('snapshot_incomplete', `run ${runId}: snapshot content ${hash} is gone`);

@@ -7,8 +7,11 @@ import { createHarness, USER } from '../packages/core/test/harness.js';
 /**
  * Redis memory per finished run, for runs of K steps (K−1 `search_policy` calls with fresh
  * arguments, then an answer; a zero-latency fake model). Reported as ratios, never asserted:
- * memory should grow linearly with K and stay close to what the run really said (its
- * messages, trace and journal as JSON). `npm run bench`; BENCH_MEMORY_RUNS tunes it.
+ * memory should grow linearly with K and stay close to what the run really said: its
+ * message log, its trace (as the API serves it) and its journal (decisions, snapshots and
+ * the texts they refer to, as stored) in JSON. Steps run in process over the core harness,
+ * so BullMQ's own job records are not part of the figure. `npm run bench`;
+ * BENCH_MEMORY_RUNS tunes it.
  */
 const RUNS = Number(process.env.BENCH_MEMORY_RUNS ?? 5);
 const STEPS = [10, 20, 40];

@@ -92,6 +92,7 @@ export class DecisionJournal {
       this.redis.hgetall(k.blobs),
       this.redis.lrange(k.messages, 0, -1),
     ]);
+    const logged = log.map(readMessage); // parsed once; snapshots share their messages
     const text = (hash: string) => {
       const found = blobs[hash];
       if (found === undefined) throw new ReinError('snapshot_incomplete', `run ${runId}: snapshot content ${hash} is gone`);
@@ -103,10 +104,10 @@ export class DecisionJournal {
         if (doc.schemaVersion === 1) return snapshotSchema.parse(doc); // written whole, before version 2
         const s = storedSnapshotSchema.parse(doc);
         const [from, to] = s.log;
-        if (to > log.length) throw new ReinError('snapshot_incomplete', `run ${runId}: step ${s.step} refers past the message log`);
+        if (to > logged.length) throw new ReinError('snapshot_incomplete', `run ${runId}: step ${s.step} refers past the message log`);
         const messages = [
           ...(s.system === undefined ? [] : [{ role: 'system', content: text(s.system) }]),
-          ...log.slice(from, to).map(readMessage),
+          ...logged.slice(from, to),
           ...s.extra,
         ];
         return {

@@ -41,7 +41,14 @@ export { EventStreams, lastEventId, type SseEntry, type SseSource } from './http
 export { QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics, registerQueueDepth } from './metrics.js';
-export { type CompleteWith, createOpenAICompletion, type ModelGateway, type ModelReply, type ModelRequest } from './model/model-gateway.js';
+export {
+  type CompleteWith,
+  chatCompletionBody,
+  createOpenAICompletion,
+  type ModelGateway,
+  type ModelReply,
+  type ModelRequest,
+} from './model/model-gateway.js';
 export {
   type CancelExpiry,
   DEADLINE_SWEEP,

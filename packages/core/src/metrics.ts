@@ -163,20 +163,49 @@ export function createMetrics(service: string) {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+/** How long a scrape waits for a Redis-derived value before leaving it out. */
+const COLLECT_TIMEOUT_MS = 1000;
+
 /**
  * Queue depth by state, read from BullMQ at scrape time. Exported by the API (which
  * always runs, so autoscaling can start workers from zero). BullMQ's `wait` list misses
  * prioritized and delayed jobs, so every state is reported and dashboards add them up.
+ * While Redis is away the series are left out (not zero, not a failed scrape): the
+ * scrape still answers, and `rein_redis_up` says why they are missing.
  */
 export function registerQueueDepth(metrics: Metrics, counts: () => Promise<Record<string, number>>) {
   return new Gauge({
     name: 'rein_queue_jobs',
-    help: 'Step-queue jobs by state (waiting, prioritized, delayed, active, failed)',
+    help: 'Step-queue jobs by state (waiting, prioritized, delayed, active, failed); absent while Redis is unreachable',
     labelNames: ['state'],
     registers: [metrics.registry],
     async collect() {
-      const byState = await counts();
-      for (const state of ['waiting', 'prioritized', 'delayed', 'active', 'failed']) this.set({ state }, byState[state] ?? 0);
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const byState = await Promise.race([
+          counts(),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error('timed out')), COLLECT_TIMEOUT_MS);
+          }),
+        ]);
+        for (const state of ['waiting', 'prioritized', 'delayed', 'active', 'failed']) this.set({ state }, byState[state] ?? 0);
+      } catch {
+        this.reset();
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  });
+}
+
+/** `rein_redis_up`: 1 while this process's Redis connection is ready, 0 otherwise (read at scrape time, no round trip). */
+export function registerRedisUp(metrics: Metrics, redis: { status: string }) {
+  return new Gauge({
+    name: 'rein_redis_up',
+    help: "Whether this process's Redis connection is ready (1) or not (0)",
+    registers: [metrics.registry],
+    collect() {
+      this.set(redis.status === 'ready' ? 1 : 0);
     },
   });
 }

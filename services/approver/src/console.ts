@@ -17,7 +17,9 @@ export function mountConsole(app: FastifyInstance): void {
     return reply
       .header('content-type', file?.type)
       .header('cache-control', 'no-cache')
-      .header('content-security-policy', "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'")
+      // frame-ancestors and X-Frame-Options (for older browsers): no page may frame the Approve button.
+      .header('content-security-policy', "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
+      .header('x-frame-options', 'DENY')
       .header('x-content-type-options', 'nosniff')
       .send(file?.body);
   };

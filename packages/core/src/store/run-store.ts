@@ -1,11 +1,12 @@
 import type { Redis } from 'ioredis';
 import { NotFoundError, StaleStepError } from '../errors.js';
+import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
 import { type Approval, approvalSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
 import { type ChatMessage, chatMessageSchema } from '../schemas/message.js';
 import { type RunRecord, type RunStatus, runRecordSchema, type StepRecord, stepRecordSchema, TERMINAL_STATUSES } from '../schemas/run.js';
-import { CommitResult, CreateResult, withScripts } from './lua-scripts.js';
+import { CommitResult, CreateResult, SettleResult, withScripts } from './lua-scripts.js';
 
 export interface Commit {
   /** The run as the caller read it; its version is the compare-and-set token. */
@@ -223,14 +224,26 @@ export class RunStore {
     return this.redis.zrevrange(tenantKeys(tenantId).approvals, 0, limit - 1);
   }
 
-  /** The run an Idempotency-Key (already scoped to its tenant) points to, if any. */
-  async idempotentRun(key: string): Promise<string | null> {
-    return this.redis.get(key);
+  /**
+   * Claims an Idempotency-Key (already scoped to its tenant and user) for a run about to
+   * be created; returns what the key holds if someone was first.
+   */
+  async claimIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<IdempotencyEntry | null> {
+    const set = await this.redis.set(key, JSON.stringify(claim), 'EX', ttlSeconds, 'NX');
+    if (set === 'OK') return null;
+    const held = await this.redis.get(key);
+    // Gone in between (released or expired): claim again.
+    return held === null ? this.claimIdempotencyKey(key, claim, ttlSeconds) : idempotencyEntrySchema.parse(JSON.parse(held));
   }
 
-  /** Claims an Idempotency-Key for `runId`; returns the run id that holds it if someone was first. */
-  async claimIdempotencyKey(key: string, runId: string, ttlSeconds: number): Promise<string | null> {
-    const set = await this.redis.set(key, runId, 'EX', ttlSeconds, 'NX');
-    return set === 'OK' ? null : await this.redis.get(key);
+  /** Binds a claimed key to its run, now that the run exists; false if the claim had lapsed. */
+  async bindIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<boolean> {
+    const bound = JSON.stringify({ ...claim, bound: true });
+    return (await this.redis.settleIdempotencyKey(key, JSON.stringify(claim), bound, String(ttlSeconds))) === SettleResult.Settled;
+  }
+
+  /** Releases a claim whose run was not created, so the key is free again. */
+  async releaseIdempotencyKey(key: string, claim: IdempotencyEntry): Promise<void> {
+    await this.redis.settleIdempotencyKey(key, JSON.stringify(claim), '', '0');
   }
 }

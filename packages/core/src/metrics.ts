@@ -163,8 +163,21 @@ export function createMetrics(service: string) {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/** How long a scrape waits for a Redis-derived value before leaving it out. */
+/** How long a scrape waits for Redis before it counts Redis as down. */
 const COLLECT_TIMEOUT_MS = 1000;
+
+/** Redis's answer, or a rejection once the scrape cannot wait any longer. */
+async function withinScrape<T>(work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('redis did not answer in time')), COLLECT_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
  * Queue depth by state, read from BullMQ at scrape time. Exported by the API (which
@@ -180,32 +193,29 @@ export function registerQueueDepth(metrics: Metrics, counts: () => Promise<Recor
     labelNames: ['state'],
     registers: [metrics.registry],
     async collect() {
-      let timer: NodeJS.Timeout | undefined;
       try {
-        const byState = await Promise.race([
-          counts(),
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new Error('timed out')), COLLECT_TIMEOUT_MS);
-          }),
-        ]);
+        const byState = await withinScrape(counts());
         for (const state of ['waiting', 'prioritized', 'delayed', 'active', 'failed']) this.set({ state }, byState[state] ?? 0);
       } catch {
         this.reset();
-      } finally {
-        clearTimeout(timer);
       }
     },
   });
 }
 
-/** `rein_redis_up`: 1 while this process's Redis connection is ready, 0 otherwise (read at scrape time, no round trip). */
-export function registerRedisUp(metrics: Metrics, redis: { status: string }) {
+/** `rein_redis_up`: whether this process's Redis answers a PING within the scrape (1) or not (0). */
+export function registerRedisUp(metrics: Metrics, redis: { ping(): Promise<unknown> }) {
   return new Gauge({
     name: 'rein_redis_up',
-    help: "Whether this process's Redis connection is ready (1) or not (0)",
+    help: "Whether this process's Redis answered a PING at scrape time (1) or not (0)",
     registers: [metrics.registry],
-    collect() {
-      this.set(redis.status === 'ready' ? 1 : 0);
+    async collect() {
+      this.set(
+        await withinScrape(redis.ping()).then(
+          () => 1,
+          () => 0,
+        ),
+      );
     },
   });
 }

@@ -101,7 +101,14 @@ const latin1 = fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).map((c) =>
 const authorization = fc.oneof(
   fc.constant(undefined),
   fc.constantFrom(`Bearer ${USER.key}`, `Bearer ${ADMIN.key}`),
-  fc.constantFrom(`Bearer ${USER.key.slice(0, -1)}é`, `bearer ${USER.key}`, `Bearer  ${USER.key}`, `Bearer ${USER.key} `, 'Bearer', 'Basic'),
+  fc.constantFrom(
+    `Bearer ${USER.key.slice(0, -1)}é`,
+    `bearer ${USER.key}`,
+    `Bearer  ${USER.key}`,
+    `Bearer ${USER.key} `,
+    'Bearer',
+    'Basic',
+  ),
   latin1.map((s) => `Bearer ${s}`),
   latin1.map((s) => `Basic ${Buffer.from(`ops:${s}`, 'latin1').toString('base64')}`),
   fc.constant(`Basic ${Buffer.from(`ops:${ADMIN.key}`).toString('base64')}`),
@@ -109,7 +116,13 @@ const authorization = fc.oneof(
 );
 const contentType = fc.option(
   fc.oneof(
-    fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/xml', 'application/x-www-form-urlencoded'),
+    fc.constantFrom(
+      'application/json',
+      'application/json; charset=utf-8',
+      'text/plain',
+      'application/xml',
+      'application/x-www-form-urlencoded',
+    ),
     latin1,
   ),
   { nil: undefined },
@@ -133,7 +146,16 @@ const jsonBody = fc.oneof(
     )
     .map((v) => JSON.stringify(v)),
   fc.integer({ min: 20, max: 3000 }).map((n) => `{"input":"hi","metadata":{"a":${deep(n)}}}`),
-  fc.constantFrom('', '{', '{"input":', 'null', '[]', '"str"', '{"__proto__":{"x":1},"input":"hi"}', '{"constructor":{"prototype":{"x":1}}}'),
+  fc.constantFrom(
+    '',
+    '{',
+    '{"input":',
+    'null',
+    '[]',
+    '"str"',
+    '{"__proto__":{"x":1},"input":"hi"}',
+    '{"constructor":{"prototype":{"x":1}}}',
+  ),
   latin1,
 );
 

@@ -51,7 +51,9 @@ export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promis
       if (reply.statusCode < 400 || isEnvelope(payload)) return payload;
       reply.header('content-type', 'application/json; charset=utf-8');
       return JSON.stringify(
-        reply.statusCode === 404 ? envelope('not_found', 'no such queue or job') : envelope('queue_board_failed', 'the queue board refused the request'),
+        reply.statusCode === 404
+          ? envelope('not_found', 'no such queue or job')
+          : envelope('queue_board_failed', 'the queue board refused the request'),
       );
     });
     await scope.register(serverAdapter.registerPlugin(), { prefix: BOARD_PATH });

@@ -85,18 +85,13 @@ describe('malformed credentials are a 401 (item 2)', () => {
     expect(res.json().error.code).toBe('unauthorized');
   });
 
-  it.each([
-    'Bearer',
-    'Bearer ',
-    'bearer sec-test-alice-key',
-    `Bearer ${ALICE.key} extra`,
-    'Basic !!!',
-    'Basic',
-    `Token ${ALICE.key}`,
-  ])('Authorization %j is 401', async (authorization) => {
-    const res = await app.inject({ method: 'GET', url: '/v1/me', headers: { authorization } });
-    expect(res.statusCode).toBe(401);
-  });
+  it.each(['Bearer', 'Bearer ', 'bearer sec-test-alice-key', `Bearer ${ALICE.key} extra`, 'Basic !!!', 'Basic', `Token ${ALICE.key}`])(
+    'Authorization %j is 401',
+    async (authorization) => {
+      const res = await app.inject({ method: 'GET', url: '/v1/me', headers: { authorization } });
+      expect(res.statusCode).toBe(401);
+    },
+  );
 
   it('on /admin/queues: non-ASCII Basic passwords, bad base64 and no colon are 401', async () => {
     const basic = (s: string) => `Basic ${Buffer.from(s, 'utf8').toString('base64')}`;
@@ -160,7 +155,12 @@ describe('Idempotency-Key scope and body (item 4)', () => {
 
   it('the same key with another body is 422 idempotency_key_reused; the same body (any key order) replays', async () => {
     const headers = as(ALICE, { 'idempotency-key': 'body-bound' });
-    const first = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload: { input: 'refund 2024001', metadata: { a: 1, b: 2 } } });
+    const first = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers,
+      payload: { input: 'refund 2024001', metadata: { a: 1, b: 2 } },
+    });
     expect(first.statusCode).toBe(202);
     const other = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload: { input: 'refund A12345' } });
     expect(other.statusCode).toBe(422);
@@ -235,7 +235,11 @@ describe('every error is the envelope, with nothing internal (item 12)', () => {
       expect(isEnvelope(res.body), res.body).toBe(true);
     }
     const broken = vi.spyOn(rt.scheduler.queue, 'getJobCounts').mockRejectedValueOnce(new Error('ERR internal detail at 10.0.0.7:6379'));
-    const res = await app.inject({ method: 'GET', url: '/admin/queues/api/queues?activeQueue=rein-steps', headers: { authorization: basic } });
+    const res = await app.inject({
+      method: 'GET',
+      url: '/admin/queues/api/queues?activeQueue=rein-steps',
+      headers: { authorization: basic },
+    });
     broken.mockRestore();
     expect(res.statusCode).toBe(500);
     expect(isEnvelope(res.body)).toBe(true);

@@ -47,9 +47,9 @@ describe('approver: authentication is on the route (issue 9 items 1 and 2)', () 
       headers: { authorization: `Bearer ${APPROVER.key.slice(0, -1)}ü` },
     });
     expect(res.statusCode).toBe(401);
-    expect((await app.inject({ method: 'GET', url: '/v1/approvals', headers: { authorization: `Bearer ${APPROVER.key}` } })).statusCode).toBe(
-      200,
-    );
+    expect(
+      (await app.inject({ method: 'GET', url: '/v1/approvals', headers: { authorization: `Bearer ${APPROVER.key}` } })).statusCode,
+    ).toBe(200);
   });
 });
 

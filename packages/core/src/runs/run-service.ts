@@ -90,7 +90,10 @@ export function createRunService(deps: RunServiceDeps) {
       const replay = async (runId: string) => ({ run: await view(await visibleRun(principal, runId)), created: false });
       const id = randomUUID();
       const idem = idempotencyKey
-        ? { key: tenantKeys(principal.tenantId).idempotency(principal.userId, idempotencyKey), claim: { runId: id, bodyHash: bodyHash(body), bound: false } }
+        ? {
+            key: tenantKeys(principal.tenantId).idempotency(principal.userId, idempotencyKey),
+            claim: { runId: id, bodyHash: bodyHash(body), bound: false },
+          }
         : undefined;
       if (idem) {
         const held = await deps.store.claimIdempotencyKey(idem.key, idem.claim, CLAIM_TTL_SECONDS);

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { NotFoundError, StaleStepError } from '../errors.js';
-import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
+import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
 import { type Approval, approvalSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
 import { type ChatMessage, chatMessageSchema } from '../schemas/message.js';

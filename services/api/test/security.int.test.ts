@@ -177,6 +177,33 @@ describe('Idempotency-Key scope and body (item 4)', () => {
   });
 });
 
+describe('a key whose first request is still creating its run', () => {
+  it('answers 409 idempotency_key_in_flight until the run exists, then replays it', async () => {
+    const headers = as(ALICE, { 'idempotency-key': 'in-flight' });
+    const payload = { input: 'slow create' };
+    let proceed: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      proceed = resolve;
+    });
+    const realCreate = rt.store.create.bind(rt.store);
+    const create = vi.spyOn(rt.store, 'create').mockImplementationOnce(async (...args) => {
+      await gate;
+      return realCreate(...args);
+    });
+    const first = app.inject({ method: 'POST', url: '/v1/runs', headers, payload });
+    await vi.waitFor(() => expect(create).toHaveBeenCalled());
+    const during = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload });
+    expect(during.statusCode).toBe(409);
+    expect(during.json().error.code).toBe('idempotency_key_in_flight');
+    proceed();
+    expect((await first).statusCode).toBe(202);
+    create.mockRestore();
+    const after = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload });
+    expect(after.statusCode).toBe(200);
+    expect(after.json().id).toBe((await first).json().id);
+  });
+});
+
 describe('access logs (item 11)', () => {
   it('log method, route, status, duration, request id and tenant — never the key or the body', async () => {
     logLines.length = 0;

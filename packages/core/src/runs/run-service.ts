@@ -122,16 +122,14 @@ export function createRunService(deps: RunServiceDeps) {
         updatedAt: new Date(at).toISOString(),
         deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
       };
+      let admitted = false;
       try {
         await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
-        try {
-          await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }));
-        } catch (err) {
-          await deps.quotas.release(principal.tenantId, id).catch(() => {}); // never admitted for real
-          throw err;
-        }
+        admitted = true;
+        await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }));
       } catch (err) {
-        // The key is bound only to a run that exists: whatever failed, free it for the retry.
+        // No run: give its quota slot back, and free the key for the retry (a key is bound only to a run that exists).
+        if (admitted) await deps.quotas.release(principal.tenantId, id).catch(() => {});
         if (idem) await deps.store.releaseIdempotencyKey(idem.key, idem.claim).catch(() => {});
         throw err;
       }

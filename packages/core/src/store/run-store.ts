@@ -6,7 +6,7 @@ import { type Approval, approvalSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
 import { type ChatMessage, chatMessageSchema } from '../schemas/message.js';
 import { type RunRecord, type RunStatus, runRecordSchema, type StepRecord, stepRecordSchema, TERMINAL_STATUSES } from '../schemas/run.js';
-import { CommitResult, CreateResult, SettleResult, withScripts } from './lua-scripts.js';
+import { CommitResult, CreateResult, withScripts } from './lua-scripts.js';
 
 export interface Commit {
   /** The run as the caller read it; its version is the compare-and-set token. */
@@ -236,10 +236,12 @@ export class RunStore {
     return held === null ? this.claimIdempotencyKey(key, claim, ttlSeconds) : idempotencyEntrySchema.parse(JSON.parse(held));
   }
 
-  /** Binds a claimed key to its run, now that the run exists; false if the claim had lapsed. */
-  async bindIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<boolean> {
-    const bound = JSON.stringify({ ...claim, bound: true });
-    return (await this.redis.settleIdempotencyKey(key, JSON.stringify(claim), bound, String(ttlSeconds))) === SettleResult.Settled;
+  /**
+   * Binds a claimed key to its run, now that the run exists. A claim that lapsed in the
+   * meantime (and may have been taken by another request) is left alone.
+   */
+  async bindIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<void> {
+    await this.redis.settleIdempotencyKey(key, JSON.stringify(claim), JSON.stringify({ ...claim, bound: true }), String(ttlSeconds));
   }
 
   /** Releases a claim whose run was not created, so the key is free again. */

@@ -41,9 +41,7 @@ export function createPiiMasker(rules: PiiRules = loadPiiRules()) {
     if (typeof value === 'string') return maskText(value);
     if (depth > 6 || value === null || typeof value !== 'object') return value;
     if (Array.isArray(value)) return value.map((v) => maskDeep(v, depth + 1));
-    // Errors and class instances (Fastify's request and reply, buffers) keep their shape for pino's serializers.
-    const proto = Object.getPrototypeOf(value);
-    if (proto !== Object.prototype && proto !== null) return value;
+    if (value instanceof Error) return value;
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, allowFields.has(k) ? v : maskDeep(v, depth + 1)]));
   };
 

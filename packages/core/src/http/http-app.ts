@@ -61,7 +61,11 @@ const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
   const principals = new WeakMap<FastifyRequest, Principal>();
 
-  /** One line per request: what was asked and how it ended — never keys, bodies or the raw URL. */
+  /**
+   * One line per request: what was asked and how it ended — never keys, bodies or the
+   * raw URL. Plain fields, not Fastify's request and reply objects (the PII masking hook
+   * would flatten those to `{}` before any serializer ran).
+   */
   class AccessLog extends LogController {
     override incomingRequest() {}
     override requestCompleted(_err: unknown, req: FastifyRequest, reply: FastifyReply) {

@@ -58,6 +58,14 @@ export class ConflictError extends ReinError {
   }
 }
 
+/** An Idempotency-Key sent again with a different body (IETF Idempotency-Key draft: 422). */
+export class IdempotencyKeyReusedError extends ReinError {
+  override readonly name = 'IdempotencyKeyReusedError';
+  constructor() {
+    super('idempotency_key_reused', 'this Idempotency-Key was used with a different body', { status: 422 });
+  }
+}
+
 export class GoneError extends ReinError {
   override readonly name = 'GoneError';
   constructor(code: string, message: string) {

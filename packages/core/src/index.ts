@@ -23,6 +23,7 @@ export {
   ConflictError,
   ForbiddenError,
   GoneError,
+  IdempotencyKeyReusedError,
   InvalidRequestError,
   ModelReplyInvalidError,
   ModelUnavailableError,
@@ -34,13 +35,16 @@ export {
 } from './errors.js';
 export { createInputFilter, type InputFilter, loadInputRules } from './guards/input-filter.js';
 export { createPiiMasker, loadPiiRules, type PiiMasker } from './guards/pii-masker.js';
-export { createHttpApp, findApiKey, idParamsSchema, parseInput } from './http/http-app.js';
+export { basicPassword, bearerToken, findApiKey } from './http/credentials.js';
+export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
+export { createHttpApp, type HttpAppOptions, type HttpTimeouts, idParamsSchema, parseInput } from './http/http-app.js';
+export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
 export { runHttpService } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource } from './http/sse.js';
 export { QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
-export { createMetrics, type Metrics, registerQueueDepth } from './metrics.js';
+export { createMetrics, type Metrics, registerQueueDepth, registerRedisUp } from './metrics.js';
 export {
   type CompleteWith,
   chatCompletionBody,

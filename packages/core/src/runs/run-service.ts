@@ -14,8 +14,10 @@ import { type RunRecord, type RunStatus, TERMINAL_STATUSES, ZERO_USAGE } from '.
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import type { RunStore } from '../store/run-store.js';
+import { bodyHash, replayOf } from './idempotency.js';
 
-const tenantIdempotency = (tenantId: string, key: string) => tenantKeys(tenantId).idempotency(key);
+/** How long a claimed Idempotency-Key waits for its run to be created before it lapses (a crash in between). */
+const CLAIM_TTL_SECONDS = 60;
 
 /** Operator-set upper bounds for what a run may ask for in `limits`. */
 export interface LimitCeilings {
@@ -92,19 +94,16 @@ export function createRunService(deps: RunServiceDeps) {
           throw new InvalidRequestError(`limits.${name} may be at most ${ceiling} (the operator's ceiling)`, 'limit_above_ceiling');
       }
       const replay = async (runId: string) => ({ run: await view(await visibleRun(principal, runId)), created: false });
-      const idemKey = idempotencyKey ? tenantIdempotency(principal.tenantId, idempotencyKey) : undefined;
-      if (idemKey) {
-        const existing = await deps.store.idempotentRun(idemKey);
-        if (existing) return replay(existing);
-      }
       const id = randomUUID();
-      await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
-      if (idemKey) {
-        const winner = await deps.store.claimIdempotencyKey(idemKey, id, deps.idempotencyTtlSeconds ?? 86_400);
-        if (winner) {
-          await deps.quotas.release(principal.tenantId, id); // a concurrent submit with the same key won
-          return replay(winner);
-        }
+      const idem = idempotencyKey
+        ? {
+            key: tenantKeys(principal.tenantId).idempotency(principal.userId, idempotencyKey),
+            claim: { runId: id, bodyHash: bodyHash(body), bound: false },
+          }
+        : undefined;
+      if (idem) {
+        const held = await deps.store.claimIdempotencyKey(idem.key, idem.claim, CLAIM_TTL_SECONDS);
+        if (held) return replay(replayOf(held, idem.claim.bodyHash));
       }
       const at = now();
       const run: RunRecord = {
@@ -129,12 +128,18 @@ export function createRunService(deps: RunServiceDeps) {
         updatedAt: new Date(at).toISOString(),
         deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
       };
+      let admitted = false;
       try {
+        await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
+        admitted = true;
         await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }));
       } catch (err) {
-        await deps.quotas.release(principal.tenantId, id).catch(() => {}); // never admitted for real
+        // No run: give its quota slot back, and free the key for the retry (a key is bound only to a run that exists).
+        if (admitted) await deps.quotas.release(principal.tenantId, id).catch(() => {});
+        if (idem) await deps.store.releaseIdempotencyKey(idem.key, idem.claim).catch(() => {});
         throw err;
       }
+      if (idem) await deps.store.bindIdempotencyKey(idem.key, idem.claim, deps.idempotencyTtlSeconds ?? 86_400);
       await deps.enqueue('step', { runId: id, step: 0 });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { NotFoundError, StaleStepError } from '../errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
+import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
 import { type Approval, approvalSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
 import { type ChatMessage, readMessage } from '../schemas/message.js';
@@ -237,14 +238,28 @@ export class RunStore {
     return this.redis.zrevrange(tenantKeys(tenantId).approvals, 0, limit - 1);
   }
 
-  /** The run an Idempotency-Key (already scoped to its tenant) points to, if any. */
-  async idempotentRun(key: string): Promise<string | null> {
-    return this.redis.get(key);
+  /**
+   * Claims an Idempotency-Key (already scoped to its tenant and user) for a run about to
+   * be created; returns what the key holds if someone was first.
+   */
+  async claimIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<IdempotencyEntry | null> {
+    const set = await this.redis.set(key, JSON.stringify(claim), 'EX', ttlSeconds, 'NX');
+    if (set === 'OK') return null;
+    const held = await this.redis.get(key);
+    // Gone in between (released or expired): claim again.
+    return held === null ? this.claimIdempotencyKey(key, claim, ttlSeconds) : idempotencyEntrySchema.parse(JSON.parse(held));
   }
 
-  /** Claims an Idempotency-Key for `runId`; returns the run id that holds it if someone was first. */
-  async claimIdempotencyKey(key: string, runId: string, ttlSeconds: number): Promise<string | null> {
-    const set = await this.redis.set(key, runId, 'EX', ttlSeconds, 'NX');
-    return set === 'OK' ? null : await this.redis.get(key);
+  /**
+   * Binds a claimed key to its run, now that the run exists. A claim that lapsed in the
+   * meantime (and may have been taken by another request) is left alone.
+   */
+  async bindIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<void> {
+    await this.redis.settleIdempotencyKey(key, JSON.stringify(claim), JSON.stringify({ ...claim, bound: true }), String(ttlSeconds));
+  }
+
+  /** Releases a claim whose run was not created, so the key is free again. */
+  async releaseIdempotencyKey(key: string, claim: IdempotencyEntry): Promise<void> {
+    await this.redis.settleIdempotencyKey(key, JSON.stringify(claim), '', '0');
   }
 }

@@ -9,10 +9,13 @@ export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys
 export { DemoStore, type Email, type Order, type Refund, type Ticket } from './demo/demo-store.js';
 export { createDemoTools } from './demo/demo-tools.js';
 export { PolicySearch, tokenize } from './demo/policy-search.js';
+export { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
 export { sweepDeadlines } from './engine/deadline-sweeper.js';
-export { checkRepeats, failingTool } from './engine/loop-guard.js';
+export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './engine/loop-guard.js';
 export { type ReaperDeps, reap } from './engine/reaper.js';
-export { createStepProcessor, FALLBACK_ANSWER, type GuardLimits, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
+export { retryOnStale, STALE_RETRIES } from './engine/run-transitions.js';
+export { FALLBACK_ANSWER, type GuardLimits, type Transition } from './engine/step-policy.js';
+export { createStepProcessor, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
 export { approvalId, createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
 export { toolMessageContent, truncateObservation } from './engine/tool-observation.js';
 export {
@@ -23,11 +26,15 @@ export {
   ForbiddenError,
   GoneError,
   InvalidRequestError,
+  isDelaying,
+  ModelRejectedError,
   ModelReplyInvalidError,
   ModelUnavailableError,
   NotFoundError,
   ReinError,
   StaleStepError,
+  type StepFailure,
+  terminalReason,
   UnauthorizedError,
 } from './errors.js';
 export { createInputFilter, type InputFilter, loadInputRules } from './guards/input-filter.js';

@@ -3,6 +3,7 @@ import type { Quota, Quotas } from '../config.js';
 import { ReinError } from '../errors.js';
 import { tenantKeys } from '../keys.js';
 import { AdmitResult, withScripts } from '../store/lua-scripts.js';
+import type { RedisCommand } from '../store/run-store.js';
 
 /** 429: the tenant is over one of its quotas; says which and what the limit is. */
 export class QuotaExceededError extends ReinError {
@@ -68,14 +69,14 @@ export class TenantQuotas {
     await this.redis.srem(tenantKeys(tenantId).active, runId);
   }
 
-  async recordUsage(tenantId: string, tokens: number, costUsd: number): Promise<void> {
+  /** The writes that charge a tenant, sent with the step's post-commit indexes (one round trip). */
+  usageCommands(tenantId: string, tokens: number, costUsd: number): RedisCommand[] {
     const key = this.usageKey(tenantId);
-    await this.redis
-      .multi()
-      .hincrby(key, 'tokens', tokens)
-      .hincrby(key, 'costMicros', Math.round(costUsd * 1_000_000))
-      .expire(key, 2 * DAY_SECONDS)
-      .exec();
+    return [
+      ['hincrby', key, 'tokens', tokens],
+      ['hincrby', key, 'costMicros', Math.round(costUsd * 1_000_000)],
+      ['expire', key, 2 * DAY_SECONDS],
+    ];
   }
 
   /** Whether a running run of this tenant must stop because today's quota is used up. */

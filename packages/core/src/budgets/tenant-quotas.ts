@@ -23,6 +23,8 @@ const day = (at: number) => new Date(at).toISOString().slice(0, 10);
  */
 export class TenantQuotas {
   private readonly redis: ReturnType<typeof withScripts>;
+  /** Usage keys this process has already given their expiry. */
+  private readonly expiring = new Set<string>();
 
   constructor(
     redis: Redis,
@@ -72,11 +74,17 @@ export class TenantQuotas {
   /** The writes that charge a tenant, sent with the step's post-commit indexes (one round trip). */
   usageCommands(tenantId: string, tokens: number, costUsd: number): RedisCommand[] {
     const key = this.usageKey(tenantId);
-    return [
+    const commands: RedisCommand[] = [
       ['hincrby', key, 'tokens', tokens],
       ['hincrby', key, 'costMicros', Math.round(costUsd * 1_000_000)],
-      ['expire', key, 2 * DAY_SECONDS],
     ];
+    // A day's key needs its expiry set once, not on every step: once per process is enough.
+    if (!this.expiring.has(key)) {
+      if (this.expiring.size > 10_000) this.expiring.clear();
+      this.expiring.add(key);
+      commands.push(['expire', key, 2 * DAY_SECONDS]);
+    }
+    return commands;
   }
 
   /** Whether a running run of this tenant must stop because today's quota is used up. */

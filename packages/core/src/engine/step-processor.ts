@@ -84,13 +84,24 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     now,
   });
 
+  // A tool's JSON schema is derived from its zod schema once, not on every step.
+  const specs = new WeakMap<Tool, ReturnType<typeof toolSpec>>();
+  const toolSpecsOf = (profile: AgentProfile) =>
+    profile.tools.flatMap((name) => {
+      const tool = deps.tools.get(name);
+      if (!tool) return [];
+      let spec = specs.get(tool);
+      if (!spec) {
+        spec = toolSpec(tool);
+        specs.set(tool, spec);
+      }
+      return [spec];
+    });
+
   /** The model's decision for this step, made now and journaled — or null when the prompt cannot fit the budget. */
   async function decide(run: RunRecord, profile: AgentProfile, history: ChatMessage[], log: Logger): Promise<Decision | null> {
     const messages: ChatMessage[] = [{ role: 'system', content: profile.systemPrompt }, ...history];
-    const tools = profile.tools.flatMap((name) => {
-      const tool = deps.tools.get(name);
-      return tool ? [toolSpec(tool)] : [];
-    });
+    const tools = toolSpecsOf(profile);
     const maxTokens = completionRoom(run, profile.maxCompletionTokens, estimatePromptTokens(deps.modelName, messages, tools));
     if (maxTokens === null) return null;
     const timeoutMs = Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now()));

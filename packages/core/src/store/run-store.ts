@@ -37,6 +37,7 @@ export interface StepRead {
   run: RunRecord | null;
   /** Why the step is being held back (see markWaiting). */
   waitingOn: string | null;
+  /** Only read for a parked run (empty otherwise): no other run has approvals of its current step. */
   approvals: Approval[];
   /** The journaled decision of the step, if the model already answered it. */
   decision: Decision | null;
@@ -98,31 +99,26 @@ export class RunStore {
   }
 
   /**
-   * The run, its approvals, the step's journaled decision and the history in one
-   * pipeline (one hash slot). Messages are validated when committed; re-parsing the
-   * whole history with zod on every step is what made steps cost more as runs grew.
+   * The run, the step's journaled decision and the history in one pipeline (one hash
+   * slot); the approvals too when the run is parked — only then can its step have any.
+   * Messages are validated when committed: re-parsing the whole history with zod on
+   * every step made steps cost more as runs grew.
    */
   async readStep(runId: string, step: number): Promise<StepRead> {
     const k = runKeys(runId);
     const replies =
-      (await this.redis
-        .pipeline()
-        .hmget(k.run, 'doc', 'waitingOn')
-        .hvals(k.approvals)
-        .hget(k.decisions, String(step))
-        .lrange(k.messages, 0, -1)
-        .exec()) ?? [];
+      (await this.redis.pipeline().hmget(k.run, 'doc', 'waitingOn').hget(k.decisions, String(step)).lrange(k.messages, 0, -1).exec()) ?? [];
     for (const [err] of replies) if (err) throw err;
-    const [[doc, waitingOn], approvals, decision, messages] = replies.map(([, value]) => value) as [
+    const [[doc, waitingOn], decision, messages] = replies.map(([, value]) => value) as [
       [string | null, string | null],
-      string[],
       string | null,
       string[],
     ];
+    const run = doc ? runRecordSchema.parse(JSON.parse(doc)) : null;
     return {
-      run: doc ? runRecordSchema.parse(JSON.parse(doc)) : null,
+      run,
       waitingOn,
-      approvals: approvals.map((a) => approvalSchema.parse(JSON.parse(a))).sort((a, b) => a.id.localeCompare(b.id)),
+      approvals: run?.status === 'pending_approval' ? await this.approvals(runId) : [],
       decision: decision ? decisionSchema.parse(JSON.parse(decision)) : null,
       messages: messages.map((m) => JSON.parse(m) as ChatMessage),
     };

@@ -17,6 +17,8 @@ const SEQ_RUNS = Number(process.env.BENCH_SEQ_RUNS ?? 20);
 const BURST_RUNS = Number(process.env.BENCH_BURST_RUNS ?? 200);
 const RSS_RUNS = Number(process.env.BENCH_RSS_RUNS ?? 1000);
 const CONCURRENCY = 16;
+/** A directory: each worker writes a V8 CPU profile there when it stops (open it in Chrome DevTools). */
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF_DIR;
 
 let redis: TestRedis;
 let client: Redis;
@@ -33,13 +35,18 @@ afterAll(async () => {
 });
 
 /** Server-side totals: commands executed (Lua-internal ones included) and CPU seconds. */
-async function serverStats(): Promise<{ commands: number; cpu: number }> {
+async function serverStats(): Promise<{ commands: number; cpu: number; byCommand: Map<string, number> }> {
   const stats = await client.info('commandstats');
   let commands = 0;
-  for (const m of stats.matchAll(/^cmdstat_(\S+?):calls=(\d+)/gm)) if (m[1] !== 'info') commands += Number(m[2]);
+  const byCommand = new Map<string, number>();
+  for (const m of stats.matchAll(/^cmdstat_(\S+?):calls=(\d+)/gm)) {
+    if (m[1] === 'info') continue;
+    commands += Number(m[2]);
+    byCommand.set(m[1] as string, Number(m[2]));
+  }
   const cpu = await client.info('cpu');
   const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? 0);
-  return { commands, cpu: field('used_cpu_sys') + field('used_cpu_user') };
+  return { commands, cpu: field('used_cpu_sys') + field('used_cpu_user'), byCommand };
 }
 
 interface Row {
@@ -47,6 +54,8 @@ interface Row {
   steps: number[];
   commandsPerStep?: number;
   cpuUsPerStep?: number;
+  /** Commands per step by name, most frequent first. */
+  mix?: string;
 }
 
 /** Measures `body` (which makes `steps` model calls in all) with Redis INFO deltas. */
@@ -54,7 +63,15 @@ async function withRedisCost(steps: number, body: () => Promise<void>) {
   const before = await serverStats();
   await body();
   const after = await serverStats();
-  return { commandsPerStep: (after.commands - before.commands) / steps, cpuUsPerStep: ((after.cpu - before.cpu) * 1e6) / steps };
+  const mix = [...after.byCommand]
+    .map(([name, calls]) => [name, (calls - (before.byCommand.get(name) ?? 0)) / steps] as const)
+    .filter(([, perStep]) => perStep >= 0.05)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, perStep]) => `${name} ${perStep.toFixed(1)}`)
+    .join(', ');
+  return {
+    mix,
+    commandsPerStep: (after.commands - before.commands) / steps, cpuUsPerStep: ((after.cpu - before.cpu) * 1e6) / steps };
 }
 
 async function complete(messages: unknown[]) {
@@ -134,7 +151,12 @@ async function submit(fleet: Awaited<ReturnType<typeof startFleet>>, tag: string
 async function withFleet<T>(workers: number, body: (fleet: Awaited<ReturnType<typeof startFleet>>) => Promise<T>): Promise<T> {
   await client.flushall();
   fake.reset();
-  const fleet = await startFleet({ redisUrl: redis.url, workers, env: { ...fleetEnv, OPENAI_BASE_URL: fake.url } });
+  const fleet = await startFleet({
+    redisUrl: redis.url,
+    workers,
+    env: { ...fleetEnv, OPENAI_BASE_URL: fake.url },
+    ...(CPU_PROF_DIR ? { workerNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] } : {}),
+  });
   try {
     return await body(fleet);
   } finally {
@@ -166,8 +188,7 @@ async function reinBurst(workers: number) {
   return withFleet(workers, async (fleet) => {
     const tags = Array.from({ length: BURST_RUNS }, (_, i) => `burst-${workers}-${i}`);
     const started = performance.now();
-    let cost = { commandsPerStep: 0, cpuUsPerStep: 0 };
-    cost = await withRedisCost(BURST_RUNS * 10, async () => {
+    const cost = await withRedisCost(BURST_RUNS * 10, async () => {
       await Promise.all(tags.map((tag) => submit(fleet, tag, 10)));
       await Promise.all(tags.map((tag) => fake.answered(tag)));
     });
@@ -216,6 +237,8 @@ describe('step cost benchmark', () => {
         'Redis CPU/step (µs)': row.cpuUsPerStep?.toFixed(0) ?? '–',
       })),
     );
+    console.log(`Redis commands per step, naive: ${naive.mix}`);
+    console.log(`Redis commands per step, Rein: ${rein.mix}`);
     if (naive.commandsPerStep && rein.commandsPerStep) {
       console.log(`Rein ÷ naive, Redis commands per step: ${(rein.commandsPerStep / naive.commandsPerStep).toFixed(2)}×`);
     }

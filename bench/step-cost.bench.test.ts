@@ -71,7 +71,9 @@ async function withRedisCost(steps: number, body: () => Promise<void>) {
     .join(', ');
   return {
     mix,
-    commandsPerStep: (after.commands - before.commands) / steps, cpuUsPerStep: ((after.cpu - before.cpu) * 1e6) / steps };
+    commandsPerStep: (after.commands - before.commands) / steps,
+    cpuUsPerStep: ((after.cpu - before.cpu) * 1e6) / steps,
+  };
 }
 
 async function complete(messages: unknown[]) {
@@ -89,7 +91,9 @@ async function rawLoop(k: number): Promise<Row> {
   for (let r = 0; r < SEQ_RUNS; r++) {
     const messages: unknown[] = [{ role: 'user', content: benchInput(`raw-${r}`, k) }];
     for (;;) {
-      const { message } = (await complete(messages)).choices[0] as { message: { content: string | null; tool_calls?: Array<{ id: string }> } };
+      const { message } = (await complete(messages)).choices[0] as {
+        message: { content: string | null; tool_calls?: Array<{ id: string }> };
+      };
       messages.push(message);
       if (!message.tool_calls?.length) break;
       for (const c of message.tool_calls) messages.push({ role: 'tool', tool_call_id: c.id, content: 'policy text' });
@@ -109,11 +113,14 @@ async function naiveBullmq(k: number): Promise<Row> {
       const { tag, step } = job.data as { tag: string; step: number };
       const key = `naive:${tag}`;
       const messages = JSON.parse((await client.get(key)) ?? '[]') as unknown[];
-      const { message } = (await complete(messages)).choices[0] as { message: { content: string | null; tool_calls?: Array<{ id: string }> } };
+      const { message } = (await complete(messages)).choices[0] as {
+        message: { content: string | null; tool_calls?: Array<{ id: string }> };
+      };
       messages.push(message);
       for (const c of message.tool_calls ?? []) messages.push({ role: 'tool', tool_call_id: c.id, content: 'policy text' });
       await client.set(key, JSON.stringify(messages));
-      if (message.tool_calls?.length) await queue.add('step', { tag, step: step + 1 }, { jobId: `${tag}-${step + 1}`, removeOnComplete: true });
+      if (message.tool_calls?.length)
+        await queue.add('step', { tag, step: step + 1 }, { jobId: `${tag}-${step + 1}`, removeOnComplete: true });
     },
     { connection: { url: redis.url, maxRetriesPerRequest: null }, concurrency: CONCURRENCY },
   );

@@ -42,7 +42,11 @@ export function fakeReply(tag: string, k: number, n: number) {
               role: 'assistant',
               content: null,
               tool_calls: [
-                { id: `call_${n}`, type: 'function', function: { name: 'search_policy', arguments: JSON.stringify({ query: `refund rule ${n}` }) } },
+                {
+                  id: `call_${n}`,
+                  type: 'function',
+                  function: { name: 'search_policy', arguments: JSON.stringify({ query: `refund rule ${n}` }) },
+                },
               ],
             },
       },

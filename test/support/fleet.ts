@@ -44,7 +44,10 @@ export async function startFleet(opts: FleetOptions) {
     ...opts.env,
   };
   const spawnService = (name: string, script: string, extra: Record<string, string> = {}, nodeArgs: string[] = []) => {
-    const child = spawn(process.execPath, [...nodeArgs, join(root, script)], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...nodeArgs, join(root, script)], {
+      env: { ...env, ...extra },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const keep = (chunk: Buffer) => logs.push(`[${name}] ${chunk.toString().trimEnd()}`);
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
@@ -65,7 +68,12 @@ export async function startFleet(opts: FleetOptions) {
     const port = await freePort();
     workerMetricsPorts.push(port);
     workers.push(
-      spawnService(`worker-${workers.length + 1}`, 'services/worker/dist/main.js', { WORKER_METRICS_PORT: String(port) }, opts.workerNodeArgs),
+      spawnService(
+        `worker-${workers.length + 1}`,
+        'services/worker/dist/main.js',
+        { WORKER_METRICS_PORT: String(port) },
+        opts.workerNodeArgs,
+      ),
     );
   };
   for (let i = 0; i < (opts.workers ?? 2); i++) await startWorker();

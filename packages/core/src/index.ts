@@ -9,11 +9,10 @@ export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys
 export { DemoStore, type Email, type Order, type Refund, type Ticket } from './demo/demo-store.js';
 export { createDemoTools } from './demo/demo-tools.js';
 export { PolicySearch, tokenize } from './demo/policy-search.js';
-export { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
 export { sweepDeadlines } from './engine/deadline-sweeper.js';
 export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './engine/loop-guard.js';
 export { type ReaperDeps, reap } from './engine/reaper.js';
-export { retryOnStale, STALE_RETRIES } from './engine/run-transitions.js';
+export { retryOnStale } from './engine/run-transitions.js';
 export { FALLBACK_ANSWER, type GuardLimits, type Transition } from './engine/step-policy.js';
 export { createStepProcessor, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
 export { approvalId, createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';

@@ -162,7 +162,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
   worker.on('error', (err) => logger.warn({ err: err.message }, 'worker error'));
   worker.on('failed', (job, err) => {
     if (!job || err.name === 'DelayedError') return;
-    const final = err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
+    const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
     if (!final || !['step', 'resume', 'repair'].includes(job.name)) return;
     const { runId, step } = job.data as StepJob;
     steps

@@ -1,3 +1,5 @@
+import type { RunReason } from './schemas/run.js';
+
 /**
  * One error hierarchy for Rein. `code` is stable (clients and tests match on it);
  * `retryable` is decided where the error is thrown, and only the worker boundary turns
@@ -130,4 +132,36 @@ export class StaleStepError extends ReinError {
   constructor(message: string) {
     super('stale_step', message);
   }
+}
+
+/** The model endpoint refused the request itself (4xx other than 408/429): retrying will not help. */
+export class ModelRejectedError extends ReinError {
+  override readonly name = 'ModelRejectedError';
+  constructor(message: string, cause?: unknown) {
+    super('model_rejected', message, { status: 502, cause });
+  }
+}
+
+/**
+ * Errors that cross the worker boundary, by class: the worker decides what to do with
+ * a failed step from these, never from an error's message.
+ */
+export type StepFailure =
+  | ModelUnavailableError
+  | ModelRejectedError
+  | ModelReplyInvalidError
+  | BreakerOpenError
+  | BulkheadFullError
+  | StaleStepError;
+
+/** A busy or broken dependency: the step waits (without spending an attempt) instead of failing. */
+export function isDelaying(err: unknown): err is ModelUnavailableError | BreakerOpenError | BulkheadFullError {
+  return err instanceof ModelUnavailableError || err instanceof BreakerOpenError || err instanceof BulkheadFullError;
+}
+
+/** The terminal reason of a run whose step failed for good with `err` (invariant 9). */
+export function terminalReason(err: unknown): RunReason {
+  if (err instanceof ModelUnavailableError || err instanceof ModelRejectedError) return 'model_unavailable';
+  if (err instanceof ModelReplyInvalidError) return 'model_reply_invalid';
+  return 'internal_error';
 }

@@ -11,9 +11,11 @@ export { DemoStore, type Email, type Order, type Refund, type Ticket } from './d
 export { createDemoTools } from './demo/demo-tools.js';
 export { PolicySearch, tokenize } from './demo/policy-search.js';
 export { sweepDeadlines } from './engine/deadline-sweeper.js';
-export { checkRepeats, failingTool } from './engine/loop-guard.js';
+export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './engine/loop-guard.js';
 export { type ReaperDeps, reap } from './engine/reaper.js';
-export { createStepProcessor, FALLBACK_ANSWER, type GuardLimits, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
+export { retryOnStale } from './engine/run-transitions.js';
+export { FALLBACK_ANSWER, type GuardLimits, type Transition } from './engine/step-policy.js';
+export { createStepProcessor, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
 export { approvalId, createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
 export { toolMessageContent, truncateObservation } from './engine/tool-observation.js';
 export {
@@ -25,12 +27,16 @@ export {
   GoneError,
   IdempotencyKeyReusedError,
   InvalidRequestError,
+  isDelaying,
+  ModelRejectedError,
   ModelReplyInvalidError,
   ModelUnavailableError,
   NotFoundError,
   ReinError,
   StaleStepError,
+  type StepFailure,
   TooManyStreamsError,
+  terminalReason,
   UnauthorizedError,
 } from './errors.js';
 export { createInputFilter, type InputFilter, loadInputRules } from './guards/input-filter.js';

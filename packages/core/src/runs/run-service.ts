@@ -3,7 +3,8 @@ import type { AgentCatalog } from '../agents/agent-profile.js';
 import { decisionRights, overseesTenant } from '../approvals/decision-rights.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { runEvent } from '../engine/run-event.js';
-import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
+import { finishRun, retryOnStale } from '../engine/run-transitions.js';
+import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../errors.js';
 import { tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
@@ -190,29 +191,24 @@ export function createRunService(deps: RunServiceDeps) {
 
     /** Cancels a non-terminal run; its pending approvals are withdrawn in the same commit. */
     async cancel(principal: Principal, id: string) {
-      for (;;) {
+      // A worker may commit meanwhile: look again (bounded).
+      return retryOnStale(async () => {
         const run = await visibleRun(principal, id);
         if (TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_finished', `run ${id} already ${run.status}`);
         const at = new Date(now()).toISOString();
         const withdrawn = (await deps.store.approvals(id))
           .filter((a) => a.status === 'pending')
           .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: principal.userId, decidedAt: at, comment: 'run cancelled' }));
-        try {
-          const next = await deps.store.commit({
-            from: run,
-            to: { ...run, status: 'cancelled', reason: 'cancelled', pendingApprovals: [], updatedAt: at },
-            approvals: withdrawn,
-            events: [runEvent('run.finished', id, run.step, { status: 'cancelled', reason: 'cancelled', by: principal.userId })],
-          });
-          deps.metrics.runsFinished.inc({ agent: run.agent, status: 'cancelled', reason: 'cancelled' });
-          for (const a of withdrawn) {
-            await deps.feed.publish(a.tenantId, { type: 'approval.decided', approvalId: a.id, runId: a.runId, status: a.status, at });
-          }
-          return view(next);
-        } catch (err) {
-          if (!(err instanceof StaleStepError)) throw err; // a worker committed meanwhile: look again
+        const next = await deps.store.commit({
+          from: run,
+          ...finishRun(run, { status: 'cancelled', reason: 'cancelled', by: principal.userId }, {}, { approvals: withdrawn }, at),
+        });
+        deps.metrics.runsFinished.inc({ agent: run.agent, status: 'cancelled', reason: 'cancelled' });
+        for (const a of withdrawn) {
+          await deps.feed.publish(a.tenantId, { type: 'approval.decided', approvalId: a.id, runId: a.runId, status: a.status, at });
         }
-      }
+        return view(next);
+      });
     },
   };
 }

@@ -1,4 +1,5 @@
-import { DemoStore, FAULTS_KEY, runKeys } from '@rein/core';
+import { FAULTS_KEY, runKeys } from '@rein/core';
+import { DemoStore } from '@rein/example-order-assistant';
 import { LocalRedis } from '@rein/core/testing';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { DemoStore } from '@rein/core';
+import { DemoStore } from '@rein/example-order-assistant';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import { type Browser, chromium } from 'playwright-core';

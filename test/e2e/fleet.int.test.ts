@@ -1,4 +1,4 @@
-import { DemoStore } from '@rein/core';
+import { DemoStore } from '@rein/example-order-assistant';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

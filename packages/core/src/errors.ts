@@ -66,6 +66,17 @@ export class GoneError extends ReinError {
 }
 
 /** Operator misconfiguration: a bad environment variable, a missing agent profile. */
+/**
+ * What a tool throws when it fails in a way the model should hear about: `code` is
+ * stable, `retryable` says whether calling again (same or other arguments) can help.
+ */
+export class ToolError extends ReinError {
+  override readonly name = 'ToolError';
+  constructor(code: string, message: string, opts: { retryable?: boolean; cause?: unknown } = {}) {
+    super(code, message, { retryable: opts.retryable ?? false, cause: opts.cause });
+  }
+}
+
 export class ConfigError extends ReinError {
   override readonly name = 'ConfigError';
   constructor(message: string) {

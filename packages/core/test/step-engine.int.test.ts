@@ -1,6 +1,6 @@
+import { HANDOFF_ANSWER } from '@rein/example-order-assistant';
 import { describe, expect, it } from 'vitest';
 import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
-import { FALLBACK_ANSWER } from '../src/engine/step-processor.js';
 import type { ModelGateway } from '../src/model/model-gateway.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { harnessPerTest } from './harness.js';
@@ -139,7 +139,7 @@ describe('step engine', () => {
       expect(req.maxTokens).toBeLessThanOrEqual(left);
     });
     const run = await t.store.require(id);
-    expect(run).toMatchObject({ status: 'failed', reason: 'token_budget', finalAnswer: FALLBACK_ANSWER });
+    expect(run).toMatchObject({ status: 'failed', reason: 'token_budget', finalAnswer: HANDOFF_ANSWER });
     expect(run.usage.totalTokens).toBeLessThanOrEqual(budget);
     expect(run.usage.totalTokens).toBe(600 * model.requests.length);
   });

@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { playOrderAssistant } from './script.js';
 
-export const SCRIPTED_MODEL_ID = 'rein-scripted-order-assistant';
+export const SCRIPTED_MODEL_ID = 'rein-scripted';
 
 const requestSchema = z.object({
   model: z.string().optional(),

@@ -1,3 +1,4 @@
+import { runOfApproval } from './approval-id.js';
 import { runEvent } from '../engine/run-event.js';
 import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
@@ -14,8 +15,6 @@ import type { Tool } from '../tools/tool.js';
 import { stricterOf } from './approval-binding.js';
 
 export type Decision = { kind: 'approve'; comment?: string; arguments?: Record<string, unknown> } | { kind: 'reject'; reason: string };
-
-const APPROVAL_ID = /^([0-9a-f-]{36})\.\d+\.\d+$/;
 
 /**
  * Who may decide: for `high` risk the requesting user or a tenant approver; for
@@ -46,7 +45,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
   const now = deps.now ?? Date.now;
 
   async function find(principal: Principal, id: string) {
-    const runId = APPROVAL_ID.exec(id)?.[1];
+    const runId = runOfApproval(id);
     const run = runId ? await deps.store.get(runId) : null;
     const approval = run ? (await deps.store.approvals(run.id)).find((a) => a.id === id) : undefined;
     if (!run || !approval || approval.tenantId !== principal.tenantId) throw new NotFoundError(`approval ${id}`);
@@ -95,7 +94,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
   function applyEdit(principal: Principal, run: RunRecord, approval: Approval, edited: Record<string, unknown>): Approval {
     const tool = deps.tools.get(approval.toolName);
     if (!tool) throw new InvalidRequestError(`tool ${approval.toolName} is not available for edits`, 'invalid_arguments');
-    const parsed = tool.args.safeParse(edited);
+    const parsed = tool.parameters.safeParse(edited);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
       throw new InvalidRequestError(`edited arguments do not match ${tool.name}: ${issues}`, 'invalid_arguments');

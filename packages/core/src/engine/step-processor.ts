@@ -58,10 +58,6 @@ export interface StepProcessorDeps {
 
 export type StepOutcome = 'continued' | 'parked' | 'finished' | 'already_committed' | 'skipped';
 
-/** Answer given to the user when a run stops without one (the seeds' hand-off to a human). */
-export const FALLBACK_ANSWER =
-  'Sorry, I could not finish this request automatically. It has been handed to a human colleague, who will follow up. / 抱歉，这个问题暂时无法自动处理，已转交人工客服跟进。';
-
 /** Smallest completion worth asking for; a call that cannot afford it is not made. */
 const MIN_COMPLETION_TOKENS = 16;
 
@@ -132,7 +128,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     return (await deps.store.waitingOn(runId)) === 'model_unavailable' ? 'model_unavailable' : 'deadline';
   }
 
-  /** Invariant 6: limits are checked before the model is called, never after. */
+  /** I6: limits are checked before the model is called, never after. */
   async function exhaustedBudget(run: RunRecord): Promise<RunReason | null> {
     if (now() >= Date.parse(run.deadlineAt)) return deadlineReason(run.id);
     if (run.step >= run.limits.maxSteps) return 'max_steps';
@@ -144,7 +140,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
 
   /** The model's decision for this step: journaled, or made now — unless the prompt cannot fit the budget. */
   async function decide(run: RunRecord, profile: AgentProfile, log: Logger): Promise<Decision | 'token_budget'> {
-    const messages: ChatMessage[] = [{ role: 'system', content: profile.systemPrompt }, ...(await deps.store.messages(run.id))];
+    const messages: ChatMessage[] = [{ role: 'system', content: profile.instructions }, ...(await deps.store.messages(run.id))];
     const tools = profile.tools.flatMap((name) => {
       const tool = deps.tools.get(name);
       return tool ? [toolSpec(tool)] : [];
@@ -158,6 +154,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         tools,
         maxTokens: Math.min(profile.maxCompletionTokens, left),
         timeoutMs: Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now())),
+        ...(profile.models ? { models: profile.models } : {}),
       })
       .catch((err: ReinError) => {
         deps.metrics.modelDuration.observe({ model: deps.modelName, outcome: err.code ?? 'error' }, (performance.now() - started) / 1000);
@@ -211,7 +208,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       const exhausted = await exhaustedBudget(run);
       if (exhausted) {
         log.info({ reason: exhausted }, 'budget exhausted before the model call');
-        await finish(run, { status: 'failed', reason: exhausted, answer: FALLBACK_ANSWER });
+        await finish(run, { status: 'failed', reason: exhausted, answer: deps.agents.handoffAnswer(run.agent) });
         return 'finished';
       }
       if (run.step === 0) {
@@ -227,7 +224,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       const made = await decide(run, profile, log);
       if (made === 'token_budget') {
         log.info('the next prompt does not fit the token budget; not calling the model');
-        await finish(run, { status: 'failed', reason: 'token_budget', answer: FALLBACK_ANSWER });
+        await finish(run, { status: 'failed', reason: 'token_budget', answer: deps.agents.handoffAnswer(run.agent) });
         return 'finished';
       }
       decision = made;
@@ -302,7 +299,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       await finish(run, {
         status: 'failed',
         reason,
-        answer: FALLBACK_ANSWER,
+        answer: deps.agents.handoffAnswer(run.agent),
         run: { ...spent, step: run.step + 1 },
         step: stepRecord(records),
         events: [...toolEvents(records), stepFinished(reason)],
@@ -451,7 +448,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       return await attempt(job);
     } catch (err) {
       if (!(err instanceof StaleStepError)) throw err;
-      // Someone else committed first (invariant 2): just make sure the run moves on.
+      // Someone else committed first (I2): just make sure the run moves on.
       deps.logger.info({ runId: job.runId, step: job.step }, 'step already committed by another attempt');
       const current = await deps.store.get(job.runId);
       if (current) await ensureNext(current);
@@ -461,7 +458,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
 
   /**
    * Ends a run that can no longer make progress (its step ran out of attempts, hit a
-   * non-retryable error, or passed its deadline), so that nothing hangs (invariant 9).
+   * non-retryable error, or passed its deadline), so that nothing hangs (I9).
    */
   async function fail(
     runId: string,
@@ -474,7 +471,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       if (!run || TERMINAL_STATUSES.includes(run.status) || !onlyIf(run)) return false;
       try {
         deps.logger.warn({ runId: run.id, step: run.step, reason, detail }, 'run failed');
-        await finish(run, { status: 'failed', reason, answer: FALLBACK_ANSWER });
+        await finish(run, { status: 'failed', reason, answer: deps.agents.handoffAnswer(run.agent) });
         return true;
       } catch (err) {
         if (!(err instanceof StaleStepError)) throw err;

@@ -3,7 +3,7 @@ import { runKeys } from '../keys.js';
 import { type Decision, decisionSchema, type Snapshot, snapshotSchema } from '../schemas/run.js';
 
 /**
- * The model's reply per step, stored before any tool runs (invariant 3). The first
+ * The model's reply per step, stored before any tool runs (I3). The first
  * writer wins, so every attempt of a step acts on the same decision and its tokens
  * are counted once.
  */

@@ -6,7 +6,7 @@ import { type Effect, effectSchema } from '../schemas/run.js';
 export const idempotencyKey = (runId: string, step: number, toolCallId: string) => `${runId}:${step}:${toolCallId}`;
 
 /**
- * Intent and result of every tool call (invariant 4). An intent without a result
+ * Intent and result of every tool call (I4). An intent without a result
  * means a worker died mid-call: the caller decides whether re-running is safe.
  */
 export class EffectLedger {

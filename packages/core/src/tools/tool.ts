@@ -77,7 +77,10 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): Tool {
   if (!def.description?.trim()) throw new ConfigError(`${where}: description is required (the model reads it)`);
   if (def.kind !== 'read' && def.kind !== 'write') throw new ConfigError(`${where}: kind must be "read" or "write"`);
   if (typeof def.execute !== 'function') throw new ConfigError(`${where}: execute must be a function`);
-  if (!(def.parameters instanceof z.ZodType)) throw new ConfigError(`${where}: parameters must be a zod schema`);
+  // Duck-typed: the app may bring its own copy of zod.
+  if (typeof (def.parameters as { safeParse?: unknown } | undefined)?.safeParse !== 'function') {
+    throw new ConfigError(`${where}: parameters must be a zod schema`);
+  }
   let schema: Record<string, unknown>;
   try {
     schema = z.toJSONSchema(def.parameters) as Record<string, unknown>;

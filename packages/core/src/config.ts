@@ -92,7 +92,7 @@ export const configSchema = z.object({
   REIN_MODEL_FLEET_CONCURRENCY: z.coerce.number().int().min(1).default(64),
   REIN_TOOL_PROCESS_CONCURRENCY: z.coerce.number().int().min(1).default(16),
   REIN_BULKHEAD_WAIT_MS: z.coerce.number().int().min(0).default(2000),
-  /** Chaos testing only: lets `rein:faults` in Redis make tools hang. Never enable in production. */
+  /** Chaos testing only: lets the fault switch in Redis (FAULTS_KEY) make tools hang. Never enable in production. */
   REIN_FAULT_INJECTION: z.enum(['on', 'off']).default('off'),
   /** The reaper: how often it looks for runs no job will advance, and how long a run must sit unchanged first. */
   REIN_REAPER_INTERVAL_MS: z.coerce.number().int().min(200).default(15_000),

@@ -4,5 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 
-const rein = createRequire(import.meta.url).resolve('@rein/cli').replace(/index\.js$/, 'main.js');
+const rein = createRequire(import.meta.url)
+  .resolve('@rein/cli')
+  .replace(/index\.js$/, 'main.js');
 process.exit(spawnSync(process.execPath, [rein, 'watch', ...process.argv.slice(2)], { stdio: 'inherit' }).status ?? 1);

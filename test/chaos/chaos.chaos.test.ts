@@ -1,6 +1,6 @@
 import { FAULTS_KEY, runKeys } from '@rein/core';
-import { DemoStore } from '@rein/example-order-assistant';
 import { LocalRedis } from '@rein/core/testing';
+import { DemoStore } from '@rein/example-order-assistant';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

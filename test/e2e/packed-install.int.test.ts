@@ -136,7 +136,9 @@ describe('a packed install outside the repository', () => {
       LOG_LEVEL: 'warn',
     };
     const rein = join(project, 'node_modules', '@rein', 'cli', 'dist', 'main.js');
-    start('model', [join(project, 'node_modules', '@rein', 'scripted-model', 'dist', 'main.js')], { SCRIPTED_MODEL_PORT: String(modelPort) });
+    start('model', [join(project, 'node_modules', '@rein', 'scripted-model', 'dist', 'main.js')], {
+      SCRIPTED_MODEL_PORT: String(modelPort),
+    });
     start('api', [rein, 'api'], env);
     start('worker', [rein, 'worker'], env);
     start('approver', [rein, 'approver'], env);
@@ -174,7 +176,10 @@ describe('a packed install outside the repository', () => {
     expect(submitted.status).toBe(202);
     const id = submitted.body.id as string;
     const parked = await waitFor(id, (r) => r.status === 'pending_approval');
-    expect(parked).toMatchObject({ agent: 'inviter', pendingApprovals: [{ toolName: 'send_invite', summary: 'Invite Grace', risk: 'high' }] });
+    expect(parked).toMatchObject({
+      agent: 'inviter',
+      pendingApprovals: [{ toolName: 'send_invite', summary: 'Invite Grace', risk: 'high' }],
+    });
     expect(effects()).toEqual([]); // nothing happened before approval
 
     const approvalId = (parked.pendingApprovals as Array<{ id: string }>)[0]?.id as string;

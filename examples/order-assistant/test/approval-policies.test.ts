@@ -1,6 +1,6 @@
+import { stricterOf, type Tool } from '@rein/core';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { stricterOf, type Tool } from '@rein/core';
 import { DemoStore } from '../src/demo-store.js';
 import { PolicySearch } from '../src/policy-search.js';
 import { createOrderTools } from '../src/tools.js';

@@ -38,7 +38,8 @@ export async function follow(runId: string, approve = false): Promise<void> {
     if (e.type === 'approval.requested') pending.push(String(data.approvalId));
     if (approve && e.type === 'step.finished' && data.outcome === 'parked') {
       process.stdout.write('           the run is parked (pending_approval) and nothing has happened yet; approving as the caller…\n');
-      for (const id of pending) await client.call('POST', `${client.approver}/v1/approvals/${id}/approve`, { comment: 'approved by rein run --approve' });
+      for (const id of pending)
+        await client.call('POST', `${client.approver}/v1/approvals/${id}/approve`, { comment: 'approved by rein run --approve' });
       pending = [];
     }
   }

@@ -2,8 +2,8 @@ export { AgentCatalog, type AgentDefinition, type AgentProfile, defineAgent, HAN
 export { type App, type AppDefinition, type AppServices, defineApp, isApp } from './app/define-app.js';
 export { loadApp } from './app/load-app.js';
 export { createRegistry, type Registry } from './app/registry.js';
-export { approvalId, runOfApproval } from './approvals/approval-id.js';
 export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
+export { approvalId, runOfApproval } from './approvals/approval-id.js';
 export { type ApprovalService, createApprovalService, type Decision as ApprovalDecision, mayDecide } from './approvals/approval-service.js';
 export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';

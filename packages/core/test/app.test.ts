@@ -79,7 +79,10 @@ describe('defineApp and the registry', () => {
 
   it('gives only the app’s agents; another is unknown_agent; the hand-off is the agent’s, then the app’s', () => {
     const own = defineAgent({ name: 'own', instructions: 'i', tools: [], handoffAnswer: 'Ask Sam.' });
-    const { agents, tools } = createRegistry(defineApp({ agents: [agent(['echo']), own], tools: [echo], handoffAnswer: 'Ask the desk.' }), services);
+    const { agents, tools } = createRegistry(
+      defineApp({ agents: [agent(['echo']), own], tools: [echo], handoffAnswer: 'Ask the desk.' }),
+      services,
+    );
     expect(agents.defaultAgent).toBe('helper');
     expect([...tools.keys()]).toEqual(['echo']);
     expect(() => agents.get('order-assistant')).toThrow(expect.objectContaining({ code: 'unknown_agent', status: 400 }));

@@ -1,7 +1,7 @@
+import orderApp, { DemoStore, orderAssistant } from '@rein/example-order-assistant';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
-import orderApp, { DemoStore, orderAssistant } from '@rein/example-order-assistant';
 import type { AgentProfile } from '../src/agents/agent-profile.js';
 import { defineApp } from '../src/app/define-app.js';
 import { createRegistry } from '../src/app/registry.js';

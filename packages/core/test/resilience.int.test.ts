@@ -158,7 +158,14 @@ describe('the model gateway', () => {
         if (model === 'own-primary') throw new BreakerOpenError('model:own-primary', 10);
         return { model, content: 'ok', toolCalls: [], usage: { promptTokens: 1, completionTokens: 1 } };
       },
-      { breakers, fleetLimit: new FleetLimit(redis), metrics: createMetrics('g'), processConcurrency: 2, maxWaitMs: 100, fleetConcurrency: 2 },
+      {
+        breakers,
+        fleetLimit: new FleetLimit(redis),
+        metrics: createMetrics('g'),
+        processConcurrency: 2,
+        maxWaitMs: 100,
+        fleetConcurrency: 2,
+      },
     );
     const request = { messages: [], tools: [], maxTokens: 10, timeoutMs: 1000 };
     expect((await gateway.complete({ ...request, models: ['own-primary', 'own-fallback'] })).model).toBe('own-fallback');

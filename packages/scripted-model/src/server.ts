@@ -95,7 +95,10 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
     if (opts.latencyMs) await new Promise((r) => setTimeout(r, opts.latencyMs));
     const { messages } = parsed.data;
     const turn = messages.filter((m) => m.role === 'assistant').length;
-    const move = play(messages, (parsed.data.tools ?? []).map((t) => t.function as OfferedTool));
+    const move = play(
+      messages,
+      (parsed.data.tools ?? []).map((t) => t.function as OfferedTool),
+    );
     const toolCalls = move.toolCalls.map((c, i) => ({
       id: `call_${turn}_${i}`,
       type: 'function' as const,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { playAnyTools } from '../src/any-tools.js';
+import { type OfferedTool, playAnyTools } from '../src/any-tools.js';
 import { playOrderAssistant, type ScriptMessage } from '../src/script.js';
 
 /** Plays a conversation: feeds each requested tool call the given observation and asks again. */
@@ -110,9 +110,12 @@ describe('scripted order assistant', () => {
 });
 
 describe('the generic rule for any app', () => {
-  const tools = [
+  const tools: OfferedTool[] = [
     { name: 'lookup_greeting', parameters: { properties: { name: { type: 'string', maxLength: 20 } }, required: ['name'] } },
-    { name: 'send_greeting', parameters: { properties: { to: { type: 'string' }, times: { type: 'integer' }, tone: { enum: ['warm', 'dry'] } } } },
+    {
+      name: 'send_greeting',
+      parameters: { properties: { to: { type: 'string' }, times: { type: 'integer' }, tone: { enum: ['warm', 'dry'] } } },
+    },
   ];
   it('calls each offered tool once, in order, with arguments from the input, then answers with the last result', () => {
     const messages: ScriptMessage[] = [

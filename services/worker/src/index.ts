@@ -1,2 +1,2 @@
-export { backoffMs, createStepWorker } from './step-worker.js';
 export { configuredModel, startWorker, type WorkerOptions } from './start-worker.js';
+export { backoffMs, createStepWorker } from './step-worker.js';

@@ -1,6 +1,6 @@
 import { defineTool, type Principal } from '@rein/core';
-import { HANDOFF_ANSWER, orderAssistant } from '@rein/example-order-assistant';
 import { createFakeModel, toolCall } from '@rein/core/testing';
+import { HANDOFF_ANSWER, orderAssistant } from '@rein/example-order-assistant';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { USER, workerPerTest } from './worker-harness.js';

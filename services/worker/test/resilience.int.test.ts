@@ -61,9 +61,7 @@ describe('a flaky model provider costs time, never runs', () => {
     const run = await f.finished(await f.submit('支持 7 天无理由退货吗？'));
     expect(run).toMatchObject({ status: 'succeeded', step: 2 });
     const metrics = await f.rt.metrics.registry.metrics();
-    expect(metrics).toMatch(
-      /rein_breaker_events_total\{breaker="model:rein-scripted",event="open",service="worker"\} [1-9]/,
-    );
+    expect(metrics).toMatch(/rein_breaker_events_total\{breaker="model:rein-scripted",event="open",service="worker"\} [1-9]/);
     expect(metrics).toMatch(/rein_step_delays_total\{cause="(model_unavailable|breaker_open)",service="worker"\} [1-9]/);
     // Every answered step was journaled once: the outage consumed no step and no tokens.
     expect((await f.rt.store.steps(run.id)).map((s) => s.index)).toEqual([0, 1]);

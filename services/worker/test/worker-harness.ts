@@ -1,4 +1,13 @@
-import { type AgentProfile, defineApp, loadConfig, type ModelGateway, type Principal, type RunRecord, type Runtime, type Tool } from '@rein/core';
+import {
+  type AgentProfile,
+  defineApp,
+  loadConfig,
+  type ModelGateway,
+  type Principal,
+  type RunRecord,
+  type Runtime,
+  type Tool,
+} from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { Worker } from 'bullmq';

@@ -41,7 +41,8 @@ export function defineApp(def: AppDefinition): App {
   const duplicateAgent = def.agents.find((a, i) => def.agents.findIndex((b) => b.name === a.name) !== i);
   if (duplicateAgent) throw new ConfigError(`app: agent "${duplicateAgent.name}" is defined twice`);
   const defaultAgent = def.defaultAgent ?? (def.agents[0] as AgentProfile).name;
-  if (!def.agents.some((a) => a.name === defaultAgent)) throw new ConfigError(`app: defaultAgent "${defaultAgent}" is not one of its agents`);
+  if (!def.agents.some((a) => a.name === defaultAgent))
+    throw new ConfigError(`app: defaultAgent "${defaultAgent}" is not one of its agents`);
   const guards = {
     ...(def.guards?.input ? { input: parseRules(inputRulesSchema, def.guards.input, 'guards.input') } : {}),
     ...(def.guards?.pii ? { pii: parseRules(piiRulesSchema, def.guards.pii, 'guards.pii') } : {}),
@@ -73,7 +74,11 @@ export function checkTools(app: App, tools: readonly Tool[]): void {
 
 export const isApp = (value: unknown): value is App => (value as App | undefined)?.kind === 'rein-app';
 
-function parseRules<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Error } }, value: unknown, where: string): T {
+function parseRules<T>(
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Error } },
+  value: unknown,
+  where: string,
+): T {
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new ConfigError(`app: ${where} is invalid: ${parsed.error.message}`);
   return parsed.data;

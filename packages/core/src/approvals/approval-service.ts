@@ -1,4 +1,3 @@
-import { runOfApproval } from './approval-id.js';
 import { runEvent } from '../engine/run-event.js';
 import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
@@ -13,6 +12,7 @@ import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import type { Tool } from '../tools/tool.js';
 import { stricterOf } from './approval-binding.js';
+import { runOfApproval } from './approval-id.js';
 
 export type Decision = { kind: 'approve'; comment?: string; arguments?: Record<string, unknown> } | { kind: 'reject'; reason: string };
 

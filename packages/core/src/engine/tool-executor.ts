@@ -1,6 +1,6 @@
-import { approvalId } from '../approvals/approval-id.js';
 import type { AgentProfile } from '../agents/agent-profile.js';
 import { verifyBinding } from '../approvals/approval-binding.js';
+import { approvalId } from '../approvals/approval-id.js';
 import { BreakerOpenError, BulkheadFullError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';

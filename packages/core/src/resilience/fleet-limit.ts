@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { fleetLimitKey } from '../keys.js';
 import { BulkheadFullError } from '../errors.js';
+import { fleetLimitKey } from '../keys.js';
 import { LeaseResult, withScripts } from '../store/lua-scripts.js';
 
 /**

@@ -50,10 +50,7 @@ export interface ToolDefinition<S extends z.ZodType> {
   description: string;
   kind: 'read' | 'write';
   parameters: S;
-  approval?: (
-    args: z.infer<S>,
-    ctx: Omit<ToolContext, 'signal' | 'logger'>,
-  ) => { risk: Risk; summary: string; requiredRole?: Role } | null;
+  approval?: (args: z.infer<S>, ctx: Omit<ToolContext, 'signal' | 'logger'>) => { risk: Risk; summary: string; requiredRole?: Role } | null;
   allowedRoles?: readonly Role[];
   /** Say `true` only if `execute` de-duplicates on `ctx.idempotencyKey`: then a call cut off by a crash is re-run. */
   honoursIdempotencyKey?: boolean;

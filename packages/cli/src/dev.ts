@@ -142,9 +142,13 @@ export async function dev(): Promise<void> {
         `  Redis      ${env.REDIS_URL}`,
         `  API key    ${first.key} (${first.userId}@${first.tenantId}, roles ${first.roles.join(',')})`,
         '',
-        `  try: curl -s -X POST http://127.0.0.1:${apiPort}/v1/runs -H 'Authorization: Bearer ${first.key}' \\`,
-        `         -H 'Content-Type: application/json' -d '{"input":"客户张三投诉订单 2024001 一直没发货，帮他处理一下"}'`,
-        '  or, in another terminal: rein run "<input>" --watch   (npm run demo in the repository)',
+        ...(env.REIN_APP
+          ? ['  try, in another terminal: rein run "<input>" --watch']
+          : [
+              `  try: curl -s -X POST http://127.0.0.1:${apiPort}/v1/runs -H 'Authorization: Bearer ${first.key}' \\`,
+              `         -H 'Content-Type: application/json' -d '{"input":"客户张三投诉订单 2024001 一直没发货，帮他处理一下"}'`,
+              '  or, in another terminal: rein run "<input>" --watch   (npm run demo in the repository)',
+            ]),
         '',
       ].join('\n'),
     );

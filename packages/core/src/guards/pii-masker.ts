@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 export const piiRulesSchema = z.object({
   patterns: z.array(z.object({ name: z.string(), pattern: z.string(), keep: z.enum(['email', 'head3tail4', 'head4tail4', 'tail4']) })),
-  /** Object keys whose values stay visible in logs (order numbers, ids). */
+  /** Object keys whose values stay visible in logs (ids; an app adds its own). */
   allowFields: z.array(z.string()),
   /** Literal values that stay visible anywhere (e.g. the public service hotline). */
   allowValues: z.array(z.string()),

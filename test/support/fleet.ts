@@ -65,7 +65,8 @@ export async function startFleet(opts: FleetOptions) {
     workers.push(spawnService(`worker-${workers.length + 1}`, 'services/worker/dist/main.js', { WORKER_METRICS_PORT: String(port) }));
   };
   for (let i = 0; i < (opts.workers ?? 2); i++) await startWorker();
-  await Promise.all([waitForPort(modelPort), waitForPort(apiPort), waitForPort(approverPort)]);
+  // Bounded generously: on a loaded machine five Node processes take a while to listen.
+  await Promise.all([waitForPort(modelPort, 30_000), waitForPort(apiPort, 30_000), waitForPort(approverPort, 30_000)]);
 
   const call = async (base: string, method: string, path: string, key: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {

@@ -188,6 +188,21 @@ describe('a packed install outside the repository', () => {
     const finished = await waitFor(id, (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status as string));
     expect(finished.status).toBe('succeeded');
     expect(effects().map((line) => JSON.parse(line))).toEqual([{ name: 'Grace', key: expect.stringContaining(id), by: 'ada' }]);
+
+    // The same through the installed bin: `rein run … --approve` submits, follows and approves as the caller.
+    const { stdout } = await run(process.execPath, [rein, 'run', 'Please invite "Lin"', '--approve'], {
+      cwd: project,
+      env: {
+        ...process.env,
+        REIN_API_URL: `http://127.0.0.1:${apiPort}`,
+        REIN_APPROVER_URL: `http://127.0.0.1:${approverPort}`,
+        REIN_API_KEY: USER.key,
+      },
+      timeout: 120_000,
+    });
+    expect(stdout).toContain('[Approval] high — Invite Lin');
+    expect(stdout).toMatch(/final answer \(succeeded, completed\)/);
+    expect(effects().map((line) => JSON.parse(line).name)).toEqual(['Grace', 'Lin']);
   });
 
   it('refuses to start an app whose agent names a tool it lacks, naming both', async () => {

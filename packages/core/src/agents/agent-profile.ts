@@ -91,8 +91,4 @@ export class AgentCatalog {
     }
     return profile;
   }
-
-  names(): string[] {
-    return [...this.profiles.keys()];
-  }
 }

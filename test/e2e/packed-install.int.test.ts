@@ -14,7 +14,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * bin, plus the scripted model) running it through an approval.
  */
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const PACKAGES = ['packages/core', 'packages/scripted-model', 'services/api', 'services/worker', 'services/approver', 'packages/cli'];
+// The cli brings the order-assistant example: the app the services run when REIN_APP is not set.
+const PACKAGES = [
+  'packages/core',
+  'packages/scripted-model',
+  'services/api',
+  'services/worker',
+  'services/approver',
+  'examples/order-assistant',
+  'packages/cli',
+];
 const run = promisify(execFile);
 
 const USER = { key: 'packed-user-key-ada', tenantId: 'packed', userId: 'ada', roles: ['user'] };
@@ -203,6 +212,24 @@ describe('a packed install outside the repository', () => {
     expect(stdout).toContain('[Approval] high — Invite Lin');
     expect(stdout).toMatch(/final answer \(succeeded, completed\)/);
     expect(effects().map((line) => JSON.parse(line).name)).toEqual(['Grace', 'Lin']);
+  });
+
+  it('runs the order-assistant example when REIN_APP is not set (the embedded default)', async () => {
+    const port = await freePort();
+    start('default-api', [join(project, 'node_modules', '@rein', 'cli', 'dist', 'main.js'), 'api'], {
+      REDIS_URL: redis.url,
+      REIN_API_KEYS: JSON.stringify([USER]),
+      API_PORT: String(port),
+      REIN_BIND_HOST: '127.0.0.1',
+    });
+    await waitForPort(port, 60_000);
+    const res = await fetch(`http://127.0.0.1:${port}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${USER.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'Where is order A12345?' }),
+    });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ agent: 'order-assistant' });
   });
 
   it('refuses to start an app whose agent names a tool it lacks, naming both', async () => {

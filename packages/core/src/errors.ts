@@ -84,6 +84,17 @@ export class TooManyStreamsError extends ReinError {
 }
 
 /** Operator misconfiguration: a bad environment variable, a missing agent profile. */
+/**
+ * What a tool throws when it fails in a way the model should hear about: `code` is
+ * stable, `retryable` says whether calling again (same or other arguments) can help.
+ */
+export class ToolError extends ReinError {
+  override readonly name = 'ToolError';
+  constructor(code: string, message: string, opts: { retryable?: boolean; cause?: unknown } = {}) {
+    super(code, message, { retryable: opts.retryable ?? false, cause: opts.cause });
+  }
+}
+
 export class ConfigError extends ReinError {
   override readonly name = 'ConfigError';
   constructor(message: string) {
@@ -159,7 +170,7 @@ export function isDelaying(err: unknown): err is ModelUnavailableError | Breaker
   return err instanceof ModelUnavailableError || err instanceof BreakerOpenError || err instanceof BulkheadFullError;
 }
 
-/** The terminal reason of a run whose step failed for good with `err` (invariant 9). */
+/** The terminal reason of a run whose step failed for good with `err` (I9). */
 export function terminalReason(err: unknown): RunReason {
   if (err instanceof ModelUnavailableError || err instanceof ModelRejectedError) return 'model_unavailable';
   if (err instanceof ModelReplyInvalidError) return 'model_reply_invalid';

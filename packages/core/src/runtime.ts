@@ -22,6 +22,7 @@ import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { RunStore } from './store/run-store.js';
 import type { Tool } from './tools/tool.js';
+import { setupTracing, type Tracing } from './tracing/tracing-setup.js';
 
 export interface Runtime {
   config: Config;
@@ -43,6 +44,7 @@ export interface Runtime {
   masker: PiiMasker;
   breakers: CircuitBreakers;
   fleetLimit: FleetLimit;
+  tracing: Tracing;
   close(): Promise<void>;
 }
 
@@ -61,6 +63,7 @@ export async function createRuntime(
 ): Promise<Runtime> {
   const masker = createPiiMasker();
   const logger = createLogger(config.LOG_LEVEL, service, masker);
+  const tracing = setupTracing(config, service, masker, logger);
   const metrics = createMetrics(service);
   const redis = await connectRedis(config.REDIS_URL, role, logger);
   await checkRedisSettings(redis, logger);
@@ -112,11 +115,13 @@ export async function createRuntime(
     masker,
     breakers,
     fleetLimit: new FleetLimit(redis),
+    tracing,
     async close() {
       breakers.shutdown();
       await scheduler.close();
       bull.disconnect();
       redis.disconnect();
+      await tracing.shutdown(); // flush the last spans
     },
   };
 }

@@ -14,6 +14,7 @@ const model = createResilientModelGateway(
     processConcurrency: config.REIN_MODEL_PROCESS_CONCURRENCY,
     fleetConcurrency: config.REIN_MODEL_FLEET_CONCURRENCY,
     maxWaitMs: config.REIN_BULKHEAD_WAIT_MS,
+    captureContent: rt.tracing.capture,
   },
 );
 const worker = createStepWorker(rt, model);

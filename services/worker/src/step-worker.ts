@@ -14,6 +14,7 @@ import {
   reap,
   STEP_QUEUE,
   type StepJob,
+  stepSpan,
   sweepDeadlines,
 } from '@rein/core';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
@@ -52,6 +53,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
     logger,
     toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
     approvalTtlMs: config.APPROVAL_TTL_MS,
+    captureContent: rt.tracing.capture,
     protection: {
       breakers: rt.breakers,
       bulkhead: (tool) => {
@@ -131,22 +133,24 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
         { job: parsed.name },
         Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000,
       );
-      const started = performance.now();
-      try {
-        const outcome = await steps.process(payload);
-        // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
-        if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
-        rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
-        return outcome;
-      } catch (err) {
-        if (err instanceof ReinError && DELAYING.has(err.code)) return delay(job, token, payload, err);
-        if (err instanceof ReinError && !err.retryable) throw new UnrecoverableError(`${err.code}: ${err.message}`);
-        logger.warn(
-          { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
-          'step failed; will retry',
-        );
-        throw err;
-      }
+      return stepSpan(parsed.name, payload, async () => {
+        const started = performance.now();
+        try {
+          const outcome = await steps.process(payload);
+          // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
+          if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
+          rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
+          return outcome;
+        } catch (err) {
+          if (err instanceof ReinError && DELAYING.has(err.code)) return delay(job, token, payload, err);
+          if (err instanceof ReinError && !err.retryable) throw new UnrecoverableError(`${err.code}: ${err.message}`);
+          logger.warn(
+            { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
+            'step failed; will retry',
+          );
+          throw err;
+        }
+      });
     },
     {
       connection: bullConnection(config.REDIS_URL, 'worker', logger),

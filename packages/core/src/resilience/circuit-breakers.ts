@@ -4,6 +4,8 @@ import CircuitBreaker from 'opossum';
 import { BreakerOpenError, ReinError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import { REIN_ATTR } from '../tracing/rein-spans.js';
+import { annotateActiveSpan } from '../tracing/spans.js';
 
 export interface BreakerOptions {
   /** Percentage of failed calls in the rolling window that opens the breaker. */
@@ -84,12 +86,16 @@ export class CircuitBreakers {
     const breaker = this.breaker(name);
     const replies = (await this.redis.multi().exists(k.open).pttl(k.open).exists(k.tripped).exec()) ?? [];
     const [open, openTtl, tripped] = replies.map(([, value]) => Number(value));
-    if (open) throw new BreakerOpenError(name, Math.max(openTtl ?? 0, 100));
+    if (open) {
+      annotateActiveSpan({ [REIN_ATTR.breakerState]: 'open' });
+      throw new BreakerOpenError(name, Math.max(openTtl ?? 0, 100));
+    }
 
     if (tripped) {
       // Half-open: one probe for the whole fleet.
       const prober = randomUUID();
       const won = await this.redis.set(k.probe, prober, 'PX', this.options.probeTimeoutMs, 'NX');
+      annotateActiveSpan({ [REIN_ATTR.breakerState]: won ? 'half_open' : 'open' });
       if (!won) throw new BreakerOpenError(name, 1000);
       this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.half_open);
       try {
@@ -106,6 +112,7 @@ export class CircuitBreakers {
     }
 
     // Closed fleet-wide: a breaker still open here only saw failures the fleet has recovered from.
+    annotateActiveSpan({ [REIN_ATTR.breakerState]: 'closed' });
     if (breaker.opened || breaker.halfOpen) breaker.close();
     this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.closed);
     try {

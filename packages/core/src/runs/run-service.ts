@@ -13,6 +13,7 @@ import { type RunRecord, type RunStatus, TERMINAL_STATUSES, ZERO_USAGE } from '.
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import type { RunStore } from '../store/run-store.js';
+import { newTraceparent, traceIdOf } from '../tracing/trace-context.js';
 
 const tenantIdempotency = (tenantId: string, key: string) => tenantKeys(tenantId).idempotency(key);
 
@@ -78,7 +79,13 @@ export function createRunService(deps: RunServiceDeps) {
   }
 
   return {
-    async submit(principal: Principal, body: SubmitRunBody, idempotencyKey?: string): Promise<{ run: RunView; created: boolean }> {
+    /** `traceparent`: the trace the run belongs to (see `submitSpan`); a new one when omitted. */
+    async submit(
+      principal: Principal,
+      body: SubmitRunBody,
+      idempotencyKey?: string,
+      traceparent = newTraceparent(),
+    ): Promise<{ run: RunView; created: boolean }> {
       const profile = deps.agents.get(body.agent ?? deps.agents.defaultAgent);
       const limits = { ...profile.defaultLimits, ...body.limits };
       for (const [name, ceiling] of Object.entries(deps.ceilings) as Array<[keyof LimitCeilings, number]>) {
@@ -104,7 +111,8 @@ export function createRunService(deps: RunServiceDeps) {
       const run: RunRecord = {
         schemaVersion: 1,
         id,
-        traceId: randomUUID().replaceAll('-', '').slice(0, 16),
+        traceId: traceIdOf(traceparent),
+        traceparent,
         tenantId: principal.tenantId,
         userId: principal.userId,
         roles: principal.roles,
@@ -124,12 +132,16 @@ export function createRunService(deps: RunServiceDeps) {
         deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
       };
       try {
-        await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }));
+        await deps.store.create(
+          run,
+          { role: 'user', content: body.input },
+          runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId }),
+        );
       } catch (err) {
         await deps.quotas.release(principal.tenantId, id).catch(() => {}); // never admitted for real
         throw err;
       }
-      await deps.enqueue('step', { runId: id, step: 0 });
+      await deps.enqueue('step', { runId: id, step: 0, traceparent });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };
     },

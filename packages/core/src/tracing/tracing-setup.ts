@@ -51,6 +51,12 @@ export function tracesUrl(config: Config): string | undefined {
   return `${config.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`;
 }
 
+/** What an operator who opted into content capture gets: the payload as JSON, PII masked like a log line. */
+export const maskedContent =
+  (masker: PiiMasker): CaptureContent =>
+  (value) =>
+    JSON.stringify(masker.maskDeep(value));
+
 /**
  * Registers the OpenTelemetry SDK for this process when an OTLP endpoint is configured:
  * a batch exporter over OTLP/HTTP (JSON or protobuf), the configured sampler, and
@@ -86,7 +92,7 @@ export function setupTracing(config: Config, service: string, masker: PiiMasker,
   logger.info({ url, protocol, sampler: config.OTEL_TRACES_SAMPLER }, 'exporting traces over OTLP');
   return {
     enabled: true,
-    ...(config.REIN_OTEL_CAPTURE_CONTENT === 'true' ? { capture: (value: unknown) => JSON.stringify(masker.maskDeep(value)) } : {}),
+    ...(config.REIN_OTEL_CAPTURE_CONTENT === 'true' ? { capture: maskedContent(masker) } : {}),
     shutdown: () => provider.shutdown().catch((err: Error) => logger.warn({ err: err.message }, 'could not flush traces')),
   };
 }

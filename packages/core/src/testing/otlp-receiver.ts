@@ -29,13 +29,15 @@ function fields(buf: Buffer): Fields {
   while (at < buf.length) {
     const key = Number(varint());
     const [no, wire] = [key >> 3, key & 7];
+    const take = (n: number) => {
+      at += n;
+      return buf.subarray(at - n, at);
+    };
     let value: Buffer | number | bigint;
     if (wire === 0) value = varint();
-    else if (wire === 1) value = buf.subarray(at, (at += 8));
-    else if (wire === 2) {
-      const len = Number(varint());
-      value = buf.subarray(at, (at += len));
-    } else if (wire === 5) value = buf.subarray(at, (at += 4));
+    else if (wire === 1) value = take(8);
+    else if (wire === 2) value = take(Number(varint()));
+    else if (wire === 5) value = take(4);
     else throw new Error(`unsupported protobuf wire type ${wire}`);
     out.set(no, [...(out.get(no) ?? []), value]);
   }
@@ -48,7 +50,7 @@ function anyValue(f: Fields): unknown {
   if (f.has(1)) return str(f, 1);
   if (f.has(2)) return f.get(2)?.[0] === 1n;
   if (f.has(3)) return Number(f.get(3)?.[0]);
-  if (f.has(4)) return (f.get(4)?.[0] as Buffer).readDoubleLE(0);
+  if (f.has(4)) return bytes(f, 4)[0]?.readDoubleLE(0);
   if (f.has(5)) return bytes(fields(bytes(f, 5)[0] as Buffer), 1).map((v) => anyValue(fields(v)));
   return null;
 }

@@ -65,7 +65,24 @@ export async function startFleet(opts: FleetOptions) {
     workers.push(spawnService(`worker-${workers.length + 1}`, 'services/worker/dist/main.js', { WORKER_METRICS_PORT: String(port) }));
   };
   for (let i = 0; i < (opts.workers ?? 2); i++) await startWorker();
-  await Promise.all([waitForPort(modelPort), waitForPort(apiPort), waitForPort(approverPort)]);
+  const stop = () =>
+    Promise.all(
+      procs.map(
+        (p) =>
+          new Promise<void>((resolve) => {
+            if (p.exitCode !== null || p.signalCode !== null) return resolve();
+            p.once('exit', () => resolve());
+            p.kill('SIGTERM');
+            setTimeout(() => p.kill('SIGKILL'), 5000).unref();
+          }),
+      ),
+    );
+  try {
+    await Promise.all([waitForPort(modelPort, 30_000), waitForPort(apiPort, 30_000), waitForPort(approverPort, 30_000)]);
+  } catch (err) {
+    await stop(); // a fleet that did not come up leaves no process behind
+    throw new Error(`${(err as Error).message}\n${logs.slice(-20).join('\n')}`);
+  }
 
   const call = async (base: string, method: string, path: string, key: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
@@ -101,19 +118,7 @@ export async function startFleet(opts: FleetOptions) {
       }
       throw new Error(`run ${id} never got there; last seen ${JSON.stringify(last)}\n${logs.slice(-30).join('\n')}`);
     },
-    async stop() {
-      await Promise.all(
-        procs.map(
-          (p) =>
-            new Promise<void>((resolve) => {
-              if (p.exitCode !== null || p.signalCode !== null) return resolve();
-              p.once('exit', () => resolve());
-              p.kill('SIGTERM');
-              setTimeout(() => p.kill('SIGKILL'), 5000).unref();
-            }),
-        ),
-      );
-    },
+    stop,
   };
 }
 export type Fleet = Awaited<ReturnType<typeof startFleet>>;

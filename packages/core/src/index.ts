@@ -97,16 +97,7 @@ export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { RunStore } from './store/run-store.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
 export { defineTool, parseToolArguments, type Tool, type ToolContext, toolSpec } from './tools/tool.js';
-export { type CaptureContent, chatSpan, toolSpan } from './tracing/genai.js';
+export type { CaptureContent } from './tracing/genai.js';
 export { REIN_ATTR, stepSpan, submitSpan } from './tracing/rein-spans.js';
-export { annotateActiveSpan, inSpan, logTraceFields } from './tracing/spans.js';
-export {
-  activeTraceparent,
-  contextOf,
-  formatTraceparent,
-  newTraceparent,
-  parseTraceparent,
-  traceIdOf,
-  traceparentSchema,
-} from './tracing/trace-context.js';
-export { setupTracing, type Tracing, tracesUrl } from './tracing/tracing-setup.js';
+export { parseTraceparent, traceparentSchema } from './tracing/trace-context.js';
+export { setupTracing, type Tracing } from './tracing/tracing-setup.js';

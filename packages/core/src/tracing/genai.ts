@@ -1,4 +1,4 @@
-import type { Attributes } from '@opentelemetry/api';
+import { type Attributes, SpanKind } from '@opentelemetry/api';
 import {
   ATTR_GEN_AI_INPUT_MESSAGES,
   ATTR_GEN_AI_OPERATION_NAME,
@@ -22,7 +22,7 @@ import type { ModelReply, ModelRequest } from '../model/model-gateway.js';
 import type { ModelToolCall } from '../schemas/message.js';
 import type { ToolCallRecord } from '../schemas/run.js';
 import { REIN_ATTR } from './rein-spans.js';
-import { inSpan, SpanKind } from './spans.js';
+import { inSpan } from './spans.js';
 
 /**
  * Turns prompt, completion and tool payloads into span attributes. Absent (the default),

@@ -1,6 +1,6 @@
-import { isSpanContextValid, type Span } from '@opentelemetry/api';
+import { isSpanContextValid, type Span, SpanKind } from '@opentelemetry/api';
 import type { StepJob } from '../queue/job-catalog.js';
-import { inSpan, SpanKind } from './spans.js';
+import { inSpan } from './spans.js';
 import { contextOf, formatTraceparent, newTraceparent } from './trace-context.js';
 
 /** Rein's own span attributes (the GenAI conventions name the rest). */

@@ -12,7 +12,7 @@ export interface SpanOptions {
 }
 
 /** `error.type` for a failure: a ReinError's stable code, else the error's class name (never its message: it may hold PII). */
-export const errorType = (err: unknown) => (err instanceof ReinError ? err.code : err instanceof Error ? err.name : 'unknown');
+const errorType = (err: unknown) => (err instanceof ReinError ? err.code : err instanceof Error ? err.name : 'unknown');
 
 /**
  * Runs `fn` inside a span made active for everything it awaits, and ends it. A throw
@@ -45,5 +45,3 @@ export function logTraceFields(): { trace_id?: string; span_id?: string } {
   const sc = trace.getActiveSpan()?.spanContext();
   return sc && isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
 }
-
-export { SpanKind };

@@ -45,7 +45,7 @@ function sampler(config: Config): Sampler {
 }
 
 /** The OTLP/HTTP traces URL: the per-signal endpoint as is, or the base endpoint plus `/v1/traces`. */
-export function tracesUrl(config: Config): string | undefined {
+function tracesUrl(config: Config): string | undefined {
   if (config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
   if (!config.OTEL_EXPORTER_OTLP_ENDPOINT) return undefined;
   return `${config.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`;

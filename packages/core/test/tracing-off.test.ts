@@ -40,3 +40,16 @@ describe('tracing with no OTLP endpoint', () => {
     expect(out).toBe(reply);
   });
 });
+
+describe('OpenTelemetry settings', () => {
+  it('refuse what Rein cannot do, naming the variable', () => {
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/);
+    expect(() => loadConfig({ OTEL_TRACES_SAMPLER: 'sometimes' })).toThrow(/OTEL_TRACES_SAMPLER/);
+    expect(() => loadConfig({ OTEL_TRACES_SAMPLER_ARG: '2' })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
+  });
+
+  it('are off by a switch even with an endpoint', () => {
+    const config = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_SDK_DISABLED: 'true' });
+    expect(setupTracing(config, 'worker', createPiiMasker(), logger).enabled).toBe(false);
+  });
+});

@@ -48,6 +48,18 @@ describe('tracing exported over OTLP http/json', () => {
           };
         },
       );
+      // An operator who opted in gets the contents, PII-masked like logs.
+      await chatSpan(
+        'gpt-y',
+        { messages: [{ role: 'user', content: `call me at ${PHONE}` }], tools: [], maxTokens: 8, timeoutMs: 1000 },
+        maskedContent(createPiiMasker()),
+        async () => ({
+          model: 'gpt-y',
+          content: `noted ${PHONE}`,
+          toolCalls: [],
+          usage: { promptTokens: 1, completionTokens: 1 },
+        }),
+      );
       const record = {
         id: 'call_1',
         name: 'create_ticket',
@@ -102,15 +114,19 @@ describe('tracing exported over OTLP http/json', () => {
         'rein.approval.id': 'a.2.0',
       },
     });
-    // Contents stay home unless an operator opts in.
+    // Contents stay home unless an operator opts in (and a phone number never leaves unmasked).
     expect(JSON.stringify(receiver.spans)).not.toContain(PHONE);
     expect(Object.keys({ ...chat?.attributes, ...tool?.attributes }).filter((k) => /messages|arguments|result/.test(k))).toEqual([]);
   });
 
-  it('masks contents like logs when an operator opts in', () => {
-    const capture = maskedContent(createPiiMasker());
-    const out = capture([{ role: 'user', content: `call me at ${PHONE}` }]);
-    expect(out).not.toContain(PHONE);
-    expect(JSON.parse(out)).toEqual([{ role: 'user', content: expect.stringContaining('call me at 138') }]);
+  it('exports contents only when an operator opts in, and then masked like logs', () => {
+    const captured = receiver.spans.find((s) => s.name === 'chat gpt-y');
+    expect(JSON.parse(String(captured?.attributes['gen_ai.input.messages']))).toEqual([
+      { role: 'user', content: expect.stringMatching(/^call me at 138\D+5678$/) },
+    ]);
+    expect(JSON.parse(String(captured?.attributes['gen_ai.output.messages']))).toEqual({
+      content: expect.stringMatching(/^noted 138\D+5678$/),
+      toolCalls: [],
+    });
   });
 });

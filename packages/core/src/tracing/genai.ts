@@ -41,16 +41,18 @@ export function chatSpan(model: string, request: ModelRequest, capture: CaptureC
     [ATTR_GEN_AI_PROVIDER_NAME]: PROVIDER,
     [ATTR_GEN_AI_REQUEST_MODEL]: model,
     [ATTR_GEN_AI_REQUEST_MAX_TOKENS]: request.maxTokens,
-    ...(capture ? { [ATTR_GEN_AI_INPUT_MESSAGES]: capture(request.messages) } : {}),
   };
   return inSpan(`chat ${model}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    // Contents are masked and serialised only for a span that will be exported.
+    const keep = capture && span.isRecording() ? capture : undefined;
+    if (keep) span.setAttribute(ATTR_GEN_AI_INPUT_MESSAGES, keep(request.messages));
     const reply = await call();
     span.setAttributes({
       [ATTR_GEN_AI_RESPONSE_MODEL]: reply.model,
       [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: reply.usage.promptTokens,
       [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: reply.usage.completionTokens,
       ...(reply.finishReasons ? { [ATTR_GEN_AI_RESPONSE_FINISH_REASONS]: reply.finishReasons } : {}),
-      ...(capture ? { [ATTR_GEN_AI_OUTPUT_MESSAGES]: capture({ content: reply.content, toolCalls: reply.toolCalls }) } : {}),
+      ...(keep ? { [ATTR_GEN_AI_OUTPUT_MESSAGES]: keep({ content: reply.content, toolCalls: reply.toolCalls }) } : {}),
     });
     return reply;
   });
@@ -67,14 +69,15 @@ export function toolSpan<T extends { record: ToolCallRecord }>(
     [ATTR_GEN_AI_TOOL_NAME]: call.name,
     [ATTR_GEN_AI_TOOL_CALL_ID]: call.id,
     [ATTR_GEN_AI_TOOL_TYPE]: 'function',
-    ...(capture ? { [ATTR_GEN_AI_TOOL_CALL_ARGUMENTS]: capture(call.arguments) } : {}),
   };
   return inSpan(`execute_tool ${call.name}`, { attributes }, async (span) => {
+    const keep = capture && span.isRecording() ? capture : undefined;
+    if (keep) span.setAttribute(ATTR_GEN_AI_TOOL_CALL_ARGUMENTS, keep(call.arguments));
     const result = await run();
     span.setAttributes({
       [REIN_ATTR.toolOutcome]: result.record.outcome,
       ...(result.record.approvalId ? { [REIN_ATTR.approvalId]: result.record.approvalId } : {}),
-      ...(capture ? { [ATTR_GEN_AI_TOOL_CALL_RESULT]: capture(result.record.observation) } : {}),
+      ...(keep ? { [ATTR_GEN_AI_TOOL_CALL_RESULT]: keep(result.record.observation) } : {}),
     });
     return result;
   });

@@ -118,3 +118,7 @@ export { RunStore } from './store/run-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
 export { defineTool, parseToolArguments, type Tool, type ToolContext, type ToolDefinition, toolSpec } from './tools/tool.js';
+export type { CaptureContent } from './tracing/genai.js';
+export { REIN_ATTR, stepSpan, submitSpan } from './tracing/rein-spans.js';
+export { parseTraceparent, traceparentSchema } from './tracing/trace-context.js';
+export { setupTracing, type Tracing } from './tracing/tracing-setup.js';

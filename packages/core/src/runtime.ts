@@ -19,6 +19,7 @@ import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { RunStore } from './store/run-store.js';
 import type { Tool } from './tools/tool.js';
+import { setupTracing, type Tracing } from './tracing/tracing-setup.js';
 
 export interface Runtime {
   config: Config;
@@ -41,6 +42,7 @@ export interface Runtime {
   masker: PiiMasker;
   breakers: CircuitBreakers;
   fleetLimit: FleetLimit;
+  tracing: Tracing;
   close(): Promise<void>;
 }
 
@@ -52,6 +54,7 @@ export interface Runtime {
 export async function createRuntime(config: Config, service: string, role: RedisRole, app: App): Promise<Runtime> {
   const masker = createPiiMasker(app.guards.pii);
   const logger = createLogger(config.LOG_LEVEL, service, masker);
+  const tracing = setupTracing(config, service, masker, logger);
   const metrics = createMetrics(service);
   const redis = await connectRedis(config.REDIS_URL, role, logger);
   await checkRedisSettings(redis, logger);
@@ -103,11 +106,13 @@ export async function createRuntime(config: Config, service: string, role: Redis
     masker,
     breakers,
     fleetLimit: new FleetLimit(redis),
+    tracing,
     async close() {
       breakers.shutdown();
       await scheduler.close();
       bull.disconnect();
       redis.disconnect();
+      await tracing.shutdown(); // flush the last spans
     },
   };
 }

@@ -94,7 +94,9 @@ describe('approval before effect (I5) and exactly-once effects (I4)', () => {
     expect(approval).toMatchObject({ toolName: 'create_ticket', risk: 'high', requestedBy: 'alice', status: 'pending' });
     await t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'approve', comment: 'ok' });
     // The resume is scheduled, and the expiry timer, now pointless, is gone.
-    expect(t.queue).toEqual([{ name: 'resume', job: { runId: id, step: 0 } }]);
+    // It continues the run's own trace, not the approver's.
+    expect(t.queue).toEqual([{ name: 'resume', job: { runId: id, step: 0, traceparent: parked.traceparent } }]);
+    expect(parked.traceparent).toMatch(new RegExp(`^00-${parked.traceId}-[0-9a-f]{16}-0[01]$`));
     // The resume runs twice (a duplicate delivery) and step 0 is replayed once more.
     const resume = { runId: id, step: 0 };
     await Promise.all([t.steps.process(resume), t.steps.process(resume)]);

@@ -6,10 +6,12 @@ import {
   lastEventId,
   listRunsQuerySchema,
   parseInput,
+  REIN_ATTR,
   type Runtime,
   registerQueueDepth,
   runKeys,
   submitRunBodySchema,
+  submitSpan,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -34,7 +36,13 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       const header = req.headers['idempotency-key'];
       if (Array.isArray(header)) throw new InvalidRequestError('send one Idempotency-Key header');
       const key = header === undefined ? undefined : parseInput(idempotencyKeySchema, header, 'Idempotency-Key');
-      const { run, created } = await runs.submit(req.principal, body, key);
+      // W3C: a missing, repeated or malformed traceparent just starts a new trace.
+      const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
+      const { run, created } = await submitSpan(traceparent, async (runTrace, span) => {
+        const submitted = await runs.submit(req.principal, body, key, runTrace);
+        span.setAttribute(REIN_ATTR.runId, submitted.run.id);
+        return submitted;
+      });
       reply.header('location', `/v1/runs/${run.id}`);
       if (!created) reply.header('idempotent-replayed', 'true');
       return reply.status(created ? 202 : 200).send(run);

@@ -57,7 +57,13 @@ describe('runs API', () => {
       limits: { maxSteps: 8, maxTokens: 30000, timeoutMs: 120000 },
     });
     const job = await rt.scheduler.queue.getJob(`${run.id}-0`);
-    expect(job?.data).toEqual({ runId: run.id, step: 0 });
+    // The job carries the run's W3C trace context, so the workers' spans join its trace.
+    expect(run.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(job?.data).toEqual({
+      runId: run.id,
+      step: 0,
+      traceparent: expect.stringMatching(new RegExp(`^00-${run.traceId}-[0-9a-f]{16}-0[01]$`)),
+    });
   });
 
   it('names the offending field of a bad body with 400, and refuses unknown fields and agents', async () => {

@@ -32,6 +32,7 @@ export function configuredModel(rt: Runtime): ModelGateway {
       processConcurrency: config.REIN_MODEL_PROCESS_CONCURRENCY,
       fleetConcurrency: config.REIN_MODEL_FLEET_CONCURRENCY,
       maxWaitMs: config.REIN_BULKHEAD_WAIT_MS,
+      captureContent: rt.tracing.capture,
     },
   );
 }

@@ -63,7 +63,8 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     }
     const step = changed[0]?.step;
     if (stillPending.length === 0 && run.status === 'pending_approval' && step !== undefined) {
-      await deps.enqueue('resume', { runId: run.id, step });
+      // The resume continues the run's trace, not the approver's request.
+      await deps.enqueue('resume', { runId: run.id, step, traceparent: run.traceparent });
       // Every approval of the step is decided: its expiry timers have nothing left to do.
       const instants = new Set((await deps.store.approvals(run.id)).filter((a) => a.step === step).map((a) => Date.parse(a.expiresAt)));
       for (const at of instants) await deps.cancelExpiry({ runId: run.id, step, at });

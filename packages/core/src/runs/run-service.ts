@@ -15,6 +15,7 @@ import { type RunRecord, type RunStatus, TERMINAL_STATUSES, ZERO_USAGE } from '.
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import type { RunStore } from '../store/run-store.js';
+import { newTraceparent, traceIdOf } from '../tracing/trace-context.js';
 import { bodyHash, replayOf } from './idempotency.js';
 
 /** How long a claimed Idempotency-Key waits for its run to be created before it lapses (a crash in between). */
@@ -87,7 +88,13 @@ export function createRunService(deps: RunServiceDeps) {
   }
 
   return {
-    async submit(principal: Principal, body: SubmitRunBody, idempotencyKey?: string): Promise<{ run: RunView; created: boolean }> {
+    /** `traceparent`: the trace the run belongs to (see `submitSpan`); a new one when omitted. */
+    async submit(
+      principal: Principal,
+      body: SubmitRunBody,
+      idempotencyKey?: string,
+      traceparent = newTraceparent(),
+    ): Promise<{ run: RunView; created: boolean }> {
       const profile = deps.agents.get(body.agent ?? deps.agents.defaultAgent);
       const limits = { ...profile.limits, ...body.limits };
       for (const [name, ceiling] of Object.entries(deps.ceilings) as Array<[keyof LimitCeilings, number]>) {
@@ -110,7 +117,8 @@ export function createRunService(deps: RunServiceDeps) {
       const run: RunRecord = {
         schemaVersion: 1,
         id,
-        traceId: randomUUID().replaceAll('-', '').slice(0, 16),
+        traceId: traceIdOf(traceparent),
+        traceparent,
         tenantId: principal.tenantId,
         userId: principal.userId,
         roles: principal.roles,
@@ -133,7 +141,11 @@ export function createRunService(deps: RunServiceDeps) {
       try {
         await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
         admitted = true;
-        await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }));
+        await deps.store.create(
+          run,
+          { role: 'user', content: body.input },
+          runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId }),
+        );
       } catch (err) {
         // No run: give its quota slot back, and free the key for the retry (a key is bound only to a run that exists).
         if (admitted) await deps.quotas.release(principal.tenantId, id).catch(() => {});
@@ -141,7 +153,7 @@ export function createRunService(deps: RunServiceDeps) {
         throw err;
       }
       if (idem) await deps.store.bindIdempotencyKey(idem.key, idem.claim, deps.idempotencyTtlSeconds ?? 86_400);
-      await deps.enqueue('step', { runId: id, step: 0 });
+      await deps.enqueue('step', { runId: id, step: 0, traceparent });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };
     },

@@ -63,7 +63,10 @@ export type LoopGuardState = z.infer<typeof loopGuardStateSchema>;
 export const runRecordSchema = z.object({
   schemaVersion,
   id: z.string(),
+  /** W3C trace id (32 hex) shared by every span, log line and job of the run. */
   traceId: z.string(),
+  /** The run's root trace context (the submit span): jobs enqueued outside a step (resume, repair) continue it. */
+  traceparent: z.string().optional(),
   tenantId: principalSchema.shape.tenantId,
   userId: principalSchema.shape.userId,
   roles: principalSchema.shape.roles,

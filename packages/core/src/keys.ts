@@ -26,6 +26,19 @@ export const tenantKeys = (tenantId: string) => {
     active: `${p}:active`,
     usage: (day: string) => `${p}:usage:${day}`,
     idempotency: (key: string) => `${p}:idem:${key}`,
+    /** Run ids by creation time (ms), one index per filter value: what `GET /v1/runs` pages through. */
+    runsByStatus: (status: string) => `${p}:runs:status:${status}`,
+    runsByAgent: (agent: string) => `${p}:runs:agent:${agent}`,
+    runsByUser: (userId: string) => `${p}:runs:user:${userId}`,
+    /** Approval ids by creation time (ms), per status. */
+    approvalsByStatus: (status: string) => `${p}:approvals:status:${status}`,
+    /** A user's session: its run ids by creation time, and the one still active (if any). */
+    sessionRuns: (userId: string, sessionId: string) => `${p}:session:${userId}:${sessionId}:runs`,
+    sessionActive: (userId: string, sessionId: string) => `${p}:session:${userId}:${sessionId}:active`,
+    /** Webhook id → webhook JSON (with its secret). */
+    webhooks: `${p}:webhooks`,
+    /** The last delivery attempts of one webhook, newest first (a capped list). */
+    webhookDeliveries: (webhookId: string) => `${p}:webhook:${webhookId}:deliveries`,
   };
 };
 

@@ -22,6 +22,9 @@ import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { RunStore } from './store/run-store.js';
 import type { Tool } from './tools/tool.js';
+import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
+import { createWebhookService, type WebhookService } from './webhooks/webhook-service.js';
+import { WebhookStore } from './webhooks/webhook-store.js';
 
 export interface Runtime {
   config: Config;
@@ -43,6 +46,9 @@ export interface Runtime {
   masker: PiiMasker;
   breakers: CircuitBreakers;
   fleetLimit: FleetLimit;
+  webhooks: WebhookService;
+  webhookStore: WebhookStore;
+  dispatcher: WebhookDispatcher;
   close(): Promise<void>;
 }
 
@@ -81,8 +87,11 @@ export async function createRuntime(
     logger,
     metrics,
   );
-  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
-  const feed = new ApprovalFeed(redis);
+  const webhookStore = new WebhookStore(redis);
+  const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger);
+  dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
+  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, dispatcher.onRunFinished);
+  const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
   const journal = new DecisionJournal(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
   const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
   const agents = new AgentCatalog([orderAssistant, ...(extensions.agents ?? [])], orderAssistant.name);
@@ -91,6 +100,11 @@ export async function createRuntime(
     maxSteps: config.REIN_MAX_STEPS_CEILING,
     maxTokens: config.REIN_MAX_TOKENS_CEILING,
     timeoutMs: config.REIN_TIMEOUT_CEILING_MS,
+  };
+  const sessions = {
+    windowTokens: config.REIN_SESSION_WINDOW_TOKENS,
+    toolTraffic: config.REIN_SESSION_TOOL_TRAFFIC,
+    model: config.REIN_MODEL,
   };
   return {
     config,
@@ -106,15 +120,19 @@ export async function createRuntime(
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings }),
+    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings, sessions }),
     approvals: createApprovalService({ store, enqueue, cancelExpiry: scheduler.cancelExpiry, metrics, tools, feed }),
     inputFilter: createInputFilter(),
     masker,
     breakers,
     fleetLimit: new FleetLimit(redis),
+    webhooks: createWebhookService({ store: webhookStore, allowPrivate: config.REIN_WEBHOOK_ALLOW_PRIVATE }),
+    webhookStore,
+    dispatcher,
     async close() {
       breakers.shutdown();
       await scheduler.close();
+      await dispatcher.close();
       bull.disconnect();
       redis.disconnect();
     },

@@ -90,7 +90,7 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
     expect(parked.pendingApprovals).toHaveLength(1);
     expect(await t.demo.tickets(USER.tenantId)).toHaveLength(0);
 
-    const [approval] = await t.approvals.list(APPROVER, 'pending');
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
     expect(approval).toMatchObject({ toolName: 'create_ticket', risk: 'high', requestedBy: 'alice', status: 'pending' });
     await t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'approve', comment: 'ok' });
     // The resume is scheduled, and the expiry timer, now pointless, is gone.
@@ -114,7 +114,7 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
     const t = use(createFakeModel(lateOrderTurns()));
     const id = await t.submit('2024001 not shipped');
     await t.drain();
-    const [approval] = await t.approvals.list(APPROVER, 'pending');
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
     await t.approvals.decide(USER, approval?.id ?? '', { kind: 'approve' });
     // A worker ran the tool and recorded its result, then died before committing.
     const key = idempotencyKey(id, 0, 't1');
@@ -138,7 +138,7 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
     const t = use(model);
     const id = await t.submit('2024001 not shipped');
     await t.drain();
-    const [approval] = await t.approvals.list(APPROVER, 'pending');
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
     await t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'reject', reason: 'compensation too high' });
     await t.drain();
     expect(await t.demo.tickets(USER.tenantId)).toHaveLength(0);
@@ -169,7 +169,7 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
     const calls = (await t.store.steps(id))[0]?.toolCalls ?? [];
     expect(calls.map((c) => c.outcome)).toEqual(['ok', 'awaiting_approval']);
     expect((await t.demo.order(USER.tenantId, '2024001'))?.note).toBeUndefined();
-    const [approval] = await t.approvals.list(APPROVER, 'pending');
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
     await t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'approve' });
     await t.drain();
     expect((await t.demo.order(USER.tenantId, '2024001'))?.note).toBe('VIP');
@@ -212,7 +212,7 @@ describe('approval decisions', () => {
     const t = use(createFakeModel(lateOrderTurns()));
     await t.submit('2024001 not shipped');
     await t.drain();
-    const [approval] = await t.approvals.list(APPROVER, 'pending');
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
     const supervisor = { tenantId: 'acme', userId: 'carol', roles: ['supervisor' as const] };
     const results = await Promise.allSettled([
       t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'approve' }),
@@ -227,7 +227,7 @@ describe('approval decisions', () => {
     const t = use(createFakeModel(lateOrderTurns()));
     await t.submit('2024001 not shipped');
     await t.drain();
-    const [approval] = await t.approvals.list(APPROVER, 'pending');
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
     const outsider = { tenantId: 'other', userId: 'mallory', roles: ['admin' as const] };
     await expect(t.approvals.decide(outsider, approval?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 404 });
     const colleague = { tenantId: 'acme', userId: 'dave', roles: ['user' as const] };
@@ -240,7 +240,7 @@ describe('approval decisions', () => {
     await t.drain();
     await t.runs.cancel(USER, id);
     expect(await t.store.require(id)).toMatchObject({ status: 'cancelled', reason: 'cancelled', pendingApprovals: [] });
-    const [approval] = await t.approvals.list(APPROVER, undefined);
+    const [approval] = (await t.approvals.list(APPROVER, { limit: 100 })).approvals;
     expect(approval?.status).toBe('withdrawn');
     await expect(t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 409 });
   });

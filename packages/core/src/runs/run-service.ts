@@ -7,13 +7,15 @@ import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError, Stal
 import { tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
-import type { SubmitRunBody } from '../schemas/api.js';
+import type { ListRunsQuery, SubmitRunBody } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
-import { type RunRecord, type RunStatus, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
+import { type RunRecord, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
+import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
+import { type SessionSettings, sessionHistory } from './session-history.js';
 
 const tenantIdempotency = (tenantId: string, key: string) => tenantKeys(tenantId).idempotency(key);
 
@@ -33,6 +35,7 @@ export interface RunServiceDeps {
   agents: AgentCatalog;
   enqueue: Enqueue;
   metrics: Metrics;
+  sessions: SessionSettings;
   idempotencyTtlSeconds?: number;
   now?: () => number;
 }
@@ -98,16 +101,8 @@ export function createRunService(deps: RunServiceDeps) {
         if (existing) return replay(existing);
       }
       const id = randomUUID();
-      await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
-      if (idemKey) {
-        const winner = await deps.store.claimIdempotencyKey(idemKey, id, deps.idempotencyTtlSeconds ?? 86_400);
-        if (winner) {
-          await deps.quotas.release(principal.tenantId, id); // a concurrent submit with the same key won
-          return replay(winner);
-        }
-      }
       const at = now();
-      const run: RunRecord = {
+      const fresh: RunRecord = {
         schemaVersion: 1,
         id,
         traceId: randomUUID().replaceAll('-', '').slice(0, 16),
@@ -129,10 +124,34 @@ export function createRunService(deps: RunServiceDeps) {
         updatedAt: new Date(at).toISOString(),
         deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
       };
+      await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
+      // One active run per session: the next one must see this one's answer.
+      const holder = await deps.store.claimSession(fresh).catch(async (err) => {
+        await deps.quotas.release(principal.tenantId, id).catch(() => {});
+        throw err;
+      });
+      if (holder) {
+        await deps.quotas.release(principal.tenantId, id);
+        throw new ConflictError('session_busy', `run ${holder} of session ${body.sessionId} is still active`);
+      }
+      if (idemKey) {
+        const winner = await deps.store.claimIdempotencyKey(idemKey, id, deps.idempotencyTtlSeconds ?? 86_400);
+        if (winner) {
+          await deps.quotas.release(principal.tenantId, id); // a concurrent submit with the same key won
+          await deps.store.releaseSession(fresh);
+          return replay(winner);
+        }
+      }
+      // Read after the claim, so the previous run of the session has finished and is seen.
+      const history = body.sessionId
+        ? await sessionHistory(deps.store, { tenantId: principal.tenantId, userId: principal.userId, sessionId: body.sessionId }, deps.sessions)
+        : [];
+      const run: RunRecord = body.sessionId ? { ...fresh, historyMessages: history.length } : fresh;
       try {
-        await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }));
+        await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }), history);
       } catch (err) {
         await deps.quotas.release(principal.tenantId, id).catch(() => {}); // never admitted for real
+        await deps.store.releaseSession(run).catch(() => {});
         throw err;
       }
       await deps.enqueue('step', { runId: id, step: 0 });
@@ -178,9 +197,25 @@ export function createRunService(deps: RunServiceDeps) {
       return { runId: run.id, traceId: run.traceId, snapshots: await deps.journal.snapshots(run.id) };
     },
 
-    async list(principal: Principal, status: RunStatus | undefined, limit: number) {
-      const runs = await deps.store.list(principal.tenantId, { userId: principal.userId, status, limit });
-      return Promise.all(runs.map(view));
+    /** Runs of the caller's tenant: approvers and admins may filter by user, everyone else sees their own. */
+    async list(principal: Principal, q: ListRunsQuery) {
+      if (q.userId && q.userId !== principal.userId && !overseesTenant(principal))
+        throw new ForbiddenError("listing another user's runs needs the approver role or above");
+      const userId = overseesTenant(principal) ? q.userId : principal.userId;
+      const { runs, next } = await deps.store.list(
+        principal.tenantId,
+        { status: q.status, agent: q.agent, userId },
+        { limit: q.limit, after: q.createdAfter, before: q.createdBefore, cursor: q.cursor ? decodeCursor(q.cursor) : undefined },
+      );
+      return { runs: await Promise.all(runs.map(view)), ...(next ? { nextCursor: encodeCursor(next) } : {}) };
+    },
+
+    /** The caller's own session: its runs, oldest first (sessions are per tenant and user). */
+    async session(principal: Principal, sessionId: string) {
+      const ids = await deps.store.sessionRunIds(principal.tenantId, principal.userId, sessionId);
+      const runs = (await deps.store.getMany(ids)).filter((r): r is RunRecord => r !== null);
+      if (runs.length === 0) throw new NotFoundError(`session ${sessionId}`);
+      return { id: sessionId, runs: await Promise.all(runs.map(view)) };
     },
 
     /** Cancels a non-terminal run; its pending approvals are withdrawn in the same commit. */

@@ -35,6 +35,7 @@ const scripts = {
   commitRun: { file: 'commit-run-7.lua', keys: 7 },
   admitRun: { file: 'admit-run-2.lua', keys: 2 },
   acquireLease: { file: 'acquire-lease-1.lua', keys: 1 },
+  releaseSession: { file: 'release-session-1.lua', keys: 1 },
 } as const;
 
 export interface ReinScripts {
@@ -42,6 +43,7 @@ export interface ReinScripts {
   commitRun(...keysAndArgs: string[]): Promise<number>;
   admitRun(active: string, usage: string, ...argv: string[]): Promise<number>;
   acquireLease(leases: string, ...argv: string[]): Promise<number>;
+  releaseSession(active: string, runId: string): Promise<number>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */

@@ -1,5 +1,6 @@
 import {
   createServiceApp,
+  createWebhookBodySchema,
   EventStreams,
   InvalidRequestError,
   idParamsSchema,
@@ -40,10 +41,22 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     return reply.status(created ? 202 : 200).send(run);
   });
 
-  app.get('/v1/runs', async (req) => {
-    const q = parseInput(listRunsQuerySchema, req.query, 'query');
-    return { runs: await runs.list(req.principal, q.status, q.limit) };
+  app.get('/v1/runs', async (req) => runs.list(req.principal, parseInput(listRunsQuerySchema, req.query, 'query')));
+
+  app.get('/v1/sessions/:id', async (req) => runs.session(req.principal, parseInput(idParamsSchema, req.params, 'path').id));
+
+  app.post('/v1/webhooks', async (req, reply) => {
+    const hook = await rt.webhooks.create(req.principal, parseInput(createWebhookBodySchema, req.body, 'body'));
+    return reply.status(201).send(hook);
   });
+  app.get('/v1/webhooks', async (req) => ({ webhooks: await rt.webhooks.list(req.principal) }));
+  app.delete('/v1/webhooks/:id', async (req, reply) => {
+    await rt.webhooks.remove(req.principal, parseInput(idParamsSchema, req.params, 'path').id);
+    return reply.status(204).send();
+  });
+  app.get('/v1/webhooks/:id/deliveries', async (req) =>
+    rt.webhooks.deliveries(req.principal, parseInput(idParamsSchema, req.params, 'path').id),
+  );
 
   app.get('/v1/runs/:id', async (req) => runs.get(req.principal, parseInput(idParamsSchema, req.params, 'path').id));
 

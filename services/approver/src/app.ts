@@ -1,23 +1,17 @@
 import {
-  approvalStatusSchema,
   approveBodySchema,
   createServiceApp,
   EventStreams,
   idParamsSchema,
   lastEventId,
+  listApprovalsQuerySchema,
   parseInput,
   type Runtime,
   rejectBodySchema,
   tenantKeys,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import { mountConsole } from './console.js';
-
-const listQuerySchema = z.object({
-  status: approvalStatusSchema.optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-});
 
 /** The approver API: list, read, approve, reject. Who may decide is core's `mayDecide`. */
 export function createApproverApp(rt: Runtime): FastifyInstance {
@@ -27,10 +21,7 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
   app.addHook('preClose', async () => streams.close());
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
 
-  app.get('/v1/approvals', async (req) => {
-    const q = parseInput(listQuerySchema, req.query, 'query');
-    return { approvals: await approvals.list(req.principal, q.status, q.limit) };
-  });
+  app.get('/v1/approvals', async (req) => approvals.list(req.principal, parseInput(listApprovalsQuerySchema, req.query, 'query')));
   app.get('/v1/approvals/events', async (req, reply) => {
     const tenantId = req.principal.tenantId;
     await streams.serve(

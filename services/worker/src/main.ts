@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import { createOpenAICompletion, createResilientModelGateway, createRuntime, loadConfigOrExit } from '@rein/core';
 import { createStepWorker } from './step-worker.js';
+import { createWebhookWorker } from './webhook-worker.js';
 
 const config = loadConfigOrExit();
 const rt = await createRuntime(config, 'worker', 'worker');
@@ -17,6 +18,7 @@ const model = createResilientModelGateway(
   },
 );
 const worker = createStepWorker(rt, model);
+const webhookWorker = createWebhookWorker(rt);
 
 const metrics = createServer(async (req, res) => {
   if (req.url === '/metrics') {
@@ -39,7 +41,7 @@ rt.logger.info(
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, async () => {
     rt.logger.info({ signal }, 'worker shutting down');
-    await worker.close();
+    await Promise.all([worker.close(), webhookWorker.close()]);
     metrics.close();
     await rt.close();
     process.exit(0);

@@ -73,7 +73,10 @@ describe('webhooks through the fleet', () => {
       const mine = await fleet.callApi('POST', '/v1/webhooks', KEYS.admin.key, { url: `${receiver.url}/e2e`, events: all });
       expect(mine.status).toBe(201);
       expect(mine.body).toMatchObject({ url: `${receiver.url}/e2e`, events: all, secret: expect.stringMatching(/^whsec_/) });
-      const theirs = await fleet.callApi('POST', '/v1/webhooks', KEYS.other.key, { url: `${receiver.url}/other`, events: ['run.finished'] });
+      const theirs = await fleet.callApi('POST', '/v1/webhooks', KEYS.other.key, {
+        url: `${receiver.url}/other`,
+        events: ['run.finished'],
+      });
       expect(theirs.status).toBe(201);
 
       // Tenant e2e: a run that parks for approval, is approved, and succeeds.

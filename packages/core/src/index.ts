@@ -66,6 +66,7 @@ export { FAULTS_KEY, withFaultInjection } from './resilience/fault-injection.js'
 export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, type RunView, runView } from './runs/run-service.js';
+export { type SessionSettings, sessionHistory } from './runs/session-history.js';
 export { createRuntime, type Runtime, type RuntimeExtensions } from './runtime.js';
 export {
   type ListApprovalsQuery,
@@ -100,14 +101,6 @@ export {
   stepRecordSchema,
   TERMINAL_STATUSES,
 } from './schemas/run.js';
-export { ApprovalFeed, type ApprovalFeedEvent, approvalFeedEventSchema } from './store/approval-feed.js';
-export { DecisionJournal } from './store/decision-journal.js';
-export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
-export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
-export { type OnRunFinished, type RunFilter, RunStore } from './store/run-store.js';
-export { StreamHub, streamIdAfter } from './store/stream-hub.js';
-export { canonicalJson, hashArguments } from './tools/argument-hash.js';
-export { type SessionSettings, sessionHistory } from './runs/session-history.js';
 export {
   type CreateWebhookBody,
   createWebhookBodySchema,
@@ -122,6 +115,14 @@ export {
   webhookSchema,
   webhookViewSchema,
 } from './schemas/webhook.js';
+export { ApprovalFeed, type ApprovalFeedEvent, approvalFeedEventSchema } from './store/approval-feed.js';
+export { DecisionJournal } from './store/decision-journal.js';
+export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
+export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
+export { type OnRunFinished, type RunFilter, RunStore } from './store/run-store.js';
+export { StreamHub, streamIdAfter } from './store/stream-hub.js';
+export { canonicalJson, hashArguments } from './tools/argument-hash.js';
+export { defineTool, parseToolArguments, type Tool, type ToolContext, toolSpec } from './tools/tool.js';
 export { isRefusedAddress, WebhookUrlRefusedError } from './webhooks/address-guard.js';
 export { verifyWebhook } from './webhooks/verify-webhook.js';
 export { createWebhookDelivery, type WebhookDelivery, WebhookDeliveryFailedError } from './webhooks/webhook-delivery.js';
@@ -135,4 +136,3 @@ export {
 } from './webhooks/webhook-dispatcher.js';
 export { createWebhookService, MAX_WEBHOOKS_PER_TENANT, type WebhookService } from './webhooks/webhook-service.js';
 export { DELIVERY_LOG_SIZE, WebhookStore } from './webhooks/webhook-store.js';
-export { defineTool, parseToolArguments, type Tool, type ToolContext, toolSpec } from './tools/tool.js';

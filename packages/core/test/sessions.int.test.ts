@@ -61,7 +61,9 @@ describe('sessions', () => {
       await t.runs.submit(USER, { input: `turn ${n}`, sessionId: 'long' });
       await t.drain();
     }
-    const users = conversation(model, 3).filter(([role]) => role === 'user').map(([, c]) => c);
+    const users = conversation(model, 3)
+      .filter(([role]) => role === 'user')
+      .map(([, c]) => c);
     expect(users[users.length - 1]).toBe('turn 4');
     expect(users).not.toContain('turn 1');
     expect(users.slice(0, -1)).toEqual(['turn 1', 'turn 2', 'turn 3'].slice(-(users.length - 1)));

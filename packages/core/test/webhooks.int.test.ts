@@ -69,7 +69,9 @@ describe('webhooks', () => {
       expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
       expect(Buffer.from(created.secret.slice(6), 'base64')).toHaveLength(32);
       const listed = await s.list(ADMIN);
-      expect(listed).toEqual([{ id: created.id, url: created.url, events: created.events, createdBy: 'root', createdAt: created.createdAt }]);
+      expect(listed).toEqual([
+        { id: created.id, url: created.url, events: created.events, createdBy: 'root', createdAt: created.createdAt },
+      ]);
       expect(await s.list(OTHER_ADMIN)).toEqual([]);
       await expect(s.remove(OTHER_ADMIN, created.id)).rejects.toMatchObject({ status: 404 });
       await expect(s.deliveries(OTHER_ADMIN, created.id)).rejects.toMatchObject({ status: 404 });
@@ -77,16 +79,19 @@ describe('webhooks', () => {
       expect(await s.list(ADMIN)).toEqual([]);
     });
 
-    it.each(['http://127.0.0.1:8080/x', 'http://localhost/x', 'http://[::1]/x', 'http://169.254.169.254/latest/meta-data', 'https://10.0.0.5/x'])(
-      'refuses %s at creation (400 webhook_url_refused) unless private addresses are allowed',
-      async (url) => {
-        await expect(service(false).create(ADMIN, { url, events: ['run.finished'] })).rejects.toMatchObject({
-          status: 400,
-          code: 'webhook_url_refused',
-        });
-        await expect(service(true).create(ADMIN, { url, events: ['run.finished'] })).resolves.toMatchObject({ url });
-      },
-    );
+    it.each([
+      'http://127.0.0.1:8080/x',
+      'http://localhost/x',
+      'http://[::1]/x',
+      'http://169.254.169.254/latest/meta-data',
+      'https://10.0.0.5/x',
+    ])('refuses %s at creation (400 webhook_url_refused) unless private addresses are allowed', async (url) => {
+      await expect(service(false).create(ADMIN, { url, events: ['run.finished'] })).rejects.toMatchObject({
+        status: 400,
+        code: 'webhook_url_refused',
+      });
+      await expect(service(true).create(ADMIN, { url, events: ['run.finished'] })).resolves.toMatchObject({ url });
+    });
   });
 
   describe('delivery', () => {

@@ -233,8 +233,17 @@ function compareOrders(lang: Lang, orderNos: string[], seen: Observed[]): Script
 /** In a session the conversation opens with earlier turns: say what the user asked before. */
 function recall(lang: Lang, earlier: string[]): ScriptReply {
   const last = earlier[earlier.length - 1];
-  if (!last) return answer(say(lang, '这是我们对话的开始，您之前还没有问过问题。', 'This is the start of our conversation: you have not asked anything before.'));
-  return answer(say(lang, `您之前问的是：“${last}”（共 ${earlier.length} 个问题）。`, `Earlier you asked: "${last}" (${earlier.length} question(s) so far).`));
+  if (!last)
+    return answer(
+      say(lang, '这是我们对话的开始，您之前还没有问过问题。', 'This is the start of our conversation: you have not asked anything before.'),
+    );
+  return answer(
+    say(
+      lang,
+      `您之前问的是：“${last}”（共 ${earlier.length} 个问题）。`,
+      `Earlier you asked: "${last}" (${earlier.length} question(s) so far).`,
+    ),
+  );
 }
 
 export function playOrderAssistant(messages: ScriptMessage[]): ScriptReply {

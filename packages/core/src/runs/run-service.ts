@@ -144,7 +144,11 @@ export function createRunService(deps: RunServiceDeps) {
       }
       // Read after the claim, so the previous run of the session has finished and is seen.
       const history = body.sessionId
-        ? await sessionHistory(deps.store, { tenantId: principal.tenantId, userId: principal.userId, sessionId: body.sessionId }, deps.sessions)
+        ? await sessionHistory(
+            deps.store,
+            { tenantId: principal.tenantId, userId: principal.userId, sessionId: body.sessionId },
+            deps.sessions,
+          )
         : [];
       const run: RunRecord = body.sessionId ? { ...fresh, historyMessages: history.length } : fresh;
       try {

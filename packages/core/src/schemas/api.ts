@@ -26,7 +26,10 @@ export const submitRunBodySchema = z
   .strict();
 export type SubmitRunBody = z.infer<typeof submitRunBodySchema>;
 
-const instant = z.string().datetime({ offset: true }).transform((s) => Date.parse(s));
+const instant = z
+  .string()
+  .datetime({ offset: true })
+  .transform((s) => Date.parse(s));
 
 /** `GET /v1/runs`: every filter narrows; `cursor` is the `nextCursor` of the previous page. */
 export const listRunsQuerySchema = z.object({

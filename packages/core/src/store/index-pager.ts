@@ -56,7 +56,13 @@ export async function pageIndexes(redis: Redis, keys: string[], q: PageQuery): P
       if (q.cursor && entry.at === q.cursor.at && entry.id >= q.cursor.id) continue; // handed out already
       batch.push(entry);
     }
-    const held = others.length ? await membership(redis, others, batch.map((e) => e.id)) : batch.map(() => true);
+    const held = others.length
+      ? await membership(
+          redis,
+          others,
+          batch.map((e) => e.id),
+        )
+      : batch.map(() => true);
     for (const [i, entry] of batch.entries()) {
       if (held[i] && kept.length === q.limit) return { ids: kept.map((e) => e.id), next: kept[kept.length - 1] };
       last = entry;

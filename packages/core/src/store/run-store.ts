@@ -71,7 +71,11 @@ export class RunStore {
       for (const index of [t.runs, t.runsByStatus(run.status), t.runsByAgent(run.agent), t.runsByUser(run.userId)]) {
         tx.zadd(index, at, run.id).zremrangebyscore(index, '-inf', `(${at - this.traceTtlSeconds * 1000}`);
       }
-      if (run.sessionId) tx.zadd(t.sessionRuns(run.userId, run.sessionId), at, run.id).expire(t.sessionRuns(run.userId, run.sessionId), this.traceTtlSeconds);
+      if (run.sessionId)
+        tx.zadd(t.sessionRuns(run.userId, run.sessionId), at, run.id).expire(
+          t.sessionRuns(run.userId, run.sessionId),
+          this.traceTtlSeconds,
+        );
       await tx.zadd(DEADLINES_KEY, Date.parse(run.deadlineAt), run.id).zadd(ACTIVE_RUNS_KEY, Date.parse(run.updatedAt), run.id).exec();
     }
     return created === CreateResult.Created;
@@ -139,7 +143,8 @@ export class RunStore {
       throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
     }
     await this.afterCommit(c.from, next, c.approvals ?? []);
-    if (this.onFinished && TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(c.from.status)) await this.onFinished(next);
+    if (this.onFinished && TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(c.from.status))
+      await this.onFinished(next);
     return next;
   }
 

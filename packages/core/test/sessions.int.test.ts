@@ -85,3 +85,16 @@ describe('sessions', () => {
     }
   });
 });
+
+describe('session marker', () => {
+  it('replaces a holder that finished without releasing the session (a crash between commit and release)', async () => {
+    const t = use(createFakeModel([{ content: 'done' }]));
+    const { run } = await t.runs.submit(USER, { input: 'first', sessionId: 's1' });
+    await t.drain();
+    // The release was lost: the marker still names the finished run.
+    await t.redis.set(tenantKeys(USER.tenantId).sessionActive(USER.userId, 's1'), run.id);
+    const next = await t.runs.submit(USER, { input: 'second', sessionId: 's1' });
+    expect(next.created).toBe(true);
+    expect(await t.redis.get(tenantKeys(USER.tenantId).sessionActive(USER.userId, 's1'))).toBe(next.run.id);
+  });
+});

@@ -275,14 +275,14 @@ export class RunStore {
 
   /**
    * Marks `runId` as the session's active run unless another one is; returns the one
-   * that holds the session. A holder that already finished (its release was lost in a
-   * crash) is replaced.
+   * that holds the session. A holder that already finished or expired (its release was
+   * lost in a crash) is replaced; the marker's TTL only bounds what an abandoned session leaves.
    */
   async claimSession(run: RunRecord): Promise<string | null> {
     if (!run.sessionId) return null;
     const key = tenantKeys(run.tenantId).sessionActive(run.userId, run.sessionId);
     for (let tries = 0; tries < 3; tries++) {
-      if ((await this.redis.set(key, run.id, 'EX', run.limits.timeoutMs / 1000 + 86_400, 'NX')) === 'OK') return null;
+      if ((await this.redis.set(key, run.id, 'EX', this.traceTtlSeconds, 'NX')) === 'OK') return null;
       const holder = await this.redis.get(key);
       if (!holder) continue;
       const held = await this.get(holder);

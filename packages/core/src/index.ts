@@ -103,14 +103,17 @@ export {
 } from './schemas/run.js';
 export {
   type CreateWebhookBody,
+  createdWebhookSchema,
   createWebhookBodySchema,
   type DeliveryAttempt,
   deliveryAttemptSchema,
+  deliveryLogSchema,
   type Webhook,
   type WebhookEventType,
   type WebhookPayload,
   type WebhookView,
   webhookEventTypeSchema,
+  webhookListSchema,
   webhookPayloadSchema,
   webhookSchema,
   webhookViewSchema,

@@ -33,6 +33,10 @@ export type Webhook = z.infer<typeof webhookSchema>;
 export const webhookViewSchema = webhookSchema.omit({ schemaVersion: true, tenantId: true, secret: true });
 export type WebhookView = z.infer<typeof webhookViewSchema>;
 
+/** The 201 of `POST /v1/webhooks`: the only response that carries the secret. */
+export const createdWebhookSchema = webhookViewSchema.extend({ secret: webhookSchema.shape.secret });
+export const webhookListSchema = z.object({ webhooks: z.array(webhookViewSchema) });
+
 /** The body of every delivery (Standard Webhooks shape). */
 export const webhookPayloadSchema = z.object({
   type: webhookEventTypeSchema,
@@ -53,3 +57,6 @@ export const deliveryAttemptSchema = z.object({
   durationMs: z.number().min(0),
 });
 export type DeliveryAttempt = z.infer<typeof deliveryAttemptSchema>;
+
+/** `GET /v1/webhooks/:id/deliveries`: newest first. */
+export const deliveryLogSchema = z.object({ webhookId: z.string(), attempts: z.array(deliveryAttemptSchema) });

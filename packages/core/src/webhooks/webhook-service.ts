@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { Principal } from '../schemas/identity.js';
-import type { CreateWebhookBody, Webhook, WebhookView } from '../schemas/webhook.js';
+import { type CreateWebhookBody, createdWebhookSchema, type Webhook, type WebhookView } from '../schemas/webhook.js';
 import { assertPublicUrl } from './address-guard.js';
 import type { WebhookStore } from './webhook-store.js';
 
@@ -50,7 +50,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
         createdAt: new Date(now()).toISOString(),
       };
       await deps.store.put(hook);
-      return { ...view(hook), secret: hook.secret };
+      return createdWebhookSchema.parse({ ...view(hook), secret: hook.secret });
     },
 
     async list(principal: Principal) {

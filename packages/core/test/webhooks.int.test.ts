@@ -144,6 +144,18 @@ describe('webhooks', () => {
       ]);
     });
 
+    it('counts an endpoint that does not answer in time as a failed attempt', async () => {
+      const silent = createServer(() => {}); // takes the request, never answers
+      await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`;
+      const hook = await createWebhookService({ store: hooks, allowPrivate: true }).create(ADMIN, { url, events: ['run.finished'] });
+      const deliver = createWebhookDelivery({ hooks, metrics: createMetrics('test'), logger, timeoutMs: 200, allowPrivate: true });
+      await expect(deliver(job(hook.id), 1, false)).rejects.toThrow(/no complete response within 200 ms/);
+      expect((await hooks.attempts('acme', hook.id))[0]).toMatchObject({ outcome: 'failed', error: expect.stringMatching(/200 ms/) });
+      silent.closeAllConnections();
+      silent.close();
+    });
+
     it('logs the last failed attempt as gave_up', async () => {
       const r = receiver([503]);
       const url = await r.start();

@@ -42,7 +42,6 @@ function post(url: URL, body: string, headers: Record<string, string>, deps: Web
       {
         method: 'POST',
         headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body).toString() },
-        timeout: deps.timeoutMs,
         // Resolved and checked in one step, so the address connected to is the one checked.
         ...(deps.allowPrivate ? {} : { lookup: publicOnlyLookup }),
       },
@@ -52,7 +51,9 @@ function post(url: URL, body: string, headers: Record<string, string>, deps: Web
         res.on('error', reject);
       },
     );
-    req.on('timeout', () => req.destroy(new Error(`no response within ${deps.timeoutMs} ms`)));
+    // A deadline for the whole exchange, not an idle timeout: a trickling endpoint cannot hold a worker slot.
+    const timer = setTimeout(() => req.destroy(new Error(`no complete response within ${deps.timeoutMs} ms`)), deps.timeoutMs);
+    req.on('close', () => clearTimeout(timer));
     req.on('error', reject);
     req.end(body);
   });

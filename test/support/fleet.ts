@@ -8,6 +8,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const KEYS = {
   user: { key: 'e2e-user-key-zhangsan', tenantId: 'e2e', userId: 'zhangsan', roles: ['user'] },
   approver: { key: 'e2e-approver-key-lisi', tenantId: 'e2e', userId: 'lisi', roles: ['approver'] },
+  admin: { key: 'e2e-admin-key-wangwu', tenantId: 'e2e', userId: 'wangwu', roles: ['admin'] },
   other: { key: 'e2e-other-tenant-key', tenantId: 'elsewhere', userId: 'mallory', roles: ['admin'] },
 };
 

@@ -20,6 +20,9 @@ const apiKeys = z.string().transform((raw, ctx) => {
   }
 });
 
+/** `true` / `false` exactly (z.coerce.boolean would read "false" as true). */
+const flag = z.enum(['true', 'false']).transform((v) => v === 'true');
+
 const jsonOf = <T extends z.ZodType>(schema: T, shape: string) =>
   z.string().transform((raw, ctx): z.infer<T> => {
     try {
@@ -122,6 +125,15 @@ export const configSchema = z.object({
   REIN_HTTP_IDLE_TIMEOUT_MS: z.coerce.number().int().min(20_000).default(120_000),
   /** HTTP services: how long an idle keep-alive connection stays open; above load balancers' usual 60 s. */
   REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(72_000),
+  /** Let webhooks call loopback, private and link-local addresses (tests and local setups only). */
+  REIN_WEBHOOK_ALLOW_PRIVATE: flag.default(false),
+  REIN_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** First retry delay of a failed delivery; later ones grow fourfold up to 4 h, for over 24 h in all. */
+  REIN_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).default(5_000),
+  /** Tokens a session's earlier turns may take in a new run's prompt (oldest turns dropped first). */
+  REIN_SESSION_WINDOW_TOKENS: z.coerce.number().int().min(0).default(8_000),
+  /** Carry earlier runs' tool calls and results into a session, not only inputs and answers. */
+  REIN_SESSION_TOOL_TRAFFIC: flag.default(false),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**
    * OpenTelemetry, by the standard names. Without an endpoint no SDK is registered:

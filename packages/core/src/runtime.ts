@@ -20,6 +20,9 @@ import { EffectLedger } from './store/effect-ledger.js';
 import { RunStore } from './store/run-store.js';
 import type { Tool } from './tools/tool.js';
 import { setupTracing, type Tracing } from './tracing/tracing-setup.js';
+import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
+import { createWebhookService, type WebhookService } from './webhooks/webhook-service.js';
+import { WebhookStore } from './webhooks/webhook-store.js';
 
 export interface Runtime {
   config: Config;
@@ -43,6 +46,9 @@ export interface Runtime {
   breakers: CircuitBreakers;
   fleetLimit: FleetLimit;
   tracing: Tracing;
+  webhooks: WebhookService;
+  webhookStore: WebhookStore;
+  dispatcher: WebhookDispatcher;
   close(): Promise<void>;
 }
 
@@ -75,8 +81,11 @@ export async function createRuntime(config: Config, service: string, role: Redis
     logger,
     metrics,
   );
-  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics);
-  const feed = new ApprovalFeed(redis);
+  const webhookStore = new WebhookStore(redis);
+  const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger);
+  dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
+  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics, dispatcher.onRunFinished);
+  const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
   const journal = new DecisionJournal(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
   const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
   const enqueue = scheduler.enqueue;
@@ -84,6 +93,11 @@ export async function createRuntime(config: Config, service: string, role: Redis
     maxSteps: config.REIN_MAX_STEPS_CEILING,
     maxTokens: config.REIN_MAX_TOKENS_CEILING,
     timeoutMs: config.REIN_TIMEOUT_CEILING_MS,
+  };
+  const sessions = {
+    windowTokens: config.REIN_SESSION_WINDOW_TOKENS,
+    toolTraffic: config.REIN_SESSION_TOOL_TRAFFIC,
+    model: config.REIN_MODEL,
   };
   return {
     config,
@@ -100,16 +114,20 @@ export async function createRuntime(config: Config, service: string, role: Redis
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings }),
+    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings, sessions }),
     approvals: createApprovalService({ store, enqueue, cancelExpiry: scheduler.cancelExpiry, metrics, tools, feed }),
     inputFilter,
     masker,
     breakers,
     fleetLimit: new FleetLimit(redis),
     tracing,
+    webhooks: createWebhookService({ store: webhookStore, allowPrivate: config.REIN_WEBHOOK_ALLOW_PRIVATE }),
+    webhookStore,
+    dispatcher,
     async close() {
       breakers.shutdown();
       await scheduler.close();
+      await dispatcher.close();
       bull.disconnect();
       redis.disconnect();
       await tracing.shutdown(); // flush the last spans

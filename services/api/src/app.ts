@@ -1,5 +1,6 @@
 import {
   createServiceApp,
+  createWebhookBodySchema,
   EventStreams,
   InvalidRequestError,
   idParamsSchema,
@@ -48,10 +49,20 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       return reply.status(created ? 202 : 200).send(run);
     });
 
-    v1.get('/v1/runs', async (req) => {
-      const q = parseInput(listRunsQuerySchema, req.query, 'query');
-      return { runs: await runs.list(req.principal, q.status, q.limit) };
+    v1.get('/v1/runs', async (req) => runs.list(req.principal, parseInput(listRunsQuerySchema, req.query, 'query')));
+
+    v1.get('/v1/sessions/:id', async (req) => runs.session(req.principal, id(req.params)));
+
+    v1.post('/v1/webhooks', async (req, reply) => {
+      const hook = await rt.webhooks.create(req.principal, parseInput(createWebhookBodySchema, req.body, 'body'));
+      return reply.status(201).send(hook);
     });
+    v1.get('/v1/webhooks', async (req) => ({ webhooks: await rt.webhooks.list(req.principal) }));
+    v1.delete('/v1/webhooks/:id', async (req, reply) => {
+      await rt.webhooks.remove(req.principal, id(req.params));
+      return reply.status(204).send();
+    });
+    v1.get('/v1/webhooks/:id/deliveries', async (req) => rt.webhooks.deliveries(req.principal, id(req.params)));
 
     v1.get('/v1/runs/:id', async (req) => runs.get(req.principal, id(req.params)));
 

@@ -13,6 +13,7 @@ import {
 } from '@rein/core';
 import type { Worker } from 'bullmq';
 import { createStepWorker } from './step-worker.js';
+import { createWebhookWorker } from './webhook-worker.js';
 
 export interface WorkerOptions extends ServiceOptions {
   /** The model the steps call; default: REIN_MODEL and its fallbacks at OPENAI_BASE_URL, behind breakers and bulkheads. */
@@ -46,6 +47,7 @@ export async function startWorker(app: App, options: WorkerOptions = {}): Promis
   const config = options.config ?? loadConfigOrExit();
   const rt = await createRuntime(config, 'worker', 'worker', app);
   const worker = createStepWorker(rt, (options.model ?? configuredModel)(rt));
+  const webhookWorker = createWebhookWorker(rt);
 
   const metrics = createServer(async (req, res) => {
     if (req.url === '/metrics') {
@@ -67,7 +69,7 @@ export async function startWorker(app: App, options: WorkerOptions = {}): Promis
     runtime: rt,
     worker,
     async close() {
-      await worker.close();
+      await Promise.all([worker.close(), webhookWorker.close()]);
       metrics.close();
       await rt.close();
     },

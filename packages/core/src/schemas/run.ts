@@ -73,6 +73,8 @@ export const runRecordSchema = z.object({
   agent: z.string(),
   input: z.string(),
   sessionId: z.string().optional(),
+  /** How many of the run's first messages are its session's earlier turns (they precede its input). */
+  historyMessages: z.number().int().min(0).optional(),
   metadata: z.record(z.string(), z.unknown()),
   limits: limitsSchema,
   status: runStatusSchema,

@@ -10,6 +10,14 @@ export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
 export { type Config, configSchema, loadAppOrExit, loadConfig, loadConfigOrExit, requireApiKeys } from './config.js';
+export {
+  type ContextPolicy,
+  compactHistory,
+  observationContent,
+  READ_RESULT_TOOL,
+  resultHandle,
+  structuredSummary,
+} from './engine/context-policy.js';
 export { sweepDeadlines } from './engine/deadline-sweeper.js';
 export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './engine/loop-guard.js';
 export { type ReaperDeps, reap } from './engine/reaper.js';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { type ContextPolicy, contextPolicySchema, READ_RESULT_TOOL } from '../engine/context-policy.js';
 import { ConfigError, InvalidRequestError } from '../errors.js';
 import { type Limits, limitsSchema } from '../schemas/run.js';
 
@@ -16,6 +17,8 @@ export interface AgentProfile {
   maxCompletionTokens: number;
   /** The answer a run gets when it stops without one (budget, deadline, failures); absent means the app's. */
   handoffAnswer?: string;
+  /** What of the run the prompt keeps: large tool results as summary + handle, old turns summarised. */
+  context?: ContextPolicy;
 }
 
 export interface AgentDefinition {
@@ -27,6 +30,7 @@ export interface AgentDefinition {
   limits?: Partial<Limits>;
   maxCompletionTokens?: number;
   handoffAnswer?: string;
+  context?: z.input<typeof contextPolicySchema>;
 }
 
 const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 };
@@ -41,6 +45,7 @@ const definitionSchema = z.object({
   limits: limitsSchema.partial().optional(),
   maxCompletionTokens: z.number().int().min(16).max(1_000_000).optional(),
   handoffAnswer: z.string().trim().min(1).optional(),
+  context: contextPolicySchema.optional(),
 });
 
 /** An agent of an app: instructions, the tools it may call (by name), its model and limits. */
@@ -54,14 +59,18 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
   if (!a.model && a.fallbackModels?.length) throw new ConfigError(`agent "${a.name}": fallbackModels needs a model`);
   const duplicate = a.tools.find((t, i) => a.tools.indexOf(t) !== i);
   if (duplicate) throw new ConfigError(`agent "${a.name}": tool "${duplicate}" is listed twice`);
+  if (a.tools.includes(READ_RESULT_TOOL) && !a.context)
+    throw new ConfigError(`agent "${a.name}": ${READ_RESULT_TOOL} is built in, and only for agents with a context policy`);
   return {
     name: a.name,
     instructions: a.instructions,
-    tools: a.tools,
+    // A context policy brings the tool that reads summarised results back, allowed and unapproved.
+    tools: a.context && !a.tools.includes(READ_RESULT_TOOL) ? [...a.tools, READ_RESULT_TOOL] : a.tools,
     ...(a.model ? { models: [a.model, ...(a.fallbackModels ?? [])] } : {}),
     limits: { ...DEFAULT_LIMITS, ...a.limits },
     maxCompletionTokens: a.maxCompletionTokens ?? 1024,
     ...(a.handoffAnswer ? { handoffAnswer: a.handoffAnswer } : {}),
+    ...(a.context ? { context: a.context } : {}),
   };
 }
 

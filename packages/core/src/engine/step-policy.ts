@@ -4,10 +4,10 @@ import type { Approval } from '../schemas/approval.js';
 import type { ChatMessage } from '../schemas/message.js';
 import type { Decision, LoopGuardState, RunReason, RunRecord, StepRecord, ToolCallRecord } from '../schemas/run.js';
 import { TERMINAL_STATUSES } from '../schemas/run.js';
+import { type ContextPolicy, observationContent } from './context-policy.js';
 import { advanceGuard, checkRepeats, type EarlierCall, failingTool } from './loop-guard.js';
 import { runEvent } from './run-event.js';
 import { type Charge, continueRun, finishRun, parkRun } from './run-transitions.js';
-import { toolMessageContent } from './tool-observation.js';
 
 /**
  * The step's policy as pure functions: from what was read to what happens next. No
@@ -120,6 +120,8 @@ export interface StepFacts {
   now: number;
   /** How long the step took so far, its model call included. */
   durationMs: number;
+  /** The agent's context policy: large results reach the model as summary + handle. */
+  context?: ContextPolicy;
 }
 
 /** The step's parts that do not depend on its tools. */
@@ -275,7 +277,7 @@ export function afterTools(f: StepFacts, records: ToolCallRecord[], newApprovals
             (r): ChatMessage => ({
               role: 'tool',
               tool_call_id: r.id,
-              content: toolMessageContent(r.name, r.observation, f.limits.toolResultMaxChars),
+              content: observationContent(r, run.step, f.limits.toolResultMaxChars, f.context),
             }),
           ),
         ],

@@ -18,6 +18,7 @@ import type { DecisionJournal } from '../store/decision-journal.js';
 import type { RunStore } from '../store/run-store.js';
 import { type Tool, toolSpec } from '../tools/tool.js';
 import { createTransitionApplier } from './apply-transition.js';
+import { compactHistory } from './context-policy.js';
 import { type EarlierCall, guardFromHistory } from './loop-guard.js';
 import { runEvent } from './run-event.js';
 import { retryOnStale, startRun } from './run-transitions.js';
@@ -99,8 +100,10 @@ export function createStepProcessor(deps: StepProcessorDeps) {
 
   /** The model's decision for this step, made now and journaled — or null when the prompt cannot fit the budget. */
   async function decide(run: RunRecord, profile: AgentProfile, history: ChatMessage[], log: Logger): Promise<Decision | null> {
-    const messages: ChatMessage[] = [{ role: 'system', content: profile.instructions }, ...history];
     const tools = toolSpecsOf(profile);
+    // What is sent (and estimated, and charged) is the history as the context policy compacts it.
+    const sent = compactHistory(history, profile.context, (m) => estimatePromptTokens(deps.modelName, m, []));
+    const messages: ChatMessage[] = [{ role: 'system', content: profile.instructions }, ...sent];
     const maxTokens = completionRoom(run, profile.maxCompletionTokens, estimatePromptTokens(deps.modelName, messages, tools));
     if (maxTokens === null) return null;
     const timeoutMs = Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now()));
@@ -124,8 +127,9 @@ export function createStepProcessor(deps: StepProcessorDeps) {
           request: { model: deps.modelName, messages, tools: tools.map((t) => t.function.name), toolSpecs: tools, maxTokens, timeoutMs },
           reply: reply.raw ?? { model: reply.model, content: reply.content, toolCalls: reply.toolCalls, usage: reply.usage },
         },
-        // The history is the run's whole log as just read: no need to read it again to find it.
-        { loggedMessages: history.length },
+        // The history is the run's whole log as just read: no need to read it again to find it
+        // (a compacted one is matched against the log by the journal).
+        sent === history ? { loggedMessages: history.length } : {},
       ),
       deps.journal.record(run.id, {
         schemaVersion: 1,
@@ -240,6 +244,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       handoff: deps.agents.handoffAnswer(run.agent),
       now: now(),
       durationMs: performance.now() - started + decision.durationMs,
+      ...(profile.context ? { context: profile.context } : {}),
     });
     const first = afterDecision(facts());
     if (first.kind !== 'tools') return applied(run, first, log);

@@ -28,6 +28,19 @@ export const orderAssistant = defineAgent({
   context: { toolResultMaxChars: 1200, historyTokens: 8000 },
 });
 
+/**
+ * The order assistant in plan mode: it first writes a plan of its tool calls; a plan
+ * with a write (a ticket, a refund) is approved once, as a whole, and then carried out
+ * without further approvals — anything off the plan is approved call by call.
+ */
+export const orderPlanner = defineAgent({
+  name: 'order-planner',
+  ...assistant,
+  mode: 'plan',
+  plan: { minSteps: 2, maxSteps: 6 },
+  context: { toolResultMaxChars: 1200 },
+});
+
 /** The same assistant without a context policy: the baseline `npm run eval` measures the policy's savings against. */
 export const orderAssistantVerbatim = defineAgent({ name: 'order-assistant-verbatim', ...assistant });
 

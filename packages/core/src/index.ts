@@ -20,6 +20,7 @@ export {
 } from './engine/context-policy.js';
 export { sweepDeadlines } from './engine/deadline-sweeper.js';
 export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './engine/loop-guard.js';
+export { linkCallsToPlan, PLAN_APPROVAL, type PlanOptions, planResponseFormat, validatePlan } from './engine/plan.js';
 export { type ReaperDeps, reap } from './engine/reaper.js';
 export { retryOnStale } from './engine/run-transitions.js';
 export type { GuardLimits, Transition } from './engine/step-policy.js';

@@ -103,7 +103,7 @@ function policyOf(o: Observed | undefined): PolicyView | undefined {
 }
 
 /** The late-order complaint: query → policy → ticket (approved by a human) → answer. */
-function lateOrder(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
+function lateOrder(lang: Lang, orderNo: string, seen: Observed[], wantsNote = false): ScriptReply {
   const order = seen.find((o) => o.name === 'query_order');
   if (!order) {
     return call(
@@ -157,6 +157,13 @@ function lateOrder(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
   }
   const created = ticket.json as { ticketId?: string } | null;
   const policyName = top?.title.split(' (')[0] ?? say(lang, '超时发货处理规范', 'late shipment policy');
+  // Asked to note the ticket on the order: a write whose argument (the ticket id) only exists now.
+  if (created?.ticketId && wantsNote && !seen.some((s) => s.name === 'update_order_note')) {
+    return call(say(lang, '工单已创建，按要求在订单上备注工单号。', 'The ticket exists; noting it on the order as asked.'), {
+      name: 'update_order_note',
+      arguments: { orderNo, note: say(lang, `超时发货，已建工单 ${created.ticketId}`, `Late shipment; ticket ${created.ticketId} opened`) },
+    });
+  }
   if (created?.ticketId) {
     return answer(
       say(
@@ -307,7 +314,7 @@ export function playOrderAssistant(messages: ScriptMessage[]): ScriptReply {
   if (/删除|删掉|delete|remove/i.test(input)) return deleteOrder(lang, orderNo, seen);
   if (orderNo && /一直查|反复查|盯着|keep checking|until it ships/i.test(input)) return keepChecking(lang, orderNo);
   if (orderNo && /没发货|未发货|不发货|投诉|催|not (been )?shipped|hasn'?t shipped|late|complain/i.test(input))
-    return lateOrder(lang, orderNo, seen);
+    return lateOrder(lang, orderNo, seen, /备注|note it|add a note/i.test(input));
   if (orderNos.length > 1) return compareOrders(lang, orderNos, seen);
   if (orderNo && /哪些商品|什么商品|商品清单|which items|what items|list the items/i.test(input)) return orderItems(lang, orderNo, seen);
   if (orderNo) return orderAndPolicy(lang, orderNo, seen);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { type ContextPolicy, contextPolicySchema, READ_RESULT_TOOL } from '../engine/context-policy.js';
+import { type PlanOptions, planOptionsSchema } from '../engine/plan.js';
 import { ConfigError, InvalidRequestError } from '../errors.js';
 import { type Limits, limitsSchema } from '../schemas/run.js';
 
@@ -19,6 +20,8 @@ export interface AgentProfile {
   handoffAnswer?: string;
   /** What of the run the prompt keeps: large tool results as summary + handle, old turns summarised. */
   context?: ContextPolicy;
+  /** Plan mode: the first model call returns a plan, approved once as a whole and then followed. */
+  plan?: PlanOptions;
 }
 
 export interface AgentDefinition {
@@ -31,6 +34,10 @@ export interface AgentDefinition {
   maxCompletionTokens?: number;
   handoffAnswer?: string;
   context?: z.input<typeof contextPolicySchema>;
+  /** `plan`: plan, then execute (see `plan`); `react` (default): decide step by step. */
+  mode?: 'react' | 'plan';
+  /** Bounds of a plan-mode agent's plan (default 2 to 6 steps). */
+  plan?: z.input<typeof planOptionsSchema>;
 }
 
 const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 };
@@ -46,6 +53,8 @@ const definitionSchema = z.object({
   maxCompletionTokens: z.number().int().min(16).max(1_000_000).optional(),
   handoffAnswer: z.string().trim().min(1).optional(),
   context: contextPolicySchema.optional(),
+  mode: z.enum(['react', 'plan']).optional(),
+  plan: planOptionsSchema.optional(),
 });
 
 /** An agent of an app: instructions, the tools it may call (by name), its model and limits. */
@@ -57,6 +66,7 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
   }
   const a = parsed.data;
   if (!a.model && a.fallbackModels?.length) throw new ConfigError(`agent "${a.name}": fallbackModels needs a model`);
+  if (a.plan && a.mode !== 'plan') throw new ConfigError(`agent "${a.name}": plan options need mode: 'plan'`);
   const duplicate = a.tools.find((t, i) => a.tools.indexOf(t) !== i);
   if (duplicate) throw new ConfigError(`agent "${a.name}": tool "${duplicate}" is listed twice`);
   if (a.tools.includes(READ_RESULT_TOOL) && !a.context)
@@ -71,6 +81,7 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
     maxCompletionTokens: a.maxCompletionTokens ?? 1024,
     ...(a.handoffAnswer ? { handoffAnswer: a.handoffAnswer } : {}),
     ...(a.context ? { context: a.context } : {}),
+    ...(a.mode === 'plan' ? { plan: a.plan ?? planOptionsSchema.parse({}) } : {}),
   };
 }
 

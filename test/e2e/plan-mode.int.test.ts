@@ -99,8 +99,11 @@ describe('plan mode', () => {
       (s) => s.action === 'create_ticket',
     );
     const edited = { ...ticket?.args, suggestedAction: 'Refund the shipping fee and chase the warehouse today' };
-    // Decision rights apply to the plan as to any approval: the requester may not approve their own plan.
-    const own = await fleet.callApprover('POST', `/v1/approvals/${approval.id}/approve`, KEYS.user.key, {});
+
+    // Decision rights apply to the plan as to any approval: an edit needs a second person (four eyes).
+    const own = await fleet.callApprover('POST', `/v1/approvals/${approval.id}/approve`, KEYS.user.key, {
+      arguments: { [String(ticket?.step)]: edited },
+    });
     expect(own.status).toBe(403);
     const decided = await fleet.callApprover('POST', `/v1/approvals/${approval.id}/approve`, KEYS.approver.key, {
       arguments: { [String(ticket?.step)]: edited },

@@ -277,6 +277,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         now: now(),
         approvalTtlMs: deps.approvalTtlMs,
       });
+      if (outcome.kind === 'park') deps.metrics.approvalsCreated.inc({ tool: outcome.approval.toolName, risk: outcome.approval.risk });
       return applied(run, afterPlan(facts(), outcome), log);
     }
     const first = afterDecision(facts());

@@ -24,6 +24,9 @@ export {
   ForbiddenError,
   GoneError,
   InvalidRequestError,
+  McpServerStartError,
+  McpToolError,
+  McpUnavailableError,
   ModelReplyInvalidError,
   ModelUnavailableError,
   NotFoundError,
@@ -40,6 +43,18 @@ export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource } from './http/sse.js';
 export { QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
+export { type McpGovernance, mcpGovernance } from './mcp/mcp-governance.js';
+export { McpManager, type McpManagerDeps } from './mcp/mcp-manager.js';
+export { mcpObservation } from './mcp/mcp-result.js';
+export {
+  type McpServerConfig,
+  type McpServers,
+  type McpToolOverride,
+  mcpServerSchema,
+  mcpServersSchema,
+} from './mcp/mcp-server-config.js';
+export { createMcpTool } from './mcp/mcp-tool.js';
+export { mcpToolName } from './mcp/mcp-tool-name.js';
 export { createMetrics, type Metrics, registerQueueDepth } from './metrics.js';
 export { type CompleteWith, createOpenAICompletion, type ModelGateway, type ModelReply, type ModelRequest } from './model/model-gateway.js';
 export {

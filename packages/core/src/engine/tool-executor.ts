@@ -25,8 +25,8 @@ export interface ToolExecutorDeps {
   logger: Logger;
   toolTimeoutMs: number;
   approvalTtlMs: number;
-  /** Breaker and bulkhead per tool (the workers); omitted, tools run unguarded (engine tests). */
-  protection?: { breakers: CircuitBreakers; bulkhead: (tool: string) => Bulkhead };
+  /** Breaker and bulkhead per dependency (the workers); omitted, tools run unguarded (engine tests). */
+  protection?: { breakers: CircuitBreakers; bulkhead: (dependency: string) => Bulkhead };
   now?: () => number;
 }
 
@@ -67,7 +67,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     if (recorded?.state === 'done') {
       return record(call, args, recorded.ok ? 'ok' : 'error', recorded.observation, 0, extra);
     }
-    const dependency = `tool:${tool.name}`;
+    const dependency = tool.dependency ?? `tool:${tool.name}`;
     // An open breaker delays the whole step (the queue retries it later); no intent is recorded.
     if (deps.protection && (await deps.protection.breakers.isOpen(dependency))) throw new BreakerOpenError(dependency, 1000);
     const prior = await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name);
@@ -94,7 +94,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     let observation: string;
     try {
       // A tool never gets more time than the run has left.
-      const timeoutMs = Math.max(1, Math.min(deps.toolTimeoutMs, ctx.deadlineMs - now()));
+      const timeoutMs = Math.max(1, Math.min(tool.timeoutMs ?? deps.toolTimeoutMs, ctx.deadlineMs - now()));
       const signal = AbortSignal.timeout(timeoutMs);
       const invoke = () =>
         Promise.race([
@@ -104,7 +104,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
           ),
         ]);
       const p = deps.protection;
-      const result = p ? await p.bulkhead(tool.name).run(() => p.breakers.call(dependency, invoke)) : await invoke();
+      const result = p ? await p.bulkhead(dependency).run(() => p.breakers.call(dependency, invoke)) : await invoke();
       observation = stringify(result ?? null);
     } catch (err) {
       if (err instanceof BreakerOpenError || err instanceof BulkheadFullError) {

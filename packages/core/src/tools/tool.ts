@@ -33,6 +33,12 @@ export interface Tool<A = unknown> {
   policyVersion?: number;
   /** How long an approval of this tool stays decidable (default APPROVAL_TTL_MS). */
   approvalTtlMs?: number;
+  /** Longest one call may take (default REIN_TOOL_TIMEOUT_MS); never past the run's deadline. */
+  timeoutMs?: number;
+  /** The breaker and bulkhead it shares (default `tool:<name>`); an MCP server's tools share `mcp:<server>`. */
+  dependency?: string;
+  /** The arguments' JSON Schema when `args` cannot produce it (MCP tools bring the server's own). */
+  jsonSchema?: Record<string, unknown>;
   approval(args: A, ctx: Omit<ToolContext, 'signal'>): ApprovalRequirement | null;
   execute(args: A, ctx: ToolContext): Promise<unknown>;
 }
@@ -44,7 +50,7 @@ export function defineTool<S extends z.ZodType>(tool: Tool<z.infer<S>> & { args:
 
 /** The OpenAI `tools` entry for a tool: its description and JSON Schema arguments. */
 export function toolSpec(tool: Tool) {
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.args) as Record<string, unknown>;
+  const { $schema: _ignored, ...parameters } = tool.jsonSchema ?? (z.toJSONSchema(tool.args) as Record<string, unknown>);
   return { type: 'function' as const, function: { name: tool.name, description: tool.description, parameters } };
 }
 

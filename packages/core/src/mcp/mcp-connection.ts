@@ -55,7 +55,10 @@ export class McpConnection {
             autoRefresh: false, // refreshTools pages through the whole list
             onChanged: (err) => {
               if (err) this.logger.warn({ server: this.server, err: err.message }, 'MCP tools/list_changed failed');
-              else void this.refreshTools().catch((e: Error) => this.logger.warn({ server: this.server, err: e.message }, 'MCP tool refresh failed'));
+              else
+                void this.refreshTools().catch((e: Error) =>
+                  this.logger.warn({ server: this.server, err: e.message }, 'MCP tool refresh failed'),
+                );
             },
           },
         },

@@ -61,7 +61,10 @@ export class McpManager {
       await connection.connect();
     } catch (err) {
       if (!config.optional) throw err;
-      this.deps.logger.warn({ server: name, err: (err as Error).message }, 'optional MCP server unavailable; its tools are absent until it starts');
+      this.deps.logger.warn(
+        { server: name, err: (err as Error).message },
+        'optional MCP server unavailable; its tools are absent until it starts',
+      );
       connection.scheduleReconnect();
     }
   }
@@ -77,7 +80,10 @@ export class McpManager {
       try {
         validate = this.ajv.compile(schema);
       } catch (err) {
-        this.deps.logger.warn({ server, tool: def.name, err: (err as Error).message }, 'MCP tool left out: its input schema does not compile');
+        this.deps.logger.warn(
+          { server, tool: def.name, err: (err as Error).message },
+          'MCP tool left out: its input schema does not compile',
+        );
         continue;
       }
       const tool = createMcpTool(def, {

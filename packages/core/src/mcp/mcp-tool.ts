@@ -51,7 +51,8 @@ export function createMcpTool(def: McpToolDefinition, opts: McpToolOptions): Too
     dependency: `mcp:${opts.server}`,
     honoursIdempotencyKey: governance.honoursIdempotencyKey,
     // A changed definition (schema, annotations, override) voids approvals granted under the old one.
-    policyVersion: 1 + Number.parseInt(hashArguments({ jsonSchema, annotations: def.annotations, override: opts.override }).slice(0, 7), 16),
+    policyVersion:
+      1 + Number.parseInt(hashArguments({ jsonSchema, annotations: def.annotations, override: opts.override }).slice(0, 7), 16),
     ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
     approval: (callArgs) => {
       if (!governance.approval) return null;

@@ -56,7 +56,14 @@ export {
 export { createMcpTool } from './mcp/mcp-tool.js';
 export { mcpToolName } from './mcp/mcp-tool-name.js';
 export { createMetrics, type Metrics, registerQueueDepth } from './metrics.js';
-export { type CompleteWith, createOpenAICompletion, type ModelGateway, type ModelReply, type ModelRequest } from './model/model-gateway.js';
+export {
+  type CompleteWith,
+  chatCompletionBody,
+  createOpenAICompletion,
+  type ModelGateway,
+  type ModelReply,
+  type ModelRequest,
+} from './model/model-gateway.js';
 export {
   type CancelExpiry,
   DEADLINE_SWEEP,

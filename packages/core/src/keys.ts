@@ -13,6 +13,8 @@ export const runKeys = (runId: string) => {
     decisions: `${p}:decisions`,
     effects: `${p}:effects`,
     snapshots: `${p}:snapshots`,
+    /** Content-addressed texts the snapshots refer to (system prompts, tool lists). */
+    blobs: `${p}:blobs`,
   };
 };
 export type RunKeys = ReturnType<typeof runKeys>;

@@ -85,6 +85,12 @@ export function createMetrics(service: string) {
       labelNames: ['model', 'tenant'],
       registers,
     }),
+    storedBytes: new Counter({
+      name: 'rein_stored_bytes_total',
+      help: 'Redis memory held by finished runs, by tenant: each run counted once at its terminal commit (MEMORY USAGE of its keys); they then live for the trace TTL',
+      labelNames: ['tenant'],
+      registers,
+    }),
     budgetStops: new Counter({
       name: 'rein_budget_stops_total',
       help: 'Runs stopped by a budget, quota, loop breaker or failure, by reason',

@@ -81,7 +81,7 @@ export async function createRuntime(
     logger,
     metrics,
   );
-  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
+  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics);
   const feed = new ApprovalFeed(redis);
   const journal = new DecisionJournal(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
   const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);

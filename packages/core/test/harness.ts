@@ -48,7 +48,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   const redis = new Redis(url, { maxRetriesPerRequest: null });
   const logger = pino({ level: 'silent' });
   const metrics = createMetrics('test');
-  const store = new RunStore(redis, 3600);
+  const store = new RunStore(redis, 3600, metrics);
   const journal = new DecisionJournal(redis);
   const ledger = new EffectLedger(redis);
   const demo = new DemoStore(redis);

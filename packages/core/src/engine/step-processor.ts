@@ -173,6 +173,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         model: deps.modelName,
         messages,
         tools: tools.map((t) => t.function.name),
+        toolSpecs: tools,
         maxTokens: Math.min(profile.maxCompletionTokens, left),
         timeoutMs: Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now())),
       },

@@ -65,6 +65,19 @@ function classify(err: unknown, model: string): ReinError {
   return new ModelUnavailableError(`model ${model} unreachable: ${(err as Error).message}`, err);
 }
 
+/**
+ * The body of a chat completion request: one place decides the wire shape, so a decision
+ * snapshot can be turned back into exactly what the endpoint received.
+ */
+export function chatCompletionBody(model: string, req: Pick<ModelRequest, 'messages' | 'tools' | 'maxTokens'>) {
+  return {
+    model,
+    messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
+    ...(req.tools.length ? { tools: req.tools, parallel_tool_calls: true } : {}),
+    max_tokens: req.maxTokens,
+  };
+}
+
 /** One chat completion from one model, over the `openai` package; the SDK's own retries are off (the queue retries). */
 export type CompleteWith = (model: string, request: ModelRequest) => Promise<ModelReply>;
 
@@ -73,15 +86,7 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
   return async (model, req) => {
     let raw: unknown;
     try {
-      raw = await client.chat.completions.create(
-        {
-          model,
-          messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
-          ...(req.tools.length ? { tools: req.tools, parallel_tool_calls: true } : {}),
-          max_tokens: req.maxTokens,
-        },
-        { timeout: req.timeoutMs },
-      );
+      raw = await client.chat.completions.create(chatCompletionBody(model, req), { timeout: req.timeoutMs });
     } catch (err) {
       throw classify(err, model);
     }

@@ -141,7 +141,8 @@ export type Effect = z.infer<typeof effectSchema>;
 
 /**
  * A decision snapshot: exactly what was sent to the model and what came back, kept
- * (with a TTL) so a step can be replayed and debugged. Readable by admins only.
+ * (with a TTL) so a step can be replayed and debugged. Readable by admins only. This is
+ * the shape written and read; it is stored compactly (see `storedSnapshotSchema`).
  */
 export const snapshotSchema = z.object({
   schemaVersion,
@@ -151,9 +152,37 @@ export const snapshotSchema = z.object({
     model: z.string(),
     messages: z.array(z.unknown()),
     tools: z.array(z.string()),
+    /** The tool list exactly as sent (OpenAI `tools[]`); absent in snapshots taken without it. */
+    toolSpecs: z.array(z.record(z.string(), z.unknown())).optional(),
     maxTokens: z.number(),
     timeoutMs: z.number(),
   }),
   reply: z.unknown(),
 });
 export type Snapshot = z.infer<typeof snapshotSchema>;
+
+/**
+ * How a snapshot is stored since schema version 2: the request's history as a range of
+ * the run's message log, its system prompt and tool list by content hash (kept once per
+ * run), plus the messages the log does not hold. Version 1 stored every request whole,
+ * so a run's snapshots held its history once per step.
+ */
+export const storedSnapshotSchema = z.object({
+  schemaVersion: z.literal(2),
+  step: z.number().int().min(0),
+  at: z.string(),
+  model: z.string(),
+  maxTokens: z.number(),
+  timeoutMs: z.number(),
+  /** Content hash of the leading system message's text, if the request had one. */
+  system: z.string().optional(),
+  /** `[from, to)` of the run's message log that followed the system message. */
+  log: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
+  /** Request messages after the log range, stored as sent. */
+  extra: z.array(z.unknown()),
+  /** Content hashes of the tool names and, if given, the tool specs. */
+  toolNames: z.string(),
+  toolSpecs: z.string().optional(),
+  reply: z.unknown(),
+});
+export type StoredSnapshot = z.infer<typeof storedSnapshotSchema>;

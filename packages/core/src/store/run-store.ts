@@ -1,11 +1,13 @@
 import type { Redis } from 'ioredis';
 import { NotFoundError, StaleStepError } from '../errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
+import type { Metrics } from '../metrics.js';
 import { type Approval, approvalSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
-import { type ChatMessage, chatMessageSchema } from '../schemas/message.js';
+import { type ChatMessage, readMessage } from '../schemas/message.js';
 import { type RunRecord, type RunStatus, runRecordSchema, type StepRecord, stepRecordSchema, TERMINAL_STATUSES } from '../schemas/run.js';
 import { CommitResult, CreateResult, withScripts } from './lua-scripts.js';
+import { runFootprint } from './run-footprint.js';
 
 export interface Commit {
   /** The run as the caller read it; its version is the compare-and-set token. */
@@ -34,6 +36,7 @@ export class RunStore {
   constructor(
     redis: Redis,
     private readonly traceTtlSeconds: number,
+    private readonly metrics?: Pick<Metrics, 'storedBytes'>,
   ) {
     this.redis = withScripts(redis);
   }
@@ -73,7 +76,7 @@ export class RunStore {
 
   async messages(runId: string): Promise<ChatMessage[]> {
     const raw = await this.redis.lrange(runKeys(runId).messages, 0, -1);
-    return raw.map((m) => chatMessageSchema.parse(JSON.parse(m)));
+    return raw.map(readMessage);
   }
 
   async steps(runId: string): Promise<StepRecord[]> {
@@ -141,6 +144,19 @@ export class RunStore {
     else if (from.status !== next.status || from.deadlineAt !== next.deadlineAt)
       tx.zadd(DEADLINES_KEY, Date.parse(next.deadlineAt), next.id);
     if (tx.length) await tx.exec();
+    if (terminal && !TERMINAL_STATUSES.includes(from.status)) await this.settle(next);
+  }
+
+  /**
+   * Once a run is finished: its effect ledger has done its job (no step of it can run
+   * again, so no tool result needs replaying), and what it keeps is counted once towards
+   * its tenant's stored bytes. Neither is worth failing a committed finish over.
+   */
+  private async settle(run: RunRecord): Promise<void> {
+    await this.redis.unlink(runKeys(run.id).effects).catch(() => 0);
+    if (!this.metrics) return;
+    const bytes = await runFootprint(this.redis, run.id).catch(() => 0);
+    this.metrics.storedBytes.inc({ tenant: run.tenantId }, bytes);
   }
 
   /** Runs whose deadline passed by `at` (ms), for the sweeper. */

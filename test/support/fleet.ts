@@ -19,6 +19,8 @@ export interface FleetOptions {
   env?: Record<string, string>;
   /** Environment of the scripted model (e.g. SCRIPTED_MODEL_FAULTS=on). */
   modelEnv?: Record<string, string>;
+  /** Node flags for the workers (e.g. `--cpu-prof`, which NODE_OPTIONS refuses). */
+  workerNodeArgs?: string[];
 }
 
 /**
@@ -41,8 +43,11 @@ export async function startFleet(opts: FleetOptions) {
     LOG_LEVEL: 'warn',
     ...opts.env,
   };
-  const spawnService = (name: string, script: string, extra: Record<string, string> = {}) => {
-    const child = spawn(process.execPath, [join(root, script)], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const spawnService = (name: string, script: string, extra: Record<string, string> = {}, nodeArgs: string[] = []) => {
+    const child = spawn(process.execPath, [...nodeArgs, join(root, script)], {
+      env: { ...env, ...extra },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const keep = (chunk: Buffer) => logs.push(`[${name}] ${chunk.toString().trimEnd()}`);
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
@@ -62,7 +67,14 @@ export async function startFleet(opts: FleetOptions) {
   const startWorker = async () => {
     const port = await freePort();
     workerMetricsPorts.push(port);
-    workers.push(spawnService(`worker-${workers.length + 1}`, 'services/worker/dist/main.js', { WORKER_METRICS_PORT: String(port) }));
+    workers.push(
+      spawnService(
+        `worker-${workers.length + 1}`,
+        'services/worker/dist/main.js',
+        { WORKER_METRICS_PORT: String(port) },
+        opts.workerNodeArgs,
+      ),
+    );
   };
   for (let i = 0; i < (opts.workers ?? 2); i++) await startWorker();
   // Generous: on a loaded two-core machine a service can take many seconds to start.

@@ -110,6 +110,12 @@ export const configSchema = z.object({
     .default(64 * 1024),
   /** Event streams (SSE) one tenant may hold open at once on one api or approver process. */
   REIN_MAX_STREAMS_PER_TENANT: z.coerce.number().int().min(1).default(200),
+  /** HTTP services: the longest a client may take to send a whole request (headers and body). */
+  REIN_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** HTTP services: a socket with no traffic either way for this long is closed (SSE heartbeats every 15 s keep streams open). */
+  REIN_HTTP_IDLE_TIMEOUT_MS: z.coerce.number().int().min(20_000).default(120_000),
+  /** HTTP services: how long an idle keep-alive connection stays open; above load balancers' usual 60 s. */
+  REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(72_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

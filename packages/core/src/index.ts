@@ -11,9 +11,11 @@ export { DemoStore, type Email, type Order, type Refund, type Ticket } from './d
 export { createDemoTools } from './demo/demo-tools.js';
 export { PolicySearch, tokenize } from './demo/policy-search.js';
 export { sweepDeadlines } from './engine/deadline-sweeper.js';
-export { checkRepeats, failingTool } from './engine/loop-guard.js';
+export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './engine/loop-guard.js';
 export { type ReaperDeps, reap } from './engine/reaper.js';
-export { createStepProcessor, FALLBACK_ANSWER, type GuardLimits, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
+export { retryOnStale } from './engine/run-transitions.js';
+export { FALLBACK_ANSWER, type GuardLimits, type Transition } from './engine/step-policy.js';
+export { createStepProcessor, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
 export { approvalId, createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
 export { toolMessageContent, truncateObservation } from './engine/tool-observation.js';
 export {
@@ -23,21 +25,29 @@ export {
   ConflictError,
   ForbiddenError,
   GoneError,
+  IdempotencyKeyReusedError,
   InvalidRequestError,
+  isDelaying,
   McpServerStartError,
   McpToolError,
   McpUnavailableError,
+  ModelRejectedError,
   ModelReplyInvalidError,
   ModelUnavailableError,
   NotFoundError,
   ReinError,
   StaleStepError,
+  type StepFailure,
   TooManyStreamsError,
+  terminalReason,
   UnauthorizedError,
 } from './errors.js';
 export { createInputFilter, type InputFilter, loadInputRules } from './guards/input-filter.js';
 export { createPiiMasker, loadPiiRules, type PiiMasker } from './guards/pii-masker.js';
-export { createHttpApp, findApiKey, idParamsSchema, parseInput } from './http/http-app.js';
+export { basicPassword, bearerToken, findApiKey } from './http/credentials.js';
+export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
+export { createHttpApp, type HttpAppOptions, type HttpTimeouts, idParamsSchema, parseInput } from './http/http-app.js';
+export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
 export { runHttpService } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource } from './http/sse.js';
@@ -55,7 +65,12 @@ export {
 } from './mcp/mcp-server-config.js';
 export { createMcpTool } from './mcp/mcp-tool.js';
 export { mcpToolName } from './mcp/mcp-tool-name.js';
-export { createMetrics, type Metrics, registerQueueDepth } from './metrics.js';
+export {
+  createMetrics,
+  type Metrics,
+  registerQueueDepth,
+  registerRedisUp,
+} from './metrics.js';
 export {
   type CompleteWith,
   chatCompletionBody,

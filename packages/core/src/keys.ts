@@ -27,7 +27,8 @@ export const tenantKeys = (tenantId: string) => {
     approvalFeed: `${p}:approval-feed`,
     active: `${p}:active`,
     usage: (day: string) => `${p}:usage:${day}`,
-    idempotency: (key: string) => `${p}:idem:${key}`,
+    /** Per user: the user id is escaped so that no user id and key pair can spell another's. */
+    idempotency: (userId: string, key: string) => `${p}:idempotency:${encodeURIComponent(userId)}:${key}`,
   };
 };
 

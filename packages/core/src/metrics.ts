@@ -175,20 +175,59 @@ export function createMetrics(service: string) {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+/** How long a scrape waits for Redis before it counts Redis as down. */
+const COLLECT_TIMEOUT_MS = 1000;
+
+/** Redis's answer, or a rejection once the scrape cannot wait any longer. */
+async function withinScrape<T>(work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('redis did not answer in time')), COLLECT_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Queue depth by state, read from BullMQ at scrape time. Exported by the API (which
  * always runs, so autoscaling can start workers from zero). BullMQ's `wait` list misses
  * prioritized and delayed jobs, so every state is reported and dashboards add them up.
+ * While Redis is away the series are left out (not zero, not a failed scrape): the
+ * scrape still answers, and `rein_redis_up` says why they are missing.
  */
 export function registerQueueDepth(metrics: Metrics, counts: () => Promise<Record<string, number>>) {
   return new Gauge({
     name: 'rein_queue_jobs',
-    help: 'Step-queue jobs by state (waiting, prioritized, delayed, active, failed)',
+    help: 'Step-queue jobs by state (waiting, prioritized, delayed, active, failed); absent while Redis is unreachable',
     labelNames: ['state'],
     registers: [metrics.registry],
     async collect() {
-      const byState = await counts();
-      for (const state of ['waiting', 'prioritized', 'delayed', 'active', 'failed']) this.set({ state }, byState[state] ?? 0);
+      try {
+        const byState = await withinScrape(counts());
+        for (const state of ['waiting', 'prioritized', 'delayed', 'active', 'failed']) this.set({ state }, byState[state] ?? 0);
+      } catch {
+        this.reset();
+      }
+    },
+  });
+}
+
+/** `rein_redis_up`: whether this process's Redis answers a PING within the scrape (1) or not (0). */
+export function registerRedisUp(metrics: Metrics, redis: { ping(): Promise<unknown> }) {
+  return new Gauge({
+    name: 'rein_redis_up',
+    help: "Whether this process's Redis answered a PING at scrape time (1) or not (0)",
+    registers: [metrics.registry],
+    async collect() {
+      this.set(
+        await withinScrape(redis.ping()).then(
+          () => 1,
+          () => 0,
+        ),
+      );
     },
   });
 }

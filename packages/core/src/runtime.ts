@@ -10,7 +10,7 @@ import { PolicySearch } from './demo/policy-search.js';
 import { createInputFilter, type InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
-import { createMetrics, type Metrics } from './metrics.js';
+import { createMetrics, type Metrics, registerRedisUp } from './metrics.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisRole } from './redis.js';
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
@@ -64,6 +64,7 @@ export async function createRuntime(
   const metrics = createMetrics(service);
   const redis = await connectRedis(config.REDIS_URL, role, logger);
   await checkRedisSettings(redis, logger);
+  registerRedisUp(metrics, redis);
   const bull = bullConnection(config.REDIS_URL, role, logger);
   const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS);
   scheduler.queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));

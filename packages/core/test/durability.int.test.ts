@@ -223,7 +223,7 @@ describe('approval decisions', () => {
     expect((loser as PromiseRejectedResult).reason).toMatchObject({ code: 'approval_decided', status: 409 });
   });
 
-  it("hides another tenant's approval (404) and refuses a user who is neither requester nor approver (403)", async () => {
+  it("hides another tenant's approval, and another plain user's, as a 404", async () => {
     const t = use(createFakeModel(lateOrderTurns()));
     await t.submit('2024001 not shipped');
     await t.drain();
@@ -231,7 +231,7 @@ describe('approval decisions', () => {
     const outsider = { tenantId: 'other', userId: 'mallory', roles: ['admin' as const] };
     await expect(t.approvals.decide(outsider, approval?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 404 });
     const colleague = { tenantId: 'acme', userId: 'dave', roles: ['user' as const] };
-    await expect(t.approvals.decide(colleague, approval?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 403 });
+    await expect(t.approvals.decide(colleague, approval?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 404 });
   });
 
   it('withdraws pending approvals when the run is cancelled', async () => {

@@ -60,7 +60,7 @@ describe('scripted order assistant', () => {
   it('plays the late-order trace: query_order → search_policy → create_ticket → answer citing the policy', () => {
     const { calls, answer } = play('客户张三投诉订单 2024001 一直没发货，帮他处理一下', backOffice);
     expect(calls.map((c) => c.map((x) => x.name))).toEqual([['query_order'], ['search_policy'], ['create_ticket']]);
-    expect(calls[2]?.[0]?.args).toMatchObject({ orderNo: '2024001', priority: 'high', suggestedAction: '补偿 44.95 元并催促仓库发货' });
+    expect(calls[2]?.[0]?.args).toMatchObject({ orderNo: '2024001', priority: '高', suggestedAction: '补偿 44.95 元并催促仓库发货' });
     expect(answer).toContain('T20260315001');
     expect(answer).toContain('《超时发货处理规范》');
     expect(answer).toContain('44.95');

@@ -4,7 +4,9 @@ import {
   createStepProcessor,
   createToolExecutor,
   DEADLINE_SWEEP,
+  isDelaying,
   type ModelGateway,
+  ModelUnavailableError,
   parseJob,
   QUEUE_PREFIX,
   REAPER,
@@ -15,19 +17,15 @@ import {
   STEP_QUEUE,
   type StepJob,
   sweepDeadlines,
+  terminalReason,
 } from '@rein/core';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 
-/** Failures that mean "the dependency is busy or down right now": the step waits, it is not spent. */
-const DELAYING = new Set(['breaker_open', 'bulkhead_full', 'model_unavailable']);
-
-/** Which terminal reason a step that can no longer progress gets. */
-function reasonFor(err: Error): RunReason {
-  // UnrecoverableError carries the ReinError's code as the prefix of its message.
-  const code = err instanceof ReinError ? err.code : /^(\w+): /.exec(err.message)?.[1];
-  if (code === 'model_unavailable' || code === 'model_rejected') return 'model_unavailable';
-  if (code === 'model_reply_invalid') return 'model_reply_invalid';
-  return 'internal_error';
+/** A non-retryable step failure, for BullMQ; it keeps the typed error so the run's reason comes from it. */
+class UnrecoverableStepError extends UnrecoverableError {
+  constructor(readonly error: ReinError) {
+    super(`${error.code}: ${error.message}`);
+  }
 }
 
 /** Exponential backoff with full jitter between half and all of the step, capped at 30 s. */
@@ -96,7 +94,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
   async function delay(job: Job, token: string | undefined, payload: StepJob, err: ReinError): Promise<string> {
     const wait = err.retryAfterMs ?? backoffMs(job.attemptsStarted);
     // The model gateway reports every model trouble (breaker, bulkhead, errors) as model_unavailable.
-    const reason: RunReason = err.code === 'model_unavailable' ? 'model_unavailable' : 'deadline';
+    const reason: RunReason = err instanceof ModelUnavailableError ? 'model_unavailable' : 'deadline';
     const run = await rt.store.get(payload.runId);
     if (reason === 'model_unavailable') await rt.store.markWaiting(payload.runId, reason);
     if (run && Date.now() + wait >= Date.parse(run.deadlineAt)) {
@@ -139,8 +137,8 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
         rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
         return outcome;
       } catch (err) {
-        if (err instanceof ReinError && DELAYING.has(err.code)) return delay(job, token, payload, err);
-        if (err instanceof ReinError && !err.retryable) throw new UnrecoverableError(`${err.code}: ${err.message}`);
+        if (isDelaying(err)) return delay(job, token, payload, err);
+        if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
         logger.warn(
           { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
           'step failed; will retry',
@@ -164,11 +162,11 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
   worker.on('error', (err) => logger.warn({ err: err.message }, 'worker error'));
   worker.on('failed', (job, err) => {
     if (!job || err.name === 'DelayedError') return;
-    const final = err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
+    const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
     if (!final || !['step', 'resume', 'repair'].includes(job.name)) return;
     const { runId, step } = job.data as StepJob;
     steps
-      .fail(runId, reasonFor(err), err.message, (run) => run.step === step)
+      .fail(runId, terminalReason(err instanceof UnrecoverableStepError ? err.error : err), err.message, (run) => run.step === step)
       .catch((e: Error) => logger.error({ err: e.message }, 'could not end the run'));
   });
   return worker;

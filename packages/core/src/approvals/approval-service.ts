@@ -1,4 +1,4 @@
-import { runEvent } from '../engine/run-event.js';
+import { decideApprovals, retryOnStale } from '../engine/run-transitions.js';
 import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { CancelExpiry, Enqueue } from '../queue/job-catalog.js';
@@ -48,22 +48,9 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
 
   /** Commits approval transitions on a run; resumes the step when none is left pending. */
   async function transition(run: RunRecord, changed: Approval[]): Promise<void> {
-    const ids = new Set(changed.map((a) => a.id));
-    const stillPending = run.pendingApprovals.filter((p) => !ids.has(p));
-    await deps.store.commit({
-      from: run,
-      to: { ...run, pendingApprovals: stillPending, updatedAt: new Date(now()).toISOString() },
-      approvals: changed,
-      events: changed.map((a) =>
-        runEvent('approval.decided', run.id, a.step, {
-          approvalId: a.id,
-          status: a.status,
-          decidedBy: a.decidedBy ?? null,
-          comment: a.comment ?? null,
-          edited: a.editedBy !== undefined,
-        }),
-      ),
-    });
+    const change = decideApprovals(run, changed, new Date(now()).toISOString());
+    await deps.store.commit({ from: run, ...change });
+    const stillPending = change.to.pendingApprovals;
     for (const a of changed) {
       deps.metrics.approvalsDecided.inc({ tool: a.toolName, decision: a.status });
       deps.metrics.approvalWait.observe({ tool: a.toolName, decision: a.status }, (now() - Date.parse(a.createdAt)) / 1000);
@@ -126,7 +113,8 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
 
     /** Exactly one decision wins; the others get 409 (decided) or 410 (expired). */
     async decide(principal: Principal, id: string, decision: Decision) {
-      for (;;) {
+      // A lost commit means something else changed the run: re-read and re-check.
+      return retryOnStale(async () => {
         const { run, approval } = await find(principal, id);
         if (approval.status === 'expired') throw new GoneError('approval_expired', `approval ${id} expired at ${approval.expiresAt}`);
         if (approval.status !== 'pending') throw new ConflictError('approval_decided', `approval ${id} is already ${approval.status}`);
@@ -149,14 +137,9 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
           decidedAt: new Date(at).toISOString(),
           ...(comment ? { comment } : {}),
         };
-        try {
-          await transition(run, [decided]);
-        } catch (err) {
-          if (err instanceof StaleStepError) continue; // something else changed the run: re-read and re-check
-          throw err;
-        }
+        await transition(run, [decided]);
         return approvalView(decided);
-      }
+      });
     },
 
     /**
@@ -164,7 +147,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
      * the model is told on resume and the run goes on.
      */
     async expireDue(runId: string, step: number): Promise<number> {
-      for (;;) {
+      return retryOnStale(async () => {
         const run = await deps.store.get(runId);
         if (run?.status !== 'pending_approval' || run.step !== step) return 0;
         const at = now();
@@ -172,13 +155,9 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
           .filter((a) => a.step === step && a.status === 'pending' && Date.parse(a.expiresAt) <= at)
           .map((a): Approval => ({ ...a, status: 'expired', decidedAt: new Date(at).toISOString() }));
         if (due.length === 0) return 0;
-        try {
-          await transition(run, due);
-          return due.length;
-        } catch (err) {
-          if (!(err instanceof StaleStepError)) throw err;
-        }
-      }
+        await transition(run, due);
+        return due.length;
+      });
     },
   };
 }

@@ -63,13 +63,9 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     ctx: Omit<ToolContext, 'signal'> & { deadlineMs: number },
     extra: Partial<ToolCallRecord>,
   ): Promise<ToolCallResult> {
-    const recorded = await deps.ledger.get(ctx.runId, ctx.idempotencyKey);
-    if (recorded?.state === 'done') {
-      return record(call, args, recorded.ok ? 'ok' : 'error', recorded.observation, 0, extra);
-    }
     const dependency = tool.dependency ?? `tool:${tool.name}`;
-    // An open breaker delays the whole step (the queue retries it later); no intent is recorded.
-    if (deps.protection && (await deps.protection.breakers.isOpen(dependency))) throw new BreakerOpenError(dependency, 1000);
+    // One write decides: a recorded result is reused, an intent without one is a crash mid-call.
+    // An open breaker throws below, before the tool runs, and the intent is cleared again.
     const prior = await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name);
     if (prior?.state === 'done') {
       return record(call, args, prior.ok ? 'ok' : 'error', prior.observation, 0, extra);

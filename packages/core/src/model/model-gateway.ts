@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { z } from 'zod';
-import { ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../errors.js';
+import { ModelRejectedError, ModelReplyInvalidError, ModelUnavailableError, type ReinError } from '../errors.js';
 import type { ChatMessage, ModelToolCall } from '../schemas/message.js';
 
 export interface ModelRequest {
@@ -60,7 +60,7 @@ function classify(err: unknown, model: string): ReinError {
     const transient = err.status === 408 || err.status === 409 || err.status === 429 || err.status >= 500;
     return transient
       ? new ModelUnavailableError(`model ${model} answered ${err.status}`, err, retryAfterMs(err.headers))
-      : new ReinError('model_rejected', `model ${model} rejected the request (${err.status}): ${err.message}`, { cause: err });
+      : new ModelRejectedError(`model ${model} rejected the request (${err.status}): ${err.message}`, err);
   }
   return new ModelUnavailableError(`model ${model} unreachable: ${(err as Error).message}`, err);
 }

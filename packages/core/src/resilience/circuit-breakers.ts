@@ -82,9 +82,9 @@ export class CircuitBreakers {
   async call<T>(name: string, fn: () => Promise<T>): Promise<T> {
     const k = this.keys(name);
     const breaker = this.breaker(name);
-    const replies = (await this.redis.multi().exists(k.open).pttl(k.open).exists(k.tripped).exec()) ?? [];
-    const [open, openTtl, tripped] = replies.map(([, value]) => Number(value));
-    if (open) throw new BreakerOpenError(name, Math.max(openTtl ?? 0, 100));
+    // One command on the hot path; the open breaker's remaining time only when it is open.
+    const [open, tripped] = await this.redis.mget(k.open, k.tripped);
+    if (open) throw new BreakerOpenError(name, Math.max(await this.redis.pttl(k.open), 100));
 
     if (tripped) {
       // Half-open: one probe for the whole fleet.

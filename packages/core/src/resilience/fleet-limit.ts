@@ -26,7 +26,8 @@ export class FleetLimit {
     try {
       return await fn();
     } finally {
-      await this.redis.zrem(key, lease);
+      // Not awaited: the step need not wait for the release, and a lost one expires with its lease.
+      this.redis.zrem(key, lease).catch(() => undefined);
     }
   }
 }

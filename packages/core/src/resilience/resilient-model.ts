@@ -39,7 +39,8 @@ export function createResilientModelGateway(models: string[], complete: Complete
       for (const model of models) {
         const dependency = `model:${model}`;
         try {
-          if (await p.breakers.isOpen(dependency)) throw new ModelUnavailableError(`the breaker of ${model} is open`);
+          // An open breaker makes breakers.call throw BreakerOpenError (retryable) without calling the model, and
+          // the next model is tried; checking it here as well cost a Redis command on every call.
           return await (bulkheads.get(model) as Bulkhead).run(() =>
             p.fleetLimit.run(dependency, p.fleetConcurrency, request.timeoutMs + 5_000, () =>
               p.breakers.call(dependency, () => complete(model, request)),

@@ -3,7 +3,8 @@ import type { AgentCatalog } from '../agents/agent-profile.js';
 import { decisionRights, overseesTenant } from '../approvals/decision-rights.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { runEvent } from '../engine/run-event.js';
-import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
+import { finishRun, retryOnStale } from '../engine/run-transitions.js';
+import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../errors.js';
 import { tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
@@ -14,8 +15,10 @@ import { type RunRecord, type RunStatus, TERMINAL_STATUSES, ZERO_USAGE } from '.
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import type { RunStore } from '../store/run-store.js';
+import { bodyHash, replayOf } from './idempotency.js';
 
-const tenantIdempotency = (tenantId: string, key: string) => tenantKeys(tenantId).idempotency(key);
+/** How long a claimed Idempotency-Key waits for its run to be created before it lapses (a crash in between). */
+const CLAIM_TTL_SECONDS = 60;
 
 /** Operator-set upper bounds for what a run may ask for in `limits`. */
 export interface LimitCeilings {
@@ -92,19 +95,16 @@ export function createRunService(deps: RunServiceDeps) {
           throw new InvalidRequestError(`limits.${name} may be at most ${ceiling} (the operator's ceiling)`, 'limit_above_ceiling');
       }
       const replay = async (runId: string) => ({ run: await view(await visibleRun(principal, runId)), created: false });
-      const idemKey = idempotencyKey ? tenantIdempotency(principal.tenantId, idempotencyKey) : undefined;
-      if (idemKey) {
-        const existing = await deps.store.idempotentRun(idemKey);
-        if (existing) return replay(existing);
-      }
       const id = randomUUID();
-      await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
-      if (idemKey) {
-        const winner = await deps.store.claimIdempotencyKey(idemKey, id, deps.idempotencyTtlSeconds ?? 86_400);
-        if (winner) {
-          await deps.quotas.release(principal.tenantId, id); // a concurrent submit with the same key won
-          return replay(winner);
-        }
+      const idem = idempotencyKey
+        ? {
+            key: tenantKeys(principal.tenantId).idempotency(principal.userId, idempotencyKey),
+            claim: { runId: id, bodyHash: bodyHash(body), bound: false },
+          }
+        : undefined;
+      if (idem) {
+        const held = await deps.store.claimIdempotencyKey(idem.key, idem.claim, CLAIM_TTL_SECONDS);
+        if (held) return replay(replayOf(held, idem.claim.bodyHash));
       }
       const at = now();
       const run: RunRecord = {
@@ -129,12 +129,18 @@ export function createRunService(deps: RunServiceDeps) {
         updatedAt: new Date(at).toISOString(),
         deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
       };
+      let admitted = false;
       try {
+        await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
+        admitted = true;
         await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }));
       } catch (err) {
-        await deps.quotas.release(principal.tenantId, id).catch(() => {}); // never admitted for real
+        // No run: give its quota slot back, and free the key for the retry (a key is bound only to a run that exists).
+        if (admitted) await deps.quotas.release(principal.tenantId, id).catch(() => {});
+        if (idem) await deps.store.releaseIdempotencyKey(idem.key, idem.claim).catch(() => {});
         throw err;
       }
+      if (idem) await deps.store.bindIdempotencyKey(idem.key, idem.claim, deps.idempotencyTtlSeconds ?? 86_400);
       await deps.enqueue('step', { runId: id, step: 0 });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };
@@ -185,29 +191,24 @@ export function createRunService(deps: RunServiceDeps) {
 
     /** Cancels a non-terminal run; its pending approvals are withdrawn in the same commit. */
     async cancel(principal: Principal, id: string) {
-      for (;;) {
+      // A worker may commit meanwhile: look again (bounded).
+      return retryOnStale(async () => {
         const run = await visibleRun(principal, id);
         if (TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_finished', `run ${id} already ${run.status}`);
         const at = new Date(now()).toISOString();
         const withdrawn = (await deps.store.approvals(id))
           .filter((a) => a.status === 'pending')
           .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: principal.userId, decidedAt: at, comment: 'run cancelled' }));
-        try {
-          const next = await deps.store.commit({
-            from: run,
-            to: { ...run, status: 'cancelled', reason: 'cancelled', pendingApprovals: [], updatedAt: at },
-            approvals: withdrawn,
-            events: [runEvent('run.finished', id, run.step, { status: 'cancelled', reason: 'cancelled', by: principal.userId })],
-          });
-          deps.metrics.runsFinished.inc({ agent: run.agent, status: 'cancelled', reason: 'cancelled' });
-          for (const a of withdrawn) {
-            await deps.feed.publish(a.tenantId, { type: 'approval.decided', approvalId: a.id, runId: a.runId, status: a.status, at });
-          }
-          return view(next);
-        } catch (err) {
-          if (!(err instanceof StaleStepError)) throw err; // a worker committed meanwhile: look again
+        const next = await deps.store.commit({
+          from: run,
+          ...finishRun(run, { status: 'cancelled', reason: 'cancelled', by: principal.userId }, {}, { approvals: withdrawn }, at),
+        });
+        deps.metrics.runsFinished.inc({ agent: run.agent, status: 'cancelled', reason: 'cancelled' });
+        for (const a of withdrawn) {
+          await deps.feed.publish(a.tenantId, { type: 'approval.decided', approvalId: a.id, runId: a.runId, status: a.status, at });
         }
-      }
+        return view(next);
+      });
     },
   };
 }

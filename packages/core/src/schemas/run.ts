@@ -49,6 +49,17 @@ export const usageSchema = z.object({
 export type Usage = z.infer<typeof usageSchema>;
 export const ZERO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 
+/**
+ * What the loop guard needs from a run's history, kept on the run and advanced by each
+ * committed step: per call signature, how often it was asked for and where its last
+ * successful result is; per tool, its current streak of failures.
+ */
+export const loopGuardStateSchema = z.object({
+  calls: z.record(z.string(), z.object({ n: z.number().int().min(1), ok: z.tuple([z.number().int().min(0), z.string()]).optional() })),
+  failures: z.record(z.string(), z.number().int().min(0)),
+});
+export type LoopGuardState = z.infer<typeof loopGuardStateSchema>;
+
 export const runRecordSchema = z.object({
   schemaVersion,
   id: z.string(),
@@ -72,6 +83,8 @@ export const runRecordSchema = z.object({
   pendingApprovals: z.array(z.string()),
   /** When the run last parked; time parked does not count against its deadline. */
   parkedAt: z.string().optional(),
+  /** Absent on runs committed before it was kept: rebuilt from their steps on first use. */
+  guard: loopGuardStateSchema.optional(),
   /** Bumped by every commit; the compare-and-set token. */
   version: z.number().int().min(0),
   createdAt: z.string(),

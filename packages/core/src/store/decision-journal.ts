@@ -47,13 +47,20 @@ export class DecisionJournal {
    * The request's history becomes a range of the run's message log; its system prompt and
    * tool list are stored once per run under their content hash (in the run's hash slot,
    * expiring with its snapshots); only messages the log does not hold are stored as such.
+   * `loggedMessages`: the history's first N messages are the log's first N, as the caller
+   * read them — saves reading the log again on every step.
    */
-  async snapshot(runId: string, snapshot: Snapshot): Promise<void> {
+  async snapshot(runId: string, snapshot: Snapshot, opts: { loggedMessages?: number } = {}): Promise<void> {
     const { step, at, request, reply } = snapshotSchema.parse(snapshot);
     const k = runKeys(runId);
     const system = systemText(request.messages[0]);
     const history = system === undefined ? request.messages : request.messages.slice(1);
-    const { range, extra } = logRange(history.length ? await this.redis.lrange(k.messages, 0, -1) : [], history);
+    // The caller may vouch that the history opens with the first N log entries (it just read them).
+    const known = system === undefined ? undefined : opts.loggedMessages;
+    const { range, extra } =
+      known !== undefined
+        ? { range: [0, known] as [number, number], extra: history.slice(known) }
+        : logRange(history.length ? await this.redis.lrange(k.messages, 0, -1) : [], history);
     const blobs = new Map<string, string>();
     const blob = (text: string) => {
       const hash = contentHash(text);

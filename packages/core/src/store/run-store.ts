@@ -2,10 +2,20 @@ import type { Redis } from 'ioredis';
 import { NotFoundError, StaleStepError } from '../errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
+import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
 import { type Approval, approvalSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
-import { type ChatMessage, readMessage } from '../schemas/message.js';
-import { type RunRecord, type RunStatus, runRecordSchema, type StepRecord, stepRecordSchema, TERMINAL_STATUSES } from '../schemas/run.js';
+import { type ChatMessage, chatMessageSchema, readMessage } from '../schemas/message.js';
+import {
+  type Decision,
+  decisionSchema,
+  type RunRecord,
+  type RunStatus,
+  runRecordSchema,
+  type StepRecord,
+  stepRecordSchema,
+  TERMINAL_STATUSES,
+} from '../schemas/run.js';
 import { CommitResult, CreateResult, withScripts } from './lua-scripts.js';
 import { runFootprint } from './run-footprint.js';
 
@@ -18,6 +28,24 @@ export interface Commit {
   messages?: ChatMessage[];
   approvals?: Approval[];
   events?: RunEvent[];
+  /** Writes in other hash slots (a tenant's usage), sent in the same round trip as the run's indexes. */
+  alsoAfter?: RedisCommand[];
+}
+
+/** A command as ioredis pipelines take it: name, then arguments. */
+export type RedisCommand = [string, ...Array<string | number>];
+
+/** What a step needs from its run, read in one round trip. */
+export interface StepRead {
+  run: RunRecord | null;
+  /** Why the step is being held back (see markWaiting). */
+  waitingOn: string | null;
+  /** Only read for a parked run (empty otherwise): no other run has approvals of its current step. */
+  approvals: Approval[];
+  /** The journaled decision of the step, if the model already answered it. */
+  decision: Decision | null;
+  /** The run's history, as sent to the model (without the system prompt). */
+  messages: ChatMessage[];
 }
 
 export interface StoredEvent {
@@ -74,6 +102,38 @@ export class RunStore {
     return run;
   }
 
+  /**
+   * The run, the step's journaled decision and the history in one pipeline (one hash
+   * slot); the approvals too when the run is parked — only then can its step have any.
+   * Messages are validated when committed: re-parsing the whole history with zod on
+   * every step made steps cost more as runs grew.
+   */
+  async readStep(runId: string, step: number): Promise<StepRead> {
+    const k = runKeys(runId);
+    const replies =
+      (await this.redis.pipeline().hmget(k.run, 'doc', 'waitingOn').hget(k.decisions, String(step)).lrange(k.messages, 0, -1).exec()) ?? [];
+    for (const [err] of replies) if (err) throw err;
+    const [[doc, waitingOn], decision, messages] = replies.map(([, value]) => value) as [
+      [string | null, string | null],
+      string | null,
+      string[],
+    ];
+    const run = doc ? runRecordSchema.parse(JSON.parse(doc)) : null;
+    return {
+      run,
+      waitingOn,
+      approvals: run?.status === 'pending_approval' ? await this.approvals(runId) : [],
+      decision: decision ? decisionSchema.parse(JSON.parse(decision)) : null,
+      messages: messages.map((m) => JSON.parse(m) as ChatMessage),
+    };
+  }
+
+  /** One committed step record (a read tool's earlier result is answered from it). */
+  async stepRecord(runId: string, index: number): Promise<StepRecord | null> {
+    const raw = await this.redis.hget(runKeys(runId).steps, String(index));
+    return raw ? stepRecordSchema.parse(JSON.parse(raw)) : null;
+  }
+
   async messages(runId: string): Promise<ChatMessage[]> {
     const raw = await this.redis.lrange(runKeys(runId).messages, 0, -1);
     return raw.map(readMessage);
@@ -96,7 +156,7 @@ export class RunStore {
   async commit(c: Commit): Promise<RunRecord> {
     const next: RunRecord = runRecordSchema.parse({ ...c.to, version: c.from.version + 1 });
     const k = runKeys(next.id);
-    const messages = (c.messages ?? []).map((m) => JSON.stringify(m));
+    const messages = (c.messages ?? []).map((m) => JSON.stringify(chatMessageSchema.parse(m)));
     const approvals = (c.approvals ?? []).flatMap((a) => [a.id, JSON.stringify(approvalSchema.parse(a))]);
     const events = (c.events ?? []).map((e) => JSON.stringify(runEventSchema.parse(e)));
     const terminal = TERMINAL_STATUSES.includes(next.status);
@@ -124,7 +184,7 @@ export class RunStore {
     if (result === CommitResult.Stale) {
       throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
     }
-    await this.afterCommit(c.from, next, c.approvals ?? []);
+    await this.afterCommit(c.from, next, c.approvals ?? [], c.alsoAfter ?? []);
     return next;
   }
 
@@ -132,18 +192,21 @@ export class RunStore {
    * Indexes in other hash slots than the run's, updated right after its commit: the
    * tenant's approvals, the deadline index the sweeper scans (running and queued runs
    * only: a parked run is governed by its approvals' expiry), and the tenant's active
-   * runs. A crash in between only delays an index; the sweeper and the reaper heal it.
+   * runs. A crash in between only delays an index; the sweeper and the reaper heal it —
+   * which is also why this is a plain pipeline (one round trip), not a transaction.
    */
-  private async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[]): Promise<void> {
-    const tx = this.redis.multi();
-    if (approvals.length) tx.zadd(tenantKeys(next.tenantId).approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id]));
+  private async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[], alsoAfter: RedisCommand[]): Promise<void> {
+    const commands: RedisCommand[] = [...alsoAfter];
+    if (approvals.length)
+      commands.push(['zadd', tenantKeys(next.tenantId).approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id])]);
     const terminal = TERMINAL_STATUSES.includes(next.status);
-    if (terminal) tx.srem(tenantKeys(next.tenantId).active, next.id).zrem(ACTIVE_RUNS_KEY, next.id);
-    else tx.zadd(ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id);
-    if (terminal || next.status === 'pending_approval') tx.zrem(DEADLINES_KEY, next.id);
+    if (terminal) commands.push(['srem', tenantKeys(next.tenantId).active, next.id], ['zrem', ACTIVE_RUNS_KEY, next.id]);
+    else commands.push(['zadd', ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id]);
+    if (terminal || next.status === 'pending_approval') commands.push(['zrem', DEADLINES_KEY, next.id]);
     else if (from.status !== next.status || from.deadlineAt !== next.deadlineAt)
-      tx.zadd(DEADLINES_KEY, Date.parse(next.deadlineAt), next.id);
-    if (tx.length) await tx.exec();
+      commands.push(['zadd', DEADLINES_KEY, Date.parse(next.deadlineAt), next.id]);
+    const replies = (await this.redis.pipeline(commands).exec()) ?? [];
+    for (const [err] of replies) if (err) throw err;
     if (terminal && !TERMINAL_STATUSES.includes(from.status)) await this.settle(next);
   }
 
@@ -237,14 +300,28 @@ export class RunStore {
     return this.redis.zrevrange(tenantKeys(tenantId).approvals, 0, limit - 1);
   }
 
-  /** The run an Idempotency-Key (already scoped to its tenant) points to, if any. */
-  async idempotentRun(key: string): Promise<string | null> {
-    return this.redis.get(key);
+  /**
+   * Claims an Idempotency-Key (already scoped to its tenant and user) for a run about to
+   * be created; returns what the key holds if someone was first.
+   */
+  async claimIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<IdempotencyEntry | null> {
+    const set = await this.redis.set(key, JSON.stringify(claim), 'EX', ttlSeconds, 'NX');
+    if (set === 'OK') return null;
+    const held = await this.redis.get(key);
+    // Gone in between (released or expired): claim again.
+    return held === null ? this.claimIdempotencyKey(key, claim, ttlSeconds) : idempotencyEntrySchema.parse(JSON.parse(held));
   }
 
-  /** Claims an Idempotency-Key for `runId`; returns the run id that holds it if someone was first. */
-  async claimIdempotencyKey(key: string, runId: string, ttlSeconds: number): Promise<string | null> {
-    const set = await this.redis.set(key, runId, 'EX', ttlSeconds, 'NX');
-    return set === 'OK' ? null : await this.redis.get(key);
+  /**
+   * Binds a claimed key to its run, now that the run exists. A claim that lapsed in the
+   * meantime (and may have been taken by another request) is left alone.
+   */
+  async bindIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<void> {
+    await this.redis.settleIdempotencyKey(key, JSON.stringify(claim), JSON.stringify({ ...claim, bound: true }), String(ttlSeconds));
+  }
+
+  /** Releases a claim whose run was not created, so the key is free again. */
+  async releaseIdempotencyKey(key: string, claim: IdempotencyEntry): Promise<void> {
+    await this.redis.settleIdempotencyKey(key, JSON.stringify(claim), '', '0');
   }
 }

@@ -1,5 +1,6 @@
-import { DemoStore, FAULTS_KEY, runKeys } from '@rein/core';
+import { FAULTS_KEY, runKeys } from '@rein/core';
 import { LocalRedis } from '@rein/core/testing';
+import { DemoStore } from '@rein/example-order-assistant';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

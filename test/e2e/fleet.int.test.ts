@@ -1,5 +1,5 @@
-import { DemoStore } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import { DemoStore } from '@rein/example-order-assistant';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Fleet, KEYS, startFleet } from '../support/fleet.js';

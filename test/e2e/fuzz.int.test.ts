@@ -1,5 +1,6 @@
 import { createRuntime, loadConfig, type Runtime } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import orderApp from '@rein/example-order-assistant';
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,7 +28,7 @@ beforeAll(async () => {
     ['api', createApiApp],
     ['approver', createApproverApp],
   ] as const) {
-    const rt = await createRuntime(config, `fuzz-${name}`, 'producer');
+    const rt = await createRuntime(config, `fuzz-${name}`, 'producer', orderApp);
     const app = create(rt);
     await app.ready();
     services.push({ name, rt, app });

@@ -131,6 +131,18 @@ describe.skipIf(!hasPrometheus)('a real Prometheus scraping a fleet that has pro
       },
     );
     await waitForPort(port, 20_000);
+    // Listening is not ready: until its storage is up, Prometheus answers 503 (slow on a loaded machine).
+    for (
+      let i = 0;
+      i < 200 &&
+      !(await fetch(`${promUrl}/-/ready`).then(
+        (r) => r.ok,
+        () => false,
+      ));
+      i++
+    ) {
+      await new Promise((r) => setTimeout(r, 300));
+    }
     // Enough scrapes for rate() over every window, and every target up.
     for (let i = 0; i < 100; i++) {
       const up = await query('sum(up)');

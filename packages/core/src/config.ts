@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { App } from './app/define-app.js';
+import { loadApp } from './app/load-app.js';
 import { ConfigError } from './errors.js';
 import { apiKeySchema } from './schemas/identity.js';
 
@@ -42,13 +44,15 @@ export type Quotas = z.infer<typeof quotasSchema>;
 
 /**
  * Every setting of every Rein process. Parsed once per process; nothing else reads
- * `process.env`. Names are part of the public contract (DESIGN.md).
+ * `process.env`. Names are part of the public contract (README, configuration).
  */
 export const configSchema = z.object({
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   OPENAI_BASE_URL: z.string().url().default('http://127.0.0.1:8090/v1'),
   OPENAI_API_KEY: z.string().min(1).default('not-needed-for-the-scripted-model'),
-  REIN_MODEL: z.string().min(1).default('rein-scripted-order-assistant'),
+  /** The app every service runs (file path or package; default export `defineApp(...)`); default: the order-assistant example. */
+  REIN_APP: z.string().min(1).default('@rein/example-order-assistant'),
+  REIN_MODEL: z.string().min(1).default('rein-scripted'),
   REIN_FALLBACK_MODELS: csv.default([]),
   REIN_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Address the HTTP services and the worker's metrics endpoint listen on. */
@@ -71,7 +75,7 @@ export const configSchema = z.object({
   REIN_MODEL_PRICES: jsonOf(z.record(z.string(), priceSchema), '{"<model>": {"promptPerMTok", "completionPerMTok"}}').default({
     'gpt-4o': { promptPerMTok: 2.5, completionPerMTok: 10 },
     'gpt-4o-mini': { promptPerMTok: 0.15, completionPerMTok: 0.6 },
-    'rein-scripted-order-assistant': { promptPerMTok: 0, completionPerMTok: 0 },
+    'rein-scripted': { promptPerMTok: 0, completionPerMTok: 0 },
   }),
   /** Per-tenant quotas, enforced across the fleet: `{default: {...}, tenants: {"<id>": {...}}}`. */
   REIN_TENANT_QUOTAS: jsonOf(quotasSchema, '{default: {maxConcurrentRuns, tokensPerDay, costPerDayUsd}, tenants?}').default({
@@ -88,7 +92,7 @@ export const configSchema = z.object({
   REIN_MODEL_FLEET_CONCURRENCY: z.coerce.number().int().min(1).default(64),
   REIN_TOOL_PROCESS_CONCURRENCY: z.coerce.number().int().min(1).default(16),
   REIN_BULKHEAD_WAIT_MS: z.coerce.number().int().min(0).default(2000),
-  /** Chaos testing only: lets `rein:faults` in Redis make tools hang. Never enable in production. */
+  /** Chaos testing only: lets the fault switch in Redis (FAULTS_KEY) make tools hang. Never enable in production. */
   REIN_FAULT_INJECTION: z.enum(['on', 'off']).default('off'),
   /** The reaper: how often it looks for runs no job will advance, and how long a run must sit unchanged first. */
   REIN_REAPER_INTERVAL_MS: z.coerce.number().int().min(200).default(15_000),
@@ -136,6 +140,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
   try {
     return loadConfig(env);
+  } catch (err) {
+    process.stderr.write(`rein: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+/** For process entry points: the app of REIN_APP, or print why not and exit 1. */
+export async function loadAppOrExit(config: Config, cwd?: string): Promise<App> {
+  try {
+    return await loadApp(config.REIN_APP, cwd);
   } catch (err) {
     process.stderr.write(`rein: ${(err as Error).message}\n`);
     process.exit(1);

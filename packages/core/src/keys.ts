@@ -40,3 +40,21 @@ export const ACTIVE_RUNS_KEY = 'rein:active-runs';
 
 /** BullMQ prefix with a hash tag, so each queue's keys live in one cluster slot. */
 export const QUEUE_PREFIX = '{rein}';
+
+/** A circuit breaker's fleet-wide state, one hash tag per dependency (`model:<name>`, `tool:<name>`). */
+export const breakerKeys = (dependency: string) => {
+  const p = `rein:breaker:{${dependency}}`;
+  return { open: `${p}:open`, tripped: `${p}:tripped`, probe: `${p}:probe` };
+};
+
+/** The sorted set of leases of a fleet-wide concurrency limit (acquire-lease-1.lua). */
+export const fleetLimitKey = (dependency: string) => `rein:limit:{${dependency}}`;
+
+/** Where the chaos suite switches faults on: `toolHangUntil` (ms epoch) makes every tool hang until then. */
+export const FAULTS_KEY = 'rein:faults';
+
+/**
+ * State an app keeps in Rein's Redis (the example's back office): namespaced by app
+ * and hash-tagged by tenant, so one tenant's keys share a slot and never another's.
+ */
+export const appStateKey = (app: string, tenantId: string, name: string) => `rein:app:${app}:{${tenantId}}:${name}`;

@@ -1,20 +1,17 @@
 import type { Redis } from 'ioredis';
-import { AgentCatalog, type AgentProfile } from './agents/agent-profile.js';
-import { orderAssistant } from './agents/order-assistant.js';
+import type { AgentCatalog } from './agents/agent-profile.js';
+import type { App } from './app/define-app.js';
+import { createRegistry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import type { Config } from './config.js';
-import { DemoStore } from './demo/demo-store.js';
-import { createDemoTools } from './demo/demo-tools.js';
-import { PolicySearch } from './demo/policy-search.js';
-import { createInputFilter, type InputFilter } from './guards/input-filter.js';
+import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type Metrics, registerRedisUp } from './metrics.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisRole } from './redis.js';
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
-import { withFaultInjection } from './resilience/fault-injection.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
 import { createRunService, type RunService } from './runs/run-service.js';
 import { ApprovalFeed } from './store/approval-feed.js';
@@ -25,6 +22,7 @@ import type { Tool } from './tools/tool.js';
 
 export interface Runtime {
   config: Config;
+  app: App;
   logger: Logger;
   metrics: Metrics;
   redis: Redis;
@@ -46,20 +44,13 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-/** Wires the shared pieces of a Rein process from its config; services add their own edges. */
-/** Additional tools and agent profiles (tests, or a deployment's own agents). */
-export interface RuntimeExtensions {
-  tools?: Tool[];
-  agents?: AgentProfile[];
-}
-
-export async function createRuntime(
-  config: Config,
-  service: string,
-  role: RedisRole,
-  extensions: RuntimeExtensions = {},
-): Promise<Runtime> {
-  const masker = createPiiMasker();
+/**
+ * Wires the shared pieces of a Rein process from its config and the app it runs;
+ * services add their own edges. Every service and test harness builds its agents and
+ * tools here, through `createRegistry`.
+ */
+export async function createRuntime(config: Config, service: string, role: RedisRole, app: App): Promise<Runtime> {
+  const masker = createPiiMasker(app.guards.pii);
   const logger = createLogger(config.LOG_LEVEL, service, masker);
   const metrics = createMetrics(service);
   const redis = await connectRedis(config.REDIS_URL, role, logger);
@@ -68,8 +59,7 @@ export async function createRuntime(
   const bull = bullConnection(config.REDIS_URL, role, logger);
   const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS);
   scheduler.queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
-  const allTools = [...createDemoTools({ store: new DemoStore(redis), policies: new PolicySearch() }), ...(extensions.tools ?? [])];
-  const tools = new Map(allTools.map((t) => [t.name, config.REIN_FAULT_INJECTION === 'on' ? withFaultInjection(t, redis) : t]));
+  const { tools, agents, inputFilter } = createRegistry(app, { redis }, { faultInjection: config.REIN_FAULT_INJECTION === 'on' });
   const breakers = new CircuitBreakers(
     redis,
     {
@@ -86,7 +76,6 @@ export async function createRuntime(
   const feed = new ApprovalFeed(redis);
   const journal = new DecisionJournal(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
   const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
-  const agents = new AgentCatalog([orderAssistant, ...(extensions.agents ?? [])], orderAssistant.name);
   const enqueue = scheduler.enqueue;
   const ceilings = {
     maxSteps: config.REIN_MAX_STEPS_CEILING,
@@ -95,6 +84,7 @@ export async function createRuntime(
   };
   return {
     config,
+    app,
     logger,
     metrics,
     redis,
@@ -109,7 +99,7 @@ export async function createRuntime(
     quotas,
     runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings }),
     approvals: createApprovalService({ store, enqueue, cancelExpiry: scheduler.cancelExpiry, metrics, tools, feed }),
-    inputFilter: createInputFilter(),
+    inputFilter,
     masker,
     breakers,
     fleetLimit: new FleetLimit(redis),

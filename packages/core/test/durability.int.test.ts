@@ -18,7 +18,7 @@ const lateOrderTurns = () => [
   (req: { messages: Array<{ role: string; content?: string | null }> }) => ({ content: `final: ${req.messages.at(-1)?.content}` }),
 ];
 
-describe('journaled decisions (invariant 3)', () => {
+describe('journaled decisions (I3)', () => {
   it('reuses the journaled decision when a step is retried, so tokens are paid and counted once', async () => {
     const model = createFakeModel([{ content: 'done' }]);
     const t = use(model);
@@ -44,7 +44,7 @@ describe('journaled decisions (invariant 3)', () => {
   });
 });
 
-describe('compare-and-set commits (invariant 2)', () => {
+describe('compare-and-set commits (I2)', () => {
   it("refuses a stale worker's commit and keeps the newer state", async () => {
     const t = use(createFakeModel([{ content: 'answer' }]));
     const id = await t.submit('hello');
@@ -80,7 +80,7 @@ describe('compare-and-set commits (invariant 2)', () => {
   });
 });
 
-describe('approval before effect (invariant 5) and exactly-once effects (invariant 4)', () => {
+describe('approval before effect (I5) and exactly-once effects (I4)', () => {
   it('parks the run: no ticket before approval, exactly one after, even when the resume is replayed', async () => {
     const t = use(createFakeModel(lateOrderTurns()));
     const id = await t.submit('2024001 not shipped');
@@ -182,9 +182,8 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
       name: 'charge_card',
       description: 'test tool without idempotency support',
       kind: 'write',
-      args: z.object({ amount: z.number() }),
+      parameters: z.object({ amount: z.number() }),
       honoursIdempotencyKey: false,
-      approval: () => null,
       async execute() {
         executions++;
         return { charged: true };

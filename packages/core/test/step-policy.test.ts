@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { EMPTY_GUARD, guardFromHistory } from '../src/engine/loop-guard.js';
 import { retryOnStale } from '../src/engine/run-transitions.js';
-import {
-  afterDecision,
-  afterTools,
-  completionRoom,
-  exhaustedBudget,
-  FALLBACK_ANSWER,
-  gate,
-  type StepFacts,
-} from '../src/engine/step-policy.js';
+import { afterDecision, afterTools, completionRoom, exhaustedBudget, gate, type StepFacts } from '../src/engine/step-policy.js';
 import { StaleStepError } from '../src/errors.js';
 import type { Approval } from '../src/schemas/approval.js';
 import type { Decision, RunRecord, ToolCallRecord } from '../src/schemas/run.js';
@@ -60,6 +52,7 @@ const facts = (over: Partial<StepFacts> = {}): StepFacts => ({
   limits: { repeatLimit: 2, toolFailureLimit: 3, toolResultMaxChars: 2000 },
   prices: { m: { promptPerMTok: 1_000_000, completionPerMTok: 2_000_000 } },
   mask: (text) => text.replace(/\d{11}/g, '***'),
+  handoff: 'handed to a person',
   now: NOW,
   durationMs: 7,
   ...over,
@@ -170,7 +163,7 @@ describe('step policy: transitions', () => {
     const failing = guardFromHistory([{ index: 0, toolCalls: [record({ outcome: 'error' }), record({ outcome: 'error' })] }]);
     const t = afterTools(facts({ guard: failing }), [record({ outcome: 'error', arguments: { query: 'other' } })], []);
     expect(t).toMatchObject({ kind: 'finish', status: 'failed', reason: 'tool_failures' });
-    expect(t.change.to.finalAnswer).toBe(FALLBACK_ANSWER);
+    expect(t.change.to.finalAnswer).toBe('handed to a person');
   });
 });
 

@@ -73,7 +73,7 @@ function policyOf(o: Observed | undefined): PolicyView | undefined {
   return Array.isArray(o?.json) ? (o.json[0] as PolicyView | undefined) : undefined;
 }
 
-/** The seeds' late-order complaint: query → policy → ticket (approved by a human) → answer. */
+/** The late-order complaint: query → policy → ticket (approved by a human) → answer. */
 function lateOrder(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
   const order = seen.find((o) => o.name === 'query_order');
   if (!order) {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { type OfferedTool, playAnyTools } from '../src/any-tools.js';
 import { playOrderAssistant, type ScriptMessage } from '../src/script.js';
 
 /** Plays a conversation: feeds each requested tool call the given observation and asks again. */
@@ -105,5 +106,33 @@ describe('scripted order assistant', () => {
     );
     expect(answer).toContain('工单未创建');
     expect(answer).toContain('rejected by lisi: 补偿过高');
+  });
+});
+
+describe('the generic rule for any app', () => {
+  const tools: OfferedTool[] = [
+    { name: 'lookup_greeting', parameters: { properties: { name: { type: 'string', maxLength: 20 } }, required: ['name'] } },
+    {
+      name: 'send_greeting',
+      parameters: { properties: { to: { type: 'string' }, times: { type: 'integer' }, tone: { enum: ['warm', 'dry'] } } },
+    },
+  ];
+  it('calls each offered tool once, in order, with arguments from the input, then answers with the last result', () => {
+    const messages: ScriptMessage[] = [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'Greet "Ada Lovelace" please' },
+    ];
+    const first = playAnyTools(messages, tools);
+    expect(first.toolCalls).toEqual([{ name: 'lookup_greeting', arguments: { name: 'Ada Lovelace' } }]);
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: 'a', function: { name: 'lookup_greeting', arguments: '{}' } }] });
+    messages.push({ role: 'tool', tool_call_id: 'a', content: '"Hello"' });
+    const second = playAnyTools(messages, tools);
+    expect(second.toolCalls).toEqual([{ name: 'send_greeting', arguments: { to: 'Ada Lovelace', times: 1, tone: 'warm' } }]);
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: 'b', function: { name: 'send_greeting', arguments: '{}' } }] });
+    messages.push({ role: 'tool', tool_call_id: 'b', content: '<tool_result name="send_greeting">\n{"sent":true}\n</tool_result>' });
+    const done = playAnyTools(messages, tools);
+    expect(done.toolCalls).toEqual([]);
+    expect(done.content).toContain('not an LLM');
+    expect(done.content).toContain('{"sent":true}');
   });
 });

@@ -1,5 +1,6 @@
 import { createRuntime, loadConfig, type Runtime } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiApp } from '../src/app.js';
@@ -22,6 +23,7 @@ beforeAll(async () => {
     }),
     'api-test',
     'producer',
+    orderApp,
   );
   app = createApiApp(rt);
   await app.ready();

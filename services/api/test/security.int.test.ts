@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { createLogger, createRuntime, createServiceApp, loadConfig, type Runtime } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApiApp } from '../src/app.js';
@@ -20,6 +21,7 @@ beforeAll(async () => {
     loadConfig({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([ALICE, BOB, ADMIN]), LOG_LEVEL: 'info' }),
     'api-sec-test',
     'producer',
+    orderApp,
   );
   // Capture what the service logs, as JSON lines.
   const sink = new Writable({

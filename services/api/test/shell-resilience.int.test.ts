@@ -1,6 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { createRuntime, loadConfig, type Runtime } from '@rein/core';
 import { LocalRedis } from '@rein/core/testing';
+import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiApp } from '../src/app.js';
@@ -22,6 +23,7 @@ beforeAll(async () => {
     }),
     'api-slow-test',
     'producer',
+    orderApp,
   );
   app = createApiApp(rt);
   await app.listen({ port: 0, host: '127.0.0.1' });

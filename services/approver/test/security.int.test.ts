@@ -1,5 +1,6 @@
 import { createRuntime, loadConfig, type Runtime } from '@rein/core';
 import { LocalRedis } from '@rein/core/testing';
+import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApproverApp } from '../src/app.js';
@@ -15,6 +16,7 @@ beforeAll(async () => {
     loadConfig({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([APPROVER]), LOG_LEVEL: 'silent' }),
     'approver-sec-test',
     'producer',
+    orderApp,
   );
   app = createApproverApp(rt);
   await app.ready();

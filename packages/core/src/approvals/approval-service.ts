@@ -12,11 +12,10 @@ import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import type { Tool } from '../tools/tool.js';
 import { stricterOf } from './approval-binding.js';
+import { runOfApproval } from './approval-id.js';
 import { decisionRefusal, mayDecide, overseesTenant } from './decision-rights.js';
 
 export type Decision = { kind: 'approve'; comment?: string; arguments?: Record<string, unknown> } | { kind: 'reject'; reason: string };
-
-const APPROVAL_ID = /^([0-9a-f-]{36})\.\d+\.\d+$/;
 
 export interface ApprovalServiceDeps {
   store: RunStore;
@@ -37,7 +36,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
   const now = deps.now ?? Date.now;
 
   async function find(principal: Principal, id: string) {
-    const runId = APPROVAL_ID.exec(id)?.[1];
+    const runId = runOfApproval(id);
     const run = runId ? await deps.store.get(runId) : null;
     const approval = run ? (await deps.store.approvals(run.id)).find((a) => a.id === id) : undefined;
     // Another tenant's approval, or another user's for someone who does not oversee the tenant, is a 404 like a missing one.
@@ -75,7 +74,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
   function applyEdit(principal: Principal, run: RunRecord, approval: Approval, edited: Record<string, unknown>): Approval {
     const tool = deps.tools.get(approval.toolName);
     if (!tool) throw new InvalidRequestError(`tool ${approval.toolName} is not available for edits`, 'invalid_arguments');
-    const parsed = tool.args.safeParse(edited);
+    const parsed = tool.parameters.safeParse(edited);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
       throw new InvalidRequestError(`edited arguments do not match ${tool.name}: ${issues}`, 'invalid_arguments');

@@ -70,7 +70,7 @@ export interface Ending {
   by?: string;
 }
 
-/** A terminal status with its reason (invariant 9); the run.finished event goes with it. */
+/** A terminal status with its reason (I9); the run.finished event goes with it. */
 export function finishRun(run: RunRecord, ending: Ending, patch: Partial<RunRecord>, change: RunChange, at: string): Change {
   const data: Record<string, unknown> = { status: ending.status, reason: ending.reason };
   if (ending.finalAnswer !== undefined) data.finalAnswer = ending.finalAnswer;

@@ -23,10 +23,6 @@ export interface GuardLimits {
   toolResultMaxChars: number;
 }
 
-/** Answer given to the user when a run stops without one (the seeds' hand-off to a human). */
-export const FALLBACK_ANSWER =
-  'Sorry, I could not finish this request automatically. It has been handed to a human colleague, who will follow up. / 抱歉，这个问题暂时无法自动处理，已转交人工客服跟进。';
-
 /** Smallest completion worth asking for; a call that cannot afford it is not made. */
 export const MIN_COMPLETION_TOKENS = 16;
 
@@ -68,7 +64,7 @@ export interface BudgetFacts {
   waitingOn: string | null;
 }
 
-/** Invariant 6: limits are checked before the model is called, never after. */
+/** I6: limits are checked before the model is called, never after. */
 export function exhaustedBudget(run: RunRecord, facts: BudgetFacts): RunReason | null {
   if (facts.now >= Date.parse(run.deadlineAt)) return deadlineReason(facts.waitingOn);
   if (run.step >= run.limits.maxSteps) return 'max_steps';
@@ -119,6 +115,8 @@ export interface StepFacts {
   limits: GuardLimits;
   prices: Record<string, Price>;
   mask: (text: string) => string;
+  /** What the user is told when the run stops without an answer (the agent's hand-off). */
+  handoff: string;
   now: number;
   /** How long the step took so far, its model call included. */
   durationMs: number;
@@ -179,7 +177,7 @@ function parts(f: StepFacts) {
     charge,
     change: finishRun(
       run,
-      { status: 'failed', reason, finalAnswer: f.mask(FALLBACK_ANSWER) },
+      { status: 'failed', reason, finalAnswer: f.mask(f.handoff) },
       { ...spent, step: run.step + 1 },
       { step: stepRecord(records), events: [...toolEvents(records), stepFinished(reason)] },
       at,

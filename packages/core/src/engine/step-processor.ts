@@ -27,7 +27,6 @@ import {
   completionRoom,
   deadlineReason,
   exhaustedBudget,
-  FALLBACK_ANSWER,
   failRun,
   type GuardLimits,
   gate,
@@ -36,7 +35,7 @@ import {
 } from './step-policy.js';
 import type { ToolCallResult, ToolExecutor } from './tool-executor.js';
 
-export { FALLBACK_ANSWER, type GuardLimits } from './step-policy.js';
+export type { GuardLimits } from './step-policy.js';
 
 export interface StepProcessorDeps {
   store: RunStore;
@@ -100,13 +99,14 @@ export function createStepProcessor(deps: StepProcessorDeps) {
 
   /** The model's decision for this step, made now and journaled — or null when the prompt cannot fit the budget. */
   async function decide(run: RunRecord, profile: AgentProfile, history: ChatMessage[], log: Logger): Promise<Decision | null> {
-    const messages: ChatMessage[] = [{ role: 'system', content: profile.systemPrompt }, ...history];
+    const messages: ChatMessage[] = [{ role: 'system', content: profile.instructions }, ...history];
     const tools = toolSpecsOf(profile);
     const maxTokens = completionRoom(run, profile.maxCompletionTokens, estimatePromptTokens(deps.modelName, messages, tools));
     if (maxTokens === null) return null;
     const timeoutMs = Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now()));
     const started = performance.now();
-    const reply = await deps.model.complete({ messages, tools, maxTokens, timeoutMs }).catch((err: ReinError) => {
+    const request = { messages, tools, maxTokens, timeoutMs, ...(profile.models ? { models: profile.models } : {}) };
+    const reply = await deps.model.complete(request).catch((err: ReinError) => {
       deps.metrics.modelDuration.observe({ model: deps.modelName, outcome: err.code ?? 'error' }, (performance.now() - started) / 1000);
       throw err;
     });
@@ -169,7 +169,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       if (exhausted) {
         return applied(
           run,
-          failRun(run, exhausted, FALLBACK_ANSWER, mask, iso(), {
+          failRun(run, exhausted, deps.agents.handoffAnswer(run.agent), mask, iso(), {
             level: 'info',
             msg: 'budget exhausted before the model call',
             fields: { reason: exhausted },
@@ -200,7 +200,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       if (!made) {
         return applied(
           run,
-          failRun(run, 'token_budget', FALLBACK_ANSWER, mask, iso(), {
+          failRun(run, 'token_budget', deps.agents.handoffAnswer(run.agent), mask, iso(), {
             level: 'info',
             msg: 'the next prompt does not fit the token budget; not calling the model',
           }),
@@ -237,6 +237,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       limits: deps.guards,
       prices: deps.prices,
       mask,
+      handoff: deps.agents.handoffAnswer(run.agent),
       now: now(),
       durationMs: performance.now() - started + decision.durationMs,
     });
@@ -277,7 +278,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       return await attempt(job);
     } catch (err) {
       if (!(err instanceof StaleStepError)) throw err;
-      // Someone else committed first (invariant 2): just make sure the run moves on.
+      // Someone else committed first (I2): just make sure the run moves on.
       deps.logger.info({ runId: job.runId, step: job.step }, 'step already committed by another attempt');
       const current = await deps.store.get(job.runId);
       if (current) await applier.ensureNext(current);
@@ -287,7 +288,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
 
   /**
    * Ends a run that can no longer make progress (its step ran out of attempts, hit a
-   * non-retryable error, or passed its deadline), so that nothing hangs (invariant 9).
+   * non-retryable error, or passed its deadline), so that nothing hangs (I9).
    */
   async function fail(
     runId: string,
@@ -302,7 +303,11 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         const log = deps.logger.child({ runId: run.id, traceId: run.traceId, step: run.step, tenantId: run.tenantId });
         await applier.apply(
           run,
-          failRun(run, reason, FALLBACK_ANSWER, mask, iso(), { level: 'warn', msg: 'run failed', fields: { reason, detail } }),
+          failRun(run, reason, deps.agents.handoffAnswer(run.agent), mask, iso(), {
+            level: 'warn',
+            msg: 'run failed',
+            fields: { reason, detail },
+          }),
           log,
         );
         return true;

@@ -1,5 +1,6 @@
 import type { AgentProfile } from '../agents/agent-profile.js';
 import { verifyBinding } from '../approvals/approval-binding.js';
+import { approvalId } from '../approvals/approval-id.js';
 import { BreakerOpenError, BulkheadFullError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -30,9 +31,6 @@ export interface ToolExecutorDeps {
   now?: () => number;
 }
 
-/** Approval ids embed the run id, so the approver finds the run's hash slot from the id alone. */
-export const approvalId = (runId: string, step: number, index: number) => `${runId}.${step}.${index}`;
-
 const stringify = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
 
 /**
@@ -60,7 +58,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     tool: Tool,
     call: ModelToolCall,
     args: unknown,
-    ctx: Omit<ToolContext, 'signal'> & { deadlineMs: number },
+    ctx: Omit<ToolContext, 'signal' | 'logger'> & { deadlineMs: number },
     extra: Partial<ToolCallRecord>,
   ): Promise<ToolCallResult> {
     const dependency = tool.dependency ?? `tool:${tool.name}`;
@@ -94,7 +92,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       const signal = AbortSignal.timeout(timeoutMs);
       const invoke = () =>
         Promise.race([
-          tool.execute(args, { ...ctx, signal }),
+          tool.execute(args, { ...ctx, signal, logger: deps.logger.child({ runId: ctx.runId, step: ctx.step, tool: tool.name }) }),
           new Promise<never>((_, reject) =>
             signal.addEventListener('abort', () => reject(new Error(`timed out after ${timeoutMs} ms`)), { once: true }),
           ),
@@ -108,8 +106,9 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
         throw err;
       }
       ok = false;
-      const code = (err as { code?: string }).code;
-      observation = JSON.stringify({ error: code ?? 'tool_failed', message: (err as Error).message });
+      // The model sees the stable code and whether trying again can help (ToolError's `retryable`).
+      const { code, retryable } = err as { code?: string; retryable?: boolean };
+      observation = JSON.stringify({ error: code ?? 'tool_failed', message: (err as Error).message, retryable: retryable ?? false });
     }
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.toolDuration.observe({ tool: tool.name }, durationMs / 1000);

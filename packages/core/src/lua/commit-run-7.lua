@@ -1,5 +1,5 @@
 --[[
-  Compare-and-set commit of a run (invariant 2): writes the new run document, an
+  Compare-and-set commit of a run (I2): writes the new run document, an
   optional step record, appended messages, upserted approvals and events — all or
   nothing, and only if the run is still at the version the caller read.
 

@@ -46,7 +46,7 @@ export function createMcpTool(def: McpToolDefinition, opts: McpToolOptions): Too
     name: mcpToolName(opts.server, def.name),
     description: def.description ?? def.title ?? `${def.name} (from MCP server ${opts.server})`,
     kind: governance.kind,
-    args,
+    parameters: args,
     jsonSchema,
     dependency: `mcp:${opts.server}`,
     honoursIdempotencyKey: governance.honoursIdempotencyKey,

@@ -8,6 +8,8 @@ export interface ModelRequest {
   tools: Array<{ type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }>;
   maxTokens: number;
   timeoutMs: number;
+  /** The agent's own models in order, instead of REIN_MODEL and its fallbacks. */
+  models?: readonly string[];
 }
 
 export interface ModelReply {

@@ -13,7 +13,7 @@ export const repairJobSchema = stepJobSchema.extend({ version: z.number().int().
 export type RepairJob = z.infer<typeof repairJobSchema>;
 
 /**
- * Every job Rein enqueues: name → payload schema and deterministic id (invariant 1).
+ * Every job Rein enqueues: name → payload schema and deterministic id (I1).
  * Both names run the same idempotent step processor; "resume" exists so that a
  * decision's resume job never collides with the step's original job id.
  */

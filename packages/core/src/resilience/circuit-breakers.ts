@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import CircuitBreaker from 'opossum';
 import { BreakerOpenError, ReinError } from '../errors.js';
+import { breakerKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 
@@ -40,11 +41,6 @@ export class CircuitBreakers {
     private readonly metrics: Metrics,
   ) {}
 
-  private keys(name: string) {
-    const p = `rein:breaker:{${name}}`;
-    return { open: `${p}:open`, tripped: `${p}:tripped`, probe: `${p}:probe` };
-  }
-
   private breaker(name: string) {
     let breaker = this.local.get(name);
     if (breaker) return breaker;
@@ -73,14 +69,14 @@ export class CircuitBreakers {
   }
 
   private async publishOpen(name: string) {
-    const k = this.keys(name);
+    const k = breakerKeys(name);
     await this.redis.multi().set(k.open, '1', 'PX', this.options.resetTimeoutMs).set(k.tripped, '1').del(k.probe).exec();
     this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.open);
   }
 
   /** Runs `fn` through the dependency's breaker, or throws BreakerOpenError without calling it. */
   async call<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const k = this.keys(name);
+    const k = breakerKeys(name);
     const breaker = this.breaker(name);
     // One command on the hot path; the open breaker's remaining time only when it is open.
     const [open, tripped] = await this.redis.mget(k.open, k.tripped);
@@ -119,7 +115,7 @@ export class CircuitBreakers {
 
   /** Whether the fleet considers the dependency unavailable right now (for fallbacks). */
   async isOpen(name: string): Promise<boolean> {
-    return (await this.redis.exists(this.keys(name).open)) === 1;
+    return (await this.redis.exists(breakerKeys(name).open)) === 1;
   }
 
   shutdown(): void {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { BulkheadFullError } from '../errors.js';
+import { fleetLimitKey } from '../keys.js';
 import { LeaseResult, withScripts } from '../store/lua-scripts.js';
 
 /**
@@ -19,7 +20,7 @@ export class FleetLimit {
   }
 
   async run<T>(dependency: string, limit: number, leaseMs: number, fn: () => Promise<T>): Promise<T> {
-    const key = `rein:limit:{${dependency}}`;
+    const key = fleetLimitKey(dependency);
     const lease = randomUUID();
     const got = await this.redis.acquireLease(key, lease, String(this.now()), String(leaseMs), String(limit));
     if (got !== LeaseResult.Leased) throw new BulkheadFullError(dependency, 'fleet');

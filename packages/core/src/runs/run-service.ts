@@ -89,7 +89,7 @@ export function createRunService(deps: RunServiceDeps) {
   return {
     async submit(principal: Principal, body: SubmitRunBody, idempotencyKey?: string): Promise<{ run: RunView; created: boolean }> {
       const profile = deps.agents.get(body.agent ?? deps.agents.defaultAgent);
-      const limits = { ...profile.defaultLimits, ...body.limits };
+      const limits = { ...profile.limits, ...body.limits };
       for (const [name, ceiling] of Object.entries(deps.ceilings) as Array<[keyof LimitCeilings, number]>) {
         if (limits[name] > ceiling)
           throw new InvalidRequestError(`limits.${name} may be at most ${ceiling} (the operator's ceiling)`, 'limit_above_ceiling');

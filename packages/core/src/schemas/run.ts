@@ -93,7 +93,7 @@ export const runRecordSchema = z.object({
 });
 export type RunRecord = z.infer<typeof runRecordSchema>;
 
-/** The model's reply for one step, journaled before any tool runs (invariant 3). */
+/** The model's reply for one step, journaled before any tool runs (I3). */
 export const decisionSchema = z.object({
   schemaVersion,
   step: z.number().int().min(0),
@@ -145,7 +145,7 @@ export const stepRecordSchema = z.object({
 });
 export type StepRecord = z.infer<typeof stepRecordSchema>;
 
-/** What a write-tool effect looks like in the ledger (invariant 4). */
+/** What a write-tool effect looks like in the ledger (I4). */
 export const effectSchema = z.discriminatedUnion('state', [
   z.object({ state: z.literal('intent'), tool: z.string(), at: z.string() }),
   z.object({ state: z.literal('done'), tool: z.string(), at: z.string(), ok: z.boolean(), observation: z.string() }),

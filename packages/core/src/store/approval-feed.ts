@@ -10,7 +10,7 @@ export const approvalFeedEventSchema = z.discriminatedUnion('type', [
     status: z.string(),
     at: z.string(),
   }),
-  /** A write whose outcome is unknown after a crash (invariant 4): a human must reconcile it. */
+  /** A write whose outcome is unknown after a crash (I4): a human must reconcile it. */
   z.object({
     type: z.literal('effect.uncertain'),
     runId: z.string(),

@@ -30,7 +30,7 @@ function logRange(log: string[], history: unknown[]): { range: [number, number];
 }
 
 /**
- * The model's reply per step, stored before any tool runs (invariant 3). The first
+ * The model's reply per step, stored before any tool runs (I3). The first
  * writer wins, so every attempt of a step acts on the same decision and its tokens
  * are counted once. Beside it, the decision snapshots: what each model call was sent
  * and returned, stored as references into the run's own log so that a run's snapshots

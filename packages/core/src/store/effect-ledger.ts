@@ -6,7 +6,7 @@ import { type Effect, effectSchema } from '../schemas/run.js';
 export const idempotencyKey = (runId: string, step: number, toolCallId: string) => `${runId}:${step}:${toolCallId}`;
 
 /**
- * Intent and result of every tool call (invariant 4). An intent without a result
+ * Intent and result of every tool call (I4). An intent without a result
  * means a worker died mid-call: the caller decides whether re-running is safe. The run
  * store drops the ledger when the run finishes; every write sets a TTL, so that a late
  * write by a worker still busy with a finished (e.g. cancelled) run cannot outlive it.

@@ -1,18 +1,9 @@
+import { defineTool, type Tool, ToolError } from '@rein/core';
 import { z } from 'zod';
-import { ReinError } from '../errors.js';
-import { defineTool, type Tool } from '../tools/tool.js';
 import type { DemoStore, Order } from './demo-store.js';
 import type { PolicySearch } from './policy-search.js';
 
 const orderNo = z.string().trim().min(1).max(32).describe('Order number, e.g. "2024001" or "A12345"');
-
-/** A business-level failure the model should see (unknown order, amount too high, …). */
-class ToolFailure extends ReinError {
-  override readonly name = 'ToolFailure';
-  constructor(code: string, message: string) {
-    super(code, message);
-  }
-}
 
 /** The seeds write priorities in Chinese (高/中/低); models may capitalise English ones. Both normalise to high/normal/low. */
 const PRIORITY_WORDS: Record<string, string> = { 高: 'high', 中: 'normal', 低: 'low', medium: 'normal' };
@@ -29,13 +20,13 @@ const withOverdue = (order: Order, now: number) => ({
   daysOverdue: order.status === 'not_shipped' ? Math.max(0, Math.floor((now - Date.parse(order.promisedDate)) / DAY)) : 0,
 });
 
-/** The order assistant's six tools (DESIGN.md, demo tools), built over their back ends. */
-export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch; now?: () => number }): Tool[] {
+/** The order assistant's six tools, built over their back ends (README, the order-assistant example). */
+export function createOrderTools(deps: { store: DemoStore; policies: PolicySearch; now?: () => number }): Tool[] {
   const { store, policies } = deps;
   const now = deps.now ?? Date.now;
   const requireOrder = async (tenantId: string, no: string) => {
     const order = await store.order(tenantId, no);
-    if (!order) throw new ToolFailure('order_not_found', `order ${no} does not exist`);
+    if (!order) throw new ToolError('order_not_found', `order ${no} does not exist`);
     return order;
   };
 
@@ -45,9 +36,8 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
       description:
         "Look up an order by its number. You MUST call this before saying anything about an order: it returns status, amount, customer, promised date, days overdue, and the order's tickets and refunds.",
       kind: 'read',
-      args: z.object({ orderNo }),
+      parameters: z.object({ orderNo }),
       honoursIdempotencyKey: true,
-      approval: () => null,
       async execute({ orderNo }, ctx) {
         const order = await requireOrder(ctx.tenantId, orderNo);
         const [tickets, refunds] = await Promise.all([store.tickets(ctx.tenantId, orderNo), store.refunds(ctx.tenantId, orderNo)]);
@@ -59,9 +49,8 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
       description:
         'Search the company policy knowledge base (returns, refunds, late shipments, tickets). Call it whenever an answer depends on policy; returns the top 3 matching policies.',
       kind: 'read',
-      args: z.object({ query: z.string().trim().min(1).max(500).describe('What to look for, e.g. "超时发货 赔偿标准"') }),
+      parameters: z.object({ query: z.string().trim().min(1).max(500).describe('What to look for, e.g. "超时发货 赔偿标准"') }),
       honoursIdempotencyKey: true,
-      approval: () => null,
       async execute({ query }) {
         return policies.search(query, 3);
       },
@@ -71,7 +60,7 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
       description:
         'Create a customer-service ticket for an order (write; a human approves it before it is created). Use after checking the order and the relevant policy.',
       kind: 'write',
-      args: z.object({
+      parameters: z.object({
         orderNo,
         type: z.string().trim().min(1).max(64).describe('Ticket type, e.g. "超时发货" (late shipment)'),
         priority: ticketPriority,
@@ -94,7 +83,7 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
       description:
         'Submit a refund for an order (write; needs human approval, and a supervisor when the amount is over 500). The amount may not exceed what is left to refund.',
       kind: 'write',
-      args: z.object({
+      parameters: z.object({
         orderNo,
         amount: z.number().positive().max(1_000_000).describe('Refund amount in yuan, e.g. 44.95'),
         reason: z.string().trim().min(1).max(500),
@@ -110,7 +99,7 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
         const order = await requireOrder(ctx.tenantId, a.orderNo);
         const refunded = (await store.refunds(ctx.tenantId, a.orderNo)).reduce((sum, r) => sum + r.amount, 0);
         if (a.amount > order.amount - refunded + 1e-9) {
-          throw new ToolFailure(
+          throw new ToolError(
             'refund_exceeds_order',
             `only ${(order.amount - refunded).toFixed(2)} of order ${a.orderNo} is left to refund`,
           );
@@ -122,12 +111,12 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
       name: 'update_order_note',
       description: 'Replace the internal note on an order (write; needs human approval).',
       kind: 'write',
-      args: z.object({ orderNo, note: z.string().trim().min(1).max(1000) }),
+      parameters: z.object({ orderNo, note: z.string().trim().min(1).max(1000) }),
       honoursIdempotencyKey: true,
       approval: (a) => ({ risk: 'high', requiredRole: 'user', summary: `Set the note of order ${a.orderNo} to "${a.note}"` }),
       async execute(a, ctx) {
         const order = await store.updateNote(ctx.tenantId, a.orderNo, a.note);
-        if (!order) throw new ToolFailure('order_not_found', `order ${a.orderNo} does not exist`);
+        if (!order) throw new ToolError('order_not_found', `order ${a.orderNo} does not exist`);
         return { orderNo: order.orderNo, note: order.note };
       },
     }),
@@ -135,7 +124,7 @@ export function createDemoTools(deps: { store: DemoStore; policies: PolicySearch
       name: 'send_email',
       description: 'Send an e-mail to a customer (write; needs human approval). Keep it short and factual.',
       kind: 'write',
-      args: z.object({
+      parameters: z.object({
         to: z.string().email(),
         subject: z.string().trim().min(1).max(200),
         body: z.string().trim().min(1).max(5000),

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { appStateKey } from '@rein/core';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 
@@ -50,7 +51,7 @@ export type Email = z.infer<typeof emailSchema>;
 
 const DAY = 86_400_000;
 
-/** The seeds' orders; dates are relative to first use so "14 days overdue" stays true. */
+/** The demo orders; dates are relative to first use so "14 days overdue" stays true. */
 function seedOrders(now: number): Order[] {
   const date = (offsetDays: number) => new Date(now + offsetDays * DAY).toISOString().slice(0, 10);
   return [
@@ -110,8 +111,8 @@ export class DemoStore {
   ) {}
 
   private keys(tenantId: string) {
-    const p = `rein:demo:{${tenantId}}`;
-    return { seeded: `${p}:seeded`, orders: `${p}:orders`, tickets: `${p}:tickets`, refunds: `${p}:refunds`, emails: `${p}:emails` };
+    const key = (name: string) => appStateKey('order-assistant', tenantId, name);
+    return { seeded: key('seeded'), orders: key('orders'), tickets: key('tickets'), refunds: key('refunds'), emails: key('emails') };
   }
 
   private async seeded(tenantId: string) {

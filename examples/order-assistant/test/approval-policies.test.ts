@@ -1,17 +1,16 @@
+import { stricterOf, type Tool } from '@rein/core';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { stricterOf } from '../src/approvals/approval-binding.js';
-import { DemoStore } from '../src/demo/demo-store.js';
-import { createDemoTools } from '../src/demo/demo-tools.js';
-import { PolicySearch } from '../src/demo/policy-search.js';
-import type { Tool } from '../src/tools/tool.js';
+import { DemoStore } from '../src/demo-store.js';
+import { PolicySearch } from '../src/policy-search.js';
+import { createOrderTools } from '../src/tools.js';
 
 // Policies are pure functions of the validated arguments; no Redis is touched here.
-const tools = new Map(createDemoTools({ store: new DemoStore({} as Redis), policies: new PolicySearch() }).map((t) => [t.name, t]));
+const tools = new Map(createOrderTools({ store: new DemoStore({} as Redis), policies: new PolicySearch() }).map((t) => [t.name, t]));
 const ctx = { tenantId: 'acme', userId: 'alice', roles: ['user' as const], runId: 'r', step: 0, toolCallId: 'c', idempotencyKey: 'r:0:c' };
 const judge = (name: string, args: unknown) => {
   const tool = tools.get(name) as Tool;
-  return tool.approval(tool.args.parse(args), ctx);
+  return tool.approval(tool.parameters.parse(args), ctx);
 };
 
 describe('approval policies of the demo tools', () => {
@@ -44,7 +43,7 @@ describe('approval policies of the demo tools', () => {
 
   it("accepts the seeds' ticket priorities (高/中/低) and any case of the English ones, normalised", () => {
     const ticket = (priority: string) =>
-      (tools.get('create_ticket') as Tool).args.parse({ orderNo: '2024001', type: '超时发货', priority, suggestedAction: 'x' });
+      (tools.get('create_ticket') as Tool).parameters.parse({ orderNo: '2024001', type: '超时发货', priority, suggestedAction: 'x' });
     expect(
       [ticket('高'), ticket('中'), ticket('低'), ticket('HIGH'), ticket(' Normal ')].map((a) => (a as { priority: string }).priority),
     ).toEqual(['high', 'normal', 'low', 'high', 'normal']);

@@ -104,7 +104,7 @@ export { withFaultInjection } from './resilience/fault-injection.js';
 export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, type RunView, runView } from './runs/run-service.js';
-export { createRuntime, type Runtime } from './runtime.js';
+export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
 export { listRunsQuerySchema, type SubmitRunBody, submitRunBodySchema } from './schemas/api.js';
 export {
   type Approval,

@@ -8,6 +8,7 @@ import type { Config } from './config.js';
 import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
+import { McpManager } from './mcp/mcp-manager.js';
 import { createMetrics, type Metrics, registerRedisUp } from './metrics.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisRole } from './redis.js';
@@ -41,7 +42,17 @@ export interface Runtime {
   masker: PiiMasker;
   breakers: CircuitBreakers;
   fleetLimit: FleetLimit;
+  /** The app's MCP servers; their tools live in `tools` while connected (see RuntimeOptions.mcp). */
+  mcp: McpManager;
   close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  /**
+   * Connect the app's MCP servers before the runtime is returned: the processes that run
+   * tool calls (workers) or judge edited arguments (approver) do; the API does not need them.
+   */
+  mcp?: boolean;
 }
 
 /**
@@ -49,7 +60,7 @@ export interface Runtime {
  * services add their own edges. Every service and test harness builds its agents and
  * tools here, through `createRegistry`.
  */
-export async function createRuntime(config: Config, service: string, role: RedisRole, app: App): Promise<Runtime> {
+export async function createRuntime(config: Config, service: string, role: RedisRole, app: App, opts: RuntimeOptions = {}): Promise<Runtime> {
   const masker = createPiiMasker(app.guards.pii);
   const logger = createLogger(config.LOG_LEVEL, service, masker);
   const metrics = createMetrics(service);
@@ -60,6 +71,17 @@ export async function createRuntime(config: Config, service: string, role: Redis
   const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS);
   scheduler.queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
   const { tools, agents, inputFilter } = createRegistry(app, { redis }, { faultInjection: config.REIN_FAULT_INJECTION === 'on' });
+  const mcp = new McpManager(app.mcpServers, tools, { logger, metrics });
+  if (opts.mcp) {
+    try {
+      await mcp.start();
+    } catch (err) {
+      await scheduler.close();
+      bull.disconnect();
+      redis.disconnect();
+      throw err;
+    }
+  }
   const breakers = new CircuitBreakers(
     redis,
     {
@@ -103,8 +125,10 @@ export async function createRuntime(config: Config, service: string, role: Redis
     masker,
     breakers,
     fleetLimit: new FleetLimit(redis),
+    mcp,
     async close() {
       breakers.shutdown();
+      await mcp.close();
       await scheduler.close();
       bull.disconnect();
       redis.disconnect();

@@ -176,6 +176,7 @@ describe.each([
       step: 0,
       toolCallId: 'c',
       idempotencyKey: 'r:0:c',
+      logger,
     };
     const first = await tool.execute({ id: 'n', text: 'a' }, { ...ctx, signal: AbortSignal.timeout(10_000) });
     const again = await tool.execute({ id: 'n', text: 'a' }, { ...ctx, signal: AbortSignal.timeout(10_000) });
@@ -205,6 +206,7 @@ describe.each([
         toolCallId: 'c',
         idempotencyKey: 'k',
         signal: AbortSignal.timeout(10_000),
+        logger,
       },
     );
     expect(added).toBe('added "extra"');

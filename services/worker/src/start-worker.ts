@@ -43,7 +43,7 @@ export function configuredModel(rt: Runtime): ModelGateway {
  */
 export async function startWorker(app: App, options: WorkerOptions = {}): Promise<RunningService & { worker: Worker }> {
   const config = options.config ?? loadConfigOrExit();
-  const rt = await createRuntime(config, 'worker', 'worker', app);
+  const rt = await createRuntime(config, 'worker', 'worker', app, { mcp: true });
   const worker = createStepWorker(rt, (options.model ?? configuredModel)(rt));
 
   const metrics = createServer(async (req, res) => {

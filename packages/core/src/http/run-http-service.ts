@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../app/define-app.js';
 import { type Config, loadConfigOrExit } from '../config.js';
-import { createRuntime, type Runtime } from '../runtime.js';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime.js';
 
 /** How `startApi` / `startWorker` / `startApprover` run: config (default: the environment) and signal handling. */
 export interface ServiceOptions {
@@ -37,9 +37,10 @@ export async function runHttpService(
   options: ServiceOptions,
   port: (c: Config) => number,
   build: (rt: Runtime) => FastifyInstance,
+  runtime: RuntimeOptions = {},
 ): Promise<RunningService & { http: FastifyInstance }> {
   const config = options.config ?? loadConfigOrExit();
-  const rt = await createRuntime(config, service, 'producer', app);
+  const rt = await createRuntime(config, service, 'producer', app, runtime);
   let http: FastifyInstance;
   try {
     http = build(rt);

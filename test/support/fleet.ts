@@ -8,6 +8,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const KEYS = {
   user: { key: 'e2e-user-key-zhangsan', tenantId: 'e2e', userId: 'zhangsan', roles: ['user'] },
   approver: { key: 'e2e-approver-key-lisi', tenantId: 'e2e', userId: 'lisi', roles: ['approver'] },
+  supervisor: { key: 'e2e-supervisor-key-wangwu', tenantId: 'e2e', userId: 'wangwu', roles: ['supervisor'] },
   other: { key: 'e2e-other-tenant-key', tenantId: 'elsewhere', userId: 'mallory', roles: ['admin'] },
 };
 

@@ -49,7 +49,7 @@ export { basicPassword, bearerToken, findApiKey } from './http/credentials.js';
 export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
 export { createHttpApp, type HttpAppOptions, type HttpTimeouts, idParamsSchema, parseInput } from './http/http-app.js';
 export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
-export { closeOnSignals, type RunningService, runHttpService, type ServiceOptions } from './http/run-http-service.js';
+export { closeOnSignals, exitOnMcpStartError, type RunningService, runHttpService, type ServiceOptions } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource } from './http/sse.js';
 export { appStateKey, FAULTS_KEY, QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';

@@ -5,6 +5,7 @@ import {
   createOpenAICompletion,
   createResilientModelGateway,
   createRuntime,
+  exitOnMcpStartError,
   loadConfigOrExit,
   type ModelGateway,
   type RunningService,
@@ -43,7 +44,7 @@ export function configuredModel(rt: Runtime): ModelGateway {
  */
 export async function startWorker(app: App, options: WorkerOptions = {}): Promise<RunningService & { worker: Worker }> {
   const config = options.config ?? loadConfigOrExit();
-  const rt = await createRuntime(config, 'worker', 'worker', app, { mcp: true });
+  const rt = await createRuntime(config, 'worker', 'worker', app, { mcp: true }).catch(exitOnMcpStartError);
   const worker = createStepWorker(rt, (options.model ?? configuredModel)(rt));
 
   const metrics = createServer(async (req, res) => {

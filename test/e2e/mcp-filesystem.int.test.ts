@@ -39,7 +39,6 @@ describe('examples/mcp-filesystem: the published filesystem MCP server on the fl
       'files__list_directory',
       'files__read_text_file',
       'files__write_file',
-      'files__write_file',
     ]);
   });
 });

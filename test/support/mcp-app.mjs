@@ -1,13 +1,11 @@
 // The app the MCP end-to-end tests run on the stock fleet (REIN_APP): the fixture MCP
 // server over Streamable HTTP (the test process serves it, so the test sees its state)
 // declared twice — with and without the idempotency opt-in — and over stdio.
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { defineAgent, defineApp } from '@rein/core';
+import { MCP_FIXTURE_MAIN } from '@rein/core/testing';
 
 const url = process.env.MCP_FIXTURE_URL;
 if (!url) throw new Error('MCP_FIXTURE_URL is required');
-const stdioFixture = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'packages', 'core', 'dist', 'testing', 'mcp-fixture-main.js');
 
 const agent = (name, tools) => defineAgent({ name, instructions: `You use ${tools.join(', ')} as asked.`, tools });
 
@@ -22,6 +20,6 @@ export default defineApp({
   mcpServers: {
     notes: { url, tools: { append_note: { idempotent: true } } },
     strict: { url },
-    local: { command: process.execPath, args: [stdioFixture] },
+    local: { command: process.execPath, args: [MCP_FIXTURE_MAIN] },
   },
 });

@@ -60,7 +60,13 @@ export interface RuntimeOptions {
  * services add their own edges. Every service and test harness builds its agents and
  * tools here, through `createRegistry`.
  */
-export async function createRuntime(config: Config, service: string, role: RedisRole, app: App, opts: RuntimeOptions = {}): Promise<Runtime> {
+export async function createRuntime(
+  config: Config,
+  service: string,
+  role: RedisRole,
+  app: App,
+  opts: RuntimeOptions = {},
+): Promise<Runtime> {
   const masker = createPiiMasker(app.guards.pii);
   const logger = createLogger(config.LOG_LEVEL, service, masker);
   const metrics = createMetrics(service);

@@ -1,5 +1,5 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+// The built fixture: a child process runs JavaScript, not this package's TypeScript sources.
+import { MCP_FIXTURE_MAIN } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +14,6 @@ import { EffectLedger } from '../src/store/effect-ledger.js';
 import { McpFixtureState, startMcpFixtureHttp, startTestRedis, type TestRedis } from '../src/testing/index.js';
 import { type Tool, toolSpec } from '../src/tools/tool.js';
 
-const fixtureMain = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'testing', 'mcp-fixture-main.js');
 const logger = pino({ level: 'silent' });
 
 let redisServer: TestRedis;
@@ -80,7 +79,7 @@ const until = async (check: () => boolean) => {
 };
 
 describe.each([
-  ['stdio', async () => ({ config: { command: process.execPath, args: [fixtureMain] } as McpServerConfig, state: undefined })],
+  ['stdio', async () => ({ config: { command: process.execPath, args: [MCP_FIXTURE_MAIN] } as McpServerConfig, state: undefined })],
   [
     'Streamable HTTP',
     async () => {

@@ -1,6 +1,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { McpToolError } from '../src/errors.js';
+import { defineAgent } from '../src/agents/agent-profile.js';
+import { defineApp } from '../src/app/define-app.js';
+import { ConfigError, McpToolError } from '../src/errors.js';
 import { mcpGovernance } from '../src/mcp/mcp-governance.js';
 import { mcpObservation } from '../src/mcp/mcp-result.js';
 import { mcpServersSchema } from '../src/mcp/mcp-server-config.js';
@@ -110,5 +112,24 @@ describe('MCP server declarations', () => {
     expect(mcpServersSchema.safeParse({ a: { command: 'x', optinal: true } }).success).toBe(false);
     expect(mcpServersSchema.safeParse({ a: { url: 'ftp://x' } }).success).toBe(false);
     expect(mcpServersSchema.safeParse({ a: { command: 'x', tools: { t: { approval: { risk: 'low' } } } } }).success).toBe(false);
+  });
+});
+
+describe('MCP servers in defineApp', () => {
+  const clerk = defineAgent({ name: 'clerk', instructions: 'File notes.', tools: ['files__write_file'] });
+
+  it('lets agents name a declared server tools before the server has listed them', () => {
+    const app = defineApp({ agents: [clerk], tools: [], mcpServers: { files: { command: 'mcp-files', args: ['/tmp'] } } });
+    expect(app.mcpServers).toEqual({ files: { command: 'mcp-files', args: ['/tmp'] } });
+  });
+
+  it('still refuses a tool of an undeclared server', () => {
+    expect(() => defineApp({ agents: [clerk], tools: [] })).toThrow('names tool "files__write_file", which the app does not define');
+  });
+
+  it('refuses a bad declaration, naming it', () => {
+    const bad = () => defineApp({ agents: [clerk], tools: [], mcpServers: { files: { url: 'not a url' } } as never });
+    expect(bad).toThrow(ConfigError);
+    expect(bad).toThrow('mcpServers');
   });
 });

@@ -1,3 +1,9 @@
 export { createFakeModel, type FakeTurn, toolCall } from './fake-model.js';
-export { createMcpFixtureServer, type FixtureEffect, McpFixtureState, startMcpFixtureHttp } from './mcp-fixture-server.js';
+export {
+  createMcpFixtureServer,
+  type FixtureEffect,
+  MCP_FIXTURE_MAIN,
+  McpFixtureState,
+  startMcpFixtureHttp,
+} from './mcp-fixture-server.js';
 export { freePort, LocalRedis, startTestRedis, type TestRedis, type TestRedisOptions, waitForPort } from './redis-server.js';

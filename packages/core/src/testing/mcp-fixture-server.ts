@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
+
+/** The fixture over stdio, as a program: an app declares it as `{command: process.execPath, args: [MCP_FIXTURE_MAIN]}`. */
+export const MCP_FIXTURE_MAIN = fileURLToPath(new URL('./mcp-fixture-main.js', import.meta.url));
 
 /** One effect the fixture applied: which tool, with what, under which idempotency key. */
 export interface FixtureEffect {

@@ -4,11 +4,13 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentProfile } from '../src/agents/agent-profile.js';
-import { createToolExecutor } from '../src/engine/tool-executor.js';
-import { McpServerStartError } from '../src/errors.js';
+import { createToolExecutor, type ToolExecutorDeps } from '../src/engine/tool-executor.js';
+import { BreakerOpenError, McpServerStartError } from '../src/errors.js';
 import { McpManager } from '../src/mcp/mcp-manager.js';
 import type { McpServerConfig } from '../src/mcp/mcp-server-config.js';
 import { createMetrics, type Metrics } from '../src/metrics.js';
+import { Bulkhead } from '../src/resilience/bulkhead.js';
+import { CircuitBreakers } from '../src/resilience/circuit-breakers.js';
 import type { RunRecord } from '../src/schemas/run.js';
 import { EffectLedger } from '../src/store/effect-ledger.js';
 import { McpFixtureState, startMcpFixtureHttp, startTestRedis, type TestRedis } from '../src/testing/index.js';
@@ -45,15 +47,16 @@ const serverUp = async (metrics: Metrics, server: string) =>
   (await metrics.mcpServerUp.get()).values.find((v) => v.labels.server === server)?.value;
 
 let seq = 0;
-/** Runs one model tool call through the real executor and effect ledger. */
-function executor(tools: Map<string, Tool>, metrics = createMetrics('test')) {
+/** Runs one model tool call through the real executor and effect ledger (guarded when `protection` is given). */
+function executor(tools: Map<string, Tool>, protection?: ToolExecutorDeps['protection']) {
   const execute = createToolExecutor({
     tools,
     ledger: new EffectLedger(redis),
-    metrics,
+    metrics: createMetrics('test'),
     logger,
     toolTimeoutMs: 10_000,
     approvalTtlMs: 60_000,
+    ...(protection ? { protection } : {}),
   });
   const run = {
     id: `mcp-run-${process.pid}-${++seq}`,
@@ -252,5 +255,44 @@ describe('MCP reconnection', () => {
     open.push(again);
     for (let i = 0; i < 200 && (await serverUp(metrics, 'fx')) !== 1; i++) await new Promise((r) => setTimeout(r, 50));
     expect((await call()).record.outcome).toBe('ok');
+  });
+});
+
+describe('MCP resilience per server', () => {
+  it('opens one breaker for all tools of a server that is down, and leaves other servers alone', async () => {
+    const down = new McpFixtureState();
+    const first = await startMcpFixtureHttp(down);
+    const upState = new McpFixtureState();
+    const up = await startMcpFixtureHttp(upState);
+    open.push(up);
+    const { tools } = await connect({ down: { url: first.url }, up: { url: up.url } });
+    await first.close();
+
+    const breakers = new CircuitBreakers(
+      redis,
+      { errorThresholdPercentage: 50, resetTimeoutMs: 60_000, volumeThreshold: 2, rollingCountTimeoutMs: 10_000, probeTimeoutMs: 5_000 },
+      logger,
+      createMetrics('test'),
+    );
+    open.push({ close: async () => breakers.shutdown() });
+    const bulkheads = new Map<string, Bulkhead>();
+    const protection = {
+      breakers,
+      bulkhead: (dependency: string) => {
+        const bulkhead = bulkheads.get(dependency) ?? new Bulkhead(dependency, 4, 1000);
+        bulkheads.set(dependency, bulkhead);
+        return bulkhead;
+      },
+    };
+    const call = executor(tools, protection);
+    // The server's failures (the link, then "not connected") count against mcp:down until it opens.
+    let opened: unknown;
+    for (let i = 0; i < 10 && !opened; i++) await call('down__read_note', { id: 'welcome' }).catch((e: unknown) => (opened = e));
+    expect(opened).toBeInstanceOf(BreakerOpenError);
+    expect((opened as Error).message).toContain('mcp:down');
+    // Another tool of the same server is refused too, without reaching it; the other server still answers.
+    await expect(call('down__fail', {})).rejects.toBeInstanceOf(BreakerOpenError);
+    expect((await call('up__read_note', { id: 'welcome' })).record.outcome).toBe('ok');
+    await redis.del('rein:breaker:{mcp:down}:open', 'rein:breaker:{mcp:down}:tripped');
   });
 });

@@ -66,6 +66,19 @@ describe('MCP tools on the stock fleet', () => {
     expect(done.finalAnswer).toContain('deleted note welcome');
   });
 
+  it('checks an approver edit against the server schema, and runs the edited call', async () => {
+    const f = fleet as Fleet;
+    const { id, parked } = await submit(f, 'note-appender', 'Append "hello" to the note');
+    const approval = approvalOf(parked);
+    const bad = await f.callApprover('POST', `/v1/approvals/${approval}/approve`, KEYS.approver.key, { arguments: { id: 7, text: 'x' } });
+    expect(bad).toMatchObject({ status: 400, body: { error: { code: 'invalid_arguments' } } });
+    expect(bad.body.error.message).toContain('id: must be string');
+    const edited = { id: 'reviewed', text: 'edited by lisi' };
+    expect((await f.callApprover('POST', `/v1/approvals/${approval}/approve`, KEYS.approver.key, { arguments: edited })).status).toBe(200);
+    await f.waitForRun(id, (r) => r.status === 'succeeded');
+    expect(state.effects).toEqual([{ tool: 'append_note', args: edited, key: expect.stringMatching(new RegExp(`^${id}:`)) }]);
+  });
+
   it('never calls the tool after a rejection', async () => {
     const f = fleet as Fleet;
     const { id, parked } = await submit(f, 'note-deleter', 'Delete the note "welcome"');

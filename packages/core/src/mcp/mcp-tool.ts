@@ -35,7 +35,8 @@ const SUMMARY_MAX = 300;
 export function createMcpTool(def: McpToolDefinition, opts: McpToolOptions): Tool {
   const governance = mcpGovernance(def.annotations, opts.override);
   const { $schema: _dialect, ...jsonSchema } = def.inputSchema as Record<string, unknown>;
-  const args = z.unknown().superRefine((value, ctx) => {
+  // A Rein tool's parameters are a zod schema: this one defers to the compiled JSON Schema.
+  const parameters = z.unknown().superRefine((value, ctx) => {
     if (opts.validate(value)) return;
     for (const e of opts.validate.errors ?? []) {
       const path = e.instancePath.split('/').slice(1);
@@ -46,7 +47,7 @@ export function createMcpTool(def: McpToolDefinition, opts: McpToolOptions): Too
     name: mcpToolName(opts.server, def.name),
     description: def.description ?? def.title ?? `${def.name} (from MCP server ${opts.server})`,
     kind: governance.kind,
-    parameters: args,
+    parameters,
     jsonSchema,
     dependency: `mcp:${opts.server}`,
     honoursIdempotencyKey: governance.honoursIdempotencyKey,

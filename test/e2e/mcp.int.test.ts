@@ -47,7 +47,7 @@ async function submit(f: Fleet, agent: string, input: string) {
 const approvalOf = (run: { pendingApprovals?: unknown }) => (run.pendingApprovals as Array<{ id: string }>)[0]?.id as string;
 
 describe('MCP tools on the stock fleet', () => {
-  it('asks a supervisor before a destructive call, and calls only once approved', async () => {
+  it('asks a supervisor (or higher) before a destructive call, and calls only once approved', async () => {
     const f = fleet as Fleet;
     const { id, parked } = await submit(f, 'note-deleter', 'Delete the note "welcome"');
     expect(parked).toMatchObject({
@@ -58,7 +58,7 @@ describe('MCP tools on the stock fleet', () => {
 
     const approval = approvalOf(parked);
     expect((await f.callApprover('POST', `/v1/approvals/${approval}/approve`, KEYS.approver.key, {})).status).toBe(403);
-    expect((await f.callApprover('POST', `/v1/approvals/${approval}/approve`, KEYS.supervisor.key, {})).status).toBe(200);
+    expect((await f.callApprover('POST', `/v1/approvals/${approval}/approve`, KEYS.admin.key, {})).status).toBe(200);
 
     const done = await f.waitForRun(id, (r) => r.status === 'succeeded');
     expect(state.effects).toEqual([{ tool: 'delete_note', args: { id: 'welcome' }, key: expect.stringMatching(new RegExp(`^${id}:`)) }]);
@@ -83,7 +83,7 @@ describe('MCP tools on the stock fleet', () => {
     const f = fleet as Fleet;
     const { id, parked } = await submit(f, 'note-deleter', 'Delete the note "welcome"');
     const approval = approvalOf(parked);
-    const rejected = await f.callApprover('POST', `/v1/approvals/${approval}/reject`, KEYS.supervisor.key, { reason: 'keep it' });
+    const rejected = await f.callApprover('POST', `/v1/approvals/${approval}/reject`, KEYS.admin.key, { reason: 'keep it' });
     expect(rejected.status).toBe(200);
     await f.waitForRun(id, (r) => r.status === 'succeeded' || r.status === 'failed');
     expect(state.calls).toEqual([]);

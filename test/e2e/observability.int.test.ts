@@ -46,6 +46,7 @@ const RARE = new Set([
   'rein_breaker_events_total',
   'rein_bulkhead_rejections_total',
   'rein_step_delays_total',
+  'rein_webhook_deliveries_total',
 ]);
 
 const hasPromtool = hasSystemBinary('promtool', 'prometheus', 'the promtool check of the Prometheus files');

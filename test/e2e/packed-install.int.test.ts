@@ -46,7 +46,8 @@ const invite = defineTool({
   description: 'Send an invitation (a person approves it first).',
   kind: 'write',
   parameters: z.object({ name: z.string().min(1) }),
-  approval: ({ name }) => ({ risk: 'high', summary: 'Invite ' + name }),
+  // requiredRole 'user': the requester may confirm their own invitation as proposed (rein run --approve does).
+  approval: ({ name }) => ({ risk: 'high', summary: 'Invite ' + name, requiredRole: 'user' }),
   honoursIdempotencyKey: true,
   execute: ({ name }, ctx) => {
     appendFileSync(new URL('./effects.log', import.meta.url), JSON.stringify({ name, key: ctx.idempotencyKey, by: ctx.userId }) + '\\n');

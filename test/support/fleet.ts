@@ -8,7 +8,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const KEYS = {
   user: { key: 'e2e-user-key-zhangsan', tenantId: 'e2e', userId: 'zhangsan', roles: ['user'] },
   approver: { key: 'e2e-approver-key-lisi', tenantId: 'e2e', userId: 'lisi', roles: ['approver'] },
-  supervisor: { key: 'e2e-supervisor-key-wangwu', tenantId: 'e2e', userId: 'wangwu', roles: ['supervisor'] },
+  admin: { key: 'e2e-admin-key-wangwu', tenantId: 'e2e', userId: 'wangwu', roles: ['admin'] },
   other: { key: 'e2e-other-tenant-key', tenantId: 'elsewhere', userId: 'mallory', roles: ['admin'] },
 };
 
@@ -78,8 +78,24 @@ export async function startFleet(opts: FleetOptions) {
     );
   };
   for (let i = 0; i < (opts.workers ?? 2); i++) await startWorker();
-  // Generous: on a loaded two-core machine a service can take many seconds to start.
-  await Promise.all([waitForPort(modelPort, 30_000), waitForPort(apiPort, 30_000), waitForPort(approverPort, 30_000)]);
+  const stop = () =>
+    Promise.all(
+      procs.map(
+        (p) =>
+          new Promise<void>((resolve) => {
+            if (p.exitCode !== null || p.signalCode !== null) return resolve();
+            p.once('exit', () => resolve());
+            p.kill('SIGTERM');
+            setTimeout(() => p.kill('SIGKILL'), 5000).unref();
+          }),
+      ),
+    );
+  try {
+    await Promise.all([waitForPort(modelPort, 30_000), waitForPort(apiPort, 30_000), waitForPort(approverPort, 30_000)]);
+  } catch (err) {
+    await stop(); // a fleet that did not come up leaves no process behind
+    throw new Error(`${(err as Error).message}\n${logs.slice(-20).join('\n')}`);
+  }
 
   const call = async (base: string, method: string, path: string, key: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
@@ -115,19 +131,7 @@ export async function startFleet(opts: FleetOptions) {
       }
       throw new Error(`run ${id} never got there; last seen ${JSON.stringify(last)}\n${logs.slice(-30).join('\n')}`);
     },
-    async stop() {
-      await Promise.all(
-        procs.map(
-          (p) =>
-            new Promise<void>((resolve) => {
-              if (p.exitCode !== null || p.signalCode !== null) return resolve();
-              p.once('exit', () => resolve());
-              p.kill('SIGTERM');
-              setTimeout(() => p.kill('SIGKILL'), 5000).unref();
-            }),
-        ),
-      );
-    },
+    stop,
   };
 }
 export type Fleet = Awaited<ReturnType<typeof startFleet>>;

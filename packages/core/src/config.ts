@@ -20,6 +20,9 @@ const apiKeys = z.string().transform((raw, ctx) => {
   }
 });
 
+/** `true` / `false` exactly (z.coerce.boolean would read "false" as true). */
+const flag = z.enum(['true', 'false']).transform((v) => v === 'true');
+
 const jsonOf = <T extends z.ZodType>(schema: T, shape: string) =>
   z.string().transform((raw, ctx): z.infer<T> => {
     try {
@@ -29,6 +32,8 @@ const jsonOf = <T extends z.ZodType>(schema: T, shape: string) =>
       return z.NEVER;
     }
   });
+
+const otlpProtocol = z.enum(['http/protobuf', 'http/json'], { message: 'http/protobuf or http/json (grpc is not supported)' });
 
 export const priceSchema = z.object({ promptPerMTok: z.number().min(0), completionPerMTok: z.number().min(0) });
 export type Price = z.infer<typeof priceSchema>;
@@ -120,7 +125,39 @@ export const configSchema = z.object({
   REIN_HTTP_IDLE_TIMEOUT_MS: z.coerce.number().int().min(20_000).default(120_000),
   /** HTTP services: how long an idle keep-alive connection stays open; above load balancers' usual 60 s. */
   REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(72_000),
+  /** Let webhooks call loopback, private and link-local addresses (tests and local setups only). */
+  REIN_WEBHOOK_ALLOW_PRIVATE: flag.default(false),
+  REIN_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** First retry delay of a failed delivery; later ones grow fourfold up to 4 h, for over 24 h in all. */
+  REIN_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).default(5_000),
+  /** Tokens a session's earlier turns may take in a new run's prompt (oldest turns dropped first). */
+  REIN_SESSION_WINDOW_TOKENS: z.coerce.number().int().min(0).default(8_000),
+  /** Carry earlier runs' tool calls and results into a session, not only inputs and answers. */
+  REIN_SESSION_TOOL_TRAFFIC: flag.default(false),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * OpenTelemetry, by the standard names. Without an endpoint no SDK is registered:
+   * spans are the API's no-ops and nothing is sent. Headers, timeout and resource
+   * attributes (OTEL_EXPORTER_OTLP_HEADERS, ...) are read by the exporter itself.
+   */
+  OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  /** Overrides the above for traces, used as is (no `/v1/traces` appended). */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol.default('http/protobuf'),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol.optional(),
+  /** Defaults to rein-api, rein-worker or rein-approver. */
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+  OTEL_TRACES_SAMPLER: z
+    .enum(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'])
+    .default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(1),
+  OTEL_BSP_SCHEDULE_DELAY: z.coerce.number().int().min(0).default(5000),
+  OTEL_BSP_EXPORT_TIMEOUT: z.coerce.number().int().min(1).default(30_000),
+  OTEL_BSP_MAX_QUEUE_SIZE: z.coerce.number().int().min(1).default(2048),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: z.coerce.number().int().min(1).default(512),
+  /** Export prompts, completions and tool payloads on spans (PII-masked like logs). Off: they never leave the process. */
+  REIN_OTEL_CAPTURE_CONTENT: z.enum(['true', 'false']).default('false'),
 });
 
 export type Config = z.infer<typeof configSchema>;

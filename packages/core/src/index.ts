@@ -104,8 +104,16 @@ export { withFaultInjection } from './resilience/fault-injection.js';
 export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, type RunView, runView } from './runs/run-service.js';
+export { type SessionSettings, sessionHistory } from './runs/session-history.js';
 export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
-export { listRunsQuerySchema, type SubmitRunBody, submitRunBodySchema } from './schemas/api.js';
+export {
+  type ListApprovalsQuery,
+  type ListRunsQuery,
+  listApprovalsQuerySchema,
+  listRunsQuerySchema,
+  type SubmitRunBody,
+  submitRunBodySchema,
+} from './schemas/api.js';
 export {
   type Approval,
   type ApprovalStatus,
@@ -131,10 +139,45 @@ export {
   stepRecordSchema,
   TERMINAL_STATUSES,
 } from './schemas/run.js';
+export {
+  type CreateWebhookBody,
+  createdWebhookSchema,
+  createWebhookBodySchema,
+  type DeliveryAttempt,
+  deliveryAttemptSchema,
+  deliveryLogSchema,
+  type Webhook,
+  type WebhookEventType,
+  type WebhookPayload,
+  type WebhookView,
+  webhookEventTypeSchema,
+  webhookListSchema,
+  webhookPayloadSchema,
+  webhookSchema,
+  webhookViewSchema,
+} from './schemas/webhook.js';
 export { ApprovalFeed, type ApprovalFeedEvent, approvalFeedEventSchema } from './store/approval-feed.js';
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
-export { RunStore } from './store/run-store.js';
+export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
+export { type OnRunFinished, type RunFilter, RunStore } from './store/run-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
 export { defineTool, parseToolArguments, type Tool, type ToolContext, type ToolDefinition, toolSpec } from './tools/tool.js';
+export type { CaptureContent } from './tracing/genai.js';
+export { REIN_ATTR, stepSpan, submitSpan } from './tracing/rein-spans.js';
+export { parseTraceparent, traceparentSchema } from './tracing/trace-context.js';
+export { setupTracing, type Tracing } from './tracing/tracing-setup.js';
+export { isRefusedAddress, WebhookUrlRefusedError } from './webhooks/address-guard.js';
+export { verifyWebhook } from './webhooks/verify-webhook.js';
+export { createWebhookDelivery, type WebhookDelivery, WebhookDeliveryFailedError } from './webhooks/webhook-delivery.js';
+export {
+  type DeliveryJob,
+  deliveryJobSchema,
+  WEBHOOK_ATTEMPTS,
+  WEBHOOK_QUEUE,
+  WebhookDispatcher,
+  webhookRetryDelayMs,
+} from './webhooks/webhook-dispatcher.js';
+export { createWebhookService, MAX_WEBHOOKS_PER_TENANT, type WebhookService } from './webhooks/webhook-service.js';
+export { DELIVERY_LOG_SIZE, WebhookStore } from './webhooks/webhook-store.js';

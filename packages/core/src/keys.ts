@@ -29,6 +29,19 @@ export const tenantKeys = (tenantId: string) => {
     usage: (day: string) => `${p}:usage:${day}`,
     /** Per user: the user id is escaped so that no user id and key pair can spell another's. */
     idempotency: (userId: string, key: string) => `${p}:idempotency:${encodeURIComponent(userId)}:${key}`,
+    /** Run ids by creation time (ms), one index per filter value: what `GET /v1/runs` pages through. */
+    runsByStatus: (status: string) => `${p}:runs:status:${status}`,
+    runsByAgent: (agent: string) => `${p}:runs:agent:${agent}`,
+    runsByUser: (userId: string) => `${p}:runs:user:${encodeURIComponent(userId)}`,
+    /** Approval ids by creation time (ms), per status. */
+    approvalsByStatus: (status: string) => `${p}:approvals:status:${status}`,
+    /** A user's session: its run ids by creation time, and the one still active (if any). */
+    sessionRuns: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:runs`,
+    sessionActive: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:active`,
+    /** Webhook id → webhook JSON (with its secret). */
+    webhooks: `${p}:webhooks`,
+    /** The last delivery attempts of one webhook, newest first (a capped list). */
+    webhookDeliveries: (webhookId: string) => `${p}:webhook:${webhookId}:deliveries`,
   };
 };
 

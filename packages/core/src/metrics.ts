@@ -12,6 +12,12 @@ export function createMetrics(service: string) {
   const registers = [registry];
   return {
     registry,
+    webhookDeliveries: new Counter({
+      name: 'rein_webhook_deliveries_total',
+      help: 'Webhook delivery attempts, by outcome (delivered, failed = will retry, gave_up, refused, not_enqueued)',
+      labelNames: ['outcome'],
+      registers,
+    }),
     runsSubmitted: new Counter({ name: 'rein_runs_submitted_total', help: 'Runs accepted by the API', labelNames: ['agent'], registers }),
     runsFinished: new Counter({
       name: 'rein_runs_finished_total',

@@ -20,6 +20,10 @@ import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { RunStore } from './store/run-store.js';
 import type { Tool } from './tools/tool.js';
+import { setupTracing, type Tracing } from './tracing/tracing-setup.js';
+import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
+import { createWebhookService, type WebhookService } from './webhooks/webhook-service.js';
+import { WebhookStore } from './webhooks/webhook-store.js';
 
 export interface Runtime {
   config: Config;
@@ -44,6 +48,10 @@ export interface Runtime {
   fleetLimit: FleetLimit;
   /** The app's MCP servers; their tools live in `tools` while connected (see RuntimeOptions.mcp). */
   mcp: McpManager;
+  tracing: Tracing;
+  webhooks: WebhookService;
+  webhookStore: WebhookStore;
+  dispatcher: WebhookDispatcher;
   close(): Promise<void>;
 }
 
@@ -69,6 +77,7 @@ export async function createRuntime(
 ): Promise<Runtime> {
   const masker = createPiiMasker(app.guards.pii);
   const logger = createLogger(config.LOG_LEVEL, service, masker);
+  const tracing = setupTracing(config, service, masker, logger);
   const metrics = createMetrics(service);
   const redis = await connectRedis(config.REDIS_URL, role, logger);
   await checkRedisSettings(redis, logger);
@@ -85,6 +94,7 @@ export async function createRuntime(
       await scheduler.close();
       bull.disconnect();
       redis.disconnect();
+      await tracing.shutdown();
       throw err;
     }
   }
@@ -100,8 +110,11 @@ export async function createRuntime(
     logger,
     metrics,
   );
-  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics);
-  const feed = new ApprovalFeed(redis);
+  const webhookStore = new WebhookStore(redis);
+  const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger);
+  dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
+  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics, dispatcher.onRunFinished);
+  const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
   const journal = new DecisionJournal(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
   const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
   const enqueue = scheduler.enqueue;
@@ -109,6 +122,11 @@ export async function createRuntime(
     maxSteps: config.REIN_MAX_STEPS_CEILING,
     maxTokens: config.REIN_MAX_TOKENS_CEILING,
     timeoutMs: config.REIN_TIMEOUT_CEILING_MS,
+  };
+  const sessions = {
+    windowTokens: config.REIN_SESSION_WINDOW_TOKENS,
+    toolTraffic: config.REIN_SESSION_TOOL_TRAFFIC,
+    model: config.REIN_MODEL,
   };
   return {
     config,
@@ -125,19 +143,25 @@ export async function createRuntime(
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings }),
+    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings, sessions }),
     approvals: createApprovalService({ store, enqueue, cancelExpiry: scheduler.cancelExpiry, metrics, tools, feed }),
     inputFilter,
     masker,
     breakers,
     fleetLimit: new FleetLimit(redis),
     mcp,
+    tracing,
+    webhooks: createWebhookService({ store: webhookStore, allowPrivate: config.REIN_WEBHOOK_ALLOW_PRIVATE }),
+    webhookStore,
+    dispatcher,
     async close() {
       breakers.shutdown();
       await mcp.close();
       await scheduler.close();
+      await dispatcher.close();
       bull.disconnect();
       redis.disconnect();
+      await tracing.shutdown(); // flush the last spans
     },
   };
 }

@@ -16,6 +16,7 @@ import { createMetrics } from '../src/metrics.js';
 import type { ModelGateway } from '../src/model/model-gateway.js';
 import { type Enqueue, type ExpireJob, type JobName, jobCatalog, type StepJob, stepJobSchema } from '../src/queue/job-catalog.js';
 import { createRunService } from '../src/runs/run-service.js';
+import type { SessionSettings } from '../src/runs/session-history.js';
 import type { Principal } from '../src/schemas/identity.js';
 import { ApprovalFeed } from '../src/store/approval-feed.js';
 import { DecisionJournal } from '../src/store/decision-journal.js';
@@ -42,6 +43,7 @@ export interface HarnessOptions {
   guards?: Partial<GuardLimits>;
   /** The clock of the engine and approval service; tests advance it instead of sleeping. */
   now?: () => number;
+  sessions?: Partial<SessionSettings>;
 }
 
 export function createHarness(url: string, model: ModelGateway, opts: HarnessOptions = {}) {
@@ -119,6 +121,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     metrics,
     quotas,
     ceilings: { maxSteps: 50, maxTokens: 1_000_000, timeoutMs: 3_600_000 },
+    sessions: { windowTokens: 8000, toolTraffic: false, model: 'fake-model', ...opts.sessions },
     ...clock,
   });
   const approvals = createApprovalService({ store, enqueue, cancelExpiry, metrics, tools, feed, ...(opts.now ? { now: opts.now } : {}) });

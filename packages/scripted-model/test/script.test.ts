@@ -136,3 +136,36 @@ describe('the generic rule for any app', () => {
     expect(done.content).toContain('{"sent":true}');
   });
 });
+
+describe('sessions', () => {
+  it('answers the current turn (the last user message) and can recall the earlier ones', () => {
+    const messages: ScriptMessage[] = [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'What is your return policy?' },
+      { role: 'assistant', content: 'Seven days, no reason needed.' },
+      { role: 'user', content: 'What did I ask before?' },
+    ];
+    const reply = playOrderAssistant(messages);
+    expect(reply.toolCalls).toEqual([]);
+    expect(reply.content).toContain('Earlier you asked: "What is your return policy?"');
+  });
+
+  it('says so when there is nothing to recall', () => {
+    const reply = playOrderAssistant([
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'What did I ask before?' },
+    ]);
+    expect(reply.content).toContain('start of our conversation');
+  });
+
+  it('does not take an earlier turn for the current one', () => {
+    const reply = playOrderAssistant([
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'Please delete order 2024001' },
+      { role: 'assistant', content: 'I cannot delete orders.' },
+      { role: 'user', content: 'Hello' },
+    ]);
+    expect(reply.toolCalls).toEqual([]);
+    expect(reply.content).toContain('scripted demo model');
+  });
+});

@@ -17,8 +17,8 @@ const isEnvelope = (payload: unknown) => typeof payload === 'string' && payload.
 
 /**
  * Bull Board for operators: read-only (no retry, clean or promote buttons), behind admin
- * auth, and with job data reduced to what Rein's jobs are — run id and step — so a
- * future payload can never put prompts or PII on the screen. Its errors leave in Rein's
+ * auth, and with job data reduced to ids — run id and step, or whose webhook delivery —
+ * so a payload can never put prompts or PII on the screen. Its errors leave in Rein's
  * envelope, without Bull Board's or Redis's messages.
  */
 export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promise<void> {
@@ -30,9 +30,18 @@ export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promis
     ...(data.at ? { at: data.at } : {}),
   }));
   adapter.setFormatter('returnValue', (value: unknown) => (typeof value === 'string' ? value : null));
+  // Webhook deliveries carry final answers: the board shows only whose delivery it is.
+  const deliveries = new BullMQAdapter(rt.dispatcher.queue, { readOnlyMode: true, description: 'one job = one webhook delivery' });
+  deliveries.setFormatter('data', (data: { tenantId?: unknown; webhookId?: unknown; messageId?: unknown; type?: unknown }) => ({
+    tenantId: data.tenantId,
+    webhookId: data.webhookId,
+    messageId: data.messageId,
+    type: data.type,
+  }));
+  deliveries.setFormatter('returnValue', (value: unknown) => (typeof value === 'string' ? value : null));
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BOARD_PATH);
-  createBullBoard({ queues: [adapter], serverAdapter, options: { uiConfig: { boardTitle: 'Rein queue' } } });
+  createBullBoard({ queues: [adapter, deliveries], serverAdapter, options: { uiConfig: { boardTitle: 'Rein queue' } } });
   serverAdapter.setErrorHandler((err) => {
     rt.logger.error({ err }, 'queue board failed');
     return { status: 500, body: envelope('queue_board_failed', 'the queue board failed') };

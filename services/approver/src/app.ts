@@ -1,23 +1,17 @@
 import {
-  approvalStatusSchema,
   approveBodySchema,
   createServiceApp,
   EventStreams,
   idParamsSchema,
   lastEventId,
+  listApprovalsQuerySchema,
   parseInput,
   type Runtime,
   rejectBodySchema,
   tenantKeys,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import { mountConsole } from './console.js';
-
-const listQuerySchema = z.object({
-  status: approvalStatusSchema.optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-});
 
 /** The approver API: list, read, approve, reject. Who may decide is core's `mayDecide`. */
 export function createApproverApp(rt: Runtime): FastifyInstance {
@@ -26,10 +20,7 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
   const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
 
   const app = createServiceApp(rt, (v1) => {
-    v1.get('/v1/approvals', async (req) => {
-      const q = parseInput(listQuerySchema, req.query, 'query');
-      return { approvals: await approvals.list(req.principal, q.status, q.limit) };
-    });
+    v1.get('/v1/approvals', async (req) => approvals.list(req.principal, parseInput(listApprovalsQuerySchema, req.query, 'query')));
     v1.get('/v1/approvals/events', async (req, reply) => {
       const tenantId = req.principal.tenantId;
       await streams.serve(

@@ -14,6 +14,7 @@ import {
 } from '@rein/core';
 import type { Worker } from 'bullmq';
 import { createStepWorker } from './step-worker.js';
+import { createWebhookWorker } from './webhook-worker.js';
 
 export interface WorkerOptions extends ServiceOptions {
   /** The model the steps call; default: REIN_MODEL and its fallbacks at OPENAI_BASE_URL, behind breakers and bulkheads. */
@@ -33,6 +34,7 @@ export function configuredModel(rt: Runtime): ModelGateway {
       processConcurrency: config.REIN_MODEL_PROCESS_CONCURRENCY,
       fleetConcurrency: config.REIN_MODEL_FLEET_CONCURRENCY,
       maxWaitMs: config.REIN_BULKHEAD_WAIT_MS,
+      captureContent: rt.tracing.capture,
     },
   );
 }
@@ -46,6 +48,7 @@ export async function startWorker(app: App, options: WorkerOptions = {}): Promis
   const config = options.config ?? loadConfigOrExit();
   const rt = await createRuntime(config, 'worker', 'worker', app, { mcp: true }).catch(exitOnMcpStartError);
   const worker = createStepWorker(rt, (options.model ?? configuredModel)(rt));
+  const webhookWorker = createWebhookWorker(rt);
 
   const metrics = createServer(async (req, res) => {
     if (req.url === '/metrics') {
@@ -67,7 +70,7 @@ export async function startWorker(app: App, options: WorkerOptions = {}): Promis
     runtime: rt,
     worker,
     async close() {
-      await worker.close();
+      await Promise.all([worker.close(), webhookWorker.close()]);
       metrics.close();
       await rt.close();
     },

@@ -16,6 +16,7 @@ import {
   reap,
   STEP_QUEUE,
   type StepJob,
+  stepSpan,
   sweepDeadlines,
   terminalReason,
 } from '@rein/core';
@@ -50,6 +51,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
     logger,
     toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
     approvalTtlMs: config.APPROVAL_TTL_MS,
+    captureContent: rt.tracing.capture,
     protection: {
       breakers: rt.breakers,
       bulkhead: (dependency) => {
@@ -129,22 +131,24 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
         { job: parsed.name },
         Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000,
       );
-      const started = performance.now();
-      try {
-        const outcome = await steps.process(payload);
-        // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
-        if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
-        rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
-        return outcome;
-      } catch (err) {
-        if (isDelaying(err)) return delay(job, token, payload, err);
-        if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
-        logger.warn(
-          { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
-          'step failed; will retry',
-        );
-        throw err;
-      }
+      return stepSpan(parsed.name, payload, async () => {
+        const started = performance.now();
+        try {
+          const outcome = await steps.process(payload);
+          // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
+          if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
+          rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
+          return outcome;
+        } catch (err) {
+          if (isDelaying(err)) return delay(job, token, payload, err);
+          if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
+          logger.warn(
+            { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
+            'step failed; will retry',
+          );
+          throw err;
+        }
+      });
     },
     {
       connection: bullConnection(config.REDIS_URL, 'worker', logger),

@@ -3,11 +3,13 @@ import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFound
 import type { Metrics } from '../metrics.js';
 import type { CancelExpiry, Enqueue } from '../queue/job-catalog.js';
 import { approvalView } from '../runs/run-service.js';
-import type { Approval, ApprovalStatus } from '../schemas/approval.js';
+import type { ListApprovalsQuery } from '../schemas/api.js';
+import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
 import type { RunRecord } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import { idempotencyKey } from '../store/effect-ledger.js';
+import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import type { Tool } from '../tools/tool.js';
@@ -63,7 +65,8 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     }
     const step = changed[0]?.step;
     if (stillPending.length === 0 && run.status === 'pending_approval' && step !== undefined) {
-      await deps.enqueue('resume', { runId: run.id, step });
+      // The resume continues the run's trace, not the approver's request.
+      await deps.enqueue('resume', { runId: run.id, step, traceparent: run.traceparent });
       // Every approval of the step is decided: its expiry timers have nothing left to do.
       const instants = new Set((await deps.store.approvals(run.id)).filter((a) => a.step === step).map((a) => Date.parse(a.expiresAt)));
       for (const at of instants) await deps.cancelExpiry({ runId: run.id, step, at });
@@ -95,15 +98,21 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
   }
 
   return {
-    async list(principal: Principal, status: ApprovalStatus | undefined, limit = 100) {
-      const ids = await deps.store.tenantApprovalIds(principal.tenantId, 1000);
-      const out: ReturnType<typeof approvalView>[] = [];
-      for (const id of ids) {
-        if (out.length >= limit) break;
-        const found = await find(principal, id).catch(() => null); // expired traces drop out
-        if (found && (!status || found.approval.status === status)) out.push(approvalView(found.approval));
-      }
-      return out;
+    /**
+     * The tenant's approvals, newest first, from the per-status index. Someone who does
+     * not oversee the tenant sees only the ones their own runs asked for; their page may
+     * come back short with a cursor to go on.
+     */
+    async list(principal: Principal, q: ListApprovalsQuery) {
+      const { ids, next } = await deps.store.pageApprovals(principal.tenantId, q.status, {
+        limit: q.limit,
+        cursor: q.cursor ? decodeCursor(q.cursor) : undefined,
+      });
+      const approvals = (await deps.store.approvalsById(ids)).filter(
+        (a): a is Approval =>
+          a !== null && (!q.status || a.status === q.status) && (overseesTenant(principal) || a.requestedBy === principal.userId),
+      );
+      return { approvals: approvals.map(approvalView), ...(next ? { nextCursor: encodeCursor(next) } : {}) };
     },
 
     async get(principal: Principal, id: string) {

@@ -62,7 +62,7 @@ export async function reap(deps: ReaperDeps): Promise<number> {
 
 async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Promise<string | null> {
   const step = { runId: run.id, step: run.step };
-  const repair = { ...step, version: run.version };
+  const repair = { ...step, version: run.version, traceparent: run.traceparent };
   if (await jobIsLive(deps.queue, jobCatalog.repair.id(repair))) return null;
   if (run.status === 'queued' || run.status === 'running') {
     if (await jobIsLive(deps.queue, jobCatalog.step.id(step))) return null;

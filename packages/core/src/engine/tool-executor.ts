@@ -12,6 +12,9 @@ import type { RunRecord, ToolCallRecord } from '../schemas/run.js';
 import { type EffectLedger, idempotencyKey } from '../store/effect-ledger.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import { parseToolArguments, type Tool, type ToolContext } from '../tools/tool.js';
+import { type CaptureContent, toolSpan } from '../tracing/genai.js';
+import { REIN_ATTR } from '../tracing/rein-spans.js';
+import { annotateActiveSpan } from '../tracing/spans.js';
 
 export interface ToolCallResult {
   record: ToolCallRecord;
@@ -28,6 +31,8 @@ export interface ToolExecutorDeps {
   approvalTtlMs: number;
   /** Breaker and bulkhead per dependency (the workers); omitted, tools run unguarded (engine tests). */
   protection?: { breakers: CircuitBreakers; bulkhead: (dependency: string) => Bulkhead };
+  /** Tool arguments and results on the execute_tool spans (operator opt-in); absent, they are never exported. */
+  captureContent?: CaptureContent;
   now?: () => number;
 }
 
@@ -66,10 +71,12 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     // An open breaker throws below, before the tool runs, and the intent is cleared again.
     const prior = await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name);
     if (prior?.state === 'done') {
+      annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'replayed' });
       return record(call, args, prior.ok ? 'ok' : 'error', prior.observation, 0, extra);
     }
     if (prior?.state === 'intent' && !tool.honoursIdempotencyKey) {
       deps.metrics.effectsUncertain.inc({ tool: tool.name });
+      annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'uncertain' });
       deps.logger.warn(
         { tool: tool.name, toolCallId: call.id },
         'effect outcome uncertain; not re-running a tool that ignores idempotency keys',
@@ -113,10 +120,11 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.toolDuration.observe({ tool: tool.name }, durationMs / 1000);
     await deps.ledger.recordResult(ctx.runId, ctx.idempotencyKey, tool.name, ok, observation);
+    annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'executed' });
     return record(call, args, ok ? 'ok' : 'error', observation, durationMs, extra);
   }
 
-  return async function execute(
+  async function execute(
     run: RunRecord,
     profile: AgentProfile,
     step: number,
@@ -162,6 +170,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     const id = approvalId(run.id, step, index);
     const gated = { approvalId: id };
     const approval = approvals.find((a) => a.id === id);
+    annotateActiveSpan({ [REIN_ATTR.approvalDecision]: approval?.status ?? 'pending' });
     if (!approval) {
       const created = now();
       const newApproval: Approval = {
@@ -221,7 +230,11 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       case 'withdrawn':
         return record(call, parsed.args, 'rejected', 'Not executed: the approval was withdrawn.', 0, gated);
     }
-  };
+  }
+
+  /** One `execute_tool <tool>` span per call, whatever the call turns into. */
+  return (run: RunRecord, profile: AgentProfile, step: number, index: number, call: ModelToolCall, approvals: Approval[]) =>
+    toolSpan(call, deps.captureContent, () => execute(run, profile, step, index, call, approvals));
 }
 
 export type ToolExecutor = ReturnType<typeof createToolExecutor>;

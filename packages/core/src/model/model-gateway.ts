@@ -17,6 +17,8 @@ export interface ModelReply {
   content: string | null;
   toolCalls: ModelToolCall[];
   usage: { promptTokens: number; completionTokens: number };
+  /** Why the model stopped, per choice (`stop`, `tool_calls`, `length`, ...), when the endpoint says. */
+  finishReasons?: string[];
   /** The completion exactly as the endpoint sent it (for decision snapshots). */
   raw?: unknown;
 }
@@ -32,6 +34,7 @@ const completionSchema = z.object({
   choices: z
     .array(
       z.object({
+        finish_reason: z.string().nullish(),
         message: z.object({
           content: z.string().nullish(),
           tool_calls: z
@@ -102,6 +105,14 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
           promptTokens: estimateTokens(JSON.stringify(req.messages)),
           completionTokens: estimateTokens((message.content ?? '') + JSON.stringify(toolCalls)),
         };
-    return { model: parsed.data.model ?? model, content: message.content ?? null, toolCalls, usage, raw };
+    const finishReasons = parsed.data.choices.flatMap((c) => (c.finish_reason ? [c.finish_reason] : []));
+    return {
+      model: parsed.data.model ?? model,
+      content: message.content ?? null,
+      toolCalls,
+      usage,
+      ...(finishReasons.length ? { finishReasons } : {}),
+      raw,
+    };
   };
 }

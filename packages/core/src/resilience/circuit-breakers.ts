@@ -5,6 +5,8 @@ import { BreakerOpenError, ReinError } from '../errors.js';
 import { breakerKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import { REIN_ATTR } from '../tracing/rein-spans.js';
+import { annotateActiveSpan } from '../tracing/spans.js';
 
 export interface BreakerOptions {
   /** Percentage of failed calls in the rolling window that opens the breaker. */
@@ -80,12 +82,16 @@ export class CircuitBreakers {
     const breaker = this.breaker(name);
     // One command on the hot path; the open breaker's remaining time only when it is open.
     const [open, tripped] = await this.redis.mget(k.open, k.tripped);
-    if (open) throw new BreakerOpenError(name, Math.max(await this.redis.pttl(k.open), 100));
+    if (open) {
+      annotateActiveSpan({ [REIN_ATTR.breakerState]: 'open' });
+      throw new BreakerOpenError(name, Math.max(await this.redis.pttl(k.open), 100));
+    }
 
     if (tripped) {
       // Half-open: one probe for the whole fleet.
       const prober = randomUUID();
       const won = await this.redis.set(k.probe, prober, 'PX', this.options.probeTimeoutMs, 'NX');
+      annotateActiveSpan({ [REIN_ATTR.breakerState]: won ? 'half_open' : 'open' });
       if (!won) throw new BreakerOpenError(name, 1000);
       this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.half_open);
       try {
@@ -102,6 +108,7 @@ export class CircuitBreakers {
     }
 
     // Closed fleet-wide: a breaker still open here only saw failures the fleet has recovered from.
+    annotateActiveSpan({ [REIN_ATTR.breakerState]: 'closed' });
     if (breaker.opened || breaker.halfOpen) breaker.close();
     this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.closed);
     try {

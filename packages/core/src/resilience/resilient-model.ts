@@ -1,6 +1,7 @@
 import { BulkheadFullError, ModelUnavailableError, ReinError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { CompleteWith, ModelGateway } from '../model/model-gateway.js';
+import { type CaptureContent, chatSpan } from '../tracing/genai.js';
 import { Bulkhead } from './bulkhead.js';
 import type { CircuitBreakers } from './circuit-breakers.js';
 import type { FleetLimit } from './fleet-limit.js';
@@ -14,6 +15,8 @@ export interface ModelProtection {
   maxWaitMs: number;
   /** Calls to one model at once across the whole fleet (the provider's limit). */
   fleetConcurrency: number;
+  /** Prompts and completions on the chat spans (operator opt-in); absent, they are never exported. */
+  captureContent?: CaptureContent;
 }
 
 /**
@@ -48,7 +51,8 @@ export function createResilientModelGateway(models: string[], complete: Complete
           // the next model is tried; checking it here as well cost a Redis command on every call.
           return await bulkheadOf(model).run(() =>
             p.fleetLimit.run(dependency, p.fleetConcurrency, request.timeoutMs + 5_000, () =>
-              p.breakers.call(dependency, () => complete(model, request)),
+              // The span covers the call and its breaker (whose state it records), not the waits for a slot.
+              chatSpan(model, request, p.captureContent, () => p.breakers.call(dependency, () => complete(model, request))),
             ),
           );
         } catch (err) {

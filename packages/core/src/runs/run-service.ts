@@ -8,14 +8,17 @@ import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } fro
 import { tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
-import type { SubmitRunBody } from '../schemas/api.js';
+import type { ListRunsQuery, SubmitRunBody } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
-import { type RunRecord, type RunStatus, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
+import { type RunRecord, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
+import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
+import { newTraceparent, traceIdOf } from '../tracing/trace-context.js';
 import { bodyHash, replayOf } from './idempotency.js';
+import { type SessionSettings, sessionHistory } from './session-history.js';
 
 /** How long a claimed Idempotency-Key waits for its run to be created before it lapses (a crash in between). */
 const CLAIM_TTL_SECONDS = 60;
@@ -36,6 +39,7 @@ export interface RunServiceDeps {
   agents: AgentCatalog;
   enqueue: Enqueue;
   metrics: Metrics;
+  sessions: SessionSettings;
   idempotencyTtlSeconds?: number;
   now?: () => number;
 }
@@ -87,7 +91,13 @@ export function createRunService(deps: RunServiceDeps) {
   }
 
   return {
-    async submit(principal: Principal, body: SubmitRunBody, idempotencyKey?: string): Promise<{ run: RunView; created: boolean }> {
+    /** `traceparent`: the trace the run belongs to (see `submitSpan`); a new one when omitted. */
+    async submit(
+      principal: Principal,
+      body: SubmitRunBody,
+      idempotencyKey?: string,
+      traceparent = newTraceparent(),
+    ): Promise<{ run: RunView; created: boolean }> {
       const profile = deps.agents.get(body.agent ?? deps.agents.defaultAgent);
       const limits = { ...profile.limits, ...body.limits };
       for (const [name, ceiling] of Object.entries(deps.ceilings) as Array<[keyof LimitCeilings, number]>) {
@@ -107,10 +117,11 @@ export function createRunService(deps: RunServiceDeps) {
         if (held) return replay(replayOf(held, idem.claim.bodyHash));
       }
       const at = now();
-      const run: RunRecord = {
+      const fresh: RunRecord = {
         schemaVersion: 1,
         id,
-        traceId: randomUUID().replaceAll('-', '').slice(0, 16),
+        traceId: traceIdOf(traceparent),
+        traceparent,
         tenantId: principal.tenantId,
         userId: principal.userId,
         roles: principal.roles,
@@ -130,18 +141,37 @@ export function createRunService(deps: RunServiceDeps) {
         deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
       };
       let admitted = false;
+      let run = fresh;
       try {
         await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
         admitted = true;
-        await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }));
+        // One active run per session: the next one must see this one's answer.
+        const holder = await deps.store.claimSession(fresh);
+        if (holder) throw new ConflictError('session_busy', `run ${holder} of session ${body.sessionId} is still active`);
+        // Read after the claim, so the previous run of the session has finished and is seen.
+        const history = body.sessionId
+          ? await sessionHistory(
+              deps.store,
+              { tenantId: principal.tenantId, userId: principal.userId, sessionId: body.sessionId },
+              deps.sessions,
+            )
+          : [];
+        if (body.sessionId) run = { ...fresh, historyMessages: history.length };
+        await deps.store.create(
+          run,
+          { role: 'user', content: body.input },
+          runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId }),
+          history,
+        );
       } catch (err) {
-        // No run: give its quota slot back, and free the key for the retry (a key is bound only to a run that exists).
+        // No run: give its quota slot and its session back, and free the key for the retry (a key is bound only to a run that exists).
         if (admitted) await deps.quotas.release(principal.tenantId, id).catch(() => {});
+        await deps.store.releaseSession(fresh).catch(() => {});
         if (idem) await deps.store.releaseIdempotencyKey(idem.key, idem.claim).catch(() => {});
         throw err;
       }
       if (idem) await deps.store.bindIdempotencyKey(idem.key, idem.claim, deps.idempotencyTtlSeconds ?? 86_400);
-      await deps.enqueue('step', { runId: id, step: 0 });
+      await deps.enqueue('step', { runId: id, step: 0, traceparent });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };
     },
@@ -184,9 +214,25 @@ export function createRunService(deps: RunServiceDeps) {
       return { runId: run.id, traceId: run.traceId, snapshots: await deps.journal.snapshots(run.id) };
     },
 
-    async list(principal: Principal, status: RunStatus | undefined, limit: number) {
-      const runs = await deps.store.list(principal.tenantId, { userId: principal.userId, status, limit });
-      return Promise.all(runs.map(view));
+    /** Runs of the caller's tenant: approvers and admins may filter by user, everyone else sees their own. */
+    async list(principal: Principal, q: ListRunsQuery) {
+      if (q.userId && q.userId !== principal.userId && !overseesTenant(principal))
+        throw new ForbiddenError("listing another user's runs needs the approver role or above");
+      const userId = overseesTenant(principal) ? q.userId : principal.userId;
+      const { runs, next } = await deps.store.list(
+        principal.tenantId,
+        { status: q.status, agent: q.agent, userId },
+        { limit: q.limit, after: q.createdAfter, before: q.createdBefore, cursor: q.cursor ? decodeCursor(q.cursor) : undefined },
+      );
+      return { runs: await Promise.all(runs.map(view)), ...(next ? { nextCursor: encodeCursor(next) } : {}) };
+    },
+
+    /** The caller's own session: its runs, oldest first (sessions are per tenant and user). */
+    async session(principal: Principal, sessionId: string) {
+      const ids = await deps.store.sessionRunIds(principal.tenantId, principal.userId, sessionId);
+      const runs = (await deps.store.getMany(ids)).filter((r): r is RunRecord => r !== null);
+      if (runs.length === 0) throw new NotFoundError(`session ${sessionId}`);
+      return { id: sessionId, runs: await Promise.all(runs.map(view)) };
     },
 
     /** Cancels a non-terminal run; its pending approvals are withdrawn in the same commit. */

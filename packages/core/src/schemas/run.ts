@@ -63,13 +63,18 @@ export type LoopGuardState = z.infer<typeof loopGuardStateSchema>;
 export const runRecordSchema = z.object({
   schemaVersion,
   id: z.string(),
+  /** W3C trace id (32 hex) shared by every span, log line and job of the run. */
   traceId: z.string(),
+  /** The run's root trace context (the submit span): jobs enqueued outside a step (resume, repair) continue it. */
+  traceparent: z.string().optional(),
   tenantId: principalSchema.shape.tenantId,
   userId: principalSchema.shape.userId,
   roles: principalSchema.shape.roles,
   agent: z.string(),
   input: z.string(),
   sessionId: z.string().optional(),
+  /** How many of the run's first messages are its session's earlier turns (they precede its input). */
+  historyMessages: z.number().int().min(0).optional(),
   metadata: z.record(z.string(), z.unknown()),
   limits: limitsSchema,
   status: runStatusSchema,

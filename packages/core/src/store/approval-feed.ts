@@ -30,10 +30,15 @@ export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncerta
  * own permissions.
  */
 export class ApprovalFeed {
-  constructor(private readonly redis: Redis) {}
+  constructor(
+    private readonly redis: Redis,
+    /** Told of every published event (webhooks), after it is in the feed. */
+    private readonly onPublish?: (tenantId: string, event: ApprovalFeedEvent) => Promise<void>,
+  ) {}
 
   async publish(tenantId: string, event: ApprovalFeedEvent): Promise<void> {
     await this.redis.xadd(tenantKeys(tenantId).approvalFeed, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(event));
+    await this.onPublish?.(tenantId, event);
   }
 
   /** The tenant's writes with an unknown outcome, newest first (from the last 10 000 feed entries). */

@@ -42,6 +42,7 @@ const scripts = {
   admitRun: { file: 'admit-run-2.lua', keys: 2 },
   acquireLease: { file: 'acquire-lease-1.lua', keys: 1 },
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
+  releaseSession: { file: 'release-session-1.lua', keys: 1 },
 } as const;
 
 export interface ReinScripts {
@@ -50,6 +51,7 @@ export interface ReinScripts {
   admitRun(active: string, usage: string, ...argv: string[]): Promise<number>;
   acquireLease(leases: string, ...argv: string[]): Promise<number>;
   settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
+  releaseSession(active: string, runId: string): Promise<number>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */

@@ -3,7 +3,7 @@ import { NotFoundError, StaleStepError } from '../errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
-import { type Approval, approvalSchema } from '../schemas/approval.js';
+import { type Approval, type ApprovalStatus, approvalSchema, approvalStatusSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
 import { type ChatMessage, chatMessageSchema, readMessage } from '../schemas/message.js';
 import {
@@ -16,6 +16,7 @@ import {
   stepRecordSchema,
   TERMINAL_STATUSES,
 } from '../schemas/run.js';
+import { type Page, type PageCursor, type PageQuery, pageIndexes } from './index-pager.js';
 import { CommitResult, CreateResult, withScripts } from './lua-scripts.js';
 import { runFootprint } from './run-footprint.js';
 
@@ -48,6 +49,15 @@ export interface StepRead {
   messages: ChatMessage[];
 }
 
+/** Called once per run, right after the commit that made it terminal (at-most-once: a crash in between skips it). */
+export type OnRunFinished = (run: RunRecord) => Promise<void>;
+
+export interface RunFilter {
+  status?: RunStatus;
+  agent?: string;
+  userId?: string;
+}
+
 export interface StoredEvent {
   id: string;
   event: RunEvent;
@@ -65,28 +75,39 @@ export class RunStore {
     redis: Redis,
     private readonly traceTtlSeconds: number,
     private readonly metrics?: Pick<Metrics, 'storedBytes'>,
+    private readonly onFinished?: OnRunFinished,
   ) {
     this.redis = withScripts(redis);
   }
 
-  /** Creates the run unless one with the same id exists; returns whether it did. */
-  async create(run: RunRecord, firstMessage: ChatMessage, event: RunEvent): Promise<boolean> {
+  /**
+   * Creates the run unless one with the same id exists; returns whether it did.
+   * `history` (a session's earlier turns) goes before the input in the conversation.
+   */
+  async create(run: RunRecord, firstMessage: ChatMessage, event: RunEvent, history: ChatMessage[] = []): Promise<boolean> {
     const k = runKeys(run.id);
     const created = await this.redis.createRun(
       k.run,
       k.messages,
       k.events,
       JSON.stringify(runRecordSchema.parse(run)),
-      JSON.stringify(firstMessage),
       JSON.stringify(event),
+      ...[...history, firstMessage].map((m) => JSON.stringify(m)),
     );
     if (created === CreateResult.Created) {
-      await this.redis
-        .multi()
-        .zadd(tenantKeys(run.tenantId).runs, Date.parse(run.createdAt), run.id)
-        .zadd(DEADLINES_KEY, Date.parse(run.deadlineAt), run.id)
-        .zadd(ACTIVE_RUNS_KEY, Date.parse(run.updatedAt), run.id)
-        .exec();
+      const t = tenantKeys(run.tenantId);
+      const at = Date.parse(run.createdAt);
+      const tx = this.redis.multi();
+      // Index entries outlive their expired runs by at most one TTL: each insert trims what is older.
+      for (const index of [t.runs, t.runsByStatus(run.status), t.runsByAgent(run.agent), t.runsByUser(run.userId)]) {
+        tx.zadd(index, at, run.id).zremrangebyscore(index, '-inf', `(${at - this.traceTtlSeconds * 1000}`);
+      }
+      if (run.sessionId)
+        tx.zadd(t.sessionRuns(run.userId, run.sessionId), at, run.id).expire(
+          t.sessionRuns(run.userId, run.sessionId),
+          this.traceTtlSeconds,
+        );
+      await tx.zadd(DEADLINES_KEY, Date.parse(run.deadlineAt), run.id).zadd(ACTIVE_RUNS_KEY, Date.parse(run.updatedAt), run.id).exec();
     }
     return created === CreateResult.Created;
   }
@@ -185,6 +206,8 @@ export class RunStore {
       throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
     }
     await this.afterCommit(c.from, next, c.approvals ?? [], c.alsoAfter ?? []);
+    if (this.onFinished && TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(c.from.status))
+      await this.onFinished(next);
     return next;
   }
 
@@ -196,11 +219,22 @@ export class RunStore {
    * which is also why this is a plain pipeline (one round trip), not a transaction.
    */
   private async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[], alsoAfter: RedisCommand[]): Promise<void> {
+    const t = tenantKeys(next.tenantId);
     const commands: RedisCommand[] = [...alsoAfter];
-    if (approvals.length)
-      commands.push(['zadd', tenantKeys(next.tenantId).approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id])]);
+    if (approvals.length) commands.push(['zadd', t.approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id])]);
+    for (const a of approvals) {
+      for (const s of approvalStatusSchema.options) if (s !== a.status) commands.push(['zrem', t.approvalsByStatus(s), a.id]);
+      commands.push(['zadd', t.approvalsByStatus(a.status), Date.parse(a.createdAt), a.id]);
+    }
+    if (from.status !== next.status) {
+      commands.push(
+        ['zrem', t.runsByStatus(from.status), next.id],
+        ['zadd', t.runsByStatus(next.status), Date.parse(next.createdAt), next.id],
+      );
+    }
     const terminal = TERMINAL_STATUSES.includes(next.status);
-    if (terminal) commands.push(['srem', tenantKeys(next.tenantId).active, next.id], ['zrem', ACTIVE_RUNS_KEY, next.id]);
+    if (terminal && next.sessionId) await this.releaseSession(next);
+    if (terminal) commands.push(['srem', t.active, next.id], ['zrem', ACTIVE_RUNS_KEY, next.id]);
     else commands.push(['zadd', ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id]);
     if (terminal || next.status === 'pending_approval') commands.push(['zrem', DEADLINES_KEY, next.id]);
     else if (from.status !== next.status || from.deadlineAt !== next.deadlineAt)
@@ -274,30 +308,75 @@ export class RunStore {
     return entries.map(([id, fields]) => ({ id, event: runEventSchema.parse(JSON.parse(fields[1] ?? '{}')) }));
   }
 
-  /** The tenant's runs, newest first, optionally filtered by status. */
-  async list(tenantId: string, opts: { userId?: string; status?: RunStatus; limit: number }): Promise<RunRecord[]> {
-    const ids = await this.redis.zrevrange(tenantKeys(tenantId).runs, 0, 999);
-    const out: RunRecord[] = [];
-    for (let i = 0; i < ids.length && out.length < opts.limit; i += 100) {
-      const batch = ids.slice(i, i + 100);
-      const pipeline = this.redis.pipeline();
-      for (const id of batch) pipeline.hget(runKeys(id).run, 'doc');
-      const docs = (await pipeline.exec()) ?? [];
-      for (const [, doc] of docs) {
-        if (typeof doc !== 'string') continue; // expired trace
-        const run = runRecordSchema.parse(JSON.parse(doc));
-        if (opts.userId && run.userId !== opts.userId) continue;
-        if (opts.status && run.status !== opts.status) continue;
-        out.push(run);
-        if (out.length === opts.limit) break;
-      }
-    }
-    return out;
+  /**
+   * The tenant's runs matching every filter, newest first, a page at a time, read
+   * from the per-filter indexes. A run whose status changed a moment ago may still sit
+   * in its old status index: its document decides, so it is left out rather than mislabelled.
+   */
+  async list(tenantId: string, filter: RunFilter, page: PageQuery): Promise<{ runs: RunRecord[]; next?: PageCursor }> {
+    const t = tenantKeys(tenantId);
+    const keys = [
+      ...(filter.status ? [t.runsByStatus(filter.status)] : []),
+      ...(filter.agent ? [t.runsByAgent(filter.agent)] : []),
+      ...(filter.userId ? [t.runsByUser(filter.userId)] : []),
+    ];
+    const { ids, next } = await pageIndexes(this.redis, keys.length ? keys : [t.runs], page);
+    const runs = (await this.getMany(ids)).filter((r): r is RunRecord => r !== null && (!filter.status || r.status === filter.status));
+    return { runs, ...(next ? { next } : {}) };
   }
 
-  /** Approval ids of a tenant, newest first (status is read from each run). */
-  async tenantApprovalIds(tenantId: string, limit: number): Promise<string[]> {
-    return this.redis.zrevrange(tenantKeys(tenantId).approvals, 0, limit - 1);
+  /** Run documents in one round trip; null where the run expired. */
+  async getMany(ids: string[]): Promise<Array<RunRecord | null>> {
+    if (ids.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hget(runKeys(id).run, 'doc');
+    const docs = (await pipeline.exec()) ?? [];
+    return docs.map(([, doc]) => (typeof doc === 'string' ? runRecordSchema.parse(JSON.parse(doc)) : null));
+  }
+
+  /** The tenant's approval ids, newest first, optionally of one status, a page at a time. */
+  async pageApprovals(tenantId: string, status: ApprovalStatus | undefined, page: PageQuery): Promise<Page> {
+    const t = tenantKeys(tenantId);
+    return pageIndexes(this.redis, [status ? t.approvalsByStatus(status) : t.approvals], page);
+  }
+
+  /** Approvals by id (`<runId>.<step>.<n>`) in one round trip; null where gone. */
+  async approvalsById(ids: string[]): Promise<Array<Approval | null>> {
+    if (ids.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hget(runKeys(id.split('.')[0] ?? '').approvals, id);
+    const docs = (await pipeline.exec()) ?? [];
+    return docs.map(([, doc]) => (typeof doc === 'string' ? approvalSchema.parse(JSON.parse(doc)) : null));
+  }
+
+  /** A user's session runs, oldest first. */
+  async sessionRunIds(tenantId: string, userId: string, sessionId: string, limit = 200): Promise<string[]> {
+    return this.redis.zrange(tenantKeys(tenantId).sessionRuns(userId, sessionId), -limit, -1);
+  }
+
+  /**
+   * Marks `runId` as the session's active run unless another one is; returns the one
+   * that holds the session. A holder that already finished or expired (its release was
+   * lost in a crash) is replaced; the marker's TTL only bounds what an abandoned session leaves.
+   */
+  async claimSession(run: RunRecord): Promise<string | null> {
+    if (!run.sessionId) return null;
+    const key = tenantKeys(run.tenantId).sessionActive(run.userId, run.sessionId);
+    for (let tries = 0; tries < 3; tries++) {
+      if ((await this.redis.set(key, run.id, 'EX', this.traceTtlSeconds, 'NX')) === 'OK') return null;
+      const holder = await this.redis.get(key);
+      if (!holder) continue;
+      const held = await this.get(holder);
+      if (held && !TERMINAL_STATUSES.includes(held.status)) return holder;
+      await this.redis.releaseSession(key, holder);
+    }
+    // Lost three races in a row: someone else keeps starting runs in this session.
+    return (await this.redis.get(key)) ?? 'another run';
+  }
+
+  /** Frees the session if this run still holds it (compare-and-delete). */
+  async releaseSession(run: Pick<RunRecord, 'id' | 'tenantId' | 'userId' | 'sessionId'>): Promise<void> {
+    if (run.sessionId) await this.redis.releaseSession(tenantKeys(run.tenantId).sessionActive(run.userId, run.sessionId), run.id);
   }
 
   /**

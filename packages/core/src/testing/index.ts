@@ -6,4 +6,5 @@ export {
   McpFixtureState,
   startMcpFixtureHttp,
 } from './mcp-fixture-server.js';
+export { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './otlp-receiver.js';
 export { freePort, LocalRedis, startTestRedis, type TestRedis, type TestRedisOptions, waitForPort } from './redis-server.js';

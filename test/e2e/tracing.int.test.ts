@@ -67,8 +67,7 @@ describe('one run, one trace, exported by real processes over OTLP http/protobuf
 
     const of = (name: string) => receiver.spans.filter((s) => s.name === name);
     await until('every step and model call to be exported', () =>
-      of('rein.step').some((s) => s.attributes['rein.step.outcome'] === 'finished') &&
-      of(`chat rein-scripted`).length >= steps.length
+      of('rein.step').some((s) => s.attributes['rein.step.outcome'] === 'finished') && of(`chat rein-scripted`).length >= steps.length
         ? true
         : undefined,
     );

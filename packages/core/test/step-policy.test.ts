@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { EMPTY_GUARD, guardFromHistory } from '../src/engine/loop-guard.js';
 import { retryOnStale } from '../src/engine/run-transitions.js';
-import { afterDecision, afterPlan, afterTools, completionRoom, exhaustedBudget, gate, type StepFacts } from '../src/engine/step-policy.js';
+import {
+  afterDecision,
+  afterPlan,
+  afterTools,
+  completionRoom,
+  EVENT_OBSERVATION_CHARS,
+  exhaustedBudget,
+  gate,
+  type StepFacts,
+} from '../src/engine/step-policy.js';
 import { StaleStepError } from '../src/errors.js';
 import type { Approval } from '../src/schemas/approval.js';
 import type { Decision, RunRecord, ToolCallRecord } from '../src/schemas/run.js';
@@ -143,6 +152,14 @@ describe('step policy: transitions', () => {
     expect(t.change.to).toMatchObject({ status: 'running', step: 3, pendingApprovals: [] });
     expect(t.change.to.guard?.calls).toEqual({ [Object.keys(t.change.to.guard?.calls ?? {})[0] as string]: { n: 1, ok: [2, 'c1'] } });
     expect(t.change.messages?.map((m) => m.role)).toEqual(['assistant', 'tool']);
+  });
+
+  it('announces long tool results in events as a preview; the step record (the trace) keeps them whole', () => {
+    const long = 'x'.repeat(EVENT_OBSERVATION_CHARS + 100);
+    const t = afterTools(facts(), [record({ observation: long })], []);
+    const event = t.change.events?.find((e) => e.type === 'tool.result');
+    expect(event?.data.observation).toBe(`${'x'.repeat(EVENT_OBSERVATION_CHARS)}… (100 more characters in the trace)`);
+    expect(t.change.step?.toolCalls[0]?.observation).toBe(long);
   });
 
   it('does not count time parked against the deadline', () => {

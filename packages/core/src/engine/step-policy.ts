@@ -23,6 +23,14 @@ export interface GuardLimits {
   toolResultMaxChars: number;
 }
 
+/** How much of an observation a `tool.result` event carries; `GET /v1/runs/:id/trace` has all of it. */
+export const EVENT_OBSERVATION_CHARS = 240;
+
+export const observationPreview = (text: string) =>
+  text.length <= EVENT_OBSERVATION_CHARS
+    ? text
+    : `${text.slice(0, EVENT_OBSERVATION_CHARS)}… (${text.length - EVENT_OBSERVATION_CHARS} more characters in the trace)`;
+
 /** Smallest completion worth asking for; a call that cannot afford it is not made. */
 export const MIN_COMPLETION_TOKENS = 16;
 
@@ -161,6 +169,7 @@ function parts(f: StepFacts) {
     finishedAt: at,
   });
   const stepFinished = (outcome: string) => runEvent('step.finished', run.id, run.step, { outcome, thought: decision.content, usage });
+  // Events announce results; the trace keeps them whole (storing them twice made a run's Redis footprint grow).
   const toolEvents = (records: ToolCallRecord[]) =>
     records.map((r) =>
       runEvent('tool.result', run.id, run.step, {
@@ -168,7 +177,7 @@ function parts(f: StepFacts) {
         name: r.name,
         arguments: r.arguments,
         outcome: r.outcome,
-        observation: r.observation,
+        observation: observationPreview(r.observation),
       }),
     );
   /** A loop breaker ends the run after this step. */

@@ -10,8 +10,17 @@ export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
 export { type Config, configSchema, loadAppOrExit, loadConfig, loadConfigOrExit, requireApiKeys } from './config.js';
+export {
+  type ContextPolicy,
+  compactHistory,
+  observationContent,
+  READ_RESULT_TOOL,
+  resultHandle,
+  structuredSummary,
+} from './engine/context-policy.js';
 export { sweepDeadlines } from './engine/deadline-sweeper.js';
 export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './engine/loop-guard.js';
+export { linkCallsToPlan, PLAN_APPROVAL, type PlanOptions, planResponseFormat, validatePlan } from './engine/plan.js';
 export { type ReaperDeps, reap } from './engine/reaper.js';
 export { retryOnStale } from './engine/run-transitions.js';
 export type { GuardLimits, Transition } from './engine/step-policy.js';

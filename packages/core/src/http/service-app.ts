@@ -5,9 +5,9 @@ import { createHttpApp } from './http-app.js';
 
 /**
  * The HTTP shell configured from a service's runtime (keys, metrics, Redis, limits);
- * `routes` registers the service's authenticated `/v1` routes.
+ * `routes` registers the service's authenticated `/v1` routes; `title` names its OpenAPI document.
  */
-export function createServiceApp(rt: Runtime, routes: (v1: FastifyInstance) => void | Promise<void>): FastifyInstance {
+export function createServiceApp(rt: Runtime, title: string, routes: (v1: FastifyInstance) => void | Promise<void>): FastifyInstance {
   return createHttpApp({
     logger: rt.logger,
     apiKeys: requireApiKeys(rt.config),
@@ -19,6 +19,7 @@ export function createServiceApp(rt: Runtime, routes: (v1: FastifyInstance) => v
       idleMs: rt.config.REIN_HTTP_IDLE_TIMEOUT_MS,
       keepAliveMs: rt.config.REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS,
     },
+    title,
     routes,
   });
 }

@@ -26,6 +26,13 @@ export const submitRunBodySchema = z
   .strict();
 export type SubmitRunBody = z.infer<typeof submitRunBodySchema>;
 
+/** The `Idempotency-Key` header of `POST /v1/runs`: a retry with the same key and body answers the same run. */
+export const idempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+
 const instant = z
   .string()
   .datetime({ offset: true })

@@ -79,6 +79,7 @@ export type RunTrace = z.infer<typeof runTraceSchema>;
 
 /** `GET /v1/runs/:id/snapshots` (admins). */
 export const snapshotListSchema = z.object({ runId: z.string(), traceId: z.string(), snapshots: z.array(snapshotSchema) });
+export type SnapshotList = z.infer<typeof snapshotListSchema>;
 
 /** A page of `GET /v1/approvals`. */
 export const approvalListSchema = z.object({ approvals: z.array(approvalViewSchema), nextCursor: z.string().optional() });
@@ -88,6 +89,7 @@ export type ApprovalList = z.infer<typeof approvalListSchema>;
 export const uncertainEffectListSchema = z.object({
   effects: z.array(approvalFeedEventSchema.options[1]),
 });
+export type UncertainEffectList = z.infer<typeof uncertainEffectListSchema>;
 
 /** `GET /v1/me`. */
 export const meSchema = principalSchema;

@@ -26,7 +26,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
 
-  const app = createServiceApp(rt, 'Rein API', (v1) => {
+  const app = createServiceApp(rt, (v1) => {
     v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {
       const body = parseInput(submitRunBodySchema, req.body, 'body');
       const header = req.headers['idempotency-key'];

@@ -20,7 +20,7 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
 
-  const app = createServiceApp(rt, 'Rein approver', (v1) => {
+  const app = createServiceApp(rt, (v1) => {
     v1.get('/v1/approvals', { schema: schemas.listApprovals }, async (req) =>
       approvals.list(req.principal, parseInput(listApprovalsQuerySchema, req.query, 'query')),
     );

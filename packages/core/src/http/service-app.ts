@@ -5,9 +5,9 @@ import { createHttpApp } from './http-app.js';
 
 /**
  * The HTTP shell configured from a service's runtime (keys, metrics, Redis, limits);
- * `routes` registers the service's authenticated `/v1` routes; `title` names its OpenAPI document.
+ * `routes` registers the service's authenticated `/v1` routes.
  */
-export function createServiceApp(rt: Runtime, title: string, routes: (v1: FastifyInstance) => void | Promise<void>): FastifyInstance {
+export function createServiceApp(rt: Runtime, routes: (v1: FastifyInstance) => void | Promise<void>): FastifyInstance {
   return createHttpApp({
     logger: rt.logger,
     apiKeys: requireApiKeys(rt.config),
@@ -19,7 +19,8 @@ export function createServiceApp(rt: Runtime, title: string, routes: (v1: Fastif
       idleMs: rt.config.REIN_HTTP_IDLE_TIMEOUT_MS,
       keepAliveMs: rt.config.REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS,
     },
-    title,
+    // The OpenAPI document is named after the service the runtime was created for.
+    title: `Rein ${String(rt.logger.bindings().service ?? '')}`.trim(),
     routes,
   });
 }

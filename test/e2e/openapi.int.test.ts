@@ -44,8 +44,6 @@ beforeAll(async () => {
   }
 });
 afterAll(async () => {
-  // Closing a connection that is still handshaking rejects its ready check: let them finish first.
-  await Promise.all([rt.scheduler.queue.waitUntilReady(), rt.dispatcher.queue.waitUntilReady()]);
   for (const { app } of services) await app.close();
   await rt.close();
   await redis.stop();

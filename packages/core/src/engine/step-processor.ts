@@ -121,7 +121,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
           schemaVersion: 1,
           step: run.step,
           at: iso(),
-          request: { model: deps.modelName, messages, tools: tools.map((t) => t.function.name), toolSpecs: tools, maxTokens, timeoutMs },
+          // The model that answered (a fallback, maybe at another provider), not the one first asked.
+          request: { model: reply.model, messages, tools: tools.map((t) => t.function.name), toolSpecs: tools, maxTokens, timeoutMs },
           reply: reply.raw ?? { model: reply.model, content: reply.content, toolCalls: reply.toolCalls, usage: reply.usage },
         },
         // The history is the run's whole log as just read: no need to read it again to find it.

@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { type OfferedTool, playAnyTools } from './any-tools.js';
 import { playOrderAssistant } from './script.js';
+import { structuredAnswer } from './structured-answer.js';
 
 export const SCRIPTED_MODEL_ID = 'rein-scripted';
 
@@ -22,6 +23,12 @@ const requestSchema = z.object({
     .optional(),
   max_tokens: z.number().int().positive().optional(),
   stream: z.boolean().optional(),
+  response_format: z
+    .object({
+      type: z.string(),
+      json_schema: z.object({ name: z.string(), schema: z.record(z.string(), z.unknown()).optional() }).optional(),
+    })
+    .optional(),
 });
 
 /** The order assistant's script for its own tools (or none); the generic rule for anyone else's. */
@@ -99,6 +106,11 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
       messages,
       (parsed.data.tools ?? []).map((t) => t.function as OfferedTool),
     );
+    const format = parsed.data.response_format;
+    if (format?.type === 'json_schema' && format.json_schema && move.toolCalls.length === 0) {
+      const userTexts = messages.flatMap((m) => (m.role === 'user' && m.content ? [m.content] : []));
+      move.content = structuredAnswer(format.json_schema.schema ?? {}, move.content ?? '', userTexts);
+    }
     const toolCalls = move.toolCalls.map((c, i) => ({
       id: `call_${turn}_${i}`,
       type: 'function' as const,

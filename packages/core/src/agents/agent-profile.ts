@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { type OutputSpec, outputSpec } from '../engine/structured-output.js';
 import { ConfigError, InvalidRequestError } from '../errors.js';
 import { type Limits, limitsSchema } from '../schemas/run.js';
 
@@ -16,6 +17,8 @@ export interface AgentProfile {
   maxCompletionTokens: number;
   /** The answer a run gets when it stops without one (budget, deadline, failures); absent means the app's. */
   handoffAnswer?: string;
+  /** The final answer's shape: asked for with `response_format` where the provider can, always validated. */
+  output?: OutputSpec;
 }
 
 export interface AgentDefinition {
@@ -27,6 +30,8 @@ export interface AgentDefinition {
   limits?: Partial<Limits>;
   maxCompletionTokens?: number;
   handoffAnswer?: string;
+  /** A zod schema the final answer must match (JSON); the run view carries the parsed value as `output`. */
+  output?: z.ZodType;
 }
 
 const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 };
@@ -41,6 +46,7 @@ const definitionSchema = z.object({
   limits: limitsSchema.partial().optional(),
   maxCompletionTokens: z.number().int().min(16).max(1_000_000).optional(),
   handoffAnswer: z.string().trim().min(1).optional(),
+  output: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'must be a zod schema').optional(),
 });
 
 /** An agent of an app: instructions, the tools it may call (by name), its model and limits. */
@@ -62,6 +68,7 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
     limits: { ...DEFAULT_LIMITS, ...a.limits },
     maxCompletionTokens: a.maxCompletionTokens ?? 1024,
     ...(a.handoffAnswer ? { handoffAnswer: a.handoffAnswer } : {}),
+    ...(a.output ? { output: outputSpec(a.name, a.output) } : {}),
   };
 }
 

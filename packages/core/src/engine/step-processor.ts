@@ -105,7 +105,14 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     if (maxTokens === null) return null;
     const timeoutMs = Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now()));
     const started = performance.now();
-    const request = { messages, tools, maxTokens, timeoutMs, ...(profile.models ? { models: profile.models } : {}) };
+    const request = {
+      messages,
+      tools,
+      maxTokens,
+      timeoutMs,
+      ...(profile.models ? { models: profile.models } : {}),
+      ...(profile.output ? { responseFormat: profile.output.jsonSchema } : {}),
+    };
     const reply = await deps.model.complete(request).catch((err: ReinError) => {
       deps.metrics.modelDuration.observe({ model: deps.modelName, outcome: err.code ?? 'error' }, (performance.now() - started) / 1000);
       throw err;
@@ -122,7 +129,15 @@ export function createStepProcessor(deps: StepProcessorDeps) {
           step: run.step,
           at: iso(),
           // The model that answered (a fallback, maybe at another provider), not the one first asked.
-          request: { model: reply.model, messages, tools: tools.map((t) => t.function.name), toolSpecs: tools, maxTokens, timeoutMs },
+          request: {
+            model: reply.model,
+            messages,
+            tools: tools.map((t) => t.function.name),
+            toolSpecs: tools,
+            maxTokens,
+            timeoutMs,
+            ...(profile.output ? { responseFormat: profile.output.jsonSchema } : {}),
+          },
           reply: reply.raw ?? { model: reply.model, content: reply.content, toolCalls: reply.toolCalls, usage: reply.usage },
         },
         // The history is the run's whole log as just read: no need to read it again to find it.
@@ -241,6 +256,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       handoff: deps.agents.handoffAnswer(run.agent),
       now: now(),
       durationMs: performance.now() - started + decision.durationMs,
+      ...(profile.output ? { output: profile.output } : {}),
     });
     const first = afterDecision(facts());
     if (first.kind !== 'tools') return applied(run, first, log);

@@ -10,6 +10,8 @@ export interface ModelRequest {
   timeoutMs: number;
   /** The agent's own models in order, instead of REIN_MODEL and its fallbacks. */
   models?: readonly string[];
+  /** The agent's output schema, sent as `response_format` json_schema to providers that support it. */
+  responseFormat?: { name: string; schema: Record<string, unknown> };
 }
 
 export interface ModelReply {
@@ -74,12 +76,16 @@ function classify(err: unknown, model: string): ReinError {
  * The body of a chat completion request: one place decides the wire shape, so a decision
  * snapshot can be turned back into exactly what the endpoint received.
  */
-export function chatCompletionBody(model: string, req: Pick<ModelRequest, 'messages' | 'tools' | 'maxTokens'>) {
+export function chatCompletionBody(model: string, req: Pick<ModelRequest, 'messages' | 'tools' | 'maxTokens' | 'responseFormat'>) {
   return {
     model,
     messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
     ...(req.tools.length ? { tools: req.tools, parallel_tool_calls: true } : {}),
     max_tokens: req.maxTokens,
+    // Not strict: strict mode restricts the schemas a zod schema may become; the answer is validated anyway.
+    ...(req.responseFormat
+      ? { response_format: { type: 'json_schema' as const, json_schema: { ...req.responseFormat, strict: false } } }
+      : {}),
   };
 }
 

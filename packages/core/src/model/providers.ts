@@ -65,7 +65,10 @@ export function createProviderCompletion(
   }
   return async (id, request) => {
     const { provider, model } = parseModelId(id, providers);
-    const reply = await clients.get(provider)!(model, request);
+    // An endpoint that cannot honour json_schema gets the plain request; the answer is validated either way.
+    const { responseFormat: _unsupported, ...plain } = request;
+    const sent = providers[provider]?.supportsJsonSchema === false ? plain : request;
+    const reply = await clients.get(provider)!(model, sent);
     return { ...reply, model: id };
   };
 }

@@ -74,6 +74,7 @@ export class DecisionJournal {
       model: request.model,
       maxTokens: request.maxTokens,
       timeoutMs: request.timeoutMs,
+      ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
       ...(system === undefined ? {} : { system: blob(system) }),
       log: range,
       extra,
@@ -128,6 +129,7 @@ export class DecisionJournal {
             ...(s.toolSpecs === undefined ? {} : { toolSpecs: JSON.parse(text(s.toolSpecs)) as Array<Record<string, unknown>> }),
             maxTokens: s.maxTokens,
             timeoutMs: s.timeoutMs,
+            ...(s.responseFormat ? { responseFormat: s.responseFormat } : {}),
           },
           reply: s.reply,
         };

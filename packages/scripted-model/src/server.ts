@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { type OfferedTool, playAnyTools } from './any-tools.js';
 import { playOrderAssistant } from './script.js';
+import { streamCompletion } from './stream-chunks.js';
 import { structuredAnswer } from './structured-answer.js';
 
 export const SCRIPTED_MODEL_ID = 'rein-scripted';
@@ -23,6 +24,7 @@ const requestSchema = z.object({
     .optional(),
   max_tokens: z.number().int().positive().optional(),
   stream: z.boolean().optional(),
+  stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
   response_format: z
     .object({
       type: z.string(),
@@ -46,6 +48,8 @@ export function countTokens(text: string): number {
 export interface ScriptedModelOptions {
   /** Added before every completion, so benchmarks and fault tests see model-like latency. */
   latencyMs?: number;
+  /** Pause between streamed chunks, so tests can act in the middle of a stream. */
+  chunkDelayMs?: number;
   /** Serves POST /_faults, the fault-injection control for tests and the chaos suite. */
   faultControl?: boolean;
 }
@@ -90,9 +94,6 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
     if (!parsed.success) {
       return reply.status(400).send({ error: { type: 'invalid_request_error', message: parsed.error.message } });
     }
-    if (parsed.data.stream) {
-      return reply.status(400).send({ error: { type: 'invalid_request_error', message: 'the scripted model does not stream' } });
-    }
     const requested = parsed.data.model ?? SCRIPTED_MODEL_ID;
     if (fault.mode !== 'none' && Date.now() < fault.untilMs && (!fault.models || fault.models.includes(requested))) {
       if (fault.mode === 'hang') return new Promise(() => {}); // until the client gives up
@@ -119,7 +120,7 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
     const promptTokens = countTokens(JSON.stringify(messages));
     const completionTokens = countTokens((move.content ?? '') + JSON.stringify(toolCalls));
     counter += 1;
-    return {
+    const completion = {
       id: `chatcmpl-scripted-${counter}`,
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
@@ -135,6 +136,9 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
       ],
       usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
     };
+    if (!parsed.data.stream) return completion;
+    reply.hijack();
+    await streamCompletion(reply.raw, completion, parsed.data.stream_options?.include_usage === true, opts.chunkDelayMs ?? 0);
   });
   return app;
 }

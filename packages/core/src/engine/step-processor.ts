@@ -18,6 +18,7 @@ import type { DecisionJournal } from '../store/decision-journal.js';
 import type { RunStore } from '../store/run-store.js';
 import { type Tool, toolSpec } from '../tools/tool.js';
 import { createTransitionApplier } from './apply-transition.js';
+import { createDeltaPublisher } from './delta-publisher.js';
 import { type EarlierCall, guardFromHistory } from './loop-guard.js';
 import { runEvent } from './run-event.js';
 import { retryOnStale, startRun } from './run-transitions.js';
@@ -105,18 +106,29 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     if (maxTokens === null) return null;
     const timeoutMs = Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now()));
     const started = performance.now();
+    // The reply streams to the run's event stream as it is written; only the whole reply is journaled (below).
+    const deltas = createDeltaPublisher(
+      (e) => deps.store.appendEvent(e),
+      run.id,
+      run.step,
+      (err) => log.warn({ err }, 'could not publish model deltas'),
+    );
     const request = {
       messages,
       tools,
       maxTokens,
       timeoutMs,
+      onDelta: deltas.push,
       ...(profile.models ? { models: profile.models } : {}),
       ...(profile.output ? { responseFormat: profile.output.jsonSchema } : {}),
     };
-    const reply = await deps.model.complete(request).catch((err: ReinError) => {
-      deps.metrics.modelDuration.observe({ model: deps.modelName, outcome: err.code ?? 'error' }, (performance.now() - started) / 1000);
-      throw err;
-    });
+    const reply = await deps.model
+      .complete(request)
+      .catch((err: ReinError) => {
+        deps.metrics.modelDuration.observe({ model: deps.modelName, outcome: err.code ?? 'error' }, (performance.now() - started) / 1000);
+        throw err;
+      })
+      .finally(deltas.flush);
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.modelDuration.observe({ model: reply.model, outcome: 'ok' }, durationMs / 1000);
     log.info({ model: reply.model, toolCalls: reply.toolCalls.length, durationMs, usage: reply.usage }, 'model replied');

@@ -10,8 +10,16 @@ export interface ModelRequest {
   timeoutMs: number;
   /** The agent's own models in order, instead of REIN_MODEL and its fallbacks. */
   models?: readonly string[];
+  /** Receives the reply's text and tool-call pieces as they are written; set, the call streams (`stream: true`). */
+  onDelta?: (delta: ModelDelta) => void;
   /** The agent's output schema, sent as `response_format` json_schema to providers that support it. */
   responseFormat?: { name: string; schema: Record<string, unknown> };
+}
+
+/** A piece of a streamed reply: text, or a part of the `index`-th tool call (its id and name come first). */
+export interface ModelDelta {
+  content?: string;
+  toolCall?: { index: number; id?: string; name?: string; arguments?: string };
 }
 
 export interface ModelReply {
@@ -97,7 +105,9 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
   return async (model, req) => {
     let raw: unknown;
     try {
-      raw = await client.chat.completions.create(chatCompletionBody(model, req), { timeout: req.timeoutMs });
+      raw = req.onDelta
+        ? await streamed(client, model, req, req.onDelta)
+        : await client.chat.completions.create(chatCompletionBody(model, req), { timeout: req.timeoutMs });
     } catch (err) {
       throw classify(err, model);
     }
@@ -120,5 +130,53 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
       ...(finishReasons.length ? { finishReasons } : {}),
       raw,
     };
+  };
+}
+
+/**
+ * A streamed completion: each chunk's text and tool-call pieces go to `onDelta` as they
+ * arrive, and the chunks are assembled into the shape of a whole completion, which is
+ * validated and journaled exactly like one that arrived at once.
+ */
+async function streamed(client: OpenAI, model: string, req: ModelRequest, onDelta: (d: ModelDelta) => void) {
+  const stream = await client.chat.completions.create(
+    { ...chatCompletionBody(model, req), stream: true, stream_options: { include_usage: true } },
+    { timeout: req.timeoutMs },
+  );
+  let content: string | null = null;
+  let finish: string | null = null;
+  let answered = model;
+  let usage: OpenAI.CompletionUsage | undefined;
+  const calls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = [];
+  for await (const chunk of stream) {
+    answered = chunk.model || answered;
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices[0];
+    if (!choice) continue;
+    if (choice.finish_reason) finish = choice.finish_reason;
+    if (choice.delta.content) {
+      content = (content ?? '') + choice.delta.content;
+      onDelta({ content: choice.delta.content });
+    }
+    for (const part of choice.delta.tool_calls ?? []) {
+      calls[part.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } };
+      const call = calls[part.index]!;
+      if (part.id) call.id = part.id;
+      if (part.function?.name) call.function.name += part.function.name;
+      if (part.function?.arguments) call.function.arguments += part.function.arguments;
+      onDelta({
+        toolCall: {
+          index: part.index,
+          ...(part.id ? { id: part.id } : {}),
+          ...(part.function?.name ? { name: part.function.name } : {}),
+          ...(part.function?.arguments ? { arguments: part.function.arguments } : {}),
+        },
+      });
+    }
+  }
+  return {
+    model: answered,
+    choices: [{ finish_reason: finish, message: { content, ...(calls.length ? { tool_calls: calls.filter(Boolean) } : {}) } }],
+    ...(usage ? { usage } : {}),
   };
 }

@@ -65,9 +65,14 @@ export function createProviderCompletion(
   }
   return async (id, request) => {
     const { provider, model } = parseModelId(id, providers);
-    // An endpoint that cannot honour json_schema gets the plain request; the answer is validated either way.
-    const { responseFormat: _unsupported, ...plain } = request;
-    const sent = providers[provider]?.supportsJsonSchema === false ? plain : request;
+    // What an endpoint cannot honour is left out: the answer is validated anyway, and arrives whole instead of streamed.
+    const p = providers[provider];
+    const { responseFormat, onDelta, ...plain } = request;
+    const sent = {
+      ...plain,
+      ...(responseFormat && p?.supportsJsonSchema !== false ? { responseFormat } : {}),
+      ...(onDelta && p?.supportsStreaming !== false ? { onDelta } : {}),
+    };
     const reply = await clients.get(provider)!(model, sent);
     return { ...reply, model: id };
   };

@@ -88,7 +88,7 @@ describe('structured output in the step policy', () => {
     expect(feedback?.content).toMatch(/category/);
     expect(feedback?.content).toMatch(/confidence/);
 
-    const second = afterDecision(facts({ run: first.change.to, decision: answer('not json at all', 1) }));
+    const second = afterDecision(facts({ run: { ...first.change.to, version: 2 }, decision: answer('not json at all', 1) }));
     expect(second).toMatchObject({ kind: 'finish', status: 'failed', reason: 'output_invalid' });
     if (second.kind !== 'finish') throw new Error('unreachable');
     expect(second.change.to).toMatchObject({ status: 'failed', reason: 'output_invalid', finalAnswer: 'not json at all', step: 2 });

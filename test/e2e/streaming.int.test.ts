@@ -80,6 +80,11 @@ describe('streamed tokens', () => {
     const decisions = await client.hgetall(runKeys(id).decisions);
     expect(Object.keys(decisions).sort()).toEqual(trace.steps.map((_, i) => String(i)));
     expect(JSON.parse(decisions[String(last)] as string)).toMatchObject({ content: run.finalAnswer });
+    // Each decision snapshot says the request streamed, so it rebuilds to the body the endpoint received.
+    const { snapshots } = (await fleet.callApi('GET', `/v1/runs/${id}/snapshots`, KEYS.admin.key)).body as {
+      snapshots: Array<{ request: { stream?: boolean } }>;
+    };
+    expect(snapshots.map((x) => x.request.stream)).toEqual(trace.steps.map(() => true));
   });
 
   it('leaves no partial decision when the worker is killed mid-stream; another worker decides the step whole', async () => {

@@ -68,6 +68,7 @@ describe('decision snapshots', () => {
         messages: s.request.messages as never,
         tools: (s.request.toolSpecs ?? []) as never,
         maxTokens: s.request.maxTokens,
+        stream: s.request.stream,
       });
       expect(JSON.stringify(rebuilt)).toBe(endpoint.bodies[i]);
       expect(s.reply).toEqual(script[i]);

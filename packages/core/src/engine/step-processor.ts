@@ -149,6 +149,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
             maxTokens,
             timeoutMs,
             ...(profile.output ? { responseFormat: profile.output.jsonSchema } : {}),
+            ...(reply.streamed ? { stream: true } : {}),
           },
           reply: reply.raw ?? { model: reply.model, content: reply.content, toolCalls: reply.toolCalls, usage: reply.usage },
         },

@@ -29,6 +29,8 @@ export interface ModelReply {
   usage: { promptTokens: number; completionTokens: number };
   /** Why the model stopped, per choice (`stop`, `tool_calls`, `length`, ...), when the endpoint says. */
   finishReasons?: string[];
+  /** The reply came as a stream (its `raw` is the chunks assembled). */
+  streamed?: boolean;
   /** The completion exactly as the endpoint sent it (for decision snapshots). */
   raw?: unknown;
 }
@@ -84,7 +86,10 @@ function classify(err: unknown, model: string): ReinError {
  * The body of a chat completion request: one place decides the wire shape, so a decision
  * snapshot can be turned back into exactly what the endpoint received.
  */
-export function chatCompletionBody(model: string, req: Pick<ModelRequest, 'messages' | 'tools' | 'maxTokens' | 'responseFormat'>) {
+export function chatCompletionBody(
+  model: string,
+  req: Pick<ModelRequest, 'messages' | 'tools' | 'maxTokens' | 'responseFormat'> & { stream?: boolean },
+) {
   return {
     model,
     messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
@@ -94,6 +99,7 @@ export function chatCompletionBody(model: string, req: Pick<ModelRequest, 'messa
     ...(req.responseFormat
       ? { response_format: { type: 'json_schema' as const, json_schema: { ...req.responseFormat, strict: false } } }
       : {}),
+    ...(req.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
   };
 }
 
@@ -128,6 +134,7 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
       toolCalls,
       usage,
       ...(finishReasons.length ? { finishReasons } : {}),
+      ...(req.onDelta ? { streamed: true } : {}),
       raw,
     };
   };
@@ -140,7 +147,7 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
  */
 async function streamed(client: OpenAI, model: string, req: ModelRequest, onDelta: (d: ModelDelta) => void) {
   const stream = await client.chat.completions.create(
-    { ...chatCompletionBody(model, req), stream: true, stream_options: { include_usage: true } },
+    { ...chatCompletionBody(model, { ...req, stream: true }), stream: true },
     { timeout: req.timeoutMs },
   );
   let content: string | null = null;

@@ -181,6 +181,8 @@ export const snapshotSchema = z.object({
     timeoutMs: z.number(),
     /** The agent's output schema as sent in `response_format` (json_schema), if it was. */
     responseFormat: z.object({ name: z.string(), schema: z.record(z.string(), z.unknown()) }).optional(),
+    /** Sent with `stream: true` (the reply is the chunks assembled). */
+    stream: z.boolean().optional(),
   }),
   reply: z.unknown(),
 });
@@ -200,6 +202,7 @@ export const storedSnapshotSchema = z.object({
   maxTokens: z.number(),
   timeoutMs: z.number(),
   responseFormat: z.object({ name: z.string(), schema: z.record(z.string(), z.unknown()) }).optional(),
+  stream: z.boolean().optional(),
   /** Content hash of the leading system message's text, if the request had one. */
   system: z.string().optional(),
   /** `[from, to)` of the run's message log that followed the system message. */

@@ -75,6 +75,7 @@ export class DecisionJournal {
       maxTokens: request.maxTokens,
       timeoutMs: request.timeoutMs,
       ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
+      ...(request.stream ? { stream: true } : {}),
       ...(system === undefined ? {} : { system: blob(system) }),
       log: range,
       extra,
@@ -130,6 +131,7 @@ export class DecisionJournal {
             maxTokens: s.maxTokens,
             timeoutMs: s.timeoutMs,
             ...(s.responseFormat ? { responseFormat: s.responseFormat } : {}),
+            ...(s.stream ? { stream: true } : {}),
           },
           reply: s.reply,
         };

@@ -16,7 +16,18 @@ export interface AgentProfile {
   maxCompletionTokens: number;
   /** The answer a run gets when it stops without one (budget, deadline, failures); absent means the app's. */
   handoffAnswer?: string;
+  /** What happens to the completed writes of a run that fails or is cancelled (see `CompensationPolicy`). */
+  compensation: CompensationPolicy;
 }
+
+/**
+ * `auto`: undo them at once; `ask` (default): an approver approves the plan of undo
+ * actions first; `never`: leave them (an approver can still ask for an undo).
+ * `ask` is the default because an undo is itself a real-world write: declaring
+ * `compensate` on a tool says how, a person still says whether.
+ */
+export const compensationPolicySchema = z.enum(['auto', 'ask', 'never']);
+export type CompensationPolicy = z.infer<typeof compensationPolicySchema>;
 
 export interface AgentDefinition {
   name: string;
@@ -27,6 +38,7 @@ export interface AgentDefinition {
   limits?: Partial<Limits>;
   maxCompletionTokens?: number;
   handoffAnswer?: string;
+  compensation?: CompensationPolicy;
 }
 
 const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 };
@@ -41,6 +53,7 @@ const definitionSchema = z.object({
   limits: limitsSchema.partial().optional(),
   maxCompletionTokens: z.number().int().min(16).max(1_000_000).optional(),
   handoffAnswer: z.string().trim().min(1).optional(),
+  compensation: compensationPolicySchema.optional(),
 });
 
 /** An agent of an app: instructions, the tools it may call (by name), its model and limits. */
@@ -62,6 +75,7 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
     limits: { ...DEFAULT_LIMITS, ...a.limits },
     maxCompletionTokens: a.maxCompletionTokens ?? 1024,
     ...(a.handoffAnswer ? { handoffAnswer: a.handoffAnswer } : {}),
+    compensation: a.compensation ?? 'ask',
   };
 }
 

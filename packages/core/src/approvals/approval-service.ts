@@ -6,7 +6,7 @@ import { approvalView } from '../runs/run-service.js';
 import type { ListApprovalsQuery } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
-import type { RunRecord } from '../schemas/run.js';
+import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import { idempotencyKey } from '../store/effect-ledger.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
@@ -26,6 +26,8 @@ export interface ApprovalServiceDeps {
   metrics: Metrics;
   tools: Map<string, Tool>;
   feed: ApprovalFeed;
+  /** An approval of a finished run (a compensation plan) was decided. */
+  onFinishedRunDecided?: (run: RunRecord) => Promise<void>;
   now?: () => number;
 }
 
@@ -63,6 +65,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         at: a.decidedAt ?? '',
       });
     }
+    if (TERMINAL_STATUSES.includes(run.status)) await deps.onFinishedRunDecided?.(run);
     const step = changed[0]?.step;
     if (stillPending.length === 0 && run.status === 'pending_approval' && step !== undefined) {
       // The resume continues the run's trace, not the approver's request.

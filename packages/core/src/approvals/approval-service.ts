@@ -160,7 +160,9 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     async expireDue(runId: string, step: number): Promise<number> {
       return retryOnStale(async () => {
         const run = await deps.store.get(runId);
-        if (run?.status !== 'pending_approval' || run.step !== step) return 0;
+        // A parked step's approvals, or a finished run's (the plan of its compensation).
+        const decidable = run && (TERMINAL_STATUSES.includes(run.status) || (run.status === 'pending_approval' && run.step === step));
+        if (!run || !decidable) return 0;
         const at = now();
         const due = (await deps.store.approvals(runId))
           .filter((a) => a.step === step && a.status === 'pending' && Date.parse(a.expiresAt) <= at)

@@ -129,6 +129,9 @@ export function createCompensator(deps: CompensatorDeps) {
       });
     });
     deps.metrics.approvalsCreated.inc({ tool: 'compensation', risk: 'high' });
+    // Expiry is enforced by a timer, as for any approval; an expired plan is declined.
+    const expiresAt = Date.parse(approval.expiresAt);
+    await deps.enqueue('expire', { runId: run.id, step: approval.step, at: expiresAt }, { delayMs: expiresAt - now() });
     await deps.feed.publish(run.tenantId, {
       type: 'approval.requested',
       approvalId: approval.id,

@@ -34,8 +34,6 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const runOf = async (id: string) => (await fleet.callApi('GET', `/v1/runs/${id}`)).body as RunBody;
-
 /** Approves the run's pending approval of `tool` as `key`, once the run is parked on it. */
 async function approveNext(id: string, tool: string, key: string) {
   const run = (await fleet.waitForRun(id, (r) => (r as RunBody).pendingApprovals?.some((a) => a.toolName === tool))) as RunBody;

@@ -93,6 +93,20 @@ describe('saga compensation (engine)', () => {
     await expect(t.approvals.decide(APPROVER, plan?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 410 });
   });
 
+  it('an undo that fails stops the saga: compensation_failed, its metric and its webhook event', async () => {
+    const { t, id, emitted, work } = await failedAfterTwoWrites('auto');
+    const [refund] = await t.demo.refunds(USER.tenantId);
+    await t.demo.markPaidOut(USER.tenantId, refund?.refundId ?? '');
+    await work();
+    const c = await t.store.compensation(id);
+    expect(c).toMatchObject({ status: 'failed', code: 'compensation_failed' });
+    expect(c?.steps.map((s) => s.status)).toEqual(['failed', 'pending']);
+    expect(emitted.map((e) => e.type)).toEqual(['compensation.failed']);
+    const metric = await t.metrics.compensations.get();
+    expect(metric.values.find((v) => v.labels.tool === 'submit_refund')?.labels.outcome).toBe('failed');
+    expect(await t.demo.undoLog(USER.tenantId)).toEqual([]);
+  });
+
   it("'never' leaves the writes alone", async () => {
     const { t, id } = await failedAfterTwoWrites('never');
     expect(await t.store.compensation(id)).toBeNull();

@@ -47,21 +47,38 @@ function judge(scenario, run, trace) {
   return { tools, problems };
 }
 
-const stopFleet = await ensureFleet(client);
-const results = [];
-for (const scenario of scenarios.filter((s) => !only || s.id === only)) {
+async function play(scenario, agent) {
   const submitted = await call('POST', `${API}/v1/runs`, {
     input: scenario.input,
+    ...(agent ? { agent } : {}),
     ...(scenario.limits ? { limits: scenario.limits } : {}),
     metadata: { eval: scenario.id },
   });
   const run = await settle(submitted.id, scenario.approval);
-  const trace = await call('GET', `${API}/v1/runs/${submitted.id}/trace`);
+  return { run, trace: await call('GET', `${API}/v1/runs/${submitted.id}/trace`) };
+}
+
+const stopFleet = await ensureFleet(client);
+const results = [];
+const savings = { with: 0, without: 0 };
+for (const scenario of scenarios.filter((s) => !only || s.id === only)) {
+  const { run, trace } = await play(scenario, scenario.agent);
   const { tools, problems } = judge(scenario, run, trace);
+  let baselineLine = '';
+  if (scenario.baselineAgent) {
+    // The same input without the context policy: its tokens are what the policy is measured against.
+    const baseline = await play(scenario, scenario.baselineAgent);
+    const { tools: _differ, ...expect } = scenario.expect;
+    const judged = judge({ ...scenario, expect }, baseline.run, baseline.trace);
+    problems.push(...judged.problems.map((p) => `without the context policy: ${p}`));
+    savings.with += trace.totalTokens;
+    savings.without += baseline.trace.totalTokens;
+    baselineLine = `\n      without the context policy (${scenario.baselineAgent}): tokens=${baseline.trace.totalTokens}`;
+  }
   results.push({ scenario, pass: problems.length === 0, problems });
   const mark = problems.length === 0 ? 'PASS' : 'FAIL';
   console.log(
-    `${mark}  ${scenario.class.padEnd(17)} ${scenario.id.padEnd(22)} ${run.status}/${run.reason ?? '-'}  tools=${tools.join('→') || '(none)'}  tokens=${trace.totalTokens}${problems.length ? `\n      ${problems.join('; ')}` : ''}`,
+    `${mark}  ${scenario.class.padEnd(17)} ${scenario.id.padEnd(22)} ${run.status}/${run.reason ?? '-'}  tools=${tools.join('→') || '(none)'}  tokens=${trace.totalTokens}${baselineLine}${problems.length ? `\n      ${problems.join('; ')}` : ''}`,
   );
 }
 
@@ -74,5 +91,9 @@ for (const c of classes) {
 }
 const passed = results.filter((r) => r.pass).length;
 console.log(`  ${'all'.padEnd(17)} ${passed}/${results.length}  ${Math.round((100 * passed) / Math.max(1, results.length))}%`);
+if (savings.without > 0) {
+  const cut = Math.round((100 * (savings.without - savings.with)) / savings.without);
+  console.log(`\nContext policy on long tool results: ${savings.with} tokens with it, ${savings.without} without (${cut}% fewer)`);
+}
 stopFleet();
 process.exit(strict && passed !== results.length ? 1 : 0);

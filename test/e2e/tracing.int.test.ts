@@ -67,8 +67,7 @@ describe('one run, one trace, exported by real processes over OTLP http/protobuf
 
     const of = (name: string) => receiver.spans.filter((s) => s.name === name);
     await until('every step and model call to be exported', () =>
-      of('rein.step').some((s) => s.attributes['rein.step.outcome'] === 'finished') &&
-      of(`chat rein-scripted-order-assistant`).length >= steps.length
+      of('rein.step').some((s) => s.attributes['rein.step.outcome'] === 'finished') && of(`chat rein-scripted`).length >= steps.length
         ? true
         : undefined,
     );
@@ -89,15 +88,15 @@ describe('one run, one trace, exported by real processes over OTLP http/protobuf
     expect(resume.parentSpanId).toBe(submitSpan?.spanId); // the approver's resume continues the run's context
     const stepIds = new Set(stepSpans.map((s) => s.spanId));
 
-    const chats = of('chat rein-scripted-order-assistant');
+    const chats = of('chat rein-scripted');
     expect(chats).toHaveLength(steps.length);
     for (const chat of chats) {
       expect(stepIds.has(chat.parentSpanId)).toBe(true);
       expect(chat.attributes).toMatchObject({
         'gen_ai.operation.name': 'chat',
         'gen_ai.provider.name': 'openai',
-        'gen_ai.request.model': 'rein-scripted-order-assistant',
-        'gen_ai.response.model': 'rein-scripted-order-assistant',
+        'gen_ai.request.model': 'rein-scripted',
+        'gen_ai.response.model': 'rein-scripted',
         'gen_ai.usage.input_tokens': expect.any(Number),
         'gen_ai.usage.output_tokens': expect.any(Number),
         'gen_ai.response.finish_reasons': [expect.stringMatching(/^(stop|tool_calls)$/)],

@@ -176,3 +176,37 @@ export function terminalReason(err: unknown): RunReason {
   if (err instanceof ModelReplyInvalidError) return 'model_reply_invalid';
   return 'internal_error';
 }
+
+/** "fetch failed: connect ECONNREFUSED …": the useful part of a network error is in its causes. */
+function causeChain(err: unknown): string {
+  const parts: string[] = [];
+  for (let e = err; e !== undefined && parts.length < 4; e = (e as Error).cause) {
+    parts.push(e instanceof Error ? e.message : String(e));
+    if (!(e instanceof Error)) break;
+  }
+  return parts.join(': ');
+}
+
+/** An MCP server that must be there could not be started or reached when the process started. */
+export class McpServerStartError extends ReinError {
+  override readonly name = 'McpServerStartError';
+  constructor(server: string, cause: unknown) {
+    super('mcp_server_unavailable', `MCP server "${server}" could not be started: ${causeChain(cause)}`, { cause });
+  }
+}
+
+/** An MCP server is disconnected right now (reconnecting): the call did not reach it, and counts against its breaker. */
+export class McpUnavailableError extends ReinError {
+  override readonly name = 'McpUnavailableError';
+  constructor(server: string, cause?: unknown) {
+    super('mcp_unavailable', `MCP server "${server}" is not connected`, { retryable: true, status: 503, cause });
+  }
+}
+
+/** The MCP tool ran and reported failure (`isError`): the model sees why; the server's health is not in doubt. */
+export class McpToolError extends ReinError {
+  override readonly name = 'McpToolError';
+  constructor(message: string) {
+    super('mcp_tool_error', message);
+  }
+}

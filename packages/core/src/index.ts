@@ -18,8 +18,17 @@ export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
 export { type Config, configSchema, loadAppOrExit, loadConfig, loadConfigOrExit, requireApiKeys } from './config.js';
 export { type Compensator, compensationKey, createCompensator } from './engine/compensation.js';
+export {
+  type ContextPolicy,
+  compactHistory,
+  observationContent,
+  READ_RESULT_TOOL,
+  resultHandle,
+  structuredSummary,
+} from './engine/context-policy.js';
 export { sweepDeadlines } from './engine/deadline-sweeper.js';
 export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './engine/loop-guard.js';
+export { linkCallsToPlan, PLAN_APPROVAL, type PlanOptions, planResponseFormat, validatePlan } from './engine/plan.js';
 export { type ReaperDeps, reap } from './engine/reaper.js';
 export { retryOnStale } from './engine/run-transitions.js';
 export type { GuardLimits, Transition } from './engine/step-policy.js';
@@ -36,6 +45,9 @@ export {
   IdempotencyKeyReusedError,
   InvalidRequestError,
   isDelaying,
+  McpServerStartError,
+  McpToolError,
+  McpUnavailableError,
   ModelRejectedError,
   ModelReplyInvalidError,
   ModelUnavailableError,
@@ -54,12 +66,29 @@ export { basicPassword, bearerToken, findApiKey } from './http/credentials.js';
 export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
 export { createHttpApp, type HttpAppOptions, type HttpTimeouts, idParamsSchema, parseInput } from './http/http-app.js';
 export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
-export { closeOnSignals, type RunningService, runHttpService, type ServiceOptions } from './http/run-http-service.js';
+export { closeOnSignals, exitOnMcpStartError, type RunningService, runHttpService, type ServiceOptions } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource } from './http/sse.js';
 export { appStateKey, FAULTS_KEY, QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
-export { createMetrics, type Metrics, registerQueueDepth, registerRedisUp } from './metrics.js';
+export { type McpGovernance, mcpGovernance } from './mcp/mcp-governance.js';
+export { McpManager, type McpManagerDeps } from './mcp/mcp-manager.js';
+export { mcpObservation } from './mcp/mcp-result.js';
+export {
+  type McpServerConfig,
+  type McpServers,
+  type McpToolOverride,
+  mcpServerSchema,
+  mcpServersSchema,
+} from './mcp/mcp-server-config.js';
+export { createMcpTool } from './mcp/mcp-tool.js';
+export { mcpToolName } from './mcp/mcp-tool-name.js';
+export {
+  createMetrics,
+  type Metrics,
+  registerQueueDepth,
+  registerRedisUp,
+} from './metrics.js';
 export {
   type CompleteWith,
   chatCompletionBody,
@@ -95,7 +124,7 @@ export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, type RunView, runView } from './runs/run-service.js';
 export { type SessionSettings, sessionHistory } from './runs/session-history.js';
-export { createRuntime, type Runtime } from './runtime.js';
+export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
 export {
   type ListApprovalsQuery,
   type ListRunsQuery,

@@ -145,6 +145,12 @@ export function createMetrics(service: string) {
       labelNames: ['kind'],
       registers,
     }),
+    mcpServerUp: new Gauge({
+      name: 'rein_mcp_server_up',
+      help: 'Whether this process is connected to the MCP server (1) or not (0: not started, or reconnecting)',
+      labelNames: ['server'],
+      registers,
+    }),
     runsInState: new Gauge({
       name: 'rein_runs_in_state',
       help: 'Non-terminal runs by status (as of the last reaper pass)',

@@ -9,6 +9,7 @@ import { type Compensator, createCompensator } from './engine/compensation.js';
 import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
+import { McpManager } from './mcp/mcp-manager.js';
 import { createMetrics, type Metrics, registerRedisUp } from './metrics.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisRole } from './redis.js';
@@ -46,6 +47,8 @@ export interface Runtime {
   masker: PiiMasker;
   breakers: CircuitBreakers;
   fleetLimit: FleetLimit;
+  /** The app's MCP servers; their tools live in `tools` while connected (see RuntimeOptions.mcp). */
+  mcp: McpManager;
   tracing: Tracing;
   webhooks: WebhookService;
   webhookStore: WebhookStore;
@@ -54,12 +57,26 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+export interface RuntimeOptions {
+  /**
+   * Connect the app's MCP servers before the runtime is returned: the processes that run
+   * tool calls (workers) or judge edited arguments (approver) do; the API does not need them.
+   */
+  mcp?: boolean;
+}
+
 /**
  * Wires the shared pieces of a Rein process from its config and the app it runs;
  * services add their own edges. Every service and test harness builds its agents and
  * tools here, through `createRegistry`.
  */
-export async function createRuntime(config: Config, service: string, role: RedisRole, app: App): Promise<Runtime> {
+export async function createRuntime(
+  config: Config,
+  service: string,
+  role: RedisRole,
+  app: App,
+  opts: RuntimeOptions = {},
+): Promise<Runtime> {
   const masker = createPiiMasker(app.guards.pii);
   const logger = createLogger(config.LOG_LEVEL, service, masker);
   const tracing = setupTracing(config, service, masker, logger);
@@ -71,6 +88,18 @@ export async function createRuntime(config: Config, service: string, role: Redis
   const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS);
   scheduler.queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
   const { tools, agents, inputFilter } = createRegistry(app, { redis }, { faultInjection: config.REIN_FAULT_INJECTION === 'on' });
+  const mcp = new McpManager(app.mcpServers, tools, { logger, metrics });
+  if (opts.mcp) {
+    try {
+      await mcp.start();
+    } catch (err) {
+      await scheduler.close();
+      bull.disconnect();
+      redis.disconnect();
+      await tracing.shutdown();
+      throw err;
+    }
+  }
   const breakers = new CircuitBreakers(
     redis,
     {
@@ -152,6 +181,7 @@ export async function createRuntime(config: Config, service: string, role: Redis
     masker,
     breakers,
     fleetLimit: new FleetLimit(redis),
+    mcp,
     tracing,
     webhooks: createWebhookService({ store: webhookStore, allowPrivate: config.REIN_WEBHOOK_ALLOW_PRIVATE }),
     webhookStore,
@@ -159,6 +189,7 @@ export async function createRuntime(config: Config, service: string, role: Redis
     compensator,
     async close() {
       breakers.shutdown();
+      await mcp.close();
       await scheduler.close();
       await dispatcher.close();
       bull.disconnect();

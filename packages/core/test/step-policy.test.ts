@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { EMPTY_GUARD, guardFromHistory } from '../src/engine/loop-guard.js';
 import { retryOnStale } from '../src/engine/run-transitions.js';
-import { afterDecision, afterTools, completionRoom, exhaustedBudget, gate, type StepFacts } from '../src/engine/step-policy.js';
+import {
+  afterDecision,
+  afterPlan,
+  afterTools,
+  completionRoom,
+  EVENT_OBSERVATION_CHARS,
+  exhaustedBudget,
+  gate,
+  type StepFacts,
+} from '../src/engine/step-policy.js';
 import { StaleStepError } from '../src/errors.js';
 import type { Approval } from '../src/schemas/approval.js';
 import type { Decision, RunRecord, ToolCallRecord } from '../src/schemas/run.js';
@@ -145,6 +154,14 @@ describe('step policy: transitions', () => {
     expect(t.change.messages?.map((m) => m.role)).toEqual(['assistant', 'tool']);
   });
 
+  it('announces long tool results in events as a preview; the step record (the trace) keeps them whole', () => {
+    const long = 'x'.repeat(EVENT_OBSERVATION_CHARS + 100);
+    const t = afterTools(facts(), [record({ observation: long })], []);
+    const event = t.change.events?.find((e) => e.type === 'tool.result');
+    expect(event?.data.observation).toBe(`${'x'.repeat(EVENT_OBSERVATION_CHARS)}… (100 more characters in the trace)`);
+    expect(t.change.step?.toolCalls[0]?.observation).toBe(long);
+  });
+
   it('does not count time parked against the deadline', () => {
     const t = afterTools(facts({ run: run({ status: 'pending_approval', parkedAt: '2026-01-01T00:00:04.000Z' }) }), [record()], []);
     expect(t.change.to.deadlineAt).toBe('2026-01-01T00:01:06.000Z');
@@ -196,5 +213,37 @@ describe('retryOnStale', () => {
       }),
     ).rejects.toThrow('boom');
     expect(calls).toBe(1);
+  });
+});
+
+describe('step policy: plans', () => {
+  const plan = {
+    steps: [
+      { step: 1, action: 'search_policy', args: { query: 'refund' }, desc: 'look', risk: 'low' as const },
+      { step: 2, action: 'search_policy', args: { query: 'late' }, desc: 'look', risk: 'low' as const },
+    ],
+    status: 'approved' as const,
+    approvalId: 'r1.0.0',
+    done: [],
+  };
+
+  it('marks the plan steps that calls carried out, not those that failed', () => {
+    const t = afterTools(facts({ run: run({ plan }) }), [record({ planStep: 1 }), record({ id: 'c2', planStep: 2, outcome: 'error' })], []);
+    expect(t.change.to.plan?.done).toEqual([1]);
+  });
+
+  it('keeps the plan as it was when no call carried out a step', () => {
+    expect(afterTools(facts({ run: run({ plan }) }), [record()], []).change.to.plan).toEqual(plan);
+  });
+
+  it('sends a planning reply to the log without tool calls, and a repair note after it', () => {
+    const t = afterPlan(facts({ decision: decision({ content: 'not a plan' }) }), { kind: 'repair', problems: ['not JSON'] });
+    expect(t.kind).toBe('continue');
+    expect(t.change.messages).toEqual([
+      { role: 'assistant', content: 'not a plan' },
+      { role: 'system', content: 'Your plan is invalid: not JSON. Reply with a corrected plan only.' },
+    ]);
+    const failed = afterPlan(facts(), { kind: 'invalid', problems: ['still not JSON'] });
+    expect(failed).toMatchObject({ kind: 'finish', status: 'failed', reason: 'plan_invalid' });
   });
 });

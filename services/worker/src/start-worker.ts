@@ -5,6 +5,7 @@ import {
   createOpenAICompletion,
   createResilientModelGateway,
   createRuntime,
+  exitOnMcpStartError,
   loadConfigOrExit,
   type ModelGateway,
   type RunningService,
@@ -45,7 +46,7 @@ export function configuredModel(rt: Runtime): ModelGateway {
  */
 export async function startWorker(app: App, options: WorkerOptions = {}): Promise<RunningService & { worker: Worker }> {
   const config = options.config ?? loadConfigOrExit();
-  const rt = await createRuntime(config, 'worker', 'worker', app);
+  const rt = await createRuntime(config, 'worker', 'worker', app, { mcp: true }).catch(exitOnMcpStartError);
   const worker = createStepWorker(rt, (options.model ?? configuredModel)(rt));
   const webhookWorker = createWebhookWorker(rt);
 

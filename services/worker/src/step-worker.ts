@@ -55,14 +55,14 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
     captureContent: rt.tracing.capture,
     protection: {
       breakers: rt.breakers,
-      bulkhead: (tool) => {
-        let b = toolBulkheads.get(tool);
+      bulkhead: (dependency) => {
+        let b = toolBulkheads.get(dependency);
         if (!b) {
-          b = new Bulkhead(`tool:${tool}`, config.REIN_TOOL_PROCESS_CONCURRENCY, config.REIN_BULKHEAD_WAIT_MS, (inFlight, rejected) => {
-            rt.metrics.bulkheadInFlight.set({ dependency: `tool:${tool}` }, inFlight);
-            if (rejected) rt.metrics.bulkheadRejections.inc({ dependency: `tool:${tool}`, scope: 'process' });
+          b = new Bulkhead(dependency, config.REIN_TOOL_PROCESS_CONCURRENCY, config.REIN_BULKHEAD_WAIT_MS, (inFlight, rejected) => {
+            rt.metrics.bulkheadInFlight.set({ dependency }, inFlight);
+            if (rejected) rt.metrics.bulkheadRejections.inc({ dependency, scope: 'process' });
           });
-          toolBulkheads.set(tool, b);
+          toolBulkheads.set(dependency, b);
         }
         return b;
       },
@@ -91,6 +91,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
     logger,
     toolConcurrency: config.REIN_TOOL_CONCURRENCY,
     modelTimeoutMs: config.REIN_MODEL_TIMEOUT_MS,
+    approvalTtlMs: config.APPROVAL_TTL_MS,
   });
 
   /** Puts the step back for later, or ends the run if "later" is past its deadline. */

@@ -1,8 +1,10 @@
 import type { Redis } from 'ioredis';
 import { type AgentProfile, HANDOFF_ANSWER } from '../agents/agent-profile.js';
+import { READ_RESULT_TOOL } from '../engine/context-policy.js';
 import { ConfigError } from '../errors.js';
 import { type InputRules, inputRulesSchema } from '../guards/input-filter.js';
 import { type PiiRules, piiRulesSchema } from '../guards/pii-masker.js';
+import { type McpServers, mcpServersSchema } from '../mcp/mcp-server-config.js';
 import type { Tool } from '../tools/tool.js';
 
 /** What an app's tool factory gets: Rein's Redis, for tools that keep state (name keys with `appStateKey`). */
@@ -20,6 +22,12 @@ export interface AppDefinition {
   guards?: { input?: InputRules; pii?: PiiRules };
   /** The answer of a run that stops without one, for agents that set none. */
   handoffAnswer?: string;
+  /**
+   * MCP servers whose tools join the app's as `<server>__<tool>`: `{command, args?, env?, cwd?}`
+   * (stdio) or `{url, headers?}` (Streamable HTTP), plus `optional`, `timeoutMs` and per-tool
+   * overrides of what the server's annotations say (`tools: {<tool>: {kind?, approval?, idempotent?}}`).
+   */
+  mcpServers?: McpServers;
 }
 
 /** An app: what `REIN_APP`'s default export is, and what `startApi`/`startWorker`/`startApprover` take. */
@@ -30,6 +38,7 @@ export interface App {
   readonly defaultAgent: string;
   readonly guards: { input?: InputRules; pii?: PiiRules };
   readonly handoffAnswer: string;
+  readonly mcpServers: McpServers;
 }
 
 /**
@@ -54,20 +63,27 @@ export function defineApp(def: AppDefinition): App {
     defaultAgent,
     guards,
     handoffAnswer: def.handoffAnswer ?? HANDOFF_ANSWER,
+    mcpServers: parseRules(mcpServersSchema, def.mcpServers ?? {}, 'mcpServers'),
   };
   if (typeof def.tools !== 'function') checkTools(app, def.tools);
   return app;
 }
 
-/** Tool names are unique and cover every agent's allow-list; run again once a factory has built the tools. */
+/**
+ * Tool names are unique and cover every agent's allow-list; run again once a factory has
+ * built the tools. An MCP server's tools (`<server>__…`) are only known once it answers,
+ * so for them the allow-list is checked at execution, as for every call.
+ */
 export function checkTools(app: App, tools: readonly Tool[]): void {
   const names = new Set<string>();
   for (const tool of tools) {
+    if (tool.name === READ_RESULT_TOOL) throw new ConfigError(`app: tool name "${READ_RESULT_TOOL}" is Rein's own`);
     if (names.has(tool.name)) throw new ConfigError(`app: tool "${tool.name}" is defined twice`);
     names.add(tool.name);
   }
+  names.add(READ_RESULT_TOOL); // built in: the registry adds it for agents with a context policy
   for (const agent of app.agents) {
-    const unknown = agent.tools.find((t) => !names.has(t));
+    const unknown = agent.tools.find((t) => !names.has(t) && !Object.keys(app.mcpServers).some((server) => t.startsWith(`${server}__`)));
     if (unknown) throw new ConfigError(`app: agent "${agent.name}" names tool "${unknown}", which the app does not define`);
   }
   const undo = tools.find((t) => t.compensateWith && !names.has(t.compensateWith.tool));

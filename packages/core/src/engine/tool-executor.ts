@@ -29,8 +29,8 @@ export interface ToolExecutorDeps {
   logger: Logger;
   toolTimeoutMs: number;
   approvalTtlMs: number;
-  /** Breaker and bulkhead per tool (the workers); omitted, tools run unguarded (engine tests). */
-  protection?: { breakers: CircuitBreakers; bulkhead: (tool: string) => Bulkhead };
+  /** Breaker and bulkhead per dependency (the workers); omitted, tools run unguarded (engine tests). */
+  protection?: { breakers: CircuitBreakers; bulkhead: (dependency: string) => Bulkhead };
   /** Tool arguments and results on the execute_tool spans (operator opt-in); absent, they are never exported. */
   captureContent?: CaptureContent;
   now?: () => number;
@@ -66,7 +66,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     ctx: Omit<ToolContext, 'signal' | 'logger'> & { deadlineMs: number },
     extra: Partial<ToolCallRecord>,
   ): Promise<ToolCallResult> {
-    const dependency = `tool:${tool.name}`;
+    const dependency = tool.dependency ?? `tool:${tool.name}`;
     // One write decides: a recorded result is reused, an intent without one is a crash mid-call.
     // An open breaker throws below, before the tool runs, and the intent is cleared again.
     const prior = await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name);
@@ -105,7 +105,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
           ),
         ]);
       const p = deps.protection;
-      const result = p ? await p.bulkhead(tool.name).run(() => p.breakers.call(dependency, invoke)) : await invoke();
+      const result = p ? await p.bulkhead(dependency).run(() => p.breakers.call(dependency, invoke)) : await invoke();
       observation = stringify(result ?? null);
     } catch (err) {
       if (err instanceof BreakerOpenError || err instanceof BulkheadFullError) {
@@ -131,6 +131,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     index: number,
     call: ModelToolCall,
     approvals: Approval[],
+    planStep: number | undefined,
   ): Promise<ToolCallResult> {
     const tool = profile.tools.includes(call.name) ? deps.tools.get(call.name) : undefined;
     if (!tool) {
@@ -165,7 +166,12 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     }
 
     const requirement = tool.approval(parsed.args, ctx);
-    if (!requirement) return runWithLedger(tool, call, parsed.args, ctx, {});
+    const planned = planStep === undefined ? {} : { planStep };
+    if (!requirement) return runWithLedger(tool, call, parsed.args, ctx, planned);
+    // A call carrying out a step of the approved plan runs on the plan's approval (same tool, same arguments by hash).
+    if (planStep !== undefined && run.plan?.status === 'approved' && run.plan.approvalId) {
+      return runWithLedger(tool, call, parsed.args, ctx, { ...planned, approvalId: run.plan.approvalId });
+    }
 
     const id = approvalId(run.id, step, index);
     const gated = { approvalId: id };
@@ -233,8 +239,15 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
   }
 
   /** One `execute_tool <tool>` span per call, whatever the call turns into. */
-  return (run: RunRecord, profile: AgentProfile, step: number, index: number, call: ModelToolCall, approvals: Approval[]) =>
-    toolSpan(call, deps.captureContent, () => execute(run, profile, step, index, call, approvals));
+  return (
+    run: RunRecord,
+    profile: AgentProfile,
+    step: number,
+    index: number,
+    call: ModelToolCall,
+    approvals: Approval[],
+    planStep?: number,
+  ) => toolSpan(call, deps.captureContent, () => execute(run, profile, step, index, call, approvals, planStep));
 }
 
 export type ToolExecutor = ReturnType<typeof createToolExecutor>;

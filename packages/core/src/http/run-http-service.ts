@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../app/define-app.js';
 import { type Config, loadConfigOrExit } from '../config.js';
-import { createRuntime, type Runtime } from '../runtime.js';
+import { McpServerStartError } from '../errors.js';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime.js';
 
 /** How `startApi` / `startWorker` / `startApprover` run: config (default: the environment) and signal handling. */
 export interface ServiceOptions {
@@ -27,6 +28,13 @@ export function closeOnSignals(service: RunningService, name: string): void {
   }
 }
 
+/** A required MCP server that cannot start ends the process with one line naming it (like a bad app). */
+export function exitOnMcpStartError(err: unknown): never {
+  if (!(err instanceof McpServerStartError)) throw err;
+  process.stderr.write(`rein: ${err.message}\n`);
+  process.exit(1);
+}
+
 /**
  * An HTTP service over an app: runtime, listen, and a graceful close (on
  * SIGTERM/SIGINT unless told otherwise). A bad config or app exits 1 naming it.
@@ -37,9 +45,10 @@ export async function runHttpService(
   options: ServiceOptions,
   port: (c: Config) => number,
   build: (rt: Runtime) => FastifyInstance,
+  runtime: RuntimeOptions = {},
 ): Promise<RunningService & { http: FastifyInstance }> {
   const config = options.config ?? loadConfigOrExit();
-  const rt = await createRuntime(config, service, 'producer', app);
+  const rt = await createRuntime(config, service, 'producer', app, runtime).catch(exitOnMcpStartError);
   let http: FastifyInstance;
   try {
     http = build(rt);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ConflictError, IdempotencyKeyReusedError } from '../errors.js';
+import { canonicalJson } from '../tools/argument-hash.js';
 
 /**
  * What an Idempotency-Key holds: the run it was claimed for, a hash of the request body
@@ -9,18 +10,6 @@ import { ConflictError, IdempotencyKeyReusedError } from '../errors.js';
  */
 export const idempotencyEntrySchema = z.object({ runId: z.string().min(1), bodyHash: z.string().length(64), bound: z.boolean() });
 export type IdempotencyEntry = z.infer<typeof idempotencyEntrySchema>;
-
-/** JSON with object keys sorted, so the same body hashes the same whatever its key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
 
 /** SHA-256 of the canonical body (its depth is bounded at the HTTP boundary). */
 export const bodyHash = (body: unknown) => createHash('sha256').update(canonicalJson(body)).digest('hex');

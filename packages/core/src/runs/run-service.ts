@@ -206,6 +206,8 @@ export function createRunService(deps: RunServiceDeps) {
         status: run.status,
         ...(run.reason ? { reason: run.reason } : {}),
         input: run.input,
+        // Plan mode: the plan, its decision, and which steps the run's tool calls (`planStep`) carried out.
+        ...(run.plan ? { plan: { ...run.plan, ...(run.plan.approvalId ? { approval: byId.get(run.plan.approvalId) } : {}) } } : {}),
         steps: steps.map((s) => ({
           index: s.index,
           model: s.model,

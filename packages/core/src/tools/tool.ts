@@ -40,6 +40,10 @@ export interface Tool<A = unknown> {
   approvalTtlMs?: number;
   /** Longest one call may take (default REIN_TOOL_TIMEOUT_MS); never past the run's deadline. */
   timeoutMs?: number;
+  /** The breaker and bulkhead it shares (default `tool:<name>`); an MCP server's tools share `mcp:<server>`. */
+  dependency?: string;
+  /** The arguments' JSON Schema when `parameters` cannot produce it (MCP tools bring the server's own). */
+  jsonSchema?: Record<string, unknown>;
   approval(args: A, ctx: Omit<ToolContext, 'signal' | 'logger'>): ApprovalRequirement | null;
   execute(args: A, ctx: ToolContext): Promise<unknown>;
   /**
@@ -133,7 +137,7 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): Tool {
 
 /** The OpenAI `tools` entry for a tool: its description and JSON Schema arguments. */
 export function toolSpec(tool: Tool) {
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.parameters) as Record<string, unknown>;
+  const { $schema: _ignored, ...parameters } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);
   return { type: 'function' as const, function: { name: tool.name, description: tool.description, parameters } };
 }
 

@@ -184,7 +184,8 @@ export function createCompensator(deps: CompensatorDeps) {
         ),
       ]);
     try {
-      const value = deps.breakers ? await deps.breakers.call(`tool:${s.undoTool}`, invoke) : await invoke();
+      const dependency = undoTool.dependency ?? `tool:${s.undoTool}`;
+      const value = deps.breakers ? await deps.breakers.call(dependency, invoke) : await invoke();
       const observation = typeof value === 'string' ? value : JSON.stringify(value ?? null);
       await deps.ledger.recordResult(run.id, key, s.undoTool, true, observation);
       return { status: 'done', observation };

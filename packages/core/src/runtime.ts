@@ -115,6 +115,8 @@ export async function createRuntime(
   const webhookStore = new WebhookStore(redis);
   const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger);
   dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
+  // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
+  await Promise.all([scheduler.queue.waitUntilReady(), dispatcher.queue.waitUntilReady()]);
   // The compensator needs the store it is told by: bound once both exist.
   let compensator: Compensator | undefined;
   const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics, async (run) => {

@@ -14,6 +14,7 @@ import type { Approval } from '../schemas/approval.js';
 import type { Compensation } from '../schemas/compensation.js';
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
+import type { ApprovalView, RunTrace, RunView } from '../schemas/views.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
@@ -49,9 +50,9 @@ export interface RunServiceDeps {
 }
 
 /** An approval as callers see it, with who may decide it (what `mayDecide` enforces). */
-export const approvalView = ({ schemaVersion: _v, ...a }: Approval) => ({ ...a, deciders: decisionRights(a) });
+export const approvalView = ({ schemaVersion: _v, ...a }: Approval): ApprovalView => ({ ...a, deciders: decisionRights(a) });
 
-export function runView(run: RunRecord, approvals: Approval[]) {
+export function runView(run: RunRecord, approvals: Approval[]): RunView {
   const pending = approvals.filter((a) => run.pendingApprovals.includes(a.id));
   return {
     id: run.id,
@@ -73,7 +74,6 @@ export function runView(run: RunRecord, approvals: Approval[]) {
     deadlineAt: run.deadlineAt,
   };
 }
-export type RunView = ReturnType<typeof runView>;
 
 export const compensationView = ({ schemaVersion: _v, ...c }: Compensation) => c;
 
@@ -195,7 +195,7 @@ export function createRunService(deps: RunServiceDeps) {
       return compensationView(await deps.compensator.request(principal, id));
     },
 
-    async trace(principal: Principal, id: string) {
+    async trace(principal: Principal, id: string): Promise<RunTrace> {
       const run = await visibleRun(principal, id);
       const [steps, approvals] = await Promise.all([deps.store.steps(id), deps.store.approvals(id)]);
       const byId = new Map(approvals.map((a) => [a.id, approvalView(a)]));

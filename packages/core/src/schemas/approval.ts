@@ -50,4 +50,5 @@ export const approveBodySchema = z
     arguments: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
+export type ApproveBody = z.infer<typeof approveBodySchema>;
 export const rejectBodySchema = z.object({ reason: z.string().min(1).max(2000) }).strict();

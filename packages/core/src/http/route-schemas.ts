@@ -161,6 +161,7 @@ const decided = {
 };
 
 export const approverRoutes = {
+  compensateRun: apiRoutes.compensateRun,
   listApprovals: route('approvals', 'listApprovals', 'Approvals of the caller’s tenant (their own unless approver or above)', {
     querystring: listApprovalsQuerySchema,
     response: { 200: approvalListSchema, ...errors() },

@@ -27,16 +27,23 @@ afterAll(async () => {
   await server.stop();
 });
 
-/** K−1 tool calls with arguments never seen before in the run, then an answer. */
-const kStepModel = (k: number) =>
-  createFakeModel([
+/**
+ * K−1 tool calls with arguments never seen before in the run, then an answer. Calls are
+ * counted per run (by its input): the prompt may summarise old turns, so it cannot say.
+ */
+const kStepModel = (k: number) => {
+  const calls = new Map<string, number>();
+  return createFakeModel([
     (request: ModelRequest) => {
-      const done = request.messages.filter((m) => m.role === 'assistant').length;
+      const input = String(request.messages.find((m) => m.role === 'user')?.content);
+      const done = calls.get(input) ?? 0;
+      calls.set(input, done + 1);
       return done < k - 1
         ? { content: `looking up policy ${done}`, toolCalls: [toolCall(`c${done}`, 'search_policy', { query: `退款 政策 第${done}条` })] }
         : { content: 'According to the policies found, the refund is allowed within 7 days.' };
     },
   ]);
+};
 
 const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1]);
 const bytes = (values: string[]) => values.reduce((sum, v) => sum + Buffer.byteLength(v), 0);

@@ -21,6 +21,9 @@ import { type Page, type PageCursor, type PageQuery, pageIndexes } from './index
 import { CommitResult, CreateResult, withScripts } from './lua-scripts.js';
 import { runFootprint } from './run-footprint.js';
 
+/** An event as its run's stream keeps it: without the run id, which the stream's key already says. */
+const storedEvent = ({ runId: _implied, ...rest }: RunEvent) => JSON.stringify(rest);
+
 export interface Commit {
   /** The run as the caller read it; its version is the compare-and-set token. */
   from: RunRecord;
@@ -92,7 +95,7 @@ export class RunStore {
       k.messages,
       k.events,
       JSON.stringify(runRecordSchema.parse(run)),
-      JSON.stringify(event),
+      storedEvent(event),
       ...[...history, firstMessage].map((m) => JSON.stringify(m)),
     );
     if (created === CreateResult.Created) {
@@ -180,7 +183,7 @@ export class RunStore {
     const k = runKeys(next.id);
     const messages = (c.messages ?? []).map((m) => JSON.stringify(chatMessageSchema.parse(m)));
     const approvals = (c.approvals ?? []).flatMap((a) => [a.id, JSON.stringify(approvalSchema.parse(a))]);
-    const events = (c.events ?? []).map((e) => JSON.stringify(runEventSchema.parse(e)));
+    const events = (c.events ?? []).map((e) => storedEvent(runEventSchema.parse(e)));
     const terminal = TERMINAL_STATUSES.includes(next.status);
     const result = await this.redis.commitRun(
       k.run,
@@ -326,16 +329,15 @@ export class RunStore {
 
   /** Live-only events (e.g. "tool called"); the durable ones are written by commit. */
   async appendEvent(event: RunEvent): Promise<void> {
-    await this.redis.xadd(runKeys(event.runId).events, '*', 'e', JSON.stringify(event));
+    await this.redis.xadd(runKeys(event.runId).events, '*', 'e', storedEvent(event));
   }
 
-  /** Events after `afterId` ('0' = from the start); blocks up to `blockMs` when none. */
   /** Up to 100 events after `afterId`, at once (live readers wait on a StreamHub). */
   async readEvents(runId: string, afterId: string): Promise<StoredEvent[]> {
     const key = runKeys(runId).events;
     const reply = await this.redis.xread('COUNT', 100, 'STREAMS', key, afterId);
     const entries = reply?.[0]?.[1] ?? [];
-    return entries.map(([id, fields]) => ({ id, event: runEventSchema.parse(JSON.parse(fields[1] ?? '{}')) }));
+    return entries.map(([id, fields]) => ({ id, event: runEventSchema.parse({ ...JSON.parse(fields[1] ?? '{}'), runId }) }));
   }
 
   /**

@@ -6,7 +6,7 @@ export { type DecisionRights, decisionRights, holdsRole, mayDecide, ROLE_RANK } 
 export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
-export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys } from './config.js';
+export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
 export { DemoStore, type Email, type Order, type Refund, type Ticket } from './demo/demo-store.js';
 export { createDemoTools } from './demo/demo-tools.js';
 export { PolicySearch, tokenize } from './demo/policy-search.js';
@@ -38,7 +38,7 @@ export { createHttpApp, findApiKey, idParamsSchema, parseInput } from './http/ht
 export { runHttpService } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource } from './http/sse.js';
-export { QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
+export { QUEUE_PREFIX, queuePrefix, runKeys, tenantKeys } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics, registerQueueDepth } from './metrics.js';
 export { type CompleteWith, createOpenAICompletion, type ModelGateway, type ModelReply, type ModelRequest } from './model/model-gateway.js';
@@ -57,9 +57,21 @@ export {
   STEP_QUEUE,
   type StepJob,
   StepScheduler,
+  shardOf,
   stepJobOptions,
+  stepQueue,
 } from './queue/job-catalog.js';
-export { bullConnection, checkRedisSettings, connectRedis, type RedisRole, redisOptions } from './redis.js';
+export {
+  bullConnection,
+  checkRedisSettings,
+  connectRedis,
+  createRedisClient,
+  isCluster,
+  type RedisClient,
+  type RedisRole,
+  type RedisSettings,
+  redisOptions,
+} from './redis.js';
 export { Bulkhead } from './resilience/bulkhead.js';
 export { type BreakerOptions, CircuitBreakers } from './resilience/circuit-breakers.js';
 export { FAULTS_KEY, withFaultInjection } from './resilience/fault-injection.js';

@@ -37,3 +37,9 @@ export const ACTIVE_RUNS_KEY = 'rein:active-runs';
 
 /** BullMQ prefix with a hash tag, so each queue's keys live in one cluster slot. */
 export const QUEUE_PREFIX = '{rein}';
+
+/**
+ * The prefix of step-queue shard `shard`: shard 0 keeps `{rein}` (a single-shard
+ * deployment's queue, unchanged), shard n is `{rein-n}`, a hash tag of its own.
+ */
+export const queuePrefix = (shard: number) => (shard === 0 ? QUEUE_PREFIX : `{rein-${shard}}`);

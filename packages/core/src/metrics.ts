@@ -164,19 +164,23 @@ export function createMetrics(service: string) {
 export type Metrics = ReturnType<typeof createMetrics>;
 
 /**
- * Queue depth by state, read from BullMQ at scrape time. Exported by the API (which
- * always runs, so autoscaling can start workers from zero). BullMQ's `wait` list misses
- * prioritized and delayed jobs, so every state is reported and dashboards add them up.
+ * Queue depth by state and shard, read from BullMQ at scrape time. Exported by the API
+ * (which always runs, so autoscaling can start workers from zero). BullMQ's `wait` list
+ * misses prioritized and delayed jobs, so every state is reported and dashboards add
+ * them up. `shards[i]` counts shard i's jobs.
  */
-export function registerQueueDepth(metrics: Metrics, counts: () => Promise<Record<string, number>>) {
+export function registerQueueDepth(metrics: Metrics, shards: Array<() => Promise<Record<string, number>>>) {
   return new Gauge({
     name: 'rein_queue_jobs',
-    help: 'Step-queue jobs by state (waiting, prioritized, delayed, active, failed)',
-    labelNames: ['state'],
+    help: 'Step-queue jobs by state (waiting, prioritized, delayed, active, failed) and shard',
+    labelNames: ['state', 'shard'],
     registers: [metrics.registry],
     async collect() {
-      const byState = await counts();
-      for (const state of ['waiting', 'prioritized', 'delayed', 'active', 'failed']) this.set({ state }, byState[state] ?? 0);
+      const counted = await Promise.all(shards.map((counts) => counts()));
+      counted.forEach((byState, shard) => {
+        for (const state of ['waiting', 'prioritized', 'delayed', 'active', 'failed'])
+          this.set({ state, shard: String(shard) }, byState[state] ?? 0);
+      });
     },
   });
 }

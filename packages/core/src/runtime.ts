@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import { AgentCatalog, type AgentProfile } from './agents/agent-profile.js';
 import { orderAssistant } from './agents/order-assistant.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
@@ -12,7 +11,7 @@ import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
-import { bullConnection, checkRedisSettings, connectRedis, type RedisRole } from './redis.js';
+import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from './redis.js';
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
 import { withFaultInjection } from './resilience/fault-injection.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
@@ -27,7 +26,7 @@ export interface Runtime {
   config: Config;
   logger: Logger;
   metrics: Metrics;
-  redis: Redis;
+  redis: RedisClient;
   store: RunStore;
   feed: ApprovalFeed;
   journal: DecisionJournal;
@@ -62,11 +61,11 @@ export async function createRuntime(
   const masker = createPiiMasker();
   const logger = createLogger(config.LOG_LEVEL, service, masker);
   const metrics = createMetrics(service);
-  const redis = await connectRedis(config.REDIS_URL, role, logger);
+  const redis = await connectRedis(config, role, logger);
   await checkRedisSettings(redis, logger);
-  const bull = bullConnection(config.REDIS_URL, role, logger);
-  const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS);
-  scheduler.queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
+  const bull = bullConnection(config, role, logger);
+  const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS, config.REIN_QUEUE_SHARDS);
+  for (const queue of scheduler.queues) queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
   const allTools = [...createDemoTools({ store: new DemoStore(redis), policies: new PolicySearch() }), ...(extensions.tools ?? [])];
   const tools = new Map(allTools.map((t) => [t.name, config.REIN_FAULT_INJECTION === 'on' ? withFaultInjection(t, redis) : t]));
   const breakers = new CircuitBreakers(

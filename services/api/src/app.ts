@@ -27,7 +27,10 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const runs = rt.runs;
   const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
   app.addHook('preClose', async () => streams.close());
-  registerQueueDepth(rt.metrics, () => rt.scheduler.queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed'));
+  registerQueueDepth(
+    rt.metrics,
+    rt.scheduler.queues.map((queue) => () => queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed')),
+  );
 
   app.post('/v1/runs', async (req, reply) => {
     const body = parseInput(submitRunBodySchema, req.body, 'body');

@@ -23,16 +23,25 @@ function adminFrom(req: FastifyRequest, keys: ApiKey[]): ApiKey | undefined {
  */
 export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promise<void> {
   const keys = requireApiKeys(rt.config);
-  const adapter = new BullMQAdapter(rt.scheduler.queue, { readOnlyMode: true, description: 'one job = one ReAct step' });
-  adapter.setFormatter('data', (data: { runId?: unknown; step?: unknown; at?: unknown }) => ({
-    runId: data.runId,
-    step: data.step,
-    ...(data.at ? { at: data.at } : {}),
-  }));
-  adapter.setFormatter('returnValue', (value: unknown) => (typeof value === 'string' ? value : null));
+  // One board entry per shard; they share the queue name, so the board tells them apart by prefix.
+  const shards = rt.scheduler.queues.length;
+  const adapters = rt.scheduler.queues.map((queue, shard) => {
+    const adapter = new BullMQAdapter(queue, {
+      readOnlyMode: true,
+      ...(shards > 1 ? { prefix: `shard-${shard}-`, displayName: `${queue.name} (shard ${shard} of ${shards})` } : {}),
+      description: 'one job = one ReAct step',
+    });
+    adapter.setFormatter('data', (data: { runId?: unknown; step?: unknown; at?: unknown }) => ({
+      runId: data.runId,
+      step: data.step,
+      ...(data.at ? { at: data.at } : {}),
+    }));
+    adapter.setFormatter('returnValue', (value: unknown) => (typeof value === 'string' ? value : null));
+    return adapter;
+  });
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BOARD_PATH);
-  createBullBoard({ queues: [adapter], serverAdapter, options: { uiConfig: { boardTitle: 'Rein queue' } } });
+  createBullBoard({ queues: adapters, serverAdapter, options: { uiConfig: { boardTitle: 'Rein queue' } } });
   await app.register(async (scope) => {
     scope.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
       if (!adminFrom(req, keys)) {

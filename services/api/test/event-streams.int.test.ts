@@ -35,7 +35,10 @@ afterAll(async () => {
 });
 
 const headers = { authorization: `Bearer ${USER.key}` };
-const clients = async () => String(await rt.redis.client('LIST')).trim().split('\n').length;
+const clients = async () =>
+  String(await rt.redis.client('LIST'))
+    .trim()
+    .split('\n').length;
 
 /** An open SSE connection that collects the event names it receives. */
 async function follow(runId: string) {

@@ -92,13 +92,14 @@ describe('a flaky model provider costs time, never runs', () => {
 describe('the reaper', () => {
   it('finds a run whose step job was lost, repairs it, and counts the repair', async () => {
     const f = await start({ model: resilientModel(['rein-scripted-order-assistant']) });
-    await f.rt.scheduler.queue.pause();
+    const queue = f.rt.scheduler.housekeeping; // the only shard here
+    await queue.pause();
     const id = await f.submit('支持 7 天无理由退货吗？');
-    await (await f.rt.scheduler.queue.getJob(`${id}-0`))?.remove();
-    await f.rt.scheduler.queue.resume();
+    await (await queue.getJob(`${id}-0`))?.remove();
+    await queue.resume();
     const repaired = await reap({
       store: f.rt.store,
-      queue: f.rt.scheduler.queue,
+      queueOf: () => queue,
       enqueue: f.rt.enqueue,
       approvals: f.rt.approvals,
       metrics: f.rt.metrics,

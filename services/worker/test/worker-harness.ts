@@ -9,9 +9,8 @@ import {
   type Tool,
 } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
-import type { Worker } from 'bullmq';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { createStepWorker } from '../src/step-worker.js';
+import { createStepWorker, type StepWorkers } from '../src/step-worker.js';
 
 export const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user'] };
 
@@ -29,7 +28,7 @@ export interface WorkerFleetOptions {
  */
 export function workerPerTest() {
   let redis: TestRedis;
-  let current: { rt: Runtime; worker: Worker } | undefined;
+  let current: { rt: Runtime; worker: StepWorkers } | undefined;
   beforeAll(async () => {
     redis = await startTestRedis();
   });

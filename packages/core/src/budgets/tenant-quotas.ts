@@ -1,7 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { Quota, Quotas } from '../config.js';
 import { ReinError } from '../errors.js';
 import { tenantKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 import { AdmitResult, withScripts } from '../store/lua-scripts.js';
 
 /** 429: the tenant is over one of its quotas; says which and what the limit is. */
@@ -24,7 +24,7 @@ export class TenantQuotas {
   private readonly redis: ReturnType<typeof withScripts>;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly quotas: Quotas,
     private readonly now: () => number = Date.now,
   ) {

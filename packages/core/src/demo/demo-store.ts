@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import type { RedisClient } from '../redis.js';
 
 export const orderSchema = z.object({
   orderNo: z.string(),
@@ -105,7 +105,7 @@ const idFor = (prefix: string, idempotencyKey: string) =>
  */
 export class DemoStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly now: () => number = Date.now,
   ) {}
 

@@ -7,7 +7,8 @@ import type { RunStore } from '../store/run-store.js';
 
 export interface ReaperDeps {
   store: RunStore;
-  queue: Queue;
+  /** The step-queue shard that holds a run's jobs. */
+  queueOf: (runId: string) => Queue;
   enqueue: Enqueue;
   approvals: ApprovalService;
   metrics: Metrics;
@@ -63,9 +64,10 @@ export async function reap(deps: ReaperDeps): Promise<number> {
 async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Promise<string | null> {
   const step = { runId: run.id, step: run.step };
   const repair = { ...step, version: run.version };
-  if (await jobIsLive(deps.queue, jobCatalog.repair.id(repair))) return null;
+  const queue = deps.queueOf(run.id);
+  if (await jobIsLive(queue, jobCatalog.repair.id(repair))) return null;
   if (run.status === 'queued' || run.status === 'running') {
-    if (await jobIsLive(deps.queue, jobCatalog.step.id(step))) return null;
+    if (await jobIsLive(queue, jobCatalog.step.id(step))) return null;
     await deps.enqueue('repair', repair);
     return 'lost_step_job';
   }
@@ -74,7 +76,7 @@ async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Pro
   if (pending.some((a) => Date.parse(a.expiresAt) < now)) {
     return (await deps.approvals.expireDue(run.id, run.step)) > 0 ? 'missed_expiry' : null;
   }
-  if (ofStep.length > 0 && pending.length === 0 && !(await jobIsLive(deps.queue, jobCatalog.resume.id(step)))) {
+  if (ofStep.length > 0 && pending.length === 0 && !(await jobIsLive(queue, jobCatalog.resume.id(step)))) {
     await deps.enqueue('repair', repair);
     return 'lost_resume_job';
   }

@@ -1,10 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { type ZodType, z } from 'zod';
 import { InvalidRequestError, ReinError, UnauthorizedError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { RedisClient } from '../redis.js';
 import type { ApiKey, Principal } from '../schemas/identity.js';
 
 declare module 'fastify' {
@@ -17,7 +17,7 @@ export interface HttpAppOptions {
   logger: Logger;
   apiKeys: ApiKey[];
   registry: Registry;
-  redis: Redis;
+  redis: RedisClient;
   bodyLimit: number;
 }
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import CircuitBreaker from 'opossum';
 import { BreakerOpenError, ReinError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import type { RedisClient } from '../redis.js';
 
 export interface BreakerOptions {
   /** Percentage of failed calls in the rolling window that opens the breaker. */
@@ -34,7 +34,7 @@ export class CircuitBreakers {
   private readonly local = new Map<string, CircuitBreaker<[() => Promise<unknown>], unknown>>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: BreakerOptions,
     private readonly logger: Logger,
     private readonly metrics: Metrics,

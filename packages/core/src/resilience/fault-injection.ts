@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Tool } from '../tools/tool.js';
 
 /** Where the chaos suite switches faults on: `toolHangUntil` (ms epoch) makes every tool hang until then. */
@@ -8,7 +8,7 @@ export const FAULTS_KEY = 'rein:faults';
  * Chaos testing only (REIN_FAULT_INJECTION=on): wraps a tool so that it hangs while the
  * chaos suite says so — a real hang, cut short only by the tool's own timeout.
  */
-export function withFaultInjection(tool: Tool, redis: Redis): Tool {
+export function withFaultInjection(tool: Tool, redis: RedisClient): Tool {
   return {
     ...tool,
     async execute(args, ctx) {

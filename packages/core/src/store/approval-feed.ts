@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { tenantKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 
 export const approvalFeedEventSchema = z.discriminatedUnion('type', [
   z.object({
@@ -30,7 +30,7 @@ export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncerta
  * own permissions.
  */
 export class ApprovalFeed {
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: RedisClient) {}
 
   async publish(tenantId: string, event: ApprovalFeedEvent): Promise<void> {
     await this.redis.xadd(tenantKeys(tenantId).approvalFeed, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(event));

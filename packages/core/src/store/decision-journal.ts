@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import { runKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 import { type Decision, decisionSchema, type Snapshot, snapshotSchema } from '../schemas/run.js';
 
 /**
@@ -9,7 +9,7 @@ import { type Decision, decisionSchema, type Snapshot, snapshotSchema } from '..
  */
 export class DecisionJournal {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly snapshotTtlSeconds = 30 * 86_400,
   ) {}
 

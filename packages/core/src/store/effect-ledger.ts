@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import { runKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 import { type Effect, effectSchema } from '../schemas/run.js';
 
 /** `run:step:toolCallId`: the key a tool call's effect is recorded under and that write tools receive. */
@@ -10,7 +10,7 @@ export const idempotencyKey = (runId: string, step: number, toolCallId: string) 
  * means a worker died mid-call: the caller decides whether re-running is safe.
  */
 export class EffectLedger {
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: RedisClient) {}
 
   async get(runId: string, key: string): Promise<Effect | null> {
     const raw = await this.redis.hget(runKeys(runId).effects, key);

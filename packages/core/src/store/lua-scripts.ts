@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 
 /** Return codes of commit-run-7.lua. */
 export enum CommitResult {
@@ -45,9 +45,9 @@ export interface ReinScripts {
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */
-export function withScripts(redis: Redis): Redis & ReinScripts {
+export function withScripts(redis: RedisClient): RedisClient & ReinScripts {
   for (const [name, { file, keys }] of Object.entries(scripts)) {
     if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: keys, lua: load(file) });
   }
-  return redis as Redis & ReinScripts;
+  return redis as RedisClient & ReinScripts;
 }

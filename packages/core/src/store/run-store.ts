@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import { NotFoundError, StaleStepError } from '../errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 import { type Approval, approvalSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
 import { type ChatMessage, chatMessageSchema } from '../schemas/message.js';
@@ -32,7 +32,7 @@ export class RunStore {
   private readonly redis: ReturnType<typeof withScripts>;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly traceTtlSeconds: number,
   ) {
     this.redis = withScripts(redis);
@@ -50,12 +50,12 @@ export class RunStore {
       JSON.stringify(event),
     );
     if (created === CreateResult.Created) {
-      await this.redis
-        .multi()
-        .zadd(tenantKeys(run.tenantId).runs, Date.parse(run.createdAt), run.id)
-        .zadd(DEADLINES_KEY, Date.parse(run.deadlineAt), run.id)
-        .zadd(ACTIVE_RUNS_KEY, Date.parse(run.updatedAt), run.id)
-        .exec();
+      // Three keys in three slots: no MULTI on a cluster, and none needed (the reaper heals a missing index entry).
+      await Promise.all([
+        this.redis.zadd(tenantKeys(run.tenantId).runs, Date.parse(run.createdAt), run.id),
+        this.redis.zadd(DEADLINES_KEY, Date.parse(run.deadlineAt), run.id),
+        this.redis.zadd(ACTIVE_RUNS_KEY, Date.parse(run.updatedAt), run.id),
+      ]);
     }
     return created === CreateResult.Created;
   }
@@ -130,17 +130,20 @@ export class RunStore {
    * tenant's approvals, the deadline index the sweeper scans (running and queued runs
    * only: a parked run is governed by its approvals' expiry), and the tenant's active
    * runs. A crash in between only delays an index; the sweeper and the reaper heal it.
+   * The keys sit in different slots, so the writes are independent (no MULTI, which a
+   * cluster refuses across slots); each is idempotent, and a retried commit repeats them.
    */
   private async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[]): Promise<void> {
-    const tx = this.redis.multi();
-    if (approvals.length) tx.zadd(tenantKeys(next.tenantId).approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id]));
+    const writes: Array<Promise<unknown>> = [];
+    const tenant = tenantKeys(next.tenantId);
+    if (approvals.length) writes.push(this.redis.zadd(tenant.approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id])));
     const terminal = TERMINAL_STATUSES.includes(next.status);
-    if (terminal) tx.srem(tenantKeys(next.tenantId).active, next.id).zrem(ACTIVE_RUNS_KEY, next.id);
-    else tx.zadd(ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id);
-    if (terminal || next.status === 'pending_approval') tx.zrem(DEADLINES_KEY, next.id);
+    if (terminal) writes.push(this.redis.srem(tenant.active, next.id), this.redis.zrem(ACTIVE_RUNS_KEY, next.id));
+    else writes.push(this.redis.zadd(ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id));
+    if (terminal || next.status === 'pending_approval') writes.push(this.redis.zrem(DEADLINES_KEY, next.id));
     else if (from.status !== next.status || from.deadlineAt !== next.deadlineAt)
-      tx.zadd(DEADLINES_KEY, Date.parse(next.deadlineAt), next.id);
-    if (tx.length) await tx.exec();
+      writes.push(this.redis.zadd(DEADLINES_KEY, Date.parse(next.deadlineAt), next.id));
+    await Promise.all(writes);
   }
 
   /** Runs whose deadline passed by `at` (ms), for the sweeper. */
@@ -200,11 +203,9 @@ export class RunStore {
     const ids = await this.redis.zrevrange(tenantKeys(tenantId).runs, 0, 999);
     const out: RunRecord[] = [];
     for (let i = 0; i < ids.length && out.length < opts.limit; i += 100) {
-      const batch = ids.slice(i, i + 100);
-      const pipeline = this.redis.pipeline();
-      for (const id of batch) pipeline.hget(runKeys(id).run, 'doc');
-      const docs = (await pipeline.exec()) ?? [];
-      for (const [, doc] of docs) {
+      // Each run in its own slot: separate commands (a cluster pipeline must stay on one node), sent together.
+      const docs = await Promise.all(ids.slice(i, i + 100).map((id) => this.redis.hget(runKeys(id).run, 'doc')));
+      for (const doc of docs) {
         if (typeof doc !== 'string') continue; // expired trace
         const run = runRecordSchema.parse(JSON.parse(doc));
         if (opts.userId && run.userId !== opts.userId) continue;

@@ -13,6 +13,8 @@ export const KEYS = {
 
 export interface FleetOptions {
   redisUrl: string;
+  /** REDIS_CLUSTER_NODES: run the fleet on this Redis Cluster instead (REDIS_URL is then ignored). */
+  clusterNodes?: string;
   workers?: number;
   modelLatencyMs?: number;
   /** Environment of the API, workers and approver. */
@@ -32,6 +34,7 @@ export async function startFleet(opts: FleetOptions) {
   const env = {
     ...process.env,
     REDIS_URL: opts.redisUrl,
+    ...(opts.clusterNodes ? { REDIS_CLUSTER_NODES: opts.clusterNodes } : {}),
     OPENAI_BASE_URL: `http://127.0.0.1:${modelPort}/v1`,
     REIN_API_KEYS: JSON.stringify(Object.values(KEYS)),
     API_PORT: String(apiPort),
@@ -65,7 +68,8 @@ export async function startFleet(opts: FleetOptions) {
     workers.push(spawnService(`worker-${workers.length + 1}`, 'services/worker/dist/main.js', { WORKER_METRICS_PORT: String(port) }));
   };
   for (let i = 0; i < (opts.workers ?? 2); i++) await startWorker();
-  await Promise.all([waitForPort(modelPort), waitForPort(apiPort), waitForPort(approverPort)]);
+  // Generous: on a loaded machine a service's start (imports, Redis checks) can take a while.
+  await Promise.all([waitForPort(modelPort, 60_000), waitForPort(apiPort, 60_000), waitForPort(approverPort, 60_000)]);
 
   const call = async (base: string, method: string, path: string, key: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {

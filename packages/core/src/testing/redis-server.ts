@@ -16,6 +16,8 @@ export interface TestRedis {
 export interface TestRedisOptions {
   /** Keep an append-only file, so a restart keeps the data (durability tests). */
   appendOnly?: boolean;
+  /** Start as a Redis Cluster node (see startTestCluster). */
+  cluster?: boolean;
 }
 
 export async function freePort(): Promise<number> {
@@ -103,6 +105,8 @@ export class LocalRedis implements TestRedis {
       this.opts.appendOnly ? 'yes' : 'no',
       '--maxmemory-policy',
       'noeviction',
+      // nodes.conf sits in the node's own directory, so a restarted node keeps its identity and slots.
+      ...(this.opts.cluster ? ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000'] : []),
     ];
     this.child = spawn('redis-server', args, { stdio: 'ignore' });
     const failed = new Promise<never>((_, reject) =>
@@ -128,6 +132,10 @@ export class LocalRedis implements TestRedis {
       child.once('exit', () => resolve());
       child.kill(signal);
     });
+  }
+
+  get running(): boolean {
+    return Boolean(this.child && this.child.exitCode === null && this.child.signalCode === null);
   }
 
   async stop(): Promise<void> {

@@ -57,7 +57,12 @@ export async function connectRedis(settings: RedisSettings, role: RedisRole, log
   const redis = createRedisClient(settings, redisOptions(role));
   // Without a listener, ioredis reports every reconnect attempt as an unhandled error.
   redis.on('error', (err: Error) => logger.warn({ err: err.message, role }, 'redis connection error'));
-  await redis.connect();
+  try {
+    await redis.connect();
+  } catch (err) {
+    redis.disconnect(); // a refused login or no seed answering: stop the reconnect loop, the caller decides
+    throw err;
+  }
   return redis;
 }
 

@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKeys } from '../src/keys.js';
@@ -36,6 +37,26 @@ async function idsOnDistinctNodes(n: number): Promise<string[]> {
 }
 
 describe('on a Redis Cluster', () => {
+  it('logs in as an ACL user on every node it discovers, not only the seed', async () => {
+    for (const node of cluster.nodes) {
+      const admin = new Redis(node.port, '127.0.0.1');
+      await admin.acl('SETUSER', 'rein', 'on', '>s3cret', '~*', '&*', '+@all');
+      admin.disconnect();
+    }
+    const seedOnly = { ...settings, REDIS_CLUSTER_NODES: settings.REDIS_CLUSTER_NODES?.slice(0, 1) };
+    const asRein = await connectRedis({ ...seedOnly, REDIS_USERNAME: 'rein', REDIS_PASSWORD: 's3cret' }, 'producer', silent);
+    try {
+      const [a, b, c] = await idsOnDistinctNodes(3);
+      for (const id of [a, b, c]) await asRein.set(runKeys(id as string).run, 'x');
+      expect(String(await asRein.acl('WHOAMI'))).toBe('rein');
+      expect(await Promise.all([a, b, c].map((id) => asRein.get(runKeys(id as string).run)))).toEqual(['x', 'x', 'x']);
+    } finally {
+      asRein.disconnect();
+    }
+    const wrong = connectRedis({ ...seedOnly, REDIS_USERNAME: 'rein', REDIS_PASSWORD: 'wrong' }, 'producer', silent);
+    await expect(wrong).rejects.toThrow();
+  });
+
   it('checks maxmemory-policy and AOF on every master', async () => {
     const problems = await checkRedisSettings(redis, silent);
     const aof = problems.filter((p) => p.startsWith('appendonly is off on 127.0.0.1:'));

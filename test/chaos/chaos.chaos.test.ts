@@ -293,3 +293,39 @@ describe('chaos on a Redis Cluster (3 masters, 3 step-queue shards)', () => {
     expect(o.succeeded).toBe(o.submitted);
   });
 });
+
+describe('chaos on a Redis Cluster with a replica per master', () => {
+  let cluster: Target;
+  beforeAll(async () => {
+    cluster = { topology: await startTopology('cluster', { appendOnly: true, replicas: 1 }), env: {}, shards: 3 };
+  });
+  afterAll(async () => {
+    await cluster?.topology.stop();
+  });
+
+  it('fails over when a master is killed: its replica takes over, nothing is lost', async () => {
+    const o = await withFleet(
+      'cluster: failover',
+      async () => {
+        const nodes = cluster.topology.cluster;
+        if (!nodes) throw new Error('no cluster');
+        const victim = await nodes.nodeFor(`${queuePrefix(0)}:rein-steps:meta`);
+        await sleep(500);
+        await victim.kill();
+        // The replica is promoted while the old master stays down; then it comes back as a replica.
+        const until = Date.now() + 30_000;
+        while ((await nodes.nodeFor(`${queuePrefix(0)}:rein-steps:meta`)).port === victim.port) {
+          if (Date.now() > until) throw new Error('no failover within 30 s');
+          await sleep(200);
+        }
+        await nodes.waitHealthy();
+        await sleep(Math.min(DISRUPT_MS, 3000));
+        await victim.start();
+        await nodes.waitHealthy();
+      },
+      cluster,
+    );
+    expectNothingLost(o);
+    expect(o.succeeded).toBe(o.submitted);
+  });
+});

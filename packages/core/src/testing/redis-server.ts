@@ -79,10 +79,12 @@ export class LocalRedis implements TestRedis {
   private constructor(
     readonly port: number,
     private readonly opts: TestRedisOptions,
+    /** A cluster node's bus port: free too (the default, port + 10000, may be taken or past 65535). */
+    private readonly busPort: number | undefined,
   ) {}
 
   static async start(opts: TestRedisOptions = {}): Promise<LocalRedis> {
-    const redis = new LocalRedis(await freePort(), opts);
+    const redis = new LocalRedis(await freePort(), opts, opts.cluster ? await freePort() : undefined);
     await redis.start();
     return redis;
   }
@@ -106,7 +108,18 @@ export class LocalRedis implements TestRedis {
       '--maxmemory-policy',
       'noeviction',
       // nodes.conf sits in the node's own directory, so a restarted node keeps its identity and slots.
-      ...(this.opts.cluster ? ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000'] : []),
+      ...(this.busPort
+        ? [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-port',
+            String(this.busPort),
+            '--cluster-config-file',
+            'nodes.conf',
+            '--cluster-node-timeout',
+            '1000',
+          ]
+        : []),
     ];
     this.child = spawn('redis-server', args, { stdio: 'ignore' });
     const failed = new Promise<never>((_, reject) =>

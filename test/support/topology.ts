@@ -54,8 +54,10 @@ export async function startTopology(kind: TopologyKind, opts: TopologyOptions = 
     fleet: { redisUrl: `redis://127.0.0.1:${cluster.nodes[0]?.port}`, clusterNodes: cluster.seeds },
     client,
     cluster,
-    // FLUSHALL is per node: every master forgets its slots' keys.
+    // FLUSHALL is per node: every master forgets its slots' keys. Until the client is ready
+    // its node list is the seeds (replicas included), so wait for the slot map first.
     flush: async () => {
+      if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
       const masters = isCluster(client) ? client.nodes('master') : [];
       await Promise.all(masters.map((m) => m.flushall()));
     },

@@ -83,7 +83,7 @@ export const configSchema = z.object({
   /** ACL user and password for every node; override what REDIS_URL carries. */
   REDIS_USERNAME: z.string().min(1).optional(),
   REDIS_PASSWORD: z.string().min(1).optional(),
-  /** TLS to every node (cluster mode; a single node says so with `rediss://`). */
+  /** TLS on every connection (a single node may say so with `rediss://` instead). */
   REDIS_TLS: z.enum(['on', 'off']).default('off'),
   /** Step-queue shards, each under its own hash tag; a run's steps all go to the shard of its id. */
   REIN_QUEUE_SHARDS: z.coerce.number().int().min(1).max(256).default(1),

@@ -45,8 +45,9 @@ export interface StepWorkers {
 }
 
 /**
- * The BullMQ workers: one job = one ReAct step; one Worker per consumed shard. A busy or broken dependency (open
- * breaker, full bulkhead, model down) puts the step back on the queue for later
+ * The BullMQ workers: one job = one ReAct step; one Worker per consumed shard, each
+ * with WORKER_CONCURRENCY (the model bulkhead still caps the process's model calls).
+ * A busy or broken dependency (open breaker, full bulkhead, model down) puts the step back on the queue for later
  * without spending an attempt, until the run's deadline; other failures are retried
  * by BullMQ, and a non-retryable error or the last attempt ends the run with a reason.
  */

@@ -61,12 +61,20 @@ export class TestCluster {
     return node;
   }
 
-  /** Resolves once every running node reports `cluster_state:ok` (bounded; throws past it). */
+  /**
+   * Resolves once every running node reports `cluster_state:ok` and every replica is in
+   * sync with its master (a replica that never synced refuses to fail over). Bounded.
+   */
   async waitHealthy(timeoutMs = 30_000): Promise<void> {
     const until = Date.now() + timeoutMs;
     for (;;) {
-      const states = await Promise.all(this.nodes.filter((n) => n.running).map((n) => onNode(n, (r) => r.cluster('INFO')).catch(() => '')));
-      if (states.every((s) => String(s).includes('cluster_state:ok'))) return;
+      const states = await Promise.all(
+        this.nodes
+          .filter((n) => n.running)
+          .map((n) => onNode(n, async (r) => `${await r.cluster('INFO')}\n${await r.info('replication')}`).catch(() => '')),
+      );
+      const healthy = (s: string) => s.includes('cluster_state:ok') && (!s.includes('role:slave') || s.includes('master_link_status:up'));
+      if (states.every(healthy)) return;
       if (Date.now() > until) throw new Error(`test cluster not healthy after ${timeoutMs} ms`);
       await sleep(100);
     }

@@ -43,9 +43,6 @@ export function createRedisClient(settings: RedisSettings, options: RedisOptions
     enableOfflineQueue,
     lazyConnect,
     // A failover promotes a replica within seconds: keep asking instead of failing the command.
-    // Workers wait out a node's outage as they wait out a single Redis's (each retry counts as
-    // a redirection; ioredis's default 16 gives up after ~3 s and strands BullMQ's jobs).
-    maxRedirections: perNode.maxRetriesPerRequest === null ? Number.MAX_SAFE_INTEGER : 16,
     retryDelayOnFailover: 200,
     retryDelayOnClusterDown: 200,
     retryDelayOnTryAgain: 200,

@@ -1,12 +1,13 @@
-import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import { type OtlpReceiver, startOtlpReceiver, startTestRedis, type TestRedis } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEYS, startFleet } from '../test/support/fleet.js';
 
 /**
  * Side-by-side measurements in one run (ratios, never absolute timings as pass/fail):
- * how throughput scales from one worker to two, and how much time Rein adds to a step on
- * top of the model's own latency. `npm run bench`; BENCH_RUNS and BENCH_LATENCY_MS tune it.
+ * how throughput scales from one worker to two, how much time Rein adds to a step on
+ * top of the model's own latency, and what exporting traces (OTLP to an in-process
+ * receiver) costs against tracing off. `npm run bench`; BENCH_RUNS and BENCH_LATENCY_MS tune it.
  */
 const RUNS = Number(process.env.BENCH_RUNS ?? 32);
 const LATENCY_MS = Number(process.env.BENCH_LATENCY_MS ?? 200);
@@ -14,22 +15,25 @@ const INPUT = '查订单 A12345 状态，按政策说能否退'; // three model 
 
 let redis: TestRedis;
 let client: Redis;
+let receiver: OtlpReceiver;
 beforeAll(async () => {
   redis = await startTestRedis();
   client = new Redis(redis.url);
+  receiver = await startOtlpReceiver();
 });
 afterAll(async () => {
   client.disconnect();
   await redis.stop();
+  await receiver.close();
 });
 
-async function measure(workers: number) {
+async function measure(workers: number, env: Record<string, string> = {}) {
   await client.flushall();
   const fleet = await startFleet({
     redisUrl: redis.url,
     workers,
     modelLatencyMs: LATENCY_MS,
-    env: { WORKER_CONCURRENCY: '4', LOG_LEVEL: 'warn' },
+    env: { WORKER_CONCURRENCY: '4', LOG_LEVEL: 'warn', ...env },
   });
   try {
     const started = performance.now();
@@ -51,16 +55,44 @@ async function measure(workers: number) {
 }
 
 describe('fleet benchmark', () => {
-  it('reports worker scaling and per-step overhead as ratios', async () => {
+  it('reports worker scaling, per-step overhead and the cost of tracing as ratios', async () => {
     const one = await measure(1);
-    const two = await measure(2);
-    console.log(`\nFleet benchmark: ${RUNS} runs (3 steps each), model latency ${LATENCY_MS} ms, WORKER_CONCURRENCY 4`);
-    console.table([
-      { workers: 1, succeeded: one.succeeded, 'runs/s': one.runsPerSecond.toFixed(2), 'mean step (ms)': one.meanStepMs.toFixed(0) },
-      { workers: 2, succeeded: two.succeeded, 'runs/s': two.runsPerSecond.toFixed(2), 'mean step (ms)': two.meanStepMs.toFixed(0) },
-    ]);
+    // Tracing off and on alternate, so that a noisy machine weighs on both alike.
+    const tracingOn = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '500' };
+    const offA = await measure(2);
+    const onA = await measure(2, tracingOn);
+    const offB = await measure(2);
+    const onB = await measure(2, tracingOn);
+    const mean = (a: Awaited<ReturnType<typeof measure>>, b: Awaited<ReturnType<typeof measure>>) => ({
+      workers: 2,
+      succeeded: a.succeeded + b.succeeded,
+      runsPerSecond: (a.runsPerSecond + b.runsPerSecond) / 2,
+      meanStepMs: (a.meanStepMs + b.meanStepMs) / 2,
+    });
+    const two = mean(offA, offB);
+    const traced = mean(onA, onB);
+    const row = (label: string, m: Awaited<ReturnType<typeof measure>>) => ({
+      fleet: label,
+      succeeded: m.succeeded,
+      'runs/s': m.runsPerSecond.toFixed(2),
+      'mean step (ms)': m.meanStepMs.toFixed(0),
+    });
+    console.log(
+      `\nFleet benchmark: ${RUNS} runs (3 steps each), model latency ${LATENCY_MS} ms, WORKER_CONCURRENCY 4; 2-worker rows: mean of two fleets`,
+    );
+    console.table([row('1 worker', one), row('2 workers', two), row('2 workers, tracing on', traced)]);
     console.log(`throughput, 2 workers ÷ 1 worker: ${(two.runsPerSecond / one.runsPerSecond).toFixed(2)}×`);
     console.log(`step time ÷ model latency (Rein's overhead per step): ${(one.meanStepMs / LATENCY_MS).toFixed(2)}×`);
-    expect(one.succeeded + two.succeeded).toBe(2 * RUNS); // correctness only; timings are reported, not asserted
-  }, 600_000);
+    const pairs = [
+      [offA, onA],
+      [offB, onB],
+    ] as const;
+    const perPair = pairs.map(([off, on]) => `${(on.runsPerSecond / off.runsPerSecond).toFixed(2)}×`).join(', ');
+    console.log(
+      `tracing on ÷ off (2 workers, ${receiver.spans.length} spans exported): throughput ${(traced.runsPerSecond / two.runsPerSecond).toFixed(2)}× ` +
+        `(per pair ${perPair}), step time ${(traced.meanStepMs / two.meanStepMs).toFixed(2)}×`,
+    );
+    expect(one.succeeded + two.succeeded + traced.succeeded).toBe(5 * RUNS); // correctness only; timings are reported, not asserted
+    expect(receiver.spans.length).toBeGreaterThan(0);
+  }, 900_000);
 });

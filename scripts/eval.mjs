@@ -5,9 +5,12 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { API, APPROVER, call, ensureFleet } from './lib/fleet-client.mjs';
+import { ensureFleet, fleetClient } from '@rein/cli';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const client = fleetClient();
+const { api: API, approver: APPROVER } = client;
+const call = (method, url, body) => client.call(method, url, body);
 const { scenarios } = JSON.parse(readFileSync(join(root, 'eval', 'scenarios.json'), 'utf8'));
 const strict = process.argv.includes('--strict');
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
@@ -44,7 +47,7 @@ function judge(scenario, run, trace) {
   return { tools, problems };
 }
 
-const stopFleet = await ensureFleet();
+const stopFleet = await ensureFleet(client);
 const results = [];
 for (const scenario of scenarios.filter((s) => !only || s.id === only)) {
   const submitted = await call('POST', `${API}/v1/runs`, {

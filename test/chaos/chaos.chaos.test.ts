@@ -1,5 +1,6 @@
-import { DemoStore, FAULTS_KEY, queuePrefix, type RedisClient, runKeys, stepQueue } from '@rein/core';
+import { FAULTS_KEY, queuePrefix, type RedisClient, runKeys, stepQueue } from '@rein/core';
 import { LocalRedis } from '@rein/core/testing';
+import { DemoStore } from '@rein/example-order-assistant';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
 import { startTopology, type Topology } from '../support/topology.js';

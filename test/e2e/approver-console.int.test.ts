@@ -1,5 +1,5 @@
-import { DemoStore } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import { DemoStore } from '@rein/example-order-assistant';
 import { Redis } from 'ioredis';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,5 @@
-import { DemoStore, type RedisClient } from '@rein/core';
+import type { RedisClient } from '@rein/core';
+import { DemoStore } from '@rein/example-order-assistant';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Fleet, KEYS, startFleet as startFleetOn } from '../support/fleet.js';
 import { startTopology, type Topology, type TopologyKind } from '../support/topology.js';

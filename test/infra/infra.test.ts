@@ -48,12 +48,52 @@ describe('Kubernetes manifests', () => {
 });
 
 describe('docker compose', () => {
-  it('runs redis, api, a scalable worker, approver, the scripted model, prometheus and grafana', () => {
-    const compose = parse(readFileSync(join(infra, 'docker-compose.yml'), 'utf8'), { merge: true });
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'approver', 'grafana', 'model', 'prometheus', 'redis', 'worker']);
+  const compose = parse(readFileSync(join(infra, 'docker-compose.yml'), 'utf8'), { merge: true });
+
+  it('runs redis, api, a scalable worker, approver, the scripted model, prometheus, grafana and jaeger', () => {
+    expect(Object.keys(compose.services).sort()).toEqual([
+      'api',
+      'approver',
+      'grafana',
+      'jaeger',
+      'model',
+      'prometheus',
+      'redis',
+      'worker',
+    ]);
     expect(compose.services.worker.ports).toBeUndefined(); // no fixed host port: `--scale worker=N` works
     expect(compose.services.worker.command).toEqual(['node', 'services/worker/dist/main.js']);
     expect(compose.services.grafana.volumes).toContain('./grafana/dashboards:/var/lib/grafana/dashboards:ro');
     expect(readFileSync(join(infra, 'redis', 'redis.conf'), 'utf8')).toMatch(/maxmemory-policy noeviction/);
+  });
+
+  it('sends every service’s traces to Jaeger over OTLP/HTTP, under its default service name', () => {
+    expect(compose.services.jaeger.environment.COLLECTOR_OTLP_ENABLED).toBe('true');
+    for (const name of ['api', 'worker', 'approver']) {
+      const env = compose.services[name].environment;
+      expect(env.OTEL_EXPORTER_OTLP_ENDPOINT, name).toMatch(/^\$\{OTEL_EXPORTER_OTLP_ENDPOINT:-http:\/\/jaeger:4318\}$/);
+      expect(env.OTEL_EXPORTER_OTLP_PROTOCOL, name).toMatch(/http\/(protobuf|json)/);
+      expect(env.OTEL_SERVICE_NAME, name).toBeUndefined(); // rein-api / rein-worker / rein-approver
+    }
+  });
+});
+
+describe('Grafana and traces', () => {
+  const jaeger = parse(readFileSync(join(infra, 'grafana', 'provisioning', 'datasources', 'jaeger.yml'), 'utf8')).datasources[0];
+  const dashboard = (f: string) => JSON.parse(readFileSync(join(infra, 'grafana', 'dashboards', f), 'utf8'));
+
+  it('provisions Jaeger as a data source', () => {
+    expect(jaeger).toMatchObject({ type: 'jaeger', uid: 'rein-jaeger', url: 'http://jaeger:16686' });
+  });
+
+  it('links every dashboard to the runs’ traces, and the fleet overview to one run by its traceId', () => {
+    const explorePane = (url: string) => JSON.parse(decodeURIComponent(new URL(url, 'http://grafana').searchParams.get('panes') ?? '')).a;
+    for (const f of ['fleet-overview.json', 'approvals.json', 'model.json', 'tools.json']) {
+      const [search] = dashboard(f).links;
+      expect(explorePane(search.url), f).toMatchObject({ datasource: jaeger.uid, queries: [{ queryType: 'search', service: 'rein-api' }] });
+    }
+    const overview = dashboard('fleet-overview.json');
+    expect(overview.templating.list).toContainEqual(expect.objectContaining({ name: 'trace_id', type: 'textbox' }));
+    expect(explorePane(overview.links[1].url).queries[0].query).toMatch(/^\$\{trace_id\}$/);
   });
 });

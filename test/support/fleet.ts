@@ -8,6 +8,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const KEYS = {
   user: { key: 'e2e-user-key-zhangsan', tenantId: 'e2e', userId: 'zhangsan', roles: ['user'] },
   approver: { key: 'e2e-approver-key-lisi', tenantId: 'e2e', userId: 'lisi', roles: ['approver'] },
+  admin: { key: 'e2e-admin-key-wangwu', tenantId: 'e2e', userId: 'wangwu', roles: ['admin'] },
   other: { key: 'e2e-other-tenant-key', tenantId: 'elsewhere', userId: 'mallory', roles: ['admin'] },
 };
 
@@ -21,6 +22,8 @@ export interface FleetOptions {
   env?: Record<string, string>;
   /** Environment of the scripted model (e.g. SCRIPTED_MODEL_FAULTS=on). */
   modelEnv?: Record<string, string>;
+  /** Node flags for the workers (e.g. `--cpu-prof`, which NODE_OPTIONS refuses). */
+  workerNodeArgs?: string[];
 }
 
 /**
@@ -44,8 +47,11 @@ export async function startFleet(opts: FleetOptions) {
     LOG_LEVEL: 'warn',
     ...opts.env,
   };
-  const spawnService = (name: string, script: string, extra: Record<string, string> = {}) => {
-    const child = spawn(process.execPath, [join(root, script)], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const spawnService = (name: string, script: string, extra: Record<string, string> = {}, nodeArgs: string[] = []) => {
+    const child = spawn(process.execPath, [...nodeArgs, join(root, script)], {
+      env: { ...env, ...extra },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const keep = (chunk: Buffer) => logs.push(`[${name}] ${chunk.toString().trimEnd()}`);
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
@@ -65,11 +71,35 @@ export async function startFleet(opts: FleetOptions) {
   const startWorker = async () => {
     const port = await freePort();
     workerMetricsPorts.push(port);
-    workers.push(spawnService(`worker-${workers.length + 1}`, 'services/worker/dist/main.js', { WORKER_METRICS_PORT: String(port) }));
+    workers.push(
+      spawnService(
+        `worker-${workers.length + 1}`,
+        'services/worker/dist/main.js',
+        { WORKER_METRICS_PORT: String(port) },
+        opts.workerNodeArgs,
+      ),
+    );
   };
   for (let i = 0; i < (opts.workers ?? 2); i++) await startWorker();
-  // Generous: on a loaded machine a service's start (imports, Redis checks) can take a while.
-  await Promise.all([waitForPort(modelPort, 60_000), waitForPort(apiPort, 60_000), waitForPort(approverPort, 60_000)]);
+  const stop = () =>
+    Promise.all(
+      procs.map(
+        (p) =>
+          new Promise<void>((resolve) => {
+            if (p.exitCode !== null || p.signalCode !== null) return resolve();
+            p.once('exit', () => resolve());
+            p.kill('SIGTERM');
+            setTimeout(() => p.kill('SIGKILL'), 5000).unref();
+          }),
+      ),
+    );
+  try {
+    // Generous: on a loaded machine a service's start (imports, Redis checks) can take a while.
+    await Promise.all([waitForPort(modelPort, 60_000), waitForPort(apiPort, 60_000), waitForPort(approverPort, 60_000)]);
+  } catch (err) {
+    await stop(); // a fleet that did not come up leaves no process behind
+    throw new Error(`${(err as Error).message}\n${logs.slice(-20).join('\n')}`);
+  }
 
   const call = async (base: string, method: string, path: string, key: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
@@ -105,19 +135,7 @@ export async function startFleet(opts: FleetOptions) {
       }
       throw new Error(`run ${id} never got there; last seen ${JSON.stringify(last)}\n${logs.slice(-30).join('\n')}`);
     },
-    async stop() {
-      await Promise.all(
-        procs.map(
-          (p) =>
-            new Promise<void>((resolve) => {
-              if (p.exitCode !== null || p.signalCode !== null) return resolve();
-              p.once('exit', () => resolve());
-              p.kill('SIGTERM');
-              setTimeout(() => p.kill('SIGKILL'), 5000).unref();
-            }),
-        ),
-      );
-    },
+    stop,
   };
 }
 export type Fleet = Awaited<ReturnType<typeof startFleet>>;

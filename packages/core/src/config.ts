@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { App } from './app/define-app.js';
+import { loadApp } from './app/load-app.js';
 import { ConfigError } from './errors.js';
 import { apiKeySchema } from './schemas/identity.js';
 
@@ -17,6 +19,9 @@ const apiKeys = z.string().transform((raw, ctx) => {
     return z.NEVER;
   }
 });
+
+/** `true` / `false` exactly (z.coerce.boolean would read "false" as true). */
+const flag = z.enum(['true', 'false']).transform((v) => v === 'true');
 
 const jsonOf = <T extends z.ZodType>(schema: T, shape: string) =>
   z.string().transform((raw, ctx): z.infer<T> => {
@@ -58,6 +63,7 @@ const shardList = csv
     return [...shards].sort((a, b) => a - b);
   })
   .refine((shards) => shards.length > 0, 'names no shard');
+const otlpProtocol = z.enum(['http/protobuf', 'http/json'], { message: 'http/protobuf or http/json (grpc is not supported)' });
 
 export const priceSchema = z.object({ promptPerMTok: z.number().min(0), completionPerMTok: z.number().min(0) });
 export type Price = z.infer<typeof priceSchema>;
@@ -73,7 +79,7 @@ export type Quotas = z.infer<typeof quotasSchema>;
 
 /**
  * Every setting of every Rein process. Parsed once per process; nothing else reads
- * `process.env`. Names are part of the public contract (DESIGN.md).
+ * `process.env`. Names are part of the public contract (README, configuration).
  */
 export const configSchema = z.object({
   /** Single-node Redis; `rediss://` for TLS, `redis://user:password@host` for an ACL user. */
@@ -91,7 +97,9 @@ export const configSchema = z.object({
   REIN_WORKER_SHARDS: shardList.optional(),
   OPENAI_BASE_URL: z.string().url().default('http://127.0.0.1:8090/v1'),
   OPENAI_API_KEY: z.string().min(1).default('not-needed-for-the-scripted-model'),
-  REIN_MODEL: z.string().min(1).default('rein-scripted-order-assistant'),
+  /** The app every service runs (file path or package; default export `defineApp(...)`); default: the order-assistant example. */
+  REIN_APP: z.string().min(1).default('@rein/example-order-assistant'),
+  REIN_MODEL: z.string().min(1).default('rein-scripted'),
   REIN_FALLBACK_MODELS: csv.default([]),
   REIN_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Address the HTTP services and the worker's metrics endpoint listen on. */
@@ -114,7 +122,7 @@ export const configSchema = z.object({
   REIN_MODEL_PRICES: jsonOf(z.record(z.string(), priceSchema), '{"<model>": {"promptPerMTok", "completionPerMTok"}}').default({
     'gpt-4o': { promptPerMTok: 2.5, completionPerMTok: 10 },
     'gpt-4o-mini': { promptPerMTok: 0.15, completionPerMTok: 0.6 },
-    'rein-scripted-order-assistant': { promptPerMTok: 0, completionPerMTok: 0 },
+    'rein-scripted': { promptPerMTok: 0, completionPerMTok: 0 },
   }),
   /** Per-tenant quotas, enforced across the fleet: `{default: {...}, tenants: {"<id>": {...}}}`. */
   REIN_TENANT_QUOTAS: jsonOf(quotasSchema, '{default: {maxConcurrentRuns, tokensPerDay, costPerDayUsd}, tenants?}').default({
@@ -131,7 +139,7 @@ export const configSchema = z.object({
   REIN_MODEL_FLEET_CONCURRENCY: z.coerce.number().int().min(1).default(64),
   REIN_TOOL_PROCESS_CONCURRENCY: z.coerce.number().int().min(1).default(16),
   REIN_BULKHEAD_WAIT_MS: z.coerce.number().int().min(0).default(2000),
-  /** Chaos testing only: lets `rein:faults` in Redis make tools hang. Never enable in production. */
+  /** Chaos testing only: lets the fault switch in Redis (FAULTS_KEY) make tools hang. Never enable in production. */
   REIN_FAULT_INJECTION: z.enum(['on', 'off']).default('off'),
   /** The reaper: how often it looks for runs no job will advance, and how long a run must sit unchanged first. */
   REIN_REAPER_INTERVAL_MS: z.coerce.number().int().min(200).default(15_000),
@@ -153,7 +161,45 @@ export const configSchema = z.object({
     .default(64 * 1024),
   /** Event streams (SSE) one tenant may hold open at once on one api or approver process. */
   REIN_MAX_STREAMS_PER_TENANT: z.coerce.number().int().min(1).default(200),
+  /** HTTP services: the longest a client may take to send a whole request (headers and body). */
+  REIN_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** HTTP services: a socket with no traffic either way for this long is closed (SSE heartbeats every 15 s keep streams open). */
+  REIN_HTTP_IDLE_TIMEOUT_MS: z.coerce.number().int().min(20_000).default(120_000),
+  /** HTTP services: how long an idle keep-alive connection stays open; above load balancers' usual 60 s. */
+  REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(72_000),
+  /** Let webhooks call loopback, private and link-local addresses (tests and local setups only). */
+  REIN_WEBHOOK_ALLOW_PRIVATE: flag.default(false),
+  REIN_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** First retry delay of a failed delivery; later ones grow fourfold up to 4 h, for over 24 h in all. */
+  REIN_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).default(5_000),
+  /** Tokens a session's earlier turns may take in a new run's prompt (oldest turns dropped first). */
+  REIN_SESSION_WINDOW_TOKENS: z.coerce.number().int().min(0).default(8_000),
+  /** Carry earlier runs' tool calls and results into a session, not only inputs and answers. */
+  REIN_SESSION_TOOL_TRAFFIC: flag.default(false),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * OpenTelemetry, by the standard names. Without an endpoint no SDK is registered:
+   * spans are the API's no-ops and nothing is sent. Headers, timeout and resource
+   * attributes (OTEL_EXPORTER_OTLP_HEADERS, ...) are read by the exporter itself.
+   */
+  OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  /** Overrides the above for traces, used as is (no `/v1/traces` appended). */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol.default('http/protobuf'),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol.optional(),
+  /** Defaults to rein-api, rein-worker or rein-approver. */
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+  OTEL_TRACES_SAMPLER: z
+    .enum(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'])
+    .default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(1),
+  OTEL_BSP_SCHEDULE_DELAY: z.coerce.number().int().min(0).default(5000),
+  OTEL_BSP_EXPORT_TIMEOUT: z.coerce.number().int().min(1).default(30_000),
+  OTEL_BSP_MAX_QUEUE_SIZE: z.coerce.number().int().min(1).default(2048),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: z.coerce.number().int().min(1).default(512),
+  /** Export prompts, completions and tool payloads on spans (PII-masked like logs). Off: they never leave the process. */
+  REIN_OTEL_CAPTURE_CONTENT: z.enum(['true', 'false']).default('false'),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -178,6 +224,16 @@ export function workerShards(config: Pick<Config, 'REIN_QUEUE_SHARDS' | 'REIN_WO
 export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
   try {
     return loadConfig(env);
+  } catch (err) {
+    process.stderr.write(`rein: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+/** For process entry points: the app of REIN_APP, or print why not and exit 1. */
+export async function loadAppOrExit(config: Config, cwd?: string): Promise<App> {
+  try {
+    return await loadApp(config.REIN_APP, cwd);
   } catch (err) {
     process.stderr.write(`rein: ${(err as Error).message}\n`);
     process.exit(1);

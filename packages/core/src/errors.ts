@@ -1,3 +1,5 @@
+import type { RunReason } from './schemas/run.js';
+
 /**
  * One error hierarchy for Rein. `code` is stable (clients and tests match on it);
  * `retryable` is decided where the error is thrown, and only the worker boundary turns
@@ -58,6 +60,14 @@ export class ConflictError extends ReinError {
   }
 }
 
+/** An Idempotency-Key sent again with a different body (IETF Idempotency-Key draft: 422). */
+export class IdempotencyKeyReusedError extends ReinError {
+  override readonly name = 'IdempotencyKeyReusedError';
+  constructor() {
+    super('idempotency_key_reused', 'this Idempotency-Key was used with a different body', { status: 422 });
+  }
+}
+
 export class GoneError extends ReinError {
   override readonly name = 'GoneError';
   constructor(code: string, message: string) {
@@ -74,6 +84,17 @@ export class TooManyStreamsError extends ReinError {
 }
 
 /** Operator misconfiguration: a bad environment variable, a missing agent profile. */
+/**
+ * What a tool throws when it fails in a way the model should hear about: `code` is
+ * stable, `retryable` says whether calling again (same or other arguments) can help.
+ */
+export class ToolError extends ReinError {
+  override readonly name = 'ToolError';
+  constructor(code: string, message: string, opts: { retryable?: boolean; cause?: unknown } = {}) {
+    super(code, message, { retryable: opts.retryable ?? false, cause: opts.cause });
+  }
+}
+
 export class ConfigError extends ReinError {
   override readonly name = 'ConfigError';
   constructor(message: string) {
@@ -121,5 +142,71 @@ export class StaleStepError extends ReinError {
   override readonly name = 'StaleStepError';
   constructor(message: string) {
     super('stale_step', message);
+  }
+}
+
+/** The model endpoint refused the request itself (4xx other than 408/429): retrying will not help. */
+export class ModelRejectedError extends ReinError {
+  override readonly name = 'ModelRejectedError';
+  constructor(message: string, cause?: unknown) {
+    super('model_rejected', message, { status: 502, cause });
+  }
+}
+
+/**
+ * Errors that cross the worker boundary, by class: the worker decides what to do with
+ * a failed step from these, never from an error's message.
+ */
+export type StepFailure =
+  | ModelUnavailableError
+  | ModelRejectedError
+  | ModelReplyInvalidError
+  | BreakerOpenError
+  | BulkheadFullError
+  | StaleStepError;
+
+/** A busy or broken dependency: the step waits (without spending an attempt) instead of failing. */
+export function isDelaying(err: unknown): err is ModelUnavailableError | BreakerOpenError | BulkheadFullError {
+  return err instanceof ModelUnavailableError || err instanceof BreakerOpenError || err instanceof BulkheadFullError;
+}
+
+/** The terminal reason of a run whose step failed for good with `err` (I9). */
+export function terminalReason(err: unknown): RunReason {
+  if (err instanceof ModelUnavailableError || err instanceof ModelRejectedError) return 'model_unavailable';
+  if (err instanceof ModelReplyInvalidError) return 'model_reply_invalid';
+  return 'internal_error';
+}
+
+/** "fetch failed: connect ECONNREFUSED …": the useful part of a network error is in its causes. */
+function causeChain(err: unknown): string {
+  const parts: string[] = [];
+  for (let e = err; e !== undefined && parts.length < 4; e = (e as Error).cause) {
+    parts.push(e instanceof Error ? e.message : String(e));
+    if (!(e instanceof Error)) break;
+  }
+  return parts.join(': ');
+}
+
+/** An MCP server that must be there could not be started or reached when the process started. */
+export class McpServerStartError extends ReinError {
+  override readonly name = 'McpServerStartError';
+  constructor(server: string, cause: unknown) {
+    super('mcp_server_unavailable', `MCP server "${server}" could not be started: ${causeChain(cause)}`, { cause });
+  }
+}
+
+/** An MCP server is disconnected right now (reconnecting): the call did not reach it, and counts against its breaker. */
+export class McpUnavailableError extends ReinError {
+  override readonly name = 'McpUnavailableError';
+  constructor(server: string, cause?: unknown) {
+    super('mcp_unavailable', `MCP server "${server}" is not connected`, { retryable: true, status: 503, cause });
+  }
+}
+
+/** The MCP tool ran and reported failure (`isError`): the model sees why; the server's health is not in doubt. */
+export class McpToolError extends ReinError {
+  override readonly name = 'McpToolError';
+  constructor(message: string) {
+    super('mcp_tool_error', message);
   }
 }

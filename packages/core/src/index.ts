@@ -1,20 +1,22 @@
-export { AgentCatalog, type AgentProfile } from './agents/agent-profile.js';
-export { orderAssistant } from './agents/order-assistant.js';
+export { AgentCatalog, type AgentDefinition, type AgentProfile, defineAgent, HANDOFF_ANSWER } from './agents/agent-profile.js';
+export { type App, type AppDefinition, type AppServices, defineApp, isApp } from './app/define-app.js';
+export { loadApp } from './app/load-app.js';
+export { createRegistry, type Registry } from './app/registry.js';
 export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
+export { approvalId, runOfApproval } from './approvals/approval-id.js';
 export { type ApprovalService, createApprovalService, type Decision as ApprovalDecision } from './approvals/approval-service.js';
 export { type DecisionRights, decisionRights, holdsRole, mayDecide, ROLE_RANK } from './approvals/decision-rights.js';
 export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
-export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
-export { DemoStore, type Email, type Order, type Refund, type Ticket } from './demo/demo-store.js';
-export { createDemoTools } from './demo/demo-tools.js';
-export { PolicySearch, tokenize } from './demo/policy-search.js';
+export { type Config, configSchema, loadAppOrExit, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
 export { sweepDeadlines } from './engine/deadline-sweeper.js';
-export { checkRepeats, failingTool } from './engine/loop-guard.js';
+export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './engine/loop-guard.js';
 export { type ReaperDeps, reap } from './engine/reaper.js';
-export { createStepProcessor, FALLBACK_ANSWER, type GuardLimits, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
-export { approvalId, createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
+export { retryOnStale } from './engine/run-transitions.js';
+export type { GuardLimits, Transition } from './engine/step-policy.js';
+export { createStepProcessor, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
+export { createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
 export { toolMessageContent, truncateObservation } from './engine/tool-observation.js';
 export {
   BreakerOpenError,
@@ -23,25 +25,61 @@ export {
   ConflictError,
   ForbiddenError,
   GoneError,
+  IdempotencyKeyReusedError,
   InvalidRequestError,
+  isDelaying,
+  McpServerStartError,
+  McpToolError,
+  McpUnavailableError,
+  ModelRejectedError,
   ModelReplyInvalidError,
   ModelUnavailableError,
   NotFoundError,
   ReinError,
   StaleStepError,
+  type StepFailure,
+  ToolError,
   TooManyStreamsError,
+  terminalReason,
   UnauthorizedError,
 } from './errors.js';
-export { createInputFilter, type InputFilter, loadInputRules } from './guards/input-filter.js';
-export { createPiiMasker, loadPiiRules, type PiiMasker } from './guards/pii-masker.js';
-export { createHttpApp, findApiKey, idParamsSchema, parseInput } from './http/http-app.js';
-export { runHttpService } from './http/run-http-service.js';
+export { createInputFilter, type InputFilter, type InputRules, inputRulesSchema, loadInputRules } from './guards/input-filter.js';
+export { createPiiMasker, loadPiiRules, type PiiMasker, type PiiRules, piiRulesSchema } from './guards/pii-masker.js';
+export { basicPassword, bearerToken, findApiKey } from './http/credentials.js';
+export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
+export { createHttpApp, type HttpAppOptions, type HttpTimeouts, idParamsSchema, parseInput } from './http/http-app.js';
+export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
+export { closeOnSignals, exitOnMcpStartError, type RunningService, runHttpService, type ServiceOptions } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource } from './http/sse.js';
-export { QUEUE_PREFIX, queuePrefix, runKeys, tenantKeys } from './keys.js';
+export { appStateKey, FAULTS_KEY, QUEUE_PREFIX, queuePrefix, runKeys, tenantKeys, WEBHOOK_QUEUE_PREFIX } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
-export { createMetrics, type Metrics, registerQueueDepth } from './metrics.js';
-export { type CompleteWith, createOpenAICompletion, type ModelGateway, type ModelReply, type ModelRequest } from './model/model-gateway.js';
+export { type McpGovernance, mcpGovernance } from './mcp/mcp-governance.js';
+export { McpManager, type McpManagerDeps } from './mcp/mcp-manager.js';
+export { mcpObservation } from './mcp/mcp-result.js';
+export {
+  type McpServerConfig,
+  type McpServers,
+  type McpToolOverride,
+  mcpServerSchema,
+  mcpServersSchema,
+} from './mcp/mcp-server-config.js';
+export { createMcpTool } from './mcp/mcp-tool.js';
+export { mcpToolName } from './mcp/mcp-tool-name.js';
+export {
+  createMetrics,
+  type Metrics,
+  registerQueueDepth,
+  registerRedisUp,
+} from './metrics.js';
+export {
+  type CompleteWith,
+  chatCompletionBody,
+  createOpenAICompletion,
+  type ModelGateway,
+  type ModelReply,
+  type ModelRequest,
+} from './model/model-gateway.js';
 export {
   type CancelExpiry,
   DEADLINE_SWEEP,
@@ -74,12 +112,20 @@ export {
 } from './redis.js';
 export { Bulkhead } from './resilience/bulkhead.js';
 export { type BreakerOptions, CircuitBreakers } from './resilience/circuit-breakers.js';
-export { FAULTS_KEY, withFaultInjection } from './resilience/fault-injection.js';
+export { withFaultInjection } from './resilience/fault-injection.js';
 export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, type RunView, runView } from './runs/run-service.js';
-export { createRuntime, type Runtime, type RuntimeExtensions } from './runtime.js';
-export { listRunsQuerySchema, type SubmitRunBody, submitRunBodySchema } from './schemas/api.js';
+export { type SessionSettings, sessionHistory } from './runs/session-history.js';
+export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
+export {
+  type ListApprovalsQuery,
+  type ListRunsQuery,
+  listApprovalsQuerySchema,
+  listRunsQuerySchema,
+  type SubmitRunBody,
+  submitRunBodySchema,
+} from './schemas/api.js';
 export {
   type Approval,
   type ApprovalStatus,
@@ -105,10 +151,45 @@ export {
   stepRecordSchema,
   TERMINAL_STATUSES,
 } from './schemas/run.js';
+export {
+  type CreateWebhookBody,
+  createdWebhookSchema,
+  createWebhookBodySchema,
+  type DeliveryAttempt,
+  deliveryAttemptSchema,
+  deliveryLogSchema,
+  type Webhook,
+  type WebhookEventType,
+  type WebhookPayload,
+  type WebhookView,
+  webhookEventTypeSchema,
+  webhookListSchema,
+  webhookPayloadSchema,
+  webhookSchema,
+  webhookViewSchema,
+} from './schemas/webhook.js';
 export { ApprovalFeed, type ApprovalFeedEvent, approvalFeedEventSchema } from './store/approval-feed.js';
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
-export { RunStore } from './store/run-store.js';
+export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
+export { type OnRunFinished, type RunFilter, RunStore } from './store/run-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
-export { defineTool, parseToolArguments, type Tool, type ToolContext, toolSpec } from './tools/tool.js';
+export { defineTool, parseToolArguments, type Tool, type ToolContext, type ToolDefinition, toolSpec } from './tools/tool.js';
+export type { CaptureContent } from './tracing/genai.js';
+export { REIN_ATTR, stepSpan, submitSpan } from './tracing/rein-spans.js';
+export { parseTraceparent, traceparentSchema } from './tracing/trace-context.js';
+export { setupTracing, type Tracing } from './tracing/tracing-setup.js';
+export { isRefusedAddress, WebhookUrlRefusedError } from './webhooks/address-guard.js';
+export { verifyWebhook } from './webhooks/verify-webhook.js';
+export { createWebhookDelivery, type WebhookDelivery, WebhookDeliveryFailedError } from './webhooks/webhook-delivery.js';
+export {
+  type DeliveryJob,
+  deliveryJobSchema,
+  WEBHOOK_ATTEMPTS,
+  WEBHOOK_QUEUE,
+  WebhookDispatcher,
+  webhookRetryDelayMs,
+} from './webhooks/webhook-dispatcher.js';
+export { createWebhookService, MAX_WEBHOOKS_PER_TENANT, type WebhookService } from './webhooks/webhook-service.js';
+export { DELIVERY_LOG_SIZE, WebhookStore } from './webhooks/webhook-store.js';

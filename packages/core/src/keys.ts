@@ -13,6 +13,8 @@ export const runKeys = (runId: string) => {
     decisions: `${p}:decisions`,
     effects: `${p}:effects`,
     snapshots: `${p}:snapshots`,
+    /** Content-addressed texts the snapshots refer to (system prompts, tool lists). */
+    blobs: `${p}:blobs`,
   };
 };
 export type RunKeys = ReturnType<typeof runKeys>;
@@ -25,7 +27,21 @@ export const tenantKeys = (tenantId: string) => {
     approvalFeed: `${p}:approval-feed`,
     active: `${p}:active`,
     usage: (day: string) => `${p}:usage:${day}`,
-    idempotency: (key: string) => `${p}:idem:${key}`,
+    /** Per user: the user id is escaped so that no user id and key pair can spell another's. */
+    idempotency: (userId: string, key: string) => `${p}:idempotency:${encodeURIComponent(userId)}:${key}`,
+    /** Run ids by creation time (ms), one index per filter value: what `GET /v1/runs` pages through. */
+    runsByStatus: (status: string) => `${p}:runs:status:${status}`,
+    runsByAgent: (agent: string) => `${p}:runs:agent:${agent}`,
+    runsByUser: (userId: string) => `${p}:runs:user:${encodeURIComponent(userId)}`,
+    /** Approval ids by creation time (ms), per status. */
+    approvalsByStatus: (status: string) => `${p}:approvals:status:${status}`,
+    /** A user's session: its run ids by creation time, and the one still active (if any). */
+    sessionRuns: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:runs`,
+    sessionActive: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:active`,
+    /** Webhook id → webhook JSON (with its secret). */
+    webhooks: `${p}:webhooks`,
+    /** The last delivery attempts of one webhook, newest first (a capped list). */
+    webhookDeliveries: (webhookId: string) => `${p}:webhook:${webhookId}:deliveries`,
   };
 };
 
@@ -43,3 +59,24 @@ export const QUEUE_PREFIX = '{rein}';
  * deployment's queue, unchanged), shard n is `{rein-n}`, a hash tag of its own.
  */
 export const queuePrefix = (shard: number) => (shard === 0 ? QUEUE_PREFIX : `{rein-${shard}}`);
+
+/** The webhook queue's prefix: a hash tag of its own, so deliveries never share a step shard's slot whatever the shard count. */
+export const WEBHOOK_QUEUE_PREFIX = '{rein-webhooks}';
+
+/** A circuit breaker's fleet-wide state, one hash tag per dependency (`model:<name>`, `tool:<name>`). */
+export const breakerKeys = (dependency: string) => {
+  const p = `rein:breaker:{${dependency}}`;
+  return { open: `${p}:open`, tripped: `${p}:tripped`, probe: `${p}:probe` };
+};
+
+/** The sorted set of leases of a fleet-wide concurrency limit (acquire-lease-1.lua). */
+export const fleetLimitKey = (dependency: string) => `rein:limit:{${dependency}}`;
+
+/** Where the chaos suite switches faults on: `toolHangUntil` (ms epoch) makes every tool hang until then. */
+export const FAULTS_KEY = 'rein:faults';
+
+/**
+ * State an app keeps in Rein's Redis (the example's back office): namespaced by app
+ * and hash-tagged by tenant, so one tenant's keys share a slot and never another's.
+ */
+export const appStateKey = (app: string, tenantId: string, name: string) => `rein:app:${app}:{${tenantId}}:${name}`;

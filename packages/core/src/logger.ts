@@ -1,5 +1,6 @@
 import { type Logger, pino } from 'pino';
 import type { PiiMasker } from './guards/pii-masker.js';
+import { logTraceFields } from './tracing/spans.js';
 
 /**
  * Redaction paths are static: secrets and PII-bearing fields never reach a log line,
@@ -34,6 +35,8 @@ export function createLogger(
     {
       level,
       base: { service },
+      // trace_id/span_id of the active span, so a log line leads to its trace (nothing when tracing is off).
+      mixin: logTraceFields,
       redact: { paths: REDACT, censor: '[redacted]' },
       hooks: {
         logMethod(args, method) {

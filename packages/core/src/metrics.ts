@@ -12,6 +12,12 @@ export function createMetrics(service: string) {
   const registers = [registry];
   return {
     registry,
+    webhookDeliveries: new Counter({
+      name: 'rein_webhook_deliveries_total',
+      help: 'Webhook delivery attempts, by outcome (delivered, failed = will retry, gave_up, refused, not_enqueued)',
+      labelNames: ['outcome'],
+      registers,
+    }),
     runsSubmitted: new Counter({ name: 'rein_runs_submitted_total', help: 'Runs accepted by the API', labelNames: ['agent'], registers }),
     runsFinished: new Counter({
       name: 'rein_runs_finished_total',
@@ -85,6 +91,12 @@ export function createMetrics(service: string) {
       labelNames: ['model', 'tenant'],
       registers,
     }),
+    storedBytes: new Counter({
+      name: 'rein_stored_bytes_total',
+      help: 'Redis memory held by finished runs, by tenant: each run counted once at its terminal commit (MEMORY USAGE of its keys); they then live for the trace TTL',
+      labelNames: ['tenant'],
+      registers,
+    }),
     budgetStops: new Counter({
       name: 'rein_budget_stops_total',
       help: 'Runs stopped by a budget, quota, loop breaker or failure, by reason',
@@ -127,6 +139,12 @@ export function createMetrics(service: string) {
       labelNames: ['kind'],
       registers,
     }),
+    mcpServerUp: new Gauge({
+      name: 'rein_mcp_server_up',
+      help: 'Whether this process is connected to the MCP server (1) or not (0: not started, or reconnecting)',
+      labelNames: ['server'],
+      registers,
+    }),
     runsInState: new Gauge({
       name: 'rein_runs_in_state',
       help: 'Non-terminal runs by status (as of the last reaper pass)',
@@ -163,24 +181,64 @@ export function createMetrics(service: string) {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+/** How long a scrape waits for Redis before it counts Redis as down. */
+const COLLECT_TIMEOUT_MS = 1000;
+
+/** Redis's answer, or a rejection once the scrape cannot wait any longer. */
+async function withinScrape<T>(work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('redis did not answer in time')), COLLECT_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Queue depth by state and shard, read from BullMQ at scrape time. Exported by the API
  * (which always runs, so autoscaling can start workers from zero). BullMQ's `wait` list
  * misses prioritized and delayed jobs, so every state is reported and dashboards add
- * them up. `shards[i]` counts shard i's jobs.
+ * them up. `shards[i]` counts shard i's jobs. While Redis is away the series are left
+ * out (not zero, not a failed scrape): the scrape still answers, and `rein_redis_up`
+ * says why they are missing.
  */
 export function registerQueueDepth(metrics: Metrics, shards: Array<() => Promise<Record<string, number>>>) {
   return new Gauge({
     name: 'rein_queue_jobs',
-    help: 'Step-queue jobs by state (waiting, prioritized, delayed, active, failed) and shard',
+    help: 'Step-queue jobs by state (waiting, prioritized, delayed, active, failed) and shard; absent while Redis is unreachable',
     labelNames: ['state', 'shard'],
     registers: [metrics.registry],
     async collect() {
-      const counted = await Promise.all(shards.map((counts) => counts()));
-      counted.forEach((byState, shard) => {
-        for (const state of ['waiting', 'prioritized', 'delayed', 'active', 'failed'])
-          this.set({ state, shard: String(shard) }, byState[state] ?? 0);
-      });
+      try {
+        const counted = await withinScrape(Promise.all(shards.map((counts) => counts())));
+        this.reset(); // a shard dropped from the list must not keep its last value
+        counted.forEach((byState, shard) => {
+          for (const state of ['waiting', 'prioritized', 'delayed', 'active', 'failed'])
+            this.set({ state, shard: String(shard) }, byState[state] ?? 0);
+        });
+      } catch {
+        this.reset();
+      }
+    },
+  });
+}
+
+/** `rein_redis_up`: whether this process's Redis answers a PING within the scrape (1) or not (0). */
+export function registerRedisUp(metrics: Metrics, redis: { ping(): Promise<unknown> }) {
+  return new Gauge({
+    name: 'rein_redis_up',
+    help: "Whether this process's Redis answered a PING at scrape time (1) or not (0)",
+    registers: [metrics.registry],
+    async collect() {
+      this.set(
+        await withinScrape(redis.ping()).then(
+          () => 1,
+          () => 0,
+        ),
+      );
     },
   });
 }

@@ -53,6 +53,24 @@ export function isCluster(redis: RedisClient): redis is Cluster {
   return redis instanceof Cluster;
 }
 
+/** A command as ioredis takes it: name, then arguments. */
+export type RedisCommand = [string, ...Array<string | number>];
+
+/**
+ * Sends independent commands together and fails if any failed. One Redis gets them
+ * as one pipeline (one round trip). A cluster pipeline must stay on one node, and
+ * these keys sit in many slots, so there each is its own call, all in flight at once.
+ */
+export async function sendCommands(redis: RedisClient, commands: RedisCommand[]): Promise<unknown[]> {
+  if (commands.length === 0) return [];
+  if (isCluster(redis)) return Promise.all(commands.map(([name, ...args]) => redis.call(name, ...args)));
+  const replies = (await redis.pipeline(commands).exec()) ?? [];
+  return replies.map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
+}
+
 export async function connectRedis(settings: RedisSettings, role: RedisRole, logger: Logger): Promise<RedisClient> {
   const redis = createRedisClient(settings, redisOptions(role));
   // Without a listener, ioredis reports every reconnect attempt as an unhandled error.

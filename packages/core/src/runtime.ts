@@ -1,19 +1,17 @@
-import { AgentCatalog, type AgentProfile } from './agents/agent-profile.js';
-import { orderAssistant } from './agents/order-assistant.js';
+import type { AgentCatalog } from './agents/agent-profile.js';
+import type { App } from './app/define-app.js';
+import { createRegistry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import type { Config } from './config.js';
-import { DemoStore } from './demo/demo-store.js';
-import { createDemoTools } from './demo/demo-tools.js';
-import { PolicySearch } from './demo/policy-search.js';
-import { createInputFilter, type InputFilter } from './guards/input-filter.js';
+import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
-import { createMetrics, type Metrics } from './metrics.js';
+import { McpManager } from './mcp/mcp-manager.js';
+import { createMetrics, type Metrics, registerRedisUp } from './metrics.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from './redis.js';
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
-import { withFaultInjection } from './resilience/fault-injection.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
 import { createRunService, type RunService } from './runs/run-service.js';
 import { ApprovalFeed } from './store/approval-feed.js';
@@ -21,9 +19,14 @@ import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { RunStore } from './store/run-store.js';
 import type { Tool } from './tools/tool.js';
+import { setupTracing, type Tracing } from './tracing/tracing-setup.js';
+import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
+import { createWebhookService, type WebhookService } from './webhooks/webhook-service.js';
+import { WebhookStore } from './webhooks/webhook-store.js';
 
 export interface Runtime {
   config: Config;
+  app: App;
   logger: Logger;
   metrics: Metrics;
   redis: RedisClient;
@@ -42,32 +45,58 @@ export interface Runtime {
   masker: PiiMasker;
   breakers: CircuitBreakers;
   fleetLimit: FleetLimit;
+  /** The app's MCP servers; their tools live in `tools` while connected (see RuntimeOptions.mcp). */
+  mcp: McpManager;
+  tracing: Tracing;
+  webhooks: WebhookService;
+  webhookStore: WebhookStore;
+  dispatcher: WebhookDispatcher;
   close(): Promise<void>;
 }
 
-/** Wires the shared pieces of a Rein process from its config; services add their own edges. */
-/** Additional tools and agent profiles (tests, or a deployment's own agents). */
-export interface RuntimeExtensions {
-  tools?: Tool[];
-  agents?: AgentProfile[];
+export interface RuntimeOptions {
+  /**
+   * Connect the app's MCP servers before the runtime is returned: the processes that run
+   * tool calls (workers) or judge edited arguments (approver) do; the API does not need them.
+   */
+  mcp?: boolean;
 }
 
+/**
+ * Wires the shared pieces of a Rein process from its config and the app it runs;
+ * services add their own edges. Every service and test harness builds its agents and
+ * tools here, through `createRegistry`.
+ */
 export async function createRuntime(
   config: Config,
   service: string,
   role: RedisRole,
-  extensions: RuntimeExtensions = {},
+  app: App,
+  opts: RuntimeOptions = {},
 ): Promise<Runtime> {
-  const masker = createPiiMasker();
+  const masker = createPiiMasker(app.guards.pii);
   const logger = createLogger(config.LOG_LEVEL, service, masker);
+  const tracing = setupTracing(config, service, masker, logger);
   const metrics = createMetrics(service);
   const redis = await connectRedis(config, role, logger);
   await checkRedisSettings(redis, logger);
+  registerRedisUp(metrics, redis);
   const bull = bullConnection(config, role, logger);
   const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS, config.REIN_QUEUE_SHARDS);
   for (const queue of scheduler.queues) queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
-  const allTools = [...createDemoTools({ store: new DemoStore(redis), policies: new PolicySearch() }), ...(extensions.tools ?? [])];
-  const tools = new Map(allTools.map((t) => [t.name, config.REIN_FAULT_INJECTION === 'on' ? withFaultInjection(t, redis) : t]));
+  const { tools, agents, inputFilter } = createRegistry(app, { redis }, { faultInjection: config.REIN_FAULT_INJECTION === 'on' });
+  const mcp = new McpManager(app.mcpServers, tools, { logger, metrics });
+  if (opts.mcp) {
+    try {
+      await mcp.start();
+    } catch (err) {
+      await scheduler.close();
+      bull.disconnect();
+      redis.disconnect();
+      await tracing.shutdown();
+      throw err;
+    }
+  }
   const breakers = new CircuitBreakers(
     redis,
     {
@@ -80,19 +109,27 @@ export async function createRuntime(
     logger,
     metrics,
   );
-  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
-  const feed = new ApprovalFeed(redis);
+  const webhookStore = new WebhookStore(redis);
+  const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger);
+  dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
+  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics, dispatcher.onRunFinished);
+  const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
   const journal = new DecisionJournal(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
   const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
-  const agents = new AgentCatalog([orderAssistant, ...(extensions.agents ?? [])], orderAssistant.name);
   const enqueue = scheduler.enqueue;
   const ceilings = {
     maxSteps: config.REIN_MAX_STEPS_CEILING,
     maxTokens: config.REIN_MAX_TOKENS_CEILING,
     timeoutMs: config.REIN_TIMEOUT_CEILING_MS,
   };
+  const sessions = {
+    windowTokens: config.REIN_SESSION_WINDOW_TOKENS,
+    toolTraffic: config.REIN_SESSION_TOOL_TRAFFIC,
+    model: config.REIN_MODEL,
+  };
   return {
     config,
+    app,
     logger,
     metrics,
     redis,
@@ -105,17 +142,25 @@ export async function createRuntime(
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings }),
+    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings, sessions }),
     approvals: createApprovalService({ store, enqueue, cancelExpiry: scheduler.cancelExpiry, metrics, tools, feed }),
-    inputFilter: createInputFilter(),
+    inputFilter,
     masker,
     breakers,
     fleetLimit: new FleetLimit(redis),
+    mcp,
+    tracing,
+    webhooks: createWebhookService({ store: webhookStore, allowPrivate: config.REIN_WEBHOOK_ALLOW_PRIVATE }),
+    webhookStore,
+    dispatcher,
     async close() {
       breakers.shutdown();
+      await mcp.close();
       await scheduler.close();
+      await dispatcher.close();
       bull.disconnect();
       redis.disconnect();
+      await tracing.shutdown(); // flush the last spans
     },
   };
 }

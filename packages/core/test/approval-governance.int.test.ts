@@ -16,7 +16,7 @@ const writeThenEcho = (name: string, args: unknown) =>
 async function parked(t: ReturnType<typeof use>, input: string, principal: Principal = USER) {
   const id = await t.submit(input, principal);
   await t.drain();
-  const [approval] = await t.approvals.list(APPROVER, 'pending');
+  const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
   if (!approval) throw new Error('the run did not park');
   return { id, approval };
 }
@@ -200,7 +200,7 @@ describe('who decides, who sees, who cancels', () => {
     await expect(t.runs.trace(COLLEAGUE, id)).rejects.toMatchObject({ status: 404 });
     await expect(t.runs.cancel(COLLEAGUE, id)).rejects.toMatchObject({ status: 404 });
     await expect(t.approvals.get(COLLEAGUE, approval.id)).rejects.toMatchObject({ status: 404 });
-    expect(await t.approvals.list(COLLEAGUE, 'pending')).toEqual([]);
+    expect((await t.approvals.list(COLLEAGUE, { status: 'pending', limit: 100 })).approvals).toEqual([]);
     expect((await t.runs.get(APPROVER, id)).status).toBe('pending_approval');
     expect((await t.runs.cancel(APPROVER, id)).status).toBe('cancelled');
   });

@@ -18,7 +18,7 @@ const lateOrderTurns = () => [
   (req: { messages: Array<{ role: string; content?: string | null }> }) => ({ content: `final: ${req.messages.at(-1)?.content}` }),
 ];
 
-describe('journaled decisions (invariant 3)', () => {
+describe('journaled decisions (I3)', () => {
   it('reuses the journaled decision when a step is retried, so tokens are paid and counted once', async () => {
     const model = createFakeModel([{ content: 'done' }]);
     const t = use(model);
@@ -44,7 +44,7 @@ describe('journaled decisions (invariant 3)', () => {
   });
 });
 
-describe('compare-and-set commits (invariant 2)', () => {
+describe('compare-and-set commits (I2)', () => {
   it("refuses a stale worker's commit and keeps the newer state", async () => {
     const t = use(createFakeModel([{ content: 'answer' }]));
     const id = await t.submit('hello');
@@ -80,7 +80,7 @@ describe('compare-and-set commits (invariant 2)', () => {
   });
 });
 
-describe('approval before effect (invariant 5) and exactly-once effects (invariant 4)', () => {
+describe('approval before effect (I5) and exactly-once effects (I4)', () => {
   it('parks the run: no ticket before approval, exactly one after, even when the resume is replayed', async () => {
     const t = use(createFakeModel(lateOrderTurns()));
     const id = await t.submit('2024001 not shipped');
@@ -90,11 +90,13 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
     expect(parked.pendingApprovals).toHaveLength(1);
     expect(await t.demo.tickets(USER.tenantId)).toHaveLength(0);
 
-    const [approval] = await t.approvals.list(APPROVER, 'pending');
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
     expect(approval).toMatchObject({ toolName: 'create_ticket', risk: 'high', requestedBy: 'alice', status: 'pending' });
     await t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'approve', comment: 'ok' });
     // The resume is scheduled, and the expiry timer, now pointless, is gone.
-    expect(t.queue).toEqual([{ name: 'resume', job: { runId: id, step: 0 } }]);
+    // It continues the run's own trace, not the approver's.
+    expect(t.queue).toEqual([{ name: 'resume', job: { runId: id, step: 0, traceparent: parked.traceparent } }]);
+    expect(parked.traceparent).toMatch(new RegExp(`^00-${parked.traceId}-[0-9a-f]{16}-0[01]$`));
     // The resume runs twice (a duplicate delivery) and step 0 is replayed once more.
     const resume = { runId: id, step: 0 };
     await Promise.all([t.steps.process(resume), t.steps.process(resume)]);
@@ -114,7 +116,7 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
     const t = use(createFakeModel(lateOrderTurns()));
     const id = await t.submit('2024001 not shipped');
     await t.drain();
-    const [approval] = await t.approvals.list(APPROVER, 'pending');
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
     await t.approvals.decide(USER, approval?.id ?? '', { kind: 'approve' });
     // A worker ran the tool and recorded its result, then died before committing.
     const key = idempotencyKey(id, 0, 't1');
@@ -138,7 +140,7 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
     const t = use(model);
     const id = await t.submit('2024001 not shipped');
     await t.drain();
-    const [approval] = await t.approvals.list(APPROVER, 'pending');
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
     await t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'reject', reason: 'compensation too high' });
     await t.drain();
     expect(await t.demo.tickets(USER.tenantId)).toHaveLength(0);
@@ -169,7 +171,7 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
     const calls = (await t.store.steps(id))[0]?.toolCalls ?? [];
     expect(calls.map((c) => c.outcome)).toEqual(['ok', 'awaiting_approval']);
     expect((await t.demo.order(USER.tenantId, '2024001'))?.note).toBeUndefined();
-    const [approval] = await t.approvals.list(APPROVER, 'pending');
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
     await t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'approve' });
     await t.drain();
     expect((await t.demo.order(USER.tenantId, '2024001'))?.note).toBe('VIP');
@@ -182,9 +184,8 @@ describe('approval before effect (invariant 5) and exactly-once effects (invaria
       name: 'charge_card',
       description: 'test tool without idempotency support',
       kind: 'write',
-      args: z.object({ amount: z.number() }),
+      parameters: z.object({ amount: z.number() }),
       honoursIdempotencyKey: false,
-      approval: () => null,
       async execute() {
         executions++;
         return { charged: true };
@@ -212,7 +213,7 @@ describe('approval decisions', () => {
     const t = use(createFakeModel(lateOrderTurns()));
     await t.submit('2024001 not shipped');
     await t.drain();
-    const [approval] = await t.approvals.list(APPROVER, 'pending');
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
     const supervisor = { tenantId: 'acme', userId: 'carol', roles: ['supervisor' as const] };
     const results = await Promise.allSettled([
       t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'approve' }),
@@ -223,15 +224,15 @@ describe('approval decisions', () => {
     expect((loser as PromiseRejectedResult).reason).toMatchObject({ code: 'approval_decided', status: 409 });
   });
 
-  it("hides another tenant's approval (404) and refuses a user who is neither requester nor approver (403)", async () => {
+  it("hides another tenant's approval, and another plain user's, as a 404", async () => {
     const t = use(createFakeModel(lateOrderTurns()));
     await t.submit('2024001 not shipped');
     await t.drain();
-    const [approval] = await t.approvals.list(APPROVER, 'pending');
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 100 })).approvals;
     const outsider = { tenantId: 'other', userId: 'mallory', roles: ['admin' as const] };
     await expect(t.approvals.decide(outsider, approval?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 404 });
     const colleague = { tenantId: 'acme', userId: 'dave', roles: ['user' as const] };
-    await expect(t.approvals.decide(colleague, approval?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 403 });
+    await expect(t.approvals.decide(colleague, approval?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 404 });
   });
 
   it('withdraws pending approvals when the run is cancelled', async () => {
@@ -240,7 +241,7 @@ describe('approval decisions', () => {
     await t.drain();
     await t.runs.cancel(USER, id);
     expect(await t.store.require(id)).toMatchObject({ status: 'cancelled', reason: 'cancelled', pendingApprovals: [] });
-    const [approval] = await t.approvals.list(APPROVER, undefined);
+    const [approval] = (await t.approvals.list(APPROVER, { limit: 100 })).approvals;
     expect(approval?.status).toBe('withdrawn');
     await expect(t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 409 });
   });

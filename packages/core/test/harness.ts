@@ -1,23 +1,22 @@
+import orderApp, { DemoStore, orderAssistant } from '@rein/example-order-assistant';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
-import { AgentCatalog, type AgentProfile } from '../src/agents/agent-profile.js';
-import { orderAssistant } from '../src/agents/order-assistant.js';
+import type { AgentProfile } from '../src/agents/agent-profile.js';
+import { type AppServices, defineApp } from '../src/app/define-app.js';
+import { createRegistry } from '../src/app/registry.js';
 import { createApprovalService } from '../src/approvals/approval-service.js';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import { loadConfig, type Price, type Quotas } from '../src/config.js';
-import { DemoStore } from '../src/demo/demo-store.js';
-import { createDemoTools } from '../src/demo/demo-tools.js';
-import { PolicySearch } from '../src/demo/policy-search.js';
 import type { GuardLimits } from '../src/engine/step-processor.js';
 import { createStepProcessor } from '../src/engine/step-processor.js';
 import { createToolExecutor } from '../src/engine/tool-executor.js';
-import { createInputFilter } from '../src/guards/input-filter.js';
 import { createPiiMasker } from '../src/guards/pii-masker.js';
 import { createMetrics } from '../src/metrics.js';
 import type { ModelGateway } from '../src/model/model-gateway.js';
 import { type Enqueue, type ExpireJob, type JobName, jobCatalog, type StepJob, stepJobSchema } from '../src/queue/job-catalog.js';
 import { createRunService } from '../src/runs/run-service.js';
+import type { SessionSettings } from '../src/runs/session-history.js';
 import type { Principal } from '../src/schemas/identity.js';
 import { ApprovalFeed } from '../src/store/approval-feed.js';
 import { DecisionJournal } from '../src/store/decision-journal.js';
@@ -31,7 +30,9 @@ export const APPROVER: Principal = { tenantId: 'acme', userId: 'bob', roles: ['a
 
 /**
  * The step engine wired to a real Redis, with an in-memory queue the test drains
- * explicitly — so a test can replay, duplicate or interleave steps at will.
+ * explicitly — so a test can replay, duplicate or interleave steps at will. Its app
+ * is the order-assistant example (plus `extraTools`), built by `createRegistry` as
+ * in the services.
  */
 export interface HarnessOptions {
   extraTools?: Tool[];
@@ -42,25 +43,30 @@ export interface HarnessOptions {
   guards?: Partial<GuardLimits>;
   /** The clock of the engine and approval service; tests advance it instead of sleeping. */
   now?: () => number;
+  sessions?: Partial<SessionSettings>;
 }
 
 export function createHarness(url: string, model: ModelGateway, opts: HarnessOptions = {}) {
   const redis = new Redis(url, { maxRetriesPerRequest: null });
   const logger = pino({ level: 'silent' });
   const metrics = createMetrics('test');
-  const store = new RunStore(redis, 3600);
+  const store = new RunStore(redis, 3600, metrics);
   const journal = new DecisionJournal(redis);
   const ledger = new EffectLedger(redis);
   const demo = new DemoStore(redis);
-  const tools = new Map(
-    [...createDemoTools({ store: demo, policies: new PolicySearch() }), ...(opts.extraTools ?? [])].map((t) => [t.name, t]),
-  );
   const profile: AgentProfile = {
     ...orderAssistant,
     ...opts.profile,
     tools: [...orderAssistant.tools, ...(opts.extraTools ?? []).map((t) => t.name), ...(opts.profile?.tools ?? [])],
   };
-  const agents = new AgentCatalog([profile], profile.name);
+  const baseTools = orderApp.tools as (s: AppServices) => Tool[];
+  const app = defineApp({
+    agents: [profile],
+    tools: (services) => [...baseTools(services), ...(opts.extraTools ?? [])],
+    guards: orderApp.guards,
+    handoffAnswer: orderApp.handoffAnswer,
+  });
+  const { tools, agents, inputFilter } = createRegistry(app, { redis });
   const queue: Array<{ name: JobName; job: StepJob | ExpireJob; delayMs?: number }> = [];
   const enqueue: Enqueue = async (name, job, opts) => {
     const id = (jobCatalog[name].id as (j: typeof job) => string)(job);
@@ -94,8 +100,8 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     tools,
     quotas,
     prices: opts.prices ?? {},
-    inputFilter: createInputFilter(),
-    masker: createPiiMasker(),
+    inputFilter,
+    masker: createPiiMasker(app.guards.pii),
     guards: { repeatLimit: 2, toolFailureLimit: 3, toolResultMaxChars: 2000, ...opts.guards },
     agents,
     executeTool,
@@ -115,6 +121,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     metrics,
     quotas,
     ceilings: { maxSteps: 50, maxTokens: 1_000_000, timeoutMs: 3_600_000 },
+    sessions: { windowTokens: 8000, toolTraffic: false, model: 'fake-model', ...opts.sessions },
     ...clock,
   });
   const approvals = createApprovalService({ store, enqueue, cancelExpiry, metrics, tools, feed, ...(opts.now ? { now: opts.now } : {}) });

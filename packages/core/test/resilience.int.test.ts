@@ -7,6 +7,7 @@ import { checkRedisSettings } from '../src/redis.js';
 import { Bulkhead } from '../src/resilience/bulkhead.js';
 import { CircuitBreakers } from '../src/resilience/circuit-breakers.js';
 import { FleetLimit } from '../src/resilience/fleet-limit.js';
+import { createResilientModelGateway } from '../src/resilience/resilient-model.js';
 import { LocalRedis, startTestRedis, type TestRedis } from '../src/testing/index.js';
 
 let server: TestRedis;
@@ -143,5 +144,32 @@ describe('Redis settings check', () => {
     b.disconnect();
     await plain.stop();
     await durable.stop();
+  });
+});
+
+describe('the model gateway', () => {
+  it("calls an agent's own models in order instead of the configured ones", async () => {
+    const [breakers] = twoWorkers();
+    const called: string[] = [];
+    const gateway = createResilientModelGateway(
+      ['configured'],
+      async (model) => {
+        called.push(model);
+        if (model === 'own-primary') throw new BreakerOpenError('model:own-primary', 10);
+        return { model, content: 'ok', toolCalls: [], usage: { promptTokens: 1, completionTokens: 1 } };
+      },
+      {
+        breakers,
+        fleetLimit: new FleetLimit(redis),
+        metrics: createMetrics('g'),
+        processConcurrency: 2,
+        maxWaitMs: 100,
+        fleetConcurrency: 2,
+      },
+    );
+    const request = { messages: [], tools: [], maxTokens: 10, timeoutMs: 1000 };
+    expect((await gateway.complete({ ...request, models: ['own-primary', 'own-fallback'] })).model).toBe('own-fallback');
+    expect((await gateway.complete(request)).model).toBe('configured');
+    expect(called).toEqual(['own-primary', 'own-fallback', 'configured']);
   });
 });

@@ -1,8 +1,11 @@
+import { HANDOFF_ANSWER } from '@rein/example-order-assistant';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
-import { FALLBACK_ANSWER } from '../src/engine/step-processor.js';
+import { ToolError } from '../src/errors.js';
 import type { ModelGateway } from '../src/model/model-gateway.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
+import { defineTool } from '../src/tools/tool.js';
 import { harnessPerTest } from './harness.js';
 
 const use = harnessPerTest();
@@ -18,6 +21,32 @@ describe('step engine', () => {
     expect(run).toMatchObject({ status: 'succeeded', reason: 'completed', finalAnswer: 'We support 7-day returns.', step: 1 });
     expect(run.usage).toEqual({ promptTokens: 100, completionTokens: 10, totalTokens: 110 });
     expect((await t.store.steps(id)).map((s) => s.toolCalls.length)).toEqual([0]);
+  });
+
+  it("sends the agent's own models with every model request", async () => {
+    const model = createFakeModel([{ content: 'answer' }]);
+    const t = use(model, { profile: { models: ['own-model', 'own-fallback'] } });
+    await t.submit('hello');
+    await t.drain();
+    expect(model.requests[0]?.models).toEqual(['own-model', 'own-fallback']);
+  });
+
+  it('shows the model a ToolError as its code and whether trying again can help', async () => {
+    const flaky = defineTool({
+      name: 'flaky',
+      description: 'Sometimes busy.',
+      kind: 'read',
+      parameters: z.object({}),
+      execute: () => {
+        throw new ToolError('busy', 'try again in a moment', { retryable: true });
+      },
+    });
+    const t = use(createFakeModel([{ toolCalls: [toolCall('f', 'flaky', {})] }, { content: 'done' }]), { extraTools: [flaky] });
+    const id = await t.submit('hello');
+    await t.drain();
+    const [call] = (await t.store.steps(id))[0]?.toolCalls ?? [];
+    expect(call?.outcome).toBe('error');
+    expect(JSON.parse(call?.observation ?? '{}')).toEqual({ error: 'busy', message: 'try again in a moment', retryable: true });
   });
 
   it('keeps a decision snapshot of exactly what was sent and what came back', async () => {
@@ -139,7 +168,7 @@ describe('step engine', () => {
       expect(req.maxTokens).toBeLessThanOrEqual(left);
     });
     const run = await t.store.require(id);
-    expect(run).toMatchObject({ status: 'failed', reason: 'token_budget', finalAnswer: FALLBACK_ANSWER });
+    expect(run).toMatchObject({ status: 'failed', reason: 'token_budget', finalAnswer: HANDOFF_ANSWER });
     expect(run.usage.totalTokens).toBeLessThanOrEqual(budget);
     expect(run.usage.totalTokens).toBe(600 * model.requests.length);
   });

@@ -1,2 +1,3 @@
+export { type OfferedTool, playAnyTools } from './any-tools.js';
 export { playOrderAssistant, type ScriptCall, type ScriptMessage, type ScriptReply } from './script.js';
 export { countTokens, createScriptedModelServer, SCRIPTED_MODEL_ID, type ScriptedModelOptions } from './server.js';

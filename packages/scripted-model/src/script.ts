@@ -73,7 +73,7 @@ function policyOf(o: Observed | undefined): PolicyView | undefined {
   return Array.isArray(o?.json) ? (o.json[0] as PolicyView | undefined) : undefined;
 }
 
-/** The seeds' late-order complaint: query → policy → ticket (approved by a human) → answer. */
+/** The late-order complaint: query → policy → ticket (approved by a human) → answer. */
 function lateOrder(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
   const order = seen.find((o) => o.name === 'query_order');
   if (!order) {
@@ -230,13 +230,33 @@ function compareOrders(lang: Lang, orderNos: string[], seen: Observed[]): Script
   return answer(lines.join('\n'));
 }
 
+/** In a session the conversation opens with earlier turns: say what the user asked before. */
+function recall(lang: Lang, earlier: string[]): ScriptReply {
+  const last = earlier[earlier.length - 1];
+  if (!last)
+    return answer(
+      say(lang, '这是我们对话的开始，您之前还没有问过问题。', 'This is the start of our conversation: you have not asked anything before.'),
+    );
+  return answer(
+    say(
+      lang,
+      `您之前问的是：“${last}”（共 ${earlier.length} 个问题）。`,
+      `Earlier you asked: "${last}" (${earlier.length} question(s) so far).`,
+    ),
+  );
+}
+
 export function playOrderAssistant(messages: ScriptMessage[]): ScriptReply {
-  const input = messages.find((m) => m.role === 'user')?.content ?? '';
+  // The current turn starts at the last user message; what precedes it is a session's history.
+  const start = messages.findLastIndex((m) => m.role === 'user');
+  const input = messages[start]?.content ?? '';
+  const earlier = messages.slice(0, Math.max(0, start)).flatMap((m) => (m.role === 'user' && m.content ? [m.content] : []));
   const lang: Lang = /[\u3400-\u9fff]/.test(input) ? 'zh' : 'en';
-  const seen = observations(messages);
+  const seen = observations(messages.slice(start));
   const orderNos = [...new Set([...input.matchAll(ORDER_NO)].map((m) => m[1] as string))];
   const orderNo = orderNos[0];
 
+  if (/what did I (just )?ask|我(刚才|之前)问了什么/i.test(input)) return recall(lang, earlier);
   if (/删除|删掉|delete|remove/i.test(input)) return deleteOrder(lang, orderNo, seen);
   if (orderNo && /一直查|反复查|盯着|keep checking|until it ships/i.test(input)) return keepChecking(lang, orderNo);
   if (orderNo && /没发货|未发货|不发货|投诉|催|not (been )?shipped|hasn'?t shipped|late|complain/i.test(input))

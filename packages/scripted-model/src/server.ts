@@ -1,8 +1,9 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { type OfferedTool, playAnyTools } from './any-tools.js';
 import { playOrderAssistant } from './script.js';
 
-export const SCRIPTED_MODEL_ID = 'rein-scripted-order-assistant';
+export const SCRIPTED_MODEL_ID = 'rein-scripted';
 
 const requestSchema = z.object({
   model: z.string().optional(),
@@ -16,9 +17,18 @@ const requestSchema = z.object({
       }),
     )
     .min(1),
+  tools: z
+    .array(z.object({ function: z.object({ name: z.string(), parameters: z.record(z.string(), z.unknown()).optional() }) }))
+    .optional(),
   max_tokens: z.number().int().positive().optional(),
   stream: z.boolean().optional(),
 });
+
+/** The order assistant's script for its own tools (or none); the generic rule for anyone else's. */
+function play(messages: z.infer<typeof requestSchema>['messages'], tools: OfferedTool[]) {
+  if (tools.length === 0 || tools.some((t) => t.name === 'query_order')) return playOrderAssistant(messages);
+  return playAnyTools(messages, tools);
+}
 
 /** Rough token count: one per CJK character, one per four other characters. */
 export function countTokens(text: string): number {
@@ -45,8 +55,9 @@ const faultSchema = z.object({
 type Fault = z.infer<typeof faultSchema>;
 
 /**
- * An OpenAI-compatible endpoint that plays the order assistant from rules. It is not an
- * LLM and says so in its model id, its /v1/models entry and every reply's fingerprint.
+ * An OpenAI-compatible endpoint that plays the order assistant from rules, and any
+ * other app's tools from one generic rule. It is not an LLM and says so in its model
+ * id, its /v1/models entry and every reply's fingerprint.
  */
 export function createScriptedModelServer(opts: ScriptedModelOptions = {}): FastifyInstance {
   const app = Fastify({ logger: false, bodyLimit: 4 * 1024 * 1024 });
@@ -84,7 +95,10 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
     if (opts.latencyMs) await new Promise((r) => setTimeout(r, opts.latencyMs));
     const { messages } = parsed.data;
     const turn = messages.filter((m) => m.role === 'assistant').length;
-    const move = playOrderAssistant(messages);
+    const move = play(
+      messages,
+      (parsed.data.tools ?? []).map((t) => t.function as OfferedTool),
+    );
     const toolCalls = move.toolCalls.map((c, i) => ({
       id: `call_${turn}_${i}`,
       type: 'function' as const,

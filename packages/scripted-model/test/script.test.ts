@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { type OfferedTool, playAnyTools } from '../src/any-tools.js';
 import { playOrderAssistant, type ScriptMessage } from '../src/script.js';
 
 /** Plays a conversation: feeds each requested tool call the given observation and asks again. */
@@ -60,7 +61,7 @@ describe('scripted order assistant', () => {
   it('plays the late-order trace: query_order → search_policy → create_ticket → answer citing the policy', () => {
     const { calls, answer } = play('客户张三投诉订单 2024001 一直没发货，帮他处理一下', backOffice);
     expect(calls.map((c) => c.map((x) => x.name))).toEqual([['query_order'], ['search_policy'], ['create_ticket']]);
-    expect(calls[2]?.[0]?.args).toMatchObject({ orderNo: '2024001', priority: 'high', suggestedAction: '补偿 44.95 元并催促仓库发货' });
+    expect(calls[2]?.[0]?.args).toMatchObject({ orderNo: '2024001', priority: '高', suggestedAction: '补偿 44.95 元并催促仓库发货' });
     expect(answer).toContain('T20260315001');
     expect(answer).toContain('《超时发货处理规范》');
     expect(answer).toContain('44.95');
@@ -105,5 +106,66 @@ describe('scripted order assistant', () => {
     );
     expect(answer).toContain('工单未创建');
     expect(answer).toContain('rejected by lisi: 补偿过高');
+  });
+});
+
+describe('the generic rule for any app', () => {
+  const tools: OfferedTool[] = [
+    { name: 'lookup_greeting', parameters: { properties: { name: { type: 'string', maxLength: 20 } }, required: ['name'] } },
+    {
+      name: 'send_greeting',
+      parameters: { properties: { to: { type: 'string' }, times: { type: 'integer' }, tone: { enum: ['warm', 'dry'] } } },
+    },
+  ];
+  it('calls each offered tool once, in order, with arguments from the input, then answers with the last result', () => {
+    const messages: ScriptMessage[] = [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'Greet "Ada Lovelace" please' },
+    ];
+    const first = playAnyTools(messages, tools);
+    expect(first.toolCalls).toEqual([{ name: 'lookup_greeting', arguments: { name: 'Ada Lovelace' } }]);
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: 'a', function: { name: 'lookup_greeting', arguments: '{}' } }] });
+    messages.push({ role: 'tool', tool_call_id: 'a', content: '"Hello"' });
+    const second = playAnyTools(messages, tools);
+    expect(second.toolCalls).toEqual([{ name: 'send_greeting', arguments: { to: 'Ada Lovelace', times: 1, tone: 'warm' } }]);
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: 'b', function: { name: 'send_greeting', arguments: '{}' } }] });
+    messages.push({ role: 'tool', tool_call_id: 'b', content: '<tool_result name="send_greeting">\n{"sent":true}\n</tool_result>' });
+    const done = playAnyTools(messages, tools);
+    expect(done.toolCalls).toEqual([]);
+    expect(done.content).toContain('not an LLM');
+    expect(done.content).toContain('{"sent":true}');
+  });
+});
+
+describe('sessions', () => {
+  it('answers the current turn (the last user message) and can recall the earlier ones', () => {
+    const messages: ScriptMessage[] = [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'What is your return policy?' },
+      { role: 'assistant', content: 'Seven days, no reason needed.' },
+      { role: 'user', content: 'What did I ask before?' },
+    ];
+    const reply = playOrderAssistant(messages);
+    expect(reply.toolCalls).toEqual([]);
+    expect(reply.content).toContain('Earlier you asked: "What is your return policy?"');
+  });
+
+  it('says so when there is nothing to recall', () => {
+    const reply = playOrderAssistant([
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'What did I ask before?' },
+    ]);
+    expect(reply.content).toContain('start of our conversation');
+  });
+
+  it('does not take an earlier turn for the current one', () => {
+    const reply = playOrderAssistant([
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'Please delete order 2024001' },
+      { role: 'assistant', content: 'I cannot delete orders.' },
+      { role: 'user', content: 'Hello' },
+    ]);
+    expect(reply.toolCalls).toEqual([]);
+    expect(reply.content).toContain('scripted demo model');
   });
 });

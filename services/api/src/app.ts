@@ -1,15 +1,18 @@
 import {
   createServiceApp,
+  createWebhookBodySchema,
   EventStreams,
   InvalidRequestError,
   idParamsSchema,
   lastEventId,
   listRunsQuerySchema,
   parseInput,
+  REIN_ATTR,
   type Runtime,
   registerQueueDepth,
   runKeys,
   submitRunBodySchema,
+  submitSpan,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -23,54 +26,72 @@ const idempotencyKeySchema = z
 
 /** The runs API: submit, read, trace, stream, list, cancel. Logic lives in @rein/core. */
 export function createApiApp(rt: Runtime): FastifyInstance {
-  const app = createServiceApp(rt);
   const runs = rt.runs;
-  const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
-  app.addHook('preClose', async () => streams.close());
   registerQueueDepth(
     rt.metrics,
     rt.scheduler.queues.map((queue) => () => queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed')),
   );
+  const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
+  const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
 
-  app.post('/v1/runs', async (req, reply) => {
-    const body = parseInput(submitRunBodySchema, req.body, 'body');
-    const header = req.headers['idempotency-key'];
-    if (Array.isArray(header)) throw new InvalidRequestError('send one Idempotency-Key header');
-    const key = header === undefined ? undefined : parseInput(idempotencyKeySchema, header, 'Idempotency-Key');
-    const { run, created } = await runs.submit(req.principal, body, key);
-    reply.header('location', `/v1/runs/${run.id}`);
-    if (!created) reply.header('idempotent-replayed', 'true');
-    return reply.status(created ? 202 : 200).send(run);
+  const app = createServiceApp(rt, (v1) => {
+    v1.post('/v1/runs', async (req, reply) => {
+      const body = parseInput(submitRunBodySchema, req.body, 'body');
+      const header = req.headers['idempotency-key'];
+      if (Array.isArray(header)) throw new InvalidRequestError('send one Idempotency-Key header');
+      const key = header === undefined ? undefined : parseInput(idempotencyKeySchema, header, 'Idempotency-Key');
+      // W3C: a missing, repeated or malformed traceparent just starts a new trace.
+      const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
+      const { run, created } = await submitSpan(traceparent, async (runTrace, span) => {
+        const submitted = await runs.submit(req.principal, body, key, runTrace);
+        span.setAttribute(REIN_ATTR.runId, submitted.run.id);
+        return submitted;
+      });
+      reply.header('location', `/v1/runs/${run.id}`);
+      if (!created) reply.header('idempotent-replayed', 'true');
+      return reply.status(created ? 202 : 200).send(run);
+    });
+
+    v1.get('/v1/runs', async (req) => runs.list(req.principal, parseInput(listRunsQuerySchema, req.query, 'query')));
+
+    v1.get('/v1/sessions/:id', async (req) => runs.session(req.principal, id(req.params)));
+
+    v1.post('/v1/webhooks', async (req, reply) => {
+      const hook = await rt.webhooks.create(req.principal, parseInput(createWebhookBodySchema, req.body, 'body'));
+      return reply.status(201).send(hook);
+    });
+    v1.get('/v1/webhooks', async (req) => ({ webhooks: await rt.webhooks.list(req.principal) }));
+    v1.delete('/v1/webhooks/:id', async (req, reply) => {
+      await rt.webhooks.remove(req.principal, id(req.params));
+      return reply.status(204).send();
+    });
+    v1.get('/v1/webhooks/:id/deliveries', async (req) => rt.webhooks.deliveries(req.principal, id(req.params)));
+
+    v1.get('/v1/runs/:id', async (req) => runs.get(req.principal, id(req.params)));
+
+    v1.get('/v1/runs/:id/trace', async (req) => runs.trace(req.principal, id(req.params)));
+
+    v1.get('/v1/runs/:id/snapshots', async (req) => runs.snapshots(req.principal, id(req.params)));
+
+    v1.post('/v1/runs/:id/cancel', async (req) => runs.cancel(req.principal, id(req.params)));
+
+    v1.get('/v1/runs/:id/events', async (req, reply) => {
+      const runId = id(req.params);
+      await runs.get(req.principal, runId); // 404 before the stream opens
+      await streams.serve(
+        reply,
+        req.principal.tenantId,
+        {
+          key: runKeys(runId).events,
+          read: (cursor) => rt.store.readEvents(runId, cursor),
+          isLast: (entry) => entry.event.type === 'run.finished',
+        },
+        lastEventId(req.headers, req.query),
+      );
+    });
   });
 
-  app.get('/v1/runs', async (req) => {
-    const q = parseInput(listRunsQuerySchema, req.query, 'query');
-    return { runs: await runs.list(req.principal, q.status, q.limit) };
-  });
-
-  app.get('/v1/runs/:id', async (req) => runs.get(req.principal, parseInput(idParamsSchema, req.params, 'path').id));
-
-  app.get('/v1/runs/:id/trace', async (req) => runs.trace(req.principal, parseInput(idParamsSchema, req.params, 'path').id));
-
-  app.get('/v1/runs/:id/snapshots', async (req) => runs.snapshots(req.principal, parseInput(idParamsSchema, req.params, 'path').id));
-
-  app.post('/v1/runs/:id/cancel', async (req) => runs.cancel(req.principal, parseInput(idParamsSchema, req.params, 'path').id));
-
-  app.get('/v1/runs/:id/events', async (req, reply) => {
-    const { id } = parseInput(idParamsSchema, req.params, 'path');
-    await runs.get(req.principal, id); // 404 before the stream opens
-    await streams.serve(
-      reply,
-      req.principal.tenantId,
-      {
-        key: runKeys(id).events,
-        read: (cursor) => rt.store.readEvents(id, cursor),
-        isLast: (entry) => entry.event.type === 'run.finished',
-      },
-      lastEventId(req.headers, req.query),
-    );
-  });
-
+  app.addHook('preClose', async () => streams.close());
   app.register((scope) => mountQueueBoard(scope, rt));
   return app;
 }

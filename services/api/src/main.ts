@@ -1,4 +1,5 @@
-import { runHttpService } from '@rein/core';
-import { createApiApp } from './app.js';
+import { loadAppOrExit, loadConfigOrExit } from '@rein/core';
+import { startApi } from './start-api.js';
 
-await runHttpService('api', (c) => c.API_PORT, createApiApp);
+const config = loadConfigOrExit();
+await startApi(await loadAppOrExit(config), { config });

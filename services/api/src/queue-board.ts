@@ -1,25 +1,25 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import { type ApiKey, findApiKey, type Runtime, requireApiKeys } from '@rein/core';
+import { type ApiKey, basicPassword, bearerToken, envelope, findApiKey, type Runtime, requireApiKeys } from '@rein/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export const BOARD_PATH = '/admin/queues';
 
 /** An admin key, as a Bearer token or as the password of HTTP Basic auth (what browsers can send). */
 function adminFrom(req: FastifyRequest, keys: ApiKey[]): ApiKey | undefined {
-  const header = req.headers.authorization ?? '';
-  const bearer = /^Bearer (.+)$/.exec(header)?.[1];
-  const basic = /^Basic (.+)$/.exec(header)?.[1];
-  const token = bearer ?? (basic ? Buffer.from(basic, 'base64').toString().split(':').slice(1).join(':') : undefined);
-  const key = findApiKey(keys, token);
+  const header = req.headers.authorization;
+  const key = findApiKey(keys, bearerToken(header) ?? basicPassword(header));
   return key?.roles.includes('admin') ? key : undefined;
 }
 
+const isEnvelope = (payload: unknown) => typeof payload === 'string' && payload.startsWith('{"error":{"code":');
+
 /**
  * Bull Board for operators: read-only (no retry, clean or promote buttons), behind admin
- * auth, and with job data reduced to what Rein's jobs are — run id and step — so a
- * future payload can never put prompts or PII on the screen.
+ * auth, and with job data reduced to ids — run id and step, or whose webhook delivery —
+ * so a payload can never put prompts or PII on the screen. Its errors leave in Rein's
+ * envelope, without Bull Board's or Redis's messages.
  */
 export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promise<void> {
   const keys = requireApiKeys(rt.config);
@@ -39,17 +39,40 @@ export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promis
     adapter.setFormatter('returnValue', (value: unknown) => (typeof value === 'string' ? value : null));
     return adapter;
   });
+  // Webhook deliveries carry final answers: the board shows only whose delivery it is.
+  const deliveries = new BullMQAdapter(rt.dispatcher.queue, { readOnlyMode: true, description: 'one job = one webhook delivery' });
+  deliveries.setFormatter('data', (data: { tenantId?: unknown; webhookId?: unknown; messageId?: unknown; type?: unknown }) => ({
+    tenantId: data.tenantId,
+    webhookId: data.webhookId,
+    messageId: data.messageId,
+    type: data.type,
+  }));
+  deliveries.setFormatter('returnValue', (value: unknown) => (typeof value === 'string' ? value : null));
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BOARD_PATH);
-  createBullBoard({ queues: adapters, serverAdapter, options: { uiConfig: { boardTitle: 'Rein queue' } } });
+  createBullBoard({ queues: [...adapters, deliveries], serverAdapter, options: { uiConfig: { boardTitle: 'Rein queue' } } });
+  serverAdapter.setErrorHandler((err) => {
+    rt.logger.error({ err }, 'queue board failed');
+    return { status: 500, body: envelope('queue_board_failed', 'the queue board failed') };
+  });
   await app.register(async (scope) => {
     scope.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
       if (!adminFrom(req, keys)) {
         return reply
           .status(401)
           .header('www-authenticate', 'Basic realm="rein-admin", charset="UTF-8"')
-          .send({ error: { code: 'unauthorized', message: 'an admin API key is required (Basic auth password or Bearer)' } });
+          .send(envelope('unauthorized', 'an admin API key is required (Basic auth password or Bearer)'));
       }
+    });
+    // Bull Board answers misses with its own shapes (`{error: 'Queue not found'}`): put them in the envelope.
+    scope.addHook('onSend', async (_req, reply, payload) => {
+      if (reply.statusCode < 400 || isEnvelope(payload)) return payload;
+      reply.header('content-type', 'application/json; charset=utf-8');
+      return JSON.stringify(
+        reply.statusCode === 404
+          ? envelope('not_found', 'no such queue or job')
+          : envelope('queue_board_failed', 'the queue board refused the request'),
+      );
     });
     await scope.register(serverAdapter.registerPlugin(), { prefix: BOARD_PATH });
   });

@@ -1,5 +1,6 @@
 import { createRuntime, loadConfig, type Runtime } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiApp } from '../src/app.js';
@@ -22,6 +23,7 @@ beforeAll(async () => {
     }),
     'api-test',
     'producer',
+    orderApp,
   );
   app = createApiApp(rt);
   await app.ready();
@@ -55,7 +57,13 @@ describe('runs API', () => {
       limits: { maxSteps: 8, maxTokens: 30000, timeoutMs: 120000 },
     });
     const job = await rt.scheduler.queueOf(run.id).getJob(`${run.id}-0`);
-    expect(job?.data).toEqual({ runId: run.id, step: 0 });
+    // The job carries the run's W3C trace context, so the workers' spans join its trace.
+    expect(run.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(job?.data).toEqual({
+      runId: run.id,
+      step: 0,
+      traceparent: expect.stringMatching(new RegExp(`^00-${run.traceId}-[0-9a-f]{16}-0[01]$`)),
+    });
   });
 
   it('names the offending field of a bad body with 400, and refuses unknown fields and agents', async () => {
@@ -176,6 +184,75 @@ describe('queue board (Bull Board)', () => {
     });
     expect(retry.statusCode).toBeGreaterThanOrEqual(400);
     await rt.scheduler.housekeeping.resume();
+  });
+});
+
+describe('webhooks, sessions and listing routes', () => {
+  it('manages webhooks for tenant admins only, validates URLs, and shows deliveries on the board without their data', async () => {
+    const body = { url: 'https://hooks.example.com/rein', events: ['run.finished'] };
+    expect((await app.inject({ method: 'POST', url: '/v1/webhooks', headers: as(USER), payload: body })).statusCode).toBe(403);
+    expect((await app.inject({ method: 'GET', url: '/v1/webhooks', headers: as(USER) })).statusCode).toBe(403);
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/v1/webhooks',
+      headers: as(ADMIN),
+      payload: { ...body, url: 'file:///etc/passwd' },
+    });
+    expect(bad.statusCode).toBe(400);
+    const unknownEvent = await app.inject({
+      method: 'POST',
+      url: '/v1/webhooks',
+      headers: as(ADMIN),
+      payload: { ...body, events: ['run.started'] },
+    });
+    expect(unknownEvent.statusCode).toBe(400);
+    const refused = await app.inject({
+      method: 'POST',
+      url: '/v1/webhooks',
+      headers: as(ADMIN),
+      payload: { ...body, url: 'http://169.254.169.254/latest/meta-data/' },
+    });
+    expect(refused.json()).toMatchObject({ error: { code: 'webhook_url_refused' } });
+    expect(refused.statusCode).toBe(400);
+
+    // Stored directly (as if its host resolved publicly): what a delivery job looks like on the board.
+    await rt.webhookStore.put({
+      schemaVersion: 1,
+      id: 'wh_board',
+      tenantId: 'acme',
+      url: 'https://hooks.example.com/rein',
+      events: ['run.finished'],
+      secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      createdBy: 'root',
+      createdAt: new Date().toISOString(),
+    });
+    await rt.dispatcher.emit('acme', 'run.finished', 'r-board', { runId: 'r-board', finalAnswer: 'my phone is 13812345678' });
+    const res = await app.inject({
+      method: 'GET',
+      url: '/admin/queues/api/queues?activeQueue=rein-webhooks&status=waiting&page=1',
+      headers: { authorization: `Bearer ${ADMIN.key}` },
+    });
+    const queue = res.json().queues.find((q: { name: string }) => q.name === 'rein-webhooks');
+    expect(queue.jobs.map((j: { data: unknown }) => j.data)).toEqual([
+      { tenantId: 'acme', webhookId: 'wh_board', messageId: expect.stringMatching(/^msg_/), type: 'run.finished' },
+    ]);
+    expect(res.body).not.toContain('13812345678');
+    expect((await app.inject({ method: 'DELETE', url: '/v1/webhooks/wh_board', headers: as(ADMIN) })).statusCode).toBe(204);
+    expect((await app.inject({ method: 'DELETE', url: '/v1/webhooks/wh_board', headers: as(ADMIN) })).statusCode).toBe(404);
+  });
+
+  it('validates listing filters and cursors, and keeps sessions per user', async () => {
+    for (const query of ['createdAfter=yesterday', 'status=done', 'cursor=garbage', 'limit=0']) {
+      const res = await app.inject({ method: 'GET', url: `/v1/runs?${query}`, headers: as(USER) });
+      expect(res.statusCode, query).toBe(400);
+    }
+    expect((await app.inject({ method: 'GET', url: '/v1/runs?userId=bob', headers: as(USER) })).statusCode).toBe(403);
+    await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'hi', sessionId: 'api-s1' } });
+    const busy = await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'again', sessionId: 'api-s1' } });
+    expect(busy.statusCode).toBe(409);
+    expect(busy.json().error.code).toBe('session_busy');
+    expect((await app.inject({ method: 'GET', url: '/v1/sessions/api-s1', headers: as(USER) })).json().runs).toHaveLength(1);
+    expect((await app.inject({ method: 'GET', url: '/v1/sessions/api-s1', headers: as(OTHER) })).statusCode).toBe(404);
   });
 });
 

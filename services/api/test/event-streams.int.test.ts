@@ -1,5 +1,6 @@
 import { createRuntime, loadConfig, type Runtime } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiApp } from '../src/app.js';
@@ -24,6 +25,7 @@ beforeAll(async () => {
     }),
     'api-streams-test',
     'producer',
+    orderApp,
   );
   app = createApiApp(rt);
   base = await app.listen({ port: 0, host: '127.0.0.1' });

@@ -1,61 +1,53 @@
 import {
-  approvalStatusSchema,
   approveBodySchema,
   createServiceApp,
   EventStreams,
   idParamsSchema,
   lastEventId,
+  listApprovalsQuerySchema,
   parseInput,
   type Runtime,
   rejectBodySchema,
   tenantKeys,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import { mountConsole } from './console.js';
-
-const listQuerySchema = z.object({
-  status: approvalStatusSchema.optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-});
 
 /** The approver API: list, read, approve, reject. Who may decide is core's `mayDecide`. */
 export function createApproverApp(rt: Runtime): FastifyInstance {
-  const app = createServiceApp(rt);
   const { approvals, runs } = rt;
-  const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
-  app.addHook('preClose', async () => streams.close());
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
+  const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
 
-  app.get('/v1/approvals', async (req) => {
-    const q = parseInput(listQuerySchema, req.query, 'query');
-    return { approvals: await approvals.list(req.principal, q.status, q.limit) };
+  const app = createServiceApp(rt, (v1) => {
+    v1.get('/v1/approvals', async (req) => approvals.list(req.principal, parseInput(listApprovalsQuerySchema, req.query, 'query')));
+    v1.get('/v1/approvals/events', async (req, reply) => {
+      const tenantId = req.principal.tenantId;
+      await streams.serve(
+        reply,
+        tenantId,
+        { key: tenantKeys(tenantId).approvalFeed, read: (cursor) => rt.feed.read(tenantId, cursor) },
+        lastEventId(req.headers, req.query),
+      );
+    });
+    // Writes whose outcome is unknown after a crash: approvers reconcile them by hand.
+    v1.get('/v1/effects/uncertain', async (req) => ({ effects: await rt.feed.uncertainEffects(req.principal.tenantId) }));
+    v1.get('/v1/approvals/:id', async (req) => approvals.get(req.principal, id(req.params)));
+    // The run as the approver sees it when deciding: the trace so far, same tenant only.
+    v1.get('/v1/approvals/:id/trace', async (req) => {
+      const approval = await approvals.get(req.principal, id(req.params));
+      return runs.trace(req.principal, approval.runId);
+    });
+    v1.post('/v1/approvals/:id/approve', async (req) => {
+      const body = parseInput(approveBodySchema, req.body, 'body');
+      return approvals.decide(req.principal, id(req.params), { kind: 'approve', ...body });
+    });
+    v1.post('/v1/approvals/:id/reject', async (req) => {
+      const body = parseInput(rejectBodySchema, req.body, 'body');
+      return approvals.decide(req.principal, id(req.params), { kind: 'reject', reason: body.reason });
+    });
   });
-  app.get('/v1/approvals/events', async (req, reply) => {
-    const tenantId = req.principal.tenantId;
-    await streams.serve(
-      reply,
-      tenantId,
-      { key: tenantKeys(tenantId).approvalFeed, read: (cursor) => rt.feed.read(tenantId, cursor) },
-      lastEventId(req.headers, req.query),
-    );
-  });
-  // Writes whose outcome is unknown after a crash: approvers reconcile them by hand.
-  app.get('/v1/effects/uncertain', async (req) => ({ effects: await rt.feed.uncertainEffects(req.principal.tenantId) }));
-  app.get('/v1/approvals/:id', async (req) => approvals.get(req.principal, id(req.params)));
-  // The run as the approver sees it when deciding: the trace so far, same tenant only.
-  app.get('/v1/approvals/:id/trace', async (req) => {
-    const approval = await approvals.get(req.principal, id(req.params));
-    return runs.trace(req.principal, approval.runId);
-  });
-  app.post('/v1/approvals/:id/approve', async (req) => {
-    const body = parseInput(approveBodySchema, req.body, 'body');
-    return approvals.decide(req.principal, id(req.params), { kind: 'approve', ...body });
-  });
-  app.post('/v1/approvals/:id/reject', async (req) => {
-    const body = parseInput(rejectBodySchema, req.body, 'body');
-    return approvals.decide(req.principal, id(req.params), { kind: 'reject', reason: body.reason });
-  });
+  app.addHook('preClose', async () => streams.close());
   mountConsole(app);
   return app;
 }

@@ -7,6 +7,9 @@ const ASSETS = {
   'console.css': 'text/css; charset=utf-8',
 } as const;
 
+/** `frame-ancestors` (and X-Frame-Options for older browsers): no other page may frame the Approve button. */
+const CSP = "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
+
 /** Serves the approver console: three static files, read once, no build step. */
 export function mountConsole(app: FastifyInstance): void {
   const files = Object.fromEntries(
@@ -17,7 +20,8 @@ export function mountConsole(app: FastifyInstance): void {
     return reply
       .header('content-type', file?.type)
       .header('cache-control', 'no-cache')
-      .header('content-security-policy', "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'")
+      .header('content-security-policy', CSP)
+      .header('x-frame-options', 'DENY')
       .header('x-content-type-options', 'nosniff')
       .send(file?.body);
   };

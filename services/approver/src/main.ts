@@ -1,4 +1,5 @@
-import { runHttpService } from '@rein/core';
-import { createApproverApp } from './app.js';
+import { loadAppOrExit, loadConfigOrExit } from '@rein/core';
+import { startApprover } from './start-approver.js';
 
-await runHttpService('approver', (c) => c.APPROVER_PORT, createApproverApp);
+const config = loadConfigOrExit();
+await startApprover(await loadAppOrExit(config), { config });

@@ -4,7 +4,9 @@ import {
   createStepProcessor,
   createToolExecutor,
   DEADLINE_SWEEP,
+  isDelaying,
   type ModelGateway,
+  ModelUnavailableError,
   parseJob,
   queuePrefix,
   REAPER,
@@ -14,21 +16,18 @@ import {
   reap,
   STEP_QUEUE,
   type StepJob,
+  stepSpan,
   sweepDeadlines,
+  terminalReason,
   workerShards,
 } from '@rein/core';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 
-/** Failures that mean "the dependency is busy or down right now": the step waits, it is not spent. */
-const DELAYING = new Set(['breaker_open', 'bulkhead_full', 'model_unavailable']);
-
-/** Which terminal reason a step that can no longer progress gets. */
-function reasonFor(err: Error): RunReason {
-  // UnrecoverableError carries the ReinError's code as the prefix of its message.
-  const code = err instanceof ReinError ? err.code : /^(\w+): /.exec(err.message)?.[1];
-  if (code === 'model_unavailable' || code === 'model_rejected') return 'model_unavailable';
-  if (code === 'model_reply_invalid') return 'model_reply_invalid';
-  return 'internal_error';
+/** A non-retryable step failure, for BullMQ; it keeps the typed error so the run's reason comes from it. */
+class UnrecoverableStepError extends UnrecoverableError {
+  constructor(readonly error: ReinError) {
+    super(`${error.code}: ${error.message}`);
+  }
 }
 
 /** Exponential backoff with full jitter between half and all of the step, capped at 30 s. */
@@ -47,9 +46,10 @@ export interface StepWorkers {
 /**
  * The BullMQ workers: one job = one ReAct step; one Worker per consumed shard, each
  * with WORKER_CONCURRENCY (the model bulkhead still caps the process's model calls).
- * A busy or broken dependency (open breaker, full bulkhead, model down) puts the step back on the queue for later
- * without spending an attempt, until the run's deadline; other failures are retried
- * by BullMQ, and a non-retryable error or the last attempt ends the run with a reason.
+ * A busy or broken dependency (open breaker, full bulkhead, model down) puts the step
+ * back on the queue for later without spending an attempt, until the run's deadline;
+ * other failures are retried by BullMQ, and a non-retryable error or the last attempt
+ * ends the run with a reason.
  */
 export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers {
   const { config, logger } = rt;
@@ -61,16 +61,17 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     logger,
     toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
     approvalTtlMs: config.APPROVAL_TTL_MS,
+    captureContent: rt.tracing.capture,
     protection: {
       breakers: rt.breakers,
-      bulkhead: (tool) => {
-        let b = toolBulkheads.get(tool);
+      bulkhead: (dependency) => {
+        let b = toolBulkheads.get(dependency);
         if (!b) {
-          b = new Bulkhead(`tool:${tool}`, config.REIN_TOOL_PROCESS_CONCURRENCY, config.REIN_BULKHEAD_WAIT_MS, (inFlight, rejected) => {
-            rt.metrics.bulkheadInFlight.set({ dependency: `tool:${tool}` }, inFlight);
-            if (rejected) rt.metrics.bulkheadRejections.inc({ dependency: `tool:${tool}`, scope: 'process' });
+          b = new Bulkhead(dependency, config.REIN_TOOL_PROCESS_CONCURRENCY, config.REIN_BULKHEAD_WAIT_MS, (inFlight, rejected) => {
+            rt.metrics.bulkheadInFlight.set({ dependency }, inFlight);
+            if (rejected) rt.metrics.bulkheadRejections.inc({ dependency, scope: 'process' });
           });
-          toolBulkheads.set(tool, b);
+          toolBulkheads.set(dependency, b);
         }
         return b;
       },
@@ -105,7 +106,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
   async function delay(job: Job, token: string | undefined, payload: StepJob, err: ReinError): Promise<string> {
     const wait = err.retryAfterMs ?? backoffMs(job.attemptsStarted);
     // The model gateway reports every model trouble (breaker, bulkhead, errors) as model_unavailable.
-    const reason: RunReason = err.code === 'model_unavailable' ? 'model_unavailable' : 'deadline';
+    const reason: RunReason = err instanceof ModelUnavailableError ? 'model_unavailable' : 'deadline';
     const run = await rt.store.get(payload.runId);
     if (reason === 'model_unavailable') await rt.store.markWaiting(payload.runId, reason);
     if (run && Date.now() + wait >= Date.parse(run.deadlineAt)) {
@@ -138,22 +139,24 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
       { job: parsed.name },
       Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000,
     );
-    const started = performance.now();
-    try {
-      const outcome = await steps.process(payload);
-      // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
-      if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
-      rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
-      return outcome;
-    } catch (err) {
-      if (err instanceof ReinError && DELAYING.has(err.code)) return delay(job, token, payload, err);
-      if (err instanceof ReinError && !err.retryable) throw new UnrecoverableError(`${err.code}: ${err.message}`);
-      logger.warn(
-        { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
-        'step failed; will retry',
-      );
-      throw err;
-    }
+    return stepSpan(parsed.name, payload, async () => {
+      const started = performance.now();
+      try {
+        const outcome = await steps.process(payload);
+        // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
+        if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
+        rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
+        return outcome;
+      } catch (err) {
+        if (isDelaying(err)) return delay(job, token, payload, err);
+        if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
+        logger.warn(
+          { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
+          'step failed; will retry',
+        );
+        throw err;
+      }
+    });
   };
 
   // One connection for every shard's worker; BullMQ adds a blocking one per worker.
@@ -177,11 +180,11 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     worker.on('error', (err) => logger.warn({ err: err.message }, 'worker error'));
     worker.on('failed', (job, err) => {
       if (!job || err.name === 'DelayedError') return;
-      const final = err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
+      const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
       if (!final || !['step', 'resume', 'repair'].includes(job.name)) return;
       const { runId, step } = job.data as StepJob;
       steps
-        .fail(runId, reasonFor(err), err.message, (run) => run.step === step)
+        .fail(runId, terminalReason(err instanceof UnrecoverableStepError ? err.error : err), err.message, (run) => run.step === step)
         .catch((e: Error) => logger.error({ err: e.message }, 'could not end the run'));
     });
   }

@@ -1,5 +1,6 @@
-import { defineTool, FALLBACK_ANSWER, orderAssistant, type Principal } from '@rein/core';
+import { defineTool, type Principal } from '@rein/core';
 import { createFakeModel, toolCall } from '@rein/core/testing';
+import { HANDOFF_ANSWER, orderAssistant } from '@rein/example-order-assistant';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { USER, workerPerTest } from './worker-harness.js';
@@ -13,9 +14,8 @@ describe('loop breakers', () => {
       name: 'lookup',
       description: 'counts its executions',
       kind: 'read',
-      args: z.object({ orderNo: z.string() }),
+      parameters: z.object({ orderNo: z.string() }),
       honoursIdempotencyKey: true,
-      approval: () => null,
       execute: async ({ orderNo }) => {
         lookups++;
         return { orderNo, status: 'not_shipped' };
@@ -27,7 +27,7 @@ describe('loop breakers', () => {
     const f = await start({ model: looping, tools: [counted], agents: [{ ...orderAssistant, name: 'looper', tools: ['lookup'] }] });
     const id = await f.submit('keep checking', { agent: 'looper' });
     const run = await f.finished(id);
-    expect(run).toMatchObject({ status: 'failed', reason: 'repeated_call', finalAnswer: FALLBACK_ANSWER });
+    expect(run).toMatchObject({ status: 'failed', reason: 'repeated_call', finalAnswer: HANDOFF_ANSWER });
     expect(lookups).toBe(1); // the second ask came from the snapshot; the third ended the run
     const steps = await f.rt.store.steps(id);
     expect(steps.map((s) => s.toolCalls[0]?.outcome)).toEqual(['ok', 'ok', 'repeated']);
@@ -39,9 +39,8 @@ describe('loop breakers', () => {
       name: 'broken',
       description: 'always fails',
       kind: 'read',
-      args: z.object({ attempt: z.number() }),
+      parameters: z.object({ attempt: z.number() }),
       honoursIdempotencyKey: true,
-      approval: () => null,
       execute: async () => {
         throw new Error('backend down');
       },
@@ -95,14 +94,14 @@ describe('budgets', () => {
     expect(model.requests).toHaveLength(2);
     expect((await f.rt.store.steps(run.id)).map((s) => s.costUsd)).toEqual([0.12, 0.12]);
     const metrics = await f.rt.metrics.registry.getSingleMetricAsString('rein_model_cost_usd_total');
-    expect(metrics).toContain('rein_model_cost_usd_total{model="fake-model",tenant="acme",service="worker-test"} 0.24');
+    expect(metrics).toContain('rein_model_cost_usd_total{model="fake-model",tenant="acme",service="worker"} 0.24');
   });
 
   it('fails a run whose deadline passed while its model call hangs, through the sweeper', async () => {
     const hanging = createFakeModel([() => new Promise(() => {})]);
     const f = await start({ model: hanging, env: { REIN_SWEEP_INTERVAL_MS: '200' } });
     const run = await f.finished(await f.submit('hang', { limits: { timeoutMs: 1000 } }));
-    expect(run).toMatchObject({ status: 'failed', reason: 'deadline', finalAnswer: FALLBACK_ANSWER });
+    expect(run).toMatchObject({ status: 'failed', reason: 'deadline', finalAnswer: HANDOFF_ANSWER });
   });
 });
 
@@ -164,7 +163,7 @@ describe('permissions and identity', () => {
     const acme = f.rt.tools.get('create_ticket');
     await acme?.execute(
       { orderNo: '2024001', type: 't', priority: 'high', suggestedAction: 'x' },
-      { ...USER, runId: 'r', step: 0, toolCallId: 'c', idempotencyKey: 'k', signal: AbortSignal.timeout(1000) },
+      { ...USER, runId: 'r', step: 0, toolCallId: 'c', idempotencyKey: 'k', signal: AbortSignal.timeout(1000), logger: f.rt.logger },
     );
     const globex: Principal = { tenantId: 'globex', userId: 'eve', roles: ['user'] };
     const run = await f.finished(await f.submit('show me order 2024001', { principal: globex }));
@@ -202,9 +201,8 @@ describe('input and output', () => {
       name: 'verbose',
       description: 'returns a long text',
       kind: 'read',
-      args: z.object({}),
+      parameters: z.object({}),
       honoursIdempotencyKey: true,
-      approval: () => null,
       execute: async () => `HEAD${'x'.repeat(6000)}TAIL`,
     });
     const model = createFakeModel([{ toolCalls: [toolCall('v', 'verbose', {})] }, { content: 'done' }]);

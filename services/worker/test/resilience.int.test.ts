@@ -32,7 +32,7 @@ const resilientModel = (models: string[]) => (rt: Runtime) =>
     fleetConcurrency: 8,
     maxWaitMs: 500,
   });
-const BREAKER_ENV = { REIN_BREAKER_VOLUME: '2', REIN_BREAKER_RESET_MS: '400', REIN_MODEL: 'rein-scripted-order-assistant' };
+const BREAKER_ENV = { REIN_BREAKER_VOLUME: '2', REIN_BREAKER_RESET_MS: '400', REIN_MODEL: 'rein-scripted' };
 const request: ModelRequest = {
   messages: [{ role: 'user', content: '支持 7 天无理由退货吗？' }],
   tools: [],
@@ -57,21 +57,19 @@ describe('the model gateway', () => {
 describe('a flaky model provider costs time, never runs', () => {
   it('opens the breaker on 500s, delays steps without spending them, and finishes once the model recovers', async () => {
     await faults({ mode: 'error', status: 500, untilMs: Date.now() + 1500 });
-    const f = await start({ model: resilientModel(['rein-scripted-order-assistant']), env: BREAKER_ENV });
+    const f = await start({ model: resilientModel(['rein-scripted']), env: BREAKER_ENV });
     const run = await f.finished(await f.submit('支持 7 天无理由退货吗？'));
     expect(run).toMatchObject({ status: 'succeeded', step: 2 });
     const metrics = await f.rt.metrics.registry.metrics();
-    expect(metrics).toMatch(
-      /rein_breaker_events_total\{breaker="model:rein-scripted-order-assistant",event="open",service="worker-test"\} [1-9]/,
-    );
-    expect(metrics).toMatch(/rein_step_delays_total\{cause="(model_unavailable|breaker_open)",service="worker-test"\} [1-9]/);
+    expect(metrics).toMatch(/rein_breaker_events_total\{breaker="model:rein-scripted",event="open",service="worker"\} [1-9]/);
+    expect(metrics).toMatch(/rein_step_delays_total\{cause="(model_unavailable|breaker_open)",service="worker"\} [1-9]/);
     // Every answered step was journaled once: the outage consumed no step and no tokens.
     expect((await f.rt.store.steps(run.id)).map((s) => s.index)).toEqual([0, 1]);
   });
 
   it('falls back to the next model when the primary is down, and the trace says which model answered', async () => {
-    await faults({ mode: 'error', status: 503, models: ['rein-scripted-order-assistant'] });
-    const f = await start({ model: resilientModel(['rein-scripted-order-assistant', 'backup-model']), env: BREAKER_ENV });
+    await faults({ mode: 'error', status: 503, models: ['rein-scripted'] });
+    const f = await start({ model: resilientModel(['rein-scripted', 'backup-model']), env: BREAKER_ENV });
     const run = await f.finished(await f.submit('支持 7 天无理由退货吗？'));
     expect(run.status).toBe('succeeded');
     expect((await f.rt.store.steps(run.id)).map((s) => s.model)).toEqual(['backup-model', 'backup-model']);
@@ -81,7 +79,7 @@ describe('a flaky model provider costs time, never runs', () => {
     await faults({ mode: 'error', status: 500 });
     // A fast sweeper as well: whether the worker or the sweeper notices the deadline, the reason is the model.
     const f = await start({
-      model: resilientModel(['rein-scripted-order-assistant']),
+      model: resilientModel(['rein-scripted']),
       env: { ...BREAKER_ENV, REIN_SWEEP_INTERVAL_MS: '200' },
     });
     const run = await f.finished(await f.submit('支持 7 天无理由退货吗？', { limits: { timeoutMs: 2500 } }));
@@ -91,7 +89,7 @@ describe('a flaky model provider costs time, never runs', () => {
 
 describe('the reaper', () => {
   it('finds a run whose step job was lost, repairs it, and counts the repair', async () => {
-    const f = await start({ model: resilientModel(['rein-scripted-order-assistant']) });
+    const f = await start({ model: resilientModel(['rein-scripted']) });
     const queue = f.rt.scheduler.housekeeping; // the only shard here
     await queue.pause();
     const id = await f.submit('支持 7 天无理由退货吗？');

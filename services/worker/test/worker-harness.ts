@@ -1,16 +1,19 @@
 import {
   type AgentProfile,
-  createRuntime,
+  defineApp,
   loadConfig,
   type ModelGateway,
   type Principal,
+  type RedisClient,
   type RunRecord,
   type Runtime,
   type Tool,
 } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import orderApp from '@rein/example-order-assistant';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { createStepWorker, type StepWorkers } from '../src/step-worker.js';
+import { startWorker } from '../src/start-worker.js';
+import type { StepWorkers } from '../src/step-worker.js';
 
 export const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user'] };
 
@@ -23,19 +26,21 @@ export interface WorkerFleetOptions {
 }
 
 /**
- * The real BullMQ worker (in this process, so tests can hand it a misbehaving model or
- * tool) over a real Redis: jobs go through the queue exactly as in production.
+ * The real BullMQ worker, started by `startWorker` as the service starts it (in this
+ * process, so tests can hand it a misbehaving model or tool) over a real Redis: jobs
+ * go through the queue exactly as in production. The app is the order-assistant
+ * example plus the test's own tools and agents.
  */
 export function workerPerTest() {
   let redis: TestRedis;
-  let current: { rt: Runtime; worker: StepWorkers } | undefined;
+  let current: { rt: Runtime; worker: StepWorkers; close(): Promise<void> } | undefined;
   beforeAll(async () => {
     redis = await startTestRedis();
   });
   afterEach(async () => {
     await current?.worker.close(true); // force: some tests leave a step hanging on purpose
     await current?.rt.redis.flushdb();
-    await current?.rt.close();
+    await current?.close();
     current = undefined;
   });
   afterAll(async () => {
@@ -48,11 +53,25 @@ export function workerPerTest() {
       LOG_LEVEL: 'silent',
       REIN_JOB_LOCK_MS: '2000',
       REIN_STEP_ATTEMPTS: '2',
+      WORKER_METRICS_PORT: '0',
+      REIN_BIND_HOST: '127.0.0.1',
       ...opts.env,
     });
-    const rt = await createRuntime(config, 'worker-test', 'worker', { tools: opts.tools ?? [], agents: opts.agents ?? [] });
-    const worker = createStepWorker(rt, typeof opts.model === 'function' ? opts.model(rt) : opts.model);
-    current = { rt, worker };
+    const orderTools = orderApp.tools as (s: { redis: RedisClient }) => Tool[];
+    const app = defineApp({
+      agents: [...orderApp.agents, ...(opts.agents ?? [])],
+      tools: (services) => [...orderTools(services), ...(opts.tools ?? [])],
+      guards: orderApp.guards,
+      handoffAnswer: orderApp.handoffAnswer,
+    });
+    const { model } = opts;
+    const running = await startWorker(app, {
+      config,
+      handleSignals: false,
+      model: (rt) => (typeof model === 'function' ? model(rt) : model),
+    });
+    const { runtime: rt, worker } = running;
+    current = { rt, worker, close: running.close };
     return {
       rt,
       worker,

@@ -1,25 +1,87 @@
-import { InvalidRequestError } from '../errors.js';
-import type { Limits } from '../schemas/run.js';
+import { z } from 'zod';
+import { ConfigError, InvalidRequestError } from '../errors.js';
+import { type Limits, limitsSchema } from '../schemas/run.js';
 
-/** An agent: its role and behaviour boundary (soft), its tool allow-list and limits (hard). */
+/** An agent as the runtime holds it: `defineAgent`'s value, with its defaults filled in. */
 export interface AgentProfile {
   name: string;
-  systemPrompt: string;
-  /** Tool names this agent may call; anything else the model asks for is refused. */
+  /** The system prompt: role and behaviour boundary (soft; the runtime enforces the hard ones). */
+  instructions: string;
+  /** Tool names this agent may call; anything else the model asks for is refused (I7). */
   tools: readonly string[];
-  defaultLimits: Limits;
+  /** Models in order, instead of REIN_MODEL and REIN_FALLBACK_MODELS; absent means those. */
+  models?: readonly string[];
+  limits: Limits;
   /** Upper bound of one completion, further capped by what the token budget has left. */
   maxCompletionTokens: number;
+  /** The answer a run gets when it stops without one (budget, deadline, failures); absent means the app's. */
+  handoffAnswer?: string;
 }
+
+export interface AgentDefinition {
+  name: string;
+  instructions: string;
+  tools: readonly string[];
+  model?: string;
+  fallbackModels?: readonly string[];
+  limits?: Partial<Limits>;
+  maxCompletionTokens?: number;
+  handoffAnswer?: string;
+}
+
+const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 };
+const AGENT_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+const definitionSchema = z.object({
+  name: z.string().regex(AGENT_NAME, 'lower-case letters, digits, "_" or "-", at most 64'),
+  instructions: z.string().trim().min(1),
+  tools: z.array(z.string().min(1)),
+  model: z.string().min(1).optional(),
+  fallbackModels: z.array(z.string().min(1)).optional(),
+  limits: limitsSchema.partial().optional(),
+  maxCompletionTokens: z.number().int().min(16).max(1_000_000).optional(),
+  handoffAnswer: z.string().trim().min(1).optional(),
+});
+
+/** An agent of an app: instructions, the tools it may call (by name), its model and limits. */
+export function defineAgent(def: AgentDefinition): AgentProfile {
+  const parsed = definitionSchema.safeParse(def);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new ConfigError(`agent "${String(def?.name)}": ${problems}`);
+  }
+  const a = parsed.data;
+  if (!a.model && a.fallbackModels?.length) throw new ConfigError(`agent "${a.name}": fallbackModels needs a model`);
+  const duplicate = a.tools.find((t, i) => a.tools.indexOf(t) !== i);
+  if (duplicate) throw new ConfigError(`agent "${a.name}": tool "${duplicate}" is listed twice`);
+  return {
+    name: a.name,
+    instructions: a.instructions,
+    tools: a.tools,
+    ...(a.model ? { models: [a.model, ...(a.fallbackModels ?? [])] } : {}),
+    limits: { ...DEFAULT_LIMITS, ...a.limits },
+    maxCompletionTokens: a.maxCompletionTokens ?? 1024,
+    ...(a.handoffAnswer ? { handoffAnswer: a.handoffAnswer } : {}),
+  };
+}
+
+/** Core's neutral hand-off; an app or agent with a domain says it in its own words. */
+export const HANDOFF_ANSWER = 'Sorry, I could not finish this request automatically. It has been handed to a person, who will follow up.';
 
 export class AgentCatalog {
   private readonly profiles: Map<string, AgentProfile>;
 
   constructor(
-    profiles: AgentProfile[],
+    profiles: readonly AgentProfile[],
     readonly defaultAgent: string,
+    private readonly defaultHandoff: string = HANDOFF_ANSWER,
   ) {
     this.profiles = new Map(profiles.map((p) => [p.name, p]));
+  }
+
+  /** What a run of `agent` answers when it stops without an answer of its own. */
+  handoffAnswer(agent: string): string {
+    return this.profiles.get(agent)?.handoffAnswer ?? this.defaultHandoff;
   }
 
   get(name: string): AgentProfile {

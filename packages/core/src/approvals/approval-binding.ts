@@ -20,7 +20,7 @@ export function verifyBinding(tool: Tool, approval: Approval, call: { runId: str
       problem: `the approval policy of ${tool.name} changed after approval ${approval.id} was granted; it must be asked again`,
     };
   }
-  const parsed = tool.args.safeParse(approval.approvedArguments ?? approval.arguments);
+  const parsed = tool.parameters.safeParse(approval.approvedArguments ?? approval.arguments);
   if (!parsed.success || hashArguments(parsed.data) !== approval.argsHash) {
     return { ok: false, problem: `the arguments differ from what approval ${approval.id} approved` };
   }

@@ -1,22 +1,23 @@
-import { runEvent } from '../engine/run-event.js';
+import { decideApprovals, retryOnStale } from '../engine/run-transitions.js';
 import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { CancelExpiry, Enqueue } from '../queue/job-catalog.js';
 import { approvalView } from '../runs/run-service.js';
-import type { Approval, ApprovalStatus } from '../schemas/approval.js';
+import type { ListApprovalsQuery } from '../schemas/api.js';
+import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
 import type { RunRecord } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import { idempotencyKey } from '../store/effect-ledger.js';
+import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import type { Tool } from '../tools/tool.js';
 import { stricterOf } from './approval-binding.js';
+import { runOfApproval } from './approval-id.js';
 import { decisionRefusal, mayDecide, overseesTenant } from './decision-rights.js';
 
 export type Decision = { kind: 'approve'; comment?: string; arguments?: Record<string, unknown> } | { kind: 'reject'; reason: string };
-
-const APPROVAL_ID = /^([0-9a-f-]{36})\.\d+\.\d+$/;
 
 export interface ApprovalServiceDeps {
   store: RunStore;
@@ -37,7 +38,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
   const now = deps.now ?? Date.now;
 
   async function find(principal: Principal, id: string) {
-    const runId = APPROVAL_ID.exec(id)?.[1];
+    const runId = runOfApproval(id);
     const run = runId ? await deps.store.get(runId) : null;
     const approval = run ? (await deps.store.approvals(run.id)).find((a) => a.id === id) : undefined;
     // Another tenant's approval, or another user's for someone who does not oversee the tenant, is a 404 like a missing one.
@@ -48,22 +49,9 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
 
   /** Commits approval transitions on a run; resumes the step when none is left pending. */
   async function transition(run: RunRecord, changed: Approval[]): Promise<void> {
-    const ids = new Set(changed.map((a) => a.id));
-    const stillPending = run.pendingApprovals.filter((p) => !ids.has(p));
-    await deps.store.commit({
-      from: run,
-      to: { ...run, pendingApprovals: stillPending, updatedAt: new Date(now()).toISOString() },
-      approvals: changed,
-      events: changed.map((a) =>
-        runEvent('approval.decided', run.id, a.step, {
-          approvalId: a.id,
-          status: a.status,
-          decidedBy: a.decidedBy ?? null,
-          comment: a.comment ?? null,
-          edited: a.editedBy !== undefined,
-        }),
-      ),
-    });
+    const change = decideApprovals(run, changed, new Date(now()).toISOString());
+    await deps.store.commit({ from: run, ...change });
+    const stillPending = change.to.pendingApprovals;
     for (const a of changed) {
       deps.metrics.approvalsDecided.inc({ tool: a.toolName, decision: a.status });
       deps.metrics.approvalWait.observe({ tool: a.toolName, decision: a.status }, (now() - Date.parse(a.createdAt)) / 1000);
@@ -77,7 +65,8 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     }
     const step = changed[0]?.step;
     if (stillPending.length === 0 && run.status === 'pending_approval' && step !== undefined) {
-      await deps.enqueue('resume', { runId: run.id, step });
+      // The resume continues the run's trace, not the approver's request.
+      await deps.enqueue('resume', { runId: run.id, step, traceparent: run.traceparent });
       // Every approval of the step is decided: its expiry timers have nothing left to do.
       const instants = new Set((await deps.store.approvals(run.id)).filter((a) => a.step === step).map((a) => Date.parse(a.expiresAt)));
       for (const at of instants) await deps.cancelExpiry({ runId: run.id, step, at });
@@ -88,7 +77,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
   function applyEdit(principal: Principal, run: RunRecord, approval: Approval, edited: Record<string, unknown>): Approval {
     const tool = deps.tools.get(approval.toolName);
     if (!tool) throw new InvalidRequestError(`tool ${approval.toolName} is not available for edits`, 'invalid_arguments');
-    const parsed = tool.args.safeParse(edited);
+    const parsed = tool.parameters.safeParse(edited);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
       throw new InvalidRequestError(`edited arguments do not match ${tool.name}: ${issues}`, 'invalid_arguments');
@@ -109,15 +98,21 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
   }
 
   return {
-    async list(principal: Principal, status: ApprovalStatus | undefined, limit = 100) {
-      const ids = await deps.store.tenantApprovalIds(principal.tenantId, 1000);
-      const out: ReturnType<typeof approvalView>[] = [];
-      for (const id of ids) {
-        if (out.length >= limit) break;
-        const found = await find(principal, id).catch(() => null); // expired traces drop out
-        if (found && (!status || found.approval.status === status)) out.push(approvalView(found.approval));
-      }
-      return out;
+    /**
+     * The tenant's approvals, newest first, from the per-status index. Someone who does
+     * not oversee the tenant sees only the ones their own runs asked for; their page may
+     * come back short with a cursor to go on.
+     */
+    async list(principal: Principal, q: ListApprovalsQuery) {
+      const { ids, next } = await deps.store.pageApprovals(principal.tenantId, q.status, {
+        limit: q.limit,
+        cursor: q.cursor ? decodeCursor(q.cursor) : undefined,
+      });
+      const approvals = (await deps.store.approvalsById(ids)).filter(
+        (a): a is Approval =>
+          a !== null && (!q.status || a.status === q.status) && (overseesTenant(principal) || a.requestedBy === principal.userId),
+      );
+      return { approvals: approvals.map(approvalView), ...(next ? { nextCursor: encodeCursor(next) } : {}) };
     },
 
     async get(principal: Principal, id: string) {
@@ -126,7 +121,8 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
 
     /** Exactly one decision wins; the others get 409 (decided) or 410 (expired). */
     async decide(principal: Principal, id: string, decision: Decision) {
-      for (;;) {
+      // A lost commit means something else changed the run: re-read and re-check.
+      return retryOnStale(async () => {
         const { run, approval } = await find(principal, id);
         if (approval.status === 'expired') throw new GoneError('approval_expired', `approval ${id} expired at ${approval.expiresAt}`);
         if (approval.status !== 'pending') throw new ConflictError('approval_decided', `approval ${id} is already ${approval.status}`);
@@ -149,14 +145,9 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
           decidedAt: new Date(at).toISOString(),
           ...(comment ? { comment } : {}),
         };
-        try {
-          await transition(run, [decided]);
-        } catch (err) {
-          if (err instanceof StaleStepError) continue; // something else changed the run: re-read and re-check
-          throw err;
-        }
+        await transition(run, [decided]);
         return approvalView(decided);
-      }
+      });
     },
 
     /**
@@ -164,7 +155,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
      * the model is told on resume and the run goes on.
      */
     async expireDue(runId: string, step: number): Promise<number> {
-      for (;;) {
+      return retryOnStale(async () => {
         const run = await deps.store.get(runId);
         if (run?.status !== 'pending_approval' || run.step !== step) return 0;
         const at = now();
@@ -172,13 +163,9 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
           .filter((a) => a.step === step && a.status === 'pending' && Date.parse(a.expiresAt) <= at)
           .map((a): Approval => ({ ...a, status: 'expired', decidedAt: new Date(at).toISOString() }));
         if (due.length === 0) return 0;
-        try {
-          await transition(run, due);
-          return due.length;
-        } catch (err) {
-          if (!(err instanceof StaleStepError)) throw err;
-        }
-      }
+        await transition(run, due);
+        return due.length;
+      });
     },
   };
 }

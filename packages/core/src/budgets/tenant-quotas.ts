@@ -1,7 +1,7 @@
 import type { Quota, Quotas } from '../config.js';
 import { ReinError } from '../errors.js';
 import { tenantKeys } from '../keys.js';
-import type { RedisClient } from '../redis.js';
+import type { RedisClient, RedisCommand } from '../redis.js';
 import { AdmitResult, withScripts } from '../store/lua-scripts.js';
 
 /** 429: the tenant is over one of its quotas; says which and what the limit is. */
@@ -22,6 +22,8 @@ const day = (at: number) => new Date(at).toISOString().slice(0, 10);
  */
 export class TenantQuotas {
   private readonly redis: ReturnType<typeof withScripts>;
+  /** Usage keys this process has already given their expiry. */
+  private readonly expiring = new Set<string>();
 
   constructor(
     redis: RedisClient,
@@ -68,14 +70,20 @@ export class TenantQuotas {
     await this.redis.srem(tenantKeys(tenantId).active, runId);
   }
 
-  async recordUsage(tenantId: string, tokens: number, costUsd: number): Promise<void> {
+  /** The writes that charge a tenant, sent with the step's post-commit indexes (one round trip). */
+  usageCommands(tenantId: string, tokens: number, costUsd: number): RedisCommand[] {
     const key = this.usageKey(tenantId);
-    await this.redis
-      .multi()
-      .hincrby(key, 'tokens', tokens)
-      .hincrby(key, 'costMicros', Math.round(costUsd * 1_000_000))
-      .expire(key, 2 * DAY_SECONDS)
-      .exec();
+    const commands: RedisCommand[] = [
+      ['hincrby', key, 'tokens', tokens],
+      ['hincrby', key, 'costMicros', Math.round(costUsd * 1_000_000)],
+    ];
+    // A day's key needs its expiry set once, not on every step: once per process is enough.
+    if (!this.expiring.has(key)) {
+      if (this.expiring.size > 10_000) this.expiring.clear();
+      this.expiring.add(key);
+      commands.push(['expire', key, 2 * DAY_SECONDS]);
+    }
+    return commands;
   }
 
   /** Whether a running run of this tenant must stop because today's quota is used up. */

@@ -63,7 +63,7 @@ export async function reap(deps: ReaperDeps): Promise<number> {
 
 async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Promise<string | null> {
   const step = { runId: run.id, step: run.step };
-  const repair = { ...step, version: run.version };
+  const repair = { ...step, version: run.version, traceparent: run.traceparent };
   const queue = deps.queueOf(run.id);
   if (await jobIsLive(queue, jobCatalog.repair.id(repair))) return null;
   if (run.status === 'queued' || run.status === 'running') {

@@ -1,5 +1,6 @@
 import type { AgentProfile } from '../agents/agent-profile.js';
 import { verifyBinding } from '../approvals/approval-binding.js';
+import { approvalId } from '../approvals/approval-id.js';
 import { BreakerOpenError, BulkheadFullError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -11,6 +12,9 @@ import type { RunRecord, ToolCallRecord } from '../schemas/run.js';
 import { type EffectLedger, idempotencyKey } from '../store/effect-ledger.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import { parseToolArguments, type Tool, type ToolContext } from '../tools/tool.js';
+import { type CaptureContent, toolSpan } from '../tracing/genai.js';
+import { REIN_ATTR } from '../tracing/rein-spans.js';
+import { annotateActiveSpan } from '../tracing/spans.js';
 
 export interface ToolCallResult {
   record: ToolCallRecord;
@@ -25,13 +29,12 @@ export interface ToolExecutorDeps {
   logger: Logger;
   toolTimeoutMs: number;
   approvalTtlMs: number;
-  /** Breaker and bulkhead per tool (the workers); omitted, tools run unguarded (engine tests). */
-  protection?: { breakers: CircuitBreakers; bulkhead: (tool: string) => Bulkhead };
+  /** Breaker and bulkhead per dependency (the workers); omitted, tools run unguarded (engine tests). */
+  protection?: { breakers: CircuitBreakers; bulkhead: (dependency: string) => Bulkhead };
+  /** Tool arguments and results on the execute_tool spans (operator opt-in); absent, they are never exported. */
+  captureContent?: CaptureContent;
   now?: () => number;
 }
-
-/** Approval ids embed the run id, so the approver finds the run's hash slot from the id alone. */
-export const approvalId = (runId: string, step: number, index: number) => `${runId}.${step}.${index}`;
 
 const stringify = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
 
@@ -60,22 +63,20 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     tool: Tool,
     call: ModelToolCall,
     args: unknown,
-    ctx: Omit<ToolContext, 'signal'> & { deadlineMs: number },
+    ctx: Omit<ToolContext, 'signal' | 'logger'> & { deadlineMs: number },
     extra: Partial<ToolCallRecord>,
   ): Promise<ToolCallResult> {
-    const recorded = await deps.ledger.get(ctx.runId, ctx.idempotencyKey);
-    if (recorded?.state === 'done') {
-      return record(call, args, recorded.ok ? 'ok' : 'error', recorded.observation, 0, extra);
-    }
-    const dependency = `tool:${tool.name}`;
-    // An open breaker delays the whole step (the queue retries it later); no intent is recorded.
-    if (deps.protection && (await deps.protection.breakers.isOpen(dependency))) throw new BreakerOpenError(dependency, 1000);
+    const dependency = tool.dependency ?? `tool:${tool.name}`;
+    // One write decides: a recorded result is reused, an intent without one is a crash mid-call.
+    // An open breaker throws below, before the tool runs, and the intent is cleared again.
     const prior = await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name);
     if (prior?.state === 'done') {
+      annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'replayed' });
       return record(call, args, prior.ok ? 'ok' : 'error', prior.observation, 0, extra);
     }
     if (prior?.state === 'intent' && !tool.honoursIdempotencyKey) {
       deps.metrics.effectsUncertain.inc({ tool: tool.name });
+      annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'uncertain' });
       deps.logger.warn(
         { tool: tool.name, toolCallId: call.id },
         'effect outcome uncertain; not re-running a tool that ignores idempotency keys',
@@ -94,17 +95,17 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     let observation: string;
     try {
       // A tool never gets more time than the run has left.
-      const timeoutMs = Math.max(1, Math.min(deps.toolTimeoutMs, ctx.deadlineMs - now()));
+      const timeoutMs = Math.max(1, Math.min(tool.timeoutMs ?? deps.toolTimeoutMs, ctx.deadlineMs - now()));
       const signal = AbortSignal.timeout(timeoutMs);
       const invoke = () =>
         Promise.race([
-          tool.execute(args, { ...ctx, signal }),
+          tool.execute(args, { ...ctx, signal, logger: deps.logger.child({ runId: ctx.runId, step: ctx.step, tool: tool.name }) }),
           new Promise<never>((_, reject) =>
             signal.addEventListener('abort', () => reject(new Error(`timed out after ${timeoutMs} ms`)), { once: true }),
           ),
         ]);
       const p = deps.protection;
-      const result = p ? await p.bulkhead(tool.name).run(() => p.breakers.call(dependency, invoke)) : await invoke();
+      const result = p ? await p.bulkhead(dependency).run(() => p.breakers.call(dependency, invoke)) : await invoke();
       observation = stringify(result ?? null);
     } catch (err) {
       if (err instanceof BreakerOpenError || err instanceof BulkheadFullError) {
@@ -112,16 +113,18 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
         throw err;
       }
       ok = false;
-      const code = (err as { code?: string }).code;
-      observation = JSON.stringify({ error: code ?? 'tool_failed', message: (err as Error).message });
+      // The model sees the stable code and whether trying again can help (ToolError's `retryable`).
+      const { code, retryable } = err as { code?: string; retryable?: boolean };
+      observation = JSON.stringify({ error: code ?? 'tool_failed', message: (err as Error).message, retryable: retryable ?? false });
     }
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.toolDuration.observe({ tool: tool.name }, durationMs / 1000);
     await deps.ledger.recordResult(ctx.runId, ctx.idempotencyKey, tool.name, ok, observation);
+    annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'executed' });
     return record(call, args, ok ? 'ok' : 'error', observation, durationMs, extra);
   }
 
-  return async function execute(
+  async function execute(
     run: RunRecord,
     profile: AgentProfile,
     step: number,
@@ -167,6 +170,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     const id = approvalId(run.id, step, index);
     const gated = { approvalId: id };
     const approval = approvals.find((a) => a.id === id);
+    annotateActiveSpan({ [REIN_ATTR.approvalDecision]: approval?.status ?? 'pending' });
     if (!approval) {
       const created = now();
       const newApproval: Approval = {
@@ -226,7 +230,11 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       case 'withdrawn':
         return record(call, parsed.args, 'rejected', 'Not executed: the approval was withdrawn.', 0, gated);
     }
-  };
+  }
+
+  /** One `execute_tool <tool>` span per call, whatever the call turns into. */
+  return (run: RunRecord, profile: AgentProfile, step: number, index: number, call: ModelToolCall, approvals: Approval[]) =>
+    toolSpan(call, deps.captureContent, () => execute(run, profile, step, index, call, approvals));
 }
 
 export type ToolExecutor = ReturnType<typeof createToolExecutor>;

@@ -1,18 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
-const rulesSchema = z.object({
+export const inputRulesSchema = z.object({
   answer: z.object({ zh: z.string(), en: z.string() }),
   rules: z.array(z.object({ id: z.string(), kind: z.enum(['injection', 'out_of_scope']), pattern: z.string(), flags: z.string() })),
 });
-export type InputRules = z.infer<typeof rulesSchema>;
+export type InputRules = z.infer<typeof inputRulesSchema>;
 
 export type InputVerdict = { ok: true } | { ok: false; ruleId: string; kind: 'injection' | 'out_of_scope'; answer: string };
 
 /** The bundled rules; operators replace the data file, not the code. */
 export function loadInputRules(path?: string): InputRules {
   const raw = readFileSync(path ?? new URL('./input-rules.json', import.meta.url), 'utf8');
-  return rulesSchema.parse(JSON.parse(raw));
+  return inputRulesSchema.parse(JSON.parse(raw));
 }
 
 /**

@@ -1,17 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
-const rulesSchema = z.object({
+export const piiRulesSchema = z.object({
   patterns: z.array(z.object({ name: z.string(), pattern: z.string(), keep: z.enum(['email', 'head3tail4', 'head4tail4', 'tail4']) })),
-  /** Object keys whose values stay visible in logs (order numbers, ids). */
+  /** Object keys whose values stay visible in logs (ids; an app adds its own). */
   allowFields: z.array(z.string()),
   /** Literal values that stay visible anywhere (e.g. the public service hotline). */
   allowValues: z.array(z.string()),
 });
-export type PiiRules = z.infer<typeof rulesSchema>;
+export type PiiRules = z.infer<typeof piiRulesSchema>;
 
 export function loadPiiRules(path?: string): PiiRules {
-  return rulesSchema.parse(JSON.parse(readFileSync(path ?? new URL('./pii-rules.json', import.meta.url), 'utf8')));
+  return piiRulesSchema.parse(JSON.parse(readFileSync(path ?? new URL('./pii-rules.json', import.meta.url), 'utf8')));
 }
 
 const KEEP = {

@@ -1,16 +1,26 @@
-import { timingSafeEqual } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Registry } from 'prom-client';
 import { type ZodType, z } from 'zod';
-import { InvalidRequestError, ReinError, UnauthorizedError } from '../errors.js';
+import { ConfigError, InvalidRequestError, UnauthorizedError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { RedisClient } from '../redis.js';
 import type { ApiKey, Principal } from '../schemas/identity.js';
+import { bearerToken, findApiKey } from './credentials.js';
+import { clientErrorHandler, envelope, publicError } from './error-envelope.js';
+import { boundJsonDepth } from './json-body.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    principal: Principal;
+    /** The authenticated caller; only routes in the authenticated scope can read it. */
+    readonly principal: Principal;
   }
+}
+
+/** How long a client may take: to send a whole request, between bytes, and idle between requests. */
+export interface HttpTimeouts {
+  requestMs: number;
+  idleMs: number;
+  keepAliveMs: number;
 }
 
 export interface HttpAppOptions {
@@ -19,13 +29,14 @@ export interface HttpAppOptions {
   registry: Registry;
   redis: RedisClient;
   bodyLimit: number;
+  timeouts: HttpTimeouts;
+  /**
+   * The routes that act for a caller, all under `/v1`. They are registered in a scope
+   * whose onRequest hook authenticates — before the body is read — so a handler there
+   * never runs without a principal, however the path is encoded.
+   */
+  routes: (v1: FastifyInstance) => void | Promise<void>;
 }
-
-const sameKey = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
-
-/** The API key a presented token belongs to (compared in constant time), if any. */
-export const findApiKey = (keys: ApiKey[], token: string | undefined): ApiKey | undefined =>
-  token ? keys.find((k) => sameKey(k.key, token)) : undefined;
 
 /** Validates a body, query or params object; a mismatch is a 400 naming the fields. */
 export function parseInput<T>(schema: ZodType<T>, value: unknown, what: string): T {
@@ -37,52 +48,102 @@ export function parseInput<T>(schema: ZodType<T>, value: unknown, what: string):
 
 export const idParamsSchema = z.object({ id: z.string().min(1).max(200) });
 
+const AUTHENTICATED = Symbol('rein.authenticated');
+const VERSIONED = /^\/v1(\/|$)/i;
+const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
+
 /**
- * The HTTP shell shared by the API and the approver: bearer-key auth, the error
- * envelope `{"error":{"code","message"}}`, body limits, health, readiness and metrics.
+ * The HTTP shell shared by the API and the approver: bearer-key auth on every `/v1`
+ * route, the error envelope `{"error":{"code","message"}}` for every error (Fastify's
+ * own included), JSON bodies bounded in size and depth, timeouts for slow clients, one
+ * access-log line per request, health, readiness and metrics.
  */
 export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
-  const app: FastifyInstance = Fastify({ loggerInstance: opts.logger as FastifyBaseLogger, bodyLimit: opts.bodyLimit });
-  const publicPaths = new Set(['/healthz', '/readyz', '/metrics']);
+  const principals = new WeakMap<FastifyRequest, Principal>();
 
-  app.decorateRequest('principal', null as unknown as Principal);
-  app.addHook('onRequest', async (req: FastifyRequest) => {
-    const path = req.url.split('?')[0] ?? '';
-    if (publicPaths.has(path) || !path.startsWith('/v1/')) return;
-    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-    const key = findApiKey(opts.apiKeys, token);
-    if (!key) throw new UnauthorizedError();
-    req.principal = { tenantId: key.tenantId, userId: key.userId, roles: key.roles };
+  /**
+   * One line per request: what was asked and how it ended — never keys, bodies or the
+   * raw URL. Plain fields, not Fastify's request and reply objects (the PII masking hook
+   * would flatten those to `{}` before any serializer ran).
+   */
+  class AccessLog extends LogController {
+    override incomingRequest() {}
+    override requestCompleted(_err: unknown, req: FastifyRequest, reply: FastifyReply) {
+      const route = req.routeOptions.url;
+      const tenantId = principals.get(req)?.tenantId;
+      const line = {
+        method: req.method,
+        ...(route ? { route } : {}),
+        status: reply.statusCode,
+        durationMs: Math.round(reply.elapsedTime * 10) / 10,
+        ...(tenantId ? { tenantId } : {}),
+      };
+      if (route && PROBES.has(route)) req.log.debug(line, 'request');
+      else req.log.info(line, 'request');
+    }
+  }
+
+  const sendError = (err: unknown, req: FastifyRequest, reply: FastifyReply) => {
+    const { status, body, internal } = publicError(err);
+    if (internal) req.log.error({ err }, 'request failed');
+    return reply.status(status).send(body);
+  };
+
+  const { requestMs, idleMs, keepAliveMs } = opts.timeouts;
+  const app: FastifyInstance = Fastify({
+    loggerInstance: opts.logger as FastifyBaseLogger,
+    logController: new AccessLog(),
+    bodyLimit: opts.bodyLimit,
+    requestTimeout: requestMs,
+    connectionTimeout: idleMs,
+    keepAliveTimeout: keepAliveMs,
+    // Node checks request timeouts on an interval (30 s by default): check often enough that the bound holds.
+    http: { headersTimeout: requestMs, connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(requestMs / 4))) },
+    clientErrorHandler,
+    frameworkErrors: (err, req, reply) => sendError(err, req, reply),
+  });
+  boundJsonDepth(app);
+
+  app.decorateRequest('principal', {
+    getter(this: FastifyRequest) {
+      const principal = principals.get(this);
+      if (!principal) throw new UnauthorizedError();
+      return principal;
+    },
+  });
+  // A /v1 route outside the authenticated scope is a programming error: refuse it at startup.
+  app.addHook('onRoute', function (this: FastifyInstance & { [AUTHENTICATED]?: boolean }, route) {
+    if (VERSIONED.test(route.url) && !this[AUTHENTICATED]) {
+      throw new ConfigError(`route ${route.method} ${route.url} must be registered in the authenticated scope`);
+    }
   });
 
-  app.setErrorHandler((err: Error, req, reply) => {
-    if (err instanceof ReinError) {
-      if (err.status >= 500) req.log.error({ err }, 'request failed');
-      return reply.status(err.status).send({ error: { code: err.code, message: err.message } });
-    }
-    const status = (err as { statusCode?: number }).statusCode ?? 500;
-    if (status >= 500) {
-      req.log.error({ err }, 'request failed');
-      // Redis away (producers fail fast): tell the caller to come back, do not hang.
-      return reply.status(503).send({ error: { code: 'unavailable', message: 'service temporarily unavailable' } });
-    }
-    const code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'invalid_request';
-    return reply.status(status).send({ error: { code, message: err.message } });
-  });
-  app.setNotFoundHandler((req, reply) =>
-    reply.status(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } }),
-  );
+  app.setErrorHandler(sendError);
+  app.setNotFoundHandler((_req, reply) => reply.status(404).send(envelope('not_found', 'no such route')));
 
-  app.get('/v1/me', async (req) => req.principal);
+  app.register(async (v1) => {
+    v1.decorate(AUTHENTICATED, true);
+    // onRequest runs before the body is read: an unauthenticated caller cannot make us wait for one.
+    v1.addHook('onRequest', async (req) => {
+      const key = findApiKey(opts.apiKeys, bearerToken(req.headers.authorization));
+      if (!key) throw new UnauthorizedError();
+      principals.set(req, { tenantId: key.tenantId, userId: key.userId, roles: key.roles });
+    });
+    v1.get('/v1/me', async (req) => req.principal);
+    await opts.routes(v1);
+  });
+
   app.get('/healthz', async () => ({ ok: true }));
-  app.get('/readyz', async (_req, reply) => {
+  app.get('/readyz', async (req, reply) => {
     try {
       await opts.redis.ping();
       return { ok: true, redis: 'ok' };
     } catch (err) {
-      return reply.status(503).send({ ok: false, redis: (err as Error).message });
+      req.log.warn({ err: (err as Error).message }, 'not ready: redis');
+      return reply.status(503).send(envelope('redis_unavailable', 'Redis is not reachable'));
     }
   });
+  // Always answers: collectors that need Redis leave their series out while it is away.
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', opts.registry.contentType);
     return opts.registry.metrics();

@@ -1,28 +1,70 @@
 import type { FastifyInstance } from 'fastify';
+import type { App } from '../app/define-app.js';
 import { type Config, loadConfigOrExit } from '../config.js';
-import { createRuntime, type Runtime } from '../runtime.js';
+import { McpServerStartError } from '../errors.js';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime.js';
+
+/** How `startApi` / `startWorker` / `startApprover` run: config (default: the environment) and signal handling. */
+export interface ServiceOptions {
+  config?: Config;
+  /** Close gracefully on SIGTERM/SIGINT and exit (default true; embedders that own the process say false). */
+  handleSignals?: boolean;
+}
+
+/** A started service: its runtime, and a graceful close. */
+export interface RunningService {
+  runtime: Runtime;
+  close(): Promise<void>;
+}
+
+/** On SIGTERM/SIGINT: close, then exit 0. */
+export function closeOnSignals(service: RunningService, name: string): void {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, async () => {
+      service.runtime.logger.info({ signal }, `${name} shutting down`);
+      await service.close();
+      process.exit(0);
+    });
+  }
+}
+
+/** A required MCP server that cannot start ends the process with one line naming it (like a bad app). */
+export function exitOnMcpStartError(err: unknown): never {
+  if (!(err instanceof McpServerStartError)) throw err;
+  process.stderr.write(`rein: ${err.message}\n`);
+  process.exit(1);
+}
 
 /**
- * Entry point of an HTTP service: config (exit 1 naming the bad variable), runtime,
- * listen, and a graceful close on SIGTERM/SIGINT.
+ * An HTTP service over an app: runtime, listen, and a graceful close (on
+ * SIGTERM/SIGINT unless told otherwise). A bad config or app exits 1 naming it.
  */
-export async function runHttpService(service: string, port: (c: Config) => number, build: (rt: Runtime) => FastifyInstance): Promise<void> {
-  const config = loadConfigOrExit();
-  const rt = await createRuntime(config, service, 'producer');
-  let app: FastifyInstance;
+export async function runHttpService(
+  service: string,
+  app: App,
+  options: ServiceOptions,
+  port: (c: Config) => number,
+  build: (rt: Runtime) => FastifyInstance,
+  runtime: RuntimeOptions = {},
+): Promise<RunningService & { http: FastifyInstance }> {
+  const config = options.config ?? loadConfigOrExit();
+  const rt = await createRuntime(config, service, 'producer', app, runtime).catch(exitOnMcpStartError);
+  let http: FastifyInstance;
   try {
-    app = build(rt);
+    http = build(rt);
   } catch (err) {
     process.stderr.write(`rein: ${(err as Error).message}\n`);
     process.exit(1);
   }
-  await app.listen({ port: port(config), host: config.REIN_BIND_HOST });
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, async () => {
-      rt.logger.info({ signal }, `${service} shutting down`);
-      await app.close();
+  await http.listen({ port: port(config), host: config.REIN_BIND_HOST });
+  const running = {
+    runtime: rt,
+    http,
+    async close() {
+      await http.close();
       await rt.close();
-      process.exit(0);
-    });
-  }
+    },
+  };
+  if (options.handleSignals ?? true) closeOnSignals(running, service);
+  return running;
 }

@@ -14,9 +14,12 @@
      1  leased
      0  the limit is reached
 ]]
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+-- Expired leases only matter at the limit: sweep them then, not on every call.
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
-  return 0
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
+    return 0
+  end
 end
 redis.call('ZADD', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[3]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])

@@ -1,5 +1,5 @@
 --[[
-  Compare-and-set commit of a run (invariant 2): writes the new run document, an
+  Compare-and-set commit of a run (I2): writes the new run document, an
   optional step record, appended messages, upserted approvals and events — all or
   nothing, and only if the run is still at the version the caller read.
 
@@ -45,11 +45,11 @@ end
 local m = tonumber(ARGV[6])
 local a = tonumber(ARGV[7])
 local e = tonumber(ARGV[8])
-local i = 9
-for _ = 1, m do
-  redis.call('RPUSH', KEYS[2], ARGV[i])
-  i = i + 1
+-- All of the step's messages in one RPUSH.
+if m > 0 then
+  redis.call('RPUSH', KEYS[2], unpack(ARGV, 9, 8 + m))
 end
+local i = 9 + m
 for _ = 1, a do
   redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
   i = i + 2

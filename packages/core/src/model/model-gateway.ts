@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { z } from 'zod';
-import { ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../errors.js';
+import { ModelRejectedError, ModelReplyInvalidError, ModelUnavailableError, type ReinError } from '../errors.js';
 import type { ChatMessage, ModelToolCall } from '../schemas/message.js';
 
 export interface ModelRequest {
@@ -8,6 +8,8 @@ export interface ModelRequest {
   tools: Array<{ type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }>;
   maxTokens: number;
   timeoutMs: number;
+  /** The agent's own models in order, instead of REIN_MODEL and its fallbacks. */
+  models?: readonly string[];
 }
 
 export interface ModelReply {
@@ -15,6 +17,8 @@ export interface ModelReply {
   content: string | null;
   toolCalls: ModelToolCall[];
   usage: { promptTokens: number; completionTokens: number };
+  /** Why the model stopped, per choice (`stop`, `tool_calls`, `length`, ...), when the endpoint says. */
+  finishReasons?: string[];
   /** The completion exactly as the endpoint sent it (for decision snapshots). */
   raw?: unknown;
 }
@@ -30,6 +34,7 @@ const completionSchema = z.object({
   choices: z
     .array(
       z.object({
+        finish_reason: z.string().nullish(),
         message: z.object({
           content: z.string().nullish(),
           tool_calls: z
@@ -60,9 +65,22 @@ function classify(err: unknown, model: string): ReinError {
     const transient = err.status === 408 || err.status === 409 || err.status === 429 || err.status >= 500;
     return transient
       ? new ModelUnavailableError(`model ${model} answered ${err.status}`, err, retryAfterMs(err.headers))
-      : new ReinError('model_rejected', `model ${model} rejected the request (${err.status}): ${err.message}`, { cause: err });
+      : new ModelRejectedError(`model ${model} rejected the request (${err.status}): ${err.message}`, err);
   }
   return new ModelUnavailableError(`model ${model} unreachable: ${(err as Error).message}`, err);
+}
+
+/**
+ * The body of a chat completion request: one place decides the wire shape, so a decision
+ * snapshot can be turned back into exactly what the endpoint received.
+ */
+export function chatCompletionBody(model: string, req: Pick<ModelRequest, 'messages' | 'tools' | 'maxTokens'>) {
+  return {
+    model,
+    messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
+    ...(req.tools.length ? { tools: req.tools, parallel_tool_calls: true } : {}),
+    max_tokens: req.maxTokens,
+  };
 }
 
 /** One chat completion from one model, over the `openai` package; the SDK's own retries are off (the queue retries). */
@@ -73,15 +91,7 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
   return async (model, req) => {
     let raw: unknown;
     try {
-      raw = await client.chat.completions.create(
-        {
-          model,
-          messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
-          ...(req.tools.length ? { tools: req.tools, parallel_tool_calls: true } : {}),
-          max_tokens: req.maxTokens,
-        },
-        { timeout: req.timeoutMs },
-      );
+      raw = await client.chat.completions.create(chatCompletionBody(model, req), { timeout: req.timeoutMs });
     } catch (err) {
       throw classify(err, model);
     }
@@ -95,6 +105,14 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
           promptTokens: estimateTokens(JSON.stringify(req.messages)),
           completionTokens: estimateTokens((message.content ?? '') + JSON.stringify(toolCalls)),
         };
-    return { model: parsed.data.model ?? model, content: message.content ?? null, toolCalls, usage, raw };
+    const finishReasons = parsed.data.choices.flatMap((c) => (c.finish_reason ? [c.finish_reason] : []));
+    return {
+      model: parsed.data.model ?? model,
+      content: message.content ?? null,
+      toolCalls,
+      usage,
+      ...(finishReasons.length ? { finishReasons } : {}),
+      raw,
+    };
   };
 }

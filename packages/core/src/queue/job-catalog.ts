@@ -1,10 +1,19 @@
 import { type ConnectionOptions, type JobsOptions, Queue } from 'bullmq';
 import { z } from 'zod';
 import { queuePrefix } from '../keys.js';
+import { activeTraceparent, traceparentSchema } from '../tracing/trace-context.js';
 
 export const STEP_QUEUE = 'rein-steps';
 
-export const stepJobSchema = z.object({ runId: z.string().min(1), step: z.number().int().min(0) });
+/**
+ * `traceparent`: the trace context the job continues (W3C), so that every span of a run
+ * shares its trace id whichever worker takes the step and however long it waited.
+ */
+export const stepJobSchema = z.object({
+  runId: z.string().min(1),
+  step: z.number().int().min(0),
+  traceparent: traceparentSchema.optional(),
+});
 export type StepJob = z.infer<typeof stepJobSchema>;
 /** `at`: the expiry instant (ms) this job enforces; one job per distinct instant. */
 export const expireJobSchema = stepJobSchema.extend({ at: z.number().int().min(0) });
@@ -13,7 +22,7 @@ export const repairJobSchema = stepJobSchema.extend({ version: z.number().int().
 export type RepairJob = z.infer<typeof repairJobSchema>;
 
 /**
- * Every job Rein enqueues: name → payload schema and deterministic id (invariant 1).
+ * Every job Rein enqueues: name → payload schema and deterministic id (I1).
  * Both names run the same idempotent step processor; "resume" exists so that a
  * decision's resume job never collides with the step's original job id.
  */
@@ -110,7 +119,9 @@ export class StepScheduler {
   readonly enqueue: Enqueue = async (name, job, opts) => {
     // The catalog entry matches `name`; TypeScript cannot correlate the union, hence the widening.
     const entry = jobCatalog[name] as unknown as { schema: z.ZodType<JobPayload<typeof name>>; id: (j: JobPayload<typeof name>) => string };
-    const payload = entry.schema.parse(job);
+    // A job enqueued inside a span (the next step, from the step's span) continues it unless told otherwise.
+    const traceparent = job.traceparent ?? activeTraceparent();
+    const payload = entry.schema.parse(traceparent ? { ...job, traceparent } : job);
     const delay = Math.max(0, Math.ceil(opts?.delayMs ?? 0));
     await this.queueOf(payload.runId).add(name, payload, {
       ...stepJobOptions(this.attempts),

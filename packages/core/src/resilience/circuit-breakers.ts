@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import CircuitBreaker from 'opossum';
 import { BreakerOpenError, ReinError } from '../errors.js';
+import { breakerKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { RedisClient } from '../redis.js';
+import { REIN_ATTR } from '../tracing/rein-spans.js';
+import { annotateActiveSpan } from '../tracing/spans.js';
 
 export interface BreakerOptions {
   /** Percentage of failed calls in the rolling window that opens the breaker. */
@@ -40,11 +43,6 @@ export class CircuitBreakers {
     private readonly metrics: Metrics,
   ) {}
 
-  private keys(name: string) {
-    const p = `rein:breaker:{${name}}`;
-    return { open: `${p}:open`, tripped: `${p}:tripped`, probe: `${p}:probe` };
-  }
-
   private breaker(name: string) {
     let breaker = this.local.get(name);
     if (breaker) return breaker;
@@ -73,23 +71,27 @@ export class CircuitBreakers {
   }
 
   private async publishOpen(name: string) {
-    const k = this.keys(name);
+    const k = breakerKeys(name);
     await this.redis.multi().set(k.open, '1', 'PX', this.options.resetTimeoutMs).set(k.tripped, '1').del(k.probe).exec();
     this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.open);
   }
 
   /** Runs `fn` through the dependency's breaker, or throws BreakerOpenError without calling it. */
   async call<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const k = this.keys(name);
+    const k = breakerKeys(name);
     const breaker = this.breaker(name);
-    const replies = (await this.redis.multi().exists(k.open).pttl(k.open).exists(k.tripped).exec()) ?? [];
-    const [open, openTtl, tripped] = replies.map(([, value]) => Number(value));
-    if (open) throw new BreakerOpenError(name, Math.max(openTtl ?? 0, 100));
+    // One command on the hot path; the open breaker's remaining time only when it is open.
+    const [open, tripped] = await this.redis.mget(k.open, k.tripped);
+    if (open) {
+      annotateActiveSpan({ [REIN_ATTR.breakerState]: 'open' });
+      throw new BreakerOpenError(name, Math.max(await this.redis.pttl(k.open), 100));
+    }
 
     if (tripped) {
       // Half-open: one probe for the whole fleet.
       const prober = randomUUID();
       const won = await this.redis.set(k.probe, prober, 'PX', this.options.probeTimeoutMs, 'NX');
+      annotateActiveSpan({ [REIN_ATTR.breakerState]: won ? 'half_open' : 'open' });
       if (!won) throw new BreakerOpenError(name, 1000);
       this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.half_open);
       try {
@@ -106,6 +108,7 @@ export class CircuitBreakers {
     }
 
     // Closed fleet-wide: a breaker still open here only saw failures the fleet has recovered from.
+    annotateActiveSpan({ [REIN_ATTR.breakerState]: 'closed' });
     if (breaker.opened || breaker.halfOpen) breaker.close();
     this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.closed);
     try {
@@ -119,7 +122,7 @@ export class CircuitBreakers {
 
   /** Whether the fleet considers the dependency unavailable right now (for fallbacks). */
   async isOpen(name: string): Promise<boolean> {
-    return (await this.redis.exists(this.keys(name).open)) === 1;
+    return (await this.redis.exists(breakerKeys(name).open)) === 1;
   }
 
   shutdown(): void {

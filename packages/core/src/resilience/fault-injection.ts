@@ -1,8 +1,6 @@
+import { FAULTS_KEY } from '../keys.js';
 import type { RedisClient } from '../redis.js';
 import type { Tool } from '../tools/tool.js';
-
-/** Where the chaos suite switches faults on: `toolHangUntil` (ms epoch) makes every tool hang until then. */
-export const FAULTS_KEY = 'rein:faults';
 
 /**
  * Chaos testing only (REIN_FAULT_INJECTION=on): wraps a tool so that it hangs while the

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { BulkheadFullError } from '../errors.js';
+import { fleetLimitKey } from '../keys.js';
 import type { RedisClient } from '../redis.js';
 import { LeaseResult, withScripts } from '../store/lua-scripts.js';
 
@@ -19,14 +20,15 @@ export class FleetLimit {
   }
 
   async run<T>(dependency: string, limit: number, leaseMs: number, fn: () => Promise<T>): Promise<T> {
-    const key = `rein:limit:{${dependency}}`;
+    const key = fleetLimitKey(dependency);
     const lease = randomUUID();
     const got = await this.redis.acquireLease(key, lease, String(this.now()), String(leaseMs), String(limit));
     if (got !== LeaseResult.Leased) throw new BulkheadFullError(dependency, 'fleet');
     try {
       return await fn();
     } finally {
-      await this.redis.zrem(key, lease);
+      // Not awaited: the step need not wait for the release, and a lost one expires with its lease.
+      this.redis.zrem(key, lease).catch(() => undefined);
     }
   }
 }

@@ -1,6 +1,7 @@
 import { BulkheadFullError, ModelUnavailableError, ReinError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { CompleteWith, ModelGateway } from '../model/model-gateway.js';
+import { type CaptureContent, chatSpan } from '../tracing/genai.js';
 import { Bulkhead } from './bulkhead.js';
 import type { CircuitBreakers } from './circuit-breakers.js';
 import type { FleetLimit } from './fleet-limit.js';
@@ -14,35 +15,44 @@ export interface ModelProtection {
   maxWaitMs: number;
   /** Calls to one model at once across the whole fleet (the provider's limit). */
   fleetConcurrency: number;
+  /** Prompts and completions on the chat spans (operator opt-in); absent, they are never exported. */
+  captureContent?: CaptureContent;
 }
 
 /**
  * The model gateway the workers use: models in order (primary, then
- * REIN_FALLBACK_MODELS), each behind its breaker, a per-process bulkhead and a
+ * REIN_FALLBACK_MODELS, or the agent's own list), each behind its breaker, a per-process bulkhead and a
  * fleet-wide limit. A model whose breaker is open is skipped; transient failures move
  * on to the next model; when none can answer, the error says when to try again, and
  * the worker delays the step without spending it.
  */
 export function createResilientModelGateway(models: string[], complete: CompleteWith, p: ModelProtection): ModelGateway {
-  const bulkheads = new Map(
-    models.map((m) => [
-      m,
-      new Bulkhead(`model:${m}`, p.processConcurrency, p.maxWaitMs, (inFlight, rejected) => {
+  const bulkheads = new Map<string, Bulkhead>();
+  // An agent may name its own models, so bulkheads are made on first use of a model.
+  const bulkheadOf = (m: string) => {
+    let bulkhead = bulkheads.get(m);
+    if (!bulkhead) {
+      bulkhead = new Bulkhead(`model:${m}`, p.processConcurrency, p.maxWaitMs, (inFlight, rejected) => {
         p.metrics.bulkheadInFlight.set({ dependency: `model:${m}` }, inFlight);
         if (rejected) p.metrics.bulkheadRejections.inc({ dependency: `model:${m}`, scope: 'process' });
-      }),
-    ]),
-  );
+      });
+      bulkheads.set(m, bulkhead);
+    }
+    return bulkhead;
+  };
   return {
     async complete(request) {
       let last: ReinError | undefined;
-      for (const model of models) {
+      const chosen = request.models ?? models;
+      for (const model of chosen) {
         const dependency = `model:${model}`;
         try {
-          if (await p.breakers.isOpen(dependency)) throw new ModelUnavailableError(`the breaker of ${model} is open`);
-          return await (bulkheads.get(model) as Bulkhead).run(() =>
+          // An open breaker makes breakers.call throw BreakerOpenError (retryable) without calling the model, and
+          // the next model is tried; checking it here as well cost a Redis command on every call.
+          return await bulkheadOf(model).run(() =>
             p.fleetLimit.run(dependency, p.fleetConcurrency, request.timeoutMs + 5_000, () =>
-              p.breakers.call(dependency, () => complete(model, request)),
+              // The span covers the call and its breaker (whose state it records), not the waits for a slot.
+              chatSpan(model, request, p.captureContent, () => p.breakers.call(dependency, () => complete(model, request))),
             ),
           );
         } catch (err) {
@@ -53,7 +63,7 @@ export function createResilientModelGateway(models: string[], complete: Complete
       }
       const retryAfter = last?.retryAfterMs;
       throw new ModelUnavailableError(
-        `no model could answer (${models.join(', ')}): ${last?.message ?? 'none configured'}`,
+        `no model could answer (${chosen.join(', ')}): ${last?.message ?? 'none configured'}`,
         last,
         retryAfter,
       );

@@ -3,19 +3,25 @@ import type { AgentCatalog } from '../agents/agent-profile.js';
 import { decisionRights, overseesTenant } from '../approvals/decision-rights.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { runEvent } from '../engine/run-event.js';
-import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
+import { finishRun, retryOnStale } from '../engine/run-transitions.js';
+import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../errors.js';
 import { tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
-import type { SubmitRunBody } from '../schemas/api.js';
+import type { ListRunsQuery, SubmitRunBody } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
-import { type RunRecord, type RunStatus, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
+import { type RunRecord, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
+import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
+import { newTraceparent, traceIdOf } from '../tracing/trace-context.js';
+import { bodyHash, replayOf } from './idempotency.js';
+import { type SessionSettings, sessionHistory } from './session-history.js';
 
-const tenantIdempotency = (tenantId: string, key: string) => tenantKeys(tenantId).idempotency(key);
+/** How long a claimed Idempotency-Key waits for its run to be created before it lapses (a crash in between). */
+const CLAIM_TTL_SECONDS = 60;
 
 /** Operator-set upper bounds for what a run may ask for in `limits`. */
 export interface LimitCeilings {
@@ -33,6 +39,7 @@ export interface RunServiceDeps {
   agents: AgentCatalog;
   enqueue: Enqueue;
   metrics: Metrics;
+  sessions: SessionSettings;
   idempotencyTtlSeconds?: number;
   now?: () => number;
 }
@@ -84,33 +91,37 @@ export function createRunService(deps: RunServiceDeps) {
   }
 
   return {
-    async submit(principal: Principal, body: SubmitRunBody, idempotencyKey?: string): Promise<{ run: RunView; created: boolean }> {
+    /** `traceparent`: the trace the run belongs to (see `submitSpan`); a new one when omitted. */
+    async submit(
+      principal: Principal,
+      body: SubmitRunBody,
+      idempotencyKey?: string,
+      traceparent = newTraceparent(),
+    ): Promise<{ run: RunView; created: boolean }> {
       const profile = deps.agents.get(body.agent ?? deps.agents.defaultAgent);
-      const limits = { ...profile.defaultLimits, ...body.limits };
+      const limits = { ...profile.limits, ...body.limits };
       for (const [name, ceiling] of Object.entries(deps.ceilings) as Array<[keyof LimitCeilings, number]>) {
         if (limits[name] > ceiling)
           throw new InvalidRequestError(`limits.${name} may be at most ${ceiling} (the operator's ceiling)`, 'limit_above_ceiling');
       }
       const replay = async (runId: string) => ({ run: await view(await visibleRun(principal, runId)), created: false });
-      const idemKey = idempotencyKey ? tenantIdempotency(principal.tenantId, idempotencyKey) : undefined;
-      if (idemKey) {
-        const existing = await deps.store.idempotentRun(idemKey);
-        if (existing) return replay(existing);
-      }
       const id = randomUUID();
-      await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
-      if (idemKey) {
-        const winner = await deps.store.claimIdempotencyKey(idemKey, id, deps.idempotencyTtlSeconds ?? 86_400);
-        if (winner) {
-          await deps.quotas.release(principal.tenantId, id); // a concurrent submit with the same key won
-          return replay(winner);
-        }
+      const idem = idempotencyKey
+        ? {
+            key: tenantKeys(principal.tenantId).idempotency(principal.userId, idempotencyKey),
+            claim: { runId: id, bodyHash: bodyHash(body), bound: false },
+          }
+        : undefined;
+      if (idem) {
+        const held = await deps.store.claimIdempotencyKey(idem.key, idem.claim, CLAIM_TTL_SECONDS);
+        if (held) return replay(replayOf(held, idem.claim.bodyHash));
       }
       const at = now();
-      const run: RunRecord = {
+      const fresh: RunRecord = {
         schemaVersion: 1,
         id,
-        traceId: randomUUID().replaceAll('-', '').slice(0, 16),
+        traceId: traceIdOf(traceparent),
+        traceparent,
         tenantId: principal.tenantId,
         userId: principal.userId,
         roles: principal.roles,
@@ -129,13 +140,38 @@ export function createRunService(deps: RunServiceDeps) {
         updatedAt: new Date(at).toISOString(),
         deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
       };
+      let admitted = false;
+      let run = fresh;
       try {
-        await deps.store.create(run, { role: 'user', content: body.input }, runEvent('run.queued', id, 0, { agent: run.agent }));
+        await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
+        admitted = true;
+        // One active run per session: the next one must see this one's answer.
+        const holder = await deps.store.claimSession(fresh);
+        if (holder) throw new ConflictError('session_busy', `run ${holder} of session ${body.sessionId} is still active`);
+        // Read after the claim, so the previous run of the session has finished and is seen.
+        const history = body.sessionId
+          ? await sessionHistory(
+              deps.store,
+              { tenantId: principal.tenantId, userId: principal.userId, sessionId: body.sessionId },
+              deps.sessions,
+            )
+          : [];
+        if (body.sessionId) run = { ...fresh, historyMessages: history.length };
+        await deps.store.create(
+          run,
+          { role: 'user', content: body.input },
+          runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId }),
+          history,
+        );
       } catch (err) {
-        await deps.quotas.release(principal.tenantId, id).catch(() => {}); // never admitted for real
+        // No run: give its quota slot and its session back, and free the key for the retry (a key is bound only to a run that exists).
+        if (admitted) await deps.quotas.release(principal.tenantId, id).catch(() => {});
+        await deps.store.releaseSession(fresh).catch(() => {});
+        if (idem) await deps.store.releaseIdempotencyKey(idem.key, idem.claim).catch(() => {});
         throw err;
       }
-      await deps.enqueue('step', { runId: id, step: 0 });
+      if (idem) await deps.store.bindIdempotencyKey(idem.key, idem.claim, deps.idempotencyTtlSeconds ?? 86_400);
+      await deps.enqueue('step', { runId: id, step: 0, traceparent });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };
     },
@@ -178,36 +214,47 @@ export function createRunService(deps: RunServiceDeps) {
       return { runId: run.id, traceId: run.traceId, snapshots: await deps.journal.snapshots(run.id) };
     },
 
-    async list(principal: Principal, status: RunStatus | undefined, limit: number) {
-      const runs = await deps.store.list(principal.tenantId, { userId: principal.userId, status, limit });
-      return Promise.all(runs.map(view));
+    /** Runs of the caller's tenant: approvers and admins may filter by user, everyone else sees their own. */
+    async list(principal: Principal, q: ListRunsQuery) {
+      if (q.userId && q.userId !== principal.userId && !overseesTenant(principal))
+        throw new ForbiddenError("listing another user's runs needs the approver role or above");
+      const userId = overseesTenant(principal) ? q.userId : principal.userId;
+      const { runs, next } = await deps.store.list(
+        principal.tenantId,
+        { status: q.status, agent: q.agent, userId },
+        { limit: q.limit, after: q.createdAfter, before: q.createdBefore, cursor: q.cursor ? decodeCursor(q.cursor) : undefined },
+      );
+      return { runs: await Promise.all(runs.map(view)), ...(next ? { nextCursor: encodeCursor(next) } : {}) };
+    },
+
+    /** The caller's own session: its runs, oldest first (sessions are per tenant and user). */
+    async session(principal: Principal, sessionId: string) {
+      const ids = await deps.store.sessionRunIds(principal.tenantId, principal.userId, sessionId);
+      const runs = (await deps.store.getMany(ids)).filter((r): r is RunRecord => r !== null);
+      if (runs.length === 0) throw new NotFoundError(`session ${sessionId}`);
+      return { id: sessionId, runs: await Promise.all(runs.map(view)) };
     },
 
     /** Cancels a non-terminal run; its pending approvals are withdrawn in the same commit. */
     async cancel(principal: Principal, id: string) {
-      for (;;) {
+      // A worker may commit meanwhile: look again (bounded).
+      return retryOnStale(async () => {
         const run = await visibleRun(principal, id);
         if (TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_finished', `run ${id} already ${run.status}`);
         const at = new Date(now()).toISOString();
         const withdrawn = (await deps.store.approvals(id))
           .filter((a) => a.status === 'pending')
           .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: principal.userId, decidedAt: at, comment: 'run cancelled' }));
-        try {
-          const next = await deps.store.commit({
-            from: run,
-            to: { ...run, status: 'cancelled', reason: 'cancelled', pendingApprovals: [], updatedAt: at },
-            approvals: withdrawn,
-            events: [runEvent('run.finished', id, run.step, { status: 'cancelled', reason: 'cancelled', by: principal.userId })],
-          });
-          deps.metrics.runsFinished.inc({ agent: run.agent, status: 'cancelled', reason: 'cancelled' });
-          for (const a of withdrawn) {
-            await deps.feed.publish(a.tenantId, { type: 'approval.decided', approvalId: a.id, runId: a.runId, status: a.status, at });
-          }
-          return view(next);
-        } catch (err) {
-          if (!(err instanceof StaleStepError)) throw err; // a worker committed meanwhile: look again
+        const next = await deps.store.commit({
+          from: run,
+          ...finishRun(run, { status: 'cancelled', reason: 'cancelled', by: principal.userId }, {}, { approvals: withdrawn }, at),
+        });
+        deps.metrics.runsFinished.inc({ agent: run.agent, status: 'cancelled', reason: 'cancelled' });
+        for (const a of withdrawn) {
+          await deps.feed.publish(a.tenantId, { type: 'approval.decided', approvalId: a.id, runId: a.runId, status: a.status, at });
         }
-      }
+        return view(next);
+      });
     },
   };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { approvalStatusSchema } from './approval.js';
 import { runStatusSchema } from './run.js';
 
 export const submitRunBodySchema = z
@@ -25,7 +26,27 @@ export const submitRunBodySchema = z
   .strict();
 export type SubmitRunBody = z.infer<typeof submitRunBodySchema>;
 
+const instant = z
+  .string()
+  .datetime({ offset: true })
+  .transform((s) => Date.parse(s));
+
+/** `GET /v1/runs`: every filter narrows; `cursor` is the `nextCursor` of the previous page. */
 export const listRunsQuerySchema = z.object({
   status: runStatusSchema.optional(),
+  agent: z.string().min(1).max(64).optional(),
+  userId: z.string().min(1).max(128).optional(),
+  createdAfter: instant.optional(),
+  createdBefore: instant.optional(),
+  cursor: z.string().min(1).max(500).optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
+export type ListRunsQuery = z.infer<typeof listRunsQuerySchema>;
+
+/** `GET /v1/approvals`. */
+export const listApprovalsQuerySchema = z.object({
+  status: approvalStatusSchema.optional(),
+  cursor: z.string().min(1).max(500).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+export type ListApprovalsQuery = z.infer<typeof listApprovalsQuerySchema>;

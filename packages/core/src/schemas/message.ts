@@ -28,3 +28,6 @@ export const chatMessageSchema = z.discriminatedUnion('role', [
   z.object({ role: z.literal('tool'), tool_call_id: z.string(), content: z.string() }),
 ]);
 export type ChatMessage = z.infer<typeof chatMessageSchema>;
+
+/** A message as read back from a run's log; every reader parses the same way, so requests rebuild exactly. */
+export const readMessage = (raw: string): ChatMessage => chatMessageSchema.parse(JSON.parse(raw));

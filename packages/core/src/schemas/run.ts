@@ -49,16 +49,32 @@ export const usageSchema = z.object({
 export type Usage = z.infer<typeof usageSchema>;
 export const ZERO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 
+/**
+ * What the loop guard needs from a run's history, kept on the run and advanced by each
+ * committed step: per call signature, how often it was asked for and where its last
+ * successful result is; per tool, its current streak of failures.
+ */
+export const loopGuardStateSchema = z.object({
+  calls: z.record(z.string(), z.object({ n: z.number().int().min(1), ok: z.tuple([z.number().int().min(0), z.string()]).optional() })),
+  failures: z.record(z.string(), z.number().int().min(0)),
+});
+export type LoopGuardState = z.infer<typeof loopGuardStateSchema>;
+
 export const runRecordSchema = z.object({
   schemaVersion,
   id: z.string(),
+  /** W3C trace id (32 hex) shared by every span, log line and job of the run. */
   traceId: z.string(),
+  /** The run's root trace context (the submit span): jobs enqueued outside a step (resume, repair) continue it. */
+  traceparent: z.string().optional(),
   tenantId: principalSchema.shape.tenantId,
   userId: principalSchema.shape.userId,
   roles: principalSchema.shape.roles,
   agent: z.string(),
   input: z.string(),
   sessionId: z.string().optional(),
+  /** How many of the run's first messages are its session's earlier turns (they precede its input). */
+  historyMessages: z.number().int().min(0).optional(),
   metadata: z.record(z.string(), z.unknown()),
   limits: limitsSchema,
   status: runStatusSchema,
@@ -72,6 +88,8 @@ export const runRecordSchema = z.object({
   pendingApprovals: z.array(z.string()),
   /** When the run last parked; time parked does not count against its deadline. */
   parkedAt: z.string().optional(),
+  /** Absent on runs committed before it was kept: rebuilt from their steps on first use. */
+  guard: loopGuardStateSchema.optional(),
   /** Bumped by every commit; the compare-and-set token. */
   version: z.number().int().min(0),
   createdAt: z.string(),
@@ -80,7 +98,7 @@ export const runRecordSchema = z.object({
 });
 export type RunRecord = z.infer<typeof runRecordSchema>;
 
-/** The model's reply for one step, journaled before any tool runs (invariant 3). */
+/** The model's reply for one step, journaled before any tool runs (I3). */
 export const decisionSchema = z.object({
   schemaVersion,
   step: z.number().int().min(0),
@@ -132,7 +150,7 @@ export const stepRecordSchema = z.object({
 });
 export type StepRecord = z.infer<typeof stepRecordSchema>;
 
-/** What a write-tool effect looks like in the ledger (invariant 4). */
+/** What a write-tool effect looks like in the ledger (I4). */
 export const effectSchema = z.discriminatedUnion('state', [
   z.object({ state: z.literal('intent'), tool: z.string(), at: z.string() }),
   z.object({ state: z.literal('done'), tool: z.string(), at: z.string(), ok: z.boolean(), observation: z.string() }),
@@ -141,7 +159,8 @@ export type Effect = z.infer<typeof effectSchema>;
 
 /**
  * A decision snapshot: exactly what was sent to the model and what came back, kept
- * (with a TTL) so a step can be replayed and debugged. Readable by admins only.
+ * (with a TTL) so a step can be replayed and debugged. Readable by admins only. This is
+ * the shape written and read; it is stored compactly (see `storedSnapshotSchema`).
  */
 export const snapshotSchema = z.object({
   schemaVersion,
@@ -151,9 +170,37 @@ export const snapshotSchema = z.object({
     model: z.string(),
     messages: z.array(z.unknown()),
     tools: z.array(z.string()),
+    /** The tool list exactly as sent (OpenAI `tools[]`); absent in snapshots taken without it. */
+    toolSpecs: z.array(z.record(z.string(), z.unknown())).optional(),
     maxTokens: z.number(),
     timeoutMs: z.number(),
   }),
   reply: z.unknown(),
 });
 export type Snapshot = z.infer<typeof snapshotSchema>;
+
+/**
+ * How a snapshot is stored since schema version 2: the request's history as a range of
+ * the run's message log, its system prompt and tool list by content hash (kept once per
+ * run), plus the messages the log does not hold. Version 1 stored every request whole,
+ * so a run's snapshots held its history once per step.
+ */
+export const storedSnapshotSchema = z.object({
+  schemaVersion: z.literal(2),
+  step: z.number().int().min(0),
+  at: z.string(),
+  model: z.string(),
+  maxTokens: z.number(),
+  timeoutMs: z.number(),
+  /** Content hash of the leading system message's text, if the request had one. */
+  system: z.string().optional(),
+  /** `[from, to)` of the run's message log that followed the system message. */
+  log: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
+  /** Request messages after the log range, stored as sent. */
+  extra: z.array(z.unknown()),
+  /** Content hashes of the tool names and, if given, the tool specs. */
+  toolNames: z.string(),
+  toolSpecs: z.string().optional(),
+  reply: z.unknown(),
+});
+export type StoredSnapshot = z.infer<typeof storedSnapshotSchema>;

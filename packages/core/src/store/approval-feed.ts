@@ -10,7 +10,7 @@ export const approvalFeedEventSchema = z.discriminatedUnion('type', [
     status: z.string(),
     at: z.string(),
   }),
-  /** A write whose outcome is unknown after a crash (invariant 4): a human must reconcile it. */
+  /** A write whose outcome is unknown after a crash (I4): a human must reconcile it. */
   z.object({
     type: z.literal('effect.uncertain'),
     runId: z.string(),
@@ -30,10 +30,15 @@ export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncerta
  * own permissions.
  */
 export class ApprovalFeed {
-  constructor(private readonly redis: RedisClient) {}
+  constructor(
+    private readonly redis: RedisClient,
+    /** Told of every published event (webhooks), after it is in the feed. */
+    private readonly onPublish?: (tenantId: string, event: ApprovalFeedEvent) => Promise<void>,
+  ) {}
 
   async publish(tenantId: string, event: ApprovalFeedEvent): Promise<void> {
     await this.redis.xadd(tenantKeys(tenantId).approvalFeed, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(event));
+    await this.onPublish?.(tenantId, event);
   }
 
   /** The tenant's writes with an unknown outcome, newest first (from the last 10 000 feed entries). */

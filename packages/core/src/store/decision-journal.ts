@@ -1,11 +1,40 @@
+import { createHash } from 'node:crypto';
+import { ReinError } from '../errors.js';
 import { runKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
-import { type Decision, decisionSchema, type Snapshot, snapshotSchema } from '../schemas/run.js';
+import { readMessage } from '../schemas/message.js';
+import { type Decision, decisionSchema, type Snapshot, type StoredSnapshot, snapshotSchema, storedSnapshotSchema } from '../schemas/run.js';
+
+const contentHash = (text: string) => createHash('sha256').update(text).digest('base64url');
+
+/** The leading message, if it is a plain system message that `{role, content}` rebuilds exactly. */
+function systemText(first: unknown): string | undefined {
+  const m = first as { role?: unknown; content?: unknown } | undefined;
+  if (m?.role !== 'system' || typeof m.content !== 'string') return undefined;
+  return JSON.stringify(first) === JSON.stringify({ role: 'system', content: m.content }) ? m.content : undefined;
+}
 
 /**
- * The model's reply per step, stored before any tool runs (invariant 3). The first
+ * Where `history` sits in the run's log: the longest run of log entries, from the first
+ * one equal to `history[0]`, that matches it message for message (compared as the log
+ * reader parses them, so a rebuild yields the same JSON). The rest of `history` is new.
+ */
+function logRange(log: string[], history: unknown[]): { range: [number, number]; extra: unknown[] } {
+  const entries = log.map((raw) => JSON.stringify(readMessage(raw)));
+  const wanted = history.map((m) => JSON.stringify(m));
+  const from = wanted.length ? entries.indexOf(wanted[0] as string) : -1;
+  if (from < 0) return { range: [0, 0], extra: history };
+  let to = from;
+  while (to < entries.length && to - from < wanted.length && entries[to] === wanted[to - from]) to++;
+  return { range: [from, to], extra: history.slice(to - from) };
+}
+
+/**
+ * The model's reply per step, stored before any tool runs (I3). The first
  * writer wins, so every attempt of a step acts on the same decision and its tokens
- * are counted once.
+ * are counted once. Beside it, the decision snapshots: what each model call was sent
+ * and returned, stored as references into the run's own log so that a run's snapshots
+ * grow with its length, not with its square.
  */
 export class DecisionJournal {
   constructor(
@@ -13,19 +42,97 @@ export class DecisionJournal {
     private readonly snapshotTtlSeconds = 30 * 86_400,
   ) {}
 
-  /** Keeps what was sent and received for a model call (every attempt's last one per step). */
-  async snapshot(runId: string, snapshot: Snapshot): Promise<void> {
-    const key = runKeys(runId).snapshots;
-    await this.redis
-      .multi()
-      .hset(key, String(snapshot.step), JSON.stringify(snapshotSchema.parse(snapshot)))
-      .expire(key, this.snapshotTtlSeconds)
+  /**
+   * Keeps what was sent and received for a model call (every attempt's last one per step).
+   * The request's history becomes a range of the run's message log; its system prompt and
+   * tool list are stored once per run under their content hash (in the run's hash slot,
+   * expiring with its snapshots); only messages the log does not hold are stored as such.
+   * `loggedMessages`: the history's first N messages are the log's first N, as the caller
+   * read them — saves reading the log again on every step.
+   */
+  async snapshot(runId: string, snapshot: Snapshot, opts: { loggedMessages?: number } = {}): Promise<void> {
+    const { step, at, request, reply } = snapshotSchema.parse(snapshot);
+    const k = runKeys(runId);
+    const system = systemText(request.messages[0]);
+    const history = system === undefined ? request.messages : request.messages.slice(1);
+    // The caller may vouch that the history opens with the first N log entries (it just read them).
+    const known = system === undefined ? undefined : opts.loggedMessages;
+    const { range, extra } =
+      known !== undefined
+        ? { range: [0, known] as [number, number], extra: history.slice(known) }
+        : logRange(history.length ? await this.redis.lrange(k.messages, 0, -1) : [], history);
+    const blobs = new Map<string, string>();
+    const blob = (text: string) => {
+      const hash = contentHash(text);
+      blobs.set(hash, text);
+      return hash;
+    };
+    const stored: StoredSnapshot = {
+      schemaVersion: 2,
+      step,
+      at,
+      model: request.model,
+      maxTokens: request.maxTokens,
+      timeoutMs: request.timeoutMs,
+      ...(system === undefined ? {} : { system: blob(system) }),
+      log: range,
+      extra,
+      toolNames: blob(JSON.stringify(request.tools)),
+      ...(request.toolSpecs ? { toolSpecs: blob(JSON.stringify(request.toolSpecs)) } : {}),
+      reply,
+    };
+    const tx = this.redis.multi();
+    for (const [hash, text] of blobs) tx.hsetnx(k.blobs, hash, text);
+    await tx
+      .hset(k.snapshots, String(step), JSON.stringify(stored))
+      .expire(k.blobs, this.snapshotTtlSeconds)
+      .expire(k.snapshots, this.snapshotTtlSeconds)
       .exec();
   }
 
+  /** Every snapshot of the run, each request rebuilt exactly as it was sent. */
   async snapshots(runId: string): Promise<Snapshot[]> {
-    const raw = await this.redis.hvals(runKeys(runId).snapshots);
-    return raw.map((s) => snapshotSchema.parse(JSON.parse(s))).sort((a, b) => a.step - b.step);
+    const k = runKeys(runId);
+    // Sent in this order on one connection: the log, read last, holds every range the records name.
+    const [records, blobs, log] = await Promise.all([
+      this.redis.hvals(k.snapshots),
+      this.redis.hgetall(k.blobs),
+      this.redis.lrange(k.messages, 0, -1),
+    ]);
+    const logged = log.map(readMessage); // parsed once; snapshots share their messages
+    const text = (hash: string) => {
+      const found = blobs[hash];
+      if (found === undefined) throw new ReinError('snapshot_incomplete', `run ${runId}: snapshot content ${hash} is gone`);
+      return found;
+    };
+    return records
+      .map((raw): Snapshot => {
+        const doc = JSON.parse(raw) as { schemaVersion?: unknown };
+        if (doc.schemaVersion === 1) return snapshotSchema.parse(doc); // written whole, before version 2
+        const s = storedSnapshotSchema.parse(doc);
+        const [from, to] = s.log;
+        if (to > logged.length) throw new ReinError('snapshot_incomplete', `run ${runId}: step ${s.step} refers past the message log`);
+        const messages = [
+          ...(s.system === undefined ? [] : [{ role: 'system', content: text(s.system) }]),
+          ...logged.slice(from, to),
+          ...s.extra,
+        ];
+        return {
+          schemaVersion: 1,
+          step: s.step,
+          at: s.at,
+          request: {
+            model: s.model,
+            messages,
+            tools: JSON.parse(text(s.toolNames)) as string[],
+            ...(s.toolSpecs === undefined ? {} : { toolSpecs: JSON.parse(text(s.toolSpecs)) as Array<Record<string, unknown>> }),
+            maxTokens: s.maxTokens,
+            timeoutMs: s.timeoutMs,
+          },
+          reply: s.reply,
+        };
+      })
+      .sort((a, b) => a.step - b.step);
   }
 
   async get(runId: string, step: number): Promise<Decision | null> {

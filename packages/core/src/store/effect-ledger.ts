@@ -6,11 +6,16 @@ import { type Effect, effectSchema } from '../schemas/run.js';
 export const idempotencyKey = (runId: string, step: number, toolCallId: string) => `${runId}:${step}:${toolCallId}`;
 
 /**
- * Intent and result of every tool call (invariant 4). An intent without a result
- * means a worker died mid-call: the caller decides whether re-running is safe.
+ * Intent and result of every tool call (I4). An intent without a result
+ * means a worker died mid-call: the caller decides whether re-running is safe. The run
+ * store drops the ledger when the run finishes; every write sets a TTL, so that a late
+ * write by a worker still busy with a finished (e.g. cancelled) run cannot outlive it.
  */
 export class EffectLedger {
-  constructor(private readonly redis: RedisClient) {}
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly ttlSeconds = 30 * 86_400,
+  ) {}
 
   async get(runId: string, key: string): Promise<Effect | null> {
     const raw = await this.redis.hget(runKeys(runId).effects, key);
@@ -20,7 +25,8 @@ export class EffectLedger {
   /** Records the intent unless something is recorded; returns what was there before. */
   async recordIntent(runId: string, key: string, tool: string): Promise<Effect | null> {
     const intent: Effect = { state: 'intent', tool, at: new Date().toISOString() };
-    const won = await this.redis.hsetnx(runKeys(runId).effects, key, JSON.stringify(intent));
+    const k = runKeys(runId).effects;
+    const [[, won] = []] = (await this.redis.multi().hsetnx(k, key, JSON.stringify(intent)).expire(k, this.ttlSeconds).exec()) ?? [];
     return won ? null : this.get(runId, key);
   }
 
@@ -31,6 +37,7 @@ export class EffectLedger {
 
   async recordResult(runId: string, key: string, tool: string, ok: boolean, observation: string): Promise<void> {
     const done: Effect = { state: 'done', tool, at: new Date().toISOString(), ok, observation };
-    await this.redis.hset(runKeys(runId).effects, key, JSON.stringify(done));
+    const k = runKeys(runId).effects;
+    await this.redis.multi().hset(k, key, JSON.stringify(done)).expire(k, this.ttlSeconds).exec();
   }
 }

@@ -22,6 +22,12 @@ export enum AdmitResult {
   CostUsedUp = -3,
 }
 
+/** Return codes of settle-idempotency-key-1.lua. */
+export enum SettleResult {
+  Settled = 1,
+  NotOurs = 0,
+}
+
 /** Return codes of acquire-lease-1.lua. */
 export enum LeaseResult {
   Leased = 1,
@@ -35,6 +41,8 @@ const scripts = {
   commitRun: { file: 'commit-run-7.lua', keys: 7 },
   admitRun: { file: 'admit-run-2.lua', keys: 2 },
   acquireLease: { file: 'acquire-lease-1.lua', keys: 1 },
+  settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
+  releaseSession: { file: 'release-session-1.lua', keys: 1 },
 } as const;
 
 export interface ReinScripts {
@@ -42,6 +50,8 @@ export interface ReinScripts {
   commitRun(...keysAndArgs: string[]): Promise<number>;
   admitRun(active: string, usage: string, ...argv: string[]): Promise<number>;
   acquireLease(leases: string, ...argv: string[]): Promise<number>;
+  settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
+  releaseSession(active: string, runId: string): Promise<number>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */

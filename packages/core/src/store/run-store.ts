@@ -1,11 +1,24 @@
 import { NotFoundError, StaleStepError } from '../errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
-import type { RedisClient } from '../redis.js';
-import { type Approval, approvalSchema } from '../schemas/approval.js';
+import type { Metrics } from '../metrics.js';
+import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
+import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
+import { type Approval, type ApprovalStatus, approvalSchema, approvalStatusSchema } from '../schemas/approval.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
-import { type ChatMessage, chatMessageSchema } from '../schemas/message.js';
-import { type RunRecord, type RunStatus, runRecordSchema, type StepRecord, stepRecordSchema, TERMINAL_STATUSES } from '../schemas/run.js';
+import { type ChatMessage, chatMessageSchema, readMessage } from '../schemas/message.js';
+import {
+  type Decision,
+  decisionSchema,
+  type RunRecord,
+  type RunStatus,
+  runRecordSchema,
+  type StepRecord,
+  stepRecordSchema,
+  TERMINAL_STATUSES,
+} from '../schemas/run.js';
+import { type Page, type PageCursor, type PageQuery, pageIndexes } from './index-pager.js';
 import { CommitResult, CreateResult, withScripts } from './lua-scripts.js';
+import { runFootprint } from './run-footprint.js';
 
 export interface Commit {
   /** The run as the caller read it; its version is the compare-and-set token. */
@@ -16,6 +29,30 @@ export interface Commit {
   messages?: ChatMessage[];
   approvals?: Approval[];
   events?: RunEvent[];
+  /** Writes in other hash slots (a tenant's usage), sent together with the run's indexes. */
+  alsoAfter?: RedisCommand[];
+}
+
+/** What a step needs from its run, read in one round trip. */
+export interface StepRead {
+  run: RunRecord | null;
+  /** Why the step is being held back (see markWaiting). */
+  waitingOn: string | null;
+  /** Only read for a parked run (empty otherwise): no other run has approvals of its current step. */
+  approvals: Approval[];
+  /** The journaled decision of the step, if the model already answered it. */
+  decision: Decision | null;
+  /** The run's history, as sent to the model (without the system prompt). */
+  messages: ChatMessage[];
+}
+
+/** Called once per run, right after the commit that made it terminal (at-most-once: a crash in between skips it). */
+export type OnRunFinished = (run: RunRecord) => Promise<void>;
+
+export interface RunFilter {
+  status?: RunStatus;
+  agent?: string;
+  userId?: string;
 }
 
 export interface StoredEvent {
@@ -34,28 +71,44 @@ export class RunStore {
   constructor(
     redis: RedisClient,
     private readonly traceTtlSeconds: number,
+    private readonly metrics?: Pick<Metrics, 'storedBytes'>,
+    private readonly onFinished?: OnRunFinished,
   ) {
     this.redis = withScripts(redis);
   }
 
-  /** Creates the run unless one with the same id exists; returns whether it did. */
-  async create(run: RunRecord, firstMessage: ChatMessage, event: RunEvent): Promise<boolean> {
+  /**
+   * Creates the run unless one with the same id exists; returns whether it did.
+   * `history` (a session's earlier turns) goes before the input in the conversation.
+   */
+  async create(run: RunRecord, firstMessage: ChatMessage, event: RunEvent, history: ChatMessage[] = []): Promise<boolean> {
     const k = runKeys(run.id);
     const created = await this.redis.createRun(
       k.run,
       k.messages,
       k.events,
       JSON.stringify(runRecordSchema.parse(run)),
-      JSON.stringify(firstMessage),
       JSON.stringify(event),
+      ...[...history, firstMessage].map((m) => JSON.stringify(m)),
     );
     if (created === CreateResult.Created) {
-      // Three keys in three slots: no MULTI on a cluster, and none needed (the reaper heals a missing index entry).
-      await Promise.all([
-        this.redis.zadd(tenantKeys(run.tenantId).runs, Date.parse(run.createdAt), run.id),
-        this.redis.zadd(DEADLINES_KEY, Date.parse(run.deadlineAt), run.id),
-        this.redis.zadd(ACTIVE_RUNS_KEY, Date.parse(run.updatedAt), run.id),
-      ]);
+      const t = tenantKeys(run.tenantId);
+      const at = Date.parse(run.createdAt);
+      const commands: RedisCommand[] = [];
+      // Index entries outlive their expired runs by at most one TTL: each insert trims what is older.
+      for (const index of [t.runs, t.runsByStatus(run.status), t.runsByAgent(run.agent), t.runsByUser(run.userId)]) {
+        commands.push(['zadd', index, at, run.id], ['zremrangebyscore', index, '-inf', `(${at - this.traceTtlSeconds * 1000}`]);
+      }
+      if (run.sessionId) {
+        const session = t.sessionRuns(run.userId, run.sessionId);
+        commands.push(['zadd', session, at, run.id], ['expire', session, this.traceTtlSeconds]);
+      }
+      commands.push(
+        ['zadd', DEADLINES_KEY, Date.parse(run.deadlineAt), run.id],
+        ['zadd', ACTIVE_RUNS_KEY, Date.parse(run.updatedAt), run.id],
+      );
+      // Keys in three slots (tenant, deadlines, active runs): no MULTI, which a cluster refuses, and none needed (the reaper heals a missing entry).
+      await sendCommands(this.redis, commands);
     }
     return created === CreateResult.Created;
   }
@@ -71,9 +124,41 @@ export class RunStore {
     return run;
   }
 
+  /**
+   * The run, the step's journaled decision and the history in one pipeline (one hash
+   * slot); the approvals too when the run is parked — only then can its step have any.
+   * Messages are validated when committed: re-parsing the whole history with zod on
+   * every step made steps cost more as runs grew.
+   */
+  async readStep(runId: string, step: number): Promise<StepRead> {
+    const k = runKeys(runId);
+    const replies =
+      (await this.redis.pipeline().hmget(k.run, 'doc', 'waitingOn').hget(k.decisions, String(step)).lrange(k.messages, 0, -1).exec()) ?? [];
+    for (const [err] of replies) if (err) throw err;
+    const [[doc, waitingOn], decision, messages] = replies.map(([, value]) => value) as [
+      [string | null, string | null],
+      string | null,
+      string[],
+    ];
+    const run = doc ? runRecordSchema.parse(JSON.parse(doc)) : null;
+    return {
+      run,
+      waitingOn,
+      approvals: run?.status === 'pending_approval' ? await this.approvals(runId) : [],
+      decision: decision ? decisionSchema.parse(JSON.parse(decision)) : null,
+      messages: messages.map((m) => JSON.parse(m) as ChatMessage),
+    };
+  }
+
+  /** One committed step record (a read tool's earlier result is answered from it). */
+  async stepRecord(runId: string, index: number): Promise<StepRecord | null> {
+    const raw = await this.redis.hget(runKeys(runId).steps, String(index));
+    return raw ? stepRecordSchema.parse(JSON.parse(raw)) : null;
+  }
+
   async messages(runId: string): Promise<ChatMessage[]> {
     const raw = await this.redis.lrange(runKeys(runId).messages, 0, -1);
-    return raw.map((m) => chatMessageSchema.parse(JSON.parse(m)));
+    return raw.map(readMessage);
   }
 
   async steps(runId: string): Promise<StepRecord[]> {
@@ -93,7 +178,7 @@ export class RunStore {
   async commit(c: Commit): Promise<RunRecord> {
     const next: RunRecord = runRecordSchema.parse({ ...c.to, version: c.from.version + 1 });
     const k = runKeys(next.id);
-    const messages = (c.messages ?? []).map((m) => JSON.stringify(m));
+    const messages = (c.messages ?? []).map((m) => JSON.stringify(chatMessageSchema.parse(m)));
     const approvals = (c.approvals ?? []).flatMap((a) => [a.id, JSON.stringify(approvalSchema.parse(a))]);
     const events = (c.events ?? []).map((e) => JSON.stringify(runEventSchema.parse(e)));
     const terminal = TERMINAL_STATUSES.includes(next.status);
@@ -121,7 +206,9 @@ export class RunStore {
     if (result === CommitResult.Stale) {
       throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
     }
-    await this.afterCommit(c.from, next, c.approvals ?? []);
+    await this.afterCommit(c.from, next, c.approvals ?? [], c.alsoAfter ?? []);
+    if (this.onFinished && TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(c.from.status))
+      await this.onFinished(next);
     return next;
   }
 
@@ -129,21 +216,46 @@ export class RunStore {
    * Indexes in other hash slots than the run's, updated right after its commit: the
    * tenant's approvals, the deadline index the sweeper scans (running and queued runs
    * only: a parked run is governed by its approvals' expiry), and the tenant's active
-   * runs. A crash in between only delays an index; the sweeper and the reaper heal it.
-   * The keys sit in different slots, so the writes are independent (no MULTI, which a
-   * cluster refuses across slots); each is idempotent, and a retried commit repeats them.
+   * runs. A crash in between only delays an index; the sweeper and the reaper heal it —
+   * which is also why these are independent writes, not a transaction: the keys sit in
+   * several slots (a cluster refuses a MULTI across them), each write is idempotent, and
+   * a retried commit repeats them.
    */
-  private async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[]): Promise<void> {
-    const writes: Array<Promise<unknown>> = [];
-    const tenant = tenantKeys(next.tenantId);
-    if (approvals.length) writes.push(this.redis.zadd(tenant.approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id])));
+  private async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[], alsoAfter: RedisCommand[]): Promise<void> {
+    const t = tenantKeys(next.tenantId);
+    const commands: RedisCommand[] = [...alsoAfter];
+    if (approvals.length) commands.push(['zadd', t.approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id])]);
+    for (const a of approvals) {
+      for (const s of approvalStatusSchema.options) if (s !== a.status) commands.push(['zrem', t.approvalsByStatus(s), a.id]);
+      commands.push(['zadd', t.approvalsByStatus(a.status), Date.parse(a.createdAt), a.id]);
+    }
+    if (from.status !== next.status) {
+      commands.push(
+        ['zrem', t.runsByStatus(from.status), next.id],
+        ['zadd', t.runsByStatus(next.status), Date.parse(next.createdAt), next.id],
+      );
+    }
     const terminal = TERMINAL_STATUSES.includes(next.status);
-    if (terminal) writes.push(this.redis.srem(tenant.active, next.id), this.redis.zrem(ACTIVE_RUNS_KEY, next.id));
-    else writes.push(this.redis.zadd(ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id));
-    if (terminal || next.status === 'pending_approval') writes.push(this.redis.zrem(DEADLINES_KEY, next.id));
+    if (terminal && next.sessionId) await this.releaseSession(next);
+    if (terminal) commands.push(['srem', t.active, next.id], ['zrem', ACTIVE_RUNS_KEY, next.id]);
+    else commands.push(['zadd', ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id]);
+    if (terminal || next.status === 'pending_approval') commands.push(['zrem', DEADLINES_KEY, next.id]);
     else if (from.status !== next.status || from.deadlineAt !== next.deadlineAt)
-      writes.push(this.redis.zadd(DEADLINES_KEY, Date.parse(next.deadlineAt), next.id));
-    await Promise.all(writes);
+      commands.push(['zadd', DEADLINES_KEY, Date.parse(next.deadlineAt), next.id]);
+    await sendCommands(this.redis, commands);
+    if (terminal && !TERMINAL_STATUSES.includes(from.status)) await this.settle(next);
+  }
+
+  /**
+   * Once a run is finished: its effect ledger has done its job (no step of it can run
+   * again, so no tool result needs replaying), and what it keeps is counted once towards
+   * its tenant's stored bytes. Neither is worth failing a committed finish over.
+   */
+  private async settle(run: RunRecord): Promise<void> {
+    await this.redis.unlink(runKeys(run.id).effects).catch(() => 0);
+    if (!this.metrics) return;
+    const bytes = await runFootprint(this.redis, run.id).catch(() => 0);
+    this.metrics.storedBytes.inc({ tenant: run.tenantId }, bytes);
   }
 
   /** Runs whose deadline passed by `at` (ms), for the sweeper. */
@@ -198,38 +310,101 @@ export class RunStore {
     return entries.map(([id, fields]) => ({ id, event: runEventSchema.parse(JSON.parse(fields[1] ?? '{}')) }));
   }
 
-  /** The tenant's runs, newest first, optionally filtered by status. */
-  async list(tenantId: string, opts: { userId?: string; status?: RunStatus; limit: number }): Promise<RunRecord[]> {
-    const ids = await this.redis.zrevrange(tenantKeys(tenantId).runs, 0, 999);
-    const out: RunRecord[] = [];
-    for (let i = 0; i < ids.length && out.length < opts.limit; i += 100) {
-      // Each run in its own slot: separate commands (a cluster pipeline must stay on one node), sent together.
-      const docs = await Promise.all(ids.slice(i, i + 100).map((id) => this.redis.hget(runKeys(id).run, 'doc')));
-      for (const doc of docs) {
-        if (typeof doc !== 'string') continue; // expired trace
-        const run = runRecordSchema.parse(JSON.parse(doc));
-        if (opts.userId && run.userId !== opts.userId) continue;
-        if (opts.status && run.status !== opts.status) continue;
-        out.push(run);
-        if (out.length === opts.limit) break;
-      }
+  /**
+   * The tenant's runs matching every filter, newest first, a page at a time, read
+   * from the per-filter indexes. A run whose status changed a moment ago may still sit
+   * in its old status index: its document decides, so it is left out rather than mislabelled.
+   */
+  async list(tenantId: string, filter: RunFilter, page: PageQuery): Promise<{ runs: RunRecord[]; next?: PageCursor }> {
+    const t = tenantKeys(tenantId);
+    const keys = [
+      ...(filter.status ? [t.runsByStatus(filter.status)] : []),
+      ...(filter.agent ? [t.runsByAgent(filter.agent)] : []),
+      ...(filter.userId ? [t.runsByUser(filter.userId)] : []),
+    ];
+    const { ids, next } = await pageIndexes(this.redis, keys.length ? keys : [t.runs], page);
+    const runs = (await this.getMany(ids)).filter((r): r is RunRecord => r !== null && (!filter.status || r.status === filter.status));
+    return { runs, ...(next ? { next } : {}) };
+  }
+
+  /** Run documents, fetched together; null where the run expired. */
+  async getMany(ids: string[]): Promise<Array<RunRecord | null>> {
+    if (ids.length === 0) return [];
+    const docs = await sendCommands(
+      this.redis,
+      ids.map((id) => ['hget', runKeys(id).run, 'doc']),
+    );
+    return docs.map((doc) => (typeof doc === 'string' ? runRecordSchema.parse(JSON.parse(doc)) : null));
+  }
+
+  /** The tenant's approval ids, newest first, optionally of one status, a page at a time. */
+  async pageApprovals(tenantId: string, status: ApprovalStatus | undefined, page: PageQuery): Promise<Page> {
+    const t = tenantKeys(tenantId);
+    return pageIndexes(this.redis, [status ? t.approvalsByStatus(status) : t.approvals], page);
+  }
+
+  /** Approvals by id (`<runId>.<step>.<n>`), fetched together; null where gone. */
+  async approvalsById(ids: string[]): Promise<Array<Approval | null>> {
+    if (ids.length === 0) return [];
+    const docs = await sendCommands(
+      this.redis,
+      ids.map((id) => ['hget', runKeys(id.split('.')[0] ?? '').approvals, id]),
+    );
+    return docs.map((doc) => (typeof doc === 'string' ? approvalSchema.parse(JSON.parse(doc)) : null));
+  }
+
+  /** A user's session runs, oldest first. */
+  async sessionRunIds(tenantId: string, userId: string, sessionId: string, limit = 200): Promise<string[]> {
+    return this.redis.zrange(tenantKeys(tenantId).sessionRuns(userId, sessionId), -limit, -1);
+  }
+
+  /**
+   * Marks `runId` as the session's active run unless another one is; returns the one
+   * that holds the session. A holder that already finished or expired (its release was
+   * lost in a crash) is replaced; the marker's TTL only bounds what an abandoned session leaves.
+   */
+  async claimSession(run: RunRecord): Promise<string | null> {
+    if (!run.sessionId) return null;
+    const key = tenantKeys(run.tenantId).sessionActive(run.userId, run.sessionId);
+    for (let tries = 0; tries < 3; tries++) {
+      if ((await this.redis.set(key, run.id, 'EX', this.traceTtlSeconds, 'NX')) === 'OK') return null;
+      const holder = await this.redis.get(key);
+      if (!holder) continue;
+      const held = await this.get(holder);
+      if (held && !TERMINAL_STATUSES.includes(held.status)) return holder;
+      await this.redis.releaseSession(key, holder);
     }
-    return out;
+    // Lost three races in a row: someone else keeps starting runs in this session.
+    return (await this.redis.get(key)) ?? 'another run';
   }
 
-  /** Approval ids of a tenant, newest first (status is read from each run). */
-  async tenantApprovalIds(tenantId: string, limit: number): Promise<string[]> {
-    return this.redis.zrevrange(tenantKeys(tenantId).approvals, 0, limit - 1);
+  /** Frees the session if this run still holds it (compare-and-delete). */
+  async releaseSession(run: Pick<RunRecord, 'id' | 'tenantId' | 'userId' | 'sessionId'>): Promise<void> {
+    if (run.sessionId) await this.redis.releaseSession(tenantKeys(run.tenantId).sessionActive(run.userId, run.sessionId), run.id);
   }
 
-  /** The run an Idempotency-Key (already scoped to its tenant) points to, if any. */
-  async idempotentRun(key: string): Promise<string | null> {
-    return this.redis.get(key);
+  /**
+   * Claims an Idempotency-Key (already scoped to its tenant and user) for a run about to
+   * be created; returns what the key holds if someone was first.
+   */
+  async claimIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<IdempotencyEntry | null> {
+    const set = await this.redis.set(key, JSON.stringify(claim), 'EX', ttlSeconds, 'NX');
+    if (set === 'OK') return null;
+    const held = await this.redis.get(key);
+    // Gone in between (released or expired): claim again.
+    return held === null ? this.claimIdempotencyKey(key, claim, ttlSeconds) : idempotencyEntrySchema.parse(JSON.parse(held));
   }
 
-  /** Claims an Idempotency-Key for `runId`; returns the run id that holds it if someone was first. */
-  async claimIdempotencyKey(key: string, runId: string, ttlSeconds: number): Promise<string | null> {
-    const set = await this.redis.set(key, runId, 'EX', ttlSeconds, 'NX');
-    return set === 'OK' ? null : await this.redis.get(key);
+  /**
+   * Binds a claimed key to its run, now that the run exists. A claim that lapsed in the
+   * meantime (and may have been taken by another request) is left alone.
+   */
+  async bindIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<void> {
+    await this.redis.settleIdempotencyKey(key, JSON.stringify(claim), JSON.stringify({ ...claim, bound: true }), String(ttlSeconds));
+  }
+
+  /** Releases a claim whose run was not created, so the key is free again. */
+  async releaseIdempotencyKey(key: string, claim: IdempotencyEntry): Promise<void> {
+    await this.redis.settleIdempotencyKey(key, JSON.stringify(claim), '', '0');
   }
 }

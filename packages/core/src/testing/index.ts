@@ -1,3 +1,11 @@
 export { createFakeModel, type FakeTurn, toolCall } from './fake-model.js';
+export {
+  createMcpFixtureServer,
+  type FixtureEffect,
+  MCP_FIXTURE_MAIN,
+  McpFixtureState,
+  startMcpFixtureHttp,
+} from './mcp-fixture-server.js';
+export { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './otlp-receiver.js';
 export { startTestCluster, TestCluster, type TestClusterOptions } from './redis-cluster.js';
 export { freePort, LocalRedis, startTestRedis, type TestRedis, type TestRedisOptions, waitForPort } from './redis-server.js';

@@ -1,15 +1,19 @@
 import { z } from 'zod';
+import { ConfigError } from '../errors.js';
+import type { Logger } from '../logger.js';
 import type { Risk } from '../schemas/approval.js';
-import type { Principal, Role } from '../schemas/identity.js';
+import { type Principal, type Role, roleSchema } from '../schemas/identity.js';
 
-/** Trusted context a tool runs with: identity from the run record, never from the model (invariant 8). */
+/** Trusted context a tool runs with: identity from the run record, never from the model (I8). */
 export interface ToolContext extends Principal {
   runId: string;
   step: number;
   toolCallId: string;
-  /** `run:step:toolCallId`; write tools de-duplicate on it (invariant 4). */
+  /** `run:step:toolCallId`; write tools de-duplicate on it (I4). */
   idempotencyKey: string;
   signal: AbortSignal;
+  /** Bound to the run and step; PII in what it logs is masked. */
+  logger: Logger;
 }
 
 /** What an approval policy asks for; `null` means the call needs no approval. */
@@ -19,13 +23,14 @@ export interface ApprovalRequirement {
   summary: string;
 }
 
+/** A tool as the runtime holds it: `defineTool`'s value, with its defaults filled in. */
 export interface Tool<A = unknown> {
   name: string;
   /** Written for the model: when to call it and what it returns. */
   description: string;
   kind: 'read' | 'write';
-  args: z.ZodType<A>;
-  /** Roles allowed to cause this call; checked at execution, every time (invariant 7). */
+  parameters: z.ZodType<A>;
+  /** Roles allowed to cause this call; checked at execution, every time (I7). */
   allowedRoles?: readonly Role[];
   /** Whether re-running with the same idempotency key is safe after a crash mid-call. */
   honoursIdempotencyKey: boolean;
@@ -33,18 +38,82 @@ export interface Tool<A = unknown> {
   policyVersion?: number;
   /** How long an approval of this tool stays decidable (default APPROVAL_TTL_MS). */
   approvalTtlMs?: number;
-  approval(args: A, ctx: Omit<ToolContext, 'signal'>): ApprovalRequirement | null;
+  /** Longest one call may take (default REIN_TOOL_TIMEOUT_MS); never past the run's deadline. */
+  timeoutMs?: number;
+  /** The breaker and bulkhead it shares (default `tool:<name>`); an MCP server's tools share `mcp:<server>`. */
+  dependency?: string;
+  /** The arguments' JSON Schema when `parameters` cannot produce it (MCP tools bring the server's own). */
+  jsonSchema?: Record<string, unknown>;
+  approval(args: A, ctx: Omit<ToolContext, 'signal' | 'logger'>): ApprovalRequirement | null;
   execute(args: A, ctx: ToolContext): Promise<unknown>;
 }
 
-/** Keeps tool definitions typed by their argument schema while storing them side by side. */
-export function defineTool<S extends z.ZodType>(tool: Tool<z.infer<S>> & { args: S }): Tool {
-  return tool as unknown as Tool;
+/** What a user writes: `approval` may leave out the role (an `approver` decides) or be absent (no approval). */
+export interface ToolDefinition<S extends z.ZodType> {
+  name: string;
+  description: string;
+  kind: 'read' | 'write';
+  parameters: S;
+  approval?: (args: z.infer<S>, ctx: Omit<ToolContext, 'signal' | 'logger'>) => { risk: Risk; summary: string; requiredRole?: Role } | null;
+  allowedRoles?: readonly Role[];
+  /** Say `true` only if `execute` de-duplicates on `ctx.idempotencyKey`: then a call cut off by a crash is re-run. */
+  honoursIdempotencyKey?: boolean;
+  timeoutMs?: number;
+  policyVersion?: number;
+  approvalTtlMs?: number;
+  execute(args: z.infer<S>, ctx: ToolContext): unknown;
+}
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * A tool of an app: typed by its zod `parameters`, checked here (name, schema), so a
+ * bad definition fails the process at start with the tool's name in the message.
+ */
+export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): Tool {
+  const where = `tool "${def.name}"`;
+  if (typeof def.name !== 'string' || !TOOL_NAME.test(def.name)) {
+    throw new ConfigError(`${where}: a tool name is 1-64 letters, digits, "_" or "-" (the model API's rule)`);
+  }
+  if (!def.description?.trim()) throw new ConfigError(`${where}: description is required (the model reads it)`);
+  if (def.kind !== 'read' && def.kind !== 'write') throw new ConfigError(`${where}: kind must be "read" or "write"`);
+  if (typeof def.execute !== 'function') throw new ConfigError(`${where}: execute must be a function`);
+  // Duck-typed: the app may bring its own copy of zod.
+  if (typeof (def.parameters as { safeParse?: unknown } | undefined)?.safeParse !== 'function') {
+    throw new ConfigError(`${where}: parameters must be a zod schema`);
+  }
+  let schema: Record<string, unknown>;
+  try {
+    schema = z.toJSONSchema(def.parameters) as Record<string, unknown>;
+  } catch (err) {
+    throw new ConfigError(`${where}: parameters cannot be sent to a model as JSON Schema (${(err as Error).message})`);
+  }
+  if (schema.type !== 'object') throw new ConfigError(`${where}: parameters must be a z.object(...) (the model sends named arguments)`);
+  for (const role of def.allowedRoles ?? []) {
+    if (!roleSchema.safeParse(role).success) throw new ConfigError(`${where}: unknown role "${role}" in allowedRoles`);
+  }
+  const approval = def.approval;
+  return {
+    name: def.name,
+    description: def.description,
+    kind: def.kind,
+    parameters: def.parameters,
+    honoursIdempotencyKey: def.honoursIdempotencyKey ?? false,
+    ...(def.allowedRoles ? { allowedRoles: def.allowedRoles } : {}),
+    ...(def.timeoutMs !== undefined ? { timeoutMs: def.timeoutMs } : {}),
+    ...(def.policyVersion !== undefined ? { policyVersion: def.policyVersion } : {}),
+    ...(def.approvalTtlMs !== undefined ? { approvalTtlMs: def.approvalTtlMs } : {}),
+    approval: (args, ctx) => {
+      const wanted = approval?.(args as z.infer<S>, ctx);
+      return wanted ? { risk: wanted.risk, summary: wanted.summary, requiredRole: wanted.requiredRole ?? 'approver' } : null;
+    },
+    execute: async (args, ctx) => def.execute(args as z.infer<S>, ctx),
+  };
 }
 
 /** The OpenAI `tools` entry for a tool: its description and JSON Schema arguments. */
 export function toolSpec(tool: Tool) {
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.args) as Record<string, unknown>;
+  const { $schema: _ignored, ...parameters } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);
   return { type: 'function' as const, function: { name: tool.name, description: tool.description, parameters } };
 }
 
@@ -58,7 +127,7 @@ export function parseToolArguments(tool: Tool, raw: string): ParsedArgs {
   } catch (err) {
     return { ok: false, problem: `arguments are not valid JSON (${(err as Error).message}); send a JSON object` };
   }
-  const parsed = tool.args.safeParse(json);
+  const parsed = tool.parameters.safeParse(json);
   if (parsed.success) return { ok: true, args: parsed.data };
   const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
   return { ok: false, problem: `arguments do not match the schema of ${tool.name}: ${issues}` };

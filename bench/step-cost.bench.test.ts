@@ -1,0 +1,271 @@
+import { readFileSync } from 'node:fs';
+import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KEYS, startFleet } from '../test/support/fleet.js';
+import { benchInput, percentile, type StepFake, startStepFake, stepIntervals } from './step-fake.js';
+
+/**
+ * What one ReAct step costs, side by side in one run on the same zero-latency fake model
+ * (`npm run bench`; see docs/performance.md): the raw fetch loop (the floor), a naive
+ * BullMQ job-per-step design (history as one JSON key), and Rein's fleet. Redis figures
+ * come from INFO deltas of a dedicated redis-server, so commands inside Lua count.
+ * Reported, never asserted: only correctness is checked.
+ */
+const SEQ_RUNS = Number(process.env.BENCH_SEQ_RUNS ?? 20);
+const BURST_RUNS = Number(process.env.BENCH_BURST_RUNS ?? 200);
+const RSS_RUNS = Number(process.env.BENCH_RSS_RUNS ?? 1000);
+const CONCURRENCY = 16;
+/** A directory: each worker writes a V8 CPU profile there when it stops (open it in Chrome DevTools). */
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF_DIR;
+
+let redis: TestRedis;
+let client: Redis;
+let fake: StepFake;
+beforeAll(async () => {
+  redis = await startTestRedis();
+  client = new Redis(redis.url);
+  fake = await startStepFake();
+});
+afterAll(async () => {
+  client.disconnect();
+  await fake.close();
+  await redis.stop();
+});
+
+/** Server-side totals: commands executed (Lua-internal ones included) and CPU seconds. */
+async function serverStats(): Promise<{ commands: number; cpu: number; byCommand: Map<string, number> }> {
+  const stats = await client.info('commandstats');
+  let commands = 0;
+  const byCommand = new Map<string, number>();
+  for (const m of stats.matchAll(/^cmdstat_(\S+?):calls=(\d+)/gm)) {
+    if (m[1] === 'info') continue;
+    commands += Number(m[2]);
+    byCommand.set(m[1] as string, Number(m[2]));
+  }
+  const cpu = await client.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? 0);
+  return { commands, cpu: field('used_cpu_sys') + field('used_cpu_user'), byCommand };
+}
+
+interface Row {
+  system: string;
+  steps: number[];
+  commandsPerStep?: number;
+  cpuUsPerStep?: number;
+  /** Commands per step by name, most frequent first. */
+  mix?: string;
+}
+
+/** Measures `body` (which makes `steps` model calls in all) with Redis INFO deltas. */
+async function withRedisCost(steps: number, body: () => Promise<void>) {
+  const before = await serverStats();
+  await body();
+  const after = await serverStats();
+  const mix = [...after.byCommand]
+    .map(([name, calls]) => [name, (calls - (before.byCommand.get(name) ?? 0)) / steps] as const)
+    .filter(([, perStep]) => perStep >= 0.05)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, perStep]) => `${name} ${perStep.toFixed(1)}`)
+    .join(', ');
+  return {
+    mix,
+    commandsPerStep: (after.commands - before.commands) / steps,
+    cpuUsPerStep: ((after.cpu - before.cpu) * 1e6) / steps,
+  };
+}
+
+async function complete(messages: unknown[]) {
+  const res = await fetch(`${fake.url}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'bench-fake', messages }),
+  });
+  return (await res.json()) as { choices: Array<{ message: { content: string | null; tool_calls?: Array<{ id: string }> } }> };
+}
+
+/** The floor: one process, a while loop, history in memory. */
+async function rawLoop(k: number): Promise<Row> {
+  fake.reset();
+  for (let r = 0; r < SEQ_RUNS; r++) {
+    const messages: unknown[] = [{ role: 'user', content: benchInput(`raw-${r}`, k) }];
+    for (;;) {
+      const { message } = (await complete(messages)).choices[0] as {
+        message: { content: string | null; tool_calls?: Array<{ id: string }> };
+      };
+      messages.push(message);
+      if (!message.tool_calls?.length) break;
+      for (const c of message.tool_calls) messages.push({ role: 'tool', tool_call_id: c.id, content: 'policy text' });
+    }
+  }
+  return { system: 'raw fetch loop', steps: stepIntervals(fake.arrivals) };
+}
+
+/** A naive queue design: one BullMQ job per step, the history as one JSON string key. */
+async function naiveBullmq(k: number): Promise<Row> {
+  fake.reset();
+  await client.flushall();
+  const queue = new Queue('naive', { connection: { url: redis.url } });
+  const worker = new Worker(
+    'naive',
+    async (job) => {
+      const { tag, step } = job.data as { tag: string; step: number };
+      const key = `naive:${tag}`;
+      const messages = JSON.parse((await client.get(key)) ?? '[]') as unknown[];
+      const { message } = (await complete(messages)).choices[0] as {
+        message: { content: string | null; tool_calls?: Array<{ id: string }> };
+      };
+      messages.push(message);
+      for (const c of message.tool_calls ?? []) messages.push({ role: 'tool', tool_call_id: c.id, content: 'policy text' });
+      await client.set(key, JSON.stringify(messages));
+      if (message.tool_calls?.length)
+        await queue.add('step', { tag, step: step + 1 }, { jobId: `${tag}-${step + 1}`, removeOnComplete: true });
+    },
+    { connection: { url: redis.url, maxRetriesPerRequest: null }, concurrency: CONCURRENCY },
+  );
+  try {
+    const cost = await withRedisCost(SEQ_RUNS * k, async () => {
+      for (let r = 0; r < SEQ_RUNS; r++) {
+        const tag = `naive-${r}`;
+        await client.set(`naive:${tag}`, JSON.stringify([{ role: 'user', content: benchInput(tag, k) }]));
+        await queue.add('step', { tag, step: 0 }, { jobId: `${tag}-0`, removeOnComplete: true });
+        await fake.answered(tag);
+      }
+    });
+    return { system: 'naive BullMQ job-per-step', steps: stepIntervals(fake.arrivals), ...cost };
+  } finally {
+    await worker.close();
+    await queue.close();
+  }
+}
+
+const fleetEnv = {
+  WORKER_CONCURRENCY: String(CONCURRENCY),
+  LOG_LEVEL: 'warn',
+  REIN_TENANT_QUOTAS: JSON.stringify({ default: { maxConcurrentRuns: 10_000, tokensPerDay: 1e12, costPerDayUsd: 1e9 } }),
+};
+
+async function submit(fleet: Awaited<ReturnType<typeof startFleet>>, tag: string, k: number) {
+  const res = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, {
+    input: benchInput(tag, k),
+    limits: { maxSteps: k + 2, maxTokens: 1_000_000, timeoutMs: 600_000 },
+  });
+  if (res.status !== 202) throw new Error(`submit failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.id as string;
+}
+
+async function withFleet<T>(workers: number, body: (fleet: Awaited<ReturnType<typeof startFleet>>) => Promise<T>): Promise<T> {
+  await client.flushall();
+  fake.reset();
+  const fleet = await startFleet({
+    redisUrl: redis.url,
+    workers,
+    env: { ...fleetEnv, OPENAI_BASE_URL: fake.url },
+    ...(CPU_PROF_DIR ? { workerNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] } : {}),
+  });
+  try {
+    return await body(fleet);
+  } finally {
+    await fleet.stop();
+  }
+}
+
+/** Rein, one run at a time: per-step latency and Redis cost. */
+async function reinSequential(k: number, runs = SEQ_RUNS): Promise<Row> {
+  return withFleet(1, async (fleet) => {
+    await fleet.waitForRun(await submit(fleet, 'warmup', k), (r) => r.status === 'succeeded');
+    fake.reset();
+    const ids: string[] = [];
+    const cost = await withRedisCost(runs * k, async () => {
+      for (let r = 0; r < runs; r++) {
+        ids.push(await submit(fleet, `rein-${k}-${r}`, k));
+        await fake.answered(`rein-${k}-${r}`);
+      }
+      await fleet.waitForRun(ids.at(-1) as string, (run) => run.status === 'succeeded');
+    });
+    const runsDone = await Promise.all(ids.map((id) => fleet.waitForRun(id, (run) => run.status !== 'running' && run.status !== 'queued')));
+    expect(runsDone.every((run) => run.status === 'succeeded')).toBe(true);
+    return { system: `Rein (K=${k})`, steps: stepIntervals(fake.arrivals), ...cost };
+  });
+}
+
+/** Rein at saturation: `BURST_RUNS` runs of 10 steps submitted at once. */
+async function reinBurst(workers: number) {
+  return withFleet(workers, async (fleet) => {
+    const tags = Array.from({ length: BURST_RUNS }, (_, i) => `burst-${workers}-${i}`);
+    const started = performance.now();
+    const cost = await withRedisCost(BURST_RUNS * 10, async () => {
+      await Promise.all(tags.map((tag) => submit(fleet, tag, 10)));
+      await Promise.all(tags.map((tag) => fake.answered(tag)));
+    });
+    const seconds = (performance.now() - started) / 1000;
+    return { workers, stepsPerSecond: (BURST_RUNS * 10) / seconds, ...cost };
+  });
+}
+
+/** Peak resident memory of one worker while `RSS_RUNS` runs are active. */
+async function reinRss() {
+  return withFleet(1, async (fleet) => {
+    const pid = fleet.workers[0]?.pid as number;
+    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+    const idle = rss();
+    let peak = idle;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rss());
+    }, 100);
+    const tags = Array.from({ length: RSS_RUNS }, (_, i) => `rss-${i}`);
+    for (let i = 0; i < tags.length; i += 50) await Promise.all(tags.slice(i, i + 50).map((tag) => submit(fleet, tag, 10)));
+    await Promise.all(tags.map((tag) => fake.answered(tag)));
+    clearInterval(sampler);
+    return { idleMb: idle, peakMb: peak };
+  });
+}
+
+const ms = (v: number) => v.toFixed(2);
+
+describe('step cost benchmark', () => {
+  it('reports per-step latency, Redis cost, throughput and memory side by side', async () => {
+    const raw = await rawLoop(10);
+    const naive = await naiveBullmq(10);
+    const rein = await reinSequential(10);
+    const rein40 = await reinSequential(40, Math.max(2, Math.round(SEQ_RUNS / 4)));
+    const floor = percentile(raw.steps, 50);
+    const floor99 = percentile(raw.steps, 99);
+    console.log(`\nStep cost: sequential runs (${SEQ_RUNS} × K=10; K=40 with a quarter as many), zero-latency fake model`);
+    console.table(
+      [raw, naive, rein, rein40].map((row) => ({
+        system: row.system,
+        'step p50 (ms)': ms(percentile(row.steps, 50)),
+        'step p99 (ms)': ms(percentile(row.steps, 99)),
+        'Δp50 vs raw': ms(percentile(row.steps, 50) - floor),
+        'Δp99 vs raw': ms(percentile(row.steps, 99) - floor99),
+        'Redis cmds/step': row.commandsPerStep?.toFixed(1) ?? '–',
+        'Redis CPU/step (µs)': row.cpuUsPerStep?.toFixed(0) ?? '–',
+      })),
+    );
+    console.log(`Redis commands per step, naive: ${naive.mix}`);
+    console.log(`Redis commands per step, Rein: ${rein.mix}`);
+    if (naive.commandsPerStep && rein.commandsPerStep) {
+      console.log(`Rein ÷ naive, Redis commands per step: ${(rein.commandsPerStep / naive.commandsPerStep).toFixed(2)}×`);
+    }
+    if (naive.cpuUsPerStep && rein.cpuUsPerStep) {
+      console.log(`Rein ÷ naive, Redis CPU per step: ${(rein.cpuUsPerStep / naive.cpuUsPerStep).toFixed(2)}×`);
+    }
+
+    const one = await reinBurst(1);
+    const two = await reinBurst(2);
+    console.log(`\nSaturation: ${BURST_RUNS} runs of 10 steps submitted at once, WORKER_CONCURRENCY ${CONCURRENCY}`);
+    console.table(
+      [one, two].map((b) => ({
+        workers: b.workers,
+        'steps/s': b.stepsPerSecond.toFixed(0),
+        'Redis cmds/step': b.commandsPerStep.toFixed(1),
+        'Redis CPU/step (µs)': b.cpuUsPerStep.toFixed(0),
+      })),
+    );
+    const memory = await reinRss();
+    console.log(`\nWorker RSS: ${memory.idleMb.toFixed(0)} MB idle, ${memory.peakMb.toFixed(0)} MB peak with ${RSS_RUNS} active runs`);
+    expect(rein.steps.length).toBe(SEQ_RUNS * 9); // every run made its K calls; timings are reported, not asserted
+  }, 600_000);
+});

@@ -1,0 +1,50 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { DEMO_KEYS } from './demo-keys.js';
+
+/** Where a running fleet is, and who calls it: REIN_API_URL / REIN_APPROVER_URL, the first key of REIN_API_KEYS (or the demo user). */
+export interface FleetClient {
+  api: string;
+  approver: string;
+  key: string;
+  call<T = Record<string, unknown>>(method: string, url: string, body?: unknown): Promise<T>;
+}
+
+export function fleetClient(env: NodeJS.ProcessEnv = process.env): FleetClient {
+  const keys = env.REIN_API_KEYS ? (JSON.parse(env.REIN_API_KEYS) as Array<{ key: string }>) : DEMO_KEYS;
+  const key = env.REIN_API_KEY ?? (keys[0] as { key: string }).key;
+  return {
+    api: env.REIN_API_URL ?? `http://127.0.0.1:${env.API_PORT ?? 8080}`,
+    approver: env.REIN_APPROVER_URL ?? `http://127.0.0.1:${env.APPROVER_PORT ?? 8081}`,
+    key,
+    async call<T>(method: string, url: string, body?: unknown): Promise<T> {
+      const res = await fetch(url, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      const json = (await res.json()) as T;
+      if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
+      return json;
+    },
+  };
+}
+
+/** Uses the running fleet, or starts one (`rein dev`) and returns a function that stops it. */
+export async function ensureFleet(client: FleetClient): Promise<() => void> {
+  const up = () =>
+    fetch(`${client.api}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+  if (await up()) return () => {};
+  process.stdout.write('No fleet is running; starting one (rein dev) for this run…\n');
+  const main = fileURLToPath(new URL('./main.js', import.meta.url));
+  const fleet = spawn(process.execPath, [main, 'dev'], { stdio: 'ignore' });
+  const until = Date.now() + 30_000;
+  while (!(await up())) {
+    if (Date.now() > until || fleet.exitCode !== null) throw new Error('the fleet did not start; run `rein dev` to see why');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return () => fleet.kill('SIGTERM');
+}

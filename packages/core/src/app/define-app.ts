@@ -1,0 +1,98 @@
+import { type AgentProfile, HANDOFF_ANSWER } from '../agents/agent-profile.js';
+import { ConfigError } from '../errors.js';
+import { type InputRules, inputRulesSchema } from '../guards/input-filter.js';
+import { type PiiRules, piiRulesSchema } from '../guards/pii-masker.js';
+import { type McpServers, mcpServersSchema } from '../mcp/mcp-server-config.js';
+import type { RedisClient } from '../redis.js';
+import type { Tool } from '../tools/tool.js';
+
+/** What an app's tool factory gets: Rein's Redis (a Cluster client in cluster mode), for tools that keep state (name keys with `appStateKey`: one tenant's keys share a slot). */
+export interface AppServices {
+  redis: RedisClient;
+}
+
+export interface AppDefinition {
+  agents: readonly AgentProfile[];
+  /** The tools, or a factory building them over Rein's services (called once per process). */
+  tools: readonly Tool[] | ((services: AppServices) => readonly Tool[]);
+  /** The agent a run gets when it names none (default: the first). */
+  defaultAgent?: string;
+  /** Input-filter and PII rules replacing core's neutral defaults. */
+  guards?: { input?: InputRules; pii?: PiiRules };
+  /** The answer of a run that stops without one, for agents that set none. */
+  handoffAnswer?: string;
+  /**
+   * MCP servers whose tools join the app's as `<server>__<tool>`: `{command, args?, env?, cwd?}`
+   * (stdio) or `{url, headers?}` (Streamable HTTP), plus `optional`, `timeoutMs` and per-tool
+   * overrides of what the server's annotations say (`tools: {<tool>: {kind?, approval?, idempotent?}}`).
+   */
+  mcpServers?: McpServers;
+}
+
+/** An app: what `REIN_APP`'s default export is, and what `startApi`/`startWorker`/`startApprover` take. */
+export interface App {
+  readonly kind: 'rein-app';
+  readonly agents: readonly AgentProfile[];
+  readonly tools: AppDefinition['tools'];
+  readonly defaultAgent: string;
+  readonly guards: { input?: InputRules; pii?: PiiRules };
+  readonly handoffAnswer: string;
+  readonly mcpServers: McpServers;
+}
+
+/**
+ * An app's agents and tools, checked together: a duplicate name, an agent calling a
+ * tool the app lacks, or an unknown default agent throws a ConfigError naming it.
+ */
+export function defineApp(def: AppDefinition): App {
+  if (!def.agents?.length) throw new ConfigError('app: at least one agent is required');
+  const duplicateAgent = def.agents.find((a, i) => def.agents.findIndex((b) => b.name === a.name) !== i);
+  if (duplicateAgent) throw new ConfigError(`app: agent "${duplicateAgent.name}" is defined twice`);
+  const defaultAgent = def.defaultAgent ?? (def.agents[0] as AgentProfile).name;
+  if (!def.agents.some((a) => a.name === defaultAgent))
+    throw new ConfigError(`app: defaultAgent "${defaultAgent}" is not one of its agents`);
+  const guards = {
+    ...(def.guards?.input ? { input: parseRules(inputRulesSchema, def.guards.input, 'guards.input') } : {}),
+    ...(def.guards?.pii ? { pii: parseRules(piiRulesSchema, def.guards.pii, 'guards.pii') } : {}),
+  };
+  const app: App = {
+    kind: 'rein-app',
+    agents: def.agents,
+    tools: def.tools,
+    defaultAgent,
+    guards,
+    handoffAnswer: def.handoffAnswer ?? HANDOFF_ANSWER,
+    mcpServers: parseRules(mcpServersSchema, def.mcpServers ?? {}, 'mcpServers'),
+  };
+  if (typeof def.tools !== 'function') checkTools(app, def.tools);
+  return app;
+}
+
+/**
+ * Tool names are unique and cover every agent's allow-list; run again once a factory has
+ * built the tools. An MCP server's tools (`<server>__…`) are only known once it answers,
+ * so for them the allow-list is checked at execution, as for every call.
+ */
+export function checkTools(app: App, tools: readonly Tool[]): void {
+  const names = new Set<string>();
+  for (const tool of tools) {
+    if (names.has(tool.name)) throw new ConfigError(`app: tool "${tool.name}" is defined twice`);
+    names.add(tool.name);
+  }
+  for (const agent of app.agents) {
+    const unknown = agent.tools.find((t) => !names.has(t) && !Object.keys(app.mcpServers).some((server) => t.startsWith(`${server}__`)));
+    if (unknown) throw new ConfigError(`app: agent "${agent.name}" names tool "${unknown}", which the app does not define`);
+  }
+}
+
+export const isApp = (value: unknown): value is App => (value as App | undefined)?.kind === 'rein-app';
+
+function parseRules<T>(
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Error } },
+  value: unknown,
+  where: string,
+): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new ConfigError(`app: ${where} is invalid: ${parsed.error.message}`);
+  return parsed.data;
+}

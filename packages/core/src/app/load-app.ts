@@ -1,0 +1,32 @@
+import { createRequire } from 'node:module';
+import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ConfigError } from '../errors.js';
+import { type App, isApp } from './define-app.js';
+
+/** Where an app module lives: a file path (relative to `cwd`), or a package resolved from `cwd`, then from core. */
+function locate(spec: string, cwd: string): string {
+  if (spec.startsWith('.') || isAbsolute(spec)) return pathToFileURL(resolve(cwd, spec)).href;
+  for (const from of [join(cwd, 'package.json'), fileURLToPath(import.meta.url)]) {
+    try {
+      return pathToFileURL(createRequire(from).resolve(spec)).href;
+    } catch {
+      // not installed there; try the next place
+    }
+  }
+  throw new ConfigError(`REIN_APP=${spec}: no such package here (install it, or give the app's file path)`);
+}
+
+/** Imports `REIN_APP`; its default export must be a `defineApp(...)` value. Definition errors keep their message. */
+export async function loadApp(spec: string, cwd: string = process.cwd()): Promise<App> {
+  const url = locate(spec, cwd);
+  let mod: { default?: unknown };
+  try {
+    mod = await import(url);
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`REIN_APP=${spec}: cannot load it: ${(err as Error).message}`);
+  }
+  if (!isApp(mod.default)) throw new ConfigError(`REIN_APP=${spec}: its default export is not a defineApp(...) value`);
+  return mod.default;
+}

@@ -1,0 +1,28 @@
+import { AgentCatalog } from '../agents/agent-profile.js';
+import { createInputFilter, type InputFilter } from '../guards/input-filter.js';
+import { withFaultInjection } from '../resilience/fault-injection.js';
+import type { Tool } from '../tools/tool.js';
+import { type App, type AppServices, checkTools } from './define-app.js';
+
+/** What every service (and the test harnesses) runs an app with: one place builds it. */
+export interface Registry {
+  tools: Map<string, Tool>;
+  agents: AgentCatalog;
+  inputFilter: InputFilter;
+}
+
+/**
+ * Builds the app's tools over Rein's services, checks them against its agents (a
+ * ConfigError names the offender), and wires the app's input filter. (The PII masker
+ * comes from `app.guards.pii` earlier: the logger needs it before Redis is up.)
+ */
+export function createRegistry(app: App, services: AppServices, opts: { faultInjection?: boolean } = {}): Registry {
+  const built = typeof app.tools === 'function' ? app.tools(services) : app.tools;
+  checkTools(app, built);
+  const tools = new Map(built.map((t) => [t.name, opts.faultInjection ? withFaultInjection(t, services.redis) : t]));
+  return {
+    tools,
+    agents: new AgentCatalog(app.agents, app.defaultAgent, app.handoffAnswer),
+    inputFilter: createInputFilter(app.guards.input),
+  };
+}

@@ -1,0 +1,91 @@
+import type { TenantQuotas } from '../budgets/tenant-quotas.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import type { Enqueue } from '../queue/job-catalog.js';
+import type { Approval } from '../schemas/approval.js';
+import type { RunRecord } from '../schemas/run.js';
+import type { ApprovalFeed } from '../store/approval-feed.js';
+import type { RunStore } from '../store/run-store.js';
+import type { Transition } from './step-policy.js';
+
+export interface ApplierDeps {
+  store: RunStore;
+  quotas: TenantQuotas;
+  feed: ApprovalFeed;
+  enqueue: Enqueue;
+  metrics: Metrics;
+  now: () => number;
+}
+
+const STEP_OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished' } as const;
+
+/**
+ * The one place a step's Transition takes effect: commit (compare-and-set), charge the
+ * tenant in the same round trip as the indexes, record metrics, log, and schedule what
+ * comes next. The charge lands before the next step is enqueued, so that step's quota
+ * check sees it.
+ */
+export function createTransitionApplier(deps: ApplierDeps) {
+  /** After a commit (ours or someone else's), make sure the job that advances the run exists. */
+  async function ensureNext(run: RunRecord, approvals?: Approval[]): Promise<void> {
+    if (run.status === 'queued' || run.status === 'running') {
+      await deps.enqueue('step', { runId: run.id, step: run.step });
+    } else if (run.status === 'pending_approval') {
+      const ofStep = (approvals ?? (await deps.store.approvals(run.id))).filter((a) => a.step === run.step);
+      const pending = ofStep.filter((a) => a.status === 'pending');
+      if (ofStep.length > 0 && pending.length === 0) {
+        await deps.enqueue('resume', { runId: run.id, step: run.step });
+      }
+      await scheduleExpiry(pending);
+    }
+  }
+
+  /** One delayed job per distinct expiry instant: expiry is enforced even if nobody ever looks. */
+  async function scheduleExpiry(pending: Approval[]): Promise<void> {
+    for (const at of new Set(pending.map((a) => Date.parse(a.expiresAt)))) {
+      const first = pending.find((a) => Date.parse(a.expiresAt) === at);
+      if (first) await deps.enqueue('expire', { runId: first.runId, step: first.step, at }, { delayMs: at - deps.now() });
+    }
+  }
+
+  async function apply(from: RunRecord, t: Transition, log: Logger): Promise<RunRecord> {
+    const c = t.charge;
+    const next = await deps.store.commit({
+      from,
+      ...t.change,
+      ...(c ? { alsoAfter: deps.quotas.usageCommands(from.tenantId, c.promptTokens + c.completionTokens, c.costUsd) } : {}),
+    });
+    const m = deps.metrics;
+    if (c) {
+      m.modelTokens.inc({ model: c.model, type: 'prompt' }, c.promptTokens);
+      m.modelTokens.inc({ model: c.model, type: 'completion' }, c.completionTokens);
+      m.modelTokenUsage.observe({ model: c.model, type: 'prompt' }, c.promptTokens);
+      m.modelTokenUsage.observe({ model: c.model, type: 'completion' }, c.completionTokens);
+      m.modelCost.inc({ model: c.model, tenant: from.tenantId }, c.costUsd);
+    }
+    if (t.change.step) m.steps.inc({ outcome: STEP_OUTCOME[t.kind] });
+    if (t.kind === 'finish') {
+      m.runsFinished.inc({ agent: from.agent, status: t.status, reason: t.reason });
+      if (t.status === 'failed' && t.reason !== 'input_rejected') m.budgetStops.inc({ reason: t.reason });
+    }
+    if (t.log) log[t.log.level](t.log.fields ?? {}, t.log.msg);
+    if (t.kind === 'continue') await ensureNext(next);
+    if (t.kind === 'park') {
+      for (const a of t.newApprovals) {
+        await deps.feed.publish(a.tenantId, {
+          type: 'approval.requested',
+          approvalId: a.id,
+          runId: a.runId,
+          status: a.status,
+          at: a.createdAt,
+        });
+      }
+      await scheduleExpiry(t.newApprovals);
+    }
+    return next;
+  }
+
+  return { apply, ensureNext };
+}
+
+export type TransitionApplier = ReturnType<typeof createTransitionApplier>;

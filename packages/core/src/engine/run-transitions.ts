@@ -1,0 +1,127 @@
+import { StaleStepError } from '../errors.js';
+import type { Approval } from '../schemas/approval.js';
+import type { RunEvent } from '../schemas/event.js';
+import type { ChatMessage } from '../schemas/message.js';
+import type { RunReason, RunRecord, StepRecord } from '../schemas/run.js';
+import type { Commit } from '../store/run-store.js';
+import { runEvent } from './run-event.js';
+
+/**
+ * Every way a run's record changes, named in one place: each function takes the run as
+ * read and returns what to commit (compare-and-set on the run's version). None of them
+ * touches Redis; `retryOnStale` is the one loop that re-reads after a lost commit.
+ */
+
+/** What a commit writes besides the run document. */
+export interface RunChange {
+  step?: StepRecord;
+  messages?: ChatMessage[];
+  approvals?: Approval[];
+  events?: RunEvent[];
+}
+
+/** Tokens and money a step spent, charged to the run (in its record) and to its tenant. */
+export interface Charge {
+  model: string;
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+}
+
+type Change = Omit<Commit, 'from'>;
+
+/** queued → running, when the first step starts. */
+export function startRun(run: RunRecord, at: string): Change {
+  return { to: { ...run, status: 'running', updatedAt: at } };
+}
+
+/** The step is done and the run goes on with the next one. Time spent parked does not count against the deadline. */
+export function continueRun(run: RunRecord, patch: Partial<RunRecord>, change: RunChange, now: number): Change {
+  const parkedFor = run.parkedAt ? now - Date.parse(run.parkedAt) : 0;
+  const { parkedAt: _parked, ...unparked } = run;
+  return {
+    to: {
+      ...unparked,
+      ...patch,
+      status: 'running',
+      step: run.step + 1,
+      pendingApprovals: [],
+      deadlineAt: new Date(Date.parse(run.deadlineAt) + parkedFor).toISOString(),
+      updatedAt: new Date(now).toISOString(),
+    },
+    ...change,
+  };
+}
+
+/** The step waits for approvals; it runs again (resumes) once all are decided. */
+export function parkRun(run: RunRecord, patch: Partial<RunRecord>, pendingIds: string[], change: RunChange, at: string): Change {
+  return {
+    to: { ...run, ...patch, status: 'pending_approval', pendingApprovals: pendingIds, parkedAt: run.parkedAt ?? at, updatedAt: at },
+    ...change,
+  };
+}
+
+export interface Ending {
+  status: 'succeeded' | 'failed' | 'cancelled';
+  reason: RunReason;
+  /** Already PII-masked. */
+  finalAnswer?: string;
+  /** Who ended it, for a cancellation. */
+  by?: string;
+}
+
+/** A terminal status with its reason (I9); the run.finished event goes with it. */
+export function finishRun(run: RunRecord, ending: Ending, patch: Partial<RunRecord>, change: RunChange, at: string): Change {
+  const data: Record<string, unknown> = { status: ending.status, reason: ending.reason };
+  if (ending.finalAnswer !== undefined) data.finalAnswer = ending.finalAnswer;
+  if (ending.by !== undefined) data.by = ending.by;
+  return {
+    to: {
+      ...run,
+      ...patch,
+      status: ending.status,
+      reason: ending.reason,
+      ...(ending.finalAnswer !== undefined ? { finalAnswer: ending.finalAnswer } : {}),
+      pendingApprovals: [],
+      updatedAt: at,
+    },
+    ...change,
+    events: [...(change.events ?? []), runEvent('run.finished', run.id, run.step, data)],
+  };
+}
+
+/** Approvals of a parked step change status (decided, expired); the run stays parked until its step resumes. */
+export function decideApprovals(run: RunRecord, changed: Approval[], at: string): Change {
+  const ids = new Set(changed.map((a) => a.id));
+  return {
+    to: { ...run, pendingApprovals: run.pendingApprovals.filter((p) => !ids.has(p)), updatedAt: at },
+    approvals: changed,
+    events: changed.map((a) =>
+      runEvent('approval.decided', run.id, a.step, {
+        approvalId: a.id,
+        status: a.status,
+        decidedBy: a.decidedBy ?? null,
+        comment: a.comment ?? null,
+        edited: a.editedBy !== undefined,
+      }),
+    ),
+  };
+}
+
+/** Attempts `retryOnStale` makes before giving up: each lost commit means someone else moved the run on. */
+export const STALE_RETRIES = 8;
+
+/**
+ * Runs `attempt` (read, decide, commit) again while its commit loses to another writer,
+ * at most `attempts` times; then the last StaleStepError propagates. Every re-read sees
+ * newer state, so a bounded loop is enough.
+ */
+export async function retryOnStale<T>(attempt: () => Promise<T>, attempts = STALE_RETRIES): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!(err instanceof StaleStepError) || i >= attempts) throw err;
+    }
+  }
+}

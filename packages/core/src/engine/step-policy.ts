@@ -1,0 +1,296 @@
+import { costOf } from '../budgets/cost.js';
+import type { Price } from '../config.js';
+import type { Approval } from '../schemas/approval.js';
+import type { ChatMessage } from '../schemas/message.js';
+import type { Decision, LoopGuardState, RunReason, RunRecord, StepRecord, ToolCallRecord } from '../schemas/run.js';
+import { TERMINAL_STATUSES } from '../schemas/run.js';
+import { advanceGuard, checkRepeats, type EarlierCall, failingTool } from './loop-guard.js';
+import { runEvent } from './run-event.js';
+import { type Charge, continueRun, finishRun, parkRun } from './run-transitions.js';
+import { toolMessageContent } from './tool-observation.js';
+
+/**
+ * The step's policy as pure functions: from what was read to what happens next. No
+ * Redis, no clock, no model — the processor reads, calls, and applies the result.
+ */
+
+export interface GuardLimits {
+  /** The N-th repeat of an identical call ends the run. */
+  repeatLimit: number;
+  /** N consecutive failures of one tool end the run. */
+  toolFailureLimit: number;
+  /** Longer tool results reach the model cut (the trace keeps them whole). */
+  toolResultMaxChars: number;
+}
+
+/** How much of an observation a `tool.result` event carries; `GET /v1/runs/:id/trace` has all of it. */
+export const EVENT_OBSERVATION_CHARS = 240;
+
+export const observationPreview = (text: string) =>
+  text.length <= EVENT_OBSERVATION_CHARS
+    ? text
+    : `${text.slice(0, EVENT_OBSERVATION_CHARS)}… (${text.length - EVENT_OBSERVATION_CHARS} more characters in the trace)`;
+
+/** Smallest completion worth asking for; a call that cannot afford it is not made. */
+export const MIN_COMPLETION_TOKENS = 16;
+
+type Change = ReturnType<typeof continueRun>;
+
+/** What a step does to its run: a value, applied in one place (commit, charge, metrics, log, enqueue). */
+export type Transition =
+  | { kind: 'continue'; change: Change; charge?: Charge; log?: LogLine }
+  | { kind: 'park'; change: Change; charge?: Charge; newApprovals: Approval[]; log: LogLine }
+  | { kind: 'finish'; change: Change; charge?: Charge; status: 'succeeded' | 'failed'; reason: RunReason; log: LogLine };
+
+export interface LogLine {
+  level: 'info' | 'warn';
+  msg: string;
+  fields?: Record<string, unknown>;
+}
+
+/** What a job finds when it looks at its run, before anything is decided. */
+export type Gate =
+  | { kind: 'skip' }
+  | { kind: 'already_committed' }
+  /** Still parked: the decision (or the expiry job) resumes it. */
+  | { kind: 'parked' }
+  | { kind: 'act'; decision: Decision }
+  | { kind: 'decide' };
+
+export function gate(run: RunRecord | null, jobStep: number, approvals: Approval[], decision: Decision | null): Gate {
+  if (!run || TERMINAL_STATUSES.includes(run.status) || run.step < jobStep) return { kind: 'skip' };
+  if (run.step > jobStep) return { kind: 'already_committed' };
+  if (run.status === 'pending_approval' && approvals.some((a) => a.step === jobStep && a.status === 'pending')) return { kind: 'parked' };
+  return decision ? { kind: 'act', decision } : { kind: 'decide' };
+}
+
+export interface BudgetFacts {
+  now: number;
+  /** The tenant's daily quota is used up. */
+  quotaExhausted: boolean;
+  /** Why the step was being held back, if it was (`model_unavailable`). */
+  waitingOn: string | null;
+}
+
+/** I6: limits are checked before the model is called, never after. */
+export function exhaustedBudget(run: RunRecord, facts: BudgetFacts): RunReason | null {
+  if (facts.now >= Date.parse(run.deadlineAt)) return deadlineReason(facts.waitingOn);
+  if (run.step >= run.limits.maxSteps) return 'max_steps';
+  if (run.usage.totalTokens >= run.limits.maxTokens) return 'token_budget';
+  if (run.limits.maxCostUsd !== undefined && run.costUsd >= run.limits.maxCostUsd) return 'cost_budget';
+  if (facts.quotaExhausted) return 'tenant_quota';
+  return null;
+}
+
+/**
+ * Why a run past its deadline failed: `model_unavailable` when its step was being held
+ * back because no model could answer, `deadline` otherwise — the same answer whoever
+ * notices first (a delayed step waking late, or the sweeper).
+ */
+export function deadlineReason(waitingOn: string | null): RunReason {
+  return waitingOn === 'model_unavailable' ? 'model_unavailable' : 'deadline';
+}
+
+/** The completion's max_tokens: what the budget has left after the prompt, or null if not worth a call. */
+export function completionRoom(run: RunRecord, maxCompletionTokens: number, promptEstimate: number): number | null {
+  const left = run.limits.maxTokens - run.usage.totalTokens - promptEstimate;
+  return left < MIN_COMPLETION_TOKENS ? null : Math.min(maxCompletionTokens, left);
+}
+
+/** The run fails before (or instead of) a step: budgets, input filter, a step that cannot progress. */
+export function failRun(
+  run: RunRecord,
+  reason: RunReason,
+  answer: string,
+  mask: (text: string) => string,
+  at: string,
+  log: LogLine,
+): Transition {
+  return {
+    kind: 'finish',
+    status: 'failed',
+    reason,
+    change: finishRun(run, { status: 'failed', reason, finalAnswer: mask(answer) }, {}, {}, at),
+    log,
+  };
+}
+
+/** Everything a step's outcome depends on, once its decision is known. */
+export interface StepFacts {
+  run: RunRecord;
+  decision: Decision;
+  guard: LoopGuardState;
+  limits: GuardLimits;
+  prices: Record<string, Price>;
+  mask: (text: string) => string;
+  /** What the user is told when the run stops without an answer (the agent's hand-off). */
+  handoff: string;
+  now: number;
+  /** How long the step took so far, its model call included. */
+  durationMs: number;
+}
+
+/** The step's parts that do not depend on its tools. */
+function parts(f: StepFacts) {
+  const { run, decision } = f;
+  const usage = { ...decision.usage, totalTokens: decision.usage.promptTokens + decision.usage.completionTokens };
+  const costUsd = costOf(f.prices, decision.model, decision.usage);
+  // A resumed step was charged when it parked; it must not be charged again.
+  const charged = run.status !== 'pending_approval';
+  const spent: Partial<RunRecord> = charged
+    ? {
+        usage: {
+          promptTokens: run.usage.promptTokens + usage.promptTokens,
+          completionTokens: run.usage.completionTokens + usage.completionTokens,
+          totalTokens: run.usage.totalTokens + usage.totalTokens,
+        },
+        costUsd: run.costUsd + costUsd,
+      }
+    : {};
+  const charge: Charge | undefined = charged ? { model: decision.model, ...decision.usage, costUsd } : undefined;
+  const at = new Date(f.now).toISOString();
+  const toolCalls = decision.toolCalls.map((c) => ({
+    id: c.id,
+    type: 'function' as const,
+    function: { name: c.name, arguments: c.arguments },
+  }));
+  const assistant: ChatMessage = { role: 'assistant', content: decision.content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) };
+  const stepRecord = (records: ToolCallRecord[]): StepRecord => ({
+    schemaVersion: 1,
+    index: run.step,
+    model: decision.model,
+    thought: decision.toolCalls.length ? decision.content : null,
+    toolCalls: records,
+    usage,
+    costUsd,
+    durationMs: Math.round(f.durationMs),
+    finishedAt: at,
+  });
+  const stepFinished = (outcome: string) => runEvent('step.finished', run.id, run.step, { outcome, thought: decision.content, usage });
+  // Events announce results; the trace keeps them whole (storing them twice made a run's Redis footprint grow).
+  const toolEvents = (records: ToolCallRecord[]) =>
+    records.map((r) =>
+      runEvent('tool.result', run.id, run.step, {
+        toolCallId: r.id,
+        name: r.name,
+        arguments: r.arguments,
+        outcome: r.outcome,
+        observation: observationPreview(r.observation),
+      }),
+    );
+  /** A loop breaker ends the run after this step. */
+  const stop = (reason: RunReason, records: ToolCallRecord[]): Transition => ({
+    kind: 'finish',
+    status: 'failed',
+    reason,
+    charge,
+    change: finishRun(
+      run,
+      { status: 'failed', reason, finalAnswer: f.mask(f.handoff) },
+      { ...spent, step: run.step + 1 },
+      { step: stepRecord(records), events: [...toolEvents(records), stepFinished(reason)] },
+      at,
+    ),
+    log: { level: 'warn', msg: 'run stopped by a loop breaker', fields: { reason } },
+  });
+  return { spent, charge, at, assistant, stepRecord, stepFinished, toolEvents, stop };
+}
+
+/** Before any tool runs: an answer ends the run, a looping call stops it; otherwise the tools run (read repeats from `earlier`). */
+export function afterDecision(f: StepFacts): Transition | { kind: 'tools'; earlier: Map<number, EarlierCall> } {
+  const { run, decision } = f;
+  const p = parts(f);
+  if (decision.toolCalls.length === 0) {
+    return {
+      kind: 'finish',
+      status: 'succeeded',
+      reason: 'completed',
+      charge: p.charge,
+      change: finishRun(
+        run,
+        { status: 'succeeded', reason: 'completed', finalAnswer: f.mask(decision.content ?? '') },
+        { ...p.spent, step: run.step + 1 },
+        { step: p.stepRecord([]), messages: [p.assistant], events: [p.stepFinished('answered')] },
+        p.at,
+      ),
+      log: { level: 'info', msg: 'run succeeded' },
+    };
+  }
+  const repeats = checkRepeats(f.guard, decision.toolCalls, f.limits.repeatLimit);
+  const looped = repeats.exhausted;
+  if (looped) {
+    return p.stop(
+      'repeated_call',
+      decision.toolCalls.map((c) => ({
+        id: c.id,
+        name: c.name,
+        arguments: c.arguments,
+        outcome: c === looped ? 'repeated' : 'rejected',
+        observation:
+          c === looped
+            ? `Stopped: ${c.name} was asked for with the same arguments ${f.limits.repeatLimit + 1} times.`
+            : 'Not executed: the run stopped.',
+        durationMs: 0,
+      })),
+    );
+  }
+  return { kind: 'tools', earlier: repeats.earlier };
+}
+
+/** After the tools: park for approvals, stop a failing tool, or go on to the next step. */
+export function afterTools(f: StepFacts, records: ToolCallRecord[], newApprovals: Approval[]): Transition {
+  const { run } = f;
+  const p = parts(f);
+  const waiting = records.filter((r) => r.outcome === 'awaiting_approval');
+  if (waiting.length > 0) {
+    const pendingIds = waiting.map((r) => r.approvalId as string);
+    return {
+      kind: 'park',
+      charge: p.charge,
+      newApprovals,
+      change: parkRun(
+        run,
+        p.spent,
+        pendingIds,
+        {
+          step: p.stepRecord(records),
+          approvals: newApprovals,
+          events: [
+            ...p.toolEvents(records),
+            ...newApprovals.map((a) =>
+              runEvent('approval.requested', a.runId, a.step, { approvalId: a.id, toolName: a.toolName, summary: a.summary, risk: a.risk }),
+            ),
+            p.stepFinished('parked'),
+          ],
+        },
+        p.at,
+      ),
+      log: { level: 'info', msg: 'run parked for approval', fields: { approvals: pendingIds } },
+    };
+  }
+  const guard = advanceGuard(f.guard, run.step, records);
+  if (failingTool(guard, f.limits.toolFailureLimit)) return p.stop('tool_failures', records);
+  return {
+    kind: 'continue',
+    charge: p.charge,
+    change: continueRun(
+      run,
+      { ...p.spent, guard },
+      {
+        step: p.stepRecord(records),
+        messages: [
+          p.assistant,
+          ...records.map(
+            (r): ChatMessage => ({
+              role: 'tool',
+              tool_call_id: r.id,
+              content: toolMessageContent(r.name, r.observation, f.limits.toolResultMaxChars),
+            }),
+          ),
+        ],
+        events: [...p.toolEvents(records), p.stepFinished('continued')],
+      },
+      f.now,
+    ),
+  };
+}

@@ -1,0 +1,31 @@
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { Risk } from '../schemas/approval.js';
+import type { Role } from '../schemas/identity.js';
+import type { McpToolOverride } from './mcp-server-config.js';
+
+export interface McpGovernance {
+  kind: 'read' | 'write';
+  /** Every write is approved by a person; `null` for reads. */
+  approval: { risk: Risk; requiredRole: Role } | null;
+  honoursIdempotencyKey: boolean;
+}
+
+/**
+ * How Rein governs an MCP tool: from the server's annotations, which are hints from a
+ * party we do not control, so they only ever pick among safe defaults — anything not
+ * marked read-only is a write behind an approval (destructive → critical, decided by a
+ * supervisor), and a cut-off call is re-sent only when the server says the tool is
+ * idempotent and the app vouches for it. The app's override has the last word.
+ */
+export function mcpGovernance(annotations: ToolAnnotations | undefined, override: McpToolOverride = {}): McpGovernance {
+  const kind = override.kind ?? (annotations?.readOnlyHint === true ? 'read' : 'write');
+  if (kind === 'read') return { kind, approval: null, honoursIdempotencyKey: true };
+  // The spec's default for destructiveHint is true: only an explicit false lowers the risk.
+  const risk = override.approval?.risk ?? (annotations?.destructiveHint === false ? 'high' : 'critical');
+  const requiredRole = override.approval?.requiredRole ?? (risk === 'critical' ? 'supervisor' : 'user');
+  return {
+    kind,
+    approval: { risk, requiredRole },
+    honoursIdempotencyKey: annotations?.idempotentHint === true && override.idempotent === true,
+  };
+}

@@ -1,0 +1,43 @@
+import { estimatePromptTokens } from '../budgets/token-estimator.js';
+import type { ChatMessage } from '../schemas/message.js';
+import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
+import type { RunStore } from '../store/run-store.js';
+
+export interface SessionSettings {
+  /** The most tokens earlier turns may take in a new run's prompt; older turns go first. */
+  windowTokens: number;
+  /** Carry the earlier runs' tool calls and results too, not only inputs and answers. */
+  toolTraffic: boolean;
+  /** Which tokenizer counts the window: the same estimate budgets use. */
+  model: string;
+}
+
+/** One earlier run as conversation: its input and answer, or its whole exchange with tool traffic. */
+async function turnOf(store: RunStore, run: RunRecord, toolTraffic: boolean): Promise<ChatMessage[]> {
+  if (toolTraffic) return (await store.messages(run.id)).slice(run.historyMessages ?? 0);
+  const answer: ChatMessage[] = run.finalAnswer !== undefined ? [{ role: 'assistant', content: run.finalAnswer }] : [];
+  return [{ role: 'user', content: run.input }, ...answer];
+}
+
+/**
+ * The conversation a new run of a session starts with: the session's finished runs,
+ * oldest first, keeping the newest turns that fit the token window (a turn is kept
+ * whole or dropped whole, so a tool call never loses its result).
+ */
+export async function sessionHistory(
+  store: RunStore,
+  session: { tenantId: string; userId: string; sessionId: string },
+  settings: SessionSettings,
+): Promise<ChatMessage[]> {
+  const ids = await store.sessionRunIds(session.tenantId, session.userId, session.sessionId);
+  const runs = (await store.getMany(ids)).filter((r): r is RunRecord => r !== null && TERMINAL_STATUSES.includes(r.status));
+  const turns = await Promise.all(runs.map((r) => turnOf(store, r, settings.toolTraffic)));
+  const kept: ChatMessage[][] = [];
+  let tokens = 0;
+  for (const turn of turns.reverse()) {
+    tokens += estimatePromptTokens(settings.model, turn, []);
+    if (tokens > settings.windowTokens) break;
+    kept.unshift(turn);
+  }
+  return kept.flat();
+}

@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import { type ConnectionOptions, type JobsOptions, Queue } from 'bullmq';
+import { z } from 'zod';
+import { WEBHOOK_QUEUE_PREFIX } from '../keys.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import type { RunRecord } from '../schemas/run.js';
+import { type WebhookEventType, webhookEventTypeSchema } from '../schemas/webhook.js';
+import type { ApprovalFeedEvent } from '../store/approval-feed.js';
+import type { WebhookStore } from './webhook-store.js';
+
+export const WEBHOOK_QUEUE = 'rein-webhooks';
+
+/** One delivery of one event to one webhook; every retry reuses `messageId` (the `webhook-id` header). */
+export const deliveryJobSchema = z.object({
+  webhookId: z.string().min(1),
+  tenantId: z.string().min(1),
+  messageId: z.string().min(1),
+  type: webhookEventTypeSchema,
+  timestamp: z.string(),
+  data: z.record(z.string(), z.unknown()),
+});
+export type DeliveryJob = z.infer<typeof deliveryJobSchema>;
+
+/** Retry delays grow fourfold from `baseMs` up to 4 h: with the 5 s default, 13 attempts span over 24 h. */
+export const WEBHOOK_ATTEMPTS = 13;
+const MAX_RETRY_DELAY_MS = 4 * 3600_000;
+export const webhookRetryDelayMs = (attemptsMade: number, baseMs: number) =>
+  Math.min(MAX_RETRY_DELAY_MS, baseMs * 4 ** Math.max(0, attemptsMade - 1));
+
+export const deliveryJobOptions: JobsOptions = {
+  attempts: WEBHOOK_ATTEMPTS,
+  backoff: { type: 'webhook' },
+  removeOnComplete: { age: 24 * 3600, count: 10_000 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+};
+
+/** The same event for the same webhook always gets the same id: emitting it twice enqueues it once. */
+const messageIdOf = (webhookId: string, type: WebhookEventType, key: string) =>
+  createHash('sha256').update(`${webhookId}\n${type}\n${key}`).digest('hex').slice(0, 32);
+
+/**
+ * Turns a tenant's events into delivery jobs for its subscribed webhooks.
+ *
+ * It is called where the events are already published — the approval feed (approval
+ * and effect events) and the run store's terminal commit (run.finished) — so it costs
+ * one HVALS per event, i.e. per approval and per finished run, never per step. Emitting
+ * happens after the commit: a crash in between loses that delivery (at-most-once at
+ * the edge, at-least-once from the queue on); a dropped emit is logged, never thrown
+ * into the engine, whose commit already stands.
+ */
+export class WebhookDispatcher {
+  readonly queue: Queue;
+
+  constructor(
+    connection: ConnectionOptions,
+    private readonly hooks: WebhookStore,
+    private readonly metrics: Metrics,
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.queue = new Queue(WEBHOOK_QUEUE, { connection, prefix: WEBHOOK_QUEUE_PREFIX });
+  }
+
+  /** Enqueues `data` for every webhook of the tenant subscribed to `type`; `key` identifies the event. */
+  async emit(tenantId: string, type: WebhookEventType, key: string, data: Record<string, unknown>): Promise<void> {
+    try {
+      const hooks = (await this.hooks.all(tenantId)).filter((h) => h.events.includes(type));
+      const timestamp = new Date(this.now()).toISOString();
+      for (const hook of hooks) {
+        const id = messageIdOf(hook.id, type, key);
+        const job = deliveryJobSchema.parse({ webhookId: hook.id, tenantId, messageId: `msg_${id}`, type, timestamp, data });
+        await this.queue.add('deliver', job, { ...deliveryJobOptions, jobId: `wh-${id}` });
+      }
+    } catch (err) {
+      this.metrics.webhookDeliveries.inc({ outcome: 'not_enqueued' });
+      this.logger.error({ err: (err as Error).message, tenantId, type }, 'could not enqueue webhook deliveries');
+    }
+  }
+
+  /** For the approval feed: what approvers are told, webhooks are told too. */
+  readonly onFeedEvent = async (tenantId: string, e: ApprovalFeedEvent): Promise<void> => {
+    const { type, ...data } = e;
+    const key = e.type === 'effect.uncertain' ? `${e.runId}:${e.toolCallId}` : `${e.approvalId}:${e.status}`;
+    return this.emit(tenantId, type, key, data);
+  };
+
+  /** For the run store: once per run, after the commit that ended it. */
+  readonly onRunFinished = async (run: RunRecord): Promise<void> =>
+    this.emit(run.tenantId, 'run.finished', run.id, {
+      runId: run.id,
+      status: run.status,
+      reason: run.reason ?? null,
+      agent: run.agent,
+      userId: run.userId,
+      ...(run.sessionId ? { sessionId: run.sessionId } : {}),
+      finalAnswer: run.finalAnswer ?? null,
+      usage: run.usage,
+      at: run.updatedAt,
+    });
+
+  close() {
+    return this.queue.close();
+  }
+}

@@ -1,0 +1,122 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineAgent } from '../src/agents/agent-profile.js';
+import { defineApp } from '../src/app/define-app.js';
+import { loadApp } from '../src/app/load-app.js';
+import { createRegistry } from '../src/app/registry.js';
+import { ConfigError, ToolError } from '../src/errors.js';
+import { defineTool } from '../src/tools/tool.js';
+
+const echo = defineTool({
+  name: 'echo',
+  description: 'Says it back.',
+  kind: 'read',
+  parameters: z.object({ text: z.string() }),
+  execute: ({ text }) => text,
+});
+const agent = (tools: string[], name = 'helper') => defineAgent({ name, instructions: 'Help.', tools });
+const services = { redis: {} as Redis };
+
+describe('defineTool', () => {
+  it('fills the defaults: no approval, not idempotent, an approver decides when a policy names no role', () => {
+    const gated = defineTool({
+      name: 'gated',
+      description: 'Needs a yes.',
+      kind: 'write',
+      parameters: z.object({ n: z.number() }),
+      approval: ({ n }) => (n > 1 ? { risk: 'critical', summary: `n=${n}` } : null),
+      execute: () => null,
+    });
+    const ctx = { tenantId: 't', userId: 'u', roles: ['user' as const], runId: 'r', step: 0, toolCallId: 'c', idempotencyKey: 'k' };
+    expect(echo.approval({ text: 'x' }, ctx)).toBeNull();
+    expect(echo.honoursIdempotencyKey).toBe(false);
+    expect(gated.approval({ n: 2 }, ctx)).toEqual({ risk: 'critical', summary: 'n=2', requiredRole: 'approver' });
+    expect(gated.approval({ n: 1 }, ctx)).toBeNull();
+  });
+
+  it.each([
+    [{ name: 'has space' }, /tool "has space": a tool name/],
+    [{ parameters: z.string() }, /tool "t": parameters must be a z.object/],
+    [{ parameters: 'nope' }, /tool "t": parameters must be a zod schema/],
+    [{ allowedRoles: ['root'] }, /tool "t": unknown role "root"/],
+    [{ description: ' ' }, /tool "t": description is required/],
+  ])('refuses a bad definition, naming the tool (%o)', (bad, message) => {
+    const def = { name: 't', description: 'd', kind: 'read', parameters: z.object({}), execute: () => null, ...bad };
+    expect(() => defineTool(def as Parameters<typeof defineTool>[0])).toThrow(message);
+  });
+});
+
+describe('defineAgent', () => {
+  it('turns model and fallbacks into the ordered model list, and fills the limits', () => {
+    const a = defineAgent({ name: 'a', instructions: 'i', tools: [], model: 'm1', fallbackModels: ['m2'], limits: { maxSteps: 3 } });
+    expect(a.models).toEqual(['m1', 'm2']);
+    expect(a.limits).toMatchObject({ maxSteps: 3, maxTokens: 50_000 });
+    expect(defineAgent({ name: 'b', instructions: 'i', tools: [] }).models).toBeUndefined();
+  });
+  it('refuses a bad definition, naming the agent', () => {
+    expect(() => defineAgent({ name: 'Bad Name', instructions: 'i', tools: [] })).toThrow(/agent "Bad Name": name/);
+    expect(() => defineAgent({ name: 'a', instructions: 'i', tools: ['x', 'x'] })).toThrow(/agent "a": tool "x" is listed twice/);
+  });
+});
+
+describe('defineApp and the registry', () => {
+  it('refuses unknown tools, duplicate names and an unknown default agent, naming them', () => {
+    expect(() => defineApp({ agents: [agent(['echo', 'ghost'])], tools: [echo] })).toThrow(/agent "helper" names tool "ghost"/);
+    expect(() => defineApp({ agents: [agent(['echo'])], tools: [echo, echo] })).toThrow(/tool "echo" is defined twice/);
+    expect(() => defineApp({ agents: [agent([]), agent([])], tools: [] })).toThrow(/agent "helper" is defined twice/);
+    expect(() => defineApp({ agents: [agent([])], tools: [], defaultAgent: 'other' })).toThrow(/defaultAgent "other"/);
+    expect(() => defineApp({ agents: [agent([])], tools: [], guards: { input: { rules: [] } as never } })).toThrow(ConfigError);
+  });
+
+  it('checks a tool factory when the registry builds it, as every service does at start', () => {
+    const app = defineApp({ agents: [agent(['echo', 'ghost'])], tools: () => [echo] });
+    expect(() => createRegistry(app, services)).toThrow(/agent "helper" names tool "ghost"/);
+  });
+
+  it('gives only the app’s agents; another is unknown_agent; the hand-off is the agent’s, then the app’s', () => {
+    const own = defineAgent({ name: 'own', instructions: 'i', tools: [], handoffAnswer: 'Ask Sam.' });
+    const { agents, tools } = createRegistry(
+      defineApp({ agents: [agent(['echo']), own], tools: [echo], handoffAnswer: 'Ask the desk.' }),
+      services,
+    );
+    expect(agents.defaultAgent).toBe('helper');
+    expect([...tools.keys()]).toEqual(['echo']);
+    expect(() => agents.get('order-assistant')).toThrow(expect.objectContaining({ code: 'unknown_agent', status: 400 }));
+    expect(agents.handoffAnswer('helper')).toBe('Ask the desk.');
+    expect(agents.handoffAnswer('own')).toBe('Ask Sam.');
+  });
+});
+
+describe('loadApp', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rein-app-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const core = new URL('../src/index.ts', import.meta.url).href;
+
+  it('imports a relative file path from the working directory; its default export is the app', async () => {
+    writeFileSync(
+      join(dir, 'app.mjs'),
+      `import { defineApp, defineAgent } from '${core}';\nexport default defineApp({ agents: [defineAgent({ name: 'x', instructions: 'i', tools: [] })], tools: [] });\n`,
+    );
+    const app = await loadApp('./app.mjs', dir);
+    expect(app.agents.map((a) => a.name)).toEqual(['x']);
+  });
+
+  it('says what is wrong with REIN_APP: not an app, not found', async () => {
+    writeFileSync(join(dir, 'not-app.mjs'), 'export default { agents: [] };\n');
+    await expect(loadApp('./not-app.mjs', dir)).rejects.toThrow(/REIN_APP=.\/not-app.mjs: its default export is not a defineApp/);
+    await expect(loadApp('./missing.mjs', dir)).rejects.toThrow(/REIN_APP=.\/missing.mjs: cannot load it/);
+    await expect(loadApp('@nobody/no-such-app', dir)).rejects.toThrow(/REIN_APP=@nobody\/no-such-app: no such package/);
+  });
+});
+
+describe('ToolError', () => {
+  it('carries a stable code and whether a retry can help', () => {
+    const err = new ToolError('rate_limited', 'slow down', { retryable: true });
+    expect(err).toMatchObject({ name: 'ToolError', code: 'rate_limited', retryable: true, message: 'slow down' });
+    expect(new ToolError('gone', 'no').retryable).toBe(false);
+  });
+});

@@ -1,0 +1,135 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runKeys } from '../src/keys.js';
+import { chatCompletionBody, createOpenAICompletion, type ModelGateway } from '../src/model/model-gateway.js';
+import type { Snapshot } from '../src/schemas/run.js';
+import { createFakeModel, toolCall } from '../src/testing/index.js';
+import { harnessPerTest } from './harness.js';
+
+const use = harnessPerTest();
+
+/** An OpenAI-compatible endpoint that keeps every request body exactly as it arrived. */
+async function recordingEndpoint(reply: (call: number) => object): Promise<{ url: string; bodies: string[]; server: Server }> {
+  const bodies: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      bodies.push(Buffer.concat(chunks).toString('utf8'));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(reply(bodies.length - 1)));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, bodies, server };
+}
+
+const completion = (message: object) => ({
+  id: 'cmpl',
+  object: 'chat.completion',
+  model: 'fake-model',
+  choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', ...message } }],
+  usage: { prompt_tokens: 50, completion_tokens: 5 },
+});
+const calling = (id: string, name: string, args: object) => ({
+  content: null,
+  tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
+});
+
+let server: Server | undefined;
+afterEach(() => {
+  server?.close();
+  server = undefined;
+});
+
+describe('decision snapshots', () => {
+  it('rebuild, byte for byte, the request body the model endpoint received at every step', async () => {
+    const script = [
+      completion(calling('c1', 'query_order', { orderNo: '2024001' })),
+      completion(calling('c2', 'search_policy', { query: '超时发货 赔偿' })),
+      completion({ content: '订单超期 14 天，可补偿 5%。' }),
+    ];
+    const endpoint = await recordingEndpoint((call) => script[call] as object);
+    server = endpoint.server;
+    const complete = createOpenAICompletion({ baseURL: endpoint.url, apiKey: 'test' });
+    const model: ModelGateway = { complete: (request) => complete('fake-model', request) };
+    const t = use(model);
+    const id = await t.submit('订单 2024001 还没发货，怎么办？');
+    await t.drain();
+    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', step: 3 });
+
+    const snapshots = await t.journal.snapshots(id);
+    expect(snapshots.map((s) => s.step)).toEqual([0, 1, 2]);
+    expect(endpoint.bodies).toHaveLength(3);
+    snapshots.forEach((s, i) => {
+      const rebuilt = chatCompletionBody(s.request.model, {
+        messages: s.request.messages as never,
+        tools: (s.request.toolSpecs ?? []) as never,
+        maxTokens: s.request.maxTokens,
+      });
+      expect(JSON.stringify(rebuilt)).toBe(endpoint.bodies[i]);
+      expect(s.reply).toEqual(script[i]);
+    });
+  });
+
+  it("store a step's history as a range of the run's log, so no snapshot repeats an earlier message", async () => {
+    const input = 'order 2024001 has not shipped';
+    const t = use(
+      createFakeModel([
+        { toolCalls: [toolCall('c1', 'query_order', { orderNo: '2024001' })] },
+        { toolCalls: [toolCall('c2', 'search_policy', { query: 'late shipment' })] },
+        { content: 'done' },
+      ]),
+    );
+    const id = await t.submit(input);
+    await t.drain();
+    const snapshots = await t.journal.snapshots(id);
+    const first = (snapshots[0] as Snapshot).request;
+    const system = String((first.messages[0] as { content: unknown }).content);
+    const description = String((first.toolSpecs as Array<{ function: { description: string } }>)[0]?.function.description);
+    const stored = await t.redis.hvals(runKeys(id).snapshots);
+    expect(stored).toHaveLength(3);
+    for (const record of stored) {
+      expect(record).not.toContain(input); // the user's message lives in the log only
+      expect(record).not.toContain(system); // the system prompt and tool list are content-addressed
+      expect(record).not.toContain(description);
+    }
+    expect(Object.keys(await t.redis.hgetall(runKeys(id).blobs))).toHaveLength(3); // system prompt, tool names, tool specs: once per run
+    const second = snapshots[1];
+    expect(second?.request.messages).toHaveLength(4); // system, user, assistant call, tool result
+    expect(second?.request.tools).toContain('query_order');
+  });
+
+  it('keep messages the log does not hold as they were sent', async () => {
+    const t = use(createFakeModel([{ content: 'answer' }]));
+    const id = await t.submit('hello');
+    await t.drain();
+    const [logged] = await t.store.messages(id);
+    const messages = [{ role: 'system', content: 'be brief' }, logged, { role: 'user', content: 'a reminder the log never saw', extra: 1 }];
+    await t.journal.snapshot(id, {
+      schemaVersion: 1,
+      step: 7,
+      at: new Date().toISOString(),
+      request: { model: 'm', messages, tools: ['query_order'], maxTokens: 10, timeoutMs: 1000 },
+      reply: { content: 'ok' },
+    });
+    const snapshot = (await t.journal.snapshots(id)).find((s) => s.step === 7);
+    expect(JSON.stringify(snapshot?.request.messages)).toBe(JSON.stringify(messages));
+    expect(snapshot?.request).not.toHaveProperty('toolSpecs');
+  });
+
+  it('still read snapshots stored whole by schema version 1', async () => {
+    const t = use(createFakeModel([{ content: 'answer' }]));
+    const id = await t.submit('hello');
+    const legacy = {
+      schemaVersion: 1,
+      step: 0,
+      at: new Date().toISOString(),
+      request: { model: 'm', messages: [{ role: 'user', content: 'hello' }], tools: ['query_order'], maxTokens: 5, timeoutMs: 1000 },
+      reply: { id: 'x' },
+    };
+    await t.redis.hset(runKeys(id).snapshots, '0', JSON.stringify(legacy));
+    expect(await t.journal.snapshots(id)).toEqual([legacy]);
+  });
+});

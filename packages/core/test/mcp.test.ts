@@ -1,0 +1,135 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import { defineAgent } from '../src/agents/agent-profile.js';
+import { defineApp } from '../src/app/define-app.js';
+import { ConfigError, McpToolError } from '../src/errors.js';
+import { mcpGovernance } from '../src/mcp/mcp-governance.js';
+import { mcpObservation } from '../src/mcp/mcp-result.js';
+import { mcpServersSchema } from '../src/mcp/mcp-server-config.js';
+import { mcpToolName } from '../src/mcp/mcp-tool-name.js';
+
+describe('MCP governance from annotations', () => {
+  it('makes a read-only tool a read that may be re-run', () => {
+    expect(mcpGovernance({ readOnlyHint: true })).toEqual({ kind: 'read', approval: null, honoursIdempotencyKey: true });
+  });
+
+  it('puts a destructive tool behind a critical approval a supervisor decides', () => {
+    expect(mcpGovernance({ readOnlyHint: false, destructiveHint: true })).toEqual({
+      kind: 'write',
+      approval: { risk: 'critical', requiredRole: 'supervisor' },
+      honoursIdempotencyKey: false,
+    });
+  });
+
+  it('puts a non-destructive write behind a high approval the user may give', () => {
+    expect(mcpGovernance({ destructiveHint: false }).approval).toEqual({ risk: 'high', requiredRole: 'user' });
+  });
+
+  it('treats a tool without annotations as destructive (the protocol default)', () => {
+    expect(mcpGovernance(undefined).approval).toEqual({ risk: 'critical', requiredRole: 'supervisor' });
+  });
+
+  it('re-runs a cut-off write only with the idempotent hint and the app opting in', () => {
+    expect(mcpGovernance({ idempotentHint: true }).honoursIdempotencyKey).toBe(false);
+    expect(mcpGovernance({}, { idempotent: true }).honoursIdempotencyKey).toBe(false);
+    expect(mcpGovernance({ idempotentHint: true }, { idempotent: true }).honoursIdempotencyKey).toBe(true);
+  });
+
+  it('lets the app override kind, risk and role', () => {
+    expect(mcpGovernance({ readOnlyHint: true }, { kind: 'write' }).approval).toEqual({ risk: 'critical', requiredRole: 'supervisor' });
+    expect(mcpGovernance({ destructiveHint: true }, { kind: 'read' }).kind).toBe('read');
+    expect(mcpGovernance({ destructiveHint: true }, { approval: { risk: 'high' } }).approval).toEqual({
+      risk: 'high',
+      requiredRole: 'user',
+    });
+    expect(mcpGovernance({ destructiveHint: false }, { approval: { requiredRole: 'admin' } }).approval).toEqual({
+      risk: 'high',
+      requiredRole: 'admin',
+    });
+  });
+});
+
+describe('MCP tool names', () => {
+  it('prefixes the server and keeps to the model API characters', () => {
+    expect(mcpToolName('files', 'read_file')).toBe('files__read_file');
+    expect(mcpToolName('files', 'dir.list all')).toBe('files__dir_list_all');
+  });
+
+  it('cuts long names to 64 characters, keeping distinct names distinct', () => {
+    const a = mcpToolName('server', `${'x'.repeat(80)}a`);
+    const b = mcpToolName('server', `${'x'.repeat(80)}b`);
+    expect(a).toMatch(/^[a-zA-Z0-9_-]{64}$/);
+    expect(b).toHaveLength(64);
+    expect(a).not.toBe(b);
+  });
+});
+
+describe('MCP results as observations', () => {
+  it('joins content blocks, summarising binary ones without their bytes', () => {
+    const result: CallToolResult = {
+      content: [
+        { type: 'text', text: 'two files' },
+        { type: 'image', data: 'aGVsbG8=', mimeType: 'image/png' },
+        { type: 'resource', resource: { uri: 'file:///a.txt', text: 'alpha' } },
+        { type: 'resource', resource: { uri: 'file:///b.bin', blob: 'AAAA', mimeType: 'application/octet-stream' } },
+        { type: 'resource_link', uri: 'file:///c.txt', name: 'c' },
+      ],
+    };
+    expect(mcpObservation(result)).toBe(
+      'two files\n[image image/png, 6 bytes]\n[resource file:///a.txt]\nalpha\n[resource file:///b.bin application/octet-stream, binary]\n[resource link file:///c.txt (c)]',
+    );
+  });
+
+  it('prefers structured content', () => {
+    expect(mcpObservation({ content: [{ type: 'text', text: '{"n":1}' }], structuredContent: { n: 1 } })).toEqual({ n: 1 });
+  });
+
+  it('turns isError into a tool error carrying the server text', () => {
+    expect(() => mcpObservation({ content: [{ type: 'text', text: 'disk full' }], isError: true })).toThrow(McpToolError);
+    expect(() => mcpObservation({ content: [{ type: 'text', text: 'disk full' }], isError: true })).toThrow('disk full');
+  });
+});
+
+describe('MCP server declarations', () => {
+  it('accepts stdio and Streamable HTTP servers with their options', () => {
+    const parsed = mcpServersSchema.parse({
+      files: {
+        command: 'npx',
+        args: ['server'],
+        env: { A: '1' },
+        cwd: '/tmp',
+        optional: true,
+        tools: { write_file: { idempotent: true } },
+      },
+      crm: { url: 'https://crm.example/mcp', headers: { authorization: 'Bearer x' }, timeoutMs: 5000 },
+    });
+    expect(Object.keys(parsed)).toEqual(['files', 'crm']);
+  });
+
+  it('refuses names that would make ambiguous tool names, and unknown options', () => {
+    expect(mcpServersSchema.safeParse({ a__b: { command: 'x' } }).success).toBe(false);
+    expect(mcpServersSchema.safeParse({ 'a.b': { command: 'x' } }).success).toBe(false);
+    expect(mcpServersSchema.safeParse({ a: { command: 'x', optinal: true } }).success).toBe(false);
+    expect(mcpServersSchema.safeParse({ a: { url: 'ftp://x' } }).success).toBe(false);
+    expect(mcpServersSchema.safeParse({ a: { command: 'x', tools: { t: { approval: { risk: 'low' } } } } }).success).toBe(false);
+  });
+});
+
+describe('MCP servers in defineApp', () => {
+  const clerk = defineAgent({ name: 'clerk', instructions: 'File notes.', tools: ['files__write_file'] });
+
+  it('lets agents name a declared server tools before the server has listed them', () => {
+    const app = defineApp({ agents: [clerk], tools: [], mcpServers: { files: { command: 'mcp-files', args: ['/tmp'] } } });
+    expect(app.mcpServers).toEqual({ files: { command: 'mcp-files', args: ['/tmp'] } });
+  });
+
+  it('still refuses a tool of an undeclared server', () => {
+    expect(() => defineApp({ agents: [clerk], tools: [] })).toThrow('names tool "files__write_file", which the app does not define');
+  });
+
+  it('refuses a bad declaration, naming it', () => {
+    const bad = () => defineApp({ agents: [clerk], tools: [], mcpServers: { files: { url: 'not a url' } } as never });
+    expect(bad).toThrow(ConfigError);
+    expect(bad).toThrow('mcpServers');
+  });
+});

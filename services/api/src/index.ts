@@ -1,0 +1,2 @@
+export { createApiApp } from './app.js';
+export { startApi } from './start-api.js';

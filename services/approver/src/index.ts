@@ -1,0 +1,2 @@
+export { createApproverApp } from './app.js';
+export { startApprover } from './start-approver.js';

@@ -1,0 +1,41 @@
+import { type ModelGateway, ModelRejectedError, ModelReplyInvalidError } from '@rein/core';
+import { describe, expect, it } from 'vitest';
+import { workerPerTest } from './worker-harness.js';
+
+const start = workerPerTest();
+
+/** A model that fails every call with `make()`, counting the calls. */
+const failing = (make: () => Error): ModelGateway & { calls: number } => {
+  const model = {
+    calls: 0,
+    async complete(): Promise<never> {
+      model.calls++;
+      throw make();
+    },
+  };
+  return model;
+};
+
+describe('a step that fails for good ends its run with a reason taken from the error type', () => {
+  it('ends the run model_unavailable at once when the model rejects the request (not retryable)', async () => {
+    const model = failing(() => new ModelRejectedError('model m rejected the request (400): bad tool schema'));
+    const f = await start({ model });
+    const run = await f.finished(await f.submit('hello'));
+    expect(run).toMatchObject({ status: 'failed', reason: 'model_unavailable' });
+    expect(model.calls).toBe(1); // not retried
+  });
+
+  it('ends the run model_reply_invalid once a retryable invalid reply has used up the attempts', async () => {
+    const model = failing(() => new ModelReplyInvalidError('no choices in the reply'));
+    const f = await start({ model });
+    const run = await f.finished(await f.submit('hello'));
+    expect(run).toMatchObject({ status: 'failed', reason: 'model_reply_invalid' });
+    expect(model.calls).toBe(2); // REIN_STEP_ATTEMPTS=2 in the harness
+  });
+
+  it('never reads a reason out of an error message: an untyped error is internal_error whatever it says', async () => {
+    const f = await start({ model: failing(() => new Error('model_unavailable: not really')) });
+    const run = await f.finished(await f.submit('hello'));
+    expect(run).toMatchObject({ status: 'failed', reason: 'internal_error' });
+  });
+});

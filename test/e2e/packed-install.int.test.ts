@@ -1,0 +1,251 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { freePort, startTestRedis, type TestRedis, waitForPort } from '@rein/core/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * A user's view of Rein: the packages as `npm pack` makes them, installed into a fresh
+ * project outside the repository, an app written there with defineApp / defineAgent /
+ * defineTool, and the stock services (`rein api|worker|approver` from the installed
+ * bin, plus the scripted model) running it through an approval.
+ */
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+// The cli brings the order-assistant example: the app the services run when REIN_APP is not set.
+const PACKAGES = [
+  'packages/core',
+  'packages/scripted-model',
+  'services/api',
+  'services/worker',
+  'services/approver',
+  'examples/order-assistant',
+  'packages/cli',
+];
+const run = promisify(execFile);
+
+const USER = { key: 'packed-user-key-ada', tenantId: 'packed', userId: 'ada', roles: ['user'] };
+const APPROVER = { key: 'packed-approver-key-bob', tenantId: 'packed', userId: 'bob', roles: ['approver'] };
+
+const APP = `import { appendFileSync } from 'node:fs';
+import { defineAgent, defineApp, defineTool } from '@rein/core';
+import { z } from 'zod';
+
+const lookup = defineTool({
+  name: 'lookup_contact',
+  description: 'Find a contact by name.',
+  kind: 'read',
+  parameters: z.object({ name: z.string().min(1) }),
+  execute: ({ name }) => ({ name, email: name.toLowerCase() + '@example.com' }),
+});
+
+const invite = defineTool({
+  name: 'send_invite',
+  description: 'Send an invitation (a person approves it first).',
+  kind: 'write',
+  parameters: z.object({ name: z.string().min(1) }),
+  // requiredRole 'user': the requester may confirm their own invitation as proposed (rein run --approve does).
+  approval: ({ name }) => ({ risk: 'high', summary: 'Invite ' + name, requiredRole: 'user' }),
+  honoursIdempotencyKey: true,
+  execute: ({ name }, ctx) => {
+    appendFileSync(new URL('./effects.log', import.meta.url), JSON.stringify({ name, key: ctx.idempotencyKey, by: ctx.userId }) + '\\n');
+    return { invited: name };
+  },
+});
+
+export default defineApp({
+  agents: [defineAgent({ name: 'inviter', instructions: 'Look the contact up, then invite them.', tools: ['lookup_contact', 'send_invite'] })],
+  tools: [lookup, invite],
+});
+`;
+
+const BROKEN_APP = `import { defineAgent, defineApp } from '@rein/core';
+export default defineApp({ agents: [defineAgent({ name: 'lost', instructions: 'x', tools: ['no_such_tool'] })], tools: [] });
+`;
+
+let work: string;
+let project: string;
+let redis: TestRedis;
+const procs: ChildProcess[] = [];
+const logs: string[] = [];
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'rein-packed-'));
+  project = join(work, 'project');
+  const tarballs = join(work, 'tarballs');
+  mkdirSync(tarballs, { recursive: true });
+  mkdirSync(project, { recursive: true });
+  const packed: Record<string, { filename: string; files: Array<{ path: string }> }> = {};
+  for (const dir of PACKAGES) {
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', tarballs], { cwd: join(root, dir) });
+    const [info] = JSON.parse(stdout) as Array<{ name: string; filename: string; files: Array<{ path: string }> }>;
+    if (!info) throw new Error(`npm pack printed nothing for ${dir}`);
+    packed[info.name] = info;
+  }
+  packedFiles = Object.fromEntries(Object.entries(packed).map(([name, info]) => [name, info.files.map((f) => f.path)]));
+  const dependencies = Object.fromEntries(
+    Object.entries(packed).map(([name, info]) => [name, `file:${join(tarballs, info.filename.replace(/^.*\//, ''))}`]),
+  );
+  const zod = JSON.parse(readFileSync(join(root, 'packages/core/package.json'), 'utf8')).dependencies.zod as string;
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'my-agents', private: true, type: 'module', dependencies: { ...dependencies, zod } }, null, 2),
+  );
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: project, timeout: 600_000 });
+  writeFileSync(join(project, 'app.mjs'), APP);
+  writeFileSync(join(project, 'broken-app.mjs'), BROKEN_APP);
+  redis = await startTestRedis();
+}, 900_000);
+
+afterAll(async () => {
+  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGTERM');
+  await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once('exit', r)))));
+  await redis?.stop();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+let packedFiles: Record<string, string[]> = {};
+
+function start(name: string, args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, args, { cwd: project, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const keep = (chunk: Buffer) => logs.push(`[${name}] ${chunk.toString().trimEnd()}`);
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  procs.push(child);
+  return child;
+}
+
+describe('a packed install outside the repository', () => {
+  it('ships built code and its package.json, nothing else', () => {
+    for (const [name, files] of Object.entries(packedFiles)) {
+      expect(files, name).toContain('package.json');
+      expect(
+        files.filter((f) => !f.startsWith('dist/') && f !== 'package.json' && f !== 'README.md'),
+        name,
+      ).toEqual([]);
+      expect(
+        files.some((f) => f.endsWith('.d.ts')),
+        name,
+      ).toBe(true);
+    }
+  });
+
+  it("runs the user's own agent on the stock services, through an approval", async () => {
+    const [modelPort, apiPort, approverPort, metricsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+    const env = {
+      REDIS_URL: redis.url,
+      OPENAI_BASE_URL: `http://127.0.0.1:${modelPort}/v1`,
+      REIN_API_KEYS: JSON.stringify([USER, APPROVER]),
+      REIN_APP: './app.mjs',
+      API_PORT: String(apiPort),
+      APPROVER_PORT: String(approverPort),
+      WORKER_METRICS_PORT: String(metricsPort),
+      REIN_BIND_HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    };
+    const rein = join(project, 'node_modules', '@rein', 'cli', 'dist', 'main.js');
+    start('model', [join(project, 'node_modules', '@rein', 'scripted-model', 'dist', 'main.js')], {
+      SCRIPTED_MODEL_PORT: String(modelPort),
+    });
+    start('api', [rein, 'api'], env);
+    start('worker', [rein, 'worker'], env);
+    start('approver', [rein, 'approver'], env);
+    await Promise.all([waitForPort(modelPort, 60_000), waitForPort(apiPort, 60_000), waitForPort(approverPort, 60_000)]);
+
+    const call = async (base: number, method: string, path: string, key: string, body?: unknown) => {
+      const res = await fetch(`http://127.0.0.1:${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const waitFor = async (id: string, done: (run: Record<string, unknown>) => boolean) => {
+      for (let i = 0; i < 600; i++) {
+        const { body } = await call(apiPort, 'GET', `/v1/runs/${id}`, USER.key);
+        if (done(body)) return body;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`run ${id} never got there\n${logs.slice(-20).join('\n')}`);
+    };
+    const effects = () => {
+      try {
+        return readFileSync(join(project, 'effects.log'), 'utf8').trim().split('\n').filter(Boolean);
+      } catch {
+        return [];
+      }
+    };
+
+    const other = await call(apiPort, 'POST', '/v1/runs', USER.key, { input: 'hi', agent: 'order-assistant' });
+    expect(other.status).toBe(400);
+    expect(other.body).toMatchObject({ error: { code: 'unknown_agent' } });
+
+    const submitted = await call(apiPort, 'POST', '/v1/runs', USER.key, { input: 'Please invite "Grace"' });
+    expect(submitted.status).toBe(202);
+    const id = submitted.body.id as string;
+    const parked = await waitFor(id, (r) => r.status === 'pending_approval');
+    expect(parked).toMatchObject({
+      agent: 'inviter',
+      pendingApprovals: [{ toolName: 'send_invite', summary: 'Invite Grace', risk: 'high' }],
+    });
+    expect(effects()).toEqual([]); // nothing happened before approval
+
+    const approvalId = (parked.pendingApprovals as Array<{ id: string }>)[0]?.id as string;
+    const decided = await call(approverPort, 'POST', `/v1/approvals/${approvalId}/approve`, APPROVER.key, { comment: 'ok' });
+    expect(decided.status).toBe(200);
+    const finished = await waitFor(id, (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status as string));
+    expect(finished.status).toBe('succeeded');
+    expect(effects().map((line) => JSON.parse(line))).toEqual([{ name: 'Grace', key: expect.stringContaining(id), by: 'ada' }]);
+
+    // The same through the installed bin: `rein run … --approve` submits, follows and approves as the caller.
+    const { stdout } = await run(process.execPath, [rein, 'run', 'Please invite "Lin"', '--approve'], {
+      cwd: project,
+      env: {
+        ...process.env,
+        REIN_API_URL: `http://127.0.0.1:${apiPort}`,
+        REIN_APPROVER_URL: `http://127.0.0.1:${approverPort}`,
+        REIN_API_KEY: USER.key,
+      },
+      timeout: 120_000,
+    });
+    expect(stdout).toContain('[Approval] high — Invite Lin');
+    expect(stdout).toMatch(/final answer \(succeeded, completed\)/);
+    expect(effects().map((line) => JSON.parse(line).name)).toEqual(['Grace', 'Lin']);
+  });
+
+  it('runs the order-assistant example when REIN_APP is not set (the embedded default)', async () => {
+    const port = await freePort();
+    start('default-api', [join(project, 'node_modules', '@rein', 'cli', 'dist', 'main.js'), 'api'], {
+      REDIS_URL: redis.url,
+      REIN_API_KEYS: JSON.stringify([USER]),
+      API_PORT: String(port),
+      REIN_BIND_HOST: '127.0.0.1',
+    });
+    await waitForPort(port, 60_000);
+    const res = await fetch(`http://127.0.0.1:${port}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${USER.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'Where is order A12345?' }),
+    });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ agent: 'order-assistant' });
+  });
+
+  it('refuses to start an app whose agent names a tool it lacks, naming both', async () => {
+    const child = start('broken-api', [join(project, 'node_modules', '@rein', 'cli', 'dist', 'main.js'), 'api'], {
+      REDIS_URL: redis.url,
+      REIN_API_KEYS: JSON.stringify([USER]),
+      REIN_APP: './broken-app.mjs',
+      API_PORT: String(await freePort()),
+    });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const code = await new Promise((r) => child.once('exit', r));
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/agent "lost" names tool "no_such_tool"/);
+  });
+});

@@ -107,4 +107,30 @@ describe('the reaper', () => {
     expect((await f.finished(id)).status).toBe('succeeded');
     expect(await f.rt.metrics.registry.getSingleMetricAsString('rein_reaper_repairs_total')).toContain('kind="lost_step_job"');
   });
+
+  it('promotes a step job left delayed past its time (a lost promotion) instead of counting it live', async () => {
+    const f = await start({ model: resilientModel(['rein-scripted']) });
+    const [worker] = f.worker.workers;
+    await worker?.pause(true); // nobody fetches, so nobody promotes
+    const queue = f.rt.scheduler.housekeeping; // the only shard here
+    const id = await f.submit('支持 7 天无理由退货吗？');
+    const jobId = `${id}-0`;
+    await (await queue.getJob(jobId))?.remove();
+    await queue.add('step', { runId: id, step: 0 }, { jobId, delay: 3_600_000 });
+    // Its time came a minute ago and no worker promoted it: what a lost marker leaves behind.
+    await (await queue.client).zadd(queue.keys.delayed as string, (Date.now() - 60_000) * 0x1000, jobId);
+    const repaired = await reap({
+      store: f.rt.store,
+      queueOf: () => queue,
+      enqueue: f.rt.enqueue,
+      approvals: f.rt.approvals,
+      metrics: f.rt.metrics,
+      staleMs: 0,
+    });
+    expect(repaired).toBe(1);
+    expect(await (await queue.getJob(jobId))?.getState()).toBe('waiting');
+    expect(await f.rt.metrics.registry.getSingleMetricAsString('rein_reaper_repairs_total')).toContain('kind="stranded_delayed_job"');
+    worker?.resume();
+    expect((await f.finished(id)).status).toBe('succeeded');
+  });
 });

@@ -27,6 +27,8 @@ export const tenantKeys = (tenantId: string) => {
     approvalFeed: `${p}:approval-feed`,
     active: `${p}:active`,
     usage: (day: string) => `${p}:usage:${day}`,
+    /** Per day: run id → the usage (`tokens:costMicros`) already added to that day's usage, for idempotent charges. */
+    charged: (day: string) => `${p}:charged:${day}`,
     /** Per user: the user id is escaped so that no user id and key pair can spell another's. */
     idempotency: (userId: string, key: string) => `${p}:idempotency:${encodeURIComponent(userId)}:${key}`,
     /** Run ids by creation time (ms), one index per filter value: what `GET /v1/runs` pages through. */

@@ -11,6 +11,8 @@ export interface ReaperDeps {
   queueOf: (runId: string) => Queue;
   enqueue: Enqueue;
   approvals: ApprovalService;
+  /** Charges a run's usage to its tenant, idempotently (TenantQuotas.charge). */
+  charge: (run: RunRecord) => Promise<unknown>;
   metrics: Metrics;
   /** A run unchanged for less than this is left alone (its job may simply be running). */
   staleMs: number;
@@ -57,6 +59,9 @@ export async function reap(deps: ReaperDeps): Promise<number> {
   for (const { runId, since } of active) {
     const run = await deps.store.get(runId);
     if (!run || TERMINAL_STATUSES.includes(run.status)) {
+      // Still indexed as active: its last commit's follow-up writes may have died with a
+      // process, its tenant's charge among them. Charging again adds only what is missing.
+      if (run) await deps.charge(run);
       await deps.store.forgetActive(runId);
       continue;
     }

@@ -43,6 +43,7 @@ const scripts = {
   acquireLease: { file: 'acquire-lease-1.lua', keys: 1 },
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
   releaseSession: { file: 'release-session-1.lua', keys: 1 },
+  chargeUsage: { file: 'charge-usage-3.lua', keys: 3 },
 } as const;
 
 export interface ReinScripts {
@@ -52,6 +53,7 @@ export interface ReinScripts {
   acquireLease(leases: string, ...argv: string[]): Promise<number>;
   settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
   releaseSession(active: string, runId: string): Promise<number>;
+  chargeUsage(usage: string, charged: string, chargedBefore: string, ...argv: string[]): Promise<number>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */

@@ -29,8 +29,11 @@ export interface Commit {
   messages?: ChatMessage[];
   approvals?: Approval[];
   events?: RunEvent[];
-  /** Writes in other hash slots (a tenant's usage), sent together with the run's indexes. */
-  alsoAfter?: RedisCommand[];
+  /**
+   * Charges the committed run's usage to its tenant (another slot), before the indexes:
+   * a crash before it leaves the run in the active-runs index, where the reaper charges it.
+   */
+  charge?: (run: RunRecord) => Promise<unknown>;
 }
 
 /** What a step needs from its run, read in one round trip. */
@@ -206,7 +209,8 @@ export class RunStore {
     if (result === CommitResult.Stale) {
       throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
     }
-    await this.afterCommit(c.from, next, c.approvals ?? [], c.alsoAfter ?? []);
+    await c.charge?.(next);
+    await this.afterCommit(c.from, next, c.approvals ?? []);
     if (this.onFinished && TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(c.from.status))
       await this.onFinished(next);
     return next;
@@ -221,9 +225,9 @@ export class RunStore {
    * several slots (a cluster refuses a MULTI across them), each write is idempotent, and
    * a retried commit repeats them.
    */
-  private async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[], alsoAfter: RedisCommand[]): Promise<void> {
+  private async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[]): Promise<void> {
     const t = tenantKeys(next.tenantId);
-    const commands: RedisCommand[] = [...alsoAfter];
+    const commands: RedisCommand[] = [];
     if (approvals.length) commands.push(['zadd', t.approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id])]);
     for (const a of approvals) {
       for (const s of approvalStatusSchema.options) if (s !== a.status) commands.push(['zrem', t.approvalsByStatus(s), a.id]);

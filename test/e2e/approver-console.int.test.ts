@@ -68,4 +68,33 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the approver console bro
     await expect.poll(() => page.locator('#recent').textContent()).toContain('approved');
     await page.close();
   });
+  it('shows a plan step by step; editing one step approves the plan with that edit', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${fleet.approver}/console`);
+    await page.getByLabel('Approver API key').fill(KEYS.approver.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.locator('#who').textContent()).toContain('Signed in as lisi');
+
+    const { body: run } = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, {
+      input: 'Customer complains order 2024001 has not shipped, please handle it',
+      agent: 'order-planner',
+    });
+    const row = page.locator('#pending tr', { hasText: 'Plan of 3 steps' });
+    await row.waitFor({ timeout: 30_000 });
+    await row.getByRole('button', { name: /^Open/ }).click();
+    await expect.poll(() => page.locator('#detail-plan').textContent()).toContain('3. create_ticket');
+    const step3 = page.getByLabel('Arguments of step 3');
+    const edited = JSON.parse(await step3.inputValue());
+    await step3.fill(JSON.stringify({ ...edited, suggestedAction: 'Edited in the console' }));
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => page.locator('#decide-result').textContent()).toContain('Approved');
+
+    await fleet.waitForRun(run.id, (r) => r.status === 'succeeded');
+    const trace = (await fleet.callApi('GET', `/v1/runs/${run.id}/trace`)).body;
+    const ticket = trace.steps
+      .flatMap((s: { toolCalls: Array<{ name: string }> }) => s.toolCalls)
+      .find((c: { name: string }) => c.name === 'create_ticket');
+    expect(ticket).toMatchObject({ outcome: 'ok', planStep: 3, arguments: { suggestedAction: 'Edited in the console' } });
+    await page.close();
+  });
 });

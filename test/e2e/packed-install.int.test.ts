@@ -22,6 +22,7 @@ const PACKAGES = [
   'services/worker',
   'services/approver',
   'examples/order-assistant',
+  'packages/client',
   'packages/cli',
 ];
 const run = promisify(execFile);

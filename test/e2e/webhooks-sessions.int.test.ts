@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifyWebhook } from '@rein/core';
+import { verifyWebhook, type WebhookEventType } from '@rein/client';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
@@ -67,26 +67,23 @@ describe('webhooks through the fleet', () => {
   it('delivers signed events of its own tenant only, retrying a failed delivery under the same webhook-id', async () => {
     const receiver = await startReceiver();
     try {
-      const all = ['run.finished', 'approval.requested', 'approval.decided', 'effect.uncertain'];
-      expect((await fleet.callApi('POST', '/v1/webhooks', KEYS.user.key, { url: `${receiver.url}/e2e`, events: all })).status).toBe(403);
-      expect((await fleet.callApi('POST', '/v1/webhooks', KEYS.admin.key, { url: 'ftp://example.com/x', events: all })).status).toBe(400);
-      const mine = await fleet.callApi('POST', '/v1/webhooks', KEYS.admin.key, { url: `${receiver.url}/e2e`, events: all });
-      expect(mine.status).toBe(201);
-      expect(mine.body).toMatchObject({ url: `${receiver.url}/e2e`, events: all, secret: expect.stringMatching(/^whsec_/) });
-      const theirs = await fleet.callApi('POST', '/v1/webhooks', KEYS.other.key, {
-        url: `${receiver.url}/other`,
-        events: ['run.finished'],
-      });
-      expect(theirs.status).toBe(201);
+      const all: WebhookEventType[] = ['run.finished', 'approval.requested', 'approval.decided', 'effect.uncertain'];
+      const admin = fleet.client(KEYS.admin.key);
+      const other = fleet.client(KEYS.other.key);
+      await expect(fleet.client().webhooks.create({ url: `${receiver.url}/e2e`, events: all })).rejects.toMatchObject({ status: 403 });
+      await expect(admin.webhooks.create({ url: 'ftp://example.com/x', events: all })).rejects.toMatchObject({ status: 400 });
+      const mine = await admin.webhooks.create({ url: `${receiver.url}/e2e`, events: all });
+      expect(mine).toMatchObject({ url: `${receiver.url}/e2e`, events: all, secret: expect.stringMatching(/^whsec_/) });
+      const theirs = await other.webhooks.create({ url: `${receiver.url}/other`, events: ['run.finished'] });
 
       // Tenant e2e: a run that parks for approval, is approved, and succeeds.
-      const run = (await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input: LATE_ORDER })).body.id as string;
+      const run = (await fleet.client().runs.create({ input: LATE_ORDER })).id;
       const parked = await fleet.waitForRun(run, (r) => r.status === 'pending_approval');
-      const approvalId = (parked.pendingApprovals as Array<{ id: string }>)[0]?.id;
-      expect((await fleet.callApprover('POST', `/v1/approvals/${approvalId}/approve`, KEYS.approver.key, {})).status).toBe(200);
+      const approvalId = parked.pendingApprovals[0]?.id ?? '';
+      expect((await fleet.client(KEYS.approver.key).approvals.approve(approvalId)).status).toBe('approved');
       await fleet.waitForRun(run, (r) => r.status === 'succeeded');
       // Tenant elsewhere: a run of its own.
-      const otherRun = (await fleet.callApi('POST', '/v1/runs', KEYS.other.key, { input: 'hello' })).body.id as string;
+      const otherRun = (await other.runs.create({ input: 'hello' })).id;
 
       const bodies = (path: string) => receiver.got.filter((g) => g.path === path);
       const finishedAt = (path: string, runId: string) =>
@@ -96,9 +93,9 @@ describe('webhooks through the fleet', () => {
 
       // Every delivery verifies with its webhook's secret (Standard Webhooks), and only with it.
       for (const g of receiver.got) {
-        const secret = g.path === '/e2e' ? mine.body.secret : theirs.body.secret;
+        const secret = g.path === '/e2e' ? mine.secret : theirs.secret;
         expect(verifyWebhook(secret, g.body, g.headers as Record<string, string>)).toMatchObject({ type: expect.any(String) });
-        const wrong = g.path === '/e2e' ? theirs.body.secret : mine.body.secret;
+        const wrong = g.path === '/e2e' ? theirs.secret : mine.secret;
         expect(() => verifyWebhook(wrong, g.body, g.headers as Record<string, string>)).toThrow();
       }
       // Tenant separation: neither endpoint hears of the other tenant's runs.
@@ -120,22 +117,20 @@ describe('webhooks through the fleet', () => {
       expect(retried[0]?.body).toBe(retried[1]?.body);
 
       // The delivery log, readable by the tenant admin only.
-      const log = await fleet.callApi('GET', `/v1/webhooks/${mine.body.id}/deliveries`, KEYS.admin.key);
-      expect(log.status).toBe(200);
-      const attempts = log.body.attempts as Array<{ messageId: string; attempt: number; outcome: string; status?: number }>;
+      const { attempts } = await admin.webhooks.deliveries(mine.id);
       const ofFailed = attempts.filter((a) => a.messageId === failed?.headers['webhook-id']).reverse();
       expect(ofFailed.map((a) => [a.attempt, a.outcome, a.status])).toEqual([
         [1, 'failed', 500],
         [2, 'delivered', 204],
       ]);
-      expect((await fleet.callApi('GET', `/v1/webhooks/${mine.body.id}/deliveries`, KEYS.other.key)).status).toBe(404);
-      expect((await fleet.callApi('GET', `/v1/webhooks/${mine.body.id}/deliveries`, KEYS.approver.key)).status).toBe(403);
+      await expect(other.webhooks.deliveries(mine.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
+      await expect(fleet.client(KEYS.approver.key).webhooks.deliveries(mine.id)).rejects.toMatchObject({ status: 403, code: 'forbidden' });
 
-      const listed = await fleet.callApi('GET', '/v1/webhooks', KEYS.admin.key);
-      expect(listed.body.webhooks.map((w: { id: string }) => w.id)).toEqual([mine.body.id]);
-      expect(JSON.stringify(listed.body)).not.toContain('whsec_');
-      expect((await fleet.callApi('DELETE', `/v1/webhooks/${mine.body.id}`, KEYS.admin.key)).status).toBe(204);
-      expect((await fleet.callApi('GET', '/v1/webhooks', KEYS.admin.key)).body.webhooks).toEqual([]);
+      const listed = await admin.webhooks.list();
+      expect(listed.map((w) => w.id)).toEqual([mine.id]);
+      expect(JSON.stringify(listed)).not.toContain('whsec_');
+      await admin.webhooks.delete(mine.id);
+      expect(await admin.webhooks.list()).toEqual([]);
     } finally {
       receiver.close();
     }
@@ -144,28 +139,33 @@ describe('webhooks through the fleet', () => {
 
 describe('sessions through the fleet', () => {
   it("starts a session's second run with the first one's conversation; one active run per session", async () => {
-    const first = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input: 'What is your return policy?', sessionId: 'chat-1' });
-    expect(first.status).toBe(202);
-    await fleet.waitForRun(first.body.id, (r) => r.status === 'succeeded');
+    const user = fleet.client(KEYS.user.key);
+    const first = await user.runs.create({ input: 'What is your return policy?', sessionId: 'chat-1' });
+    expect(first.status).toBe('queued');
+    expect((await user.runs.wait(first.id)).status).toBe('succeeded');
 
-    const second = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input: 'What did I ask before?', sessionId: 'chat-1' });
-    const answered = await fleet.waitForRun(second.body.id, (r) => r.status === 'succeeded');
+    const second = await user.runs.create({ input: 'What did I ask before?', sessionId: 'chat-1' });
+    const answered = await user.runs.wait(second.id);
+    expect(answered.status).toBe('succeeded');
     expect(answered.finalAnswer).toContain('Earlier you asked: "What is your return policy?"');
 
     // A run that parks keeps the session busy.
-    const third = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input: LATE_ORDER, sessionId: 'chat-1' });
-    await fleet.waitForRun(third.body.id, (r) => r.status === 'pending_approval');
-    const busy = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input: 'anything else?', sessionId: 'chat-1' });
-    expect(busy).toMatchObject({ status: 409, body: { error: { code: 'session_busy' } } });
+    const third = await user.runs.create({ input: LATE_ORDER, sessionId: 'chat-1' });
+    expect((await user.runs.wait(third.id)).status).toBe('pending_approval');
+    await expect(user.runs.create({ input: 'anything else?', sessionId: 'chat-1' })).rejects.toMatchObject({
+      status: 409,
+      code: 'session_busy',
+    });
 
-    const session = await fleet.callApi('GET', '/v1/sessions/chat-1', KEYS.user.key);
-    expect(session.body.runs.map((r: { id: string }) => r.id)).toEqual([first.body.id, second.body.id, third.body.id]);
-    expect((await fleet.callApi('GET', '/v1/sessions/chat-1', KEYS.approver.key)).status).toBe(404); // sessions are per user
+    const session = await user.sessions.get('chat-1');
+    expect(session.runs.map((r) => r.id)).toEqual([first.id, second.id, third.id]);
+    // Sessions are per user.
+    await expect(fleet.client(KEYS.approver.key).sessions.get('chat-1')).rejects.toMatchObject({ status: 404, code: 'not_found' });
 
     // Listing through the indexes: the two finished runs of the session, newest first.
-    const listed = await fleet.callApi('GET', '/v1/runs?status=succeeded&limit=1', KEYS.user.key);
-    expect(listed.body.runs.map((r: { id: string }) => r.id)).toEqual([second.body.id]);
-    const next = await fleet.callApi('GET', `/v1/runs?status=succeeded&limit=1&cursor=${listed.body.nextCursor}`, KEYS.user.key);
-    expect(next.body.runs.map((r: { id: string }) => r.id)).toContain(first.body.id);
+    const listed = await user.runs.list({ status: 'succeeded', limit: 1 });
+    expect(listed.runs.map((r) => r.id)).toEqual([second.id]);
+    const next = await user.runs.list({ status: 'succeeded', limit: 1, cursor: listed.nextCursor });
+    expect(next.runs.map((r) => r.id)).toContain(first.id);
   });
 });

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ReinClient, type RunView } from '@rein/client';
 import { freePort, waitForPort } from '@rein/core/testing';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -101,6 +102,11 @@ export async function startFleet(opts: FleetOptions) {
     throw new Error(`${(err as Error).message}\n${logs.slice(-20).join('\n')}`);
   }
 
+  const api = `http://127.0.0.1:${apiPort}`;
+  const approver = `http://127.0.0.1:${approverPort}`;
+  /** Rein as a user of the fleet calls it: `@rein/client` with one of the KEYS. */
+  const client = (key = KEYS.user.key) => new ReinClient({ apiUrl: api, approverUrl: approver, apiKey: key });
+  /** A raw request, for tests about what the HTTP layer answers to malformed or unauthorised calls. */
   const call = async (base: string, method: string, path: string, key: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,
@@ -110,8 +116,6 @@ export async function startFleet(opts: FleetOptions) {
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };
   };
-  const api = `http://127.0.0.1:${apiPort}`;
-  const approver = `http://127.0.0.1:${approverPort}`;
 
   return {
     api,
@@ -121,16 +125,17 @@ export async function startFleet(opts: FleetOptions) {
     workers,
     workerMetricsPorts,
     startWorker,
+    client,
     callApi: (method: string, path: string, key = KEYS.user.key, body?: unknown) => call(api, method, path, key, body),
     callApprover: (method: string, path: string, key = KEYS.user.key, body?: unknown) => call(approver, method, path, key, body),
     /** Polls a run until `done` holds (or fails after a generous bound, printing the fleet's logs). */
-    async waitForRun(id: string, done: (run: { status: string; [k: string]: unknown }) => boolean, timeoutMs = 45_000) {
+    async waitForRun(id: string, done: (run: RunView) => boolean, timeoutMs = 45_000): Promise<RunView> {
       const until = Date.now() + timeoutMs;
       let last: unknown;
       while (Date.now() < until) {
-        const { body } = await call(api, 'GET', `/v1/runs/${id}`, KEYS.user.key);
-        last = body;
-        if (body && done(body)) return body;
+        const run = await client().runs.get(id);
+        last = run;
+        if (done(run)) return run;
         await new Promise((r) => setTimeout(r, 100));
       }
       throw new Error(`run ${id} never got there; last seen ${JSON.stringify(last)}\n${logs.slice(-30).join('\n')}`);

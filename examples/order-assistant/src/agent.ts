@@ -1,8 +1,6 @@
-import { defineAgent } from '@rein/core';
+import { type AgentDefinition, defineAgent } from '@rein/core';
 
-/** The order assistant of an online shop. The prompt sets role and boundary; the runtime enforces them. */
-export const orderAssistant = defineAgent({
-  name: 'order-assistant',
+const assistant = {
   instructions: [
     "你是电商客服的订单助手 (You are the order assistant of an online shop's customer service).",
     'You can look up orders (query_order), search the policy knowledge base (search_policy), and prepare',
@@ -17,7 +15,34 @@ export const orderAssistant = defineAgent({
   tools: ['query_order', 'search_policy', 'create_ticket', 'submit_refund', 'update_order_note', 'send_email'],
   limits: { maxSteps: 8, maxTokens: 30_000, timeoutMs: 120_000 },
   maxCompletionTokens: 1024,
+} satisfies Omit<AgentDefinition, 'name'>;
+
+/**
+ * The order assistant of an online shop. The prompt sets role and boundary; the runtime
+ * enforces them. Its context policy keeps long lookups (a wholesale order's item list)
+ * out of the prompt as a summary the model can read in full with read_result.
+ */
+export const orderAssistant = defineAgent({
+  name: 'order-assistant',
+  ...assistant,
+  context: { toolResultMaxChars: 1200, historyTokens: 8000 },
 });
+
+/**
+ * The order assistant in plan mode: it first writes a plan of its tool calls; a plan
+ * with a write (a ticket, a refund) is approved once, as a whole, and then carried out
+ * without further approvals — anything off the plan is approved call by call.
+ */
+export const orderPlanner = defineAgent({
+  name: 'order-planner',
+  ...assistant,
+  mode: 'plan',
+  plan: { minSteps: 2, maxSteps: 6 },
+  context: { toolResultMaxChars: 1200 },
+});
+
+/** The same assistant without a context policy: the baseline `npm run eval` measures the policy's savings against. */
+export const orderAssistantVerbatim = defineAgent({ name: 'order-assistant-verbatim', ...assistant });
 
 /** What a run answers when it stops without an answer: the shop's hand-off to a human. */
 export const HANDOFF_ANSWER =

@@ -92,6 +92,17 @@ function seedOrders(now: number): Order[] {
       items: ['手机壳 ×2'],
       promisedDate: date(2),
     },
+    {
+      // A wholesale order: its lookup is long (one line per item), which is what context policies are for.
+      orderNo: '2024010',
+      customer: '钱七',
+      email: 'qianqi@example.com',
+      status: 'shipped',
+      amount: 18_600,
+      items: Array.from({ length: 48 }, (_, i) => `SKU-${10_001 + i} 办公椅 office chair ×1`),
+      promisedDate: date(-6),
+      shippedAt: date(-5),
+    },
   ];
 }
 

@@ -1,33 +1,21 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { ReinClient } from '@rein/client';
 import { DEMO_KEYS } from './demo-keys.js';
 
-/** Where a running fleet is, and who calls it: REIN_API_URL / REIN_APPROVER_URL, the first key of REIN_API_KEYS (or the demo user). */
+/** Where a running fleet is (REIN_API_URL / REIN_APPROVER_URL), and a client calling it as REIN_API_KEY, the first key of REIN_API_KEYS or the demo user. */
 export interface FleetClient {
   api: string;
   approver: string;
-  key: string;
-  call<T = Record<string, unknown>>(method: string, url: string, body?: unknown): Promise<T>;
+  rein: ReinClient;
 }
 
 export function fleetClient(env: NodeJS.ProcessEnv = process.env): FleetClient {
   const keys = env.REIN_API_KEYS ? (JSON.parse(env.REIN_API_KEYS) as Array<{ key: string }>) : DEMO_KEYS;
-  const key = env.REIN_API_KEY ?? (keys[0] as { key: string }).key;
-  return {
-    api: env.REIN_API_URL ?? `http://127.0.0.1:${env.API_PORT ?? 8080}`,
-    approver: env.REIN_APPROVER_URL ?? `http://127.0.0.1:${env.APPROVER_PORT ?? 8081}`,
-    key,
-    async call<T>(method: string, url: string, body?: unknown): Promise<T> {
-      const res = await fetch(url, {
-        method,
-        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-        ...(body ? { body: JSON.stringify(body) } : {}),
-      });
-      const json = (await res.json()) as T;
-      if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    },
-  };
+  const api = env.REIN_API_URL ?? `http://127.0.0.1:${env.API_PORT ?? 8080}`;
+  const approver = env.REIN_APPROVER_URL ?? `http://127.0.0.1:${env.APPROVER_PORT ?? 8081}`;
+  const apiKey = env.REIN_API_KEY ?? (keys[0] as { key: string }).key;
+  return { api, approver, rein: new ReinClient({ apiUrl: api, approverUrl: approver, apiKey }) };
 }
 
 /** Uses the running fleet, or starts one (`rein dev`) and returns a function that stops it. */

@@ -63,11 +63,7 @@ try {
     case 'watch': {
       const runId = rest[0];
       if (!runId) throw new Error(`rein watch needs a run id\n${USAGE}`);
-      const client = fleetClient();
-      const current = await client.call<{ id: string; input: string; traceId: string; status: string }>(
-        'GET',
-        `${client.api}/v1/runs/${runId}`,
-      );
+      const current = await fleetClient().rein.runs.get(runId);
       process.stdout.write(`用户输入 / input: ${current.input}\nrun ${current.id}  trace ${current.traceId}  status ${current.status}\n\n`);
       await follow(runId);
       process.exit(0);

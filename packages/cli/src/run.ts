@@ -1,5 +1,5 @@
 import { ensureFleet, fleetClient } from './fleet-client.js';
-import { createTraceRenderer, printSummary, runEvents } from './trace-render.js';
+import { createTraceRenderer, printSummary } from './trace-render.js';
 
 export interface RunOptions {
   agent?: string;
@@ -15,10 +15,7 @@ export async function run(input: string, opts: RunOptions = {}): Promise<void> {
   const client = fleetClient();
   const stopFleet = opts.startFleet ? await ensureFleet(client) : () => {};
   try {
-    const created = await client.call<{ id: string; traceId: string; status: string }>('POST', `${client.api}/v1/runs`, {
-      input,
-      ...(opts.agent ? { agent: opts.agent } : {}),
-    });
+    const created = await client.rein.runs.create({ input, ...(opts.agent ? { agent: opts.agent } : {}) });
     process.stdout.write(`\n用户输入 / input: ${input}\nrun ${created.id}  trace ${created.traceId}\n\n`);
     if (!opts.watch && !opts.approve) return;
     await follow(created.id, opts.approve ?? false);
@@ -32,16 +29,15 @@ export async function follow(runId: string, approve = false): Promise<void> {
   const client = fleetClient();
   const render = createTraceRenderer();
   let pending: string[] = [];
-  for await (const e of runEvents(client, runId)) {
+  for await (const { event: e } of client.rein.runs.stream(runId)) {
     render(e);
     const data = (e.data ?? {}) as Record<string, unknown>;
     if (e.type === 'approval.requested') pending.push(String(data.approvalId));
     if (approve && e.type === 'step.finished' && data.outcome === 'parked') {
       process.stdout.write('           the run is parked (pending_approval) and nothing has happened yet; approving as the caller…\n');
-      for (const id of pending)
-        await client.call('POST', `${client.approver}/v1/approvals/${id}/approve`, { comment: 'approved by rein run --approve' });
+      for (const id of pending) await client.rein.approvals.approve(id, { comment: 'approved by rein run --approve' });
       pending = [];
     }
   }
-  await printSummary(client, runId);
+  await printSummary(client.rein, runId);
 }

@@ -1,5 +1,4 @@
-import type { RunEvent } from '@rein/core';
-import type { FleetClient } from './fleet-client.js';
+import type { ReinClient, RunEvent } from '@rein/client';
 
 type Out = (line: string) => void;
 const print: Out = (line) => process.stdout.write(`${line}\n`);
@@ -9,43 +8,6 @@ const args = (a: unknown) =>
     .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
     .join(', ');
 const clip = (s: string, n = 220) => (s.length > n ? `${s.slice(0, n)}…` : s);
-
-/** Yields the run's events until it finishes; reconnects with Last-Event-ID if the stream drops. */
-export async function* runEvents(client: FleetClient, runId: string): AsyncGenerator<RunEvent> {
-  let lastId = '0';
-  for (;;) {
-    let res: Response;
-    try {
-      res = await fetch(`${client.api}/v1/runs/${runId}/events`, {
-        headers: { authorization: `Bearer ${client.key}`, 'last-event-id': lastId },
-      });
-    } catch {
-      await new Promise((r) => setTimeout(r, 1000));
-      continue;
-    }
-    if (!res.ok || !res.body) throw new Error(`GET /v1/runs/${runId}/events: ${res.status} ${await res.text()}`);
-    const decoder = new TextDecoder();
-    let buffer = '';
-    try {
-      for await (const chunk of res.body) {
-        buffer += decoder.decode(chunk, { stream: true });
-        for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
-          const frame = buffer.slice(0, cut);
-          buffer = buffer.slice(cut + 2);
-          const id = frame.split('\n').find((l) => l.startsWith('id: '));
-          const data = frame.split('\n').find((l) => l.startsWith('data: '));
-          if (!data) continue;
-          if (id) lastId = id.slice(4);
-          const event = JSON.parse(data.slice(6)) as RunEvent;
-          yield event;
-          if (event.type === 'run.finished') return;
-        }
-      }
-    } catch {
-      // dropped: reconnect and resume after the last event seen
-    }
-  }
-}
 
 /** Prints one event the way a ReAct trace reads (Thought / Action / Observe per step); tool results print when their step finishes. */
 export function createTraceRenderer(out: Out = print) {
@@ -75,16 +37,8 @@ export function createTraceRenderer(out: Out = print) {
 }
 
 /** The closing lines: final answer, steps, tokens, cost, elapsed. */
-export async function printSummary(client: FleetClient, runId: string, out: Out = print): Promise<void> {
-  const trace = await client.call<{
-    status: string;
-    reason?: string;
-    finalAnswer: string;
-    steps: unknown[];
-    totalTokens: number;
-    costUsd: number;
-    elapsedMs: number;
-  }>('GET', `${client.api}/v1/runs/${runId}/trace`);
+export async function printSummary(client: ReinClient, runId: string, out: Out = print): Promise<void> {
+  const trace = await client.runs.trace(runId);
   out(`\n最终回答 / final answer (${trace.status}${trace.reason ? `, ${trace.reason}` : ''}):\n${trace.finalAnswer}`);
   out(`\nsteps ${trace.steps.length} · tokens ${trace.totalTokens} · cost ${trace.costUsd} USD · elapsed ${trace.elapsedMs} ms`);
 }

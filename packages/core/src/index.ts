@@ -10,8 +10,17 @@ export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
 export { type Config, configSchema, loadAppOrExit, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
+export {
+  type ContextPolicy,
+  compactHistory,
+  observationContent,
+  READ_RESULT_TOOL,
+  resultHandle,
+  structuredSummary,
+} from './engine/context-policy.js';
 export { sweepDeadlines } from './engine/deadline-sweeper.js';
 export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './engine/loop-guard.js';
+export { linkCallsToPlan, PLAN_APPROVAL, type PlanOptions, planResponseFormat, validatePlan } from './engine/plan.js';
 export { type ReaperDeps, reap } from './engine/reaper.js';
 export { retryOnStale } from './engine/run-transitions.js';
 export type { GuardLimits, Transition } from './engine/step-policy.js';
@@ -47,8 +56,10 @@ export { createInputFilter, type InputFilter, type InputRules, inputRulesSchema,
 export { createPiiMasker, loadPiiRules, type PiiMasker, type PiiRules, piiRulesSchema } from './guards/pii-masker.js';
 export { basicPassword, bearerToken, findApiKey } from './http/credentials.js';
 export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
-export { createHttpApp, type HttpAppOptions, type HttpTimeouts, idParamsSchema, parseInput } from './http/http-app.js';
+export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';
 export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
+export { OPENAPI_PATH } from './http/openapi.js';
+export { apiRoutes, approverRoutes, idParamsSchema } from './http/route-schemas.js';
 export { closeOnSignals, exitOnMcpStartError, type RunningService, runHttpService, type ServiceOptions } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource } from './http/sse.js';
@@ -115,10 +126,11 @@ export { type BreakerOptions, CircuitBreakers } from './resilience/circuit-break
 export { withFaultInjection } from './resilience/fault-injection.js';
 export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
-export { approvalView, createRunService, type LimitCeilings, type RunService, type RunView, runView } from './runs/run-service.js';
+export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './runs/run-service.js';
 export { type SessionSettings, sessionHistory } from './runs/session-history.js';
 export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
 export {
+  idempotencyKeySchema,
   type ListApprovalsQuery,
   type ListRunsQuery,
   listApprovalsQuerySchema,
@@ -134,7 +146,7 @@ export {
   approveBodySchema,
   rejectBodySchema,
 } from './schemas/approval.js';
-export { type RunEvent, runEventSchema } from './schemas/event.js';
+export { type ApprovalFeedEvent, approvalFeedEventSchema, type RunEvent, runEventSchema } from './schemas/event.js';
 export { type ApiKey, apiKeySchema, type Principal, principalSchema, type Role, roleSchema } from './schemas/identity.js';
 export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';
 export {
@@ -152,6 +164,25 @@ export {
   TERMINAL_STATUSES,
 } from './schemas/run.js';
 export {
+  type ApprovalList,
+  type ApprovalView,
+  approvalListSchema,
+  approvalViewSchema,
+  decisionRightsSchema,
+  errorEnvelopeSchema,
+  meSchema,
+  type RunList,
+  type RunTrace,
+  type RunView,
+  runListSchema,
+  runTraceSchema,
+  runViewSchema,
+  type SessionView,
+  sessionViewSchema,
+  snapshotListSchema,
+  uncertainEffectListSchema,
+} from './schemas/views.js';
+export {
   type CreateWebhookBody,
   createdWebhookSchema,
   createWebhookBodySchema,
@@ -168,7 +199,7 @@ export {
   webhookSchema,
   webhookViewSchema,
 } from './schemas/webhook.js';
-export { ApprovalFeed, type ApprovalFeedEvent, approvalFeedEventSchema } from './store/approval-feed.js';
+export { ApprovalFeed } from './store/approval-feed.js';
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';

@@ -112,6 +112,8 @@ export async function createRuntime(
   const webhookStore = new WebhookStore(redis);
   const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger);
   dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
+  // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
+  await Promise.all([...scheduler.queues.map((q) => q.waitUntilReady()), dispatcher.queue.waitUntilReady()]);
   const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics, dispatcher.onRunFinished);
   const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
   const journal = new DecisionJournal(redis, config.REIN_TRACE_TTL_DAYS * 86_400);

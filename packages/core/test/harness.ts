@@ -110,6 +110,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     logger,
     toolConcurrency: 4,
     modelTimeoutMs: 5000,
+    approvalTtlMs: opts.approvalTtlMs ?? 60_000,
     ...(opts.now ? { now: opts.now } : {}),
   });
   const runs = createRunService({

@@ -3,6 +3,7 @@ import { EMPTY_GUARD, guardFromHistory } from '../src/engine/loop-guard.js';
 import { retryOnStale } from '../src/engine/run-transitions.js';
 import {
   afterDecision,
+  afterPlan,
   afterTools,
   completionRoom,
   EVENT_OBSERVATION_CHARS,
@@ -212,5 +213,37 @@ describe('retryOnStale', () => {
       }),
     ).rejects.toThrow('boom');
     expect(calls).toBe(1);
+  });
+});
+
+describe('step policy: plans', () => {
+  const plan = {
+    steps: [
+      { step: 1, action: 'search_policy', args: { query: 'refund' }, desc: 'look', risk: 'low' as const },
+      { step: 2, action: 'search_policy', args: { query: 'late' }, desc: 'look', risk: 'low' as const },
+    ],
+    status: 'approved' as const,
+    approvalId: 'r1.0.0',
+    done: [],
+  };
+
+  it('marks the plan steps that calls carried out, not those that failed', () => {
+    const t = afterTools(facts({ run: run({ plan }) }), [record({ planStep: 1 }), record({ id: 'c2', planStep: 2, outcome: 'error' })], []);
+    expect(t.change.to.plan?.done).toEqual([1]);
+  });
+
+  it('keeps the plan as it was when no call carried out a step', () => {
+    expect(afterTools(facts({ run: run({ plan }) }), [record()], []).change.to.plan).toEqual(plan);
+  });
+
+  it('sends a planning reply to the log without tool calls, and a repair note after it', () => {
+    const t = afterPlan(facts({ decision: decision({ content: 'not a plan' }) }), { kind: 'repair', problems: ['not JSON'] });
+    expect(t.kind).toBe('continue');
+    expect(t.change.messages).toEqual([
+      { role: 'assistant', content: 'not a plan' },
+      { role: 'system', content: 'Your plan is invalid: not JSON. Reply with a corrected plan only.' },
+    ]);
+    const failed = afterPlan(facts(), { kind: 'invalid', problems: ['still not JSON'] });
+    expect(failed).toMatchObject({ kind: 'finish', status: 'failed', reason: 'plan_invalid' });
   });
 });

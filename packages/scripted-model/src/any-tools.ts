@@ -33,7 +33,7 @@ function valueFor(schema: JsonSchema, input: string): unknown {
 }
 
 /** Arguments for every property the schema lists, made from the user's input. */
-function argumentsFor(tool: OfferedTool, input: string): Record<string, unknown> {
+export function argumentsFor(tool: OfferedTool, input: string): Record<string, unknown> {
   const properties = tool.parameters?.properties ?? {};
   return Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, valueFor(schema, input)]));
 }

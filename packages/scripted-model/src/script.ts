@@ -26,7 +26,18 @@ interface Observed {
   args: Record<string, unknown>;
   raw: string;
   json: unknown;
+  /** Set while only a summary of the result was seen: its handle (read_result fetches the rest). */
+  handle?: string;
 }
+
+/** What Rein sends instead of a large result under a context policy. */
+interface SummaryView {
+  summarized: true;
+  handle: string;
+  fields: Record<string, unknown>;
+}
+const isSummary = (json: unknown): json is SummaryView =>
+  (json as SummaryView | null)?.summarized === true && typeof (json as SummaryView).handle === 'string';
 
 type Lang = 'zh' | 'en';
 
@@ -52,11 +63,29 @@ function observations(messages: ScriptMessage[]): Observed[] {
     if (m.role === 'tool' && m.tool_call_id) {
       const call = calls.get(m.tool_call_id);
       const raw = unwrap(m.content ?? '');
-      if (call) out.push({ ...call, raw, json: parse(raw) });
+      const json = parse(raw);
+      if (!call) continue;
+      if (call.name === 'read_result') {
+        // The full text of a summarised result: it takes the summary's place.
+        const summarised = out.find((o) => o.handle !== undefined && o.handle === call.args.handle);
+        if (summarised) {
+          summarised.raw = raw;
+          summarised.json = parse(raw);
+          delete summarised.handle;
+        }
+      } else if (isSummary(json)) out.push({ ...call, raw, json: json.fields, handle: json.handle });
+      else out.push({ ...call, raw, json });
     }
   }
   return out;
 }
+
+/** The call that fetches a summarised result in full, when the scenario needs more than its key fields. */
+const readInFull = (lang: Lang, o: Observed): ScriptReply =>
+  call(say(lang, '这个结果只有摘要，我需要读取完整内容。', 'I only have a summary of this result; reading it in full.'), {
+    name: 'read_result',
+    arguments: { handle: o.handle },
+  });
 
 type OrderView = { orderNo: string; status: string; amount: number; customer: string; daysOverdue?: number; promisedDate?: string };
 type PolicyView = { title: string; content: string };
@@ -74,7 +103,7 @@ function policyOf(o: Observed | undefined): PolicyView | undefined {
 }
 
 /** The late-order complaint: query → policy → ticket (approved by a human) → answer. */
-function lateOrder(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
+function lateOrder(lang: Lang, orderNo: string, seen: Observed[], wantsNote = false): ScriptReply {
   const order = seen.find((o) => o.name === 'query_order');
   if (!order) {
     return call(
@@ -128,6 +157,13 @@ function lateOrder(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
   }
   const created = ticket.json as { ticketId?: string } | null;
   const policyName = top?.title.split(' (')[0] ?? say(lang, '超时发货处理规范', 'late shipment policy');
+  // Asked to note the ticket on the order: a write whose argument (the ticket id) only exists now.
+  if (created?.ticketId && wantsNote && !seen.some((s) => s.name === 'update_order_note')) {
+    return call(say(lang, '工单已创建，按要求在订单上备注工单号。', 'The ticket exists; noting it on the order as asked.'), {
+      name: 'update_order_note',
+      arguments: { orderNo, note: say(lang, `超时发货，已建工单 ${created.ticketId}`, `Late shipment; ticket ${created.ticketId} opened`) },
+    });
+  }
   if (created?.ticketId) {
     return answer(
       say(
@@ -207,6 +243,24 @@ function deleteOrder(lang: Lang, orderNo: string | undefined, seen: Observed[]):
   );
 }
 
+/** "What is in order X?": the item list, which a summary only counts — so it is read in full first. */
+function orderItems(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
+  const order = seen.find((o) => o.name === 'query_order');
+  if (!order) return call(say(lang, '先查订单。', 'First, the order.'), { name: 'query_order', arguments: { orderNo } });
+  if (order.handle) return readInFull(lang, order);
+  const o = order.json as (OrderView & { items?: string[] }) | { error: string } | null;
+  if (!o || 'error' in o || !Array.isArray(o.items))
+    return answer(say(lang, `没有查到订单 ${orderNo}，请核对订单号。`, `I could not find order ${orderNo}; please check the number.`));
+  const first = o.items.slice(0, 3).join('; ');
+  return answer(
+    say(
+      lang,
+      `订单 ${orderNo} 共 ${o.items.length} 件商品，前几件：${first}。`,
+      `Order ${orderNo} has ${o.items.length} item(s); the first: ${first}.`,
+    ),
+  );
+}
+
 /** A runaway loop on purpose: asks for the same lookup again and again, whatever it sees. */
 function keepChecking(lang: Lang, orderNo: string): ScriptReply {
   return call(say(lang, '还没发货，再查一次。', 'Not shipped yet; checking again.'), { name: 'query_order', arguments: { orderNo } });
@@ -260,8 +314,9 @@ export function playOrderAssistant(messages: ScriptMessage[]): ScriptReply {
   if (/删除|删掉|delete|remove/i.test(input)) return deleteOrder(lang, orderNo, seen);
   if (orderNo && /一直查|反复查|盯着|keep checking|until it ships/i.test(input)) return keepChecking(lang, orderNo);
   if (orderNo && /没发货|未发货|不发货|投诉|催|not (been )?shipped|hasn'?t shipped|late|complain/i.test(input))
-    return lateOrder(lang, orderNo, seen);
+    return lateOrder(lang, orderNo, seen, /备注|note it|add a note/i.test(input));
   if (orderNos.length > 1) return compareOrders(lang, orderNos, seen);
+  if (orderNo && /哪些商品|什么商品|商品清单|which items|what items|list the items/i.test(input)) return orderItems(lang, orderNo, seen);
   if (orderNo) return orderAndPolicy(lang, orderNo, seen);
   if (/政策|退货|退款|换货|无理由|价保|policy|return|refund|exchange/i.test(input)) return policyQuestion(lang, input, seen);
   return answer(

@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { type OfferedTool, playAnyTools } from './any-tools.js';
+import { argumentsFor, type OfferedTool, playAnyTools } from './any-tools.js';
+import { followPlan, planRequest, writePlan } from './plan.js';
 import { playOrderAssistant } from './script.js';
 
 export const SCRIPTED_MODEL_ID = 'rein-scripted';
@@ -21,11 +22,19 @@ const requestSchema = z.object({
     .array(z.object({ function: z.object({ name: z.string(), parameters: z.record(z.string(), z.unknown()).optional() }) }))
     .optional(),
   max_tokens: z.number().int().positive().optional(),
+  response_format: z.record(z.string(), z.unknown()).optional(),
   stream: z.boolean().optional(),
 });
 
 /** The order assistant's script for its own tools (or none); the generic rule for anyone else's. */
-function play(messages: z.infer<typeof requestSchema>['messages'], tools: OfferedTool[]) {
+function play(messages: z.infer<typeof requestSchema>['messages'], tools: OfferedTool[], responseFormat?: unknown) {
+  const wanted = planRequest(responseFormat);
+  if (wanted) {
+    const input = messages.findLast((m) => m.role === 'user')?.content ?? '';
+    return writePlan(input, tools, wanted.maxSteps, (t) => argumentsFor(t, input));
+  }
+  const planned = followPlan(messages);
+  if (planned) return planned;
   if (tools.length === 0 || tools.some((t) => t.name === 'query_order')) return playOrderAssistant(messages);
   return playAnyTools(messages, tools);
 }
@@ -98,6 +107,7 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
     const move = play(
       messages,
       (parsed.data.tools ?? []).map((t) => t.function as OfferedTool),
+      parsed.data.response_format,
     );
     const toolCalls = move.toolCalls.map((c, i) => ({
       id: `call_${turn}_${i}`,

@@ -3,6 +3,7 @@ import {
   createWebhookBodySchema,
   EventStreams,
   InvalidRequestError,
+  idempotencyKeySchema,
   idParamsSchema,
   lastEventId,
   listRunsQuerySchema,
@@ -11,18 +12,12 @@ import {
   type Runtime,
   registerQueueDepth,
   runKeys,
+  apiRoutes as schemas,
   submitRunBodySchema,
   submitSpan,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import { mountQueueBoard } from './queue-board.js';
-
-const idempotencyKeySchema = z
-  .string()
-  .min(1)
-  .max(200)
-  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
 /** The runs API: submit, read, trace, stream, list, cancel. Logic lives in @rein/core. */
 export function createApiApp(rt: Runtime): FastifyInstance {
@@ -35,7 +30,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
 
   const app = createServiceApp(rt, (v1) => {
-    v1.post('/v1/runs', async (req, reply) => {
+    v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {
       const body = parseInput(submitRunBodySchema, req.body, 'body');
       const header = req.headers['idempotency-key'];
       if (Array.isArray(header)) throw new InvalidRequestError('send one Idempotency-Key header');
@@ -52,30 +47,34 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       return reply.status(created ? 202 : 200).send(run);
     });
 
-    v1.get('/v1/runs', async (req) => runs.list(req.principal, parseInput(listRunsQuerySchema, req.query, 'query')));
+    v1.get('/v1/runs', { schema: schemas.listRuns }, async (req) =>
+      runs.list(req.principal, parseInput(listRunsQuerySchema, req.query, 'query')),
+    );
 
-    v1.get('/v1/sessions/:id', async (req) => runs.session(req.principal, id(req.params)));
+    v1.get('/v1/sessions/:id', { schema: schemas.getSession }, async (req) => runs.session(req.principal, id(req.params)));
 
-    v1.post('/v1/webhooks', async (req, reply) => {
+    v1.post('/v1/webhooks', { schema: schemas.createWebhook }, async (req, reply) => {
       const hook = await rt.webhooks.create(req.principal, parseInput(createWebhookBodySchema, req.body, 'body'));
       return reply.status(201).send(hook);
     });
-    v1.get('/v1/webhooks', async (req) => ({ webhooks: await rt.webhooks.list(req.principal) }));
-    v1.delete('/v1/webhooks/:id', async (req, reply) => {
+    v1.get('/v1/webhooks', { schema: schemas.listWebhooks }, async (req) => ({ webhooks: await rt.webhooks.list(req.principal) }));
+    v1.delete('/v1/webhooks/:id', { schema: schemas.deleteWebhook }, async (req, reply) => {
       await rt.webhooks.remove(req.principal, id(req.params));
       return reply.status(204).send();
     });
-    v1.get('/v1/webhooks/:id/deliveries', async (req) => rt.webhooks.deliveries(req.principal, id(req.params)));
+    v1.get('/v1/webhooks/:id/deliveries', { schema: schemas.webhookDeliveries }, async (req) =>
+      rt.webhooks.deliveries(req.principal, id(req.params)),
+    );
 
-    v1.get('/v1/runs/:id', async (req) => runs.get(req.principal, id(req.params)));
+    v1.get('/v1/runs/:id', { schema: schemas.getRun }, async (req) => runs.get(req.principal, id(req.params)));
 
-    v1.get('/v1/runs/:id/trace', async (req) => runs.trace(req.principal, id(req.params)));
+    v1.get('/v1/runs/:id/trace', { schema: schemas.getTrace }, async (req) => runs.trace(req.principal, id(req.params)));
 
-    v1.get('/v1/runs/:id/snapshots', async (req) => runs.snapshots(req.principal, id(req.params)));
+    v1.get('/v1/runs/:id/snapshots', { schema: schemas.getSnapshots }, async (req) => runs.snapshots(req.principal, id(req.params)));
 
-    v1.post('/v1/runs/:id/cancel', async (req) => runs.cancel(req.principal, id(req.params)));
+    v1.post('/v1/runs/:id/cancel', { schema: schemas.cancelRun }, async (req) => runs.cancel(req.principal, id(req.params)));
 
-    v1.get('/v1/runs/:id/events', async (req, reply) => {
+    v1.get('/v1/runs/:id/events', { schema: schemas.runEvents }, async (req, reply) => {
       const runId = id(req.params);
       await runs.get(req.principal, runId); // 404 before the stream opens
       await streams.serve(

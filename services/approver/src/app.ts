@@ -8,6 +8,7 @@ import {
   parseInput,
   type Runtime,
   rejectBodySchema,
+  approverRoutes as schemas,
   tenantKeys,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
@@ -20,8 +21,10 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
   const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
 
   const app = createServiceApp(rt, (v1) => {
-    v1.get('/v1/approvals', async (req) => approvals.list(req.principal, parseInput(listApprovalsQuerySchema, req.query, 'query')));
-    v1.get('/v1/approvals/events', async (req, reply) => {
+    v1.get('/v1/approvals', { schema: schemas.listApprovals }, async (req) =>
+      approvals.list(req.principal, parseInput(listApprovalsQuerySchema, req.query, 'query')),
+    );
+    v1.get('/v1/approvals/events', { schema: schemas.approvalEvents }, async (req, reply) => {
       const tenantId = req.principal.tenantId;
       await streams.serve(
         reply,
@@ -31,18 +34,20 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
       );
     });
     // Writes whose outcome is unknown after a crash: approvers reconcile them by hand.
-    v1.get('/v1/effects/uncertain', async (req) => ({ effects: await rt.feed.uncertainEffects(req.principal.tenantId) }));
-    v1.get('/v1/approvals/:id', async (req) => approvals.get(req.principal, id(req.params)));
+    v1.get('/v1/effects/uncertain', { schema: schemas.uncertainEffects }, async (req) => ({
+      effects: await rt.feed.uncertainEffects(req.principal.tenantId),
+    }));
+    v1.get('/v1/approvals/:id', { schema: schemas.getApproval }, async (req) => approvals.get(req.principal, id(req.params)));
     // The run as the approver sees it when deciding: the trace so far, same tenant only.
-    v1.get('/v1/approvals/:id/trace', async (req) => {
+    v1.get('/v1/approvals/:id/trace', { schema: schemas.approvalTrace }, async (req) => {
       const approval = await approvals.get(req.principal, id(req.params));
       return runs.trace(req.principal, approval.runId);
     });
-    v1.post('/v1/approvals/:id/approve', async (req) => {
+    v1.post('/v1/approvals/:id/approve', { schema: schemas.approve }, async (req) => {
       const body = parseInput(approveBodySchema, req.body, 'body');
       return approvals.decide(req.principal, id(req.params), { kind: 'approve', ...body });
     });
-    v1.post('/v1/approvals/:id/reject', async (req) => {
+    v1.post('/v1/approvals/:id/reject', { schema: schemas.reject }, async (req) => {
       const body = parseInput(rejectBodySchema, req.body, 'body');
       return approvals.decide(req.principal, id(req.params), { kind: 'reject', reason: body.reason });
     });

@@ -100,6 +100,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     logger,
     toolConcurrency: config.REIN_TOOL_CONCURRENCY,
     modelTimeoutMs: config.REIN_MODEL_TIMEOUT_MS,
+    approvalTtlMs: config.APPROVAL_TTL_MS,
   });
 
   /** Puts the step back for later, or ends the run if "later" is past its deadline. */

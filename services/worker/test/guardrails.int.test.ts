@@ -1,6 +1,6 @@
 import { defineTool, type Principal } from '@rein/core';
 import { createFakeModel, toolCall } from '@rein/core/testing';
-import { HANDOFF_ANSWER, orderAssistant } from '@rein/example-order-assistant';
+import { HANDOFF_ANSWER, orderAssistant, orderAssistantVerbatim } from '@rein/example-order-assistant';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { USER, workerPerTest } from './worker-harness.js';
@@ -206,7 +206,12 @@ describe('input and output', () => {
       execute: async () => `HEAD${'x'.repeat(6000)}TAIL`,
     });
     const model = createFakeModel([{ toolCalls: [toolCall('v', 'verbose', {})] }, { content: 'done' }]);
-    const f = await start({ model, tools: [verbose], agents: [{ ...orderAssistant, name: 'talker', tools: ['verbose'] }] });
+    const f = await start({
+      model,
+      tools: [verbose],
+      // No context policy here (the order assistant has one): this is the global cut.
+      agents: [{ ...orderAssistantVerbatim, name: 'talker', tools: ['verbose'] }],
+    });
     const run = await f.finished(await f.submit('talk', { agent: 'talker' }));
     const seen = model.requests[1]?.messages.at(-1);
     expect(seen?.role).toBe('tool');

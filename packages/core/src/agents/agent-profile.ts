@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { type ContextPolicy, contextPolicySchema, READ_RESULT_TOOL } from '../engine/context-policy.js';
+import { type PlanOptions, planOptionsSchema } from '../engine/plan.js';
 import { ConfigError, InvalidRequestError } from '../errors.js';
 import { type Limits, limitsSchema } from '../schemas/run.js';
 
@@ -16,6 +18,10 @@ export interface AgentProfile {
   maxCompletionTokens: number;
   /** The answer a run gets when it stops without one (budget, deadline, failures); absent means the app's. */
   handoffAnswer?: string;
+  /** What of the run the prompt keeps: large tool results as summary + handle, old turns summarised. */
+  context?: ContextPolicy;
+  /** Plan mode: the first model call returns a plan, approved once as a whole and then followed. */
+  plan?: PlanOptions;
 }
 
 export interface AgentDefinition {
@@ -27,6 +33,11 @@ export interface AgentDefinition {
   limits?: Partial<Limits>;
   maxCompletionTokens?: number;
   handoffAnswer?: string;
+  context?: z.input<typeof contextPolicySchema>;
+  /** `plan`: plan, then execute (see `plan`); `react` (default): decide step by step. */
+  mode?: 'react' | 'plan';
+  /** Bounds of a plan-mode agent's plan (default 2 to 6 steps). */
+  plan?: z.input<typeof planOptionsSchema>;
 }
 
 const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 };
@@ -41,6 +52,9 @@ const definitionSchema = z.object({
   limits: limitsSchema.partial().optional(),
   maxCompletionTokens: z.number().int().min(16).max(1_000_000).optional(),
   handoffAnswer: z.string().trim().min(1).optional(),
+  context: contextPolicySchema.optional(),
+  mode: z.enum(['react', 'plan']).optional(),
+  plan: planOptionsSchema.optional(),
 });
 
 /** An agent of an app: instructions, the tools it may call (by name), its model and limits. */
@@ -52,16 +66,22 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
   }
   const a = parsed.data;
   if (!a.model && a.fallbackModels?.length) throw new ConfigError(`agent "${a.name}": fallbackModels needs a model`);
+  if (a.plan && a.mode !== 'plan') throw new ConfigError(`agent "${a.name}": plan options need mode: 'plan'`);
   const duplicate = a.tools.find((t, i) => a.tools.indexOf(t) !== i);
   if (duplicate) throw new ConfigError(`agent "${a.name}": tool "${duplicate}" is listed twice`);
+  if (a.tools.includes(READ_RESULT_TOOL) && !a.context)
+    throw new ConfigError(`agent "${a.name}": ${READ_RESULT_TOOL} is built in, and only for agents with a context policy`);
   return {
     name: a.name,
     instructions: a.instructions,
-    tools: a.tools,
+    // A context policy brings the tool that reads summarised results back, allowed and unapproved.
+    tools: a.context && !a.tools.includes(READ_RESULT_TOOL) ? [...a.tools, READ_RESULT_TOOL] : a.tools,
     ...(a.model ? { models: [a.model, ...(a.fallbackModels ?? [])] } : {}),
     limits: { ...DEFAULT_LIMITS, ...a.limits },
     maxCompletionTokens: a.maxCompletionTokens ?? 1024,
     ...(a.handoffAnswer ? { handoffAnswer: a.handoffAnswer } : {}),
+    ...(a.context ? { context: a.context } : {}),
+    ...(a.mode === 'plan' ? { plan: a.plan ?? planOptionsSchema.parse({}) } : {}),
   };
 }
 

@@ -1,4 +1,5 @@
 import { type AgentProfile, HANDOFF_ANSWER } from '../agents/agent-profile.js';
+import { READ_RESULT_TOOL } from '../engine/context-policy.js';
 import { ConfigError } from '../errors.js';
 import { type InputRules, inputRulesSchema } from '../guards/input-filter.js';
 import { type PiiRules, piiRulesSchema } from '../guards/pii-masker.js';
@@ -76,9 +77,11 @@ export function defineApp(def: AppDefinition): App {
 export function checkTools(app: App, tools: readonly Tool[]): void {
   const names = new Set<string>();
   for (const tool of tools) {
+    if (tool.name === READ_RESULT_TOOL) throw new ConfigError(`app: tool name "${READ_RESULT_TOOL}" is Rein's own`);
     if (names.has(tool.name)) throw new ConfigError(`app: tool "${tool.name}" is defined twice`);
     names.add(tool.name);
   }
+  names.add(READ_RESULT_TOOL); // built in: the registry adds it for agents with a context policy
   for (const agent of app.agents) {
     const unknown = agent.tools.find((t) => !names.has(t) && !Object.keys(app.mcpServers).some((server) => t.startsWith(`${server}__`)));
     if (unknown) throw new ConfigError(`app: agent "${agent.name}" names tool "${unknown}", which the app does not define`);

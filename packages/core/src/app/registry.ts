@@ -1,6 +1,8 @@
 import { AgentCatalog } from '../agents/agent-profile.js';
 import { createInputFilter, type InputFilter } from '../guards/input-filter.js';
 import { withFaultInjection } from '../resilience/fault-injection.js';
+import { RunStore } from '../store/run-store.js';
+import { createReadResultTool } from '../tools/read-result.js';
 import type { Tool } from '../tools/tool.js';
 import { type App, type AppServices, checkTools } from './define-app.js';
 
@@ -20,6 +22,11 @@ export function createRegistry(app: App, services: AppServices, opts: { faultInj
   const built = typeof app.tools === 'function' ? app.tools(services) : app.tools;
   checkTools(app, built);
   const tools = new Map(built.map((t) => [t.name, opts.faultInjection ? withFaultInjection(t, services.redis) : t]));
+  // read_result only reads step records; the TTL argument of the store is for writes.
+  if (app.agents.some((a) => a.context)) {
+    const readResult = createReadResultTool(new RunStore(services.redis, 0));
+    tools.set(readResult.name, readResult);
+  }
   return {
     tools,
     agents: new AgentCatalog(app.agents, app.defaultAgent, app.handoffAnswer),

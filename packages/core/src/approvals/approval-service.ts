@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { editPlan, planHash } from '../engine/plan.js';
 import { decideApprovals, retryOnStale } from '../engine/run-transitions.js';
 import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
@@ -6,7 +8,7 @@ import { approvalView } from '../runs/run-service.js';
 import type { ListApprovalsQuery } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
-import type { RunRecord } from '../schemas/run.js';
+import { planStepSchema, type RunRecord } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import { idempotencyKey } from '../store/effect-ledger.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
@@ -73,8 +75,27 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     }
   }
 
+  /** A plan's edits (`{"<step>": args}`): each step re-policed by its tool, the plan never less strict. */
+  function applyPlanEdit(principal: Principal, run: RunRecord, approval: Approval, edits: Record<string, unknown>): Approval {
+    const { steps } = z.object({ steps: z.array(planStepSchema) }).parse(approval.approvedArguments ?? approval.arguments);
+    const ctx = {
+      tenantId: run.tenantId,
+      userId: run.userId,
+      roles: run.roles,
+      runId: run.id,
+      step: approval.step,
+      toolCallId: approval.toolCallId,
+      idempotencyKey: idempotencyKey(run.id, approval.step, approval.toolCallId),
+    };
+    const edited = editPlan(steps, edits, approval, deps.tools, ctx);
+    const argsHash = planHash(edited.steps);
+    if (argsHash === approval.argsHash) return approval; // no real change
+    return { ...approval, ...edited.requirement, approvedArguments: { steps: edited.steps }, editedBy: principal.userId, argsHash };
+  }
+
   /** Approve with edits: validated by the tool's schema, judged again, never less strict. */
   function applyEdit(principal: Principal, run: RunRecord, approval: Approval, edited: Record<string, unknown>): Approval {
+    if (approval.kind === 'plan') return applyPlanEdit(principal, run, approval, edited);
     const tool = deps.tools.get(approval.toolName);
     if (!tool) throw new InvalidRequestError(`tool ${approval.toolName} is not available for edits`, 'invalid_arguments');
     const parsed = tool.parameters.safeParse(edited);

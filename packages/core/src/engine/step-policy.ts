@@ -2,12 +2,12 @@ import { costOf } from '../budgets/cost.js';
 import type { Price } from '../config.js';
 import type { Approval } from '../schemas/approval.js';
 import type { ChatMessage } from '../schemas/message.js';
-import type { Decision, LoopGuardState, RunReason, RunRecord, StepRecord, ToolCallRecord } from '../schemas/run.js';
+import type { Decision, LoopGuardState, RunPlan, RunReason, RunRecord, StepRecord, ToolCallRecord } from '../schemas/run.js';
 import { TERMINAL_STATUSES } from '../schemas/run.js';
+import { type ContextPolicy, observationContent } from './context-policy.js';
 import { advanceGuard, checkRepeats, type EarlierCall, failingTool } from './loop-guard.js';
 import { runEvent } from './run-event.js';
 import { type Charge, continueRun, finishRun, parkRun } from './run-transitions.js';
-import { toolMessageContent } from './tool-observation.js';
 
 /**
  * The step's policy as pure functions: from what was read to what happens next. No
@@ -128,6 +128,8 @@ export interface StepFacts {
   now: number;
   /** How long the step took so far, its model call included. */
   durationMs: number;
+  /** The agent's context policy: large results reach the model as summary + handle. */
+  context?: ContextPolicy;
 }
 
 /** The step's parts that do not depend on its tools. */
@@ -270,12 +272,14 @@ export function afterTools(f: StepFacts, records: ToolCallRecord[], newApprovals
   }
   const guard = advanceGuard(f.guard, run.step, records);
   if (failingTool(guard, f.limits.toolFailureLimit)) return p.stop('tool_failures', records);
+  const carriedOut = records.flatMap((r) => (r.planStep !== undefined && r.outcome === 'ok' ? [r.planStep] : []));
+  const plan = run.plan && carriedOut.length ? { plan: { ...run.plan, done: [...run.plan.done, ...carriedOut] } } : {};
   return {
     kind: 'continue',
     charge: p.charge,
     change: continueRun(
       run,
-      { ...p.spent, guard },
+      { ...p.spent, guard, ...plan },
       {
         step: p.stepRecord(records),
         messages: [
@@ -284,7 +288,7 @@ export function afterTools(f: StepFacts, records: ToolCallRecord[], newApprovals
             (r): ChatMessage => ({
               role: 'tool',
               tool_call_id: r.id,
-              content: toolMessageContent(r.name, r.observation, f.limits.toolResultMaxChars),
+              content: observationContent(r, run.step, f.limits.toolResultMaxChars, f.context),
             }),
           ),
         ],
@@ -293,4 +297,95 @@ export function afterTools(f: StepFacts, records: ToolCallRecord[], newApprovals
       f.now,
     ),
   };
+}
+
+/** What a plan-mode run's planning step came to (engine/plan.ts decides which). */
+export type PlanOutcome =
+  /** The plan is invalid: the model gets one turn to repair it. */
+  | { kind: 'repair'; problems: string[] }
+  /** Still invalid after the repair turn: the run ends `plan_invalid`. */
+  | { kind: 'invalid'; problems: string[] }
+  /** The plan waits for its one approval. */
+  | { kind: 'park'; plan: RunPlan; approval: Approval }
+  /** Accepted, approved (maybe with edits) or rejected: the model is told, and the run goes on. */
+  | { kind: 'proceed'; plan: RunPlan; note: string };
+
+/** The planning step's transition: the plan's assistant message stays in the log, the runtime's answer follows it. */
+export function afterPlan(f: StepFacts, outcome: PlanOutcome): Transition {
+  const { run } = f;
+  const p = parts(f);
+  const step = p.stepRecord([]);
+  // The plan as the model wrote it (tool calls, if it made any, are not part of a plan).
+  const planned: ChatMessage = { role: 'assistant', content: f.decision.content };
+  switch (outcome.kind) {
+    case 'invalid':
+      return {
+        kind: 'finish',
+        status: 'failed',
+        reason: 'plan_invalid',
+        charge: p.charge,
+        change: finishRun(
+          run,
+          { status: 'failed', reason: 'plan_invalid', finalAnswer: f.mask(f.handoff) },
+          { ...p.spent, step: run.step + 1 },
+          { step, messages: [planned], events: [p.stepFinished('plan_invalid')] },
+          p.at,
+        ),
+        log: { level: 'warn', msg: 'plan still invalid after its repair turn', fields: { problems: outcome.problems } },
+      };
+    case 'repair':
+      return {
+        kind: 'continue',
+        charge: p.charge,
+        change: continueRun(
+          run,
+          p.spent,
+          {
+            step,
+            messages: [
+              planned,
+              { role: 'system', content: `Your plan is invalid: ${outcome.problems.join('; ')}. Reply with a corrected plan only.` },
+            ],
+            events: [p.stepFinished('plan_repair')],
+          },
+          f.now,
+        ),
+        log: { level: 'info', msg: 'plan invalid; one repair turn', fields: { problems: outcome.problems } },
+      };
+    case 'park': {
+      const a = outcome.approval;
+      return {
+        kind: 'park',
+        charge: p.charge,
+        newApprovals: [a],
+        change: parkRun(
+          run,
+          { ...p.spent, plan: outcome.plan },
+          [a.id],
+          {
+            step,
+            approvals: [a],
+            events: [
+              runEvent('approval.requested', a.runId, a.step, { approvalId: a.id, toolName: a.toolName, summary: a.summary, risk: a.risk }),
+              p.stepFinished('parked'),
+            ],
+          },
+          p.at,
+        ),
+        log: { level: 'info', msg: 'plan parked for approval', fields: { approvals: [a.id] } },
+      };
+    }
+    case 'proceed':
+      return {
+        kind: 'continue',
+        charge: p.charge,
+        change: continueRun(
+          run,
+          { ...p.spent, plan: outcome.plan },
+          { step, messages: [planned, { role: 'system', content: outcome.note }], events: [p.stepFinished(`plan_${outcome.plan.status}`)] },
+          f.now,
+        ),
+        log: { level: 'info', msg: 'plan decided', fields: { status: outcome.plan.status } },
+      };
+  }
 }

@@ -18,11 +18,14 @@ import type { DecisionJournal } from '../store/decision-journal.js';
 import type { RunStore } from '../store/run-store.js';
 import { type Tool, toolSpec } from '../tools/tool.js';
 import { createTransitionApplier } from './apply-transition.js';
+import { compactHistory, READ_RESULT_TOOL } from './context-policy.js';
 import { type EarlierCall, guardFromHistory } from './loop-guard.js';
+import { isPlanning, linkCallsToPlan, planOutcome, planResponseFormat } from './plan.js';
 import { runEvent } from './run-event.js';
 import { retryOnStale, startRun } from './run-transitions.js';
 import {
   afterDecision,
+  afterPlan,
   afterTools,
   completionRoom,
   deadlineReason,
@@ -57,6 +60,8 @@ export interface StepProcessorDeps {
   logger: Logger;
   toolConcurrency: number;
   modelTimeoutMs: number;
+  /** How long a plan's approval stays decidable (APPROVAL_TTL_MS). */
+  approvalTtlMs: number;
   now?: () => number;
 }
 
@@ -97,15 +102,34 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       return [spec];
     });
 
+  /** The tools an agent may call (a plan may use nothing else; read_result is not a plan step). */
+  const toolsOf = (profile: AgentProfile) =>
+    new Map(
+      profile.tools
+        .flatMap((name) => (name === READ_RESULT_TOOL ? [] : [[name, deps.tools.get(name)] as const]))
+        .filter((e): e is [string, Tool] => e[1] !== undefined),
+    );
+
   /** The model's decision for this step, made now and journaled — or null when the prompt cannot fit the budget. */
   async function decide(run: RunRecord, profile: AgentProfile, history: ChatMessage[], log: Logger): Promise<Decision | null> {
-    const messages: ChatMessage[] = [{ role: 'system', content: profile.instructions }, ...history];
     const tools = toolSpecsOf(profile);
+    // What is sent (and estimated, and charged) is the history as the context policy compacts it.
+    const sent = compactHistory(history, profile.context, (m) => estimatePromptTokens(deps.modelName, m, []));
+    const messages: ChatMessage[] = [{ role: 'system', content: profile.instructions }, ...sent];
     const maxTokens = completionRoom(run, profile.maxCompletionTokens, estimatePromptTokens(deps.modelName, messages, tools));
     if (maxTokens === null) return null;
     const timeoutMs = Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now()));
     const started = performance.now();
-    const request = { messages, tools, maxTokens, timeoutMs, ...(profile.models ? { models: profile.models } : {}) };
+    // A planning call asks for the plan as structured output (validated all the same).
+    const plan = isPlanning(profile.plan, run) && profile.plan ? planResponseFormat([...toolsOf(profile).keys()], profile.plan) : undefined;
+    const request = {
+      messages,
+      tools,
+      maxTokens,
+      timeoutMs,
+      ...(profile.models ? { models: profile.models } : {}),
+      ...(plan ? { responseFormat: plan } : {}),
+    };
     const reply = await deps.model.complete(request).catch((err: ReinError) => {
       deps.metrics.modelDuration.observe({ model: deps.modelName, outcome: err.code ?? 'error' }, (performance.now() - started) / 1000);
       throw err;
@@ -124,8 +148,9 @@ export function createStepProcessor(deps: StepProcessorDeps) {
           request: { model: deps.modelName, messages, tools: tools.map((t) => t.function.name), toolSpecs: tools, maxTokens, timeoutMs },
           reply: reply.raw ?? { model: reply.model, content: reply.content, toolCalls: reply.toolCalls, usage: reply.usage },
         },
-        // The history is the run's whole log as just read: no need to read it again to find it.
-        { loggedMessages: history.length },
+        // The history is the run's whole log as just read: no need to read it again to find it
+        // (a compacted one is matched against the log by the journal).
+        sent === history ? { loggedMessages: history.length } : {},
       ),
       deps.journal.record(run.id, {
         schemaVersion: 1,
@@ -240,9 +265,27 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       handoff: deps.agents.handoffAnswer(run.agent),
       now: now(),
       durationMs: performance.now() - started + decision.durationMs,
+      ...(profile.context ? { context: profile.context } : {}),
     });
+    if (profile.plan && isPlanning(profile.plan, run)) {
+      const outcome = planOutcome({
+        run,
+        content: decision.content,
+        tools: toolsOf(profile),
+        options: profile.plan,
+        approvals,
+        now: now(),
+        approvalTtlMs: deps.approvalTtlMs,
+      });
+      if (outcome.kind === 'park') deps.metrics.approvalsCreated.inc({ tool: outcome.approval.toolName, risk: outcome.approval.risk });
+      return applied(run, afterPlan(facts(), outcome), log);
+    }
     const first = afterDecision(facts());
     if (first.kind !== 'tools') return applied(run, first, log);
+    // Which call carries out which step of the run's plan; the others are policed as without one.
+    const planSteps = linkCallsToPlan(run.plan, decision.toolCalls, (name) =>
+      profile.tools.includes(name) ? deps.tools.get(name) : undefined,
+    );
 
     const limit = pLimit(deps.toolConcurrency);
     const results = await Promise.all(
@@ -255,7 +298,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
             return answered;
           }
         }
-        return limit(() => deps.executeTool(run, profile, run.step, index, call, approvals));
+        return limit(() => deps.executeTool(run, profile, run.step, index, call, approvals, planSteps[index]));
       }),
     );
     const records: ToolCallRecord[] = results.map((r) => r.record);

@@ -131,6 +131,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     index: number,
     call: ModelToolCall,
     approvals: Approval[],
+    planStep: number | undefined,
   ): Promise<ToolCallResult> {
     const tool = profile.tools.includes(call.name) ? deps.tools.get(call.name) : undefined;
     if (!tool) {
@@ -165,7 +166,12 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     }
 
     const requirement = tool.approval(parsed.args, ctx);
-    if (!requirement) return runWithLedger(tool, call, parsed.args, ctx, {});
+    const planned = planStep === undefined ? {} : { planStep };
+    if (!requirement) return runWithLedger(tool, call, parsed.args, ctx, planned);
+    // A call carrying out a step of the approved plan runs on the plan's approval (same tool, same arguments by hash).
+    if (planStep !== undefined && run.plan?.status === 'approved' && run.plan.approvalId) {
+      return runWithLedger(tool, call, parsed.args, ctx, { ...planned, approvalId: run.plan.approvalId });
+    }
 
     const id = approvalId(run.id, step, index);
     const gated = { approvalId: id };
@@ -233,8 +239,15 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
   }
 
   /** One `execute_tool <tool>` span per call, whatever the call turns into. */
-  return (run: RunRecord, profile: AgentProfile, step: number, index: number, call: ModelToolCall, approvals: Approval[]) =>
-    toolSpan(call, deps.captureContent, () => execute(run, profile, step, index, call, approvals));
+  return (
+    run: RunRecord,
+    profile: AgentProfile,
+    step: number,
+    index: number,
+    call: ModelToolCall,
+    approvals: Approval[],
+    planStep?: number,
+  ) => toolSpan(call, deps.captureContent, () => execute(run, profile, step, index, call, approvals, planStep));
 }
 
 export type ToolExecutor = ReturnType<typeof createToolExecutor>;

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Registry } from 'prom-client';
-import { type ZodType, z } from 'zod';
+import type { ZodType } from 'zod';
 import { ConfigError, InvalidRequestError, UnauthorizedError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { RedisClient } from '../redis.js';
@@ -8,6 +8,8 @@ import type { ApiKey, Principal } from '../schemas/identity.js';
 import { bearerToken, findApiKey } from './credentials.js';
 import { clientErrorHandler, envelope, publicError } from './error-envelope.js';
 import { boundJsonDepth } from './json-body.js';
+import { documentOnly, registerOpenApi, VERSIONED } from './openapi.js';
+import { apiRoutes } from './route-schemas.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -30,6 +32,8 @@ export interface HttpAppOptions {
   redis: RedisClient;
   bodyLimit: number;
   timeouts: HttpTimeouts;
+  /** Names the OpenAPI document at `/openapi.json`. */
+  title: string;
   /**
    * The routes that act for a caller, all under `/v1`. They are registered in a scope
    * whose onRequest hook authenticates — before the body is read — so a handler there
@@ -46,10 +50,9 @@ export function parseInput<T>(schema: ZodType<T>, value: unknown, what: string):
   throw new InvalidRequestError(`invalid ${what}: ${issues}`);
 }
 
-export const idParamsSchema = z.object({ id: z.string().min(1).max(200) });
-
 const AUTHENTICATED = Symbol('rein.authenticated');
-const VERSIONED = /^\/v1(\/|$)/i;
+/** The version of the `/v1` contract the OpenAPI document describes. */
+const API_VERSION = '1.0.0';
 const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
@@ -103,6 +106,7 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
     frameworkErrors: (err, req, reply) => sendError(err, req, reply),
   });
   boundJsonDepth(app);
+  registerOpenApi(app, opts.title, API_VERSION);
 
   app.decorateRequest('principal', {
     getter(this: FastifyRequest) {
@@ -123,13 +127,14 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
 
   app.register(async (v1) => {
     v1.decorate(AUTHENTICATED, true);
+    documentOnly(v1);
     // onRequest runs before the body is read: an unauthenticated caller cannot make us wait for one.
     v1.addHook('onRequest', async (req) => {
       const key = findApiKey(opts.apiKeys, bearerToken(req.headers.authorization));
       if (!key) throw new UnauthorizedError();
       principals.set(req, { tenantId: key.tenantId, userId: key.userId, roles: key.roles });
     });
-    v1.get('/v1/me', async (req) => req.principal);
+    v1.get('/v1/me', { schema: apiRoutes.me }, async (req) => req.principal);
     await opts.routes(v1);
   });
 

@@ -19,6 +19,8 @@ export function createServiceApp(rt: Runtime, routes: (v1: FastifyInstance) => v
       idleMs: rt.config.REIN_HTTP_IDLE_TIMEOUT_MS,
       keepAliveMs: rt.config.REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS,
     },
+    // The OpenAPI document is named after the service the runtime was created for.
+    title: `Rein ${String(rt.logger.bindings().service ?? '')}`.trim(),
     routes,
   });
 }

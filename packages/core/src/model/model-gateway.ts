@@ -10,6 +10,8 @@ export interface ModelRequest {
   timeoutMs: number;
   /** The agent's own models in order, instead of REIN_MODEL and its fallbacks. */
   models?: readonly string[];
+  /** Structured output (`response_format`), e.g. a plan-mode agent's plan; the reply is validated all the same. */
+  responseFormat?: Record<string, unknown>;
 }
 
 export interface ModelReply {
@@ -74,12 +76,13 @@ function classify(err: unknown, model: string): ReinError {
  * The body of a chat completion request: one place decides the wire shape, so a decision
  * snapshot can be turned back into exactly what the endpoint received.
  */
-export function chatCompletionBody(model: string, req: Pick<ModelRequest, 'messages' | 'tools' | 'maxTokens'>) {
+export function chatCompletionBody(model: string, req: Pick<ModelRequest, 'messages' | 'tools' | 'maxTokens' | 'responseFormat'>) {
   return {
     model,
     messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
     ...(req.tools.length ? { tools: req.tools, parallel_tool_calls: true } : {}),
     max_tokens: req.maxTokens,
+    ...(req.responseFormat ? { response_format: req.responseFormat as unknown as OpenAI.ResponseFormatJSONSchema } : {}),
   };
 }
 

@@ -12,6 +12,7 @@ import type { ListRunsQuery, SubmitRunBody } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
+import type { ApprovalView, RunTrace, RunView } from '../schemas/views.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
@@ -45,9 +46,9 @@ export interface RunServiceDeps {
 }
 
 /** An approval as callers see it, with who may decide it (what `mayDecide` enforces). */
-export const approvalView = ({ schemaVersion: _v, ...a }: Approval) => ({ ...a, deciders: decisionRights(a) });
+export const approvalView = ({ schemaVersion: _v, ...a }: Approval): ApprovalView => ({ ...a, deciders: decisionRights(a) });
 
-export function runView(run: RunRecord, approvals: Approval[]) {
+export function runView(run: RunRecord, approvals: Approval[]): RunView {
   const pending = approvals.filter((a) => run.pendingApprovals.includes(a.id));
   return {
     id: run.id,
@@ -69,7 +70,6 @@ export function runView(run: RunRecord, approvals: Approval[]) {
     deadlineAt: run.deadlineAt,
   };
 }
-export type RunView = ReturnType<typeof runView>;
 
 /** Submit, read, list and cancel runs on behalf of an authenticated caller. */
 export function createRunService(deps: RunServiceDeps) {
@@ -180,7 +180,7 @@ export function createRunService(deps: RunServiceDeps) {
       return view(await visibleRun(principal, id));
     },
 
-    async trace(principal: Principal, id: string) {
+    async trace(principal: Principal, id: string): Promise<RunTrace> {
       const run = await visibleRun(principal, id);
       const [steps, approvals] = await Promise.all([deps.store.steps(id), deps.store.approvals(id)]);
       const byId = new Map(approvals.map((a) => [a.id, approvalView(a)]));
@@ -191,6 +191,8 @@ export function createRunService(deps: RunServiceDeps) {
         status: run.status,
         ...(run.reason ? { reason: run.reason } : {}),
         input: run.input,
+        // Plan mode: the plan, its decision, and which steps the run's tool calls (`planStep`) carried out.
+        ...(run.plan ? { plan: { ...run.plan, ...(run.plan.approvalId ? { approval: byId.get(run.plan.approvalId) } : {}) } } : {}),
         steps: steps.map((s) => ({
           index: s.index,
           model: s.model,

@@ -25,6 +25,15 @@ export const submitRunBodySchema = z
   })
   .strict();
 export type SubmitRunBody = z.infer<typeof submitRunBodySchema>;
+/** What a caller may send to `POST /v1/runs`. */
+export type SubmitRunInput = z.input<typeof submitRunBodySchema>;
+
+/** The `Idempotency-Key` header of `POST /v1/runs`: a retry with the same key and body answers the same run. */
+export const idempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
 const instant = z
   .string()
@@ -42,6 +51,8 @@ export const listRunsQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 export type ListRunsQuery = z.infer<typeof listRunsQuerySchema>;
+/** The filters of `GET /v1/runs` as a caller writes them (instants as ISO 8601 strings). */
+export type ListRunsParams = Omit<z.input<typeof listRunsQuerySchema>, 'limit'> & { limit?: number };
 
 /** `GET /v1/approvals`. */
 export const listApprovalsQuerySchema = z.object({
@@ -50,3 +61,4 @@ export const listApprovalsQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 export type ListApprovalsQuery = z.infer<typeof listApprovalsQuerySchema>;
+export type ListApprovalsParams = Omit<z.input<typeof listApprovalsQuerySchema>, 'limit'> & { limit?: number };

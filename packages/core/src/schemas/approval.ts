@@ -11,6 +11,8 @@ export type Risk = z.infer<typeof riskSchema>;
 export const approvalSchema = z.object({
   schemaVersion: z.literal(SCHEMA_VERSION),
   id: z.string(),
+  /** A tool call's approval, or a plan-mode run's whole plan (`arguments` holds its steps). */
+  kind: z.enum(['tool', 'plan']).optional(),
   runId: z.string(),
   step: z.number().int().min(0),
   toolCallId: z.string(),
@@ -48,4 +50,5 @@ export const approveBodySchema = z
     arguments: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
+export type ApproveBody = z.infer<typeof approveBodySchema>;
 export const rejectBodySchema = z.object({ reason: z.string().min(1).max(2000) }).strict();

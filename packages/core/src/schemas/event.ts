@@ -21,3 +21,24 @@ export const runEventSchema = z.object({
   data: z.record(z.string(), z.unknown()),
 });
 export type RunEvent = z.infer<typeof runEventSchema>;
+
+/** One entry of a tenant's approval feed (`GET /v1/approvals/events`): ids and statuses only. */
+export const approvalFeedEventSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.enum(['approval.requested', 'approval.decided']),
+    approvalId: z.string(),
+    runId: z.string(),
+    status: z.string(),
+    at: z.string(),
+  }),
+  /** A write whose outcome is unknown after a crash (I4): a human must reconcile it. */
+  z.object({
+    type: z.literal('effect.uncertain'),
+    runId: z.string(),
+    step: z.number().int(),
+    toolCallId: z.string(),
+    tool: z.string(),
+    at: z.string(),
+  }),
+]);
+export type ApprovalFeedEvent = z.infer<typeof approvalFeedEventSchema>;

@@ -24,10 +24,33 @@ export const runReasonSchema = z.enum([
   'cost_budget',
   'tenant_quota',
   'input_rejected',
+  'plan_invalid',
   'cancelled',
   'internal_error',
 ]);
 export type RunReason = z.infer<typeof runReasonSchema>;
+
+export const planStepSchema = z
+  .object({
+    step: z.number().int().min(1),
+    action: z.string().min(1),
+    args: z.record(z.string(), z.unknown()),
+    desc: z.string().min(1).max(500),
+    risk: z.enum(['low', 'high']),
+  })
+  .strict();
+export type PlanStep = z.infer<typeof planStepSchema>;
+
+/** A plan-mode run's plan: its steps (as approved), its decision, and the steps already carried out. */
+export const runPlanSchema = z.object({
+  steps: z.array(planStepSchema),
+  status: z.enum(['accepted', 'pending_approval', 'approved', 'rejected']),
+  approvalId: z.string().optional(),
+  decidedBy: z.string().optional(),
+  /** Plan steps a tool call has carried out; each is carried out once. */
+  done: z.array(z.number().int()),
+});
+export type RunPlan = z.infer<typeof runPlanSchema>;
 
 export const limitsSchema = z.object({
   maxSteps: z.number().int().min(1).max(100),
@@ -90,6 +113,8 @@ export const runRecordSchema = z.object({
   parkedAt: z.string().optional(),
   /** Absent on runs committed before it was kept: rebuilt from their steps on first use. */
   guard: loopGuardStateSchema.optional(),
+  /** Plan mode: the plan the run follows (see engine/plan.ts). */
+  plan: runPlanSchema.optional(),
   /** Bumped by every commit; the compare-and-set token. */
   version: z.number().int().min(0),
   createdAt: z.string(),
@@ -134,6 +159,8 @@ export const toolCallRecordSchema = z.object({
   approvalId: z.string().optional(),
   /** Answered from this run's earlier identical call instead of calling the back end again. */
   fromSnapshot: z.boolean().optional(),
+  /** The step of the run's approved plan this call carried out. */
+  planStep: z.number().int().min(1).optional(),
 });
 export type ToolCallRecord = z.infer<typeof toolCallRecordSchema>;
 

@@ -35,6 +35,7 @@ export type WebhookView = z.infer<typeof webhookViewSchema>;
 
 /** The 201 of `POST /v1/webhooks`: the only response that carries the secret. */
 export const createdWebhookSchema = webhookViewSchema.extend({ secret: webhookSchema.shape.secret });
+export type CreatedWebhook = z.infer<typeof createdWebhookSchema>;
 export const webhookListSchema = z.object({ webhooks: z.array(webhookViewSchema) });
 
 /** The body of every delivery (Standard Webhooks shape). */
@@ -60,3 +61,4 @@ export type DeliveryAttempt = z.infer<typeof deliveryAttemptSchema>;
 
 /** `GET /v1/webhooks/:id/deliveries`: newest first. */
 export const deliveryLogSchema = z.object({ webhookId: z.string(), attempts: z.array(deliveryAttemptSchema) });
+export type DeliveryLog = z.infer<typeof deliveryLogSchema>;

@@ -1,26 +1,7 @@
-import { z } from 'zod';
 import { tenantKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
+import { type ApprovalFeedEvent, approvalFeedEventSchema } from '../schemas/event.js';
 
-export const approvalFeedEventSchema = z.discriminatedUnion('type', [
-  z.object({
-    type: z.enum(['approval.requested', 'approval.decided']),
-    approvalId: z.string(),
-    runId: z.string(),
-    status: z.string(),
-    at: z.string(),
-  }),
-  /** A write whose outcome is unknown after a crash (I4): a human must reconcile it. */
-  z.object({
-    type: z.literal('effect.uncertain'),
-    runId: z.string(),
-    step: z.number().int(),
-    toolCallId: z.string(),
-    tool: z.string(),
-    at: z.string(),
-  }),
-]);
-export type ApprovalFeedEvent = z.infer<typeof approvalFeedEventSchema>;
 export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncertain' }>;
 
 /**

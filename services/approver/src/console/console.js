@@ -106,7 +106,35 @@ async function openApproval(id, { keepMessage = false } = {}) {
     ...(approval.decidedBy ? [['Decided by', `${approval.decidedBy} at ${approval.decidedAt}`]] : []),
   ];
   $('detail-facts').replaceChildren(...facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+  const isPlan = approval.kind === 'plan';
+  $('detail-args-title').textContent = isPlan ? 'The plan (edit a step’s arguments to approve it with edits)' : 'Exact arguments';
+  $('detail-args').hidden = isPlan;
+  $('detail-plan').hidden = !isPlan;
   $('detail-args').textContent = JSON.stringify(approval.approvedArguments ?? approval.arguments, null, 2);
+  // A plan is approved once, as a whole: each step shows its tool, risk and arguments, editable while pending.
+  const steps = isPlan ? (approval.approvedArguments ?? approval.arguments).steps : [];
+  $('detail-plan').replaceChildren(
+    ...steps.map((s) => {
+      const args = JSON.stringify(s.args, null, 2);
+      return el(
+        'li',
+        {},
+        el('strong', {}, `${s.step}. ${s.action}`),
+        ` (${s.risk} risk) — ${s.desc}`,
+        el(
+          'textarea',
+          {
+            'data-step': String(s.step),
+            'data-original': args,
+            rows: String(args.split('\n').length),
+            'aria-label': `Arguments of step ${s.step}`,
+          },
+          args,
+        ),
+      );
+    }),
+  );
+  for (const area of $('detail-plan').querySelectorAll('textarea')) area.disabled = approval.status !== 'pending';
   $('detail-trace').replaceChildren(
     el('li', {}, el('strong', {}, 'Input: '), trace.input),
     ...trace.steps.map((s) =>
@@ -132,6 +160,20 @@ async function openApproval(id, { keepMessage = false } = {}) {
   if (!keepMessage) $('decide-result').textContent = '';
 }
 
+/** The plan steps whose arguments the approver changed, as `{ arguments: { "<step>": args } }` (re-policed by the server). */
+function planEdits() {
+  const edits = {};
+  for (const area of $('detail-plan').hidden ? [] : $('detail-plan').querySelectorAll('textarea')) {
+    if (area.value.trim() === area.dataset.original.trim()) continue;
+    try {
+      edits[area.dataset.step] = JSON.parse(area.value);
+    } catch {
+      throw new Error(`the arguments of step ${area.dataset.step} are not valid JSON`);
+    }
+  }
+  return Object.keys(edits).length ? { arguments: edits } : {};
+}
+
 async function decide(kind) {
   const comment = $('comment').value.trim();
   if (kind === 'reject' && !comment) {
@@ -140,7 +182,7 @@ async function decide(kind) {
     return;
   }
   try {
-    const body = kind === 'approve' ? (comment ? { comment } : {}) : { reason: comment };
+    const body = kind === 'approve' ? { ...(comment ? { comment } : {}), ...planEdits() } : { reason: comment };
     const decided = await api('POST', `/v1/approvals/${encodeURIComponent(state.openId)}/${kind}`, body);
     $('decide-result').textContent = `${decided.status === 'approved' ? 'Approved' : 'Rejected'}. The run resumes.`;
     $('comment').value = '';

@@ -1,0 +1,66 @@
+/** The stable codes Rein answers with (see the OpenAPI document); others may be added, so any string is possible. */
+export type ReinErrorCode =
+  | 'invalid_request'
+  | 'invalid_json'
+  | 'unknown_agent'
+  | 'limit_above_ceiling'
+  | 'invalid_arguments'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'session_busy'
+  | 'idempotency_key_in_flight'
+  | 'run_finished'
+  | 'approval_decided'
+  | 'too_many_webhooks'
+  | 'approval_expired'
+  | 'payload_too_large'
+  | 'idempotency_key_reused'
+  | 'too_many_streams'
+  | 'quota_concurrent_runs'
+  | 'quota_tokens'
+  | 'quota_cost'
+  | 'webhook_url_refused'
+  | 'unavailable'
+  | (string & {});
+
+/** An error answer of the API, `{"error":{"code","message"}}`: branch on `code`, never on `message`. */
+export class ReinApiError extends Error {
+  override readonly name = 'ReinApiError';
+
+  constructor(
+    readonly status: number,
+    readonly code: ReinErrorCode,
+    message: string,
+  ) {
+    super(message);
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+
+  /** The error a response carries; a body that is not Rein's envelope (a proxy's page) becomes `http_<status>`. */
+  static async from(res: Response): Promise<ReinApiError> {
+    const text = await res.text().catch(() => '');
+    try {
+      const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
+      if (typeof error?.code === 'string' && typeof error.message === 'string')
+        return new ReinApiError(res.status, error.code, error.message);
+    } catch {
+      // not JSON: fall through
+    }
+    return new ReinApiError(res.status, `http_${res.status}`, text.slice(0, 200) || res.statusText);
+  }
+}
+
+/** `runs.wait` gave up: the run was neither finished nor parked in time. */
+export class ReinWaitTimeoutError extends Error {
+  override readonly name = 'ReinWaitTimeoutError';
+  readonly code = 'wait_timeout';
+
+  constructor(
+    readonly runId: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`run ${runId} neither finished nor parked within ${timeoutMs} ms`);
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}

@@ -1,0 +1,208 @@
+import type {
+  ApprovalFeedEvent,
+  ApprovalList,
+  ApprovalView,
+  ApproveBody,
+  CreatedWebhook,
+  CreateWebhookBody,
+  DeliveryLog,
+  ListApprovalsParams,
+  ListRunsParams,
+  Principal,
+  RunEvent,
+  RunList,
+  RunTrace,
+  RunView,
+  SessionView,
+  SnapshotList,
+  SubmitRunInput,
+  UncertainEffectList,
+  WebhookView,
+} from '@rein/core/schemas';
+import { reconnectingStream, type StreamedEvent, type StreamOptions } from './event-stream.js';
+import { ReinApiError, ReinWaitTimeoutError } from './rein-api-error.js';
+
+export interface ReinClientOptions {
+  /** The runs API, e.g. `http://127.0.0.1:8080`. */
+  apiUrl: string;
+  /** The approver service (approvals); the API's URL when both sit behind one gateway. */
+  approverUrl?: string;
+  /** An API key from REIN_API_KEYS; it decides tenant, user and roles. */
+  apiKey: string;
+  /** Another fetch (a test double, a proxy-aware one); the global one by default. */
+  fetch?: typeof fetch;
+  /** Streams: first pause before reconnecting (default 250 ms) and consecutive failures tolerated (default 10). */
+  reconnect?: { retryDelayMs?: number; maxRetries?: number };
+}
+
+export interface CreateRunOptions {
+  /** Sending the same key with the same body again answers the same run instead of starting another. */
+  idempotencyKey?: string;
+  /** W3C trace context: the run joins the caller's trace. */
+  traceparent?: string;
+}
+
+export interface WaitOptions {
+  /** Give up with `ReinWaitTimeoutError` after this long (default 60 s). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+
+/** Finished, or parked until a human decides. */
+const settled = (run: RunView) => TERMINAL.has(run.status) || run.status === 'pending_approval';
+
+type Query = Record<string, string | number | undefined>;
+
+/**
+ * Rein over HTTP, typed by the same zod schemas that validate the server's routes.
+ * Every error answer throws a `ReinApiError` carrying the stable `code`.
+ */
+export class ReinClient {
+  private readonly fetch: typeof fetch;
+  private readonly apiUrl: string;
+  private readonly approverUrl: string;
+  private readonly policy: { retryDelayMs: number; maxRetries: number };
+
+  constructor(private readonly options: ReinClientOptions) {
+    this.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.apiUrl = options.apiUrl.replace(/\/+$/, '');
+    this.approverUrl = (options.approverUrl ?? options.apiUrl).replace(/\/+$/, '');
+    this.policy = { retryDelayMs: options.reconnect?.retryDelayMs ?? 250, maxRetries: options.reconnect?.maxRetries ?? 10 };
+  }
+
+  /** The caller as the API key identifies it. */
+  me(): Promise<Principal> {
+    return this.call(this.apiUrl, 'GET', '/v1/me');
+  }
+
+  readonly runs = {
+    create: (body: SubmitRunInput, opts: CreateRunOptions = {}): Promise<RunView> =>
+      this.call(this.apiUrl, 'POST', '/v1/runs', {
+        body,
+        headers: {
+          ...(opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {}),
+          ...(opts.traceparent ? { traceparent: opts.traceparent } : {}),
+        },
+      }),
+    get: (id: string): Promise<RunView> => this.call(this.apiUrl, 'GET', `/v1/runs/${enc(id)}`),
+    trace: (id: string): Promise<RunTrace> => this.call(this.apiUrl, 'GET', `/v1/runs/${enc(id)}/trace`),
+    /** The exact model requests and replies (admin keys only). */
+    snapshots: (id: string): Promise<SnapshotList> => this.call(this.apiUrl, 'GET', `/v1/runs/${enc(id)}/snapshots`),
+    cancel: (id: string): Promise<RunView> => this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/cancel`),
+    /** One page; pass `nextCursor` back as `cursor` for the next. */
+    list: (params: ListRunsParams = {}): Promise<RunList> => this.call(this.apiUrl, 'GET', '/v1/runs', { query: params }),
+    /**
+     * The run once it has finished or is parked waiting for an approval. Follows the
+     * run's event stream rather than polling; throws `ReinWaitTimeoutError` after `timeoutMs`.
+     */
+    wait: async (id: string, opts: WaitOptions = {}): Promise<RunView> => {
+      const timeoutMs = opts.timeoutMs ?? 60_000;
+      const stop = new AbortController();
+      const timer = setTimeout(() => stop.abort(), timeoutMs);
+      const onAbort = () => stop.abort();
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      try {
+        let run = await this.runs.get(id);
+        if (settled(run)) return run;
+        for await (const { event } of this.runs.stream(id, { signal: stop.signal })) {
+          if (event.type !== 'approval.requested' && event.type !== 'run.finished') continue;
+          run = await this.runs.get(id);
+          if (settled(run)) return run;
+        }
+        if (stop.signal.aborted) throw opts.signal?.aborted ? opts.signal.reason : new ReinWaitTimeoutError(id, timeoutMs);
+        return await this.runs.get(id);
+      } finally {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+      }
+    },
+    /**
+     * The run's events as they happen (from the start, or after `lastEventId`), ending
+     * after `run.finished`. Dropped connections are resumed with Last-Event-ID: no event
+     * is lost or repeated.
+     */
+    stream: (id: string, opts: StreamOptions = {}): AsyncGenerator<StreamedEvent<RunEvent>> =>
+      reconnectingStream(
+        (last, signal) => this.open(this.apiUrl, `/v1/runs/${enc(id)}/events`, last, signal),
+        (data) => data as RunEvent,
+        (event) => event.type === 'run.finished',
+        opts,
+        this.policy,
+      ),
+  };
+
+  readonly sessions = {
+    get: (id: string): Promise<SessionView> => this.call(this.apiUrl, 'GET', `/v1/sessions/${enc(id)}`),
+  };
+
+  readonly approvals = {
+    list: (params: ListApprovalsParams = {}): Promise<ApprovalList> =>
+      this.call(this.approverUrl, 'GET', '/v1/approvals', { query: params }),
+    get: (id: string): Promise<ApprovalView> => this.call(this.approverUrl, 'GET', `/v1/approvals/${enc(id)}`),
+    /** The trace of the approval's run so far: what the approver decides on. */
+    trace: (id: string): Promise<RunTrace> => this.call(this.approverUrl, 'GET', `/v1/approvals/${enc(id)}/trace`),
+    /** Approve; `arguments` replaces what the model proposed (validated and judged again). */
+    approve: (id: string, body: ApproveBody = {}): Promise<ApprovalView> =>
+      this.call(this.approverUrl, 'POST', `/v1/approvals/${enc(id)}/approve`, { body }),
+    reject: (id: string, reason: string): Promise<ApprovalView> =>
+      this.call(this.approverUrl, 'POST', `/v1/approvals/${enc(id)}/reject`, { body: { reason } }),
+    uncertainEffects: (): Promise<UncertainEffectList> => this.call(this.approverUrl, 'GET', '/v1/effects/uncertain'),
+    /** The tenant's approval feed, live and endless (end it with `signal`); resumed like `runs.stream`. */
+    stream: (opts: StreamOptions = {}): AsyncGenerator<StreamedEvent<ApprovalFeedEvent>> =>
+      reconnectingStream(
+        (last, signal) => this.open(this.approverUrl, '/v1/approvals/events', last, signal),
+        (data) => data as ApprovalFeedEvent,
+        () => false,
+        opts,
+        this.policy,
+      ),
+  };
+
+  /** Tenant admins only. */
+  readonly webhooks = {
+    /** The answer is the only place the signing secret (`whsec_…`) ever appears: keep it. */
+    create: (body: CreateWebhookBody): Promise<CreatedWebhook> => this.call(this.apiUrl, 'POST', '/v1/webhooks', { body }),
+    list: async (): Promise<WebhookView[]> => (await this.call<{ webhooks: WebhookView[] }>(this.apiUrl, 'GET', '/v1/webhooks')).webhooks,
+    delete: async (id: string): Promise<void> => {
+      await this.call(this.apiUrl, 'DELETE', `/v1/webhooks/${enc(id)}`);
+    },
+    deliveries: (id: string): Promise<DeliveryLog> => this.call(this.apiUrl, 'GET', `/v1/webhooks/${enc(id)}/deliveries`),
+  };
+
+  private async call<T>(
+    base: string,
+    method: string,
+    path: string,
+    req: { body?: unknown; query?: Query; headers?: Record<string, string> } = {},
+  ): Promise<T> {
+    const query = Object.entries(req.query ?? {}).filter((e): e is [string, string | number] => e[1] !== undefined);
+    const search = query.length ? `?${new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)]))}` : '';
+    const res = await this.fetch(`${base}${path}${search}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${this.options.apiKey}`,
+        ...(req.body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...req.headers,
+      },
+      ...(req.body === undefined ? {} : { body: JSON.stringify(req.body) }),
+    });
+    if (!res.ok) throw await ReinApiError.from(res);
+    const text = await res.text();
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  private open(base: string, path: string, lastEventId: string | undefined, signal: AbortSignal): Promise<Response> {
+    return this.fetch(`${base}${path}`, {
+      headers: {
+        authorization: `Bearer ${this.options.apiKey}`,
+        accept: 'text/event-stream',
+        ...(lastEventId ? { 'last-event-id': lastEventId } : {}),
+      },
+      signal,
+    });
+  }
+}
+
+const enc = encodeURIComponent;

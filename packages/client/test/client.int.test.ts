@@ -1,0 +1,160 @@
+import { startApi } from '@rein/api';
+import { startApprover } from '@rein/approver';
+import { type ApprovalFeedEvent, approvalViewSchema, loadConfig, type RunningService, runTraceSchema, runViewSchema } from '@rein/core';
+import { freePort, startTestRedis, type TestRedis } from '@rein/core/testing';
+import orderApp from '@rein/example-order-assistant';
+import { createScriptedModelServer } from '@rein/scripted-model';
+import { startWorker } from '@rein/worker';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReinApiError, ReinClient, type RunEvent, type StreamedEvent } from '../src/index.js';
+
+const USER = { key: 'client-test-user-key', tenantId: 'acme', userId: 'alice', roles: ['user'] };
+const APPROVER = { key: 'client-test-approver-key', tenantId: 'acme', userId: 'bob', roles: ['approver'] };
+const ADMIN = { key: 'client-test-admin-key', tenantId: 'acme', userId: 'root', roles: ['admin'] };
+const LATE_ORDER = '客户张三投诉订单 2024001 一直没发货，帮他处理一下';
+
+let redis: TestRedis;
+let model: FastifyInstance;
+const services: Array<RunningService & { http?: FastifyInstance }> = [];
+let apiUrl: string;
+let approverUrl: string;
+/** Every stream connection the clients opened, with the Last-Event-ID it sent. */
+const connections: Array<{ url: string; lastEventId: string | null }> = [];
+const tracking: typeof fetch = (input, init) => {
+  if (String(input).includes('/events'))
+    connections.push({ url: String(input), lastEventId: new Headers(init?.headers).get('last-event-id') });
+  return fetch(input, init);
+};
+const clientFor = (who: { key: string }) =>
+  new ReinClient({ apiUrl, approverUrl, apiKey: who.key, fetch: tracking, reconnect: { retryDelayMs: 20 } });
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  model = createScriptedModelServer();
+  const modelUrl = await model.listen({ port: 0, host: '127.0.0.1' });
+  const [apiPort, approverPort, metricsPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const config = loadConfig({
+    REDIS_URL: redis.url,
+    OPENAI_BASE_URL: `${modelUrl}/v1`,
+    REIN_API_KEYS: JSON.stringify([USER, APPROVER, ADMIN]),
+    API_PORT: String(apiPort),
+    APPROVER_PORT: String(approverPort),
+    WORKER_METRICS_PORT: String(metricsPort),
+    REIN_BIND_HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    REIN_WEBHOOK_ALLOW_PRIVATE: 'true',
+  });
+  services.push(await startApi(orderApp, { config, handleSignals: false }));
+  services.push(await startApprover(orderApp, { config, handleSignals: false }));
+  services.push(await startWorker(orderApp, { config, handleSignals: false }));
+  apiUrl = `http://127.0.0.1:${apiPort}`;
+  approverUrl = `http://127.0.0.1:${approverPort}`;
+});
+afterAll(async () => {
+  for (const s of services.reverse()) await s.close();
+  await model.close();
+  await redis.stop();
+});
+
+const user = () => clientFor(USER);
+const approver = () => clientFor(APPROVER);
+
+async function collect<T>(events: AsyncIterable<StreamedEvent<T>>): Promise<Array<StreamedEvent<T>>> {
+  const out: Array<StreamedEvent<T>> = [];
+  for await (const e of events) out.push(e);
+  return out;
+}
+
+describe('@rein/client against a real api, approver and worker', () => {
+  it('creates, waits for and reads a run; answers match the schemas the OpenAPI document is generated from', async () => {
+    const created = await user().runs.create({ input: 'What is your return policy?' }, { idempotencyKey: 'client-test-1' });
+    expect(created.status).toBe('queued');
+    // Parsing strips undocumented fields: equality means the answer has none.
+    expect(runViewSchema.parse(created)).toEqual(created);
+    expect((await user().runs.create({ input: 'What is your return policy?' }, { idempotencyKey: 'client-test-1' })).id).toBe(created.id);
+    const done = await user().runs.wait(created.id, { timeoutMs: 30_000 });
+    expect(done.status).toBe('succeeded');
+    expect(done.finalAnswer).toBeTruthy();
+    const trace = await user().runs.trace(created.id);
+    expect(runTraceSchema.parse(trace)).toEqual(trace);
+    const listed = await user().runs.list({ status: 'succeeded', limit: 10 });
+    expect(listed.runs.map((r) => r.id)).toContain(created.id);
+  });
+
+  it('throws ReinApiError with the stable code and status', async () => {
+    const missing = await user()
+      .runs.get('no-such-run')
+      .catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(ReinApiError);
+    expect(missing).toMatchObject({ status: 404, code: 'not_found' });
+    await expect(user().runs.create({ input: '' })).rejects.toMatchObject({ status: 400, code: 'invalid_request' });
+    await expect(user().webhooks.list()).rejects.toMatchObject({ status: 403, code: 'forbidden' });
+    await expect(new ReinClient({ apiUrl, apiKey: 'wrong-key-0000' }).me()).rejects.toMatchObject({ status: 401, code: 'unauthorized' });
+  });
+
+  it('waits until a run parks, approves it with the client, and the approval feed tells of both', async () => {
+    const feedStop = new AbortController();
+    const feed: ApprovalFeedEvent[] = [];
+    const following = (async () => {
+      for await (const { event } of approver().approvals.stream({ signal: feedStop.signal })) {
+        feed.push(event);
+        if (event.type === 'approval.decided') feedStop.abort();
+      }
+    })();
+    const run = await user().runs.create({ input: LATE_ORDER });
+    const parked = await user().runs.wait(run.id, { timeoutMs: 30_000 });
+    expect(parked.status).toBe('pending_approval');
+    const approvalId = parked.pendingApprovals[0]?.id ?? '';
+    const pending = await approver().approvals.list({ status: 'pending' });
+    expect(pending.approvals.map((a) => a.id)).toContain(approvalId);
+    const approval = await approver().approvals.get(approvalId);
+    expect(approvalViewSchema.parse(approval)).toEqual(approval);
+    expect((await approver().approvals.approve(approvalId, { comment: 'ok' })).status).toBe('approved');
+    await expect(approver().approvals.reject(approvalId, 'late')).rejects.toMatchObject({ status: 409, code: 'approval_decided' });
+    await following;
+    expect(feed.map((e) => e.type)).toEqual(expect.arrayContaining(['approval.requested', 'approval.decided']));
+    // A parked run counts as settled for `wait`: follow the stream to the end instead.
+    expect((await collect(user().runs.stream(run.id))).at(-1)?.event.type).toBe('run.finished');
+    expect((await user().runs.get(run.id)).status).toBe('succeeded');
+  });
+
+  it('resumes a run stream killed mid-way with Last-Event-ID: no event lost, none repeated', async () => {
+    const client = user();
+    const run = await client.runs.create({ input: LATE_ORDER });
+    const api = services[0]?.http?.server;
+    const seen: Array<StreamedEvent<RunEvent>> = [];
+    const opened = connections.length;
+    let killed = false;
+    for await (const e of client.runs.stream(run.id)) {
+      seen.push(e);
+      if (e.event.type === 'approval.requested' && !killed) {
+        killed = true;
+        api?.closeAllConnections(); // the server drops the stream under the client's feet
+        const approvalId = String(e.event.data.approvalId ?? (await client.runs.get(run.id)).pendingApprovals[0]?.id);
+        await approver().approvals.approve(approvalId);
+      }
+    }
+    expect(killed).toBe(true);
+    const mine = connections.slice(opened).filter((c) => c.url.includes(run.id));
+    expect(mine.length).toBeGreaterThanOrEqual(2);
+    // It came back after the last event it had seen (those the socket delivered before it died).
+    expect(seen.map((e) => e.id)).toContain(mine[1]?.lastEventId);
+    // A fresh read from the start is the reference: the same events, in order, once each.
+    const reference = await collect(client.runs.stream(run.id));
+    expect(seen.map((e) => e.id)).toEqual(reference.map((e) => e.id));
+    expect(new Set(seen.map((e) => e.id)).size).toBe(seen.length);
+    expect(seen.at(-1)?.event.type).toBe('run.finished');
+  });
+
+  it('manages webhooks (admins) and returns the secret only on creation', async () => {
+    const admin = clientFor(ADMIN);
+    const hook = await admin.webhooks.create({ url: 'http://127.0.0.1:9/rein', events: ['run.finished'] });
+    expect(hook.secret).toMatch(/^whsec_/);
+    const listed = await admin.webhooks.list();
+    expect(listed.map((h) => h.id)).toEqual([hook.id]);
+    expect(listed[0]).not.toHaveProperty('secret');
+    await admin.webhooks.delete(hook.id);
+    expect(await admin.webhooks.list()).toEqual([]);
+  });
+});

@@ -1,0 +1,181 @@
+import { type ZodType, z } from 'zod';
+import { idempotencyKeySchema, listApprovalsQuerySchema, listRunsQuerySchema, submitRunBodySchema } from '../schemas/api.js';
+import { approveBodySchema, rejectBodySchema } from '../schemas/approval.js';
+import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
+import {
+  approvalListSchema,
+  approvalViewSchema,
+  errorEnvelopeSchema,
+  meSchema,
+  runListSchema,
+  runTraceSchema,
+  runViewSchema,
+  sessionViewSchema,
+  snapshotListSchema,
+  uncertainEffectListSchema,
+} from '../schemas/views.js';
+import { createdWebhookSchema, createWebhookBodySchema, deliveryLogSchema, webhookListSchema } from '../schemas/webhook.js';
+
+/**
+ * The schema of every `/v1` route, for its OpenAPI entry: the same zod schemas the
+ * handlers validate with (`parseInput`) and the services' answers are typed by.
+ */
+
+export const idParamsSchema = z.object({ id: z.string().min(1).max(200) });
+
+/** Error answers by status, each with the codes a client can match on. */
+const ERROR_CODES = {
+  400: 'invalid_request (the message names the fields), invalid_json, bad_url',
+  401: 'unauthorized: missing or unknown API key',
+  403: 'forbidden: the role or ownership does not allow it',
+  404: 'not_found (also for another tenant’s resources)',
+  409: 'a conflict with the current state',
+  410: 'gone',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'idempotency_key_reused: the same key was sent with another body',
+  429: 'too many',
+  503: 'unavailable: try again later',
+} as const;
+
+/** The error answers of a route: 400, 401 and 503 on every one, plus `extra` (status → codes). */
+function errors(extra: Record<number, string> = {}): Record<number, ZodType> {
+  const all = { 400: ERROR_CODES[400], 401: ERROR_CODES[401], 503: ERROR_CODES[503], ...extra };
+  return Object.fromEntries(Object.entries(all).map(([status, codes]) => [status, errorEnvelopeSchema.describe(codes ?? '')]));
+}
+
+const sse = (event: ZodType, what: string) => ({
+  description: `${what}: server-sent events, each \`id\` a stream position; reconnect with Last-Event-ID to resume without loss or repeats`,
+  content: { 'text/event-stream': { schema: event } },
+});
+
+/** Last-Event-ID, as a header or (for EventSource, which cannot set one) as `lastEventId`. */
+const resumeHeaders = z.object({
+  'last-event-id': z
+    .string()
+    .regex(/^\d+-\d+$/)
+    .optional(),
+});
+const resumeQuery = z.object({
+  lastEventId: z
+    .string()
+    .regex(/^\d+-\d+$/)
+    .optional(),
+});
+
+const route = <S extends Record<string, unknown>>(tag: string, operationId: string, summary: string, schema: S) => ({
+  tags: [tag],
+  operationId,
+  summary,
+  ...schema,
+});
+
+export const apiRoutes = {
+  me: route('identity', 'getMe', 'The caller as its API key identifies it', { response: { 200: meSchema, ...errors() } }),
+  createRun: route('runs', 'createRun', 'Submit a run', {
+    body: submitRunBodySchema,
+    headers: z.object({ 'idempotency-key': idempotencyKeySchema.optional(), traceparent: z.string().optional() }),
+    response: {
+      202: runViewSchema.describe('the run, queued'),
+      200: runViewSchema.describe('the run an earlier request with the same Idempotency-Key created'),
+      ...errors({
+        400: `${ERROR_CODES[400]}, unknown_agent, limit_above_ceiling`,
+        409: 'session_busy (a run of the session is still active), idempotency_key_in_flight',
+        413: ERROR_CODES[413],
+        415: ERROR_CODES[415],
+        422: ERROR_CODES[422],
+        429: 'quota_concurrent_runs, quota_tokens, quota_cost',
+      }),
+    },
+  }),
+  listRuns: route('runs', 'listRuns', 'Runs of the caller’s tenant, newest first (their own unless approver or above)', {
+    querystring: listRunsQuerySchema,
+    response: { 200: runListSchema, ...errors({ 403: ERROR_CODES[403] }) },
+  }),
+  getRun: route('runs', 'getRun', 'A run', {
+    params: idParamsSchema,
+    response: { 200: runViewSchema, ...errors({ 404: ERROR_CODES[404] }) },
+  }),
+  getTrace: route('runs', 'getRunTrace', 'A run’s steps, tool calls and observations', {
+    params: idParamsSchema,
+    response: { 200: runTraceSchema, ...errors({ 404: ERROR_CODES[404] }) },
+  }),
+  getSnapshots: route('runs', 'getRunSnapshots', 'The exact model requests and replies of a run (admins)', {
+    params: idParamsSchema,
+    response: { 200: snapshotListSchema, ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },
+  }),
+  cancelRun: route('runs', 'cancelRun', 'Cancel a run that has not finished', {
+    params: idParamsSchema,
+    response: { 200: runViewSchema, ...errors({ 404: ERROR_CODES[404], 409: 'run_finished' }) },
+  }),
+  runEvents: route('runs', 'streamRunEvents', 'A run’s events, live; the stream ends after run.finished', {
+    params: idParamsSchema,
+    headers: resumeHeaders,
+    querystring: resumeQuery,
+    response: { 200: sse(runEventSchema, 'run events'), ...errors({ 404: ERROR_CODES[404], 429: 'too_many_streams' }) },
+  }),
+  getSession: route('sessions', 'getSession', 'A session’s runs, oldest first (sessions are per tenant and user)', {
+    params: idParamsSchema,
+    response: { 200: sessionViewSchema, ...errors({ 404: ERROR_CODES[404] }) },
+  }),
+  createWebhook: route('webhooks', 'createWebhook', 'Register a webhook (tenant admins); the answer is the only one with its secret', {
+    body: createWebhookBodySchema,
+    response: {
+      201: createdWebhookSchema,
+      ...errors({ 400: `${ERROR_CODES[400]}, webhook_url_refused`, 403: ERROR_CODES[403], 409: 'too_many_webhooks' }),
+    },
+  }),
+  listWebhooks: route('webhooks', 'listWebhooks', 'The tenant’s webhooks (tenant admins)', {
+    response: { 200: webhookListSchema, ...errors({ 403: ERROR_CODES[403] }) },
+  }),
+  deleteWebhook: route('webhooks', 'deleteWebhook', 'Remove a webhook (tenant admins)', {
+    params: idParamsSchema,
+    response: { 204: z.null().describe('removed'), ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },
+  }),
+  webhookDeliveries: route('webhooks', 'listWebhookDeliveries', 'A webhook’s latest delivery attempts, newest first (tenant admins)', {
+    params: idParamsSchema,
+    response: { 200: deliveryLogSchema, ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },
+  }),
+};
+
+const decided = {
+  params: idParamsSchema,
+  response: {
+    200: approvalViewSchema,
+    ...errors({
+      400: `${ERROR_CODES[400]}, invalid_arguments (edited arguments the tool refuses)`,
+      403: ERROR_CODES[403],
+      404: ERROR_CODES[404],
+      409: 'approval_decided',
+      410: 'approval_expired',
+    }),
+  },
+};
+
+export const approverRoutes = {
+  listApprovals: route('approvals', 'listApprovals', 'Approvals of the caller’s tenant (their own unless approver or above)', {
+    querystring: listApprovalsQuerySchema,
+    response: { 200: approvalListSchema, ...errors() },
+  }),
+  approvalEvents: route('approvals', 'streamApprovalEvents', 'The tenant’s approval feed, live', {
+    headers: resumeHeaders,
+    querystring: resumeQuery,
+    response: { 200: sse(approvalFeedEventSchema, 'approval feed events'), ...errors({ 429: 'too_many_streams' }) },
+  }),
+  uncertainEffects: route('approvals', 'listUncertainEffects', 'Writes whose outcome is unknown after a crash, to reconcile by hand', {
+    response: { 200: uncertainEffectListSchema, ...errors() },
+  }),
+  getApproval: route('approvals', 'getApproval', 'An approval', {
+    params: idParamsSchema,
+    response: { 200: approvalViewSchema, ...errors({ 404: ERROR_CODES[404] }) },
+  }),
+  approvalTrace: route('approvals', 'getApprovalTrace', 'The trace of the approval’s run so far', {
+    params: idParamsSchema,
+    response: { 200: runTraceSchema, ...errors({ 404: ERROR_CODES[404] }) },
+  }),
+  approve: route('approvals', 'approve', 'Approve, optionally with edited arguments (judged again, never less strict)', {
+    ...decided,
+    body: approveBodySchema,
+  }),
+  reject: route('approvals', 'reject', 'Reject with a reason (the model hears it)', { ...decided, body: rejectBodySchema }),
+};

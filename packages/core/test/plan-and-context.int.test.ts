@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
+import { contextPolicySchema } from '../src/engine/context-policy.js';
+import { createFakeModel, toolCall } from '../src/testing/index.js';
+import { defineTool } from '../src/tools/tool.js';
+import { harnessPerTest } from './harness.js';
+
+/** Plan mode and the context policy on the step engine (real Redis, fake model). */
+
+const use = harnessPerTest();
+
+describe('plan mode on the step engine', () => {
+  const planning = { plan: { minSteps: 2, maxSteps: 6 } };
+
+  it('asks for the plan as structured output, gives an invalid plan one repair turn, then fails plan_invalid', async () => {
+    const model = createFakeModel([
+      { content: 'I will look it up' },
+      { content: '{"steps":[{"step":1,"action":"drop_tables","args":{},"desc":"x","risk":"low"}]}' },
+    ]);
+    const t = use(model, { profile: planning });
+    const id = await t.submit('order A12345?');
+    await t.drain();
+    expect(model.requests).toHaveLength(2);
+    expect(model.requests[0]?.responseFormat).toMatchObject({ type: 'json_schema', json_schema: { name: 'plan' } });
+    expect(model.requests[1]?.messages.at(-1)).toMatchObject({
+      role: 'system',
+      content: expect.stringMatching(/^Your plan is invalid: the reply is not JSON/),
+    });
+    const run = await t.store.require(id);
+    expect(run).toMatchObject({ status: 'failed', reason: 'plan_invalid' });
+    expect(run.usage.totalTokens).toBe(220); // both planning calls are charged
+  });
+
+  it('accepts a plan of reads without an approval and links each call to its step', async () => {
+    const plan = {
+      steps: [
+        { step: 1, action: 'query_order', args: { orderNo: 'A12345' }, desc: 'look up', risk: 'low' },
+        { step: 2, action: 'search_policy', args: { query: 'returns' }, desc: 'policy', risk: 'low' },
+      ],
+    };
+    const model = createFakeModel([
+      { content: JSON.stringify(plan) },
+      { toolCalls: [toolCall('a', 'query_order', { orderNo: 'A12345' }), toolCall('b', 'search_policy', { query: 'refunds' })] },
+      { content: 'done' },
+    ]);
+    const t = use(model, { profile: planning });
+    const id = await t.submit('order A12345?');
+    await t.drain();
+    const run = await t.store.require(id);
+    expect(run).toMatchObject({ status: 'succeeded', plan: { status: 'accepted', done: [1] } });
+    expect(model.requests[1]?.responseFormat).toBeUndefined();
+    const calls = (await t.store.steps(id)).flatMap((s) => s.toolCalls);
+    expect(calls.map((c) => [c.name, c.planStep])).toEqual([
+      ['query_order', 1],
+      ['search_policy', undefined], // other arguments: off the plan
+    ]);
+  });
+});
+
+describe('context policy on the step engine', () => {
+  const big = defineTool({
+    name: 'big_report',
+    description: 'A long report.',
+    kind: 'read',
+    parameters: z.object({ part: z.number() }),
+    execute: ({ part }) => ({ part, rows: Array.from({ length: 200 }, (_, i) => `row ${i} of part ${part}`) }),
+  });
+
+  it('sends what the policy keeps, and budgets the prompt on what is sent', async () => {
+    const context = contextPolicySchema.parse({ toolResultMaxChars: 300, historyTokens: 600 });
+    const model = createFakeModel([
+      ...[1, 2, 3, 4, 5, 6].map((part) => ({ toolCalls: [toolCall(`c${part}`, 'big_report', { part })] })),
+      { content: 'done' },
+    ]);
+    const t = use(model, { extraTools: [big], profile: { context, limits: { maxSteps: 10, maxTokens: 3_200, timeoutMs: 60_000 } } });
+    const id = await t.submit('reports please', undefined, { maxTokens: 3_200 });
+    await t.drain();
+    expect((await t.store.require(id)).status).toBe('succeeded');
+    const last = model.requests.at(-1);
+    // Summaries with handles, never a whole report; the oldest turns as one summary message.
+    expect(JSON.stringify(last?.messages)).not.toContain('row 150 of part');
+    expect(last?.messages.some((m) => m.role === 'system' && m.content.startsWith('Summary of'))).toBe(true);
+    const toolMessages = (messages: Array<{ role: string }> | undefined) => messages?.filter((m) => m.role === 'tool').length;
+    expect(toolMessages(await t.store.messages(id))).toBe(6); // the log keeps every turn
+    expect(toolMessages(last?.messages)).toBeLessThan(6);
+    model.requests.forEach((req, n) => {
+      const left = 3_200 - 110 * n - estimatePromptTokens('fake-model', req.messages, req.tools);
+      expect(req.maxTokens).toBe(Math.min(1024, left));
+    });
+  });
+});

@@ -4,7 +4,8 @@ import { KEYS, startFleet } from '../test/support/fleet.js';
 import { startTopology, type Topology } from '../test/support/topology.js';
 
 /**
- * Steps/s of the same fleet (same workers, same concurrency) on a local 3-master Redis
+ * Steps/s of the same fleet (same workers, same total concurrency: one BullMQ worker per
+ * shard, so WORKER_CONCURRENCY is split over the shards) on a local 3-master Redis
  * Cluster with the step queue in 1 shard and in 3, and the CPU each master spent (INFO
  * cpu, per node). Reported, not asserted: the machine and its neighbours decide the
  * numbers; what matters is where the Redis work lands. A fast model (BENCH_LATENCY_MS,
@@ -12,6 +13,8 @@ import { startTopology, type Topology } from '../test/support/topology.js';
  */
 const RUNS = Number(process.env.BENCH_RUNS ?? 48);
 const LATENCY_MS = Number(process.env.BENCH_LATENCY_MS ?? 5);
+/** Steps one worker process runs at once, over all its shards. */
+const CONCURRENCY = 12;
 const INPUT = '查订单 A12345 状态，按政策说能否退'; // three model calls, two tools, no approval
 
 let topology: Topology;
@@ -40,7 +43,7 @@ async function measure(shards: number) {
     ...topology.fleet,
     workers: 2,
     modelLatencyMs: LATENCY_MS,
-    env: { WORKER_CONCURRENCY: '8', LOG_LEVEL: 'warn', REIN_QUEUE_SHARDS: String(shards) },
+    env: { WORKER_CONCURRENCY: String(CONCURRENCY / shards), LOG_LEVEL: 'warn', REIN_QUEUE_SHARDS: String(shards) },
   });
   try {
     const before = await cpuByNode();
@@ -73,7 +76,7 @@ describe('cluster shard benchmark', () => {
       const of = results.filter((r) => r.shards === shards);
       return of.reduce((sum, r) => sum + r.stepsPerSecond, 0) / of.length;
     };
-    console.log(`\nCluster shards: ${RUNS} runs, model latency ${LATENCY_MS} ms, 2 workers × 8 per shard`);
+    console.log(`\nCluster shards: ${RUNS} runs, model latency ${LATENCY_MS} ms, 2 workers × ${CONCURRENCY} steps at once`);
     console.table(rows);
     console.log(`3 shards ÷ 1 shard, steps/s: ${(mean(3) / mean(1)).toFixed(2)}×`);
     for (const r of results) expect(r.succeeded).toBe(RUNS);

@@ -155,13 +155,20 @@ async function submit(fleet: Awaited<ReturnType<typeof startFleet>>, tag: string
   return res.body.id as string;
 }
 
-async function withFleet<T>(workers: number, body: (fleet: Awaited<ReturnType<typeof startFleet>>) => Promise<T>): Promise<T> {
+/** The same endpoint with streaming declared unsupported: replies arrive whole, no `model.delta` events. */
+const notStreamed = () => ({ REIN_PROVIDERS: JSON.stringify({ openai: { baseURL: fake.url, supportsStreaming: false } }) });
+
+async function withFleet<T>(
+  workers: number,
+  body: (fleet: Awaited<ReturnType<typeof startFleet>>) => Promise<T>,
+  env: Record<string, string> = {},
+): Promise<T> {
   await client.flushall();
   fake.reset();
   const fleet = await startFleet({
     redisUrl: redis.url,
     workers,
-    env: { ...fleetEnv, OPENAI_BASE_URL: fake.url },
+    env: { ...fleetEnv, OPENAI_BASE_URL: fake.url, ...env },
     ...(CPU_PROF_DIR ? { workerNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] } : {}),
   });
   try {
@@ -172,22 +179,28 @@ async function withFleet<T>(workers: number, body: (fleet: Awaited<ReturnType<ty
 }
 
 /** Rein, one run at a time: per-step latency and Redis cost. */
-async function reinSequential(k: number, runs = SEQ_RUNS): Promise<Row> {
-  return withFleet(1, async (fleet) => {
-    await fleet.waitForRun(await submit(fleet, 'warmup', k), (r) => r.status === 'succeeded');
-    fake.reset();
-    const ids: string[] = [];
-    const cost = await withRedisCost(runs * k, async () => {
-      for (let r = 0; r < runs; r++) {
-        ids.push(await submit(fleet, `rein-${k}-${r}`, k));
-        await fake.answered(`rein-${k}-${r}`);
-      }
-      await fleet.waitForRun(ids.at(-1) as string, (run) => run.status === 'succeeded');
-    });
-    const runsDone = await Promise.all(ids.map((id) => fleet.waitForRun(id, (run) => run.status !== 'running' && run.status !== 'queued')));
-    expect(runsDone.every((run) => run.status === 'succeeded')).toBe(true);
-    return { system: `Rein (K=${k})`, steps: stepIntervals(fake.arrivals), ...cost };
-  });
+async function reinSequential(k: number, runs = SEQ_RUNS, streamed = true): Promise<Row> {
+  return withFleet(
+    1,
+    async (fleet) => {
+      await fleet.waitForRun(await submit(fleet, 'warmup', k), (r) => r.status === 'succeeded');
+      fake.reset();
+      const ids: string[] = [];
+      const cost = await withRedisCost(runs * k, async () => {
+        for (let r = 0; r < runs; r++) {
+          ids.push(await submit(fleet, `rein-${k}-${r}`, k));
+          await fake.answered(`rein-${k}-${r}`);
+        }
+        await fleet.waitForRun(ids.at(-1) as string, (run) => run.status === 'succeeded');
+      });
+      const runsDone = await Promise.all(
+        ids.map((id) => fleet.waitForRun(id, (run) => run.status !== 'running' && run.status !== 'queued')),
+      );
+      expect(runsDone.every((run) => run.status === 'succeeded')).toBe(true);
+      return { system: `Rein (K=${k})${streamed ? '' : ', not streamed'}`, steps: stepIntervals(fake.arrivals), ...cost };
+    },
+    streamed ? {} : notStreamed(),
+  );
 }
 
 /** Rein at saturation: `BURST_RUNS` runs of 10 steps submitted at once. */
@@ -230,11 +243,12 @@ describe('step cost benchmark', () => {
     const naive = await naiveBullmq(10);
     const rein = await reinSequential(10);
     const rein40 = await reinSequential(40, Math.max(2, Math.round(SEQ_RUNS / 4)));
+    const whole = await reinSequential(10, SEQ_RUNS, false);
     const floor = percentile(raw.steps, 50);
     const floor99 = percentile(raw.steps, 99);
     console.log(`\nStep cost: sequential runs (${SEQ_RUNS} × K=10; K=40 with a quarter as many), zero-latency fake model`);
     console.table(
-      [raw, naive, rein, rein40].map((row) => ({
+      [raw, naive, rein, rein40, whole].map((row) => ({
         system: row.system,
         'step p50 (ms)': ms(percentile(row.steps, 50)),
         'step p99 (ms)': ms(percentile(row.steps, 99)),
@@ -246,6 +260,12 @@ describe('step cost benchmark', () => {
     );
     console.log(`Redis commands per step, naive: ${naive.mix}`);
     console.log(`Redis commands per step, Rein: ${rein.mix}`);
+    console.log(`Redis commands per step, Rein not streamed: ${whole.mix}`);
+    if (rein.commandsPerStep && whole.commandsPerStep) {
+      console.log(
+        `Streaming adds ${(rein.commandsPerStep - whole.commandsPerStep).toFixed(1)} Redis commands per step (model.delta batches)`,
+      );
+    }
     if (naive.commandsPerStep && rein.commandsPerStep) {
       console.log(`Rein ÷ naive, Redis commands per step: ${(rein.commandsPerStep / naive.commandsPerStep).toFixed(2)}×`);
     }

@@ -55,6 +55,28 @@ export function fakeReply(tag: string, k: number, n: number) {
   };
 }
 
+/** A reply as OpenAI streams it (`stream: true`): text in 4-character pieces, like tokens, then usage and [DONE]. */
+function asChunks(reply: ReturnType<typeof fakeReply>): string {
+  const { message, finish_reason } = reply.choices[0] as {
+    message: { content: string | null; tool_calls?: unknown[] };
+    finish_reason: string;
+  };
+  const base = { id: reply.id, object: 'chat.completion.chunk', created: reply.created, model: reply.model };
+  const chunk = (delta: object, finish: string | null = null) =>
+    `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  const text = message.content ?? '';
+  const pieces = Array.from({ length: Math.ceil(text.length / 4) }, (_, i) => chunk({ content: text.slice(i * 4, i * 4 + 4) }));
+  const calls = (message.tool_calls ?? []).map((c, index) => chunk({ tool_calls: [{ index, ...(c as object) }] }));
+  return [
+    chunk({ role: 'assistant', content: '' }),
+    ...pieces,
+    ...calls,
+    chunk({}, finish_reason),
+    `data: ${JSON.stringify({ ...base, choices: [], usage: reply.usage })}\n\n`,
+    'data: [DONE]\n\n',
+  ].join('');
+}
+
 /** Tag and K of a request, from its first user message. */
 export function parseBenchInput(messages: Message[]): { tag: string; k: number } | null {
   const first = messages.find((m) => m.role === 'user')?.content ?? '';
@@ -71,7 +93,7 @@ export async function startStepFake(): Promise<StepFake> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const at = performance.now();
-      const body = JSON.parse(Buffer.concat(chunks).toString() || '{}') as { messages?: Message[] };
+      const body = JSON.parse(Buffer.concat(chunks).toString() || '{}') as { messages?: Message[]; stream?: boolean };
       const bench = parseBenchInput(body.messages ?? []);
       if (!bench) {
         res.writeHead(400).end('{"error":{"message":"not a bench run"}}');
@@ -81,7 +103,9 @@ export async function startStepFake(): Promise<StepFake> {
       seen.push(at);
       arrivals.set(bench.tag, seen);
       const n = (body.messages ?? []).filter((m) => m.role === 'tool').length;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(fakeReply(bench.tag, bench.k, n)));
+      const reply = fakeReply(bench.tag, bench.k, n);
+      if (body.stream) res.writeHead(200, { 'content-type': 'text/event-stream' }).end(asChunks(reply));
+      else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(reply));
       if (n >= bench.k - 1) {
         done.add(bench.tag);
         waiters.get(bench.tag)?.();

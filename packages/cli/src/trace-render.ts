@@ -17,6 +17,12 @@ export function createTraceRenderer(out: Out = print) {
     const step = e.step ?? 0;
     const data = (e.data ?? {}) as Record<string, unknown>;
     if (e.type === 'tool.result') tools.push(data);
+    // The reply as the model writes it, one line per batch; the step's own lines follow when it ends.
+    if (e.type === 'model.delta') {
+      const calls = (data.toolCalls ?? []) as Array<{ name?: string; arguments?: string }>;
+      const written = [data.text ?? '', ...calls.map((c) => `${c.name ? `${c.name}(` : ''}${c.arguments ?? ''}`)].join('');
+      if (written) out(`[Writing]  ${written}`);
+    }
     if (e.type === 'step.finished' && data.outcome !== 'answered') {
       out(`--- 第 ${step + 1} 轮 / step ${step + 1}${step === lastStep ? ' (resumed after the decision)' : ''} ---`);
       lastStep = step;

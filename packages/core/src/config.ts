@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { App } from './app/define-app.js';
 import { loadApp } from './app/load-app.js';
 import { ConfigError } from './errors.js';
+import { providersSchema, resolveProviderKeys } from './model/providers.js';
 import { apiKeySchema } from './schemas/identity.js';
 
 const csv = z.string().transform((s) =>
@@ -101,6 +102,14 @@ export const configSchema = z.object({
   REIN_APP: z.string().min(1).default('@rein/example-order-assistant'),
   REIN_MODEL: z.string().min(1).default('rein-scripted'),
   REIN_FALLBACK_MODELS: csv.default([]),
+  /**
+   * More OpenAI-compatible endpoints, by name; a model id `<name>/<model>` is served by
+   * provider <name>, any other id by OPENAI_BASE_URL (the provider `openai`).
+   */
+  REIN_PROVIDERS: jsonOf(
+    providersSchema,
+    '{"<name>": {"baseURL", "apiKeyEnv"?, "apiKey"?, "supportsJsonSchema"?, "supportsStreaming"?}}',
+  ).default({}),
   REIN_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Address the HTTP services and the worker's metrics endpoint listen on. */
   REIN_BIND_HOST: z.string().min(1).default('0.0.0.0'),
@@ -118,7 +127,7 @@ export const configSchema = z.object({
   REIN_MAX_STEPS_CEILING: z.coerce.number().int().min(1).max(100).default(50),
   REIN_MAX_TOKENS_CEILING: z.coerce.number().int().min(1).default(1_000_000),
   REIN_TIMEOUT_CEILING_MS: z.coerce.number().int().min(1000).default(3_600_000),
-  /** Price per million tokens by model; models not listed cost 0 (and say so in the trace). */
+  /** Price per million tokens by model id (`<provider>/<model>` for a named provider); models not listed cost 0 (and say so in the trace). */
   REIN_MODEL_PRICES: jsonOf(z.record(z.string(), priceSchema), '{"<model>": {"promptPerMTok", "completionPerMTok"}}').default({
     'gpt-4o': { promptPerMTok: 2.5, completionPerMTok: 10 },
     'gpt-4o-mini': { promptPerMTok: 0.15, completionPerMTok: 0.6 },
@@ -212,7 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid environment:\n${lines.join('\n')}`);
   }
-  return parsed.data;
+  return { ...parsed.data, REIN_PROVIDERS: resolveProviderKeys(parsed.data.REIN_PROVIDERS, env) };
 }
 
 /** The shards a worker consumes: REIN_WORKER_SHARDS, or all of 0..REIN_QUEUE_SHARDS-1. */

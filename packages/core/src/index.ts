@@ -92,6 +92,13 @@ export {
   type ModelRequest,
 } from './model/model-gateway.js';
 export {
+  createProviderCompletion,
+  DEFAULT_PROVIDER,
+  type Provider,
+  parseModelId,
+  providerSchema,
+} from './model/providers.js';
+export {
   type CancelExpiry,
   DEADLINE_SWEEP,
   type Enqueue,

@@ -53,7 +53,8 @@ describe('decision snapshots', () => {
     const endpoint = await recordingEndpoint((call) => script[call] as object);
     server = endpoint.server;
     const complete = createOpenAICompletion({ baseURL: endpoint.url, apiKey: 'test' });
-    const model: ModelGateway = { complete: (request) => complete('fake-model', request) };
+    // A whole (not streamed) reply: this endpoint answers JSON, and the rebuilt body is the non-streaming one.
+    const model: ModelGateway = { complete: ({ onDelta: _live, ...request }) => complete('fake-model', request) };
     const t = use(model);
     const id = await t.submit('订单 2024001 还没发货，怎么办？');
     await t.drain();
@@ -67,6 +68,7 @@ describe('decision snapshots', () => {
         messages: s.request.messages as never,
         tools: (s.request.toolSpecs ?? []) as never,
         maxTokens: s.request.maxTokens,
+        stream: s.request.stream,
       });
       expect(JSON.stringify(rebuilt)).toBe(endpoint.bodies[i]);
       expect(s.reply).toEqual(script[i]);

@@ -22,7 +22,7 @@ describe('plan mode on the step engine', () => {
     const id = await t.submit('order A12345?');
     await t.drain();
     expect(model.requests).toHaveLength(2);
-    expect(model.requests[0]?.responseFormat).toMatchObject({ type: 'json_schema', json_schema: { name: 'plan' } });
+    expect(model.requests[0]?.responseFormat).toMatchObject({ name: 'plan' });
     expect(model.requests[1]?.messages.at(-1)).toMatchObject({
       role: 'system',
       content: expect.stringMatching(/^Your plan is invalid: the reply is not JSON/),

@@ -89,7 +89,7 @@ describe('validatePlan', () => {
 
   it('asks the model for the agent’s tools only, within the bounds', () => {
     const format = planResponseFormat(['lookup', 'refund'], planOptionsSchema.parse({ minSteps: 3, maxSteps: 4 }));
-    expect(format.json_schema.schema.properties.steps).toMatchObject({
+    expect(format.schema.properties.steps).toMatchObject({
       minItems: 3,
       maxItems: 4,
       items: { properties: { action: { enum: ['lookup', 'refund'] } } },

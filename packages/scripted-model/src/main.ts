@@ -6,6 +6,8 @@ const env = z
     SCRIPTED_MODEL_PORT: z.coerce.number().int().min(0).max(65535).default(8090),
     SCRIPTED_MODEL_HOST: z.string().default('127.0.0.1'),
     SCRIPTED_MODEL_LATENCY_MS: z.coerce.number().int().min(0).default(0),
+    /** Pause between the chunks of a streamed reply. */
+    SCRIPTED_MODEL_CHUNK_DELAY_MS: z.coerce.number().int().min(0).default(0),
     /** Serve POST /_faults (fault injection for tests and the chaos suite). */
     SCRIPTED_MODEL_FAULTS: z.enum(['on', 'off']).default('off'),
   })
@@ -19,6 +21,7 @@ if (!env.success) {
 
 const app = createScriptedModelServer({
   latencyMs: env.data.SCRIPTED_MODEL_LATENCY_MS,
+  chunkDelayMs: env.data.SCRIPTED_MODEL_CHUNK_DELAY_MS,
   faultControl: env.data.SCRIPTED_MODEL_FAULTS === 'on',
 });
 const address = await app.listen({ port: env.data.SCRIPTED_MODEL_PORT, host: env.data.SCRIPTED_MODEL_HOST });

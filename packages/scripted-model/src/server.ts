@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { argumentsFor, type OfferedTool, playAnyTools } from './any-tools.js';
 import { followPlan, planRequest, writePlan } from './plan.js';
 import { playOrderAssistant } from './script.js';
+import { streamCompletion } from './stream-chunks.js';
+import { structuredAnswer } from './structured-answer.js';
 
 export const SCRIPTED_MODEL_ID = 'rein-scripted';
 
@@ -22,8 +24,14 @@ const requestSchema = z.object({
     .array(z.object({ function: z.object({ name: z.string(), parameters: z.record(z.string(), z.unknown()).optional() }) }))
     .optional(),
   max_tokens: z.number().int().positive().optional(),
-  response_format: z.record(z.string(), z.unknown()).optional(),
   stream: z.boolean().optional(),
+  stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
+  response_format: z
+    .object({
+      type: z.string(),
+      json_schema: z.object({ name: z.string(), schema: z.record(z.string(), z.unknown()).optional() }).optional(),
+    })
+    .optional(),
 });
 
 /** The order assistant's script for its own tools (or none); the generic rule for anyone else's. */
@@ -48,6 +56,8 @@ export function countTokens(text: string): number {
 export interface ScriptedModelOptions {
   /** Added before every completion, so benchmarks and fault tests see model-like latency. */
   latencyMs?: number;
+  /** Pause between streamed chunks, so tests can act in the middle of a stream. */
+  chunkDelayMs?: number;
   /** Serves POST /_faults, the fault-injection control for tests and the chaos suite. */
   faultControl?: boolean;
 }
@@ -92,9 +102,6 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
     if (!parsed.success) {
       return reply.status(400).send({ error: { type: 'invalid_request_error', message: parsed.error.message } });
     }
-    if (parsed.data.stream) {
-      return reply.status(400).send({ error: { type: 'invalid_request_error', message: 'the scripted model does not stream' } });
-    }
     const requested = parsed.data.model ?? SCRIPTED_MODEL_ID;
     if (fault.mode !== 'none' && Date.now() < fault.untilMs && (!fault.models || fault.models.includes(requested))) {
       if (fault.mode === 'hang') return new Promise(() => {}); // until the client gives up
@@ -109,6 +116,12 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
       (parsed.data.tools ?? []).map((t) => t.function as OfferedTool),
       parsed.data.response_format,
     );
+    const format = parsed.data.response_format;
+    // A plan request was answered with the plan itself; any other schema gets an answer of its shape.
+    if (format?.type === 'json_schema' && format.json_schema && move.toolCalls.length === 0 && !planRequest(format)) {
+      const userTexts = messages.flatMap((m) => (m.role === 'user' && m.content ? [m.content] : []));
+      move.content = structuredAnswer(format.json_schema.schema ?? {}, move.content ?? '', userTexts);
+    }
     const toolCalls = move.toolCalls.map((c, i) => ({
       id: `call_${turn}_${i}`,
       type: 'function' as const,
@@ -117,7 +130,7 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
     const promptTokens = countTokens(JSON.stringify(messages));
     const completionTokens = countTokens((move.content ?? '') + JSON.stringify(toolCalls));
     counter += 1;
-    return {
+    const completion = {
       id: `chatcmpl-scripted-${counter}`,
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
@@ -133,6 +146,9 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
       ],
       usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
     };
+    if (!parsed.data.stream) return completion;
+    reply.hijack();
+    await streamCompletion(reply.raw, completion, parsed.data.stream_options?.include_usage === true, opts.chunkDelayMs ?? 0);
   });
   return app;
 }

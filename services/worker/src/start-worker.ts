@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import {
   type App,
   closeOnSignals,
-  createOpenAICompletion,
+  createProviderCompletion,
   createResilientModelGateway,
   createRuntime,
   exitOnMcpStartError,
@@ -16,16 +16,16 @@ import { createStepWorker, type StepWorkers } from './step-worker.js';
 import { createWebhookWorker } from './webhook-worker.js';
 
 export interface WorkerOptions extends ServiceOptions {
-  /** The model the steps call; default: REIN_MODEL and its fallbacks at OPENAI_BASE_URL, behind breakers and bulkheads. */
+  /** The model the steps call; default: REIN_MODEL and its fallbacks at their providers, behind breakers and bulkheads. */
   model?: (rt: Runtime) => ModelGateway;
 }
 
-/** The model gateway of the stock worker: the configured models, each behind its breaker and bulkheads. */
+/** The model gateway of the stock worker: the configured models at their providers, each behind its breaker and bulkheads. */
 export function configuredModel(rt: Runtime): ModelGateway {
   const { config } = rt;
   return createResilientModelGateway(
     [config.REIN_MODEL, ...config.REIN_FALLBACK_MODELS],
-    createOpenAICompletion({ baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY }),
+    createProviderCompletion(config.REIN_PROVIDERS, { baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY }),
     {
       breakers: rt.breakers,
       fleetLimit: rt.fleetLimit,

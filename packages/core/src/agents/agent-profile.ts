@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { type ContextPolicy, contextPolicySchema, READ_RESULT_TOOL } from '../engine/context-policy.js';
 import { type PlanOptions, planOptionsSchema } from '../engine/plan.js';
+import { type OutputSpec, outputSpec } from '../engine/structured-output.js';
 import { ConfigError, InvalidRequestError } from '../errors.js';
 import { type Limits, limitsSchema } from '../schemas/run.js';
 
@@ -22,6 +23,8 @@ export interface AgentProfile {
   context?: ContextPolicy;
   /** Plan mode: the first model call returns a plan, approved once as a whole and then followed. */
   plan?: PlanOptions;
+  /** The final answer's shape: asked for with `response_format` where the provider can, always validated. */
+  output?: OutputSpec;
 }
 
 export interface AgentDefinition {
@@ -38,6 +41,8 @@ export interface AgentDefinition {
   mode?: 'react' | 'plan';
   /** Bounds of a plan-mode agent's plan (default 2 to 6 steps). */
   plan?: z.input<typeof planOptionsSchema>;
+  /** A zod schema the final answer must match (JSON); the run view carries the parsed value as `output`. */
+  output?: z.ZodType;
 }
 
 const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 };
@@ -55,6 +60,7 @@ const definitionSchema = z.object({
   context: contextPolicySchema.optional(),
   mode: z.enum(['react', 'plan']).optional(),
   plan: planOptionsSchema.optional(),
+  output: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'must be a zod schema').optional(),
 });
 
 /** An agent of an app: instructions, the tools it may call (by name), its model and limits. */
@@ -82,6 +88,7 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
     ...(a.handoffAnswer ? { handoffAnswer: a.handoffAnswer } : {}),
     ...(a.context ? { context: a.context } : {}),
     ...(a.mode === 'plan' ? { plan: a.plan ?? planOptionsSchema.parse({}) } : {}),
+    ...(a.output ? { output: outputSpec(a.name, a.output) } : {}),
   };
 }
 

@@ -31,30 +31,26 @@ export const PLAN_APPROVAL = 'plan';
 /** The response_format a planning call asks for: steps whose action is one of the agent's tools. */
 export function planResponseFormat(toolNames: readonly string[], opts: PlanOptions) {
   return {
-    type: 'json_schema' as const,
-    json_schema: {
-      name: 'plan',
-      strict: true,
-      schema: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['steps'],
-        properties: {
-          steps: {
-            type: 'array',
-            minItems: opts.minSteps,
-            maxItems: opts.maxSteps,
-            items: {
-              type: 'object',
-              additionalProperties: false,
-              required: ['step', 'action', 'args', 'desc', 'risk'],
-              properties: {
-                step: { type: 'integer', minimum: 1 },
-                action: { type: 'string', enum: [...toolNames] },
-                args: { type: 'object' },
-                desc: { type: 'string' },
-                risk: { type: 'string', enum: ['low', 'high'] },
-              },
+    name: 'plan',
+    schema: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['steps'],
+      properties: {
+        steps: {
+          type: 'array',
+          minItems: opts.minSteps,
+          maxItems: opts.maxSteps,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['step', 'action', 'args', 'desc', 'risk'],
+            properties: {
+              step: { type: 'integer', minimum: 1 },
+              action: { type: 'string', enum: [...toolNames] },
+              args: { type: 'object' },
+              desc: { type: 'string' },
+              risk: { type: 'string', enum: ['low', 'high'] },
             },
           },
         },

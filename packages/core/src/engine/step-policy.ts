@@ -8,6 +8,7 @@ import { type ContextPolicy, observationContent } from './context-policy.js';
 import { advanceGuard, checkRepeats, type EarlierCall, failingTool } from './loop-guard.js';
 import { runEvent } from './run-event.js';
 import { type Charge, continueRun, finishRun, parkRun } from './run-transitions.js';
+import { checkOutput, OUTPUT_REPAIR_TURNS, type OutputCheck, type OutputSpec, repairMessage } from './structured-output.js';
 
 /**
  * The step's policy as pure functions: from what was read to what happens next. No
@@ -130,6 +131,8 @@ export interface StepFacts {
   durationMs: number;
   /** The agent's context policy: large results reach the model as summary + handle. */
   context?: ContextPolicy;
+  /** The agent's declared answer shape, if any. */
+  output?: OutputSpec;
 }
 
 /** The step's parts that do not depend on its tools. */
@@ -195,29 +198,36 @@ function parts(f: StepFacts) {
     ),
     log: { level: 'warn', msg: 'run stopped by a loop breaker', fields: { reason } },
   });
-  return { spent, charge, at, assistant, stepRecord, stepFinished, toolEvents, stop };
+  /** The model answered: the run ends with its answer (and, under an `output` schema, the parsed value or `output_invalid`). */
+  const answer = (checked: OutputCheck | null): Transition => {
+    const failed = checked?.ok === false;
+    const ending = failed
+      ? ({ status: 'failed', reason: 'output_invalid' } as const)
+      : ({ status: 'succeeded', reason: 'completed' } as const);
+    return {
+      kind: 'finish',
+      ...ending,
+      charge,
+      change: finishRun(
+        run,
+        { ...ending, finalAnswer: f.mask(decision.content ?? '') },
+        { ...spent, step: run.step + 1, ...(checked?.ok ? { output: checked.value } : {}) },
+        { step: stepRecord([]), messages: [assistant], events: [stepFinished('answered')] },
+        at,
+      ),
+      log: failed
+        ? { level: 'warn', msg: 'answer does not match the output schema after the repair turn', fields: { error: checked.error } }
+        : { level: 'info', msg: 'run succeeded' },
+    };
+  };
+  return { spent, charge, at, assistant, stepRecord, stepFinished, toolEvents, stop, answer };
 }
 
 /** Before any tool runs: an answer ends the run, a looping call stops it; otherwise the tools run (read repeats from `earlier`). */
 export function afterDecision(f: StepFacts): Transition | { kind: 'tools'; earlier: Map<number, EarlierCall> } {
-  const { run, decision } = f;
+  const { decision } = f;
   const p = parts(f);
-  if (decision.toolCalls.length === 0) {
-    return {
-      kind: 'finish',
-      status: 'succeeded',
-      reason: 'completed',
-      charge: p.charge,
-      change: finishRun(
-        run,
-        { status: 'succeeded', reason: 'completed', finalAnswer: f.mask(decision.content ?? '') },
-        { ...p.spent, step: run.step + 1 },
-        { step: p.stepRecord([]), messages: [p.assistant], events: [p.stepFinished('answered')] },
-        p.at,
-      ),
-      log: { level: 'info', msg: 'run succeeded' },
-    };
-  }
+  if (decision.toolCalls.length === 0) return f.output ? afterAnswer(f, f.output, p) : p.answer(null);
   const repeats = checkRepeats(f.guard, decision.toolCalls, f.limits.repeatLimit);
   const looped = repeats.exhausted;
   if (looped) {
@@ -237,6 +247,29 @@ export function afterDecision(f: StepFacts): Transition | { kind: 'tools'; earli
     );
   }
   return { kind: 'tools', earlier: repeats.earlier };
+}
+
+/** A final answer under an `output` schema: parsed into `output`, or one repair turn (the error as feedback), then `output_invalid`. */
+function afterAnswer(f: StepFacts, spec: OutputSpec, p: ReturnType<typeof parts>): Transition {
+  const { run } = f;
+  const checked = checkOutput(spec.schema, f.decision.content);
+  const repairs = run.outputRepairs ?? 0;
+  if (checked.ok || repairs >= OUTPUT_REPAIR_TURNS) return p.answer(checked);
+  return {
+    kind: 'continue',
+    charge: p.charge,
+    change: continueRun(
+      run,
+      { ...p.spent, outputRepairs: repairs + 1 },
+      {
+        step: p.stepRecord([]),
+        messages: [p.assistant, { role: 'user', content: repairMessage(checked.error, spec) }],
+        events: [p.stepFinished('output_repair')],
+      },
+      f.now,
+    ),
+    log: { level: 'warn', msg: 'answer does not match the output schema; one repair turn', fields: { error: checked.error } },
+  };
 }
 
 /** After the tools: park for approvals, stop a failing tool, or go on to the next step. */

@@ -19,6 +19,7 @@ import type { RunStore } from '../store/run-store.js';
 import { type Tool, toolSpec } from '../tools/tool.js';
 import { createTransitionApplier } from './apply-transition.js';
 import { compactHistory, READ_RESULT_TOOL } from './context-policy.js';
+import { createDeltaPublisher } from './delta-publisher.js';
 import { type EarlierCall, guardFromHistory } from './loop-guard.js';
 import { isPlanning, linkCallsToPlan, planOutcome, planResponseFormat } from './plan.js';
 import { runEvent } from './run-event.js';
@@ -122,18 +123,29 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     const started = performance.now();
     // A planning call asks for the plan as structured output (validated all the same).
     const plan = isPlanning(profile.plan, run) && profile.plan ? planResponseFormat([...toolsOf(profile).keys()], profile.plan) : undefined;
+    // The reply streams to the run's event stream as it is written; only the whole reply is journaled (below).
+    const deltas = createDeltaPublisher(
+      (e) => deps.store.appendEvent(e),
+      run.id,
+      run.step,
+      (err) => log.warn({ err }, 'could not publish model deltas'),
+    );
     const request = {
       messages,
       tools,
       maxTokens,
       timeoutMs,
+      onDelta: deltas.push,
       ...(profile.models ? { models: profile.models } : {}),
-      ...(plan ? { responseFormat: plan } : {}),
+      ...(plan ? { responseFormat: plan } : profile.output ? { responseFormat: profile.output.jsonSchema } : {}),
     };
-    const reply = await deps.model.complete(request).catch((err: ReinError) => {
-      deps.metrics.modelDuration.observe({ model: deps.modelName, outcome: err.code ?? 'error' }, (performance.now() - started) / 1000);
-      throw err;
-    });
+    const reply = await deps.model
+      .complete(request)
+      .catch((err: ReinError) => {
+        deps.metrics.modelDuration.observe({ model: deps.modelName, outcome: err.code ?? 'error' }, (performance.now() - started) / 1000);
+        throw err;
+      })
+      .finally(deltas.flush);
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.modelDuration.observe({ model: reply.model, outcome: 'ok' }, durationMs / 1000);
     log.info({ model: reply.model, toolCalls: reply.toolCalls.length, durationMs, usage: reply.usage }, 'model replied');
@@ -145,7 +157,17 @@ export function createStepProcessor(deps: StepProcessorDeps) {
           schemaVersion: 1,
           step: run.step,
           at: iso(),
-          request: { model: deps.modelName, messages, tools: tools.map((t) => t.function.name), toolSpecs: tools, maxTokens, timeoutMs },
+          // The model that answered (a fallback, maybe at another provider), not the one first asked.
+          request: {
+            model: reply.model,
+            messages,
+            tools: tools.map((t) => t.function.name),
+            toolSpecs: tools,
+            maxTokens,
+            timeoutMs,
+            ...(profile.output ? { responseFormat: profile.output.jsonSchema } : {}),
+            ...(reply.streamed ? { stream: true } : {}),
+          },
           reply: reply.raw ?? { model: reply.model, content: reply.content, toolCalls: reply.toolCalls, usage: reply.usage },
         },
         // The history is the run's whole log as just read: no need to read it again to find it
@@ -266,6 +288,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       now: now(),
       durationMs: performance.now() - started + decision.durationMs,
       ...(profile.context ? { context: profile.context } : {}),
+      ...(profile.output ? { output: profile.output } : {}),
     });
     if (profile.plan && isPlanning(profile.plan, run)) {
       const outcome = planOutcome({

@@ -10,8 +10,16 @@ export interface ModelRequest {
   timeoutMs: number;
   /** The agent's own models in order, instead of REIN_MODEL and its fallbacks. */
   models?: readonly string[];
-  /** Structured output (`response_format`), e.g. a plan-mode agent's plan; the reply is validated all the same. */
-  responseFormat?: Record<string, unknown>;
+  /** Receives the reply's text and tool-call pieces as they are written; set, the call streams (`stream: true`). */
+  onDelta?: (delta: ModelDelta) => void;
+  /** Structured output — an agent's `output` schema, or a plan-mode agent's plan — sent as `response_format` json_schema where the provider supports it; the reply is validated all the same. */
+  responseFormat?: { name: string; schema: Record<string, unknown> };
+}
+
+/** A piece of a streamed reply: text, or a part of the `index`-th tool call (its id and name come first). */
+export interface ModelDelta {
+  content?: string;
+  toolCall?: { index: number; id?: string; name?: string; arguments?: string };
 }
 
 export interface ModelReply {
@@ -21,6 +29,8 @@ export interface ModelReply {
   usage: { promptTokens: number; completionTokens: number };
   /** Why the model stopped, per choice (`stop`, `tool_calls`, `length`, ...), when the endpoint says. */
   finishReasons?: string[];
+  /** The reply came as a stream (its `raw` is the chunks assembled). */
+  streamed?: boolean;
   /** The completion exactly as the endpoint sent it (for decision snapshots). */
   raw?: unknown;
 }
@@ -76,13 +86,20 @@ function classify(err: unknown, model: string): ReinError {
  * The body of a chat completion request: one place decides the wire shape, so a decision
  * snapshot can be turned back into exactly what the endpoint received.
  */
-export function chatCompletionBody(model: string, req: Pick<ModelRequest, 'messages' | 'tools' | 'maxTokens' | 'responseFormat'>) {
+export function chatCompletionBody(
+  model: string,
+  req: Pick<ModelRequest, 'messages' | 'tools' | 'maxTokens' | 'responseFormat'> & { stream?: boolean },
+) {
   return {
     model,
     messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
     ...(req.tools.length ? { tools: req.tools, parallel_tool_calls: true } : {}),
     max_tokens: req.maxTokens,
-    ...(req.responseFormat ? { response_format: req.responseFormat as unknown as OpenAI.ResponseFormatJSONSchema } : {}),
+    // Not strict: strict mode restricts the schemas a zod schema may become; the answer is validated anyway.
+    ...(req.responseFormat
+      ? { response_format: { type: 'json_schema' as const, json_schema: { ...req.responseFormat, strict: false } } }
+      : {}),
+    ...(req.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
   };
 }
 
@@ -94,7 +111,9 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
   return async (model, req) => {
     let raw: unknown;
     try {
-      raw = await client.chat.completions.create(chatCompletionBody(model, req), { timeout: req.timeoutMs });
+      raw = req.onDelta
+        ? await streamed(client, model, req, req.onDelta)
+        : await client.chat.completions.create(chatCompletionBody(model, req), { timeout: req.timeoutMs });
     } catch (err) {
       throw classify(err, model);
     }
@@ -115,7 +134,56 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
       toolCalls,
       usage,
       ...(finishReasons.length ? { finishReasons } : {}),
+      ...(req.onDelta ? { streamed: true } : {}),
       raw,
     };
+  };
+}
+
+/**
+ * A streamed completion: each chunk's text and tool-call pieces go to `onDelta` as they
+ * arrive, and the chunks are assembled into the shape of a whole completion, which is
+ * validated and journaled exactly like one that arrived at once.
+ */
+async function streamed(client: OpenAI, model: string, req: ModelRequest, onDelta: (d: ModelDelta) => void) {
+  const stream = await client.chat.completions.create(
+    { ...chatCompletionBody(model, { ...req, stream: true }), stream: true },
+    { timeout: req.timeoutMs },
+  );
+  let content: string | null = null;
+  let finish: string | null = null;
+  let answered = model;
+  let usage: OpenAI.CompletionUsage | undefined;
+  const calls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = [];
+  for await (const chunk of stream) {
+    answered = chunk.model || answered;
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices[0];
+    if (!choice) continue;
+    if (choice.finish_reason) finish = choice.finish_reason;
+    if (choice.delta.content) {
+      content = (content ?? '') + choice.delta.content;
+      onDelta({ content: choice.delta.content });
+    }
+    for (const part of choice.delta.tool_calls ?? []) {
+      calls[part.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } };
+      const call = calls[part.index]!;
+      if (part.id) call.id = part.id;
+      if (part.function?.name) call.function.name += part.function.name;
+      if (part.function?.arguments) call.function.arguments += part.function.arguments;
+      onDelta({
+        toolCall: {
+          index: part.index,
+          ...(part.id ? { id: part.id } : {}),
+          ...(part.function?.name ? { name: part.function.name } : {}),
+          ...(part.function?.arguments ? { arguments: part.function.arguments } : {}),
+        },
+      });
+    }
+  }
+  return {
+    model: answered,
+    choices: [{ finish_reason: finish, message: { content, ...(calls.length ? { tool_calls: calls.filter(Boolean) } : {}) } }],
+    ...(usage ? { usage } : {}),
   };
 }

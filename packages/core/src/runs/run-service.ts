@@ -59,6 +59,7 @@ export function runView(run: RunRecord, approvals: Approval[]): RunView {
     input: run.input,
     ...(run.sessionId ? { sessionId: run.sessionId } : {}),
     ...(run.finalAnswer !== undefined ? { finalAnswer: run.finalAnswer } : {}),
+    ...(run.output !== undefined ? { output: run.output } : {}),
     step: run.step,
     usage: run.usage,
     costUsd: run.costUsd,

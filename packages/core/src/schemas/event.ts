@@ -5,6 +5,8 @@ export const runEventTypeSchema = z.enum([
   'step.started',
   'step.finished',
   'tool.called',
+  /** Live only: pieces of the model's reply as it is written (text, tool-call arguments), batched. */
+  'model.delta',
   'tool.result',
   'approval.requested',
   'approval.decided',

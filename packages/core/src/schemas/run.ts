@@ -21,6 +21,7 @@ export const runReasonSchema = z.enum([
   'tool_failures',
   'model_unavailable',
   'model_reply_invalid',
+  'output_invalid',
   'cost_budget',
   'tenant_quota',
   'input_rejected',
@@ -103,6 +104,10 @@ export const runRecordSchema = z.object({
   status: runStatusSchema,
   reason: runReasonSchema.optional(),
   finalAnswer: z.string().optional(),
+  /** The final answer parsed by the agent's `output` schema, when it declares one. */
+  output: z.unknown().optional(),
+  /** Repair turns given for an answer that did not match the agent's `output` schema. */
+  outputRepairs: z.number().int().min(0).optional(),
   /** The step the next job will run (== number of committed steps). */
   step: z.number().int().min(0),
   usage: usageSchema,
@@ -201,6 +206,10 @@ export const snapshotSchema = z.object({
     toolSpecs: z.array(z.record(z.string(), z.unknown())).optional(),
     maxTokens: z.number(),
     timeoutMs: z.number(),
+    /** The agent's output schema as sent in `response_format` (json_schema), if it was. */
+    responseFormat: z.object({ name: z.string(), schema: z.record(z.string(), z.unknown()) }).optional(),
+    /** Sent with `stream: true` (the reply is the chunks assembled). */
+    stream: z.boolean().optional(),
   }),
   reply: z.unknown(),
 });
@@ -219,6 +228,8 @@ export const storedSnapshotSchema = z.object({
   model: z.string(),
   maxTokens: z.number(),
   timeoutMs: z.number(),
+  responseFormat: z.object({ name: z.string(), schema: z.record(z.string(), z.unknown()) }).optional(),
+  stream: z.boolean().optional(),
   /** Content hash of the leading system message's text, if the request had one. */
   system: z.string().optional(),
   /** `[from, to)` of the run's message log that followed the system message. */

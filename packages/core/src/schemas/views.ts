@@ -4,6 +4,7 @@ import { approvalFeedEventSchema } from './event.js';
 import { principalSchema, roleSchema } from './identity.js';
 import {
   limitsSchema,
+  runPlanSchema,
   runReasonSchema,
   runStatusSchema,
   snapshotSchema,
@@ -37,6 +38,8 @@ export const runViewSchema = z.object({
   input: z.string(),
   sessionId: z.string().optional(),
   finalAnswer: z.string().optional(),
+  /** The final answer parsed by the agent's `output` schema (agents that declare one). */
+  output: z.unknown().optional(),
   step: z.number().int().min(0),
   usage: usageSchema,
   costUsd: z.number().min(0),
@@ -65,6 +68,8 @@ export const runTraceSchema = z.object({
   status: runStatusSchema,
   reason: runReasonSchema.optional(),
   input: z.string(),
+  /** Plan mode: the plan, its decision and the steps carried out. */
+  plan: runPlanSchema.extend({ approval: approvalViewSchema.optional() }).optional(),
   steps: z.array(
     stepRecordSchema.pick({ index: true, model: true, thought: true, usage: true, costUsd: true, durationMs: true }).extend({
       toolCalls: z.array(toolCallRecordSchema.extend({ approval: approvalViewSchema.optional() })),

@@ -74,6 +74,8 @@ export class DecisionJournal {
       model: request.model,
       maxTokens: request.maxTokens,
       timeoutMs: request.timeoutMs,
+      ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
+      ...(request.stream ? { stream: true } : {}),
       ...(system === undefined ? {} : { system: blob(system) }),
       log: range,
       extra,
@@ -128,6 +130,8 @@ export class DecisionJournal {
             ...(s.toolSpecs === undefined ? {} : { toolSpecs: JSON.parse(text(s.toolSpecs)) as Array<Record<string, unknown>> }),
             maxTokens: s.maxTokens,
             timeoutMs: s.timeoutMs,
+            ...(s.responseFormat ? { responseFormat: s.responseFormat } : {}),
+            ...(s.stream ? { stream: true } : {}),
           },
           reply: s.reply,
         };

@@ -15,6 +15,8 @@ const assistant = {
   tools: ['query_order', 'search_policy', 'create_ticket', 'submit_refund', 'update_order_note', 'send_email'],
   limits: { maxSteps: 8, maxTokens: 30_000, timeoutMs: 120_000 },
   maxCompletionTokens: 1024,
+  // A run that fails or is cancelled after creating tickets or refunds: an approver approves their undo first.
+  compensation: 'ask',
 } satisfies Omit<AgentDefinition, 'name'>;
 
 /**

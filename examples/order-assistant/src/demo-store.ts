@@ -21,7 +21,7 @@ export const ticketSchema = z.object({
   type: z.string(),
   priority: z.string(),
   suggestedAction: z.string(),
-  status: z.literal('created'),
+  status: z.enum(['created', 'cancelled']),
   createdBy: z.string(),
   createdAt: z.string(),
 });
@@ -32,7 +32,8 @@ export const refundSchema = z.object({
   orderNo: z.string(),
   amount: z.number(),
   reason: z.string(),
-  status: z.literal('submitted'),
+  /** `paid_out`: finance has paid it; it can no longer be reversed automatically. */
+  status: z.enum(['submitted', 'paid_out', 'reversed']),
   createdBy: z.string(),
   createdAt: z.string(),
 });
@@ -47,6 +48,10 @@ export const emailSchema = z.object({
   sentAt: z.string(),
 });
 export type Email = z.infer<typeof emailSchema>;
+
+/** One undo the back office carried out (a cancelled ticket, a reversed refund), in the order they happened. */
+export const undoSchema = z.object({ kind: z.enum(['ticket_cancelled', 'refund_reversed']), id: z.string(), at: z.string() });
+export type Undo = z.infer<typeof undoSchema>;
 
 const DAY = 86_400_000;
 
@@ -122,7 +127,16 @@ export class DemoStore {
 
   private keys(tenantId: string) {
     const key = (name: string) => appStateKey('order-assistant', tenantId, name);
-    return { seeded: key('seeded'), orders: key('orders'), tickets: key('tickets'), refunds: key('refunds'), emails: key('emails') };
+    return {
+      seeded: key('seeded'),
+      orders: key('orders'),
+      tickets: key('tickets'),
+      refunds: key('refunds'),
+      emails: key('emails'),
+      /** Undo id (from the idempotency key) → undo, and the undos in order. */
+      undone: key('undone'),
+      undoLog: key('undo-log'),
+    };
   }
 
   private async seeded(tenantId: string) {
@@ -170,6 +184,51 @@ export class DemoStore {
     const at = new Date(this.now());
     const email: Email = { ...e, emailId: idFor('E', idempotencyKey), sentAt: at.toISOString() };
     return this.putOnce(this.keys(tenantId).emails, email.emailId, email, emailSchema);
+  }
+
+  /** Cancels a ticket (the undo of creating it); once per idempotency key. */
+  async cancelTicket(tenantId: string, idempotencyKey: string, ticketId: string): Promise<Ticket | null> {
+    const k = await this.seeded(tenantId);
+    return this.undo(k, k.tickets, ticketId, ticketSchema, idempotencyKey, 'ticket_cancelled', (t) => ({ ...t, status: 'cancelled' }));
+  }
+
+  /** Reverses a refund that was not paid out yet (the caller checks); once per idempotency key. */
+  async reverseRefund(tenantId: string, idempotencyKey: string, refundId: string): Promise<Refund | null> {
+    const k = await this.seeded(tenantId);
+    return this.undo(k, k.refunds, refundId, refundSchema, idempotencyKey, 'refund_reversed', (r) => ({ ...r, status: 'reversed' }));
+  }
+
+  /** Finance paid the refund out (back office; not a tool). */
+  async markPaidOut(tenantId: string, refundId: string): Promise<void> {
+    const k = await this.seeded(tenantId);
+    const raw = await this.redis.hget(k.refunds, refundId);
+    if (raw) await this.redis.hset(k.refunds, refundId, JSON.stringify({ ...refundSchema.parse(JSON.parse(raw)), status: 'paid_out' }));
+  }
+
+  /** The undos carried out so far, oldest first. */
+  async undoLog(tenantId: string): Promise<Undo[]> {
+    return (await this.redis.lrange((await this.seeded(tenantId)).undoLog, 0, -1)).map((u) => undoSchema.parse(JSON.parse(u)));
+  }
+
+  private async undo<T>(
+    k: ReturnType<DemoStore['keys']>,
+    hash: string,
+    id: string,
+    schema: z.ZodType<T>,
+    idempotencyKey: string,
+    kind: Undo['kind'],
+    change: (value: T) => T,
+  ): Promise<T | null> {
+    const raw = await this.redis.hget(hash, id);
+    if (!raw) return null;
+    const undo: Undo = { kind, id, at: new Date(this.now()).toISOString() };
+    // The first call with this key does it; a replay finds it done.
+    if (await this.redis.hsetnx(k.undone, idFor('U', idempotencyKey), JSON.stringify(undo))) {
+      const changed = change(schema.parse(JSON.parse(raw)));
+      await this.redis.multi().hset(hash, id, JSON.stringify(changed)).rpush(k.undoLog, JSON.stringify(undo)).exec();
+      return changed;
+    }
+    return schema.parse(JSON.parse((await this.redis.hget(hash, id)) ?? 'null'));
   }
 
   /** Setting a note to a value is naturally idempotent. */

@@ -6,7 +6,7 @@ import { PolicySearch } from './policy-search.js';
 import { createOrderTools } from './tools.js';
 
 export { HANDOFF_ANSWER, orderAssistant, orderAssistantVerbatim, orderPlanner } from './agent.js';
-export { DemoStore, type Email, type Order, type Refund, type Ticket } from './demo-store.js';
+export { DemoStore, type Email, type Order, type Refund, type Ticket, type Undo } from './demo-store.js';
 export { inputRules, piiRules } from './guards.js';
 export { PolicySearch, tokenize } from './policy-search.js';
 export { createOrderTools } from './tools.js';

@@ -77,6 +77,13 @@ export function createOrderTools(deps: { store: DemoStore; policies: PolicySearc
         await requireOrder(ctx.tenantId, a.orderNo);
         return store.createTicket(ctx.tenantId, ctx.idempotencyKey, { ...a, createdBy: ctx.userId });
       },
+      // Undo (saga compensation): cancel the ticket this call created.
+      async compensate(_a, result, ctx) {
+        const { ticketId } = result as { ticketId: string };
+        const ticket = await store.cancelTicket(ctx.tenantId, ctx.idempotencyKey, ticketId);
+        if (!ticket) throw new ToolError('ticket_not_found', `ticket ${ticketId} does not exist`);
+        return { ticketId, status: ticket.status };
+      },
     }),
     defineTool({
       name: 'submit_refund',
@@ -97,7 +104,9 @@ export function createOrderTools(deps: { store: DemoStore; policies: PolicySearc
           : { risk: 'high', requiredRole: 'user', summary: `Refund ${a.amount.toFixed(2)} on order ${a.orderNo}: ${a.reason}` },
       async execute(a, ctx) {
         const order = await requireOrder(ctx.tenantId, a.orderNo);
-        const refunded = (await store.refunds(ctx.tenantId, a.orderNo)).reduce((sum, r) => sum + r.amount, 0);
+        const refunded = (await store.refunds(ctx.tenantId, a.orderNo))
+          .filter((r) => r.status !== 'reversed')
+          .reduce((sum, r) => sum + r.amount, 0);
         if (a.amount > order.amount - refunded + 1e-9) {
           throw new ToolError(
             'refund_exceeds_order',
@@ -105,6 +114,15 @@ export function createOrderTools(deps: { store: DemoStore; policies: PolicySearc
           );
         }
         return store.submitRefund(ctx.tenantId, ctx.idempotencyKey, { ...a, createdBy: ctx.userId });
+      },
+      // Undo: reverse the refund, unless finance already paid it out (then a person must claw it back).
+      async compensate(a, result, ctx) {
+        const { refundId } = result as { refundId: string };
+        const refund = (await store.refunds(ctx.tenantId, a.orderNo)).find((r) => r.refundId === refundId);
+        if (!refund) throw new ToolError('refund_not_found', `refund ${refundId} does not exist`);
+        if (refund.status === 'paid_out') throw new ToolError('refund_paid_out', `refund ${refundId} was already paid out`);
+        const reversed = await store.reverseRefund(ctx.tenantId, ctx.idempotencyKey, refundId);
+        return { refundId, status: reversed?.status ?? refund.status };
       },
     }),
     defineTool({

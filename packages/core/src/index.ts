@@ -1,4 +1,11 @@
-export { AgentCatalog, type AgentDefinition, type AgentProfile, defineAgent, HANDOFF_ANSWER } from './agents/agent-profile.js';
+export {
+  AgentCatalog,
+  type AgentDefinition,
+  type AgentProfile,
+  type CompensationPolicy,
+  defineAgent,
+  HANDOFF_ANSWER,
+} from './agents/agent-profile.js';
 export { type App, type AppDefinition, type AppServices, defineApp, isApp } from './app/define-app.js';
 export { loadApp } from './app/load-app.js';
 export { createRegistry, type Registry } from './app/registry.js';
@@ -10,6 +17,7 @@ export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
 export { type Config, configSchema, loadAppOrExit, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
+export { type Compensator, compensationKey, createCompensator } from './engine/compensation.js';
 export {
   type ContextPolicy,
   compactHistory,
@@ -100,6 +108,8 @@ export {
 } from './model/providers.js';
 export {
   type CancelExpiry,
+  type CompensateJob,
+  compensateJobSchema,
   DEADLINE_SWEEP,
   type Enqueue,
   type ExpireJob,
@@ -153,6 +163,7 @@ export {
   approveBodySchema,
   rejectBodySchema,
 } from './schemas/approval.js';
+export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
 export { type ApprovalFeedEvent, approvalFeedEventSchema, type RunEvent, runEventSchema } from './schemas/event.js';
 export { type ApiKey, apiKeySchema, type Principal, principalSchema, type Role, roleSchema } from './schemas/identity.js';
 export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';
@@ -213,7 +224,15 @@ export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './stor
 export { type OnRunFinished, type RunFilter, RunStore } from './store/run-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
-export { defineTool, parseToolArguments, type Tool, type ToolContext, type ToolDefinition, toolSpec } from './tools/tool.js';
+export {
+  type CompensateWith,
+  defineTool,
+  parseToolArguments,
+  type Tool,
+  type ToolContext,
+  type ToolDefinition,
+  toolSpec,
+} from './tools/tool.js';
 export type { CaptureContent } from './tracing/genai.js';
 export { REIN_ATTR, stepSpan, submitSpan } from './tracing/rein-spans.js';
 export { parseTraceparent, traceparentSchema } from './tracing/trace-context.js';

@@ -15,6 +15,8 @@ export const runKeys = (runId: string) => {
     snapshots: `${p}:snapshots`,
     /** Content-addressed texts the snapshots refer to (system prompts, tool lists). */
     blobs: `${p}:blobs`,
+    /** The run's saga compensation (engine/compensation.ts): its plan and each undo's state. */
+    compensation: `${p}:compensation`,
   };
 };
 export type RunKeys = ReturnType<typeof runKeys>;

@@ -73,6 +73,12 @@ export function createMetrics(service: string) {
       labelNames: ['tool'],
       registers,
     }),
+    compensations: new Counter({
+      name: 'rein_compensations_total',
+      help: 'Compensations (undo of a completed write) by tool and outcome: ok, failed, uncertain, replayed',
+      labelNames: ['tool', 'outcome'],
+      registers,
+    }),
     approvalsCreated: new Counter({
       name: 'rein_approvals_created_total',
       help: 'Approvals requested',

@@ -4,6 +4,7 @@ import { createRegistry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import type { Config } from './config.js';
+import { type Compensator, createCompensator } from './engine/compensation.js';
 import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
@@ -51,6 +52,7 @@ export interface Runtime {
   webhooks: WebhookService;
   webhookStore: WebhookStore;
   dispatcher: WebhookDispatcher;
+  compensator: Compensator;
   close(): Promise<void>;
 }
 
@@ -114,8 +116,16 @@ export async function createRuntime(
   dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
   // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
   await Promise.all([...scheduler.queues.map((q) => q.waitUntilReady()), dispatcher.queue.waitUntilReady()]);
-  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics, dispatcher.onRunFinished);
+  // The compensator needs the store it is told by: bound once both exist.
+  let compensator: Compensator | undefined;
+  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics, async (run) => {
+    await dispatcher.onRunFinished(run);
+    await compensator
+      ?.onRunFinished(run)
+      .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+  });
   const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
+  const ledger = new EffectLedger(redis);
   const journal = new DecisionJournal(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
   const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
   const enqueue = scheduler.enqueue;
@@ -129,6 +139,20 @@ export async function createRuntime(
     toolTraffic: config.REIN_SESSION_TOOL_TRAFFIC,
     model: config.REIN_MODEL,
   };
+  compensator = createCompensator({
+    store,
+    ledger,
+    tools,
+    agents,
+    enqueue,
+    feed,
+    metrics,
+    logger,
+    emit: (tenantId, type, key, data) => dispatcher.emit(tenantId, type, key, data),
+    toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
+    approvalTtlMs: config.APPROVAL_TTL_MS,
+    breakers,
+  });
   return {
     config,
     app,
@@ -138,14 +162,22 @@ export async function createRuntime(
     store,
     feed,
     journal,
-    ledger: new EffectLedger(redis),
+    ledger,
     scheduler,
     enqueue,
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings, sessions }),
-    approvals: createApprovalService({ store, enqueue, cancelExpiry: scheduler.cancelExpiry, metrics, tools, feed }),
+    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings, sessions, compensator }),
+    approvals: createApprovalService({
+      store,
+      enqueue,
+      cancelExpiry: scheduler.cancelExpiry,
+      metrics,
+      tools,
+      feed,
+      onFinishedRunDecided: compensator.decided,
+    }),
     inputFilter,
     masker,
     breakers,
@@ -155,6 +187,7 @@ export async function createRuntime(
     webhooks: createWebhookService({ store: webhookStore, allowPrivate: config.REIN_WEBHOOK_ALLOW_PRIVATE }),
     webhookStore,
     dispatcher,
+    compensator,
     async close() {
       breakers.shutdown();
       await mcp.close();

@@ -61,6 +61,11 @@ describe('defineAgent', () => {
     expect(() => defineAgent({ name: 'Bad Name', instructions: 'i', tools: [] })).toThrow(/agent "Bad Name": name/);
     expect(() => defineAgent({ name: 'a', instructions: 'i', tools: ['x', 'x'] })).toThrow(/agent "a": tool "x" is listed twice/);
   });
+  it("asks before compensating unless told otherwise, and knows only 'auto', 'ask' and 'never'", () => {
+    expect(defineAgent({ name: 'a', instructions: 'i', tools: [] }).compensation).toBe('ask');
+    expect(defineAgent({ name: 'a', instructions: 'i', tools: [], compensation: 'auto' }).compensation).toBe('auto');
+    expect(() => defineAgent({ name: 'a', instructions: 'i', tools: [], compensation: 'always' as never })).toThrow(/compensation/);
+  });
 });
 
 describe('defineApp and the registry', () => {
@@ -69,6 +74,8 @@ describe('defineApp and the registry', () => {
     expect(() => defineApp({ agents: [agent(['echo'])], tools: [echo, echo] })).toThrow(/tool "echo" is defined twice/);
     expect(() => defineApp({ agents: [agent([]), agent([])], tools: [] })).toThrow(/agent "helper" is defined twice/);
     expect(() => defineApp({ agents: [agent([])], tools: [], defaultAgent: 'other' })).toThrow(/defaultAgent "other"/);
+    const undone = { ...echo, kind: 'write' as const, compensateWith: { tool: 'ghost_undo', args: () => ({}) } };
+    expect(() => defineApp({ agents: [agent([])], tools: [undone] })).toThrow(/compensated by "ghost_undo"/);
     expect(() => defineApp({ agents: [agent([])], tools: [], guards: { input: { rules: [] } as never } })).toThrow(ConfigError);
   });
 

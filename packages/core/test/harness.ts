@@ -14,7 +14,7 @@ import { createToolExecutor } from '../src/engine/tool-executor.js';
 import { createPiiMasker } from '../src/guards/pii-masker.js';
 import { createMetrics } from '../src/metrics.js';
 import type { ModelGateway } from '../src/model/model-gateway.js';
-import { type Enqueue, type ExpireJob, type JobName, jobCatalog, type StepJob, stepJobSchema } from '../src/queue/job-catalog.js';
+import { type Enqueue, type ExpireJob, type JobName, type JobPayload, jobCatalog, stepJobSchema } from '../src/queue/job-catalog.js';
 import { createRunService } from '../src/runs/run-service.js';
 import type { SessionSettings } from '../src/runs/session-history.js';
 import type { Principal } from '../src/schemas/identity.js';
@@ -67,7 +67,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     handoffAnswer: orderApp.handoffAnswer,
   });
   const { tools, agents, inputFilter } = createRegistry(app, { redis });
-  const queue: Array<{ name: JobName; job: StepJob | ExpireJob; delayMs?: number }> = [];
+  const queue: Array<{ name: JobName; job: JobPayload<JobName>; delayMs?: number }> = [];
   const enqueue: Enqueue = async (name, job, opts) => {
     const id = (jobCatalog[name].id as (j: typeof job) => string)(job);
     if (!queue.some((q) => (jobCatalog[q.name].id as (j: typeof q.job) => string)(q.job) === id)) {
@@ -137,14 +137,17 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     demo,
     metrics,
     queue,
+    enqueue,
+    tools,
+    agents,
     steps,
     runs,
     approvals,
     /** Processes queued jobs until none are left (or `max` were run). */
     async drain(max = 50) {
       let ran = 0;
-      // Expiry jobs are delayed by design: they stay queued, and tests fire them explicitly.
-      const runnable = () => queue.find((q) => q.name !== 'expire');
+      // Expiry jobs are delayed by design, and compensations are not steps: they stay queued, and tests run them explicitly.
+      const runnable = () => queue.find((q) => q.name !== 'expire' && q.name !== 'compensate');
       for (let next = runnable(); next && ran < max; next = runnable()) {
         queue.splice(queue.indexOf(next), 1);
         await steps.process(stepJobSchema.parse(next.job));

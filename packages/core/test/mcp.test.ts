@@ -6,6 +6,7 @@ import { ConfigError, McpToolError } from '../src/errors.js';
 import { mcpGovernance } from '../src/mcp/mcp-governance.js';
 import { mcpObservation } from '../src/mcp/mcp-result.js';
 import { mcpServersSchema } from '../src/mcp/mcp-server-config.js';
+import { createMcpTool } from '../src/mcp/mcp-tool.js';
 import { mcpToolName } from '../src/mcp/mcp-tool-name.js';
 
 describe('MCP governance from annotations', () => {
@@ -131,5 +132,24 @@ describe('MCP servers in defineApp', () => {
     const bad = () => defineApp({ agents: [clerk], tools: [], mcpServers: { files: { url: 'not a url' } } as never });
     expect(bad).toThrow(ConfigError);
     expect(bad).toThrow('mcpServers');
+  });
+});
+
+describe('MCP tools with a compensating tool', () => {
+  const def = { name: 'log_call', inputSchema: { type: 'object' as const }, annotations: { destructiveHint: false } };
+  const base = { server: 'crm', validate: Object.assign(() => true, { errors: null }) as never, call: async () => ({ content: [] }) };
+  const compensateWith = { tool: 'crm__delete_call', args: (_a: unknown, r: unknown) => ({ id: (r as { id: string }).id }) };
+
+  it('takes compensateWith from the app, for a write', () => {
+    const [override] = Object.values(
+      mcpServersSchema.parse({ crm: { url: 'https://crm.example/mcp', tools: { log_call: { compensateWith } } } }).crm?.tools ?? {},
+    );
+    expect(createMcpTool(def, { ...base, override }).compensateWith?.tool).toBe('crm__delete_call');
+    expect(createMcpTool({ ...def, annotations: { readOnlyHint: true } }, { ...base, override }).compensateWith).toBeUndefined();
+  });
+
+  it('refuses a compensateWith without an args function', () => {
+    const bad = { crm: { url: 'https://crm.example/mcp', tools: { log_call: { compensateWith: { tool: 'x', args: {} } } } } };
+    expect(mcpServersSchema.safeParse(bad).success).toBe(false);
   });
 });

@@ -84,3 +84,18 @@ describe('who may decide an approval', () => {
     expect(decisionRights(approval('critical', 'approver'))).toEqual({ role: 'supervisor', requester: 'never' });
   });
 });
+
+describe('compensation declarations', () => {
+  const base = { name: 'w', description: 'a write', parameters: z.object({}), execute: () => ({ id: 1 }) };
+
+  it('takes compensate on a write tool, and only there', () => {
+    expect(defineTool({ ...base, kind: 'write', compensate: () => null }).compensate).toBeTypeOf('function');
+    expect(() => defineTool({ ...base, kind: 'read', compensate: () => null })).toThrow(/only a write tool can be compensated/);
+  });
+
+  it('takes a compensating tool instead (MCP), but not both', () => {
+    const compensateWith = { tool: 'undo_w', args: (_a: unknown, r: unknown) => ({ id: (r as { id: number }).id }) };
+    expect(defineTool({ ...base, kind: 'write', compensateWith }).compensateWith?.tool).toBe('undo_w');
+    expect(() => defineTool({ ...base, kind: 'write', compensateWith, compensate: () => null })).toThrow(/not both/);
+  });
+});

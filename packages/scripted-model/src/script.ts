@@ -300,6 +300,53 @@ function recall(lang: Lang, earlier: string[]): ScriptReply {
   );
 }
 
+/**
+ * "Make good on late order 2024001": query → ticket → refund of the compensation →
+ * e-mail to the customer → answer. Two writes before a third: what saga compensation undoes.
+ */
+function makeGood(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
+  const order = seen.find((o) => o.name === 'query_order');
+  if (!order) return call(say(lang, '先查订单。', 'First, the order.'), { name: 'query_order', arguments: { orderNo } });
+  const o = order.json as (OrderView & { email?: string }) | { error: string } | null;
+  if (!o || 'error' in o)
+    return answer(say(lang, `没有查到订单 ${orderNo}，请核对订单号。`, `I could not find order ${orderNo}; please check the number.`));
+  const amount = Math.min(Math.round(o.amount * 5) / 100, 50);
+  if (!seen.some((s) => s.name === 'create_ticket')) {
+    return call(say(lang, '创建工单。', 'Open a ticket.'), {
+      name: 'create_ticket',
+      arguments: {
+        orderNo,
+        type: say(lang, '超时发货', 'late shipment'),
+        priority: 'high',
+        suggestedAction: say(lang, `退款 ${amount} 元`, `Refund ${amount}`),
+      },
+    });
+  }
+  if (!seen.some((s) => s.name === 'submit_refund')) {
+    return call(say(lang, '提交补偿退款。', 'Refund the compensation.'), {
+      name: 'submit_refund',
+      arguments: { orderNo, amount, reason: say(lang, '超时发货补偿', 'late shipment compensation') },
+    });
+  }
+  if (!seen.some((s) => s.name === 'send_email')) {
+    return call(say(lang, '通知客户。', 'Tell the customer.'), {
+      name: 'send_email',
+      arguments: {
+        to: o.email ?? 'customer@example.com',
+        subject: say(lang, `订单 ${orderNo} 补偿`, `Order ${orderNo}: compensation`),
+        body: say(lang, `已为您退款 ${amount} 元。`, `We refunded ${amount} for the delay.`),
+      },
+    });
+  }
+  return answer(
+    say(
+      lang,
+      `订单 ${orderNo} 已建工单、退款 ${amount} 元并通知客户。`,
+      `Order ${orderNo}: ticket opened, ${amount} refunded, customer told.`,
+    ),
+  );
+}
+
 export function playOrderAssistant(messages: ScriptMessage[]): ScriptReply {
   // The current turn starts at the last user message; what precedes it is a session's history.
   const start = messages.findLastIndex((m) => m.role === 'user');
@@ -313,6 +360,7 @@ export function playOrderAssistant(messages: ScriptMessage[]): ScriptReply {
   if (/what did I (just )?ask|我(刚才|之前)问了什么/i.test(input)) return recall(lang, earlier);
   if (/删除|删掉|delete|remove/i.test(input)) return deleteOrder(lang, orderNo, seen);
   if (orderNo && /一直查|反复查|盯着|keep checking|until it ships/i.test(input)) return keepChecking(lang, orderNo);
+  if (orderNo && /make good|补救/i.test(input)) return makeGood(lang, orderNo, seen);
   if (orderNo && /没发货|未发货|不发货|投诉|催|not (been )?shipped|hasn'?t shipped|late|complain/i.test(input))
     return lateOrder(lang, orderNo, seen, /备注|note it|add a note/i.test(input));
   if (orderNos.length > 1) return compareOrders(lang, orderNos, seen);

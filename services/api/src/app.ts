@@ -73,6 +73,10 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     v1.get('/v1/runs/:id/snapshots', { schema: schemas.getSnapshots }, async (req) => runs.snapshots(req.principal, id(req.params)));
 
     v1.post('/v1/runs/:id/cancel', { schema: schemas.cancelRun }, async (req) => runs.cancel(req.principal, id(req.params)));
+    // Undo a finished run's completed writes (approver and up).
+    v1.post('/v1/runs/:id/compensate', { schema: schemas.compensateRun }, async (req, reply) =>
+      reply.code(202).send(await runs.compensate(req.principal, id(req.params))),
+    );
 
     v1.get('/v1/runs/:id/events', { schema: schemas.runEvents }, async (req, reply) => {
       const runId = id(req.params);

@@ -47,6 +47,10 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
       const body = parseInput(approveBodySchema, req.body, 'body');
       return approvals.decide(req.principal, id(req.params), { kind: 'approve', ...body });
     });
+    // Undo a finished run's completed writes (approver and up).
+    v1.post('/v1/runs/:id/compensate', { schema: schemas.compensateRun }, async (req, reply) =>
+      reply.code(202).send(await runs.compensate(req.principal, id(req.params))),
+    );
     v1.post('/v1/approvals/:id/reject', { schema: schemas.reject }, async (req) => {
       const body = parseInput(rejectBodySchema, req.body, 'body');
       return approvals.decide(req.principal, id(req.params), { kind: 'reject', reason: body.reason });

@@ -1,6 +1,7 @@
 import {
   Bulkhead,
   bullConnection,
+  compensateJobSchema,
   createStepProcessor,
   createToolExecutor,
   DEADLINE_SWEEP,
@@ -122,6 +123,8 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
 
   const processJob = async (job: Job, token?: string) => {
     const parsed = parseJob(job.name, job.data);
+    if (parsed.name === 'compensate')
+      return `compensation ${await rt.compensator.process(parsed.payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`;
     if (parsed.name === 'expire') return `expired ${await rt.approvals.expireDue(parsed.payload.runId, parsed.payload.step)}`;
     if (parsed.name === DEADLINE_SWEEP.name) return `failed ${await sweepDeadlines({ store: rt.store, steps })}`;
     if (parsed.name === REAPER.name) {
@@ -183,6 +186,12 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     worker.on('failed', (job, err) => {
       if (!job || err.name === 'DelayedError') return;
       const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
+      if (final && job.name === 'compensate') {
+        rt.compensator
+          .giveUp(compensateJobSchema.parse(job.data), err.message)
+          .catch((e: Error) => logger.error({ err: e.message }, 'could not mark the compensation failed'));
+        return;
+      }
       if (!final || !['step', 'resume', 'repair'].includes(job.name)) return;
       const { runId, step } = job.data as StepJob;
       steps

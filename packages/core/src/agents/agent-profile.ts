@@ -19,6 +19,8 @@ export interface AgentProfile {
   maxCompletionTokens: number;
   /** The answer a run gets when it stops without one (budget, deadline, failures); absent means the app's. */
   handoffAnswer?: string;
+  /** What happens to the completed writes of a run that fails or is cancelled (see `CompensationPolicy`). */
+  compensation: CompensationPolicy;
   /** What of the run the prompt keeps: large tool results as summary + handle, old turns summarised. */
   context?: ContextPolicy;
   /** Plan mode: the first model call returns a plan, approved once as a whole and then followed. */
@@ -26,6 +28,15 @@ export interface AgentProfile {
   /** The final answer's shape: asked for with `response_format` where the provider can, always validated. */
   output?: OutputSpec;
 }
+
+/**
+ * `auto`: undo them at once; `ask` (default): an approver approves the plan of undo
+ * actions first; `never`: leave them (an approver can still ask for an undo).
+ * `ask` is the default because an undo is itself a real-world write: declaring
+ * `compensate` on a tool says how, a person still says whether.
+ */
+export const compensationPolicySchema = z.enum(['auto', 'ask', 'never']);
+export type CompensationPolicy = z.infer<typeof compensationPolicySchema>;
 
 export interface AgentDefinition {
   name: string;
@@ -36,6 +47,7 @@ export interface AgentDefinition {
   limits?: Partial<Limits>;
   maxCompletionTokens?: number;
   handoffAnswer?: string;
+  compensation?: CompensationPolicy;
   context?: z.input<typeof contextPolicySchema>;
   /** `plan`: plan, then execute (see `plan`); `react` (default): decide step by step. */
   mode?: 'react' | 'plan';
@@ -57,6 +69,7 @@ const definitionSchema = z.object({
   limits: limitsSchema.partial().optional(),
   maxCompletionTokens: z.number().int().min(16).max(1_000_000).optional(),
   handoffAnswer: z.string().trim().min(1).optional(),
+  compensation: compensationPolicySchema.optional(),
   context: contextPolicySchema.optional(),
   mode: z.enum(['react', 'plan']).optional(),
   plan: planOptionsSchema.optional(),
@@ -86,6 +99,7 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
     limits: { ...DEFAULT_LIMITS, ...a.limits },
     maxCompletionTokens: a.maxCompletionTokens ?? 1024,
     ...(a.handoffAnswer ? { handoffAnswer: a.handoffAnswer } : {}),
+    compensation: a.compensation ?? 'ask',
     ...(a.context ? { context: a.context } : {}),
     ...(a.mode === 'plan' ? { plan: a.plan ?? planOptionsSchema.parse({}) } : {}),
     ...(a.output ? { output: outputSpec(a.name, a.output) } : {}),

@@ -86,6 +86,9 @@ export function checkTools(app: App, tools: readonly Tool[]): void {
     const unknown = agent.tools.find((t) => !names.has(t) && !Object.keys(app.mcpServers).some((server) => t.startsWith(`${server}__`)));
     if (unknown) throw new ConfigError(`app: agent "${agent.name}" names tool "${unknown}", which the app does not define`);
   }
+  const undo = tools.find((t) => t.compensateWith && !names.has(t.compensateWith.tool));
+  if (undo)
+    throw new ConfigError(`app: tool "${undo.name}" is compensated by "${undo.compensateWith?.tool}", which the app does not define`);
 }
 
 export const isApp = (value: unknown): value is App => (value as App | undefined)?.kind === 'rein-app';

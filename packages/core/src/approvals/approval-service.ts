@@ -8,7 +8,7 @@ import { approvalView } from '../runs/run-service.js';
 import type { ListApprovalsQuery } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
-import { planStepSchema, type RunRecord } from '../schemas/run.js';
+import { planStepSchema, type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import { idempotencyKey } from '../store/effect-ledger.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
@@ -28,6 +28,8 @@ export interface ApprovalServiceDeps {
   metrics: Metrics;
   tools: Map<string, Tool>;
   feed: ApprovalFeed;
+  /** An approval of a finished run (a compensation plan) was decided. */
+  onFinishedRunDecided?: (run: RunRecord) => Promise<void>;
   now?: () => number;
 }
 
@@ -65,6 +67,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         at: a.decidedAt ?? '',
       });
     }
+    if (TERMINAL_STATUSES.includes(run.status)) await deps.onFinishedRunDecided?.(run);
     const step = changed[0]?.step;
     if (stillPending.length === 0 && run.status === 'pending_approval' && step !== undefined) {
       // The resume continues the run's trace, not the approver's request.
@@ -178,7 +181,9 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     async expireDue(runId: string, step: number): Promise<number> {
       return retryOnStale(async () => {
         const run = await deps.store.get(runId);
-        if (run?.status !== 'pending_approval' || run.step !== step) return 0;
+        // A parked step's approvals, or a finished run's (the plan of its compensation).
+        const decidable = run && (TERMINAL_STATUSES.includes(run.status) || (run.status === 'pending_approval' && run.step === step));
+        if (!run || !decidable) return 0;
         const at = now();
         const due = (await deps.store.approvals(runId))
           .filter((a) => a.step === step && a.status === 'pending' && Date.parse(a.expiresAt) <= at)

@@ -5,6 +5,7 @@ import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
 import {
   approvalListSchema,
   approvalViewSchema,
+  compensationViewSchema,
   errorEnvelopeSchema,
   meSchema,
   runListSchema,
@@ -108,6 +109,13 @@ export const apiRoutes = {
     params: idParamsSchema,
     response: { 200: runViewSchema, ...errors({ 404: ERROR_CODES[404], 409: 'run_finished' }) },
   }),
+  compensateRun: route('runs', 'compensateRun', 'Undo a finished run’s completed writes, latest first (approvers and up)', {
+    params: idParamsSchema,
+    response: {
+      202: compensationViewSchema,
+      ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'run_not_finished, nothing_to_compensate, compensation_exists' }),
+    },
+  }),
   runEvents: route('runs', 'streamRunEvents', 'A run’s events, live; the stream ends after run.finished', {
     params: idParamsSchema,
     headers: resumeHeaders,
@@ -153,6 +161,7 @@ const decided = {
 };
 
 export const approverRoutes = {
+  compensateRun: apiRoutes.compensateRun,
   listApprovals: route('approvals', 'listApprovals', 'Approvals of the caller’s tenant (their own unless approver or above)', {
     querystring: listApprovalsQuerySchema,
     response: { 200: approvalListSchema, ...errors() },

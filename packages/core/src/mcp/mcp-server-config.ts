@@ -13,6 +13,19 @@ export const mcpToolOverrideSchema = z.strictObject({
    * being reported uncertain.
    */
   idempotent: z.boolean().optional(),
+  /**
+   * Saga compensation for a write tool: the app tool (by its Rein name, e.g.
+   * `crm__delete_call`) that undoes a call, and its arguments from the call's arguments and result.
+   */
+  compensateWith: z
+    .strictObject({
+      tool: z.string().min(1),
+      args: z.custom<(args: unknown, result: unknown) => Record<string, unknown>>(
+        (v) => typeof v === 'function',
+        'a function (args, result) => arguments',
+      ),
+    })
+    .optional(),
 });
 export type McpToolOverride = z.infer<typeof mcpToolOverrideSchema>;
 

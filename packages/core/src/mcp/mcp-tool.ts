@@ -55,6 +55,7 @@ export function createMcpTool(def: McpToolDefinition, opts: McpToolOptions): Too
     policyVersion:
       1 + Number.parseInt(hashArguments({ jsonSchema, annotations: def.annotations, override: opts.override }).slice(0, 7), 16),
     ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+    ...(governance.kind === 'write' && opts.override?.compensateWith ? { compensateWith: opts.override.compensateWith } : {}),
     approval: (callArgs) => {
       if (!governance.approval) return null;
       const shown = canonicalJson(callArgs);

@@ -21,6 +21,14 @@ export type ExpireJob = z.infer<typeof expireJobSchema>;
 export const repairJobSchema = stepJobSchema.extend({ version: z.number().int().min(0) });
 export type RepairJob = z.infer<typeof repairJobSchema>;
 
+/** `round`: the compensation's round (a new request after a declined plan is a new round, so a new job). */
+export const compensateJobSchema = z.object({
+  runId: z.string().min(1),
+  round: z.number().int().min(1),
+  traceparent: traceparentSchema.optional(),
+});
+export type CompensateJob = z.infer<typeof compensateJobSchema>;
+
 /**
  * Every job Rein enqueues: name → payload schema and deterministic id (I1).
  * Both names run the same idempotent step processor; "resume" exists so that a
@@ -33,6 +41,8 @@ export const jobCatalog = {
   expire: { schema: expireJobSchema, id: (j: ExpireJob) => `${j.runId}-${j.step}-expire-${j.at}` },
   /** The reaper's re-kick of a stuck step: one per run version, so a repair is never a no-op on a finished job id. */
   repair: { schema: repairJobSchema, id: (j: RepairJob) => `${j.runId}-${j.step}-repair-${j.version}` },
+  /** Undoes a finished run's completed writes in reverse order (engine/compensation.ts); a killed worker's job is taken up again. */
+  compensate: { schema: compensateJobSchema, id: (j: CompensateJob) => `${j.runId}-compensate-${j.round}` },
 } as const;
 
 /** The repeating job (a BullMQ job scheduler) that fails runs past their deadline. */
@@ -65,12 +75,14 @@ export function parseJob(
 ):
   | { name: 'step' | 'resume' | 'repair'; payload: StepJob }
   | { name: 'expire'; payload: ExpireJob }
+  | { name: 'compensate'; payload: CompensateJob }
   | { name: typeof DEADLINE_SWEEP.name; payload: null }
   | { name: typeof REAPER.name; payload: null } {
   if (name === DEADLINE_SWEEP.name) return { name, payload: null };
   if (name === REAPER.name) return { name, payload: null };
   if (name === 'repair') return { name, payload: repairJobSchema.parse(data) };
   if (name === 'expire') return { name, payload: expireJobSchema.parse(data) };
+  if (name === 'compensate') return { name, payload: compensateJobSchema.parse(data) };
   if (name === 'step' || name === 'resume') return { name, payload: stepJobSchema.parse(data) };
   throw new Error(`unknown job name "${name}"`);
 }

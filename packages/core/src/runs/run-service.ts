@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AgentCatalog } from '../agents/agent-profile.js';
 import { decisionRights, overseesTenant } from '../approvals/decision-rights.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
+import type { Compensator } from '../engine/compensation.js';
 import { runEvent } from '../engine/run-event.js';
 import { finishRun, retryOnStale } from '../engine/run-transitions.js';
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../errors.js';
@@ -10,6 +11,7 @@ import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
 import type { ListRunsQuery, SubmitRunBody } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
+import type { Compensation } from '../schemas/compensation.js';
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
 import type { ApprovalView, RunTrace, RunView } from '../schemas/views.js';
@@ -41,6 +43,8 @@ export interface RunServiceDeps {
   enqueue: Enqueue;
   metrics: Metrics;
   sessions: SessionSettings;
+  /** Undo of finished runs (`POST /v1/runs/:id/compensate`). */
+  compensator?: Pick<Compensator, 'request'>;
   idempotencyTtlSeconds?: number;
   now?: () => number;
 }
@@ -71,6 +75,8 @@ export function runView(run: RunRecord, approvals: Approval[]): RunView {
     deadlineAt: run.deadlineAt,
   };
 }
+
+export const compensationView = ({ schemaVersion: _v, ...c }: Compensation) => c;
 
 /** Submit, read, list and cancel runs on behalf of an authenticated caller. */
 export function createRunService(deps: RunServiceDeps) {
@@ -177,8 +183,17 @@ export function createRunService(deps: RunServiceDeps) {
       return { run: await view(run), created: true };
     },
 
+    /** The run, with its saga compensation when it has one (`status: failed` is the compensation_failed state). */
     async get(principal: Principal, id: string) {
-      return view(await visibleRun(principal, id));
+      const run = await visibleRun(principal, id);
+      const compensation = await deps.store.compensation(id);
+      return { ...(await view(run)), ...(compensation ? { compensation: compensationView(compensation) } : {}) };
+    },
+
+    /** An approver undoes a finished run's completed writes, latest first. */
+    async compensate(principal: Principal, id: string) {
+      if (!deps.compensator) throw new ConflictError('compensation_unavailable', 'this service cannot compensate runs');
+      return compensationView(await deps.compensator.request(principal, id));
     },
 
     async trace(principal: Principal, id: string): Promise<RunTrace> {

@@ -11,6 +11,9 @@ export const runEventTypeSchema = z.enum([
   'approval.requested',
   'approval.decided',
   'run.finished',
+  'compensation.started',
+  'compensation.step',
+  'compensation.finished',
 ]);
 export type RunEventType = z.infer<typeof runEventTypeSchema>;
 

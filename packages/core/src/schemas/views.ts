@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { approvalSchema } from './approval.js';
+import { compensationSchema } from './compensation.js';
 import { approvalFeedEventSchema } from './event.js';
 import { principalSchema, roleSchema } from './identity.js';
 import {
@@ -28,6 +29,9 @@ export const decisionRightsSchema = z.object({
 export const approvalViewSchema = approvalSchema.omit({ schemaVersion: true }).extend({ deciders: decisionRightsSchema });
 export type ApprovalView = z.infer<typeof approvalViewSchema>;
 
+/** A run's saga compensation as callers see it (`POST /v1/runs/:id/compensate`, `compensation` of a run). */
+export const compensationViewSchema = compensationSchema.omit({ schemaVersion: true });
+
 /** `GET /v1/runs/:id` and every other answer that carries a run. */
 export const runViewSchema = z.object({
   id: z.string(),
@@ -47,6 +51,8 @@ export const runViewSchema = z.object({
   metadata: z.record(z.string(), z.unknown()),
   /** The approvals the run is parked on. */
   pendingApprovals: z.array(approvalViewSchema),
+  /** The run's saga compensation, if it has one (`status: failed` is compensation_failed). */
+  compensation: compensationViewSchema.optional(),
   createdAt: z.string(),
   updatedAt: z.string(),
   deadlineAt: z.string(),

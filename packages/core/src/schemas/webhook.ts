@@ -1,6 +1,13 @@
 import { z } from 'zod';
 
-export const webhookEventTypeSchema = z.enum(['run.finished', 'approval.requested', 'approval.decided', 'effect.uncertain']);
+export const webhookEventTypeSchema = z.enum([
+  'run.finished',
+  'approval.requested',
+  'approval.decided',
+  'effect.uncertain',
+  'run.compensated',
+  'compensation.failed',
+]);
 export type WebhookEventType = z.infer<typeof webhookEventTypeSchema>;
 
 /** `POST /v1/webhooks`. */

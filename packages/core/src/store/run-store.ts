@@ -4,6 +4,7 @@ import type { Metrics } from '../metrics.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
 import { type Approval, type ApprovalStatus, approvalSchema, approvalStatusSchema } from '../schemas/approval.js';
+import { type Compensation, compensationSchema } from '../schemas/compensation.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
 import { type ChatMessage, chatMessageSchema, readMessage } from '../schemas/message.js';
 import {
@@ -260,6 +261,35 @@ export class RunStore {
     if (!this.metrics) return;
     const bytes = await runFootprint(this.redis, run.id).catch(() => 0);
     this.metrics.storedBytes.inc({ tenant: run.tenantId }, bytes);
+  }
+
+  /** The run's saga compensation, if it has one. */
+  async compensation(runId: string): Promise<Compensation | null> {
+    const raw = await this.redis.get(runKeys(runId).compensation);
+    return raw ? compensationSchema.parse(JSON.parse(raw)) : null;
+  }
+
+  /**
+   * Writes the compensation, kept as long as the run's trace. `create`: only if the run
+   * has none yet or only a declined one (whoever writes first wins); returns whether it wrote.
+   */
+  async saveCompensation(c: Compensation, runId: string, create = false): Promise<boolean> {
+    const key = runKeys(runId).compensation;
+    const doc = JSON.stringify(compensationSchema.parse(c));
+    if (!create) return (await this.redis.set(key, doc, 'EX', this.traceTtlSeconds)) === 'OK';
+    const raw = await this.redis.get(key);
+    if (raw && compensationSchema.parse(JSON.parse(raw)).status !== 'declined') return false;
+    if (!raw) return (await this.redis.set(key, doc, 'EX', this.traceTtlSeconds, 'NX')) === 'OK';
+    // Replacing a declined one: only if it is still the one read.
+    const replaced = await this.redis.eval(
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) return 1 end return 0",
+      1,
+      key,
+      raw,
+      doc,
+      String(this.traceTtlSeconds),
+    );
+    return replaced === 1;
   }
 
   /** Runs whose deadline passed by `at` (ms), for the sweeper. */

@@ -46,6 +46,19 @@ export interface Tool<A = unknown> {
   jsonSchema?: Record<string, unknown>;
   approval(args: A, ctx: Omit<ToolContext, 'signal' | 'logger'>): ApprovalRequirement | null;
   execute(args: A, ctx: ToolContext): Promise<unknown>;
+  /**
+   * Undoes a completed call (saga compensation): gets the call's arguments and result
+   * (its JSON, parsed). Runs at most once per call, through the effect ledger with a key of its own.
+   */
+  compensate?(args: A, result: unknown, ctx: ToolContext): Promise<unknown>;
+  /** For tools Rein cannot give code to (MCP): the tool of the same app that undoes a call, and its arguments. */
+  compensateWith?: CompensateWith;
+}
+
+/** The tool that undoes a call, and how its arguments are built from the call's arguments and result. */
+export interface CompensateWith {
+  tool: string;
+  args: (args: unknown, result: unknown) => Record<string, unknown>;
 }
 
 /** What a user writes: `approval` may leave out the role (an `approver` decides) or be absent (no approval). */
@@ -62,6 +75,9 @@ export interface ToolDefinition<S extends z.ZodType> {
   policyVersion?: number;
   approvalTtlMs?: number;
   execute(args: z.infer<S>, ctx: ToolContext): unknown;
+  /** Write tools only: undoes a completed call when its run fails, is cancelled, or an approver asks; should de-duplicate on `ctx.idempotencyKey`. */
+  compensate?: (args: z.infer<S>, result: unknown, ctx: ToolContext) => unknown;
+  compensateWith?: CompensateWith;
 }
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -92,7 +108,11 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): Tool {
   for (const role of def.allowedRoles ?? []) {
     if (!roleSchema.safeParse(role).success) throw new ConfigError(`${where}: unknown role "${role}" in allowedRoles`);
   }
+  if ((def.compensate || def.compensateWith) && def.kind !== 'write')
+    throw new ConfigError(`${where}: only a write tool can be compensated`);
+  if (def.compensate && def.compensateWith) throw new ConfigError(`${where}: declare compensate or compensateWith, not both`);
   const approval = def.approval;
+  const compensate = def.compensate;
   return {
     name: def.name,
     description: def.description,
@@ -108,6 +128,10 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): Tool {
       return wanted ? { risk: wanted.risk, summary: wanted.summary, requiredRole: wanted.requiredRole ?? 'approver' } : null;
     },
     execute: async (args, ctx) => def.execute(args as z.infer<S>, ctx),
+    ...(compensate
+      ? { compensate: async (args: unknown, result: unknown, ctx: ToolContext) => compensate(args as z.infer<S>, result, ctx) }
+      : {}),
+    ...(def.compensateWith ? { compensateWith: def.compensateWith } : {}),
   };
 }
 

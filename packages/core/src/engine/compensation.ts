@@ -1,0 +1,324 @@
+import type { AgentCatalog } from '../agents/agent-profile.js';
+import { approvalId } from '../approvals/approval-id.js';
+import { overseesTenant } from '../approvals/decision-rights.js';
+import { BreakerOpenError, BulkheadFullError, ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import type { CompensateJob, Enqueue } from '../queue/job-catalog.js';
+import type { CircuitBreakers } from '../resilience/circuit-breakers.js';
+import type { Approval } from '../schemas/approval.js';
+import type { Compensation, CompensationStep } from '../schemas/compensation.js';
+import type { Principal } from '../schemas/identity.js';
+import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
+import type { WebhookEventType } from '../schemas/webhook.js';
+import type { ApprovalFeed } from '../store/approval-feed.js';
+import type { EffectLedger } from '../store/effect-ledger.js';
+import type { RunStore } from '../store/run-store.js';
+import { hashArguments } from '../tools/argument-hash.js';
+import type { Tool } from '../tools/tool.js';
+import { runEvent } from './run-event.js';
+import { retryOnStale } from './run-transitions.js';
+
+/** The ledger key of an undo: its own, beside the write's `run:step:toolCallId` (I4). */
+export const compensationKey = (runId: string, step: number, toolCallId: string) => `${runId}:comp:${step}:${toolCallId}`;
+
+export interface CompensatorDeps {
+  store: RunStore;
+  ledger: EffectLedger;
+  tools: Map<string, Tool>;
+  agents: AgentCatalog;
+  enqueue: Enqueue;
+  feed: ApprovalFeed;
+  metrics: Metrics;
+  logger: Logger;
+  /** Webhook events of the compensation (`run.compensated`, `compensation.failed`). */
+  emit: (tenantId: string, type: WebhookEventType, key: string, data: Record<string, unknown>) => Promise<void>;
+  toolTimeoutMs: number;
+  approvalTtlMs: number;
+  /** The tools' breakers (workers); omitted, undo calls run unguarded (engine tests). */
+  breakers?: CircuitBreakers;
+  now?: () => number;
+}
+
+/** Outcome of one undo call (`replayed`: its result came from the ledger). */
+type UndoOutcome = Pick<CompensationStep, 'status' | 'observation'> & { replayed?: boolean };
+
+const parseResult = (observation: string): unknown => {
+  try {
+    return JSON.parse(observation);
+  } catch {
+    return observation;
+  }
+};
+
+/**
+ * Saga compensation: when a run ends failed or cancelled (or an approver asks), the
+ * completed writes whose tools declare an undo are undone in reverse order, by a
+ * `compensate` job. Each undo goes through the effect ledger under its own key, so a
+ * worker killed mid-way leaves either a result (reused) or an intent (re-run only if
+ * the tool honours idempotency keys, else `uncertain`); the state lives beside the run
+ * (`RunStore.compensation`) and every change is a run event, a metric and, at the end,
+ * a webhook event.
+ */
+export function createCompensator(deps: CompensatorDeps) {
+  const now = deps.now ?? Date.now;
+  const iso = () => new Date(now()).toISOString();
+
+  const undoOf = (tool: Tool | undefined) =>
+    tool?.kind === 'write' && (tool.compensate || tool.compensateWith) ? (tool.compensateWith?.tool ?? tool.name) : null;
+
+  /** The undo plan of a run: its successful calls of compensable write tools, latest first. */
+  async function plan(run: RunRecord): Promise<CompensationStep[]> {
+    const steps = await deps.store.steps(run.id);
+    const writes: CompensationStep[] = [];
+    for (const s of steps) {
+      for (const call of s.toolCalls) {
+        const undoTool = call.outcome === 'ok' && !call.fromSnapshot ? undoOf(deps.tools.get(call.name)) : null;
+        if (undoTool)
+          writes.push({ step: s.index, toolCallId: call.id, tool: call.name, undoTool, arguments: call.arguments, status: 'pending' });
+      }
+    }
+    return writes.reverse();
+  }
+
+  async function save(run: RunRecord, c: Compensation, event: Parameters<typeof runEvent>[0], data: Record<string, unknown>) {
+    await deps.store.saveCompensation(c, run.id);
+    await deps.store.appendEvent(runEvent(event, run.id, undefined, { round: c.round, status: c.status, ...data }));
+  }
+
+  async function start(run: RunRecord, c: Compensation): Promise<boolean> {
+    if (!(await deps.store.saveCompensation(c, run.id, true))) return false;
+    await deps.store.appendEvent(
+      runEvent('compensation.started', run.id, undefined, { round: c.round, status: c.status, trigger: c.trigger, steps: c.steps.length }),
+    );
+    if (c.status === 'running') await deps.enqueue('compensate', { runId: run.id, round: c.round, traceparent: run.traceparent });
+    return true;
+  }
+
+  /** The approval of a plan: one approval of the whole list of undo actions, on the finished run. */
+  async function askApproval(run: RunRecord, c: Compensation): Promise<Approval> {
+    const at = now();
+    const undo = c.steps.map((s) => ({ tool: s.undoTool, undoes: s.tool, arguments: s.arguments, step: s.step, toolCallId: s.toolCallId }));
+    const approval: Approval = {
+      schemaVersion: 1,
+      // A step index no step of the finished run reached: never another approval's id.
+      id: approvalId(run.id, run.step + 1, c.round - 1),
+      runId: run.id,
+      step: run.step + 1,
+      toolCallId: `compensation-${c.round}`,
+      tenantId: run.tenantId,
+      requestedBy: run.userId,
+      toolName: 'compensation',
+      arguments: { undo },
+      argsHash: hashArguments({ undo }),
+      policyVersion: 1,
+      summary: `Undo ${undo.length} write(s) of this ${run.status} run, latest first: ${undo.map((u) => `${u.tool} (undoes ${u.undoes})`).join(', ')}`,
+      risk: 'high',
+      requiredRole: 'approver',
+      status: 'pending',
+      createdAt: new Date(at).toISOString(),
+      expiresAt: new Date(at + deps.approvalTtlMs).toISOString(),
+    };
+    await retryOnStale(async () => {
+      const fresh = await deps.store.require(run.id);
+      await deps.store.commit({
+        from: fresh,
+        to: { ...fresh, updatedAt: approval.createdAt },
+        approvals: [approval],
+        events: [runEvent('approval.requested', run.id, approval.step, { approvalId: approval.id, toolName: 'compensation' })],
+      });
+    });
+    deps.metrics.approvalsCreated.inc({ tool: 'compensation', risk: 'high' });
+    // Expiry is enforced by a timer, as for any approval; an expired plan is declined.
+    const expiresAt = Date.parse(approval.expiresAt);
+    await deps.enqueue('expire', { runId: run.id, step: approval.step, at: expiresAt }, { delayMs: expiresAt - now() });
+    await deps.feed.publish(run.tenantId, {
+      type: 'approval.requested',
+      approvalId: approval.id,
+      runId: run.id,
+      status: 'pending',
+      at: approval.createdAt,
+    });
+    return approval;
+  }
+
+  /** Runs one undo through the ledger, the tool's breaker and a timeout; throws to have the job retried. */
+  async function undo(run: RunRecord, s: CompensationStep, lastAttempt: boolean): Promise<UndoOutcome> {
+    const tool = deps.tools.get(s.tool);
+    const undoTool = deps.tools.get(s.undoTool);
+    if (!tool || !undoTool) return { status: 'failed', observation: `tool ${s.undoTool} is not available in this app` };
+    const key = compensationKey(run.id, s.step, s.toolCallId);
+    const prior = await deps.ledger.recordIntent(run.id, key, s.undoTool);
+    if (prior?.state === 'done') return { status: prior.ok ? 'done' : 'failed', observation: prior.observation, replayed: true };
+    if (prior?.state === 'intent' && !undoTool.honoursIdempotencyKey) {
+      deps.metrics.effectsUncertain.inc({ tool: s.undoTool });
+      return {
+        status: 'uncertain',
+        observation: 'a worker stopped while this undo ran, and it is not safe to run it again: check by hand',
+      };
+    }
+    const step = await deps.store.stepRecord(run.id, s.step);
+    const result = parseResult(step?.toolCalls.find((c) => c.id === s.toolCallId)?.observation ?? 'null');
+    const timeoutMs = undoTool.timeoutMs ?? deps.toolTimeoutMs;
+    const signal = AbortSignal.timeout(timeoutMs);
+    const ctx = {
+      tenantId: run.tenantId,
+      userId: run.userId,
+      roles: run.roles,
+      runId: run.id,
+      step: s.step,
+      toolCallId: s.toolCallId,
+      idempotencyKey: key,
+      signal,
+      logger: deps.logger.child({ runId: run.id, step: s.step, tool: s.undoTool, compensation: true }),
+    };
+    const call = () =>
+      tool.compensateWith
+        ? undoTool.execute(tool.compensateWith.args(s.arguments, result), ctx)
+        : (tool.compensate?.(s.arguments, result, ctx) ?? null);
+    const invoke = () =>
+      Promise.race([
+        call(),
+        new Promise<never>((_, reject) =>
+          signal.addEventListener('abort', () => reject(new Error(`timed out after ${timeoutMs} ms`)), { once: true }),
+        ),
+      ]);
+    try {
+      const dependency = undoTool.dependency ?? `tool:${s.undoTool}`;
+      const value = deps.breakers ? await deps.breakers.call(dependency, invoke) : await invoke();
+      const observation = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+      await deps.ledger.recordResult(run.id, key, s.undoTool, true, observation);
+      return { status: 'done', observation };
+    } catch (err) {
+      const retryable =
+        err instanceof BreakerOpenError || err instanceof BulkheadFullError || (err as { retryable?: boolean }).retryable === true;
+      if (retryable && !lastAttempt) {
+        // It did not run, or its tool says running it again is safe: withdraw the intent and let BullMQ retry.
+        await deps.ledger.clearIntent(run.id, key);
+        throw err;
+      }
+      const { code } = err as { code?: string };
+      const observation = JSON.stringify({ error: code ?? 'tool_failed', message: (err as Error).message });
+      await deps.ledger.recordResult(run.id, key, s.undoTool, false, observation);
+      return { status: 'failed', observation };
+    }
+  }
+
+  async function finish(run: RunRecord, c: Compensation): Promise<void> {
+    const failed = c.steps.some((s) => s.status === 'failed' || s.status === 'uncertain');
+    const done: Compensation = {
+      ...c,
+      status: failed ? 'failed' : 'done',
+      ...(failed ? { code: 'compensation_failed' } : {}),
+      updatedAt: iso(),
+    };
+    await save(run, done, 'compensation.finished', failed ? { code: 'compensation_failed' } : {});
+    const data = { runId: run.id, round: c.round, status: done.status, steps: done.steps, at: done.updatedAt };
+    await deps.emit(run.tenantId, failed ? 'compensation.failed' : 'run.compensated', `${run.id}:${c.round}`, data);
+    const log = failed ? deps.logger.error.bind(deps.logger) : deps.logger.info.bind(deps.logger);
+    log({ runId: run.id, round: c.round }, failed ? 'compensation failed: a person must finish it' : 'run compensated');
+  }
+
+  return {
+    /** RunStore's `onFinished`: a failed or cancelled run with completed writes is compensated by its agent's policy. */
+    async onRunFinished(run: RunRecord): Promise<void> {
+      if (run.status !== 'failed' && run.status !== 'cancelled') return;
+      const policy = deps.agents.get(run.agent).compensation;
+      if (policy === 'never') return;
+      const steps = await plan(run);
+      if (steps.length === 0) return;
+      const at = iso();
+      const base = { schemaVersion: 1 as const, round: 1, trigger: policy, requestedBy: run.userId, steps, createdAt: at, updatedAt: at };
+      if (policy === 'auto') {
+        await start(run, { ...base, status: 'running' });
+        return;
+      }
+      const approval = await askApproval(run, { ...base, status: 'pending' });
+      await start(run, { ...base, status: 'pending', approvalId: approval.id });
+    },
+
+    /** `POST /v1/runs/:id/compensate`: an approver undoes a finished run (their request is the decision). */
+    async request(principal: Principal, runId: string): Promise<Compensation> {
+      const run = await deps.store.get(runId);
+      if (!run || run.tenantId !== principal.tenantId || (run.userId !== principal.userId && !overseesTenant(principal)))
+        throw new NotFoundError(`run ${runId}`);
+      if (!overseesTenant(principal)) throw new ForbiddenError('undoing a run needs the approver role or above');
+      if (!TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_not_finished', `run ${runId} is still ${run.status}`);
+      const held = await deps.store.compensation(runId);
+      const steps = await plan(run);
+      if (steps.length === 0) throw new ConflictError('nothing_to_compensate', `run ${runId} has no completed write that declares an undo`);
+      const at = iso();
+      const c: Compensation = {
+        schemaVersion: 1,
+        round: (held?.round ?? 0) + 1,
+        status: 'running',
+        trigger: 'request',
+        requestedBy: principal.userId,
+        steps,
+        createdAt: at,
+        updatedAt: at,
+      };
+      if (!(await start(run, c)))
+        throw new ConflictError('compensation_exists', `run ${runId} already has a compensation (${held?.status ?? 'just started'})`);
+      return c;
+    },
+
+    /** The approval service: a plan's approval was decided; its job applies (or drops) the plan. */
+    async decided(run: RunRecord): Promise<void> {
+      const c = await deps.store.compensation(run.id);
+      if (c?.status === 'pending') await deps.enqueue('compensate', { runId: run.id, round: c.round, traceparent: run.traceparent });
+    },
+
+    /** The `compensate` job: resumes wherever a killed worker left it; each undo runs at most once. */
+    async process(job: CompensateJob, lastAttempt: boolean): Promise<string> {
+      const run = await deps.store.get(job.runId);
+      let c: Compensation | null = run ? await deps.store.compensation(job.runId) : null;
+      if (!run || !c || c.round !== job.round) return 'stale';
+      if (c.status === 'pending') {
+        const approval = (await deps.store.approvals(run.id)).find((a) => a.id === c?.approvalId);
+        if (approval?.status === 'pending') return 'waiting';
+        if (approval?.status !== 'approved') {
+          await save(run, { ...c, status: 'declined', updatedAt: iso() }, 'compensation.finished', { approval: approval?.status ?? null });
+          return 'declined';
+        }
+        c = { ...c, status: 'running', updatedAt: iso() };
+        await save(run, c, 'compensation.started', { approvedBy: approval.decidedBy ?? null });
+      }
+      if (c.status !== 'running') return c.status;
+      for (const [i, s] of c.steps.entries()) {
+        if (s.status !== 'pending') continue;
+        const out = await undo(run, s, lastAttempt);
+        const { replayed, ...result } = out;
+        deps.metrics.compensations.inc({ tool: s.tool, outcome: replayed ? 'replayed' : out.status === 'done' ? 'ok' : out.status });
+        const steps: CompensationStep[] = c.steps.map((x, j) => (j === i ? { ...x, ...result, at: iso() } : x));
+        c = { ...c, steps, updatedAt: iso() };
+        await save(run, c, 'compensation.step', {
+          tool: s.tool,
+          undoTool: s.undoTool,
+          step: s.step,
+          toolCallId: s.toolCallId,
+          outcome: out.status,
+        });
+        // An undo that did not happen stops the saga: the ones before it may depend on it.
+        if (out.status !== 'done') break;
+      }
+      await finish(run, c);
+      return (await deps.store.compensation(run.id))?.status ?? 'gone';
+    },
+
+    /** The job ran out of attempts (or kept killing workers): the compensation needs a person. */
+    async giveUp(job: CompensateJob, why: string): Promise<void> {
+      const run = await deps.store.get(job.runId);
+      const c = run ? await deps.store.compensation(job.runId) : null;
+      if (!run || !c || c.round !== job.round || c.status !== 'running') return;
+      // The undo that was running is the first one still pending.
+      const stuck = c.steps.findIndex((s) => s.status === 'pending');
+      const steps: CompensationStep[] = c.steps.map((s, i) => (i === stuck ? { ...s, status: 'failed', observation: why } : s));
+      const undone = steps.find((s) => s.status === 'failed');
+      if (undone) deps.metrics.compensations.inc({ tool: undone.tool, outcome: 'failed' });
+      await finish(run, { ...c, steps });
+    },
+  };
+}
+
+export type Compensator = ReturnType<typeof createCompensator>;

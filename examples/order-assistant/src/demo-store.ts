@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { appStateKey, type RedisClient } from '@rein/core';
+import { appStateKey } from '@rein/core';
+import type { Redis } from 'ioredis';
 import { z } from 'zod';
 
 export const orderSchema = z.object({
@@ -121,7 +122,7 @@ const idFor = (prefix: string, idempotencyKey: string) =>
  */
 export class DemoStore {
   constructor(
-    private readonly redis: RedisClient,
+    private readonly redis: Redis,
     private readonly now: () => number = Date.now,
   ) {}
 

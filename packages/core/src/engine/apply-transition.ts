@@ -53,8 +53,7 @@ export function createTransitionApplier(deps: ApplierDeps) {
     const next = await deps.store.commit({
       from,
       ...t.change,
-      // A finish charges too: it makes up a charge an earlier step lost in a crash.
-      ...(c || t.kind === 'finish' ? { charge: (run: RunRecord) => deps.quotas.charge(run) } : {}),
+      ...(c ? { alsoAfter: deps.quotas.usageCommands(from.tenantId, c.promptTokens + c.completionTokens, c.costUsd) } : {}),
     });
     const m = deps.metrics;
     if (c) {

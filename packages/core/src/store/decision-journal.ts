@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
 import { ReinError } from '../errors.js';
 import { runKeys } from '../keys.js';
-import type { RedisClient } from '../redis.js';
 import { readMessage } from '../schemas/message.js';
 import { type Decision, decisionSchema, type Snapshot, type StoredSnapshot, snapshotSchema, storedSnapshotSchema } from '../schemas/run.js';
 
@@ -38,7 +38,7 @@ function logRange(log: string[], history: unknown[]): { range: [number, number];
  */
 export class DecisionJournal {
   constructor(
-    private readonly redis: RedisClient,
+    private readonly redis: Redis,
     private readonly snapshotTtlSeconds = 30 * 86_400,
   ) {}
 

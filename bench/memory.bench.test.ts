@@ -70,7 +70,8 @@ async function payloadBytes(key: string): Promise<number> {
 
 async function measure(k: number) {
   await client.flushall();
-  const t = createHarness(server.url, kStepModel(k));
+  // The agent without a context policy: what is measured is how Rein stores a run, not how much a summary adds.
+  const t = createHarness(server.url, kStepModel(k), { profile: { context: undefined } });
   const limits = { maxSteps: k + 1, maxTokens: 1_000_000 };
   try {
     await t.submit('warm-up', USER, limits); // the tenant's first run seeds its demo data: not part of a run's cost

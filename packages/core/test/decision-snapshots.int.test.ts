@@ -121,6 +121,33 @@ describe('decision snapshots', () => {
     expect(snapshot?.request).not.toHaveProperty('toolSpecs');
   });
 
+  it('store a prompt whose older turns were summarised as log head, summary and log tail, and rebuild it exactly', async () => {
+    const t = use(
+      createFakeModel([
+        { toolCalls: [toolCall('c1', 'query_order', { orderNo: '2024001' })] },
+        { toolCalls: [toolCall('c2', 'search_policy', { query: 'late shipment' })] },
+        { content: 'done' },
+      ]),
+    );
+    const id = await t.submit('order 2024001 has not shipped');
+    await t.drain();
+    const log = await t.store.messages(id);
+    // What a context policy sends: the user turn, a summary of the first call, the latest turn.
+    const summary = { role: 'system', content: 'Earlier: query_order(2024001) → not shipped, 14 days late.' };
+    const messages = [{ role: 'system', content: 'be brief' }, log[0], summary, ...log.slice(3)];
+    await t.journal.snapshot(id, {
+      schemaVersion: 1,
+      step: 9,
+      at: new Date().toISOString(),
+      request: { model: 'm', messages, tools: ['query_order'], maxTokens: 10, timeoutMs: 1000 },
+      reply: { content: 'ok' },
+    });
+    const stored = JSON.parse((await t.redis.hget(runKeys(id).snapshots, '9')) as string);
+    expect(stored).toMatchObject({ log: [0, 1], extra: [summary], tail: [3, log.length] });
+    const snapshot = (await t.journal.snapshots(id)).find((x) => x.step === 9);
+    expect(JSON.stringify(snapshot?.request.messages)).toBe(JSON.stringify(messages));
+  });
+
   it('still read snapshots stored whole by schema version 1', async () => {
     const t = use(createFakeModel([{ content: 'answer' }]));
     const id = await t.submit('hello');

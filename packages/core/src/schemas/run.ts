@@ -236,6 +236,11 @@ export const storedSnapshotSchema = z.object({
   log: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
   /** Request messages after the log range, stored as sent. */
   extra: z.array(z.unknown()),
+  /**
+   * A second `[from, to)` of the log, after `extra`: a prompt whose older turns were
+   * summarised is the log's head, the summary, then the log's recent turns.
+   */
+  tail: z.tuple([z.number().int().min(0), z.number().int().min(0)]).optional(),
   /** Content hashes of the tool names and, if given, the tool specs. */
   toolNames: z.string(),
   toolSpecs: z.string().optional(),

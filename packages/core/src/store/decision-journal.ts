@@ -14,19 +14,29 @@ function systemText(first: unknown): string | undefined {
   return JSON.stringify(first) === JSON.stringify({ role: 'system', content: m.content }) ? m.content : undefined;
 }
 
+type LogRef = { range: [number, number]; extra: unknown[]; tail?: [number, number] };
+
 /**
- * Where `history` sits in the run's log: the longest run of log entries, from the first
- * one equal to `history[0]`, that matches it message for message (compared as the log
- * reader parses them, so a rebuild yields the same JSON). The rest of `history` is new.
+ * Where `history` sits in the run's log (compared as the log reader parses entries, so a
+ * rebuild yields the same JSON): the longest run of log entries from the first one equal
+ * to `history[0]`; then, if the rest of `history` ends with another run of the log (the
+ * recent turns after a summary of older ones), that run as `tail`. What lies between is new.
  */
-function logRange(log: string[], history: unknown[]): { range: [number, number]; extra: unknown[] } {
+function logRef(log: string[], history: unknown[]): LogRef {
   const entries = log.map((raw) => JSON.stringify(readMessage(raw)));
   const wanted = history.map((m) => JSON.stringify(m));
   const from = wanted.length ? entries.indexOf(wanted[0] as string) : -1;
   if (from < 0) return { range: [0, 0], extra: history };
   let to = from;
   while (to < entries.length && to - from < wanted.length && entries[to] === wanted[to - from]) to++;
-  return { range: [from, to], extra: history.slice(to - from) };
+  const matched = to - from;
+  for (let j = matched + 1; j < wanted.length; j++) {
+    const at = entries.indexOf(wanted[j] as string, to);
+    if (at >= 0 && wanted.slice(j).every((w, i) => entries[at + i] === w)) {
+      return { range: [from, to], extra: history.slice(matched, j), tail: [at, at + wanted.length - j] };
+    }
+  }
+  return { range: [from, to], extra: history.slice(matched) };
 }
 
 /**
@@ -57,10 +67,10 @@ export class DecisionJournal {
     const history = system === undefined ? request.messages : request.messages.slice(1);
     // The caller may vouch that the history opens with the first N log entries (it just read them).
     const known = system === undefined ? undefined : opts.loggedMessages;
-    const { range, extra } =
+    const { range, extra, tail }: LogRef =
       known !== undefined
-        ? { range: [0, known] as [number, number], extra: history.slice(known) }
-        : logRange(history.length ? await this.redis.lrange(k.messages, 0, -1) : [], history);
+        ? { range: [0, known], extra: history.slice(known) }
+        : logRef(history.length ? await this.redis.lrange(k.messages, 0, -1) : [], history);
     const blobs = new Map<string, string>();
     const blob = (text: string) => {
       const hash = contentHash(text);
@@ -79,6 +89,7 @@ export class DecisionJournal {
       ...(system === undefined ? {} : { system: blob(system) }),
       log: range,
       extra,
+      ...(tail ? { tail } : {}),
       toolNames: blob(JSON.stringify(request.tools)),
       ...(request.toolSpecs ? { toolSpecs: blob(JSON.stringify(request.toolSpecs)) } : {}),
       reply,
@@ -112,12 +123,15 @@ export class DecisionJournal {
         const doc = JSON.parse(raw) as { schemaVersion?: unknown };
         if (doc.schemaVersion === 1) return snapshotSchema.parse(doc); // written whole, before version 2
         const s = storedSnapshotSchema.parse(doc);
-        const [from, to] = s.log;
-        if (to > logged.length) throw new ReinError('snapshot_incomplete', `run ${runId}: step ${s.step} refers past the message log`);
+        const slice = ([from, to]: [number, number]) => {
+          if (to > logged.length) throw new ReinError('snapshot_incomplete', `run ${runId}: step ${s.step} refers past the message log`);
+          return logged.slice(from, to);
+        };
         const messages = [
           ...(s.system === undefined ? [] : [{ role: 'system', content: text(s.system) }]),
-          ...logged.slice(from, to),
+          ...slice(s.log),
           ...s.extra,
+          ...(s.tail ? slice(s.tail) : []),
         ];
         return {
           schemaVersion: 1,

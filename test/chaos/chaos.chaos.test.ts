@@ -1,10 +1,9 @@
-import { FAULTS_KEY, runKeys } from '@rein/core';
+import { FAULTS_KEY, queuePrefix, type RedisClient, runKeys, stepQueue } from '@rein/core';
 import { LocalRedis } from '@rein/core/testing';
 import { DemoStore } from '@rein/example-order-assistant';
-import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
+import { startTopology, type Topology } from '../support/topology.js';
 
 /**
  * The chaos suite: real processes, a real Redis with AOF, the scripted model with fault
@@ -39,16 +38,21 @@ interface Outcome {
 }
 const table: Outcome[] = [];
 
+/** Where a scenario runs: its Redis, and the fleet settings that go with it. */
+interface Target {
+  topology: Topology;
+  env: Record<string, string>;
+  shards: number;
+}
+
 let redis: LocalRedis;
-let client: Redis;
+let single: Target;
 beforeAll(async () => {
   redis = await LocalRedis.start({ appendOnly: true });
-  client = new Redis(redis.url, { maxRetriesPerRequest: null });
-  client.on('error', () => {}); // Redis is stopped on purpose in some scenarios
+  single = { topology: await startTopology('single', { local: redis }), env: {}, shards: 1 };
 });
 afterAll(async () => {
-  client.disconnect();
-  await redis.stop();
+  await single.topology.stop();
   const rows = table.map((o) => ({
     scenario: o.scenario,
     submitted: o.submitted,
@@ -68,10 +72,10 @@ afterAll(async () => {
   console.table(rows);
 });
 
-async function withFleet(name: string, disrupt: (fleet: Fleet) => Promise<void>) {
-  await client.flushall();
+async function withFleet(name: string, disrupt: (fleet: Fleet) => Promise<void>, on: Target = single) {
+  await on.topology.flush();
   const fleet = await startFleet({
-    redisUrl: redis.url,
+    ...on.topology.fleet,
     workers: 3,
     // Model-like latency keeps every run in flight while the disruption lands.
     modelLatencyMs: 500,
@@ -85,11 +89,13 @@ async function withFleet(name: string, disrupt: (fleet: Fleet) => Promise<void>)
       REIN_REAPER_STALE_MS: '3000',
       REIN_SWEEP_INTERVAL_MS: '1000',
       LOG_LEVEL: 'error',
+      REIN_QUEUE_SHARDS: String(on.shards),
+      ...on.env,
     },
     modelEnv: { SCRIPTED_MODEL_FAULTS: 'on' },
   });
   try {
-    return await runScenario(name, fleet, disrupt);
+    return await runScenario(name, fleet, disrupt, on);
   } finally {
     await fleet.stop();
   }
@@ -107,7 +113,8 @@ async function persist<T>(fn: () => Promise<T>, until = Date.now() + 60_000): Pr
   }
 }
 
-async function runScenario(name: string, fleet: Fleet, disrupt: (fleet: Fleet) => Promise<void>): Promise<Outcome> {
+async function runScenario(name: string, fleet: Fleet, disrupt: (fleet: Fleet) => Promise<void>, on: Target): Promise<Outcome> {
+  const client: RedisClient = on.topology.client;
   const ids: string[] = [];
   for (let i = 0; i < RUNS; i++) {
     const { status, body } = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input: INPUTS[i % INPUTS.length] });
@@ -155,11 +162,14 @@ async function runScenario(name: string, fleet: Fleet, disrupt: (fleet: Fleet) =
 
   // Jobs: with every run finished, no work may be left waiting, active or delayed — not even
   // an expiry timer (decided approvals cancel theirs). Only the housekeeping schedulers stay.
-  const queue = new Queue('rein-steps', { connection: client, prefix: '{rein}' });
-  const leftovers = (await queue.getJobs(['waiting', 'active', 'delayed', 'prioritized'])).filter(
-    (j) => j && !['sweep', 'reap'].includes(j.name),
-  );
-  await queue.close();
+  const leftovers = [];
+  for (let shard = 0; shard < on.shards; shard++) {
+    const queue = stepQueue(client, shard);
+    leftovers.push(
+      ...(await queue.getJobs(['waiting', 'active', 'delayed', 'prioritized'])).filter((j) => j && !['sweep', 'reap'].includes(j.name)),
+    );
+    await queue.close();
+  }
 
   const failedByReason: Record<string, number> = {};
   for (const run of finalRuns.values())
@@ -206,7 +216,7 @@ const restartRedis = async (downMs: number) => {
 };
 const modelFault = (fleet: Fleet, fault: Record<string, unknown>) =>
   fetch(`${fleet.model}/_faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fault) });
-const hangTools = (forMs: number) => persist(() => client.hset(FAULTS_KEY, 'toolHangUntil', String(Date.now() + forMs)));
+const hangTools = (forMs: number) => persist(() => single.topology.client.hset(FAULTS_KEY, 'toolHangUntil', String(Date.now() + forMs)));
 
 describe('chaos: nothing is lost', () => {
   it('survives SIGKILL of random workers while runs are in flight', async () => {
@@ -252,5 +262,73 @@ describe('chaos: nothing is lost', () => {
       ]).then(() => {}),
     );
     expectNothingLost(o);
+  });
+});
+
+describe('chaos on a Redis Cluster (3 masters, 3 step-queue shards)', () => {
+  let cluster: Target;
+  beforeAll(async () => {
+    cluster = { topology: await startTopology('cluster', { appendOnly: true }), env: {}, shards: 3 };
+  });
+  afterAll(async () => {
+    await cluster?.topology.stop();
+  });
+
+  // Not reliable yet (see docs/operations.md, Redis Cluster): some runs stay unfinished after
+  // the master comes back. `npm run chaos` runs it (CHAOS_MASTER_KILL=on); `npm test` does not.
+  it.runIf(process.env.CHAOS_MASTER_KILL === 'on')('survives a master being killed (SIGKILL) and restarted', async () => {
+    const o = await withFleet(
+      'cluster: kill a master',
+      async () => {
+        const nodes = cluster.topology.cluster;
+        if (!nodes) throw new Error('no cluster');
+        // The master of shard 0: its queue, the housekeeping schedulers, and the runs hashed to its slots.
+        const victim = await nodes.nodeFor(`${queuePrefix(0)}:rein-steps:meta`);
+        await sleep(500);
+        await victim.kill();
+        await sleep(Math.min(DISRUPT_MS, 3000));
+        await victim.start();
+        await nodes.waitHealthy();
+      },
+      cluster,
+    );
+    expectNothingLost(o);
+    expect(o.succeeded).toBe(o.submitted);
+  });
+});
+
+describe('chaos on a Redis Cluster with a replica per master', () => {
+  let cluster: Target;
+  beforeAll(async () => {
+    cluster = { topology: await startTopology('cluster', { appendOnly: true, replicas: 1 }), env: {}, shards: 3 };
+  });
+  afterAll(async () => {
+    await cluster?.topology.stop();
+  });
+
+  it('fails over when a master is killed: its replica takes over, nothing is lost', async () => {
+    const o = await withFleet(
+      'cluster: failover',
+      async () => {
+        const nodes = cluster.topology.cluster;
+        if (!nodes) throw new Error('no cluster');
+        const victim = await nodes.nodeFor(`${queuePrefix(0)}:rein-steps:meta`);
+        await sleep(500);
+        await victim.kill();
+        // The replica is promoted while the old master stays down; then it comes back as a replica.
+        const until = Date.now() + 30_000;
+        while ((await nodes.nodeFor(`${queuePrefix(0)}:rein-steps:meta`)).port === victim.port) {
+          if (Date.now() > until) throw new Error('no failover within 30 s');
+          await sleep(200);
+        }
+        await nodes.waitHealthy();
+        await sleep(Math.min(DISRUPT_MS, 3000));
+        await victim.start();
+        await nodes.waitHealthy();
+      },
+      cluster,
+    );
+    expectNothingLost(o);
+    expect(o.succeeded).toBe(o.submitted);
   });
 });

@@ -1,31 +1,41 @@
-import { startTestRedis, type TestRedis } from '@rein/core/testing';
+import type { RedisClient } from '@rein/core';
 import { DemoStore } from '@rein/example-order-assistant';
-import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
+import { type Fleet, KEYS, startFleet as startFleetOn } from '../support/fleet.js';
+import { startTopology, type Topology, type TopologyKind } from '../support/topology.js';
 
 const LATE_ORDER = '客户张三投诉订单 2024001 一直没发货，帮他处理一下';
 
-let redis: TestRedis;
-let client: Redis;
-let fleet: Fleet | undefined;
-beforeAll(async () => {
-  redis = await startTestRedis();
-  client = new Redis(redis.url);
-});
-afterEach(async () => {
-  await fleet?.stop();
-  fleet = undefined;
-  await client.flushdb();
-});
-afterAll(async () => {
-  client.disconnect();
-  await redis.stop();
-});
+/**
+ * The same flows on one Redis and on a 3-master Redis Cluster; the cluster fleet also
+ * splits the step queue into 3 shards, so a run's steps cross nodes and shards.
+ */
+const TOPOLOGIES: Array<{ kind: TopologyKind; env: Record<string, string> }> = [
+  { kind: 'single', env: {} },
+  { kind: 'cluster', env: { REIN_QUEUE_SHARDS: '3' } },
+];
 
-describe('the fleet, as processes', () => {
+describe.each(TOPOLOGIES)('the fleet, as processes, on $kind Redis', ({ kind, env: topologyEnv }) => {
+  let topology: Topology;
+  let client: RedisClient;
+  let fleet: Fleet | undefined;
+  beforeAll(async () => {
+    topology = await startTopology(kind);
+    client = topology.client;
+  });
+  afterEach(async () => {
+    await fleet?.stop();
+    fleet = undefined;
+    await topology.flush();
+  });
+  afterAll(async () => {
+    await topology.stop();
+  });
+  const startFleet = (opts: Omit<Parameters<typeof startFleetOn>[0], 'redisUrl'> = {}) =>
+    startFleetOn({ ...topology.fleet, ...opts, env: { ...topologyEnv, ...opts.env } });
+
   it('runs the late-order complaint from submit through approval to succeeded', async () => {
-    fleet = await startFleet({ redisUrl: redis.url });
+    fleet = await startFleet();
     const user = fleet.client(KEYS.user.key);
     const approver = fleet.client(KEYS.approver.key);
     const other = fleet.client(KEYS.other.key);
@@ -65,7 +75,7 @@ describe('the fleet, as processes', () => {
 
   it('loses no run when the only worker is SIGKILLed mid-step; another worker finishes it', async () => {
     // One worker, and a slow model, so the kill lands while that worker holds a step.
-    fleet = await startFleet({ redisUrl: redis.url, workers: 1, modelLatencyMs: 1500 });
+    fleet = await startFleet({ workers: 1, modelLatencyMs: 1500 });
     const inputs = [LATE_ORDER, '支持 7 天无理由退货吗？', '查订单 A12345 状态，按政策说能否退', 'Do you support 7-day no-reason returns?'];
     const ids: string[] = [];
     for (const input of inputs) ids.push((await fleet.client().runs.create({ input })).id);
@@ -90,7 +100,7 @@ describe('the fleet, as processes', () => {
   });
 
   it('expires an approval nobody decides, through the delayed job alone, and the run goes on', async () => {
-    fleet = await startFleet({ redisUrl: redis.url, env: { APPROVAL_TTL_MS: '1500' } });
+    fleet = await startFleet({ env: { APPROVAL_TTL_MS: '1500' } });
     const run = await fleet.client().runs.create({ input: LATE_ORDER });
     // No request arrives after parking: only the worker's expiry job can move the run on.
     const done = await fleet.waitForRun(run.id, (r) => r.status === 'succeeded');
@@ -101,7 +111,7 @@ describe('the fleet, as processes', () => {
   });
 
   it('resumes exactly once when the worker dies between the decision and the resume', async () => {
-    fleet = await startFleet({ redisUrl: redis.url, workers: 1 });
+    fleet = await startFleet({ workers: 1 });
     const body = await fleet.client().runs.create({ input: LATE_ORDER });
     const parked = await fleet.waitForRun(body.id, (r) => r.status === 'pending_approval');
     const victim = fleet.workers[0];

@@ -35,7 +35,9 @@ describe('Kubernetes manifests', () => {
   it('autoscale workers with KEDA on waiting + prioritized + active steps, not on the wait list alone', () => {
     const scaled = all.find((d) => d.kind === 'ScaledObject');
     expect(scaled.spec.scaleTargetRef.name).toBe('worker');
-    expect(scaled.spec.triggers[0].metadata.query).toBe('sum(max by (state) (rein_queue_jobs{state=~"waiting|prioritized|active"}))');
+    expect(scaled.spec.triggers[0].metadata.query).toBe(
+      'sum(max by (state, shard) (rein_queue_jobs{state=~"waiting|prioritized|active"}))',
+    );
   });
 
   it('run Redis with AOF and noeviction', () => {

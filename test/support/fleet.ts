@@ -15,6 +15,8 @@ export const KEYS = {
 
 export interface FleetOptions {
   redisUrl: string;
+  /** REDIS_CLUSTER_NODES: run the fleet on this Redis Cluster instead (REDIS_URL is then ignored). */
+  clusterNodes?: string;
   workers?: number;
   modelLatencyMs?: number;
   /** Environment of the API, workers and approver. */
@@ -36,6 +38,7 @@ export async function startFleet(opts: FleetOptions) {
   const env = {
     ...process.env,
     REDIS_URL: opts.redisUrl,
+    ...(opts.clusterNodes ? { REDIS_CLUSTER_NODES: opts.clusterNodes } : {}),
     OPENAI_BASE_URL: `http://127.0.0.1:${modelPort}/v1`,
     REIN_API_KEYS: JSON.stringify(Object.values(KEYS)),
     API_PORT: String(apiPort),
@@ -92,7 +95,8 @@ export async function startFleet(opts: FleetOptions) {
       ),
     );
   try {
-    await Promise.all([waitForPort(modelPort, 30_000), waitForPort(apiPort, 30_000), waitForPort(approverPort, 30_000)]);
+    // Generous: on a loaded machine a service's start (imports, Redis checks) can take a while.
+    await Promise.all([waitForPort(modelPort, 60_000), waitForPort(apiPort, 60_000), waitForPort(approverPort, 60_000)]);
   } catch (err) {
     await stop(); // a fleet that did not come up leaves no process behind
     throw new Error(`${(err as Error).message}\n${logs.slice(-20).join('\n')}`);

@@ -1,4 +1,4 @@
-import { appStateKey, defineAgent, defineApp, defineTool, ToolError } from '@rein/core';
+import { type AppServices, appStateKey, defineAgent, defineApp, defineTool, ToolError } from '@rein/core';
 import { z } from 'zod';
 
 const GREETINGS: Record<string, string> = { en: 'Hello', fr: 'Bonjour', de: 'Hallo', es: 'Hola', zh: '你好' };
@@ -19,7 +19,7 @@ const findGreeting = defineTool({
  * A write tool with an approval: a person says yes before the greeting is "sent" (kept
  * in Redis, once per idempotency key, so a retried step never sends it twice).
  */
-const sendGreeting = ({ redis }: { redis: import('ioredis').Redis }) =>
+const sendGreeting = ({ redis }: AppServices) =>
   defineTool({
     name: 'send_greeting',
     description: 'Send a greeting to someone (write: a person approves it first).',

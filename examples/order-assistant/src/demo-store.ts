@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { appStateKey } from '@rein/core';
-import type { Redis } from 'ioredis';
+import { appStateKey, type RedisClient } from '@rein/core';
 import { z } from 'zod';
 
 export const orderSchema = z.object({
@@ -122,7 +121,7 @@ const idFor = (prefix: string, idempotencyKey: string) =>
  */
 export class DemoStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly now: () => number = Date.now,
   ) {}
 

@@ -34,6 +34,36 @@ const jsonOf = <T extends z.ZodType>(schema: T, shape: string) =>
     }
   });
 
+/** `host:port` seeds of a Redis Cluster; ioredis discovers the other nodes from them. */
+const clusterNodes = csv.transform((seeds, ctx) =>
+  seeds.map((seed) => {
+    const m = /^([^\s:/@]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(seed);
+    const port = Number(m?.[2]);
+    if (!m?.[1] || port < 1 || port > 65535) {
+      ctx.addIssue({ code: 'custom', message: `"${seed}" is not host:port (credentials go in REDIS_USERNAME / REDIS_PASSWORD)` });
+      return { host: '', port: 0 };
+    }
+    return { host: m[1].replace(/^\[|\]$/g, ''), port };
+  }),
+);
+
+/** Shard numbers as a list and ranges, e.g. `0,2-3`. */
+const shardList = csv
+  .transform((parts, ctx) => {
+    const shards = new Set<number>();
+    for (const part of parts) {
+      const m = /^(\d+)(?:-(\d+))?$/.exec(part);
+      const from = Number(m?.[1]);
+      const to = Number(m?.[2] ?? m?.[1]);
+      if (!m || to < from || to > 255) {
+        ctx.addIssue({ code: 'custom', message: `"${part}" is not a shard number or range (e.g. 0,2-3)` });
+        continue;
+      }
+      for (let s = from; s <= to; s++) shards.add(s);
+    }
+    return [...shards].sort((a, b) => a - b);
+  })
+  .refine((shards) => shards.length > 0, 'names no shard');
 const otlpProtocol = z.enum(['http/protobuf', 'http/json'], { message: 'http/protobuf or http/json (grpc is not supported)' });
 
 export const priceSchema = z.object({ promptPerMTok: z.number().min(0), completionPerMTok: z.number().min(0) });
@@ -53,7 +83,19 @@ export type Quotas = z.infer<typeof quotasSchema>;
  * `process.env`. Names are part of the public contract (README, configuration).
  */
 export const configSchema = z.object({
+  /** Single-node Redis; `rediss://` for TLS, `redis://user:password@host` for an ACL user. */
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  /** Set: every connection is a Redis Cluster client seeded from these `host:port` nodes, and REDIS_URL is ignored. */
+  REDIS_CLUSTER_NODES: clusterNodes.optional(),
+  /** ACL user and password for every node; override what REDIS_URL carries. */
+  REDIS_USERNAME: z.string().min(1).optional(),
+  REDIS_PASSWORD: z.string().min(1).optional(),
+  /** TLS on every connection (a single node may say so with `rediss://` instead). */
+  REDIS_TLS: z.enum(['on', 'off']).default('off'),
+  /** Step-queue shards, each under its own hash tag; a run's steps all go to the shard of its id. */
+  REIN_QUEUE_SHARDS: z.coerce.number().int().min(1).max(256).default(1),
+  /** Shards this worker consumes (e.g. `0,2-3`); default every shard. Numbers past REIN_QUEUE_SHARDS drain old shards while shrinking. */
+  REIN_WORKER_SHARDS: shardList.optional(),
   OPENAI_BASE_URL: z.string().url().default('http://127.0.0.1:8090/v1'),
   OPENAI_API_KEY: z.string().min(1).default('not-needed-for-the-scripted-model'),
   /** The app every service runs (file path or package; default export `defineApp(...)`); default: the order-assistant example. */
@@ -180,6 +222,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid environment:\n${lines.join('\n')}`);
   }
   return { ...parsed.data, REIN_PROVIDERS: resolveProviderKeys(parsed.data.REIN_PROVIDERS, env) };
+}
+
+/** The shards a worker consumes: REIN_WORKER_SHARDS, or all of 0..REIN_QUEUE_SHARDS-1. */
+export function workerShards(config: Pick<Config, 'REIN_QUEUE_SHARDS' | 'REIN_WORKER_SHARDS'>): number[] {
+  return config.REIN_WORKER_SHARDS ?? Array.from({ length: config.REIN_QUEUE_SHARDS }, (_, i) => i);
 }
 
 /** For process entry points: parse or print the problem and exit 1. */

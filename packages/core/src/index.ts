@@ -16,7 +16,7 @@ export { type DecisionRights, decisionRights, holdsRole, mayDecide, ROLE_RANK } 
 export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
-export { type Config, configSchema, loadAppOrExit, loadConfig, loadConfigOrExit, requireApiKeys } from './config.js';
+export { type Config, configSchema, loadAppOrExit, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
 export { type Compensator, compensationKey, createCompensator } from './engine/compensation.js';
 export {
   type ContextPolicy,
@@ -71,7 +71,7 @@ export { apiRoutes, approverRoutes, idParamsSchema } from './http/route-schemas.
 export { closeOnSignals, exitOnMcpStartError, type RunningService, runHttpService, type ServiceOptions } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource } from './http/sse.js';
-export { appStateKey, FAULTS_KEY, QUEUE_PREFIX, runKeys, tenantKeys } from './keys.js';
+export { appStateKey, FAULTS_KEY, QUEUE_PREFIX, queuePrefix, runKeys, tenantKeys, WEBHOOK_QUEUE_PREFIX } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
 export { type McpGovernance, mcpGovernance } from './mcp/mcp-governance.js';
 export { McpManager, type McpManagerDeps } from './mcp/mcp-manager.js';
@@ -123,9 +123,21 @@ export {
   STEP_QUEUE,
   type StepJob,
   StepScheduler,
+  shardOf,
   stepJobOptions,
+  stepQueue,
 } from './queue/job-catalog.js';
-export { bullConnection, checkRedisSettings, connectRedis, type RedisRole, redisOptions } from './redis.js';
+export {
+  bullConnection,
+  checkRedisSettings,
+  connectRedis,
+  createRedisClient,
+  isCluster,
+  type RedisClient,
+  type RedisRole,
+  type RedisSettings,
+  redisOptions,
+} from './redis.js';
 export { Bulkhead } from './resilience/bulkhead.js';
 export { type BreakerOptions, CircuitBreakers } from './resilience/circuit-breakers.js';
 export { withFaultInjection } from './resilience/fault-injection.js';

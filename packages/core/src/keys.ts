@@ -29,6 +29,8 @@ export const tenantKeys = (tenantId: string) => {
     approvalFeed: `${p}:approval-feed`,
     active: `${p}:active`,
     usage: (day: string) => `${p}:usage:${day}`,
+    /** Per day: run id → the usage (`tokens:costMicros`) already added to that day's usage, for idempotent charges. */
+    charged: (day: string) => `${p}:charged:${day}`,
     /** Per user: the user id is escaped so that no user id and key pair can spell another's. */
     idempotency: (userId: string, key: string) => `${p}:idempotency:${encodeURIComponent(userId)}:${key}`,
     /** Run ids by creation time (ms), one index per filter value: what `GET /v1/runs` pages through. */
@@ -55,6 +57,15 @@ export const ACTIVE_RUNS_KEY = 'rein:active-runs';
 
 /** BullMQ prefix with a hash tag, so each queue's keys live in one cluster slot. */
 export const QUEUE_PREFIX = '{rein}';
+
+/**
+ * The prefix of step-queue shard `shard`: shard 0 keeps `{rein}` (a single-shard
+ * deployment's queue, unchanged), shard n is `{rein-n}`, a hash tag of its own.
+ */
+export const queuePrefix = (shard: number) => (shard === 0 ? QUEUE_PREFIX : `{rein-${shard}}`);
+
+/** The webhook queue's prefix: a hash tag of its own, so deliveries never share a step shard's slot whatever the shard count. */
+export const WEBHOOK_QUEUE_PREFIX = '{rein-webhooks}';
 
 /** A circuit breaker's fleet-wide state, one hash tag per dependency (`model:<name>`, `tool:<name>`). */
 export const breakerKeys = (dependency: string) => {

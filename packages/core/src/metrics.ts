@@ -204,22 +204,27 @@ async function withinScrape<T>(work: Promise<T>): Promise<T> {
 }
 
 /**
- * Queue depth by state, read from BullMQ at scrape time. Exported by the API (which
- * always runs, so autoscaling can start workers from zero). BullMQ's `wait` list misses
- * prioritized and delayed jobs, so every state is reported and dashboards add them up.
- * While Redis is away the series are left out (not zero, not a failed scrape): the
- * scrape still answers, and `rein_redis_up` says why they are missing.
+ * Queue depth by state and shard, read from BullMQ at scrape time. Exported by the API
+ * (which always runs, so autoscaling can start workers from zero). BullMQ's `wait` list
+ * misses prioritized and delayed jobs, so every state is reported and dashboards add
+ * them up. `shards[i]` counts shard i's jobs. While Redis is away the series are left
+ * out (not zero, not a failed scrape): the scrape still answers, and `rein_redis_up`
+ * says why they are missing.
  */
-export function registerQueueDepth(metrics: Metrics, counts: () => Promise<Record<string, number>>) {
+export function registerQueueDepth(metrics: Metrics, shards: Array<() => Promise<Record<string, number>>>) {
   return new Gauge({
     name: 'rein_queue_jobs',
-    help: 'Step-queue jobs by state (waiting, prioritized, delayed, active, failed); absent while Redis is unreachable',
-    labelNames: ['state'],
+    help: 'Step-queue jobs by state (waiting, prioritized, delayed, active, failed) and shard; absent while Redis is unreachable',
+    labelNames: ['state', 'shard'],
     registers: [metrics.registry],
     async collect() {
       try {
-        const byState = await withinScrape(counts());
-        for (const state of ['waiting', 'prioritized', 'delayed', 'active', 'failed']) this.set({ state }, byState[state] ?? 0);
+        const counted = await withinScrape(Promise.all(shards.map((counts) => counts())));
+        this.reset(); // a shard dropped from the list must not keep its last value
+        counted.forEach((byState, shard) => {
+          for (const state of ['waiting', 'prioritized', 'delayed', 'active', 'failed'])
+            this.set({ state, shard: String(shard) }, byState[state] ?? 0);
+        });
       } catch {
         this.reset();
       }

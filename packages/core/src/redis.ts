@@ -1,5 +1,6 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
+import type { Config } from './config.js';
 
 /**
  * Producers (API, approver) fail fast while Redis is away so callers get a 503 at
@@ -7,39 +8,107 @@ import type { Logger } from 'pino';
  */
 export type RedisRole = 'producer' | 'worker';
 
+/** A connection to one Redis or to a Redis Cluster; everything Rein stores works on both. */
+export type RedisClient = Redis | Cluster;
+
+/** The settings that say where Redis is and how to log in. */
+export type RedisSettings = Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER_NODES' | 'REDIS_USERNAME' | 'REDIS_PASSWORD' | 'REDIS_TLS'>;
+
 export function redisOptions(role: RedisRole): RedisOptions {
   return role === 'producer'
     ? { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true }
     : { maxRetriesPerRequest: null, lazyConnect: true };
 }
 
-export async function connectRedis(url: string, role: RedisRole, logger: Logger): Promise<Redis> {
-  const redis = new Redis(url, redisOptions(role));
+/** ACL user, password and TLS from the environment; they win over what REDIS_URL carries. */
+function loginOptions(settings: RedisSettings): RedisOptions {
+  return {
+    ...(settings.REDIS_USERNAME ? { username: settings.REDIS_USERNAME } : {}),
+    ...(settings.REDIS_PASSWORD ? { password: settings.REDIS_PASSWORD } : {}),
+    ...(settings.REDIS_TLS === 'on' ? { tls: {} } : {}),
+  };
+}
+
+/**
+ * One client for the configured topology. On a cluster the offline queue and lazy
+ * connect are the cluster's, the rest (retries per request, login, TLS) apply to
+ * every node it discovers.
+ */
+export function createRedisClient(settings: RedisSettings, options: RedisOptions): RedisClient {
+  const login = loginOptions(settings);
+  if (!settings.REDIS_CLUSTER_NODES) return new Redis(settings.REDIS_URL, { ...login, ...options });
+  const { enableOfflineQueue = true, lazyConnect = false, ...perNode } = options;
+  return new Cluster(settings.REDIS_CLUSTER_NODES, {
+    redisOptions: { ...login, ...perNode },
+    enableOfflineQueue,
+    lazyConnect,
+    // A failover promotes a replica within seconds: keep asking instead of failing the command.
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 200,
+    retryDelayOnTryAgain: 200,
+  });
+}
+
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return redis instanceof Cluster;
+}
+
+/** A command as ioredis takes it: name, then arguments. */
+export type RedisCommand = [string, ...Array<string | number>];
+
+/**
+ * Sends independent commands together and fails if any failed. One Redis gets them
+ * as one pipeline (one round trip). A cluster pipeline must stay on one node, and
+ * these keys sit in many slots, so there each is its own call, all in flight at once.
+ */
+export async function sendCommands(redis: RedisClient, commands: RedisCommand[]): Promise<unknown[]> {
+  if (commands.length === 0) return [];
+  if (isCluster(redis)) return Promise.all(commands.map(([name, ...args]) => redis.call(name, ...args)));
+  const replies = (await redis.pipeline(commands).exec()) ?? [];
+  return replies.map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
+}
+
+export async function connectRedis(settings: RedisSettings, role: RedisRole, logger: Logger): Promise<RedisClient> {
+  const redis = createRedisClient(settings, redisOptions(role));
   // Without a listener, ioredis reports every reconnect attempt as an unhandled error.
-  redis.on('error', (err) => logger.warn({ err: err.message, role }, 'redis connection error'));
-  await redis.connect();
+  redis.on('error', (err: Error) => logger.warn({ err: err.message, role }, 'redis connection error'));
+  try {
+    await redis.connect();
+  } catch (err) {
+    redis.disconnect(); // a refused login or no seed answering: stop the reconnect loop, the caller decides
+    throw err;
+  }
   return redis;
 }
 
 /** A connection for BullMQ (which duplicates it for blocking commands); connects at once. */
-export function bullConnection(url: string, role: RedisRole, logger: Logger): Redis {
-  const redis = new Redis(url, { ...redisOptions(role), lazyConnect: false });
-  redis.on('error', (err) => logger.warn({ err: err.message, role }, 'queue redis connection error'));
+export function bullConnection(settings: RedisSettings, role: RedisRole, logger: Logger): RedisClient {
+  const redis = createRedisClient(settings, { ...redisOptions(role), lazyConnect: false });
+  redis.on('error', (err: Error) => logger.warn({ err: err.message, role }, 'queue redis connection error'));
   return redis;
 }
 
 /**
  * Warns when Redis is configured in a way that loses work: BullMQ needs
- * `maxmemory-policy noeviction`, and without AOF a restart forgets every run. Managed
- * Redis may refuse CONFIG; then it says it could not check.
+ * `maxmemory-policy noeviction`, and without AOF a restart forgets every run. On a
+ * cluster every master is asked (CONFIG is per node). Managed Redis may refuse
+ * CONFIG; then it says it could not check.
  */
-export async function checkRedisSettings(redis: Redis, logger: Logger): Promise<string[]> {
+export async function checkRedisSettings(redis: RedisClient, logger: Logger): Promise<string[]> {
   const problems: string[] = [];
+  const nodes = isCluster(redis) ? redis.nodes('master') : [redis];
   try {
-    const [, policy] = (await redis.config('GET', 'maxmemory-policy')) as string[];
-    const [, aof] = (await redis.config('GET', 'appendonly')) as string[];
-    if (policy !== 'noeviction') problems.push(`maxmemory-policy is ${policy}; BullMQ needs noeviction, or Redis may evict jobs and locks`);
-    if (aof !== 'yes') problems.push('appendonly is off; a Redis restart will lose runs, approvals and queued steps');
+    for (const node of nodes) {
+      const where = isCluster(redis) ? ` on ${node.options.host}:${node.options.port}` : '';
+      const [, policy] = (await node.config('GET', 'maxmemory-policy')) as string[];
+      const [, aof] = (await node.config('GET', 'appendonly')) as string[];
+      if (policy !== 'noeviction')
+        problems.push(`maxmemory-policy is ${policy}${where}; BullMQ needs noeviction, or Redis may evict jobs and locks`);
+      if (aof !== 'yes') problems.push(`appendonly is off${where}; a Redis restart will lose runs, approvals and queued steps`);
+    }
   } catch (err) {
     logger.warn(
       { err: (err as Error).message },

@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import type { AgentCatalog } from './agents/agent-profile.js';
 import type { App } from './app/define-app.js';
 import { createRegistry } from './app/registry.js';
@@ -12,7 +11,7 @@ import { createLogger, type Logger } from './logger.js';
 import { McpManager } from './mcp/mcp-manager.js';
 import { createMetrics, type Metrics, registerRedisUp } from './metrics.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
-import { bullConnection, checkRedisSettings, connectRedis, type RedisRole } from './redis.js';
+import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from './redis.js';
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
 import { createRunService, type RunService } from './runs/run-service.js';
@@ -31,7 +30,7 @@ export interface Runtime {
   app: App;
   logger: Logger;
   metrics: Metrics;
-  redis: Redis;
+  redis: RedisClient;
   store: RunStore;
   feed: ApprovalFeed;
   journal: DecisionJournal;
@@ -81,12 +80,12 @@ export async function createRuntime(
   const logger = createLogger(config.LOG_LEVEL, service, masker);
   const tracing = setupTracing(config, service, masker, logger);
   const metrics = createMetrics(service);
-  const redis = await connectRedis(config.REDIS_URL, role, logger);
+  const redis = await connectRedis(config, role, logger);
   await checkRedisSettings(redis, logger);
   registerRedisUp(metrics, redis);
-  const bull = bullConnection(config.REDIS_URL, role, logger);
-  const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS);
-  scheduler.queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
+  const bull = bullConnection(config, role, logger);
+  const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS, config.REIN_QUEUE_SHARDS);
+  for (const queue of scheduler.queues) queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
   const { tools, agents, inputFilter } = createRegistry(app, { redis }, { faultInjection: config.REIN_FAULT_INJECTION === 'on' });
   const mcp = new McpManager(app.mcpServers, tools, { logger, metrics });
   if (opts.mcp) {
@@ -116,7 +115,7 @@ export async function createRuntime(
   const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger);
   dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
   // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
-  await Promise.all([scheduler.queue.waitUntilReady(), dispatcher.queue.waitUntilReady()]);
+  await Promise.all([...scheduler.queues.map((q) => q.waitUntilReady()), dispatcher.queue.waitUntilReady()]);
   // The compensator needs the store it is told by: bound once both exist.
   let compensator: Compensator | undefined;
   const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics, async (run) => {

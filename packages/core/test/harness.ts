@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import type { AgentProfile } from '../src/agents/agent-profile.js';
-import { defineApp } from '../src/app/define-app.js';
+import { type AppServices, defineApp } from '../src/app/define-app.js';
 import { createRegistry } from '../src/app/registry.js';
 import { createApprovalService } from '../src/approvals/approval-service.js';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
@@ -59,7 +59,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     ...opts.profile,
     tools: [...orderAssistant.tools, ...(opts.extraTools ?? []).map((t) => t.name), ...(opts.profile?.tools ?? [])],
   };
-  const baseTools = orderApp.tools as (s: { redis: Redis }) => Tool[];
+  const baseTools = orderApp.tools as (s: AppServices) => Tool[];
   const app = defineApp({
     agents: [profile],
     tools: (services) => [...baseTools(services), ...(opts.extraTools ?? [])],

@@ -22,7 +22,10 @@ import { mountQueueBoard } from './queue-board.js';
 /** The runs API: submit, read, trace, stream, list, cancel. Logic lives in @rein/core. */
 export function createApiApp(rt: Runtime): FastifyInstance {
   const runs = rt.runs;
-  registerQueueDepth(rt.metrics, () => rt.scheduler.queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed'));
+  registerQueueDepth(
+    rt.metrics,
+    rt.scheduler.queues.map((queue) => () => queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed')),
+  );
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
 

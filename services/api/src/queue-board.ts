@@ -23,13 +23,22 @@ const isEnvelope = (payload: unknown) => typeof payload === 'string' && payload.
  */
 export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promise<void> {
   const keys = requireApiKeys(rt.config);
-  const adapter = new BullMQAdapter(rt.scheduler.queue, { readOnlyMode: true, description: 'one job = one ReAct step' });
-  adapter.setFormatter('data', (data: { runId?: unknown; step?: unknown; at?: unknown }) => ({
-    runId: data.runId,
-    step: data.step,
-    ...(data.at ? { at: data.at } : {}),
-  }));
-  adapter.setFormatter('returnValue', (value: unknown) => (typeof value === 'string' ? value : null));
+  // One board entry per shard; they share the queue name, so the board tells them apart by prefix.
+  const shards = rt.scheduler.queues.length;
+  const adapters = rt.scheduler.queues.map((queue, shard) => {
+    const adapter = new BullMQAdapter(queue, {
+      readOnlyMode: true,
+      ...(shards > 1 ? { prefix: `shard-${shard}-`, displayName: `${queue.name} (shard ${shard} of ${shards})` } : {}),
+      description: 'one job = one ReAct step',
+    });
+    adapter.setFormatter('data', (data: { runId?: unknown; step?: unknown; at?: unknown }) => ({
+      runId: data.runId,
+      step: data.step,
+      ...(data.at ? { at: data.at } : {}),
+    }));
+    adapter.setFormatter('returnValue', (value: unknown) => (typeof value === 'string' ? value : null));
+    return adapter;
+  });
   // Webhook deliveries carry final answers: the board shows only whose delivery it is.
   const deliveries = new BullMQAdapter(rt.dispatcher.queue, { readOnlyMode: true, description: 'one job = one webhook delivery' });
   deliveries.setFormatter('data', (data: { tenantId?: unknown; webhookId?: unknown; messageId?: unknown; type?: unknown }) => ({
@@ -41,7 +50,7 @@ export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promis
   deliveries.setFormatter('returnValue', (value: unknown) => (typeof value === 'string' ? value : null));
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BOARD_PATH);
-  createBullBoard({ queues: [adapter, deliveries], serverAdapter, options: { uiConfig: { boardTitle: 'Rein queue' } } });
+  createBullBoard({ queues: [...adapters, deliveries], serverAdapter, options: { uiConfig: { boardTitle: 'Rein queue' } } });
   serverAdapter.setErrorHandler((err) => {
     rt.logger.error({ err }, 'queue board failed');
     return { status: 500, body: envelope('queue_board_failed', 'the queue board failed') };

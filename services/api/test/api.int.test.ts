@@ -56,7 +56,7 @@ describe('runs API', () => {
       step: 0,
       limits: { maxSteps: 8, maxTokens: 30000, timeoutMs: 120000 },
     });
-    const job = await rt.scheduler.queue.getJob(`${run.id}-0`);
+    const job = await rt.scheduler.queueOf(run.id).getJob(`${run.id}-0`);
     // The job carries the run's W3C trace context, so the workers' spans join its trace.
     expect(run.traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(job?.data).toEqual({
@@ -157,7 +157,7 @@ describe('queue board (Bull Board)', () => {
   });
 
   it('is read-only and shows only run id and step of a job', async () => {
-    await rt.scheduler.queue.pause(); // keep the job waiting while we look (no worker runs here anyway)
+    await rt.scheduler.housekeeping.pause(); // keep the job waiting while we look (no worker runs here anyway)
     const { id } = (
       await app.inject({
         method: 'POST',
@@ -183,7 +183,7 @@ describe('queue board (Bull Board)', () => {
       headers: { authorization: basic(ADMIN.key) },
     });
     expect(retry.statusCode).toBeGreaterThanOrEqual(400);
-    await rt.scheduler.queue.resume();
+    await rt.scheduler.housekeeping.resume();
   });
 });
 

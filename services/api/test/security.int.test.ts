@@ -263,7 +263,9 @@ describe('every error is the envelope, with nothing internal (item 12)', () => {
       expect(res.statusCode).toBeGreaterThanOrEqual(400);
       expect(isEnvelope(res.body), res.body).toBe(true);
     }
-    const broken = vi.spyOn(rt.scheduler.queue, 'getJobCounts').mockRejectedValueOnce(new Error('ERR internal detail at 10.0.0.7:6379'));
+    const broken = vi
+      .spyOn(rt.scheduler.housekeeping, 'getJobCounts')
+      .mockRejectedValueOnce(new Error('ERR internal detail at 10.0.0.7:6379'));
     const res = await app.inject({
       method: 'GET',
       url: '/admin/queues/api/queues?activeQueue=rein-steps',

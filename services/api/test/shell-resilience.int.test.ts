@@ -79,7 +79,7 @@ describe('/metrics while Redis is down (item 10)', () => {
   it('answers 200 with rein_redis_up 0 and without Redis-derived series; /readyz is a 503 envelope naming nothing internal', async () => {
     const up = await app.inject({ method: 'GET', url: '/metrics' });
     expect(up.body).toMatch(/rein_redis_up\{service="api-slow-test"\} 1/);
-    expect(up.body).toMatch(/rein_queue_jobs\{state="waiting",service="api-slow-test"\} \d+/);
+    expect(up.body).toMatch(/rein_queue_jobs\{state="waiting",shard="0",service="api-slow-test"\} \d+/);
 
     await redis.kill();
     try {

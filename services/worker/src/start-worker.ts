@@ -12,8 +12,7 @@ import {
   type Runtime,
   type ServiceOptions,
 } from '@rein/core';
-import type { Worker } from 'bullmq';
-import { createStepWorker } from './step-worker.js';
+import { createStepWorker, type StepWorkers } from './step-worker.js';
 import { createWebhookWorker } from './webhook-worker.js';
 
 export interface WorkerOptions extends ServiceOptions {
@@ -44,7 +43,7 @@ export function configuredModel(rt: Runtime): ModelGateway {
  * from the queue, serves /metrics and /healthz on WORKER_METRICS_PORT, and on close
  * stops taking jobs and lets the steps in hand finish (or their locks lapse).
  */
-export async function startWorker(app: App, options: WorkerOptions = {}): Promise<RunningService & { worker: Worker }> {
+export async function startWorker(app: App, options: WorkerOptions = {}): Promise<RunningService & { worker: StepWorkers }> {
   const config = options.config ?? loadConfigOrExit();
   const rt = await createRuntime(config, 'worker', 'worker', app, { mcp: true }).catch(exitOnMcpStartError);
   const worker = createStepWorker(rt, (options.model ?? configuredModel)(rt));

@@ -9,7 +9,7 @@ import {
   type ModelGateway,
   ModelUnavailableError,
   parseJob,
-  QUEUE_PREFIX,
+  queuePrefix,
   REAPER,
   ReinError,
   type RunReason,
@@ -20,6 +20,7 @@ import {
   stepSpan,
   sweepDeadlines,
   terminalReason,
+  workerShards,
 } from '@rein/core';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 
@@ -36,13 +37,22 @@ export function backoffMs(attempt: number): number {
   return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
 }
 
+/** The workers of one process, one per step-queue shard it consumes, as one thing to run and close. */
+export interface StepWorkers {
+  workers: Worker[];
+  isRunning(): boolean;
+  close(force?: boolean): Promise<void>;
+}
+
 /**
- * The BullMQ worker: one job = one ReAct step. A busy or broken dependency (open
- * breaker, full bulkhead, model down) puts the step back on the queue for later
- * without spending an attempt, until the run's deadline; other failures are retried
- * by BullMQ, and a non-retryable error or the last attempt ends the run with a reason.
+ * The BullMQ workers: one job = one ReAct step; one Worker per consumed shard, each
+ * with WORKER_CONCURRENCY (the model bulkhead still caps the process's model calls).
+ * A busy or broken dependency (open breaker, full bulkhead, model down) puts the step
+ * back on the queue for later without spending an attempt, until the run's deadline;
+ * other failures are retried by BullMQ, and a non-retryable error or the last attempt
+ * ends the run with a reason.
  */
-export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
+export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers {
   const { config, logger } = rt;
   const toolBulkheads = new Map<string, Bulkhead>();
   const executeTool = createToolExecutor({
@@ -111,77 +121,90 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): Worker {
     throw new DelayedError();
   }
 
-  const worker = new Worker(
-    STEP_QUEUE,
-    async (job: Job, token?: string) => {
-      const parsed = parseJob(job.name, job.data);
-      if (parsed.name === 'compensate')
-        return `compensation ${await rt.compensator.process(parsed.payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`;
-      if (parsed.name === 'expire') return `expired ${await rt.approvals.expireDue(parsed.payload.runId, parsed.payload.step)}`;
-      if (parsed.name === DEADLINE_SWEEP.name) return `failed ${await sweepDeadlines({ store: rt.store, steps })}`;
-      if (parsed.name === REAPER.name) {
-        const repaired = await reap({
-          store: rt.store,
-          queue: rt.scheduler.queue,
-          enqueue: rt.enqueue,
-          approvals: rt.approvals,
-          metrics: rt.metrics,
-          staleMs: config.REIN_REAPER_STALE_MS,
-        });
-        return `repaired ${repaired}`;
-      }
-      const { payload } = parsed;
-      rt.metrics.jobWait.observe(
-        { job: parsed.name },
-        Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000,
-      );
-      return stepSpan(parsed.name, payload, async () => {
-        const started = performance.now();
-        try {
-          const outcome = await steps.process(payload);
-          // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
-          if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
-          rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
-          return outcome;
-        } catch (err) {
-          if (isDelaying(err)) return delay(job, token, payload, err);
-          if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
-          logger.warn(
-            { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
-            'step failed; will retry',
-          );
-          throw err;
-        }
+  const processJob = async (job: Job, token?: string) => {
+    const parsed = parseJob(job.name, job.data);
+    if (parsed.name === 'compensate')
+      return `compensation ${await rt.compensator.process(parsed.payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`;
+    if (parsed.name === 'expire') return `expired ${await rt.approvals.expireDue(parsed.payload.runId, parsed.payload.step)}`;
+    if (parsed.name === DEADLINE_SWEEP.name) return `failed ${await sweepDeadlines({ store: rt.store, steps })}`;
+    if (parsed.name === REAPER.name) {
+      const repaired = await reap({
+        store: rt.store,
+        queueOf: (runId) => rt.scheduler.queueOf(runId),
+        enqueue: rt.enqueue,
+        approvals: rt.approvals,
+        charge: (run) => rt.quotas.charge(run),
+        metrics: rt.metrics,
+        staleMs: config.REIN_REAPER_STALE_MS,
       });
-    },
-    {
-      connection: bullConnection(config.REDIS_URL, 'worker', logger),
-      prefix: QUEUE_PREFIX,
-      concurrency: config.WORKER_CONCURRENCY,
-      lockDuration: config.REIN_JOB_LOCK_MS,
-      stalledInterval: Math.max(1000, Math.floor(config.REIN_JOB_LOCK_MS / 2)),
-      // A step killed with its worker is picked up again; a step that kills every worker is not.
-      maxStalledCount: 3,
-    },
+      return `repaired ${repaired}`;
+    }
+    const { payload } = parsed;
+    rt.metrics.jobWait.observe(
+      { job: parsed.name },
+      Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000,
+    );
+    return stepSpan(parsed.name, payload, async () => {
+      const started = performance.now();
+      try {
+        const outcome = await steps.process(payload);
+        // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
+        if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
+        rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
+        return outcome;
+      } catch (err) {
+        if (isDelaying(err)) return delay(job, token, payload, err);
+        if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
+        logger.warn(
+          { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
+          'step failed; will retry',
+        );
+        throw err;
+      }
+    });
+  };
+
+  // One connection for every shard's worker; BullMQ adds a blocking one per worker.
+  const connection = bullConnection(config, 'worker', logger);
+  const workers = workerShards(config).map(
+    (shard) =>
+      new Worker(STEP_QUEUE, processJob, {
+        connection,
+        prefix: queuePrefix(shard),
+        concurrency: config.WORKER_CONCURRENCY,
+        lockDuration: config.REIN_JOB_LOCK_MS,
+        stalledInterval: Math.max(1000, Math.floor(config.REIN_JOB_LOCK_MS / 2)),
+        // A step killed with its worker is picked up again; a step that kills every worker is not.
+        maxStalledCount: 3,
+      }),
   );
   rt.scheduler
     .scheduleHousekeeping(config.REIN_SWEEP_INTERVAL_MS, config.REIN_REAPER_INTERVAL_MS)
     .catch((err: Error) => logger.error({ err: err.message }, 'could not schedule the deadline sweeper and the reaper'));
-  worker.on('error', (err) => logger.warn({ err: err.message }, 'worker error'));
-  worker.on('failed', (job, err) => {
-    if (!job || err.name === 'DelayedError') return;
-    const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
-    if (final && job.name === 'compensate') {
-      rt.compensator
-        .giveUp(compensateJobSchema.parse(job.data), err.message)
-        .catch((e: Error) => logger.error({ err: e.message }, 'could not mark the compensation failed'));
-      return;
-    }
-    if (!final || !['step', 'resume', 'repair'].includes(job.name)) return;
-    const { runId, step } = job.data as StepJob;
-    steps
-      .fail(runId, terminalReason(err instanceof UnrecoverableStepError ? err.error : err), err.message, (run) => run.step === step)
-      .catch((e: Error) => logger.error({ err: e.message }, 'could not end the run'));
-  });
-  return worker;
+  for (const worker of workers) {
+    worker.on('error', (err) => logger.warn({ err: err.message }, 'worker error'));
+    worker.on('failed', (job, err) => {
+      if (!job || err.name === 'DelayedError') return;
+      const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
+      if (final && job.name === 'compensate') {
+        rt.compensator
+          .giveUp(compensateJobSchema.parse(job.data), err.message)
+          .catch((e: Error) => logger.error({ err: e.message }, 'could not mark the compensation failed'));
+        return;
+      }
+      if (!final || !['step', 'resume', 'repair'].includes(job.name)) return;
+      const { runId, step } = job.data as StepJob;
+      steps
+        .fail(runId, terminalReason(err instanceof UnrecoverableStepError ? err.error : err), err.message, (run) => run.step === step)
+        .catch((e: Error) => logger.error({ err: e.message }, 'could not end the run'));
+    });
+  }
+  return {
+    workers,
+    isRunning: () => workers.every((w) => w.isRunning()),
+    async close(force = false) {
+      await Promise.all(workers.map((w) => w.close(force)));
+      connection.disconnect();
+    },
+  };
 }

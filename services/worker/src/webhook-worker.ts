@@ -2,9 +2,9 @@ import {
   bullConnection,
   createWebhookDelivery,
   deliveryJobSchema,
-  QUEUE_PREFIX,
   type Runtime,
   WEBHOOK_QUEUE,
+  WEBHOOK_QUEUE_PREFIX,
   webhookRetryDelayMs,
 } from '@rein/core';
 import { type Job, Worker } from 'bullmq';
@@ -30,8 +30,8 @@ export function createWebhookWorker(rt: Runtime): Worker {
       return deliver(deliveryJobSchema.parse(job.data), attempt, attempt >= (job.opts.attempts ?? 1));
     },
     {
-      connection: bullConnection(config.REDIS_URL, 'worker', logger),
-      prefix: QUEUE_PREFIX,
+      connection: bullConnection(config, 'worker', logger),
+      prefix: WEBHOOK_QUEUE_PREFIX,
       concurrency: config.WORKER_CONCURRENCY,
       settings: { backoffStrategy: (attemptsMade: number) => webhookRetryDelayMs(attemptsMade, config.REIN_WEBHOOK_RETRY_BASE_MS) },
     },

@@ -1,7 +1,15 @@
-import { createOpenAICompletion, createResilientModelGateway, type ModelRequest, type Runtime, reap } from '@rein/core';
+import {
+  createOpenAICompletion,
+  createResilientModelGateway,
+  type ModelRequest,
+  type RunRecord,
+  type Runtime,
+  reap,
+  tenantKeys,
+} from '@rein/core';
 import { createScriptedModelServer } from '@rein/scripted-model';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { workerPerTest } from './worker-harness.js';
 
 let server: FastifyInstance;
@@ -90,20 +98,74 @@ describe('a flaky model provider costs time, never runs', () => {
 describe('the reaper', () => {
   it('finds a run whose step job was lost, repairs it, and counts the repair', async () => {
     const f = await start({ model: resilientModel(['rein-scripted']) });
-    await f.rt.scheduler.queue.pause();
+    const queue = f.rt.scheduler.housekeeping; // the only shard here
+    await queue.pause();
     const id = await f.submit('支持 7 天无理由退货吗？');
-    await (await f.rt.scheduler.queue.getJob(`${id}-0`))?.remove();
-    await f.rt.scheduler.queue.resume();
+    await (await queue.getJob(`${id}-0`))?.remove();
+    await queue.resume();
     const repaired = await reap({
       store: f.rt.store,
-      queue: f.rt.scheduler.queue,
+      queueOf: () => queue,
       enqueue: f.rt.enqueue,
       approvals: f.rt.approvals,
+      charge: (run) => f.rt.quotas.charge(run),
       metrics: f.rt.metrics,
       staleMs: 0,
     });
     expect(repaired).toBe(1);
     expect((await f.finished(id)).status).toBe('succeeded');
     expect(await f.rt.metrics.registry.getSingleMetricAsString('rein_reaper_repairs_total')).toContain('kind="lost_step_job"');
+  });
+
+  it("charges a finished run's usage to its tenant once, when the charge after its commit was lost", async () => {
+    const f = await start({ model: resilientModel(['rein-scripted']) });
+    // Every charge after a commit dies, as if the process crashed between the two writes.
+    const lost = vi.spyOn(f.rt.quotas, 'charge').mockRejectedValue(new Error('crashed after the commit'));
+    const run = await f.finished(await f.submit('支持 7 天无理由退货吗？'));
+    lost.mockRestore();
+    const usage = tenantKeys(run.tenantId).usage(new Date().toISOString().slice(0, 10));
+    expect(run.usage.totalTokens).toBeGreaterThan(0);
+    expect(Number(await f.rt.redis.hget(usage, 'tokens'))).toBe(0);
+    const deps = {
+      store: f.rt.store,
+      queueOf: () => f.rt.scheduler.housekeeping,
+      enqueue: f.rt.enqueue,
+      approvals: f.rt.approvals,
+      charge: (r: RunRecord) => f.rt.quotas.charge(r),
+      metrics: f.rt.metrics,
+      staleMs: 0,
+    };
+    await reap(deps);
+    expect(Number(await f.rt.redis.hget(usage, 'tokens'))).toBe(run.usage.totalTokens);
+    // Charging again (a retried reaper, a late step) adds nothing.
+    expect(await f.rt.quotas.charge(run)).toBe(0);
+    expect(Number(await f.rt.redis.hget(usage, 'tokens'))).toBe(run.usage.totalTokens);
+  });
+
+  it('promotes a step job left delayed past its time (a lost promotion) instead of counting it live', async () => {
+    const f = await start({ model: resilientModel(['rein-scripted']) });
+    const [worker] = f.worker.workers;
+    await worker?.pause(true); // nobody fetches, so nobody promotes
+    const queue = f.rt.scheduler.housekeeping; // the only shard here
+    const id = await f.submit('支持 7 天无理由退货吗？');
+    const jobId = `${id}-0`;
+    await (await queue.getJob(jobId))?.remove();
+    await queue.add('step', { runId: id, step: 0 }, { jobId, delay: 3_600_000 });
+    // Its time came a minute ago and no worker promoted it: what a lost marker leaves behind.
+    await f.rt.redis.zadd(queue.keys.delayed as string, (Date.now() - 60_000) * 0x1000, jobId);
+    const repaired = await reap({
+      store: f.rt.store,
+      queueOf: () => queue,
+      enqueue: f.rt.enqueue,
+      approvals: f.rt.approvals,
+      charge: (run) => f.rt.quotas.charge(run),
+      metrics: f.rt.metrics,
+      staleMs: 0,
+    });
+    expect(repaired).toBe(1);
+    expect(await (await queue.getJob(jobId))?.getState()).toBe('waiting');
+    expect(await f.rt.metrics.registry.getSingleMetricAsString('rein_reaper_repairs_total')).toContain('kind="stranded_delayed_job"');
+    worker?.resume();
+    expect((await f.finished(id)).status).toBe('succeeded');
   });
 });

@@ -4,16 +4,16 @@ import {
   loadConfig,
   type ModelGateway,
   type Principal,
+  type RedisClient,
   type RunRecord,
   type Runtime,
   type Tool,
 } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
-import type { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startWorker } from '../src/start-worker.js';
+import type { StepWorkers } from '../src/step-worker.js';
 
 export const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user'] };
 
@@ -33,7 +33,7 @@ export interface WorkerFleetOptions {
  */
 export function workerPerTest() {
   let redis: TestRedis;
-  let current: { rt: Runtime; worker: Worker; close(): Promise<void> } | undefined;
+  let current: { rt: Runtime; worker: StepWorkers; close(): Promise<void> } | undefined;
   beforeAll(async () => {
     redis = await startTestRedis();
   });
@@ -57,7 +57,7 @@ export function workerPerTest() {
       REIN_BIND_HOST: '127.0.0.1',
       ...opts.env,
     });
-    const orderTools = orderApp.tools as (s: { redis: Redis }) => Tool[];
+    const orderTools = orderApp.tools as (s: { redis: RedisClient }) => Tool[];
     const app = defineApp({
       agents: [...orderApp.agents, ...(opts.agents ?? [])],
       tools: (services) => [...orderTools(services), ...(opts.tools ?? [])],

@@ -1,15 +1,15 @@
-import type { Redis } from 'ioredis';
 import { type AgentProfile, HANDOFF_ANSWER } from '../agents/agent-profile.js';
 import { READ_RESULT_TOOL } from '../engine/context-policy.js';
 import { ConfigError } from '../errors.js';
 import { type InputRules, inputRulesSchema } from '../guards/input-filter.js';
 import { type PiiRules, piiRulesSchema } from '../guards/pii-masker.js';
 import { type McpServers, mcpServersSchema } from '../mcp/mcp-server-config.js';
+import type { RedisClient } from '../redis.js';
 import type { Tool } from '../tools/tool.js';
 
-/** What an app's tool factory gets: Rein's Redis, for tools that keep state (name keys with `appStateKey`). */
+/** What an app's tool factory gets: Rein's Redis (a Cluster client in cluster mode), for tools that keep state (name keys with `appStateKey`: one tenant's keys share a slot). */
 export interface AppServices {
-  redis: Redis;
+  redis: RedisClient;
 }
 
 export interface AppDefinition {

@@ -1,9 +1,9 @@
-import type { Redis } from 'ioredis';
 import type { Quota, Quotas } from '../config.js';
 import { ReinError } from '../errors.js';
 import { tenantKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
+import type { RunRecord } from '../schemas/run.js';
 import { AdmitResult, withScripts } from '../store/lua-scripts.js';
-import type { RedisCommand } from '../store/run-store.js';
 
 /** 429: the tenant is over one of its quotas; says which and what the limit is. */
 export class QuotaExceededError extends ReinError {
@@ -23,11 +23,9 @@ const day = (at: number) => new Date(at).toISOString().slice(0, 10);
  */
 export class TenantQuotas {
   private readonly redis: ReturnType<typeof withScripts>;
-  /** Usage keys this process has already given their expiry. */
-  private readonly expiring = new Set<string>();
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly quotas: Quotas,
     private readonly now: () => number = Date.now,
   ) {
@@ -71,20 +69,24 @@ export class TenantQuotas {
     await this.redis.srem(tenantKeys(tenantId).active, runId);
   }
 
-  /** The writes that charge a tenant, sent with the step's post-commit indexes (one round trip). */
-  usageCommands(tenantId: string, tokens: number, costUsd: number): RedisCommand[] {
-    const key = this.usageKey(tenantId);
-    const commands: RedisCommand[] = [
-      ['hincrby', key, 'tokens', tokens],
-      ['hincrby', key, 'costMicros', Math.round(costUsd * 1_000_000)],
-    ];
-    // A day's key needs its expiry set once, not on every step: once per process is enough.
-    if (!this.expiring.has(key)) {
-      if (this.expiring.size > 10_000) this.expiring.clear();
-      this.expiring.add(key);
-      commands.push(['expire', key, 2 * DAY_SECONDS]);
-    }
-    return commands;
+  /**
+   * Brings the tenant's usage of today up to what the run spent in total (its record,
+   * committed with each step): adds only what no earlier charge of the run added, in one
+   * script in the tenant's slot. Safe to repeat, and a lost charge is made up by the
+   * next one. Returns the tokens it added.
+   */
+  async charge(run: Pick<RunRecord, 'id' | 'tenantId' | 'usage' | 'costUsd'>): Promise<number> {
+    const t = tenantKeys(run.tenantId);
+    const now = this.now();
+    return this.redis.chargeUsage(
+      t.usage(day(now)),
+      t.charged(day(now)),
+      t.charged(day(now - DAY_SECONDS * 1000)),
+      run.id,
+      String(run.usage.totalTokens),
+      String(Math.round(run.costUsd * 1_000_000)),
+      String(2 * DAY_SECONDS),
+    );
   }
 
   /** Whether a running run of this tenant must stop because today's quota is used up. */

@@ -53,7 +53,8 @@ export function createTransitionApplier(deps: ApplierDeps) {
     const next = await deps.store.commit({
       from,
       ...t.change,
-      ...(c ? { alsoAfter: deps.quotas.usageCommands(from.tenantId, c.promptTokens + c.completionTokens, c.costUsd) } : {}),
+      // A finish charges too: it makes up a charge an earlier step lost in a crash.
+      ...(c || t.kind === 'finish' ? { charge: (run: RunRecord) => deps.quotas.charge(run) } : {}),
     });
     const m = deps.metrics;
     if (c) {

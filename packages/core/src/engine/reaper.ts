@@ -7,9 +7,12 @@ import type { RunStore } from '../store/run-store.js';
 
 export interface ReaperDeps {
   store: RunStore;
-  queue: Queue;
+  /** The step-queue shard that holds a run's jobs. */
+  queueOf: (runId: string) => Queue;
   enqueue: Enqueue;
   approvals: ApprovalService;
+  /** Charges a run's usage to its tenant, idempotently (TenantQuotas.charge). */
+  charge: (run: RunRecord) => Promise<unknown>;
   metrics: Metrics;
   /** A run unchanged for less than this is left alone (its job may simply be running). */
   staleMs: number;
@@ -18,9 +21,26 @@ export interface ReaperDeps {
 
 const LIVE_JOB_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
 
-async function jobIsLive(queue: Queue, id: string): Promise<boolean> {
+/**
+ * Whether a job will still run: gone, live, or promoted. A delayed job whose time came
+ * more than `staleMs` ago is not left to BullMQ: its promotion can be lost (seen on a
+ * Redis Cluster after a master was killed, when the workers' wake-up went with it), so
+ * it is promoted here. Promoting a job early is harmless: a step that must still wait
+ * delays itself again.
+ */
+async function jobLife(queue: Queue, id: string, now: number, staleMs: number): Promise<'gone' | 'live' | 'promoted'> {
   const job = await queue.getJob(id);
-  return job ? LIVE_JOB_STATES.has(await job.getState()) : false;
+  if (!job) return 'gone';
+  const state = await job.getState();
+  if (state === 'delayed') {
+    // BullMQ scores a delayed job by its due time in ms × 0x1000 (plus a tie-breaking counter).
+    const score = await (await queue.client).zscore(queue.keys.delayed as string, id);
+    if (score !== null && Number(score) / 0x1000 + staleMs < now) {
+      await job.promote();
+      return 'promoted';
+    }
+  }
+  return LIVE_JOB_STATES.has(state) ? 'live' : 'gone';
 }
 
 /**
@@ -39,6 +59,9 @@ export async function reap(deps: ReaperDeps): Promise<number> {
   for (const { runId, since } of active) {
     const run = await deps.store.get(runId);
     if (!run || TERMINAL_STATUSES.includes(run.status)) {
+      // Still indexed as active: its last commit's follow-up writes may have died with a
+      // process, its tenant's charge among them. Charging again adds only what is missing.
+      if (run) await deps.charge(run);
       await deps.store.forgetActive(runId);
       continue;
     }
@@ -63,9 +86,13 @@ export async function reap(deps: ReaperDeps): Promise<number> {
 async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Promise<string | null> {
   const step = { runId: run.id, step: run.step };
   const repair = { ...step, version: run.version, traceparent: run.traceparent };
-  if (await jobIsLive(deps.queue, jobCatalog.repair.id(repair))) return null;
+  const queue = deps.queueOf(run.id);
+  const life = (id: string) => jobLife(queue, id, now, deps.staleMs);
+  const repairJob = await life(jobCatalog.repair.id(repair));
+  if (repairJob !== 'gone') return repairJob === 'promoted' ? 'stranded_delayed_job' : null;
   if (run.status === 'queued' || run.status === 'running') {
-    if (await jobIsLive(deps.queue, jobCatalog.step.id(step))) return null;
+    const stepJob = await life(jobCatalog.step.id(step));
+    if (stepJob !== 'gone') return stepJob === 'promoted' ? 'stranded_delayed_job' : null;
     await deps.enqueue('repair', repair);
     return 'lost_step_job';
   }
@@ -74,9 +101,10 @@ async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Pro
   if (pending.some((a) => Date.parse(a.expiresAt) < now)) {
     return (await deps.approvals.expireDue(run.id, run.step)) > 0 ? 'missed_expiry' : null;
   }
-  if (ofStep.length > 0 && pending.length === 0 && !(await jobIsLive(deps.queue, jobCatalog.resume.id(step)))) {
-    await deps.enqueue('repair', repair);
-    return 'lost_resume_job';
-  }
-  return null;
+  if (ofStep.length === 0 || pending.length > 0) return null;
+  const resumeJob = await life(jobCatalog.resume.id(step));
+  if (resumeJob === 'promoted') return 'stranded_delayed_job';
+  if (resumeJob === 'live') return null;
+  await deps.enqueue('repair', repair);
+  return 'lost_resume_job';
 }

@@ -1,9 +1,9 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
-import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import type { ZodType } from 'zod';
 import { ConfigError, InvalidRequestError, UnauthorizedError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { RedisClient } from '../redis.js';
 import type { ApiKey, Principal } from '../schemas/identity.js';
 import { bearerToken, findApiKey } from './credentials.js';
 import { clientErrorHandler, envelope, publicError } from './error-envelope.js';
@@ -29,7 +29,7 @@ export interface HttpAppOptions {
   logger: Logger;
   apiKeys: ApiKey[];
   registry: Registry;
-  redis: Redis;
+  redis: RedisClient;
   bodyLimit: number;
   timeouts: HttpTimeouts;
   /** Names the OpenAPI document at `/openapi.json`. */

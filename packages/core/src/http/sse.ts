@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
-import type { Redis } from 'ioredis';
 import { TooManyStreamsError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { RedisClient } from '../redis.js';
 import { StreamHub } from '../store/stream-hub.js';
 
 const HEARTBEAT_MS = 15_000;
@@ -32,7 +32,7 @@ export class EventStreams {
   private readonly live = new Set<AbortController>();
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly logger: Logger,
     private readonly maxPerTenant: number,
   ) {

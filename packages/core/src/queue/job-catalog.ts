@@ -1,6 +1,6 @@
 import { type ConnectionOptions, type JobsOptions, Queue } from 'bullmq';
 import { z } from 'zod';
-import { QUEUE_PREFIX } from '../keys.js';
+import { queuePrefix } from '../keys.js';
 import { activeTraceparent, traceparentSchema } from '../tracing/trace-context.js';
 
 export const STEP_QUEUE = 'rein-steps';
@@ -87,15 +87,45 @@ export function parseJob(
   throw new Error(`unknown job name "${name}"`);
 }
 
-/** Enqueues steps with deterministic ids: adding the same step twice is a no-op. */
+/**
+ * The shard of a run: FNV-1a of its id, modulo the shard count. Stable across processes
+ * and releases, so every step, resume and timer of a run goes to one queue.
+ */
+export function shardOf(runId: string, shards: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < runId.length; i++) hash = Math.imul(hash ^ runId.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % shards;
+}
+
+/** One step queue per shard, each under its own hash tag (so, on a cluster, its own slot). */
+export function stepQueue(connection: ConnectionOptions, shard: number): Queue {
+  return new Queue(STEP_QUEUE, { connection, prefix: queuePrefix(shard) });
+}
+
+/**
+ * Enqueues steps with deterministic ids: adding the same step twice is a no-op. With
+ * several shards, a run's jobs go to the shard of its id; the housekeeping schedulers
+ * (deadline sweeper, reaper) live on shard 0 only, so each still runs once per tick.
+ */
 export class StepScheduler {
-  readonly queue: Queue;
+  readonly queues: Queue[];
 
   constructor(
     connection: ConnectionOptions,
     private readonly attempts: number,
+    shards = 1,
   ) {
-    this.queue = new Queue(STEP_QUEUE, { connection, prefix: QUEUE_PREFIX });
+    this.queues = Array.from({ length: shards }, (_, shard) => stepQueue(connection, shard));
+  }
+
+  /** The queue holding `runId`'s jobs. */
+  queueOf(runId: string): Queue {
+    return this.queues[shardOf(runId, this.queues.length)] as Queue;
+  }
+
+  /** Shard 0: where the housekeeping schedulers live. */
+  get housekeeping(): Queue {
+    return this.queues[0] as Queue;
   }
 
   readonly enqueue: Enqueue = async (name, job, opts) => {
@@ -105,22 +135,33 @@ export class StepScheduler {
     const traceparent = job.traceparent ?? activeTraceparent();
     const payload = entry.schema.parse(traceparent ? { ...job, traceparent } : job);
     const delay = Math.max(0, Math.ceil(opts?.delayMs ?? 0));
-    await this.queue.add(name, payload, { ...stepJobOptions(this.attempts), jobId: entry.id(payload), ...(delay ? { delay } : {}) });
+    await this.queueOf(payload.runId).add(name, payload, {
+      ...stepJobOptions(this.attempts),
+      jobId: entry.id(payload),
+      ...(delay ? { delay } : {}),
+    });
   };
 
   /** Removes a delayed expiry job, best effort: one already running (locked) or gone is left alone, and firing late it does nothing. */
   readonly cancelExpiry: CancelExpiry = async (job) => {
-    await this.queue.remove(jobCatalog.expire.id(expireJobSchema.parse(job))).catch(() => 0);
+    const payload = expireJobSchema.parse(job);
+    await this.queueOf(payload.runId)
+      .remove(jobCatalog.expire.id(payload))
+      .catch(() => 0);
   };
 
   /** Idempotent: every worker upserts the same schedulers; BullMQ keeps one of each. */
   async scheduleHousekeeping(sweepEveryMs: number, reapEveryMs: number): Promise<void> {
     const opts = { removeOnComplete: true, removeOnFail: 100 };
-    await this.queue.upsertJobScheduler(DEADLINE_SWEEP.scheduler, { every: sweepEveryMs }, { name: DEADLINE_SWEEP.name, data: {}, opts });
-    await this.queue.upsertJobScheduler(REAPER.scheduler, { every: reapEveryMs }, { name: REAPER.name, data: {}, opts });
+    await this.housekeeping.upsertJobScheduler(
+      DEADLINE_SWEEP.scheduler,
+      { every: sweepEveryMs },
+      { name: DEADLINE_SWEEP.name, data: {}, opts },
+    );
+    await this.housekeeping.upsertJobScheduler(REAPER.scheduler, { every: reapEveryMs }, { name: REAPER.name, data: {}, opts });
   }
 
-  close() {
-    return this.queue.close();
+  async close(): Promise<void> {
+    await Promise.all(this.queues.map((q) => q.close()));
   }
 }

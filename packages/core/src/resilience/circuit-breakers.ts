@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import CircuitBreaker from 'opossum';
 import { BreakerOpenError, ReinError } from '../errors.js';
 import { breakerKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import type { RedisClient } from '../redis.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
 
@@ -37,7 +37,7 @@ export class CircuitBreakers {
   private readonly local = new Map<string, CircuitBreaker<[() => Promise<unknown>], unknown>>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: BreakerOptions,
     private readonly logger: Logger,
     private readonly metrics: Metrics,

@@ -1,12 +1,12 @@
-import type { Redis } from 'ioredis';
 import { FAULTS_KEY } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 import type { Tool } from '../tools/tool.js';
 
 /**
  * Chaos testing only (REIN_FAULT_INJECTION=on): wraps a tool so that it hangs while the
  * chaos suite says so — a real hang, cut short only by the tool's own timeout.
  */
-export function withFaultInjection(tool: Tool, redis: Redis): Tool {
+export function withFaultInjection(tool: Tool, redis: RedisClient): Tool {
   const hang = async (field: string, signal: AbortSignal) => {
     const until = Number((await redis.hget(FAULTS_KEY, field)) ?? 0);
     const wait = until - Date.now();

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { BulkheadFullError } from '../errors.js';
 import { fleetLimitKey } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 import { LeaseResult, withScripts } from '../store/lua-scripts.js';
 
 /**
@@ -13,7 +13,7 @@ export class FleetLimit {
   private readonly redis: ReturnType<typeof withScripts>;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly now: () => number = Date.now,
   ) {
     this.redis = withScripts(redis);

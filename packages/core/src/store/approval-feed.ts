@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import { tenantKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 import { type ApprovalFeedEvent, approvalFeedEventSchema } from '../schemas/event.js';
 
 export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncertain' }>;
@@ -12,7 +12,7 @@ export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncerta
  */
 export class ApprovalFeed {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     /** Told of every published event (webhooks), after it is in the feed. */
     private readonly onPublish?: (tenantId: string, event: ApprovalFeedEvent) => Promise<void>,
   ) {}

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { ReinError } from '../errors.js';
 import { runKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 import { readMessage } from '../schemas/message.js';
 import { type Decision, decisionSchema, type Snapshot, type StoredSnapshot, snapshotSchema, storedSnapshotSchema } from '../schemas/run.js';
 
@@ -48,7 +48,7 @@ function logRef(log: string[], history: unknown[]): LogRef {
  */
 export class DecisionJournal {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly snapshotTtlSeconds = 30 * 86_400,
   ) {}
 

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import { runKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 import { type Effect, effectSchema } from '../schemas/run.js';
 
 /** `run:step:toolCallId`: the key a tool call's effect is recorded under and that write tools receive. */
@@ -13,7 +13,7 @@ export const idempotencyKey = (runId: string, step: number, toolCallId: string) 
  */
 export class EffectLedger {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly ttlSeconds = 30 * 86_400,
   ) {}
 

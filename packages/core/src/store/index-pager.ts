@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { InvalidRequestError } from '../errors.js';
+import type { RedisClient } from '../redis.js';
 
 /** Where a page ended: the last member handed out and its score (creation time, ms). */
 const cursorSchema = z.object({ at: z.number(), id: z.string().min(1) });
@@ -39,7 +39,7 @@ const SCAN_CAP = 5_000;
  * index holds (ZMSCORE), so a filtered page reads index entries, never the records.
  * Members sharing a score are ordered by id, which makes the cursor exact.
  */
-export async function pageIndexes(redis: Redis, keys: string[], q: PageQuery): Promise<Page> {
+export async function pageIndexes(redis: RedisClient, keys: string[], q: PageQuery): Promise<Page> {
   const cards = await Promise.all(keys.map((k) => redis.zcard(k)));
   const order = keys.map((k, i) => ({ k, n: cards[i] ?? 0 })).sort((a, b) => a.n - b.n);
   const [driver, ...others] = order.map((o) => o.k);
@@ -73,7 +73,7 @@ export async function pageIndexes(redis: Redis, keys: string[], q: PageQuery): P
   return { ids: kept.map((e) => e.id), ...(last ? { next: last } : {}) };
 }
 
-async function membership(redis: Redis, keys: string[], ids: string[]): Promise<boolean[]> {
+async function membership(redis: RedisClient, keys: string[], ids: string[]): Promise<boolean[]> {
   if (ids.length === 0) return [];
   const pipeline = redis.pipeline();
   for (const k of keys) pipeline.zmscore(k, ...ids);

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 
 /** Return codes of commit-run-7.lua. */
 export enum CommitResult {
@@ -43,6 +43,7 @@ const scripts = {
   acquireLease: { file: 'acquire-lease-1.lua', keys: 1 },
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
   releaseSession: { file: 'release-session-1.lua', keys: 1 },
+  chargeUsage: { file: 'charge-usage-3.lua', keys: 3 },
 } as const;
 
 export interface ReinScripts {
@@ -52,12 +53,13 @@ export interface ReinScripts {
   acquireLease(leases: string, ...argv: string[]): Promise<number>;
   settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
   releaseSession(active: string, runId: string): Promise<number>;
+  chargeUsage(usage: string, charged: string, chargedBefore: string, ...argv: string[]): Promise<number>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */
-export function withScripts(redis: Redis): Redis & ReinScripts {
+export function withScripts(redis: RedisClient): RedisClient & ReinScripts {
   for (const [name, { file, keys }] of Object.entries(scripts)) {
     if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: keys, lua: load(file) });
   }
-  return redis as Redis & ReinScripts;
+  return redis as RedisClient & ReinScripts;
 }

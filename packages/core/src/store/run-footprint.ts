@@ -1,12 +1,12 @@
-import type { Redis } from 'ioredis';
 import { runKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 
 /**
  * The Redis memory a run holds: MEMORY USAGE of each of its keys, counting every element
  * (SAMPLES 0) rather than extrapolating from a few. One pipelined round trip; meant to be
  * taken once per run, when it finishes, not per step.
  */
-export async function runFootprint(redis: Redis, runId: string): Promise<number> {
+export async function runFootprint(redis: RedisClient, runId: string): Promise<number> {
   const pipeline = redis.pipeline();
   for (const key of Object.values(runKeys(runId))) pipeline.memory('USAGE', key, 'SAMPLES', 0);
   const replies = (await pipeline.exec()) ?? [];

@@ -1,7 +1,7 @@
-import type { Redis } from 'ioredis';
 import { NotFoundError, StaleStepError } from '../errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
+import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
 import { type Approval, type ApprovalStatus, approvalSchema, approvalStatusSchema } from '../schemas/approval.js';
 import { type Compensation, compensationSchema } from '../schemas/compensation.js';
@@ -33,12 +33,12 @@ export interface Commit {
   messages?: ChatMessage[];
   approvals?: Approval[];
   events?: RunEvent[];
-  /** Writes in other hash slots (a tenant's usage), sent in the same round trip as the run's indexes. */
-  alsoAfter?: RedisCommand[];
+  /**
+   * Charges the committed run's usage to its tenant (another slot), before the indexes:
+   * a crash before it leaves the run in the active-runs index, where the reaper charges it.
+   */
+  charge?: (run: RunRecord) => Promise<unknown>;
 }
-
-/** A command as ioredis pipelines take it: name, then arguments. */
-export type RedisCommand = [string, ...Array<string | number>];
 
 /** What a step needs from its run, read in one round trip. */
 export interface StepRead {
@@ -76,7 +76,7 @@ export class RunStore {
   private readonly redis: ReturnType<typeof withScripts>;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly traceTtlSeconds: number,
     private readonly metrics?: Pick<Metrics, 'storedBytes'>,
     private readonly onFinished?: OnRunFinished,
@@ -101,17 +101,21 @@ export class RunStore {
     if (created === CreateResult.Created) {
       const t = tenantKeys(run.tenantId);
       const at = Date.parse(run.createdAt);
-      const tx = this.redis.multi();
+      const commands: RedisCommand[] = [];
       // Index entries outlive their expired runs by at most one TTL: each insert trims what is older.
       for (const index of [t.runs, t.runsByStatus(run.status), t.runsByAgent(run.agent), t.runsByUser(run.userId)]) {
-        tx.zadd(index, at, run.id).zremrangebyscore(index, '-inf', `(${at - this.traceTtlSeconds * 1000}`);
+        commands.push(['zadd', index, at, run.id], ['zremrangebyscore', index, '-inf', `(${at - this.traceTtlSeconds * 1000}`]);
       }
-      if (run.sessionId)
-        tx.zadd(t.sessionRuns(run.userId, run.sessionId), at, run.id).expire(
-          t.sessionRuns(run.userId, run.sessionId),
-          this.traceTtlSeconds,
-        );
-      await tx.zadd(DEADLINES_KEY, Date.parse(run.deadlineAt), run.id).zadd(ACTIVE_RUNS_KEY, Date.parse(run.updatedAt), run.id).exec();
+      if (run.sessionId) {
+        const session = t.sessionRuns(run.userId, run.sessionId);
+        commands.push(['zadd', session, at, run.id], ['expire', session, this.traceTtlSeconds]);
+      }
+      commands.push(
+        ['zadd', DEADLINES_KEY, Date.parse(run.deadlineAt), run.id],
+        ['zadd', ACTIVE_RUNS_KEY, Date.parse(run.updatedAt), run.id],
+      );
+      // Keys in three slots (tenant, deadlines, active runs): no MULTI, which a cluster refuses, and none needed (the reaper heals a missing entry).
+      await sendCommands(this.redis, commands);
     }
     return created === CreateResult.Created;
   }
@@ -209,7 +213,8 @@ export class RunStore {
     if (result === CommitResult.Stale) {
       throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
     }
-    await this.afterCommit(c.from, next, c.approvals ?? [], c.alsoAfter ?? []);
+    await c.charge?.(next);
+    await this.afterCommit(c.from, next, c.approvals ?? []);
     if (this.onFinished && TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(c.from.status))
       await this.onFinished(next);
     return next;
@@ -220,11 +225,13 @@ export class RunStore {
    * tenant's approvals, the deadline index the sweeper scans (running and queued runs
    * only: a parked run is governed by its approvals' expiry), and the tenant's active
    * runs. A crash in between only delays an index; the sweeper and the reaper heal it —
-   * which is also why this is a plain pipeline (one round trip), not a transaction.
+   * which is also why these are independent writes, not a transaction: the keys sit in
+   * several slots (a cluster refuses a MULTI across them), each write is idempotent, and
+   * a retried commit repeats them.
    */
-  private async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[], alsoAfter: RedisCommand[]): Promise<void> {
+  private async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[]): Promise<void> {
     const t = tenantKeys(next.tenantId);
-    const commands: RedisCommand[] = [...alsoAfter];
+    const commands: RedisCommand[] = [];
     if (approvals.length) commands.push(['zadd', t.approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id])]);
     for (const a of approvals) {
       for (const s of approvalStatusSchema.options) if (s !== a.status) commands.push(['zrem', t.approvalsByStatus(s), a.id]);
@@ -243,8 +250,7 @@ export class RunStore {
     if (terminal || next.status === 'pending_approval') commands.push(['zrem', DEADLINES_KEY, next.id]);
     else if (from.status !== next.status || from.deadlineAt !== next.deadlineAt)
       commands.push(['zadd', DEADLINES_KEY, Date.parse(next.deadlineAt), next.id]);
-    const replies = (await this.redis.pipeline(commands).exec()) ?? [];
-    for (const [err] of replies) if (err) throw err;
+    await sendCommands(this.redis, commands);
     if (terminal && !TERMINAL_STATUSES.includes(from.status)) await this.settle(next);
   }
 
@@ -357,13 +363,14 @@ export class RunStore {
     return { runs, ...(next ? { next } : {}) };
   }
 
-  /** Run documents in one round trip; null where the run expired. */
+  /** Run documents, fetched together; null where the run expired. */
   async getMany(ids: string[]): Promise<Array<RunRecord | null>> {
     if (ids.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of ids) pipeline.hget(runKeys(id).run, 'doc');
-    const docs = (await pipeline.exec()) ?? [];
-    return docs.map(([, doc]) => (typeof doc === 'string' ? runRecordSchema.parse(JSON.parse(doc)) : null));
+    const docs = await sendCommands(
+      this.redis,
+      ids.map((id) => ['hget', runKeys(id).run, 'doc']),
+    );
+    return docs.map((doc) => (typeof doc === 'string' ? runRecordSchema.parse(JSON.parse(doc)) : null));
   }
 
   /** The tenant's approval ids, newest first, optionally of one status, a page at a time. */
@@ -372,13 +379,14 @@ export class RunStore {
     return pageIndexes(this.redis, [status ? t.approvalsByStatus(status) : t.approvals], page);
   }
 
-  /** Approvals by id (`<runId>.<step>.<n>`) in one round trip; null where gone. */
+  /** Approvals by id (`<runId>.<step>.<n>`), fetched together; null where gone. */
   async approvalsById(ids: string[]): Promise<Array<Approval | null>> {
     if (ids.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of ids) pipeline.hget(runKeys(id.split('.')[0] ?? '').approvals, id);
-    const docs = (await pipeline.exec()) ?? [];
-    return docs.map(([, doc]) => (typeof doc === 'string' ? approvalSchema.parse(JSON.parse(doc)) : null));
+    const docs = await sendCommands(
+      this.redis,
+      ids.map((id) => ['hget', runKeys(id.split('.')[0] ?? '').approvals, id]),
+    );
+    return docs.map((doc) => (typeof doc === 'string' ? approvalSchema.parse(JSON.parse(doc)) : null));
   }
 
   /** A user's session runs, oldest first. */

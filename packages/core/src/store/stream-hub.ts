@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
+import { isCluster, type RedisClient } from '../redis.js';
 
 /** Stream ids compare as (milliseconds, sequence). */
 export function streamIdAfter(a: string, b: string): boolean {
@@ -20,9 +20,21 @@ interface Waiter {
  * entries without blocking on the shared connection, each from its own cursor, so open
  * event streams never add Redis connections. A new key interrupts the blocked XREAD with
  * CLIENT UNBLOCK so it is watched at once.
+ *
+ * On a Redis Cluster one XREAD cannot span slots, and every run's stream has a slot of
+ * its own; a blocking reader per stream would bring back a connection per open stream.
+ * There the loop polls instead: one non-blocking XREAD per key (ioredis sends each to
+ * its node) every CLUSTER_POLL_MS, cut short when a key is added.
  */
+const CLUSTER_POLL_MS = 100;
+
+type XreadReply = Array<[key: string, entries: Array<[id: string, fields: string[]]>]>;
+
 export class StreamHub {
-  private readonly reader: Redis;
+  /** The blocking connection (single node only; on a cluster the loop polls over `control`). */
+  private readonly reader: RedisClient | undefined;
+  /** Ends the pause between two cluster polls early. */
+  private cutPause: (() => void) | undefined;
   /** Per watched key: the newest id the hub has seen, and who waits for something after it. */
   private readonly watched = new Map<string, { last: string; waiters: Set<Waiter> }>();
   private readerId: number | undefined;
@@ -33,14 +45,16 @@ export class StreamHub {
   private closed = false;
 
   constructor(
-    private readonly control: Redis,
+    private readonly control: RedisClient,
     private readonly logger: Logger,
   ) {
-    this.reader = control.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
-    this.reader.on('error', (err) => logger.warn({ err: err.message }, 'stream hub redis error'));
-    this.reader.on('ready', () => {
+    if (isCluster(control)) return;
+    const reader = control.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+    reader.on('error', (err) => logger.warn({ err: err.message }, 'stream hub redis error'));
+    reader.on('ready', () => {
       this.readerId = undefined; // a reconnect is a new client id
     });
+    this.reader = reader;
   }
 
   /**
@@ -78,7 +92,8 @@ export class StreamHub {
   close(): void {
     this.closed = true;
     for (const { waiters } of this.watched.values()) for (const w of [...waiters]) w.wake(false);
-    this.reader.disconnect();
+    this.reader?.disconnect();
+    this.cutPause?.();
   }
 
   /**
@@ -89,6 +104,7 @@ export class StreamHub {
   private async rewatch(): Promise<void> {
     const wanted = ++this.generation;
     if (!this.looping) return void this.loop();
+    if (!this.reader) return this.cutPause?.();
     for (let tries = 0; tries < 100 && this.reading < wanted && this.looping && !this.closed; tries++) {
       if (this.readerId !== undefined) await this.control.client('UNBLOCK', this.readerId).catch(() => {});
       await new Promise((r) => setTimeout(r, 10));
@@ -103,8 +119,7 @@ export class StreamHub {
         const keys = [...this.watched.keys()];
         const ids = keys.map((k) => this.watched.get(k)?.last ?? '$');
         try {
-          this.readerId ??= Number(await this.reader.client('ID'));
-          const reply = await this.reader.xread('COUNT', 1, 'BLOCK', 10_000, 'STREAMS', ...keys, ...ids);
+          const reply = this.reader ? await this.blockingRead(this.reader, keys, ids) : await this.poll(keys, ids);
           for (const [key, entries] of reply ?? []) {
             const newest = entries.at(-1)?.[0];
             const entry = this.watched.get(key);
@@ -124,5 +139,27 @@ export class StreamHub {
       // A key added while the loop was ending would otherwise wait for its timeout.
       if (!this.closed && this.watched.size > 0) void this.loop();
     }
+  }
+
+  private async blockingRead(reader: RedisClient, keys: string[], ids: string[]): Promise<XreadReply | null> {
+    this.readerId ??= Number(await reader.client('ID'));
+    return reader.xread('COUNT', 1, 'BLOCK', 10_000, 'STREAMS', ...keys, ...ids);
+  }
+
+  /** Cluster: every key read on its own (its own slot), then a short pause unless something moved. */
+  private async poll(keys: string[], ids: string[]): Promise<XreadReply> {
+    const replies = await Promise.all(keys.map((key, i) => this.control.xread('COUNT', 1, 'STREAMS', key, ids[i] ?? '$')));
+    const moved = replies.flatMap((reply) => reply ?? []);
+    if (moved.length === 0 && this.reading === this.generation) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, CLUSTER_POLL_MS);
+        this.cutPause = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.cutPause = undefined;
+    }
+    return moved;
   }
 }

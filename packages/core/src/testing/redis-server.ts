@@ -16,6 +16,8 @@ export interface TestRedis {
 export interface TestRedisOptions {
   /** Keep an append-only file, so a restart keeps the data (durability tests). */
   appendOnly?: boolean;
+  /** Start as a Redis Cluster node (see startTestCluster). */
+  cluster?: boolean;
 }
 
 export async function freePort(): Promise<number> {
@@ -77,10 +79,12 @@ export class LocalRedis implements TestRedis {
   private constructor(
     readonly port: number,
     private readonly opts: TestRedisOptions,
+    /** A cluster node's bus port: free too (the default, port + 10000, may be taken or past 65535). */
+    private readonly busPort: number | undefined,
   ) {}
 
   static async start(opts: TestRedisOptions = {}): Promise<LocalRedis> {
-    const redis = new LocalRedis(await freePort(), opts);
+    const redis = new LocalRedis(await freePort(), opts, opts.cluster ? await freePort() : undefined);
     await redis.start();
     return redis;
   }
@@ -103,6 +107,19 @@ export class LocalRedis implements TestRedis {
       this.opts.appendOnly ? 'yes' : 'no',
       '--maxmemory-policy',
       'noeviction',
+      // nodes.conf sits in the node's own directory, so a restarted node keeps its identity and slots.
+      ...(this.busPort
+        ? [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-port',
+            String(this.busPort),
+            '--cluster-config-file',
+            'nodes.conf',
+            '--cluster-node-timeout',
+            '1000',
+          ]
+        : []),
     ];
     this.child = spawn('redis-server', args, { stdio: 'ignore' });
     const failed = new Promise<never>((_, reject) =>
@@ -128,6 +145,10 @@ export class LocalRedis implements TestRedis {
       child.once('exit', () => resolve());
       child.kill(signal);
     });
+  }
+
+  get running(): boolean {
+    return Boolean(this.child && this.child.exitCode === null && this.child.signalCode === null);
   }
 
   async stop(): Promise<void> {

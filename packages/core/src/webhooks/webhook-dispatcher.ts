@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type ConnectionOptions, type JobsOptions, Queue } from 'bullmq';
 import { z } from 'zod';
-import { QUEUE_PREFIX } from '../keys.js';
+import { WEBHOOK_QUEUE_PREFIX } from '../keys.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { ApprovalFeedEvent } from '../schemas/event.js';
@@ -59,7 +59,7 @@ export class WebhookDispatcher {
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,
   ) {
-    this.queue = new Queue(WEBHOOK_QUEUE, { connection, prefix: QUEUE_PREFIX });
+    this.queue = new Queue(WEBHOOK_QUEUE, { connection, prefix: WEBHOOK_QUEUE_PREFIX });
   }
 
   /** Enqueues `data` for every webhook of the tenant subscribed to `type`; `key` identifies the event. */

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import { tenantKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 import { type DeliveryAttempt, deliveryAttemptSchema, type Webhook, webhookSchema } from '../schemas/webhook.js';
 
 /** Attempts kept per webhook in its delivery log. */
@@ -7,7 +7,7 @@ export const DELIVERY_LOG_SIZE = 100;
 
 /** A tenant's webhooks (one hash per tenant) and each one's recent delivery attempts. */
 export class WebhookStore {
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: RedisClient) {}
 
   async put(hook: Webhook): Promise<void> {
     await this.redis.hset(tenantKeys(hook.tenantId).webhooks, hook.id, JSON.stringify(webhookSchema.parse(hook)));

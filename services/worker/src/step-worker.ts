@@ -204,7 +204,9 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     isRunning: () => workers.every((w) => w.isRunning()),
     async close(force = false) {
       await Promise.all(workers.map((w) => w.close(force)));
-      connection.disconnect();
+      // Not disconnected here: a closed BullMQ worker may still finish an in-flight command
+      // (e.g. rescheduling a job scheduler), and on a closed connection it retries without
+      // pause, for ever. Let it end on a live connection and go with the process.
     },
   };
 }

@@ -78,18 +78,21 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     }
   }
 
+  /** The trusted context an approval policy judges an edit with: the run's identity, the call's key. */
+  const policyContext = (run: RunRecord, approval: Approval) => ({
+    tenantId: run.tenantId,
+    userId: run.userId,
+    roles: run.roles,
+    runId: run.id,
+    step: approval.step,
+    toolCallId: approval.toolCallId,
+    idempotencyKey: idempotencyKey(run.id, approval.step, approval.toolCallId),
+  });
+
   /** A plan's edits (`{"<step>": args}`): each step re-policed by its tool, the plan never less strict. */
   function applyPlanEdit(principal: Principal, run: RunRecord, approval: Approval, edits: Record<string, unknown>): Approval {
     const { steps } = z.object({ steps: z.array(planStepSchema) }).parse(approval.approvedArguments ?? approval.arguments);
-    const ctx = {
-      tenantId: run.tenantId,
-      userId: run.userId,
-      roles: run.roles,
-      runId: run.id,
-      step: approval.step,
-      toolCallId: approval.toolCallId,
-      idempotencyKey: idempotencyKey(run.id, approval.step, approval.toolCallId),
-    };
+    const ctx = policyContext(run, approval);
     const edited = editPlan(steps, edits, approval, deps.tools, ctx);
     const argsHash = planHash(edited.steps);
     if (argsHash === approval.argsHash) return approval; // no real change
@@ -108,15 +111,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     }
     const argsHash = hashArguments(parsed.data);
     if (argsHash === approval.argsHash) return approval; // no real change
-    const ctx = {
-      tenantId: run.tenantId,
-      userId: run.userId,
-      roles: run.roles,
-      runId: run.id,
-      step: approval.step,
-      toolCallId: approval.toolCallId,
-      idempotencyKey: idempotencyKey(run.id, approval.step, approval.toolCallId),
-    };
+    const ctx = policyContext(run, approval);
     const requirement = stricterOf(approval, tool.approval(parsed.data, ctx));
     return { ...approval, ...requirement, approvedArguments: parsed.data, editedBy: principal.userId, argsHash };
   }

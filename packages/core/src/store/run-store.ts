@@ -213,8 +213,12 @@ export class RunStore {
     if (result === CommitResult.Stale) {
       throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
     }
-    await c.charge?.(next);
-    await this.afterCommit(c.from, next, c.approvals ?? []);
+    // A finished run leaves the active index the reaper charges from, so its charge must
+    // succeed first. A running one stays in that index: its charge and index writes go out
+    // together, one round trip on the step's path.
+    const charged = c.charge?.(next);
+    if (TERMINAL_STATUSES.includes(next.status)) await charged;
+    await Promise.all([charged, this.afterCommit(c.from, next, c.approvals ?? [])]);
     if (this.onFinished && TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(c.from.status))
       await this.onFinished(next);
     return next;

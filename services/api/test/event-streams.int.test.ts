@@ -60,9 +60,14 @@ async function follow(runId: string) {
   return { status: res.status, seen, done, close: () => abort.abort(), body };
 }
 
+/** Polls `check` until it holds; it is evaluated once per try (a check may open a stream). */
 async function until(check: () => boolean | Promise<boolean>) {
-  for (let i = 0; i < 400 && !(await check()); i++) await new Promise((r) => setTimeout(r, 25));
-  expect(await check()).toBe(true);
+  let held = await check();
+  for (let i = 0; i < 400 && !held; i++) {
+    await new Promise((r) => setTimeout(r, 25));
+    held = await check();
+  }
+  expect(held).toBe(true);
 }
 
 describe('event streams', () => {

@@ -102,7 +102,9 @@ export async function startStepFake(): Promise<StepFake> {
       const seen = arrivals.get(bench.tag) ?? [];
       seen.push(at);
       arrivals.set(bench.tag, seen);
-      const n = (body.messages ?? []).filter((m) => m.role === 'tool').length;
+      // The n-th call of this run, counted here: the history the model sees may have its
+      // oldest turns summarised (the demo agent's context policy), so it cannot be counted.
+      const n = seen.length - 1;
       const reply = fakeReply(bench.tag, bench.k, n);
       if (body.stream) res.writeHead(200, { 'content-type': 'text/event-stream' }).end(asChunks(reply));
       else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(reply));

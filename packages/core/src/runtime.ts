@@ -126,7 +126,7 @@ export async function createRuntime(
   });
   const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
   const ledger = new EffectLedger(redis);
-  const journal = new DecisionJournal(redis, config.REIN_TRACE_TTL_DAYS * 86_400);
+  const journal = new DecisionJournal(redis);
   const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
   const enqueue = scheduler.enqueue;
   const ceilings = {

@@ -98,9 +98,29 @@ describe('decision snapshots', () => {
       expect(record).not.toContain(description);
     }
     expect(Object.keys(await t.redis.hgetall(runKeys(id).blobs))).toHaveLength(3); // system prompt, tool names, tool specs: once per run
+    // …and sent once per run: the run names what is stored, so later steps do not send the texts again.
+    expect((await t.store.require(id)).snapshotBlobs?.sort()).toEqual(Object.keys(await t.redis.hgetall(runKeys(id).blobs)).sort());
     const second = snapshots[1];
     expect(second?.request.messages).toHaveLength(4); // system, user, assistant call, tool result
     expect(second?.request.tools).toContain('query_order');
+  });
+
+  it("send the system prompt and tool list to Redis at the run's first step only", async () => {
+    const hsetnxCalls = async (redis: { info(section: string): Promise<string> }) =>
+      Number(/cmdstat_hsetnx:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    const t = use(
+      createFakeModel([
+        { toolCalls: [toolCall('c1', 'search_policy', { query: 'returns' })] },
+        { toolCalls: [toolCall('c2', 'search_policy', { query: 'late shipment' })] },
+        { content: 'done' },
+      ]),
+    );
+    const id = await t.submit('what are the rules?');
+    const before = await hsetnxCalls(t.redis);
+    await t.drain();
+    // Three decisions journaled (one HSETNX each) and three texts stored once: not three per step.
+    expect((await hsetnxCalls(t.redis)) - before).toBe(3 + 3);
+    expect(await t.journal.snapshots(id)).toHaveLength(3);
   });
 
   it('keep messages the log does not hold as they were sent', async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { StaleStepError } from '../src/errors.js';
+import { runKeys } from '../src/keys.js';
 import { idempotencyKey } from '../src/store/effect-ledger.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { defineTool } from '../src/tools/tool.js';
@@ -205,6 +206,31 @@ describe('approval before effect (I5) and exactly-once effects (I4)', () => {
     expect(await t.feed.uncertainEffects(USER.tenantId)).toMatchObject([
       { type: 'effect.uncertain', runId: id, tool: 'charge_card', toolCallId: 'k1' },
     ]);
+  });
+  it('runs a read tool again after a crash mid-call: a read has no effect, so the ledger keeps nothing for it', async () => {
+    let executions = 0;
+    const lookup = defineTool({
+      name: 'lookup_rate',
+      description: 'test read tool',
+      kind: 'read',
+      parameters: z.object({ currency: z.string() }),
+      async execute() {
+        executions++;
+        return { rate: 7.1 };
+      },
+    });
+    const model = createFakeModel([{ toolCalls: [toolCall('r1', 'lookup_rate', { currency: 'CNY' })] }, { content: 'done' }]);
+    const t = use(model, { extraTools: [lookup] });
+    const id = await t.submit('rate?');
+    // An intent as a worker that died mid-call would have left it (before reads skipped the ledger).
+    await t.ledger.recordIntent(id, idempotencyKey(id, 0, 'r1'), 'lookup_rate');
+    await t.drain(1);
+    expect(executions).toBe(1);
+    expect((await t.store.steps(id))[0]?.toolCalls[0]?.outcome).toBe('ok');
+    expect(await t.ledger.get(id, idempotencyKey(id, 0, 'r1'))).toMatchObject({ state: 'intent' }); // not written by the read
+    await t.drain();
+    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded' });
+    expect(await t.redis.exists(runKeys(id).effects)).toBe(0); // the terminal commit drops the ledger
   });
 });
 

@@ -23,6 +23,8 @@ const day = (at: number) => new Date(at).toISOString().slice(0, 10);
  */
 export class TenantQuotas {
   private readonly redis: ReturnType<typeof withScripts>;
+  /** Day keys (usage and charged marks, per tenant) this process already gave their TTL. */
+  private readonly expiring = new Set<string>();
 
   constructor(
     redis: RedisClient,
@@ -75,18 +77,30 @@ export class TenantQuotas {
    * script in the tenant's slot. Safe to repeat, and a lost charge is made up by the
    * next one. Returns the tokens it added.
    */
-  async charge(run: Pick<RunRecord, 'id' | 'tenantId' | 'usage' | 'costUsd'>): Promise<number> {
+  async charge(run: Pick<RunRecord, 'id' | 'tenantId' | 'usage' | 'costUsd' | 'createdAt'>): Promise<number> {
     const t = tenantKeys(run.tenantId);
     const now = this.now();
-    return this.redis.chargeUsage(
-      t.usage(day(now)),
-      t.charged(day(now)),
+    const today = day(now);
+    const usage = t.usage(today);
+    // A day key's TTL is set by each process's first charge to it, not by every charge.
+    const ttl = this.expiring.has(usage) ? 0 : 2 * DAY_SECONDS;
+    const added = await this.redis.chargeUsage(
+      usage,
+      t.charged(today),
       t.charged(day(now - DAY_SECONDS * 1000)),
       run.id,
       String(run.usage.totalTokens),
       String(Math.round(run.costUsd * 1_000_000)),
-      String(2 * DAY_SECONDS),
+      String(ttl),
+      run.createdAt.slice(0, 10) < today ? '1' : '0',
     );
+    if (ttl && added > 0) this.remember(usage);
+    return added;
+  }
+
+  private remember(usageKey: string): void {
+    if (this.expiring.size >= 10_000) this.expiring.clear(); // bounded: forgetting only costs an EXPIRE
+    this.expiring.add(usageKey);
   }
 
   /** Whether a running run of this tenant must stop because today's quota is used up. */

@@ -111,8 +111,16 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         .filter((e): e is [string, Tool] => e[1] !== undefined),
     );
 
-  /** The model's decision for this step, made now and journaled — or null when the prompt cannot fit the budget. */
-  async function decide(run: RunRecord, profile: AgentProfile, history: ChatMessage[], log: Logger): Promise<Decision | null> {
+  /**
+   * The model's decision for this step, made now and journaled, with the run as it goes on
+   * (naming the snapshot texts now stored) — or null when the prompt cannot fit the budget.
+   */
+  async function decide(
+    run: RunRecord,
+    profile: AgentProfile,
+    history: ChatMessage[],
+    log: Logger,
+  ): Promise<{ decision: Decision; run: RunRecord } | null> {
     const tools = toolSpecsOf(profile);
     // What is sent (and estimated, and charged) is the history as the context policy compacts it.
     const sent = compactHistory(history, profile.context, (m) => estimatePromptTokens(deps.modelName, m, []));
@@ -150,7 +158,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     deps.metrics.modelDuration.observe({ model: reply.model, outcome: 'ok' }, durationMs / 1000);
     log.info({ model: reply.model, toolCalls: reply.toolCalls.length, durationMs, usage: reply.usage }, 'model replied');
     // The snapshot and the journal entry are independent writes: one round trip for both.
-    const [, decision] = await Promise.all([
+    const [blobs, decision] = await Promise.all([
       deps.journal.snapshot(
         run.id,
         {
@@ -172,7 +180,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         },
         // The history is the run's whole log as just read: no need to read it again to find it
         // (a compacted one is matched against the log by the journal).
-        sent === history ? { loggedMessages: history.length } : {},
+        { ...(sent === history ? { loggedMessages: history.length } : {}), storedBlobs: run.snapshotBlobs ?? [] },
       ),
       deps.journal.record(run.id, {
         schemaVersion: 1,
@@ -185,7 +193,9 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         createdAt: iso(),
       }),
     ]);
-    return decision;
+    const known = run.snapshotBlobs ?? [];
+    const added = blobs.filter((hash) => !known.includes(hash));
+    return { decision, run: added.length ? { ...run, snapshotBlobs: [...known, ...added] } : run };
   }
 
   async function applied(run: RunRecord, t: Transition, log: Logger): Promise<StepOutcome> {
@@ -254,7 +264,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
           log,
         );
       }
-      decision = made;
+      decision = made.decision;
+      run = made.run;
     }
     // A step's duration is its model call (journaled) plus what happens from here on.
     return act(run, profile, decision, read.approvals, log, performance.now());

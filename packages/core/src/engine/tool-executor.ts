@@ -58,7 +58,11 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     return { record: { id: call.id, name: call.name, arguments: args, outcome, observation, durationMs, ...extra } };
   };
 
-  /** Runs the tool through the effect ledger: a recorded result is reused, never re-run. */
+  /**
+   * Runs the tool; a write tool through the effect ledger, whose recorded result is reused,
+   * never re-run. A read tool has no effect to protect: cut off by a crash, it simply runs
+   * again, so it costs the ledger nothing.
+   */
   async function runWithLedger(
     tool: Tool,
     call: ModelToolCall,
@@ -67,9 +71,10 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     extra: Partial<ToolCallRecord>,
   ): Promise<ToolCallResult> {
     const dependency = tool.dependency ?? `tool:${tool.name}`;
+    const journaled = tool.kind === 'write';
     // One write decides: a recorded result is reused, an intent without one is a crash mid-call.
     // An open breaker throws below, before the tool runs, and the intent is cleared again.
-    const prior = await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name);
+    const prior = journaled ? await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name) : null;
     if (prior?.state === 'done') {
       annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'replayed' });
       return record(call, args, prior.ok ? 'ok' : 'error', prior.observation, 0, extra);
@@ -109,7 +114,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       observation = stringify(result ?? null);
     } catch (err) {
       if (err instanceof BreakerOpenError || err instanceof BulkheadFullError) {
-        await deps.ledger.clearIntent(ctx.runId, ctx.idempotencyKey); // it never ran
+        if (journaled) await deps.ledger.clearIntent(ctx.runId, ctx.idempotencyKey); // it never ran
         throw err;
       }
       ok = false;
@@ -119,7 +124,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     }
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.toolDuration.observe({ tool: tool.name }, durationMs / 1000);
-    await deps.ledger.recordResult(ctx.runId, ctx.idempotencyKey, tool.name, ok, observation);
+    if (journaled) await deps.ledger.recordResult(ctx.runId, ctx.idempotencyKey, tool.name, ok, observation);
     annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'executed' });
     return record(call, args, ok ? 'ok' : 'error', observation, durationMs, extra);
   }

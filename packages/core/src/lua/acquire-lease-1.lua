@@ -21,6 +21,6 @@ if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
     return 0
   end
 end
+-- No key TTL: one small set per dependency, whose dead leases are swept at the limit.
 redis.call('ZADD', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[3]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1

@@ -13,7 +13,8 @@
     ARGV[1] run id
     ARGV[2] the run's total tokens
     ARGV[3] the run's total cost, in micro-dollars
-    ARGV[4] TTL of both of today's keys, in seconds
+    ARGV[4] TTL of both of today's keys, in seconds ('0': the caller set it already today)
+    ARGV[5] '1' if the run began before today (only then can yesterday hold its mark)
 
   Output: the tokens added by this call
 ]]
@@ -23,7 +24,10 @@ local function parse(mark)
   return tonumber(t) or 0, tonumber(c) or 0
 end
 local t1, c1 = parse(redis.call('HGET', KEYS[2], ARGV[1]))
-local t2, c2 = parse(redis.call('HGET', KEYS[3], ARGV[1]))
+local t2, c2 = 0, 0
+if ARGV[5] == '1' then
+  t2, c2 = parse(redis.call('HGET', KEYS[3], ARGV[1]))
+end
 local chargedTokens, chargedCost = math.max(t1, t2), math.max(c1, c2)
 local tokens, cost = tonumber(ARGV[2]), tonumber(ARGV[3])
 local addTokens, addCost = math.max(0, tokens - chargedTokens), math.max(0, cost - chargedCost)
@@ -33,6 +37,8 @@ end
 redis.call('HINCRBY', KEYS[1], 'tokens', addTokens)
 redis.call('HINCRBY', KEYS[1], 'costMicros', addCost)
 redis.call('HSET', KEYS[2], ARGV[1], math.max(tokens, chargedTokens) .. ':' .. math.max(cost, chargedCost))
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
+if ARGV[4] ~= '0' then
+  redis.call('EXPIRE', KEYS[1], ARGV[4])
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
+end
 return addTokens

@@ -63,7 +63,10 @@ export function stepJobOptions(attempts: number): JobsOptions {
     attempts,
     // Open breakers, full bulkheads and flaky models delay the step; jitter spreads the herd.
     backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 },
-    removeOnComplete: { age: 24 * 3600, count: 10_000 },
+    // A finished job's work is in its run's record: keeping the job would cost Redis memory
+    // and trimming commands on every step. A late duplicate of a done step finds the step
+    // committed and only makes sure the next job exists (I2).
+    removeOnComplete: true,
     removeOnFail: { age: 7 * 24 * 3600 },
   };
 }

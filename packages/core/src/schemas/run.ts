@@ -120,6 +120,8 @@ export const runRecordSchema = z.object({
   guard: loopGuardStateSchema.optional(),
   /** Plan mode: the plan the run follows (see engine/plan.ts). */
   plan: runPlanSchema.optional(),
+  /** Content hashes of the system prompts and tool lists its snapshots refer to, stored once per run (store/decision-journal.ts). */
+  snapshotBlobs: z.array(z.string()).optional(),
   /** Bumped by every commit; the compare-and-set token. */
   version: z.number().int().min(0),
   createdAt: z.string(),

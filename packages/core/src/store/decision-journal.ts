@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ReinError } from '../errors.js';
 import { runKeys } from '../keys.js';
-import type { RedisClient } from '../redis.js';
+import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import { readMessage } from '../schemas/message.js';
 import { type Decision, decisionSchema, type Snapshot, type StoredSnapshot, snapshotSchema, storedSnapshotSchema } from '../schemas/run.js';
 
@@ -47,21 +47,26 @@ function logRef(log: string[], history: unknown[]): LogRef {
  * grow with its length, not with its square.
  */
 export class DecisionJournal {
-  constructor(
-    private readonly redis: RedisClient,
-    private readonly snapshotTtlSeconds = 30 * 86_400,
-  ) {}
+  constructor(private readonly redis: RedisClient) {}
 
   /**
    * Keeps what was sent and received for a model call (every attempt's last one per step).
    * The request's history becomes a range of the run's message log; its system prompt and
-   * tool list are stored once per run under their content hash (in the run's hash slot,
-   * expiring with its snapshots); only messages the log does not hold are stored as such.
+   * tool list are stored once per run under their content hash, in the run's hash slot;
+   * only messages the log does not hold are stored as such. Both keys get their TTL with
+   * the run's other keys, at its terminal commit.
    * `loggedMessages`: the history's first N messages are the log's first N, as the caller
    * read them — saves reading the log again on every step.
+   * `storedBlobs`: hashes the run's record says are stored already (not written again).
+   * Returns the hashes this snapshot refers to, for the caller to record on the run.
    */
-  async snapshot(runId: string, snapshot: Snapshot, opts: { loggedMessages?: number } = {}): Promise<void> {
-    const { step, at, request, reply } = snapshotSchema.parse(snapshot);
+  async snapshot(
+    runId: string,
+    snapshot: Snapshot,
+    opts: { loggedMessages?: number; storedBlobs?: readonly string[] } = {},
+  ): Promise<string[]> {
+    // Built by the step processor from typed values: not parsed again (it held the whole history).
+    const { step, at, request, reply } = snapshot;
     const k = runKeys(runId);
     const system = systemText(request.messages[0]);
     const history = system === undefined ? request.messages : request.messages.slice(1);
@@ -94,13 +99,13 @@ export class DecisionJournal {
       ...(request.toolSpecs ? { toolSpecs: blob(JSON.stringify(request.toolSpecs)) } : {}),
       reply,
     };
-    const tx = this.redis.multi();
-    for (const [hash, text] of blobs) tx.hsetnx(k.blobs, hash, text);
-    await tx
-      .hset(k.snapshots, String(step), JSON.stringify(stored))
-      .expire(k.blobs, this.snapshotTtlSeconds)
-      .expire(k.snapshots, this.snapshotTtlSeconds)
-      .exec();
+    // The texts go first on the connection: a snapshot is never visible before what it names.
+    const commands: RedisCommand[] = [...blobs]
+      .filter(([hash]) => !opts.storedBlobs?.includes(hash))
+      .map(([hash, text]) => ['hsetnx', k.blobs, hash, text]);
+    commands.push(['hset', k.snapshots, String(step), JSON.stringify(stored)]);
+    await sendCommands(this.redis, commands);
+    return [...blobs.keys()];
   }
 
   /** Every snapshot of the run, each request rebuilt exactly as it was sent. */

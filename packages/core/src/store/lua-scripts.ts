@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { RedisClient } from '../redis.js';
 
-/** Return codes of commit-run-7.lua. */
+/** Return codes of commit-run-9.lua. */
 export enum CommitResult {
   Committed = 1,
   Stale = 0,
@@ -38,7 +38,7 @@ const load = (file: string) => readFileSync(new URL(`../lua/${file}`, import.met
 
 const scripts = {
   createRun: { file: 'create-run-3.lua', keys: 3 },
-  commitRun: { file: 'commit-run-7.lua', keys: 7 },
+  commitRun: { file: 'commit-run-9.lua', keys: 9 },
   admitRun: { file: 'admit-run-2.lua', keys: 2 },
   acquireLease: { file: 'acquire-lease-1.lua', keys: 1 },
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },

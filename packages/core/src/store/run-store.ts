@@ -197,6 +197,8 @@ export class RunStore {
       k.events,
       k.decisions,
       k.effects,
+      k.snapshots,
+      k.blobs,
       String(c.from.version),
       JSON.stringify(next),
       c.step ? String(c.step.index) : '',
@@ -259,12 +261,10 @@ export class RunStore {
   }
 
   /**
-   * Once a run is finished: its effect ledger has done its job (no step of it can run
-   * again, so no tool result needs replaying), and what it keeps is counted once towards
-   * its tenant's stored bytes. Neither is worth failing a committed finish over.
+   * Once a run is finished (its terminal commit dropped the effect ledger), what it keeps
+   * is counted once towards its tenant's stored bytes; not worth failing a finish over.
    */
   private async settle(run: RunRecord): Promise<void> {
-    await this.redis.unlink(runKeys(run.id).effects).catch(() => 0);
     if (!this.metrics) return;
     const bytes = await runFootprint(this.redis, run.id).catch(() => 0);
     this.metrics.storedBytes.inc({ tenant: run.tenantId }, bytes);

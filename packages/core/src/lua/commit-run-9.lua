@@ -11,12 +11,15 @@
     KEYS[5] events stream       rein:{runId}:events
     KEYS[6] decisions hash      rein:{runId}:decisions
     KEYS[7] effects hash        rein:{runId}:effects
+    KEYS[8] snapshots hash      rein:{runId}:snapshots
+    KEYS[9] snapshot texts      rein:{runId}:blobs
 
     ARGV[1] expected version
     ARGV[2] new run document (JSON, carrying expected version + 1)
     ARGV[3] step index ('' = no step record)
     ARGV[4] step record (JSON, or '')
-    ARGV[5] TTL in seconds for every key of the run (0 = keep; set on terminal commits)
+    ARGV[5] TTL in seconds for the run's keys (0 = keep; set on terminal commits, which
+                                also drop the effect ledger: no step of the run can run again)
     ARGV[6] number of messages M
     ARGV[7] number of approvals A
     ARGV[8] number of events E
@@ -61,8 +64,12 @@ end
 
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then
-  for k = 1, 7 do
-    redis.call('EXPIRE', KEYS[k], ttl)
+  for k = 1, 9 do
+    if k == 7 then
+      redis.call('DEL', KEYS[k])
+    else
+      redis.call('EXPIRE', KEYS[k], ttl)
+    end
   end
 end
 return 1

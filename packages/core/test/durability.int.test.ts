@@ -64,7 +64,7 @@ describe('compare-and-set commits (I2)', () => {
     await t.steps.process({ runId: id, step: 0 });
     t.queue.length = 0; // the enqueue of step 1 was "lost"
     expect(await t.steps.process({ runId: id, step: 0 })).toBe('already_committed');
-    expect(t.queue).toEqual([{ name: 'step', job: { runId: id, step: 1 } }]);
+    expect(t.queue).toEqual([{ name: 'step', job: { runId: id, step: 1, tenantId: USER.tenantId } }]);
     await t.drain();
     expect(model.requests).toHaveLength(2);
     expect((await t.store.require(id)).usage.totalTokens).toBe(220);

@@ -11,19 +11,47 @@ function encoderFor(model: string): ((text: string) => number) | null {
   return null;
 }
 
+/** One token per CJK character, one per three other characters: over-counts real tokenizers. */
+function conservativeCount(text: string): number {
+  let cjk = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x3400 && c <= 0x9fff) cjk++;
+  }
+  return cjk + Math.ceil((text.length - cjk) / 3);
+}
+
+/**
+ * Counts already made, per counting function and text: a run's history is estimated on
+ * every step, and all but its newest messages were counted before. Bounded; a forgotten
+ * count is only counted again.
+ */
+const counted = new Map<(text: string) => number, Map<string, number>>();
+const MAX_COUNTS = 20_000;
+
+function countOnce(count: (text: string) => number, text: string): number {
+  let memo = counted.get(count);
+  if (!memo) {
+    memo = new Map();
+    counted.set(count, memo);
+  }
+  let n = memo.get(text);
+  if (n === undefined) {
+    n = count(text);
+    if (memo.size >= MAX_COUNTS) memo.clear();
+    memo.set(text, n);
+  }
+  return n;
+}
+
 /**
  * Estimates the prompt tokens of a request before it is sent: exactly, with the model's
  * own tokenizer when the model is known; otherwise conservatively (one token per CJK
  * character, one per three other characters — both over-count real tokenizers).
  */
 export function estimatePromptTokens(model: string, messages: ChatMessage[], tools: unknown[]): number {
-  const texts = [...messages.map((m) => JSON.stringify(m)), JSON.stringify(tools)];
-  const encode = encoderFor(model);
-  const count =
-    encode ??
-    ((t: string) => {
-      const cjk = t.match(/[\u3400-\u9fff]/g)?.length ?? 0;
-      return cjk + Math.ceil((t.length - cjk) / 3);
-    });
-  return texts.reduce((sum, t) => sum + count(t), 0) + PER_MESSAGE * messages.length;
+  const count = encoderFor(model) ?? conservativeCount;
+  let sum = countOnce(count, JSON.stringify(tools)) + PER_MESSAGE * messages.length;
+  for (const m of messages) sum += countOnce(count, JSON.stringify(m));
+  return sum;
 }

@@ -29,7 +29,7 @@ export function createTransitionApplier(deps: ApplierDeps) {
   /** After a commit (ours or someone else's), make sure the job that advances the run exists. */
   async function ensureNext(run: RunRecord, approvals?: Approval[]): Promise<void> {
     if (run.status === 'queued' || run.status === 'running') {
-      await deps.enqueue('step', { runId: run.id, step: run.step });
+      await deps.enqueue('step', { runId: run.id, step: run.step, tenantId: run.tenantId });
     } else if (run.status === 'pending_approval') {
       const ofStep = (approvals ?? (await deps.store.approvals(run.id))).filter((a) => a.step === run.step);
       const pending = ofStep.filter((a) => a.status === 'pending');

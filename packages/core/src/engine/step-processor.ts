@@ -204,6 +204,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
   }
 
   async function attempt(job: StepJob): Promise<StepOutcome> {
+    // A job that names the run's tenant has its quota read beside the run (another slot, same round trip).
+    const prefetched = job.tenantId ? deps.quotas.exhausted(job.tenantId).catch(() => undefined) : undefined;
     const read = await deps.store.readStep(job.runId, job.step);
     const g = gate(read.run, job.step, read.approvals, read.decision);
     if (g.kind === 'skip' || !read.run) return 'skipped';
@@ -221,7 +223,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     let decision: Decision;
     if (g.kind === 'act') decision = g.decision;
     else {
-      const quotaExhausted = await deps.quotas.exhausted(run.tenantId);
+      const quotaExhausted = (job.tenantId === run.tenantId ? await prefetched : undefined) ?? (await deps.quotas.exhausted(run.tenantId));
       const exhausted = exhaustedBudget(run, { now: now(), quotaExhausted, waitingOn: read.waitingOn });
       if (exhausted) {
         return applied(

@@ -13,6 +13,8 @@ export const stepJobSchema = z.object({
   runId: z.string().min(1),
   step: z.number().int().min(0),
   traceparent: traceparentSchema.optional(),
+  /** The run's tenant: lets the step read its tenant's quota beside the run, in the same round trip. */
+  tenantId: z.string().min(1).optional(),
 });
 export type StepJob = z.infer<typeof stepJobSchema>;
 /** `at`: the expiry instant (ms) this job enforces; one job per distinct instant. */

@@ -22,6 +22,9 @@ export interface BreakerOptions {
 
 const STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 
+/** The shared keys' values: `open` (set while open, with the reset timeout as TTL) and `tripped`. */
+export type FleetBreakerState = [open: string | null, tripped: string | null];
+
 /** Failures that say nothing about the dependency's health (a 4xx, a bad argument) do not count. */
 const isHealthSignal = (err: unknown) => !(err instanceof ReinError) || err.retryable;
 
@@ -76,12 +79,21 @@ export class CircuitBreakers {
     this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.open);
   }
 
+  /**
+   * The fleet's view of the dependency (`open`, `tripped`): one command. A caller may start
+   * it early, beside another round trip, and hand it to `call`; a failed read fails the call.
+   */
+  readState(name: string): Promise<FleetBreakerState> {
+    const k = breakerKeys(name);
+    return this.redis.mget(k.open, k.tripped) as Promise<FleetBreakerState>;
+  }
+
   /** Runs `fn` through the dependency's breaker, or throws BreakerOpenError without calling it. */
-  async call<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  async call<T>(name: string, fn: () => Promise<T>, state: Promise<FleetBreakerState> = this.readState(name)): Promise<T> {
     const k = breakerKeys(name);
     const breaker = this.breaker(name);
     // One command on the hot path; the open breaker's remaining time only when it is open.
-    const [open, tripped] = await this.redis.mget(k.open, k.tripped);
+    const [open, tripped] = await state;
     if (open) {
       annotateActiveSpan({ [REIN_ATTR.breakerState]: 'open' });
       throw new BreakerOpenError(name, Math.max(await this.redis.pttl(k.open), 100));

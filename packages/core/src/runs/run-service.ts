@@ -178,7 +178,7 @@ export function createRunService(deps: RunServiceDeps) {
         throw err;
       }
       if (idem) await deps.store.bindIdempotencyKey(idem.key, idem.claim, deps.idempotencyTtlSeconds ?? 86_400);
-      await deps.enqueue('step', { runId: id, step: 0, traceparent });
+      await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };
     },

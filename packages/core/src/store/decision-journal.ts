@@ -5,7 +5,17 @@ import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import { readMessage } from '../schemas/message.js';
 import { type Decision, decisionSchema, type Snapshot, type StoredSnapshot, snapshotSchema, storedSnapshotSchema } from '../schemas/run.js';
 
-const contentHash = (text: string) => createHash('sha256').update(text).digest('base64url');
+/** Hashes made, by text: the same system prompt and tool list are hashed on every step of every run. */
+const hashes = new Map<string, string>();
+function contentHash(text: string): string {
+  let hash = hashes.get(text);
+  if (hash === undefined) {
+    hash = createHash('sha256').update(text).digest('base64url');
+    if (hashes.size >= 1_000) hashes.clear(); // a handful of agents' texts; bounded all the same
+    hashes.set(text, hash);
+  }
+  return hash;
+}
 
 /** The leading message, if it is a plain system message that `{role, content}` rebuilds exactly. */
 function systemText(first: unknown): string | undefined {

@@ -62,6 +62,7 @@ describe('runs API', () => {
     expect(job?.data).toEqual({
       runId: run.id,
       step: 0,
+      tenantId: USER.tenantId,
       traceparent: expect.stringMatching(new RegExp(`^00-${run.traceId}-[0-9a-f]{16}-0[01]$`)),
     });
   });
@@ -139,6 +140,9 @@ describe('decision snapshots', () => {
     });
     const ok = await app.inject({ method: 'GET', url: `/v1/runs/${id}/snapshots`, headers: as(ADMIN) });
     expect(ok.json()).toMatchObject({ runId: id, snapshots: [{ step: 0, reply: { id: 'x' } }] });
+    // Kept while the run lives; from its terminal commit on, as long as its trace.
+    expect(await rt.redis.ttl(`rein:{${id}}:snapshots`)).toBe(-1);
+    await app.inject({ method: 'POST', url: `/v1/runs/${id}/cancel`, headers: as(USER) });
     expect(await rt.redis.ttl(`rein:{${id}}:snapshots`)).toBeGreaterThan(29 * 86_400);
   });
 });

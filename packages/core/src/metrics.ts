@@ -145,6 +145,12 @@ export function createMetrics(service: string) {
       labelNames: ['kind'],
       registers,
     }),
+    fetchLoopRestarts: new Counter({
+      name: 'rein_worker_fetch_restarts_total',
+      help: 'Step-queue workers replaced because their fetch loop had stopped (e.g. after a Redis Cluster master outage), by shard',
+      labelNames: ['shard'],
+      registers,
+    }),
     mcpServerUp: new Gauge({
       name: 'rein_mcp_server_up',
       help: 'Whether this process is connected to the MCP server (1) or not (0: not started, or reconnecting)',

@@ -46,6 +46,13 @@ export function createRedisClient(settings: RedisSettings, options: RedisOptions
     retryDelayOnFailover: 200,
     retryDelayOnClusterDown: 200,
     retryDelayOnTryAgain: 200,
+    // No ready check: while a master is down and has no replica, CLUSTER INFO says
+    // cluster_state:fail, ioredis then reconnects in a loop and the promise of the
+    // connect() that started it never settles. BullMQ awaits that promise when it
+    // rebuilds a worker's blocking connection, so that worker never fetched a job again.
+    // Without the check, connect() settles once the slots are known; commands to the
+    // missing slots fail and are retried (CLUSTERDOWN) until the node is back.
+    enableReadyCheck: false,
   });
 }
 

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKeys } from '../src/keys.js';
 import { StepScheduler } from '../src/queue/job-catalog.js';
-import { checkRedisSettings, connectRedis, type RedisClient, type RedisSettings } from '../src/redis.js';
+import { checkRedisSettings, connectRedis, createRedisClient, type RedisClient, type RedisSettings } from '../src/redis.js';
 import { StreamHub } from '../src/store/stream-hub.js';
 import { startTestCluster, type TestCluster } from '../src/testing/index.js';
 
@@ -100,6 +100,46 @@ describe('on a Redis Cluster', () => {
     } finally {
       await scheduler.close();
       bull.disconnect();
+    }
+  });
+});
+
+describe('on a Redis Cluster with a master down and no replica', () => {
+  // BullMQ rebuilds a worker's blocking connection with disconnect() + connect() and awaits
+  // the connect. While a master is down, CLUSTER INFO says cluster_state:fail; an ioredis
+  // ready check then never lets that connect() settle, and the worker stops fetching jobs
+  // for good (the chaos suite's master-kill scenario). A hang here fails on the test timeout.
+  it('connects anyway, and reaches the slots of the master once it is back', async () => {
+    const down = await startTestCluster();
+    const client = createRedisClient(
+      {
+        REDIS_URL: 'redis://127.0.0.1:1',
+        REDIS_CLUSTER_NODES: down.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+        REDIS_TLS: 'off',
+      },
+      { maxRetriesPerRequest: null, lazyConnect: true },
+    );
+    client.on('error', () => {});
+    try {
+      const victim = down.nodes[0] as (typeof down.nodes)[number];
+      const keyOnVictim = await (async () => {
+        for (let i = 0; ; i++) if ((await down.nodeFor(`k${i}`)).port === victim.port) return `k${i}`;
+      })();
+      await victim.kill();
+      const witness = new Redis((down.nodes[1] as (typeof down.nodes)[number]).port, '127.0.0.1');
+      while (!String(await witness.cluster('INFO')).includes('cluster_state:fail')) await new Promise((r) => setTimeout(r, 100));
+      witness.disconnect();
+
+      await client.connect();
+      expect(client.status).toBe('ready');
+
+      await victim.start();
+      await down.waitHealthy();
+      await client.set(keyOnVictim, 'back');
+      expect(await client.get(keyOnVictim)).toBe('back');
+    } finally {
+      client.disconnect();
+      await down.stop();
     }
   });
 });

@@ -23,6 +23,7 @@ import {
   workerShards,
 } from '@rein/core';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
+import { watchFetchLoops } from './fetch-watchdog.js';
 
 /** A non-retryable step failure, for BullMQ; it keeps the typed error so the run's reason comes from it. */
 class UnrecoverableStepError extends UnrecoverableError {
@@ -166,22 +167,16 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
 
   // One connection for every shard's worker; BullMQ adds a blocking one per worker.
   const connection = bullConnection(config, 'worker', logger);
-  const workers = workerShards(config).map(
-    (shard) =>
-      new Worker(STEP_QUEUE, processJob, {
-        connection,
-        prefix: queuePrefix(shard),
-        concurrency: config.WORKER_CONCURRENCY,
-        lockDuration: config.REIN_JOB_LOCK_MS,
-        stalledInterval: Math.max(1000, Math.floor(config.REIN_JOB_LOCK_MS / 2)),
-        // A step killed with its worker is picked up again; a step that kills every worker is not.
-        maxStalledCount: 3,
-      }),
-  );
-  rt.scheduler
-    .scheduleHousekeeping(config.REIN_SWEEP_INTERVAL_MS, config.REIN_REAPER_INTERVAL_MS)
-    .catch((err: Error) => logger.error({ err: err.message }, 'could not schedule the deadline sweeper and the reaper'));
-  for (const worker of workers) {
+  const startShard = (shard: number) => {
+    const worker = new Worker(STEP_QUEUE, processJob, {
+      connection,
+      prefix: queuePrefix(shard),
+      concurrency: config.WORKER_CONCURRENCY,
+      lockDuration: config.REIN_JOB_LOCK_MS,
+      stalledInterval: Math.max(1000, Math.floor(config.REIN_JOB_LOCK_MS / 2)),
+      // A step killed with its worker is picked up again; a step that kills every worker is not.
+      maxStalledCount: 3,
+    });
     worker.on('error', (err) => logger.warn({ err: err.message }, 'worker error'));
     worker.on('failed', (job, err) => {
       if (!job || err.name === 'DelayedError') return;
@@ -198,11 +193,34 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
         .fail(runId, terminalReason(err instanceof UnrecoverableStepError ? err.error : err), err.message, (run) => run.step === step)
         .catch((e: Error) => logger.error({ err: e.message }, 'could not end the run'));
     });
-  }
+    return worker;
+  };
+  const shards = workerShards(config);
+  const workers = shards.map(startShard);
+  rt.scheduler
+    .scheduleHousekeeping(config.REIN_SWEEP_INTERVAL_MS, config.REIN_REAPER_INTERVAL_MS)
+    .catch((err: Error) => logger.error({ err: err.message }, 'could not schedule the deadline sweeper and the reaper'));
+
+  // A worker whose fetch loop hung is replaced by a fresh one on the same shard. The old
+  // one is force-closed: no fetch, no lock renewal, so a step it still had is taken up
+  // again as stalled (steps are idempotent). Its close may never finish; it is not awaited.
+  const watchdog = watchFetchLoops({
+    workers,
+    redisReady: () => connection.status === 'ready',
+    onWedged: (i) => {
+      const shard = shards[i] as number;
+      logger.error({ shard }, 'step worker stopped fetching jobs; replacing it');
+      rt.metrics.fetchLoopRestarts.inc({ shard: String(shard) });
+      const wedged = workers[i] as Worker;
+      workers[i] = startShard(shard);
+      wedged.close(true).catch((err: Error) => logger.warn({ shard, err: err.message }, 'could not close the replaced worker'));
+    },
+  });
   return {
     workers,
     isRunning: () => workers.every((w) => w.isRunning()),
     async close(force = false) {
+      watchdog.stop();
       await Promise.all(workers.map((w) => w.close(force)));
       // Not disconnected here: a closed BullMQ worker may still finish an in-flight command
       // (e.g. rescheduling a job scheduler), and on a closed connection it retries without

@@ -34,8 +34,13 @@ local addTokens, addCost = math.max(0, tokens - chargedTokens), math.max(0, cost
 if addTokens == 0 and addCost == 0 then
   return 0
 end
-redis.call('HINCRBY', KEYS[1], 'tokens', addTokens)
-redis.call('HINCRBY', KEYS[1], 'costMicros', addCost)
+-- Nothing to add is not written (a model without a price costs 0).
+if addTokens > 0 then
+  redis.call('HINCRBY', KEYS[1], 'tokens', addTokens)
+end
+if addCost > 0 then
+  redis.call('HINCRBY', KEYS[1], 'costMicros', addCost)
+end
 redis.call('HSET', KEYS[2], ARGV[1], math.max(tokens, chargedTokens) .. ':' .. math.max(cost, chargedCost))
 if ARGV[4] ~= '0' then
   redis.call('EXPIRE', KEYS[1], ARGV[4])

@@ -197,6 +197,8 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
   };
   const shards = workerShards(config);
   const workers = shards.map(startShard);
+  // Exported at 0 from the start, so that the first replacement shows as an increase.
+  for (const shard of shards) rt.metrics.fetchLoopRestarts.inc({ shard: String(shard) }, 0);
   rt.scheduler
     .scheduleHousekeeping(config.REIN_SWEEP_INTERVAL_MS, config.REIN_REAPER_INTERVAL_MS)
     .catch((err: Error) => logger.error({ err: err.message }, 'could not schedule the deadline sweeper and the reaper'));

@@ -1,9 +1,9 @@
-import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import { loadConfig } from '../src/config.js';
 import { tenantKeys } from '../src/keys.js';
+import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 
 let server: TestRedis;
 let redis: Redis;

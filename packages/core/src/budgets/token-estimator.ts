@@ -27,7 +27,7 @@ function conservativeCount(text: string): number {
  * count is only counted again.
  */
 const counted = new Map<(text: string) => number, Map<string, number>>();
-const MAX_COUNTS = 20_000;
+const MAX_COUNTS = 5_000; // the histories of the runs in progress, with room; ~10 MB at most
 
 function countOnce(count: (text: string) => number, text: string): number {
   let memo = counted.get(count);

@@ -102,8 +102,12 @@ async function rawLoop(k: number): Promise<Row> {
   return { system: 'raw fetch loop', steps: stepIntervals(fake.arrivals) };
 }
 
-/** A naive queue design: one BullMQ job per step, the history as one JSON string key. */
-async function naiveBullmq(k: number): Promise<Row> {
+/**
+ * A naive queue design: one BullMQ job per step, the history as one JSON string key.
+ * `burst`: that many runs submitted at once (saturation) instead of `SEQ_RUNS` one after
+ * another. Its worker runs in this process, beside the fake model.
+ */
+async function naiveBullmq(k: number, burst = 0): Promise<Row & { stepsPerSecond: number }> {
   fake.reset();
   await client.flushall();
   const queue = new Queue('naive', { connection: { url: redis.url } });
@@ -124,16 +128,27 @@ async function naiveBullmq(k: number): Promise<Row> {
     },
     { connection: { url: redis.url, maxRetriesPerRequest: null }, concurrency: CONCURRENCY },
   );
+  const start = async (tag: string) => {
+    await client.set(`naive:${tag}`, JSON.stringify([{ role: 'user', content: benchInput(tag, k) }]));
+    await queue.add('step', { tag, step: 0 }, { jobId: `${tag}-0`, removeOnComplete: true });
+  };
   try {
-    const cost = await withRedisCost(SEQ_RUNS * k, async () => {
-      for (let r = 0; r < SEQ_RUNS; r++) {
-        const tag = `naive-${r}`;
-        await client.set(`naive:${tag}`, JSON.stringify([{ role: 'user', content: benchInput(tag, k) }]));
-        await queue.add('step', { tag, step: 0 }, { jobId: `${tag}-0`, removeOnComplete: true });
-        await fake.answered(tag);
+    const runs = burst || SEQ_RUNS;
+    const started = performance.now();
+    const cost = await withRedisCost(runs * k, async () => {
+      if (burst) {
+        const tags = Array.from({ length: burst }, (_, i) => `naive-burst-${i}`);
+        await Promise.all(tags.map(start));
+        await Promise.all(tags.map((tag) => fake.answered(tag)));
+        return;
+      }
+      for (let r = 0; r < runs; r++) {
+        await start(`naive-${r}`);
+        await fake.answered(`naive-${r}`);
       }
     });
-    return { system: 'naive BullMQ job-per-step', steps: stepIntervals(fake.arrivals), ...cost };
+    const stepsPerSecond = (runs * k) / ((performance.now() - started) / 1000);
+    return { system: 'naive BullMQ job-per-step', steps: stepIntervals(fake.arrivals), stepsPerSecond, ...cost };
   } finally {
     await worker.close();
     await queue.close();
@@ -273,17 +288,31 @@ describe('step cost benchmark', () => {
       console.log(`Rein ÷ naive, Redis CPU per step: ${(rein.cpuUsPerStep / naive.cpuUsPerStep).toFixed(2)}×`);
     }
 
+    const naiveSaturated = await naiveBullmq(10, BURST_RUNS);
     const one = await reinBurst(1);
     const two = await reinBurst(2);
     console.log(`\nSaturation: ${BURST_RUNS} runs of 10 steps submitted at once, WORKER_CONCURRENCY ${CONCURRENCY}`);
-    console.table(
-      [one, two].map((b) => ({
+    console.table([
+      {
+        system: 'naive BullMQ (worker in the bench process)',
+        workers: 1,
+        'steps/s': naiveSaturated.stepsPerSecond.toFixed(0),
+        'Redis cmds/step': naiveSaturated.commandsPerStep?.toFixed(1),
+        'Redis CPU/step (µs)': naiveSaturated.cpuUsPerStep?.toFixed(0),
+      },
+      ...[one, two].map((b) => ({
+        system: 'Rein',
         workers: b.workers,
         'steps/s': b.stepsPerSecond.toFixed(0),
         'Redis cmds/step': b.commandsPerStep.toFixed(1),
         'Redis CPU/step (µs)': b.cpuUsPerStep.toFixed(0),
       })),
-    );
+    ]);
+    if (naiveSaturated.commandsPerStep && naiveSaturated.cpuUsPerStep) {
+      console.log(
+        `Rein (1 worker) ÷ naive at saturation: Redis commands per step ${(one.commandsPerStep / naiveSaturated.commandsPerStep).toFixed(2)}×, Redis CPU per step ${(one.cpuUsPerStep / naiveSaturated.cpuUsPerStep).toFixed(2)}×`,
+      );
+    }
     const memory = await reinRss();
     console.log(`\nWorker RSS: ${memory.idleMb.toFixed(0)} MB idle, ${memory.peakMb.toFixed(0)} MB peak with ${RSS_RUNS} active runs`);
     expect(rein.steps.length).toBe(SEQ_RUNS * 9); // every run made its K calls; timings are reported, not asserted

@@ -21,25 +21,39 @@ function conservativeCount(text: string): number {
   return cjk + Math.ceil((text.length - cjk) / 3);
 }
 
-/**
- * Counts already made, per counting function and text: a run's history is estimated on
- * every step, and all but its newest messages were counted before. Bounded; a forgotten
- * count is only counted again.
- */
-const counted = new Map<(text: string) => number, Map<string, number>>();
-const MAX_COUNTS = 5_000; // the histories of the runs in progress, with room; ~10 MB at most
+type Count = (text: string) => number;
 
-function countOnce(count: (text: string) => number, text: string): number {
-  let memo = counted.get(count);
-  if (!memo) {
-    memo = new Map();
-    counted.set(count, memo);
-  }
+/**
+ * Counts already made. A step estimates its history twice (for the context policy, then
+ * for the whole prompt) and the same tool list every time: both are remembered by object,
+ * per counting function. A tokenizer's counts are also remembered by text (bounded),
+ * since a run's history comes back as new objects on every step and tokenizing is dear;
+ * the conservative count is a single pass, cheaper than looking a long text up.
+ */
+const byObject = new Map<Count, WeakMap<object, number>>();
+const byText = new Map<Count, Map<string, number>>();
+const MAX_TEXTS = 5_000; // the histories of the runs in progress, with room
+
+function countText(count: Count, text: string): number {
+  if (count === conservativeCount) return count(text);
+  let memo = byText.get(count);
+  if (!memo) byText.set(count, (memo = new Map()));
   let n = memo.get(text);
   if (n === undefined) {
     n = count(text);
-    if (memo.size >= MAX_COUNTS) memo.clear();
+    if (memo.size >= MAX_TEXTS) memo.clear();
     memo.set(text, n);
+  }
+  return n;
+}
+
+function countJson(count: Count, value: object): number {
+  let memo = byObject.get(count);
+  if (!memo) byObject.set(count, (memo = new WeakMap()));
+  let n = memo.get(value);
+  if (n === undefined) {
+    n = countText(count, JSON.stringify(value));
+    memo.set(value, n);
   }
   return n;
 }
@@ -48,10 +62,11 @@ function countOnce(count: (text: string) => number, text: string): number {
  * Estimates the prompt tokens of a request before it is sent: exactly, with the model's
  * own tokenizer when the model is known; otherwise conservatively (one token per CJK
  * character, one per three other characters — both over-count real tokenizers).
+ * Messages and tool lists are not changed after they are built, so counts are kept by object.
  */
 export function estimatePromptTokens(model: string, messages: ChatMessage[], tools: unknown[]): number {
   const count = encoderFor(model) ?? conservativeCount;
-  let sum = countOnce(count, JSON.stringify(tools)) + PER_MESSAGE * messages.length;
-  for (const m of messages) sum += countOnce(count, JSON.stringify(m));
+  let sum = countJson(count, tools) + PER_MESSAGE * messages.length;
+  for (const m of messages) sum += countJson(count, m);
   return sum;
 }

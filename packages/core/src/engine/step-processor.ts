@@ -91,8 +91,11 @@ export function createStepProcessor(deps: StepProcessorDeps) {
 
   // A tool's JSON schema is derived from its zod schema once, not on every step.
   const specs = new WeakMap<Tool, ReturnType<typeof toolSpec>>();
-  const toolSpecsOf = (profile: AgentProfile) =>
-    profile.tools.flatMap((name) => {
+  // …and an agent's list stays the same array while its tools do (an MCP server's list may
+  // change between steps), so what is derived from the list (its token count) is kept too.
+  const specLists = new WeakMap<AgentProfile, Array<ReturnType<typeof toolSpec>>>();
+  const toolSpecsOf = (profile: AgentProfile) => {
+    const list = profile.tools.flatMap((name) => {
       const tool = deps.tools.get(name);
       if (!tool) return [];
       let spec = specs.get(tool);
@@ -102,6 +105,31 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       }
       return [spec];
     });
+    const last = specLists.get(profile);
+    if (last && last.length === list.length && last.every((spec, i) => spec === list[i])) return last;
+    specLists.set(profile, list);
+    return list;
+  };
+  // Its tool names likewise: the journal keeps the list's hash with the array.
+  const toolNames = new WeakMap<Array<ReturnType<typeof toolSpec>>, string[]>();
+  const toolNamesOf = (specList: Array<ReturnType<typeof toolSpec>>) => {
+    let names = toolNames.get(specList);
+    if (!names) {
+      names = specList.map((t) => t.function.name);
+      toolNames.set(specList, names);
+    }
+    return names;
+  };
+  // The system message, one object per agent: its token count is kept with it.
+  const systemMessages = new WeakMap<AgentProfile, ChatMessage>();
+  const systemMessageOf = (profile: AgentProfile): ChatMessage => {
+    let m = systemMessages.get(profile);
+    if (m?.content !== profile.instructions) {
+      m = { role: 'system', content: profile.instructions };
+      systemMessages.set(profile, m);
+    }
+    return m;
+  };
 
   /** The tools an agent may call (a plan may use nothing else; read_result is not a plan step). */
   const toolsOf = (profile: AgentProfile) =>
@@ -124,7 +152,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     const tools = toolSpecsOf(profile);
     // What is sent (and estimated, and charged) is the history as the context policy compacts it.
     const sent = compactHistory(history, profile.context, (m) => estimatePromptTokens(deps.modelName, m, []));
-    const messages: ChatMessage[] = [{ role: 'system', content: profile.instructions }, ...sent];
+    const messages: ChatMessage[] = [systemMessageOf(profile), ...sent];
     const maxTokens = completionRoom(run, profile.maxCompletionTokens, estimatePromptTokens(deps.modelName, messages, tools));
     if (maxTokens === null) return null;
     const timeoutMs = Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now()));
@@ -169,7 +197,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
           request: {
             model: reply.model,
             messages,
-            tools: tools.map((t) => t.function.name),
+            tools: toolNamesOf(tools),
             toolSpecs: tools,
             maxTokens,
             timeoutMs,

@@ -17,11 +17,25 @@ function contentHash(text: string): string {
   return hash;
 }
 
+/** Blobs of JSON values, by object: the agent's tool list is the same array step after step. */
+const jsonBlobs = new WeakMap<object, { hash: string; text: string }>();
+function jsonBlob(value: object): { hash: string; text: string } {
+  let blob = jsonBlobs.get(value);
+  if (!blob) {
+    const text = JSON.stringify(value);
+    blob = { hash: contentHash(text), text };
+    jsonBlobs.set(value, blob);
+  }
+  return blob;
+}
+
 /** The leading message, if it is a plain system message that `{role, content}` rebuilds exactly. */
 function systemText(first: unknown): string | undefined {
   const m = first as { role?: unknown; content?: unknown } | undefined;
   if (m?.role !== 'system' || typeof m.content !== 'string') return undefined;
-  return JSON.stringify(first) === JSON.stringify({ role: 'system', content: m.content }) ? m.content : undefined;
+  // Exactly these two keys in this order: then its JSON is that of `{role, content}`.
+  const keys = Object.keys(m);
+  return keys.length === 2 && keys[0] === 'role' && keys[1] === 'content' ? m.content : undefined;
 }
 
 type LogRef = { range: [number, number]; extra: unknown[]; tail?: [number, number] };
@@ -87,8 +101,7 @@ export class DecisionJournal {
         ? { range: [0, known], extra: history.slice(known) }
         : logRef(history.length ? await this.redis.lrange(k.messages, 0, -1) : [], history);
     const blobs = new Map<string, string>();
-    const blob = (text: string) => {
-      const hash = contentHash(text);
+    const blob = ({ hash, text }: { hash: string; text: string }) => {
       blobs.set(hash, text);
       return hash;
     };
@@ -101,12 +114,12 @@ export class DecisionJournal {
       timeoutMs: request.timeoutMs,
       ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
       ...(request.stream ? { stream: true } : {}),
-      ...(system === undefined ? {} : { system: blob(system) }),
+      ...(system === undefined ? {} : { system: blob({ hash: contentHash(system), text: system }) }),
       log: range,
       extra,
       ...(tail ? { tail } : {}),
-      toolNames: blob(JSON.stringify(request.tools)),
-      ...(request.toolSpecs ? { toolSpecs: blob(JSON.stringify(request.toolSpecs)) } : {}),
+      toolNames: blob(jsonBlob(request.tools)),
+      ...(request.toolSpecs ? { toolSpecs: blob(jsonBlob(request.toolSpecs)) } : {}),
       reply,
     };
     // The texts go first on the connection: a snapshot is never visible before what it names.

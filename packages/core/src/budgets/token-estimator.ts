@@ -37,7 +37,10 @@ const MAX_TEXTS = 5_000; // the histories of the runs in progress, with room
 function countText(count: Count, text: string): number {
   if (count === conservativeCount) return count(text);
   let memo = byText.get(count);
-  if (!memo) byText.set(count, (memo = new Map()));
+  if (!memo) {
+    memo = new Map();
+    byText.set(count, memo);
+  }
   let n = memo.get(text);
   if (n === undefined) {
     n = count(text);
@@ -49,7 +52,10 @@ function countText(count: Count, text: string): number {
 
 function countJson(count: Count, value: object): number {
   let memo = byObject.get(count);
-  if (!memo) byObject.set(count, (memo = new WeakMap()));
+  if (!memo) {
+    memo = new WeakMap();
+    byObject.set(count, memo);
+  }
   let n = memo.get(value);
   if (n === undefined) {
     n = countText(count, JSON.stringify(value));

@@ -93,6 +93,15 @@ describe('saga compensation (engine)', () => {
     await expect(t.approvals.decide(APPROVER, plan?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 410 });
   });
 
+  it('a finish hook run again (the reaper, after a crash) leaves a decided plan as it was', async () => {
+    const { t, id, compensator } = await failedAfterTwoWrites('ask');
+    const c = await t.store.compensation(id);
+    await t.approvals.decide(APPROVER, c?.approvalId ?? '', { kind: 'approve' });
+    await compensator.onRunFinished(await t.store.require(id));
+    expect((await t.store.approvals(id)).find((a) => a.id === c?.approvalId)?.status).toBe('approved');
+    expect(await t.store.compensation(id)).toEqual(c);
+  });
+
   it('an undo that fails stops the saga: compensation_failed, its metric and its webhook event', async () => {
     const { t, id, emitted, work } = await failedAfterTwoWrites('auto');
     const [refund] = await t.demo.refunds(USER.tenantId);

@@ -142,6 +142,34 @@ describe('the reaper', () => {
     expect(Number(await f.rt.redis.hget(usage, 'tokens'))).toBe(run.usage.totalTokens);
   });
 
+  it('finishes what a crashed finishing process left undone: the run.finished webhook, the indexes, the tenant slot', async () => {
+    const f = await start({ model: resilientModel(['rein-scripted']) });
+    // The process that ends the run dies right after that commit: its charge is the first follow-up.
+    const lost = vi.spyOn(f.rt.quotas, 'charge').mockRejectedValue(new Error('crashed after the commit'));
+    const finishHook = vi.spyOn(f.rt.dispatcher, 'onRunFinished');
+    const run = await f.finished(await f.submit('支持 7 天无理由退货吗？'));
+    lost.mockRestore();
+    const t = tenantKeys(run.tenantId);
+    expect(finishHook).not.toHaveBeenCalled();
+    expect(await f.rt.redis.sismember(t.active, run.id)).toBe(1); // its tenant's concurrency slot is still taken
+    await reap({
+      store: f.rt.store,
+      queueOf: () => f.rt.scheduler.housekeeping,
+      enqueue: f.rt.enqueue,
+      approvals: f.rt.approvals,
+      charge: (r) => f.rt.quotas.charge(r),
+      metrics: f.rt.metrics,
+      staleMs: 0,
+    });
+    expect(finishHook).toHaveBeenCalledTimes(1);
+    expect(finishHook.mock.calls[0]?.[0]).toMatchObject({ id: run.id, status: run.status });
+    expect(await f.rt.redis.sismember(t.active, run.id)).toBe(0);
+    expect(await f.rt.redis.zscore(t.runsByStatus('running'), run.id)).toBeNull();
+    expect(await f.rt.redis.zscore(t.runsByStatus(run.status), run.id)).not.toBeNull();
+    expect((await f.rt.store.activeRuns()).map((a) => a.runId)).not.toContain(run.id);
+    expect(await f.rt.metrics.registry.getSingleMetricAsString('rein_reaper_repairs_total')).toContain('kind="unfinished_finish"');
+  });
+
   it('promotes a step job left delayed past its time (a lost promotion) instead of counting it live', async () => {
     const f = await start({ model: resilientModel(['rein-scripted']) });
     const [worker] = f.worker.workers;

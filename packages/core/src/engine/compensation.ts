@@ -225,6 +225,9 @@ export function createCompensator(deps: CompensatorDeps) {
       if (run.status !== 'failed' && run.status !== 'cancelled') return;
       const policy = deps.agents.get(run.agent).compensation;
       if (policy === 'never') return;
+      // Called again by the reaper when a crash cut the first call short: a compensation
+      // already started is left as it is (its plan's approval, once decided, stays decided).
+      if (await deps.store.compensation(run.id)) return;
       const steps = await plan(run);
       if (steps.length === 0) return;
       const at = iso();

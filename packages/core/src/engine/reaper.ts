@@ -46,7 +46,8 @@ async function jobLife(queue: Queue, id: string, now: number, staleMs: number): 
 /**
  * Finds runs that no job will ever advance — running or queued with no live step job,
  * or parked with every approval decided and no live resume job, or with an approval
- * past its expiry that nobody expired — and repairs them, counting each repair. Also
+ * past its expiry that nobody expired — and finished runs whose follow-ups a crash cut
+ * short, and repairs them, counting each repair. Also
  * exports how many runs are in each status and how long the oldest has waited.
  */
 export async function reap(deps: ReaperDeps): Promise<number> {
@@ -58,11 +59,20 @@ export async function reap(deps: ReaperDeps): Promise<number> {
   let pendingApprovals = 0;
   for (const { runId, since } of active) {
     const run = await deps.store.get(runId);
-    if (!run || TERMINAL_STATUSES.includes(run.status)) {
-      // Still indexed as active: its last commit's follow-up writes may have died with a
-      // process, its tenant's charge among them. Charging again adds only what is missing.
-      if (run) await deps.charge(run);
-      await deps.store.forgetActive(runId);
+    if (!run) {
+      await deps.store.forgetActive(runId); // expired or never created: nothing left to repair
+      continue;
+    }
+    if (TERMINAL_STATUSES.includes(run.status)) {
+      // Still indexed as active: the process that finished it may have died before its
+      // follow-ups — the tenant's charge, the finish hook (webhook, compensation), the
+      // indexes. Each is idempotent; charging again adds only what is missing. A run that
+      // finished moments ago is left to the process still finishing it.
+      if (now() - Date.parse(run.updatedAt) < deps.staleMs) continue;
+      await deps.charge(run);
+      await deps.store.completeFinish(run);
+      deps.metrics.reaperRepairs.inc({ kind: 'unfinished_finish' });
+      repaired++;
       continue;
     }
     counts.set(run.status, (counts.get(run.status) ?? 0) + 1);

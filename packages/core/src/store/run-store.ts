@@ -13,6 +13,7 @@ import {
   type RunRecord,
   type RunStatus,
   runRecordSchema,
+  runStatusSchema,
   type StepRecord,
   stepRecordSchema,
   TERMINAL_STATUSES,
@@ -53,7 +54,10 @@ export interface StepRead {
   messages: ChatMessage[];
 }
 
-/** Called once per run, right after the commit that made it terminal (at-most-once: a crash in between skips it). */
+/**
+ * Called after the commit that made a run terminal, before its indexes say so; called
+ * again by the reaper if a crash cut that short (at least once, so it must be idempotent).
+ */
 export type OnRunFinished = (run: RunRecord) => Promise<void>;
 
 export interface RunFilter {
@@ -215,15 +219,40 @@ export class RunStore {
     if (result === CommitResult.Stale) {
       throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
     }
-    // A finished run leaves the active index the reaper charges from, so its charge must
-    // succeed first. A running one stays in that index: its charge and index writes go out
-    // together, one round trip on the step's path.
+    // A finished run leaves the active index the reaper repairs from, so its charge and its
+    // finish hook must be done first: a crash before then leaves it there, and the reaper
+    // does them again (see completeFinish). A running one stays in that index: its charge
+    // and index writes go out together, one round trip on the step's path.
     const charged = c.charge?.(next);
+    const finishing = TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(c.from.status);
     if (TERMINAL_STATUSES.includes(next.status)) await charged;
-    await Promise.all([charged, this.afterCommit(c.from, next, c.approvals ?? [])]);
-    if (this.onFinished && TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(c.from.status))
-      await this.onFinished(next);
+    if (finishing) await this.onFinished?.(next);
+    await Promise.all([
+      charged,
+      this.afterCommit(next, {
+        left: c.from.status === next.status ? [] : [c.from.status],
+        approvals: c.approvals ?? [],
+        deadlineMoved: c.from.status !== next.status || c.from.deadlineAt !== next.deadlineAt,
+        finishing,
+      }),
+    ]);
     return next;
+  }
+
+  /**
+   * The reaper's repair of a finished run still in the active index: the process that
+   * finished it died between the commit and the indexes. Runs the finish hook again
+   * (webhook, compensation: each idempotent) and the index writes, dropping the run from
+   * every live status index it may still be in. Its stored bytes are not counted again.
+   */
+  async completeFinish(run: RunRecord): Promise<void> {
+    await this.onFinished?.(run);
+    await this.afterCommit(run, {
+      left: runStatusSchema.options.filter((s) => !TERMINAL_STATUSES.includes(s)),
+      approvals: [],
+      deadlineMoved: false,
+      finishing: false,
+    });
   }
 
   /**
@@ -233,31 +262,33 @@ export class RunStore {
    * runs. A crash in between only delays an index; the sweeper and the reaper heal it —
    * which is also why these are independent writes, not a transaction: the keys sit in
    * several slots (a cluster refuses a MULTI across them), each write is idempotent, and
-   * a retried commit repeats them.
+   * a retried commit repeats them. A finished run leaves the active-runs index last.
+   * `left`: the status indexes the run is no longer in.
    */
-  private async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[]): Promise<void> {
+  private async afterCommit(
+    next: RunRecord,
+    how: { left: RunStatus[]; approvals: Approval[]; deadlineMoved: boolean; finishing: boolean },
+  ): Promise<void> {
     const t = tenantKeys(next.tenantId);
     const commands: RedisCommand[] = [];
+    const { approvals } = how;
     if (approvals.length) commands.push(['zadd', t.approvals, ...approvals.flatMap((a) => [Date.parse(a.createdAt), a.id])]);
     for (const a of approvals) {
       for (const s of approvalStatusSchema.options) if (s !== a.status) commands.push(['zrem', t.approvalsByStatus(s), a.id]);
       commands.push(['zadd', t.approvalsByStatus(a.status), Date.parse(a.createdAt), a.id]);
     }
-    if (from.status !== next.status) {
-      commands.push(
-        ['zrem', t.runsByStatus(from.status), next.id],
-        ['zadd', t.runsByStatus(next.status), Date.parse(next.createdAt), next.id],
-      );
-    }
+    for (const status of how.left) commands.push(['zrem', t.runsByStatus(status), next.id]);
+    if (how.left.length) commands.push(['zadd', t.runsByStatus(next.status), Date.parse(next.createdAt), next.id]);
     const terminal = TERMINAL_STATUSES.includes(next.status);
     if (terminal && next.sessionId) await this.releaseSession(next);
-    if (terminal) commands.push(['srem', t.active, next.id], ['zrem', ACTIVE_RUNS_KEY, next.id]);
+    if (terminal) commands.push(['srem', t.active, next.id]);
     else commands.push(['zadd', ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id]);
     if (terminal || next.status === 'pending_approval') commands.push(['zrem', DEADLINES_KEY, next.id]);
-    else if (from.status !== next.status || from.deadlineAt !== next.deadlineAt)
-      commands.push(['zadd', DEADLINES_KEY, Date.parse(next.deadlineAt), next.id]);
+    else if (how.deadlineMoved) commands.push(['zadd', DEADLINES_KEY, Date.parse(next.deadlineAt), next.id]);
     await sendCommands(this.redis, commands);
-    if (terminal && !TERMINAL_STATUSES.includes(from.status)) await this.settle(next);
+    if (!terminal) return;
+    await this.redis.zrem(ACTIVE_RUNS_KEY, next.id);
+    if (how.finishing) await this.settle(next);
   }
 
   /**

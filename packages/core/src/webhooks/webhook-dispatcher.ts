@@ -45,9 +45,11 @@ const messageIdOf = (webhookId: string, type: WebhookEventType, key: string) =>
  * It is called where the events are already published — the approval feed (approval
  * and effect events) and the run store's terminal commit (run.finished) — so it costs
  * one HVALS per event, i.e. per approval and per finished run, never per step. Emitting
- * happens after the commit: a crash in between loses that delivery (at-most-once at
- * the edge, at-least-once from the queue on); a dropped emit is logged, never thrown
- * into the engine, whose commit already stands.
+ * happens after the commit. For run.finished a crash in between is made up by the reaper
+ * (the run stays in the active index until its finish hook has run); a delivery's id is
+ * its event's, so emitting again within a day is a no-op. For approval events a crash in
+ * between loses the delivery (at-most-once at the edge). A dropped emit is logged, never
+ * thrown into the engine, whose commit already stands.
  */
 export class WebhookDispatcher {
   readonly queue: Queue;

@@ -95,6 +95,18 @@ describe('a flaky model provider costs time, never runs', () => {
   });
 });
 
+/** One pass of the reaper over the worker's runtime, counting every run as stale. */
+const reapNow = (rt: Runtime) =>
+  reap({
+    store: rt.store,
+    queueOf: () => rt.scheduler.housekeeping, // the only shard here
+    enqueue: rt.enqueue,
+    approvals: rt.approvals,
+    charge: (run: RunRecord) => rt.quotas.charge(run),
+    metrics: rt.metrics,
+    staleMs: 0,
+  });
+
 describe('the reaper', () => {
   it('finds a run whose step job was lost, repairs it, and counts the repair', async () => {
     const f = await start({ model: resilientModel(['rein-scripted']) });
@@ -103,15 +115,7 @@ describe('the reaper', () => {
     const id = await f.submit('支持 7 天无理由退货吗？');
     await (await queue.getJob(`${id}-0`))?.remove();
     await queue.resume();
-    const repaired = await reap({
-      store: f.rt.store,
-      queueOf: () => queue,
-      enqueue: f.rt.enqueue,
-      approvals: f.rt.approvals,
-      charge: (run) => f.rt.quotas.charge(run),
-      metrics: f.rt.metrics,
-      staleMs: 0,
-    });
+    const repaired = await reapNow(f.rt);
     expect(repaired).toBe(1);
     expect((await f.finished(id)).status).toBe('succeeded');
     expect(await f.rt.metrics.registry.getSingleMetricAsString('rein_reaper_repairs_total')).toContain('kind="lost_step_job"');
@@ -126,16 +130,7 @@ describe('the reaper', () => {
     const usage = tenantKeys(run.tenantId).usage(new Date().toISOString().slice(0, 10));
     expect(run.usage.totalTokens).toBeGreaterThan(0);
     expect(Number(await f.rt.redis.hget(usage, 'tokens'))).toBe(0);
-    const deps = {
-      store: f.rt.store,
-      queueOf: () => f.rt.scheduler.housekeeping,
-      enqueue: f.rt.enqueue,
-      approvals: f.rt.approvals,
-      charge: (r: RunRecord) => f.rt.quotas.charge(r),
-      metrics: f.rt.metrics,
-      staleMs: 0,
-    };
-    await reap(deps);
+    await reapNow(f.rt);
     expect(Number(await f.rt.redis.hget(usage, 'tokens'))).toBe(run.usage.totalTokens);
     // Charging again (a retried reaper, a late step) adds nothing.
     expect(await f.rt.quotas.charge(run)).toBe(0);
@@ -152,15 +147,7 @@ describe('the reaper', () => {
     const t = tenantKeys(run.tenantId);
     expect(finishHook).not.toHaveBeenCalled();
     expect(await f.rt.redis.sismember(t.active, run.id)).toBe(1); // its tenant's concurrency slot is still taken
-    await reap({
-      store: f.rt.store,
-      queueOf: () => f.rt.scheduler.housekeeping,
-      enqueue: f.rt.enqueue,
-      approvals: f.rt.approvals,
-      charge: (r) => f.rt.quotas.charge(r),
-      metrics: f.rt.metrics,
-      staleMs: 0,
-    });
+    await reapNow(f.rt);
     expect(finishHook).toHaveBeenCalledTimes(1);
     expect(finishHook.mock.calls[0]?.[0]).toMatchObject({ id: run.id, status: run.status });
     expect(await f.rt.redis.sismember(t.active, run.id)).toBe(0);
@@ -181,15 +168,7 @@ describe('the reaper', () => {
     await queue.add('step', { runId: id, step: 0 }, { jobId, delay: 3_600_000 });
     // Its time came a minute ago and no worker promoted it: what a lost marker leaves behind.
     await f.rt.redis.zadd(queue.keys.delayed as string, (Date.now() - 60_000) * 0x1000, jobId);
-    const repaired = await reap({
-      store: f.rt.store,
-      queueOf: () => queue,
-      enqueue: f.rt.enqueue,
-      approvals: f.rt.approvals,
-      charge: (run) => f.rt.quotas.charge(run),
-      metrics: f.rt.metrics,
-      staleMs: 0,
-    });
+    const repaired = await reapNow(f.rt);
     expect(repaired).toBe(1);
     expect(await (await queue.getJob(jobId))?.getState()).toBe('waiting');
     expect(await f.rt.metrics.registry.getSingleMetricAsString('rein_reaper_repairs_total')).toContain('kind="stranded_delayed_job"');

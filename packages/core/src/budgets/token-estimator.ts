@@ -34,13 +34,19 @@ const byObject = new Map<Count, WeakMap<object, number>>();
 const byText = new Map<Count, Map<string, number>>();
 const MAX_TEXTS = 5_000; // the histories of the runs in progress, with room
 
+/** The memo of `count` in `memos`, made on first use. */
+function memoOf<M>(memos: Map<Count, M>, count: Count, make: () => M): M {
+  let memo = memos.get(count);
+  if (!memo) {
+    memo = make();
+    memos.set(count, memo);
+  }
+  return memo;
+}
+
 function countText(count: Count, text: string): number {
   if (count === conservativeCount) return count(text);
-  let memo = byText.get(count);
-  if (!memo) {
-    memo = new Map();
-    byText.set(count, memo);
-  }
+  const memo = memoOf(byText, count, () => new Map<string, number>());
   let n = memo.get(text);
   if (n === undefined) {
     n = count(text);
@@ -51,11 +57,7 @@ function countText(count: Count, text: string): number {
 }
 
 function countJson(count: Count, value: object): number {
-  let memo = byObject.get(count);
-  if (!memo) {
-    memo = new WeakMap();
-    byObject.set(count, memo);
-  }
+  const memo = memoOf(byObject, count, () => new WeakMap<object, number>());
   let n = memo.get(value);
   if (n === undefined) {
     n = countText(count, JSON.stringify(value));

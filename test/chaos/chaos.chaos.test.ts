@@ -1,5 +1,5 @@
 import { FAULTS_KEY, queuePrefix, type RedisClient, runKeys, stepQueue } from '@rein/core';
-import { LocalRedis } from '@rein/core/testing';
+import { LocalRedis, type TestCluster } from '@rein/core/testing';
 import { DemoStore } from '@rein/example-order-assistant';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
@@ -274,14 +274,26 @@ describe('chaos: nothing is lost', () => {
   });
 });
 
-describe('chaos on a Redis Cluster (3 masters, 3 step-queue shards)', () => {
-  let cluster: Target;
+/** A 3-master cluster (AOF on, `replicas` per master) with 3 step-queue shards, for the describe block it is called in. */
+function clusterPerBlock(replicas = 0): () => Target {
+  let cluster: Target | undefined;
   beforeAll(async () => {
-    cluster = { topology: await startTopology('cluster', { appendOnly: true }), env: {}, shards: 3 };
+    cluster = { topology: await startTopology('cluster', { appendOnly: true, replicas }), env: {}, shards: 3 };
   });
   afterAll(async () => {
     await cluster?.topology.stop();
   });
+  return () => {
+    if (!cluster?.topology.cluster) throw new Error('no cluster');
+    return cluster;
+  };
+}
+
+/** The master holding shard 0: its queue, the housekeeping schedulers, and the runs hashed to its slots. */
+const shardZeroMaster = (nodes: TestCluster) => nodes.nodeFor(`${queuePrefix(0)}:rein-steps:meta`);
+
+describe('chaos on a Redis Cluster (3 masters, 3 step-queue shards)', () => {
+  const cluster = clusterPerBlock();
 
   // The master holding shard 0's queue, the housekeeping schedulers and a third of the runs
   // dies without a replica to take over; its slots are gone until it restarts from its AOF.
@@ -289,17 +301,15 @@ describe('chaos on a Redis Cluster (3 masters, 3 step-queue shards)', () => {
     const o = await withFleet(
       'cluster: kill a master',
       async () => {
-        const nodes = cluster.topology.cluster;
-        if (!nodes) throw new Error('no cluster');
-        // The master of shard 0: its queue, the housekeeping schedulers, and the runs hashed to its slots.
-        const victim = await nodes.nodeFor(`${queuePrefix(0)}:rein-steps:meta`);
+        const nodes = cluster().topology.cluster as TestCluster;
+        const victim = await shardZeroMaster(nodes);
         await sleep(500);
         await victim.kill();
         await sleep(Math.min(DISRUPT_MS, 3000));
         await victim.start();
         await nodes.waitHealthy();
       },
-      cluster,
+      cluster(),
     );
     expectNothingLost(o);
     expect(o.succeeded).toBe(o.submitted);
@@ -307,26 +317,19 @@ describe('chaos on a Redis Cluster (3 masters, 3 step-queue shards)', () => {
 });
 
 describe('chaos on a Redis Cluster with a replica per master', () => {
-  let cluster: Target;
-  beforeAll(async () => {
-    cluster = { topology: await startTopology('cluster', { appendOnly: true, replicas: 1 }), env: {}, shards: 3 };
-  });
-  afterAll(async () => {
-    await cluster?.topology.stop();
-  });
+  const cluster = clusterPerBlock(1);
 
   it('fails over when a master is killed: its replica takes over, nothing is lost', async () => {
     const o = await withFleet(
       'cluster: failover',
       async () => {
-        const nodes = cluster.topology.cluster;
-        if (!nodes) throw new Error('no cluster');
-        const victim = await nodes.nodeFor(`${queuePrefix(0)}:rein-steps:meta`);
+        const nodes = cluster().topology.cluster as TestCluster;
+        const victim = await shardZeroMaster(nodes);
         await sleep(500);
         await victim.kill();
         // The replica is promoted while the old master stays down; then it comes back as a replica.
         const until = Date.now() + 30_000;
-        while ((await nodes.nodeFor(`${queuePrefix(0)}:rein-steps:meta`)).port === victim.port) {
+        while ((await shardZeroMaster(nodes)).port === victim.port) {
           if (Date.now() > until) throw new Error('no failover within 30 s');
           await sleep(200);
         }
@@ -335,7 +338,7 @@ describe('chaos on a Redis Cluster with a replica per master', () => {
         await victim.start();
         await nodes.waitHealthy();
       },
-      cluster,
+      cluster(),
     );
     expectNothingLost(o);
     expect(o.succeeded).toBe(o.submitted);

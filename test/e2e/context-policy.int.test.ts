@@ -1,6 +1,5 @@
-import { startTestRedis, type TestRedis } from '@rein/core/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
+import { describe, expect, it } from 'vitest';
+import { fleetPerFile, KEYS } from '../support/fleet.js';
 
 /** The order assistant's context policy through the stock fleet and the scripted model. */
 
@@ -18,23 +17,14 @@ interface Trace {
   steps: Array<{ index: number; toolCalls: TraceCall[] }>;
 }
 
-let redis: TestRedis;
-let fleet: Fleet;
-beforeAll(async () => {
-  redis = await startTestRedis();
-  fleet = await startFleet({ redisUrl: redis.url, workers: 1 });
-});
-afterAll(async () => {
-  await fleet?.stop();
-  await redis?.stop();
-});
+const fleet = fleetPerFile({ workers: 1 });
 
 async function finished(input: string, agent: string): Promise<Trace> {
-  const submitted = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input, agent });
+  const submitted = await fleet().callApi('POST', '/v1/runs', KEYS.user.key, { input, agent });
   expect(submitted.status).toBe(202);
   const id = submitted.body.id as string;
-  await fleet.waitForRun(id, (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status));
-  const trace = await fleet.callApi('GET', `/v1/runs/${id}/trace`);
+  await fleet().waitForRun(id, (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status));
+  const trace = await fleet().callApi('GET', `/v1/runs/${id}/trace`);
   return { ...(trace.body as Trace), runId: id } as Trace & { runId: string };
 }
 
@@ -46,7 +36,7 @@ describe('context policy', () => {
     expect(lookup?.name).toBe('query_order');
     expect(lookup?.observation.length).toBeGreaterThan(1200);
     // The model got a summary with a handle in place of the result, and asked for the rest by it.
-    const snapshots = await fleet.callApi('GET', `/v1/runs/${trace.runId}/snapshots`, KEYS.admin.key);
+    const snapshots = await fleet().callApi('GET', `/v1/runs/${trace.runId}/snapshots`, KEYS.admin.key);
     const sent = JSON.stringify(snapshots.body.snapshots.find((s: { step: number }) => s.step === 1));
     expect(sent).toContain('\\"summarized\\":true');
     expect(sent).toContain(`\\"handle\\":\\"0:${lookup?.id}\\"`);

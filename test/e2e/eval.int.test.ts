@@ -2,27 +2,17 @@ import { execFile } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { startTestRedis, type TestRedis } from '@rein/core/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
+import { describe, expect, it } from 'vitest';
+import { fleetPerFile, KEYS } from '../support/fleet.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 describe('npm run eval', () => {
-  let redis: TestRedis;
-  let fleet: Fleet;
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    fleet = await startFleet({ redisUrl: redis.url });
-  });
-  afterAll(async () => {
-    await fleet?.stop();
-    await redis?.stop();
-  });
+  const fleet = fleetPerFile();
 
   it('passes every scenario class against the scripted model', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, [join(root, 'scripts/eval.mjs'), '--strict'], {
-      env: { ...process.env, REIN_API_URL: fleet.api, REIN_APPROVER_URL: fleet.approver, REIN_API_KEYS: JSON.stringify([KEYS.user]) },
+      env: { ...process.env, REIN_API_URL: fleet().api, REIN_APPROVER_URL: fleet().approver, REIN_API_KEYS: JSON.stringify([KEYS.user]) },
     });
     for (const c of [
       'pure_question',

@@ -1,6 +1,5 @@
-import { startTestRedis, type TestRedis } from '@rein/core/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
+import { describe, expect, it } from 'vitest';
+import { fleetPerFile, KEYS } from '../support/fleet.js';
 
 /** Plan, then execute: the order planner through the stock fleet and the scripted model. */
 
@@ -33,19 +32,10 @@ interface ApprovalView {
   arguments: unknown;
 }
 
-let redis: TestRedis;
-let fleet: Fleet;
-beforeAll(async () => {
-  redis = await startTestRedis();
-  fleet = await startFleet({ redisUrl: redis.url, workers: 1 });
-});
-afterAll(async () => {
-  await fleet?.stop();
-  await redis?.stop();
-});
+const fleet = fleetPerFile({ workers: 1 });
 
 async function submit(input: string): Promise<string> {
-  const submitted = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input, agent: 'order-planner' });
+  const submitted = await fleet().callApi('POST', '/v1/runs', KEYS.user.key, { input, agent: 'order-planner' });
   expect(submitted.status).toBe(202);
   return submitted.body.id as string;
 }
@@ -54,19 +44,19 @@ async function submit(input: string): Promise<string> {
 async function parked(id: string, after?: string): Promise<ApprovalView> {
   const waiting = (r: { status: string; [k: string]: unknown }) =>
     r.status === 'pending_approval' && (r.pendingApprovals as ApprovalView[]).some((a) => a.id !== after);
-  const run = await fleet.waitForRun(id, (r) => waiting(r) || ['succeeded', 'failed'].includes(r.status));
+  const run = await fleet().waitForRun(id, (r) => waiting(r) || ['succeeded', 'failed'].includes(r.status));
   expect(run.status).toBe('pending_approval');
   const pending = run.pendingApprovals as ApprovalView[];
   expect(pending).toHaveLength(1);
   return pending[0] as ApprovalView;
 }
 
-const done = (id: string) => fleet.waitForRun(id, (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status));
-const trace = async (id: string) => (await fleet.callApi('GET', `/v1/runs/${id}/trace`)).body as Trace;
+const done = (id: string) => fleet().waitForRun(id, (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status));
+const trace = async (id: string) => (await fleet().callApi('GET', `/v1/runs/${id}/trace`)).body as Trace;
 const approvalsOf = async (id: string) =>
-  ((await fleet.callApprover('GET', '/v1/approvals', KEYS.approver.key)).body.approvals as Array<ApprovalView & { runId: string }>).filter(
-    (a) => a.runId === id,
-  );
+  (
+    (await fleet().callApprover('GET', '/v1/approvals', KEYS.approver.key)).body.approvals as Array<ApprovalView & { runId: string }>
+  ).filter((a) => a.runId === id);
 
 describe('plan mode', () => {
   it('asks for the whole plan once, then carries it out with no further approval', async () => {
@@ -76,7 +66,7 @@ describe('plan mode', () => {
     const steps = (approval.arguments as { steps: Array<{ action: string }> }).steps.map((s) => s.action);
     expect(steps).toEqual(['query_order', 'search_policy', 'create_ticket']);
 
-    const decided = await fleet.callApprover('POST', `/v1/approvals/${approval.id}/approve`, KEYS.approver.key, { comment: 'plan ok' });
+    const decided = await fleet().callApprover('POST', `/v1/approvals/${approval.id}/approve`, KEYS.approver.key, { comment: 'plan ok' });
     expect(decided.status).toBe(200);
     expect((await done(id)).status).toBe('succeeded');
 
@@ -101,11 +91,11 @@ describe('plan mode', () => {
     const edited = { ...ticket?.args, suggestedAction: 'Refund the shipping fee and chase the warehouse today' };
 
     // Decision rights apply to the plan as to any approval: an edit needs a second person (four eyes).
-    const own = await fleet.callApprover('POST', `/v1/approvals/${approval.id}/approve`, KEYS.user.key, {
+    const own = await fleet().callApprover('POST', `/v1/approvals/${approval.id}/approve`, KEYS.user.key, {
       arguments: { [String(ticket?.step)]: edited },
     });
     expect(own.status).toBe(403);
-    const decided = await fleet.callApprover('POST', `/v1/approvals/${approval.id}/approve`, KEYS.approver.key, {
+    const decided = await fleet().callApprover('POST', `/v1/approvals/${approval.id}/approve`, KEYS.approver.key, {
       arguments: { [String(ticket?.step)]: edited },
     });
     expect(decided.status).toBe(200);
@@ -121,13 +111,13 @@ describe('plan mode', () => {
     const id = await submit('客户张三投诉订单 2024001 一直没发货，帮他处理一下，并在订单上备注工单号');
     const plan = await parked(id);
     expect((plan.arguments as { steps: Array<{ action: string }> }).steps.map((s) => s.action)).not.toContain('update_order_note');
-    await fleet.callApprover('POST', `/v1/approvals/${plan.id}/approve`, KEYS.approver.key, {});
+    await fleet().callApprover('POST', `/v1/approvals/${plan.id}/approve`, KEYS.approver.key, {});
 
     // The note names the ticket, which did not exist when the plan was made: it gets its own approval.
     const own = await parked(id, plan.id);
     expect(own).toMatchObject({ toolName: 'update_order_note' });
     expect(own.kind).not.toBe('plan');
-    await fleet.callApprover('POST', `/v1/approvals/${own.id}/approve`, KEYS.approver.key, {});
+    await fleet().callApprover('POST', `/v1/approvals/${own.id}/approve`, KEYS.approver.key, {});
     expect((await done(id)).status).toBe('succeeded');
     const calls = (await trace(id)).steps.flatMap((s) => s.toolCalls);
     expect(calls.find((c) => c.name === 'update_order_note')).toMatchObject({ outcome: 'ok', approvalId: own.id });
@@ -137,7 +127,7 @@ describe('plan mode', () => {
   it('tells the model when the plan is rejected, and carries out nothing', async () => {
     const id = await submit(LATE_ORDER);
     const plan = await parked(id);
-    await fleet.callApprover('POST', `/v1/approvals/${plan.id}/reject`, KEYS.approver.key, { reason: 'not this week' });
+    await fleet().callApprover('POST', `/v1/approvals/${plan.id}/reject`, KEYS.approver.key, { reason: 'not this week' });
     const run = await done(id);
     expect(run.status).toBe('succeeded');
     const t = await trace(id);

@@ -1,28 +1,18 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startTestRedis, type TestRedis } from '@rein/core/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
+import { describe, expect, it } from 'vitest';
+import { fleetPerFile, KEYS } from '../support/fleet.js';
 
 const app = join(dirname(fileURLToPath(import.meta.url)), '..', 'support', 'structured-output-app.mjs');
 
-let redis: TestRedis;
-let fleet: Fleet;
-beforeAll(async () => {
-  redis = await startTestRedis();
-  fleet = await startFleet({ redisUrl: redis.url, workers: 1, env: { REIN_APP: app } });
-}, 60_000);
-afterAll(async () => {
-  await fleet?.stop();
-  await redis?.stop();
-});
+const fleet = fleetPerFile({ workers: 1, env: { REIN_APP: app } });
 
 async function finished(input: string) {
-  const submitted = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, { input });
+  const submitted = await fleet().callApi('POST', '/v1/runs', KEYS.user.key, { input });
   expect(submitted.status).toBe(202);
   const id = submitted.body.id as string;
-  const run = await fleet.waitForRun(id, (r) => r.status === 'succeeded' || r.status === 'failed');
-  const snapshots = (await fleet.callApi('GET', `/v1/runs/${id}/snapshots`, KEYS.admin.key)).body.snapshots as Array<{
+  const run = await fleet().waitForRun(id, (r) => r.status === 'succeeded' || r.status === 'failed');
+  const snapshots = (await fleet().callApi('GET', `/v1/runs/${id}/snapshots`, KEYS.admin.key)).body.snapshots as Array<{
     request: { responseFormat?: { name: string; schema: { properties?: Record<string, unknown> } } };
   }>;
   return { run, snapshots };

@@ -2,7 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ReinClient, type RunView } from '@rein/client';
-import { freePort, waitForPort } from '@rein/core/testing';
+import { freePort, startTestRedis, type TestRedis, waitForPort } from '@rein/core/testing';
+import { afterAll, beforeAll } from 'vitest';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -144,3 +145,24 @@ export async function startFleet(opts: FleetOptions) {
   };
 }
 export type Fleet = Awaited<ReturnType<typeof startFleet>>;
+
+/**
+ * A Redis of its own and a fleet on it for the test file (or describe block) that calls
+ * this, started before its tests and stopped after them; the getter is for use in tests.
+ */
+export function fleetPerFile(opts: Omit<FleetOptions, 'redisUrl'> = {}): () => Fleet {
+  let redis: TestRedis | undefined;
+  let fleet: Fleet | undefined;
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    fleet = await startFleet({ ...opts, redisUrl: redis.url });
+  });
+  afterAll(async () => {
+    await fleet?.stop();
+    await redis?.stop();
+  });
+  return () => {
+    if (!fleet) throw new Error('the fleet did not start');
+    return fleet;
+  };
+}

@@ -63,7 +63,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
    * never re-run. A read tool has no effect to protect: cut off by a crash, it simply runs
    * again, so it costs the ledger nothing.
    */
-  async function runWithLedger(
+  async function runTool(
     tool: Tool,
     call: ModelToolCall,
     args: unknown,
@@ -136,7 +136,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     index: number,
     call: ModelToolCall,
     approvals: Approval[],
-    planStep: number | undefined,
+    planStep?: number,
   ): Promise<ToolCallResult> {
     const tool = profile.tools.includes(call.name) ? deps.tools.get(call.name) : undefined;
     if (!tool) {
@@ -172,10 +172,10 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
 
     const requirement = tool.approval(parsed.args, ctx);
     const planned = planStep === undefined ? {} : { planStep };
-    if (!requirement) return runWithLedger(tool, call, parsed.args, ctx, planned);
+    if (!requirement) return runTool(tool, call, parsed.args, ctx, planned);
     // A call carrying out a step of the approved plan runs on the plan's approval (same tool, same arguments by hash).
     if (planStep !== undefined && run.plan?.status === 'approved' && run.plan.approvalId) {
-      return runWithLedger(tool, call, parsed.args, ctx, { ...planned, approvalId: run.plan.approvalId });
+      return runTool(tool, call, parsed.args, ctx, { ...planned, approvalId: run.plan.approvalId });
     }
 
     const id = approvalId(run.id, step, index);
@@ -215,7 +215,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
           deps.logger.warn({ tool: tool.name, approvalId: id, problem: binding.problem }, 'approval binding refused');
           return record(call, parsed.args, 'rejected', `Not executed: ${binding.problem}.`, 0, gated);
         }
-        const result = await runWithLedger(tool, call, binding.args, ctx, gated);
+        const result = await runTool(tool, call, binding.args, ctx, gated);
         if (approval.editedBy === undefined) return result;
         const note = `Approved by ${approval.decidedBy} with edited arguments ${JSON.stringify(binding.args)} (you proposed ${JSON.stringify(approval.arguments)}). Result: `;
         return { record: { ...result.record, observation: note + result.record.observation } };
@@ -244,15 +244,10 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
   }
 
   /** One `execute_tool <tool>` span per call, whatever the call turns into. */
-  return (
-    run: RunRecord,
-    profile: AgentProfile,
-    step: number,
-    index: number,
-    call: ModelToolCall,
-    approvals: Approval[],
-    planStep?: number,
-  ) => toolSpan(call, deps.captureContent, () => execute(run, profile, step, index, call, approvals, planStep));
+  return (...args: Parameters<typeof execute>) => {
+    const [, , , , call] = args;
+    return toolSpan(call, deps.captureContent, () => execute(...args));
+  };
 }
 
 export type ToolExecutor = ReturnType<typeof createToolExecutor>;

@@ -206,9 +206,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
           },
           reply: reply.raw ?? { model: reply.model, content: reply.content, toolCalls: reply.toolCalls, usage: reply.usage },
         },
-        // The history is the run's whole log as just read: no need to read it again to find it
-        // (a compacted one is matched against the log by the journal).
-        { ...(sent === history ? { loggedMessages: history.length } : {}), storedBlobs: run.snapshotBlobs ?? [] },
+        // The history is the run's whole log as just read: the journal need not read it again.
+        { log: history, storedBlobs: run.snapshotBlobs ?? [] },
       ),
       deps.journal.record(run.id, {
         schemaVersion: 1,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { ReinError } from '../errors.js';
 import { runKeys } from '../keys.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
-import { readMessage } from '../schemas/message.js';
+import { type ChatMessage, readMessage } from '../schemas/message.js';
 import { type Decision, decisionSchema, type Snapshot, type StoredSnapshot, snapshotSchema, storedSnapshotSchema } from '../schemas/run.js';
 
 /** Hashes made, by text: the same system prompt and tool list are hashed on every step of every run. */
@@ -46,8 +46,11 @@ type LogRef = { range: [number, number]; extra: unknown[]; tail?: [number, numbe
  * to `history[0]`; then, if the rest of `history` ends with another run of the log (the
  * recent turns after a summary of older ones), that run as `tail`. What lies between is new.
  */
-function logRef(log: string[], history: unknown[]): LogRef {
-  const entries = log.map((raw) => JSON.stringify(readMessage(raw)));
+function logRef(log: ChatMessage[], history: unknown[]): LogRef {
+  // The log's own objects open an uncompacted history: no need to compare their JSON.
+  if (log.length <= history.length && log.every((m, i) => history[i] === m))
+    return { range: [0, log.length], extra: history.slice(log.length) };
+  const entries = log.map((m) => JSON.stringify(m));
   const wanted = history.map((m) => JSON.stringify(m));
   const from = wanted.length ? entries.indexOf(wanted[0] as string) : -1;
   if (from < 0) return { range: [0, 0], extra: history };
@@ -79,27 +82,23 @@ export class DecisionJournal {
    * tool list are stored once per run under their content hash, in the run's hash slot;
    * only messages the log does not hold are stored as such. Both keys get their TTL with
    * the run's other keys, at its terminal commit.
-   * `loggedMessages`: the history's first N messages are the log's first N, as the caller
-   * read them — saves reading the log again on every step.
+   * `log`: the run's message log as the caller just read it (parsed as the log reader
+   * does) — saves reading and parsing it again on every step.
    * `storedBlobs`: hashes the run's record says are stored already (not written again).
    * Returns the hashes this snapshot refers to, for the caller to record on the run.
    */
   async snapshot(
     runId: string,
     snapshot: Snapshot,
-    opts: { loggedMessages?: number; storedBlobs?: readonly string[] } = {},
+    opts: { log?: ChatMessage[]; storedBlobs?: readonly string[] } = {},
   ): Promise<string[]> {
     // Built by the step processor from typed values: not parsed again (it held the whole history).
     const { step, at, request, reply } = snapshot;
     const k = runKeys(runId);
     const system = systemText(request.messages[0]);
     const history = system === undefined ? request.messages : request.messages.slice(1);
-    // The caller may vouch that the history opens with the first N log entries (it just read them).
-    const known = system === undefined ? undefined : opts.loggedMessages;
-    const { range, extra, tail }: LogRef =
-      known !== undefined
-        ? { range: [0, known], extra: history.slice(known) }
-        : logRef(history.length ? await this.redis.lrange(k.messages, 0, -1) : [], history);
+    const log = opts.log ?? (history.length ? (await this.redis.lrange(k.messages, 0, -1)).map(readMessage) : []);
+    const { range, extra, tail } = logRef(log, history);
     const blobs = new Map<string, string>();
     const blob = ({ hash, text }: { hash: string; text: string }) => {
       blobs.set(hash, text);

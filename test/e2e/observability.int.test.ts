@@ -50,7 +50,7 @@ const RARE = new Set([
 ]);
 
 const hasPromtool = hasSystemBinary('promtool', 'prometheus', 'the promtool check of the Prometheus files');
-const hasPrometheus = hasSystemBinary('/usr/bin/prometheus', 'prometheus', 'the real-Prometheus scrape suite');
+const hasPrometheus = hasSystemBinary('prometheus', 'prometheus', 'the real-Prometheus scrape suite');
 
 describe('shipped Prometheus and Grafana files', () => {
   it.skipIf(!hasPromtool)('pass promtool check config and check rules', async () => {

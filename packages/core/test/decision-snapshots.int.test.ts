@@ -168,6 +168,34 @@ describe('decision snapshots', () => {
     expect(JSON.stringify(snapshot?.request.messages)).toBe(JSON.stringify(messages));
   });
 
+  it('go out with their decision: a second attempt keeps the first decision, and its own snapshot', async () => {
+    const t = use(createFakeModel([{ content: 'answer' }]));
+    const id = await t.submit('hello');
+    const decision = (content: string) => ({
+      schemaVersion: 1 as const,
+      step: 5,
+      model: 'm',
+      content,
+      toolCalls: [],
+      usage: { promptTokens: 3, completionTokens: 1 },
+      durationMs: 1,
+      createdAt: new Date().toISOString(),
+    });
+    const snapshot = (content: string): Snapshot => ({
+      schemaVersion: 1,
+      step: 5,
+      at: new Date().toISOString(),
+      request: { model: 'm', messages: [{ role: 'system', content: 'be brief' }], tools: [], maxTokens: 10, timeoutMs: 1000 },
+      reply: { content },
+    });
+    const first = await t.journal.recordWithSnapshot(id, decision('first'), snapshot('first'));
+    const second = await t.journal.recordWithSnapshot(id, decision('second'), snapshot('second'));
+    expect(first.decision.content).toBe('first');
+    expect(second.decision.content).toBe('first'); // I3: the journaled decision wins
+    expect(second.blobs).toEqual(first.blobs);
+    expect((await t.journal.snapshots(id)).find((s) => s.step === 5)?.reply).toEqual({ content: 'second' });
+  });
+
   it('still read snapshots stored whole by schema version 1', async () => {
     const t = use(createFakeModel([{ content: 'answer' }]));
     const id = await t.submit('hello');

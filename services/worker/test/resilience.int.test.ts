@@ -157,6 +157,29 @@ describe('the reaper', () => {
     expect(await f.rt.metrics.registry.getSingleMetricAsString('rein_reaper_repairs_total')).toContain('kind="unfinished_finish"');
   });
 
+  it('judges a run by its last change, not its index score, and re-scores one that moved since', async () => {
+    const f = await start({ model: resilientModel(['rein-scripted']) });
+    const queue = f.rt.scheduler.housekeeping; // the only shard here
+    await queue.pause(); // the run stays queued, its step job waiting: healthy
+    const id = await f.submit('支持 7 天无理由退货吗？');
+    // Indexed an hour ago (the index is written on status changes, not on every step).
+    await f.rt.redis.zadd('rein:active-runs', Date.now() - 3_600_000, id);
+    const run = await f.rt.store.require(id);
+    const repaired = await reap({
+      store: f.rt.store,
+      queueOf: () => queue,
+      enqueue: f.rt.enqueue,
+      approvals: f.rt.approvals,
+      charge: (r: RunRecord) => f.rt.quotas.charge(r),
+      metrics: f.rt.metrics,
+      staleMs: 60_000,
+    });
+    expect(repaired).toBe(0);
+    expect(Number(await f.rt.redis.zscore('rein:active-runs', id))).toBe(Date.parse(run.updatedAt));
+    await queue.resume();
+    expect((await f.finished(id)).status).toBe('succeeded');
+  });
+
   it('promotes a step job left delayed past its time (a lost promotion) instead of counting it live', async () => {
     const f = await start({ model: resilientModel(['rein-scripted']) });
     const [worker] = f.worker.workers;

@@ -77,8 +77,15 @@ export async function reap(deps: ReaperDeps): Promise<number> {
     }
     counts.set(run.status, (counts.get(run.status) ?? 0) + 1);
     pendingApprovals += run.pendingApprovals.length;
-    oldest.set(run.status, Math.max(oldest.get(run.status) ?? 0, (now() - since) / 1000));
-    if (now() - since < deps.staleMs) continue;
+    // The index is written when a run changes status, not on every step: its document says
+    // when it last moved. A run that moved since is re-scored, so the next pass (which
+    // reads the oldest scores first) reaches the runs behind it.
+    const changed = Date.parse(run.updatedAt);
+    oldest.set(run.status, Math.max(oldest.get(run.status) ?? 0, (now() - changed) / 1000));
+    if (now() - changed < deps.staleMs) {
+      if (changed > since) await deps.store.touchActive(run);
+      continue;
+    }
     const kind = await repairIfStuck(deps, run, now());
     if (kind) {
       deps.metrics.reaperRepairs.inc({ kind });

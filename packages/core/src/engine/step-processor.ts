@@ -185,31 +185,10 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.modelDuration.observe({ model: reply.model, outcome: 'ok' }, durationMs / 1000);
     log.info({ model: reply.model, toolCalls: reply.toolCalls.length, durationMs, usage: reply.usage }, 'model replied');
-    // The snapshot and the journal entry are independent writes: one round trip for both.
-    const [blobs, decision] = await Promise.all([
-      deps.journal.snapshot(
-        run.id,
-        {
-          schemaVersion: 1,
-          step: run.step,
-          at: iso(),
-          // The model that answered (a fallback, maybe at another provider), not the one first asked.
-          request: {
-            model: reply.model,
-            messages,
-            tools: toolNamesOf(tools),
-            toolSpecs: tools,
-            maxTokens,
-            timeoutMs,
-            ...(profile.output ? { responseFormat: profile.output.jsonSchema } : {}),
-            ...(reply.streamed ? { stream: true } : {}),
-          },
-          reply: reply.raw ?? { model: reply.model, content: reply.content, toolCalls: reply.toolCalls, usage: reply.usage },
-        },
-        // The history is the run's whole log as just read: the journal need not read it again.
-        { log: history, storedBlobs: run.snapshotBlobs ?? [] },
-      ),
-      deps.journal.record(run.id, {
+    // The journal entry and the snapshot go together: one round trip for both.
+    const { decision, blobs } = await deps.journal.recordWithSnapshot(
+      run.id,
+      {
         schemaVersion: 1,
         step: run.step,
         model: reply.model,
@@ -218,8 +197,27 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         usage: reply.usage,
         durationMs,
         createdAt: iso(),
-      }),
-    ]);
+      },
+      {
+        schemaVersion: 1,
+        step: run.step,
+        at: iso(),
+        // The model that answered (a fallback, maybe at another provider), not the one first asked.
+        request: {
+          model: reply.model,
+          messages,
+          tools: toolNamesOf(tools),
+          toolSpecs: tools,
+          maxTokens,
+          timeoutMs,
+          ...(profile.output ? { responseFormat: profile.output.jsonSchema } : {}),
+          ...(reply.streamed ? { stream: true } : {}),
+        },
+        reply: reply.raw ?? { model: reply.model, content: reply.content, toolCalls: reply.toolCalls, usage: reply.usage },
+      },
+      // The history is the run's whole log as just read: the journal need not read it again.
+      { log: history, storedBlobs: run.snapshotBlobs ?? [] },
+    );
     const known = run.snapshotBlobs ?? [];
     const added = blobs.filter((hash) => !known.includes(hash));
     return { decision, run: added.length ? { ...run, snapshotBlobs: [...known, ...added] } : run };

@@ -38,6 +38,16 @@ function systemText(first: unknown): string | undefined {
   return keys.length === 2 && keys[0] === 'role' && keys[1] === 'content' ? m.content : undefined;
 }
 
+/**
+ * `log`: the run's message log as the caller just read it (parsed as the log reader
+ * does) — saves reading and parsing it again on every step.
+ * `storedBlobs`: hashes the run's record says are stored already (not written again).
+ */
+export interface SnapshotOptions {
+  log?: ChatMessage[];
+  storedBlobs?: readonly string[];
+}
+
 type LogRef = { range: [number, number]; extra: unknown[]; tail?: [number, number] };
 
 /**
@@ -82,16 +92,34 @@ export class DecisionJournal {
    * tool list are stored once per run under their content hash, in the run's hash slot;
    * only messages the log does not hold are stored as such. Both keys get their TTL with
    * the run's other keys, at its terminal commit.
-   * `log`: the run's message log as the caller just read it (parsed as the log reader
-   * does) — saves reading and parsing it again on every step.
-   * `storedBlobs`: hashes the run's record says are stored already (not written again).
    * Returns the hashes this snapshot refers to, for the caller to record on the run.
    */
-  async snapshot(
+  async snapshot(runId: string, snapshot: Snapshot, opts: SnapshotOptions = {}): Promise<string[]> {
+    const { commands, hashes } = await this.snapshotWrites(runId, snapshot, opts);
+    await sendCommands(this.redis, commands);
+    return hashes;
+  }
+
+  /**
+   * A step's decision and its snapshot, sent together (one round trip): the decision as
+   * `record` journals it, the snapshot as `snapshot` keeps it. Returns the journaled
+   * decision and the hashes the snapshot refers to.
+   */
+  async recordWithSnapshot(
+    runId: string,
+    decision: Decision,
+    snapshot: Snapshot,
+    opts: SnapshotOptions = {},
+  ): Promise<{ decision: Decision; blobs: string[] }> {
+    const { commands, hashes } = await this.snapshotWrites(runId, snapshot, opts);
+    return { decision: await this.record(runId, decision, commands), blobs: hashes };
+  }
+
+  private async snapshotWrites(
     runId: string,
     snapshot: Snapshot,
-    opts: { log?: ChatMessage[]; storedBlobs?: readonly string[] } = {},
-  ): Promise<string[]> {
+    opts: SnapshotOptions,
+  ): Promise<{ commands: RedisCommand[]; hashes: string[] }> {
     // Built by the step processor from typed values: not parsed again (it held the whole history).
     const { step, at, request, reply } = snapshot;
     const k = runKeys(runId);
@@ -126,8 +154,7 @@ export class DecisionJournal {
       .filter(([hash]) => !opts.storedBlobs?.includes(hash))
       .map(([hash, text]) => ['hsetnx', k.blobs, hash, text]);
     commands.push(['hset', k.snapshots, String(step), JSON.stringify(stored)]);
-    await sendCommands(this.redis, commands);
-    return [...blobs.keys()];
+    return { commands, hashes: [...blobs.keys()] };
   }
 
   /** Every snapshot of the run, each request rebuilt exactly as it was sent. */
@@ -185,11 +212,17 @@ export class DecisionJournal {
     return raw ? decisionSchema.parse(JSON.parse(raw)) : null;
   }
 
-  /** Records `decision` unless one exists; returns the journaled one either way. */
-  async record(runId: string, decision: Decision): Promise<Decision> {
+  /**
+   * Records `decision` unless one exists; returns the journaled one either way.
+   * `alongside`: writes sent before it in the same round trip (its snapshot).
+   */
+  async record(runId: string, decision: Decision, alongside: RedisCommand[] = []): Promise<Decision> {
     const key = runKeys(runId).decisions;
-    const won = await this.redis.hsetnx(key, String(decision.step), JSON.stringify(decisionSchema.parse(decision)));
-    if (won) return decision;
+    const replies = await sendCommands(this.redis, [
+      ...alongside,
+      ['hsetnx', key, String(decision.step), JSON.stringify(decisionSchema.parse(decision))],
+    ]);
+    if (replies.at(-1) === 1) return decision;
     const existing = await this.get(runId, decision.step);
     if (!existing) throw new Error(`decision journal lost step ${decision.step} of run ${runId}`);
     return existing;

@@ -35,8 +35,9 @@ export interface Commit {
   approvals?: Approval[];
   events?: RunEvent[];
   /**
-   * Charges the committed run's usage to its tenant (another slot), before the indexes:
-   * a crash before it leaves the run in the active-runs index, where the reaper charges it.
+   * Charges the run's usage to its tenant (another slot), sent beside the commit and
+   * landed before the indexes: a crash before it leaves the run in the active-runs
+   * index, where the reaper charges it.
    */
   charge?: (run: RunRecord) => Promise<unknown>;
 }
@@ -193,6 +194,12 @@ export class RunStore {
     const approvals = (c.approvals ?? []).flatMap((a) => [a.id, JSON.stringify(approvalSchema.parse(a))]);
     const events = (c.events ?? []).map((e) => storedEvent(runEventSchema.parse(e)));
     const terminal = TERMINAL_STATUSES.includes(next.status);
+    // The charge goes out beside the commit (one round trip for both). It charges what the
+    // run has spent by this step, which is paid whether or not this commit wins: a stale
+    // commit lost to another attempt acting on the same journaled decision (I3), or to a
+    // cancel, after the model was paid. Charges are idempotent per run total.
+    const charged = c.charge?.(next);
+    charged?.catch(() => undefined); // awaited below, once the commit has landed
     const result = await this.redis.commitRun(
       k.run,
       k.messages,
@@ -221,9 +228,7 @@ export class RunStore {
     }
     // A finished run leaves the active index the reaper repairs from, so its charge and its
     // finish hook must be done first: a crash before then leaves it there, and the reaper
-    // does them again (see completeFinish). A running one stays in that index: its charge
-    // and index writes go out together, one round trip on the step's path.
-    const charged = c.charge?.(next);
+    // does them again (see completeFinish).
     const finishing = TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(c.from.status);
     if (TERMINAL_STATUSES.includes(next.status)) await charged;
     if (finishing) await this.onFinished?.(next);
@@ -282,7 +287,8 @@ export class RunStore {
     const terminal = TERMINAL_STATUSES.includes(next.status);
     if (terminal && next.sessionId) await this.releaseSession(next);
     if (terminal) commands.push(['srem', t.active, next.id]);
-    else commands.push(['zadd', ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id]);
+    // Scored by its last status change, not touched on every step (the reaper re-scores it).
+    else if (how.left.length) commands.push(['zadd', ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id]);
     if (terminal || next.status === 'pending_approval') commands.push(['zrem', DEADLINES_KEY, next.id]);
     else if (how.deadlineMoved) commands.push(['zadd', DEADLINES_KEY, Date.parse(next.deadlineAt), next.id]);
     await sendCommands(this.redis, commands);
@@ -335,7 +341,10 @@ export class RunStore {
     return this.redis.zrangebyscore(DEADLINES_KEY, '-inf', at, 'LIMIT', 0, limit);
   }
 
-  /** Non-terminal runs, oldest change first, with their last change (ms). */
+  /**
+   * Runs indexed as active (finished ones whose follow-ups a crash cut short included),
+   * by the score of their last status change, oldest first.
+   */
   async activeRuns(limit = 1000): Promise<Array<{ runId: string; since: number }>> {
     const flat = await this.redis.zrange(ACTIVE_RUNS_KEY, 0, limit - 1, 'WITHSCORES');
     const out: Array<{ runId: string; since: number }> = [];
@@ -358,6 +367,11 @@ export class RunStore {
 
   async waitingOn(runId: string): Promise<string | null> {
     return this.redis.hget(runKeys(runId).run, 'waitingOn');
+  }
+
+  /** Re-scores a live run in the active-runs index by its last change (for the reaper). */
+  async touchActive(run: RunRecord): Promise<void> {
+    await this.redis.zadd(ACTIVE_RUNS_KEY, 'XX', Date.parse(run.updatedAt), run.id);
   }
 
   async forgetActive(runId: string): Promise<void> {

@@ -73,7 +73,7 @@ export const breakerKeys = (dependency: string) => {
   return { open: `${p}:open`, tripped: `${p}:tripped`, probe: `${p}:probe` };
 };
 
-/** The sorted set of leases of a fleet-wide concurrency limit (acquire-lease-1.lua). */
+/** The sorted set of leases of a fleet-wide concurrency limit (acquire-lease-3.lua). */
 export const fleetLimitKey = (dependency: string) => `rein:limit:{${dependency}}`;
 
 /** Where the chaos suite switches faults on: `toolHangUntil` (ms epoch) makes every tool hang until then. */

@@ -128,6 +128,14 @@ describe('bulkheads', () => {
     await new Promise((r) => setTimeout(r, 150));
     expect(await two.run('model:m', 1, 60_000, async () => 'after expiry')).toBe('after expiry');
   });
+
+  it("hands the dependency's fleet breaker state to the call it leases for, read in the same round trip", async () => {
+    const limit = new FleetLimit(redis);
+    expect(await limit.run('model:b', 1, 60_000, async (state) => state)).toEqual([null, null]);
+    await redis.set('rein:breaker:{model:b}:tripped', '1');
+    await redis.set('rein:breaker:{model:b}:open', '1', 'PX', 60_000);
+    expect(await limit.run('model:b', 1, 60_000, async (state) => state)).toEqual(['1', '1']);
+  });
 });
 
 describe('Redis settings check', () => {

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { BulkheadFullError } from '../errors.js';
-import { fleetLimitKey } from '../keys.js';
+import { breakerKeys, fleetLimitKey } from '../keys.js';
 import type { RedisClient } from '../redis.js';
 import { LeaseResult, withScripts } from '../store/lua-scripts.js';
+import type { FleetBreakerState } from './circuit-breakers.js';
 
 /**
  * A concurrency limit shared by every worker (e.g. a model provider's rate limit):
@@ -19,13 +20,26 @@ export class FleetLimit {
     this.redis = withScripts(redis);
   }
 
-  async run<T>(dependency: string, limit: number, leaseMs: number, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` under a lease. The lease comes with the dependency's fleet breaker state,
+   * read in the same call (one round trip for both), for `fn` to hand to its breaker.
+   */
+  async run<T>(dependency: string, limit: number, leaseMs: number, fn: (breaker: FleetBreakerState) => Promise<T>): Promise<T> {
     const key = fleetLimitKey(dependency);
+    const b = breakerKeys(dependency);
     const lease = randomUUID();
-    const got = await this.redis.acquireLease(key, lease, String(this.now()), String(leaseMs), String(limit));
+    const [got, open, tripped] = await this.redis.acquireLease(
+      key,
+      b.open,
+      b.tripped,
+      lease,
+      String(this.now()),
+      String(leaseMs),
+      String(limit),
+    );
     if (got !== LeaseResult.Leased) throw new BulkheadFullError(dependency, 'fleet');
     try {
-      return await fn();
+      return await fn([open, tripped]);
     } finally {
       // Not awaited: the step need not wait for the release, and a lost one expires with its lease.
       this.redis.zrem(key, lease).catch(() => undefined);

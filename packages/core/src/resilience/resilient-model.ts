@@ -49,15 +49,15 @@ export function createResilientModelGateway(models: string[], complete: Complete
         try {
           // An open breaker makes breakers.call throw BreakerOpenError (retryable) without calling the model, and
           // the next model is tried; checking it here as well cost a Redis command on every call.
-          return await bulkheadOf(model).run(() => {
-            // The breaker's state is read beside the fleet lease: one round trip for both.
-            const state = p.breakers.readState(dependency);
-            state.catch(() => undefined); // not awaited if the lease is refused; breakers.call reports it otherwise
-            return p.fleetLimit.run(dependency, p.fleetConcurrency, request.timeoutMs + 5_000, () =>
+          return await bulkheadOf(model).run(() =>
+            // The fleet lease brings the breaker's shared state with it: one round trip for both.
+            p.fleetLimit.run(dependency, p.fleetConcurrency, request.timeoutMs + 5_000, (state) =>
               // The span covers the call and its breaker (whose state it records), not the waits for a slot.
-              chatSpan(model, request, p.captureContent, () => p.breakers.call(dependency, () => complete(model, request), state)),
-            );
-          });
+              chatSpan(model, request, p.captureContent, () =>
+                p.breakers.call(dependency, () => complete(model, request), Promise.resolve(state)),
+              ),
+            ),
+          );
         } catch (err) {
           if (!(err instanceof ReinError) || !err.retryable) throw err;
           if (err instanceof BulkheadFullError && err.scope === 'fleet') p.metrics.bulkheadRejections.inc({ dependency, scope: 'fleet' });

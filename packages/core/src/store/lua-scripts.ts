@@ -28,7 +28,7 @@ export enum SettleResult {
   NotOurs = 0,
 }
 
-/** Return codes of acquire-lease-1.lua. */
+/** Return codes of acquire-lease-3.lua (the first element of its reply). */
 export enum LeaseResult {
   Leased = 1,
   Full = 0,
@@ -40,7 +40,7 @@ const scripts = {
   createRun: { file: 'create-run-3.lua', keys: 3 },
   commitRun: { file: 'commit-run-9.lua', keys: 9 },
   admitRun: { file: 'admit-run-2.lua', keys: 2 },
-  acquireLease: { file: 'acquire-lease-1.lua', keys: 1 },
+  acquireLease: { file: 'acquire-lease-3.lua', keys: 3 },
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
   releaseSession: { file: 'release-session-1.lua', keys: 1 },
   chargeUsage: { file: 'charge-usage-3.lua', keys: 3 },
@@ -50,7 +50,7 @@ export interface ReinScripts {
   createRun(k1: string, k2: string, k3: string, ...argv: string[]): Promise<number>;
   commitRun(...keysAndArgs: string[]): Promise<number>;
   admitRun(active: string, usage: string, ...argv: string[]): Promise<number>;
-  acquireLease(leases: string, ...argv: string[]): Promise<number>;
+  acquireLease(leases: string, open: string, tripped: string, ...argv: string[]): Promise<[LeaseResult, string | null, string | null]>;
   settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
   releaseSession(active: string, runId: string): Promise<number>;
   chargeUsage(usage: string, charged: string, chargedBefore: string, ...argv: string[]): Promise<number>;

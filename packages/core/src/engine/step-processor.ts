@@ -15,7 +15,7 @@ import type { ChatMessage } from '../schemas/message.js';
 import { type Decision, type RunReason, type RunRecord, TERMINAL_STATUSES, type ToolCallRecord } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
-import type { RunStore } from '../store/run-store.js';
+import { eventCommand, type RunStore } from '../store/run-store.js';
 import { type Tool, toolSpec } from '../tools/tool.js';
 import { createTransitionApplier } from './apply-transition.js';
 import { compactHistory, READ_RESULT_TOOL } from './context-policy.js';
@@ -175,13 +175,13 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       ...(profile.models ? { models: profile.models } : {}),
       ...(plan ? { responseFormat: plan } : profile.output ? { responseFormat: profile.output.jsonSchema } : {}),
     };
-    const reply = await deps.model
-      .complete(request)
-      .catch((err: ReinError) => {
-        deps.metrics.modelDuration.observe({ model: deps.modelName, outcome: err.code ?? 'error' }, (performance.now() - started) / 1000);
-        throw err;
-      })
-      .finally(deltas.flush);
+    const reply = await deps.model.complete(request).catch(async (err: ReinError) => {
+      await deltas.flush();
+      deps.metrics.modelDuration.observe({ model: deps.modelName, outcome: err.code ?? 'error' }, (performance.now() - started) / 1000);
+      throw err;
+    });
+    // The reply's last deltas go out with its journal entry, before the step's own events.
+    const lastDeltas = await deltas.rest();
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.modelDuration.observe({ model: reply.model, outcome: 'ok' }, durationMs / 1000);
     log.info({ model: reply.model, toolCalls: reply.toolCalls.length, durationMs, usage: reply.usage }, 'model replied');
@@ -216,7 +216,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         reply: reply.raw ?? { model: reply.model, content: reply.content, toolCalls: reply.toolCalls, usage: reply.usage },
       },
       // The history is the run's whole log as just read: the journal need not read it again.
-      { log: history, storedBlobs: run.snapshotBlobs ?? [] },
+      { log: history, storedBlobs: run.snapshotBlobs ?? [], alongside: lastDeltas ? [eventCommand(lastDeltas)] : [] },
     );
     const known = run.snapshotBlobs ?? [];
     const added = blobs.filter((hash) => !known.includes(hash));

@@ -48,6 +48,11 @@ export interface SnapshotOptions {
   storedBlobs?: readonly string[];
 }
 
+/** `alongside`: writes in the run's slot sent first, in the same round trip (e.g. the last model deltas). */
+export interface JournalOptions extends SnapshotOptions {
+  alongside?: RedisCommand[];
+}
+
 type LogRef = { range: [number, number]; extra: unknown[]; tail?: [number, number] };
 
 /**
@@ -109,10 +114,10 @@ export class DecisionJournal {
     runId: string,
     decision: Decision,
     snapshot: Snapshot,
-    opts: SnapshotOptions = {},
+    opts: JournalOptions = {},
   ): Promise<{ decision: Decision; blobs: string[] }> {
     const { commands, hashes } = await this.snapshotWrites(runId, snapshot, opts);
-    return { decision: await this.record(runId, decision, commands), blobs: hashes };
+    return { decision: await this.record(runId, decision, [...(opts.alongside ?? []), ...commands]), blobs: hashes };
   }
 
   private async snapshotWrites(

@@ -25,6 +25,9 @@ import { runFootprint } from './run-footprint.js';
 /** An event as its run's stream keeps it: without the run id, which the stream's key already says. */
 const storedEvent = ({ runId: _implied, ...rest }: RunEvent) => JSON.stringify(rest);
 
+/** The write that appends a live-only event to its run's stream, for a caller to send with others in the run's slot. */
+export const eventCommand = (event: RunEvent): RedisCommand => ['xadd', runKeys(event.runId).events, '*', 'e', storedEvent(event)];
+
 export interface Commit {
   /** The run as the caller read it; its version is the compare-and-set token. */
   from: RunRecord;
@@ -384,7 +387,8 @@ export class RunStore {
 
   /** Live-only events (e.g. "tool called"); the durable ones are written by commit. */
   async appendEvent(event: RunEvent): Promise<void> {
-    await this.redis.xadd(runKeys(event.runId).events, '*', 'e', storedEvent(event));
+    const [name, ...args] = eventCommand(event);
+    await this.redis.call(name, ...args);
   }
 
   /** Up to 100 events after `afterId`, at once (live readers wait on a StreamHub). */

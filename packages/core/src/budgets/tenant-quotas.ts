@@ -1,7 +1,7 @@
 import type { Quota, Quotas } from '../config.js';
 import { ReinError } from '../errors.js';
 import { tenantKeys } from '../keys.js';
-import type { RedisClient } from '../redis.js';
+import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import type { RunRecord } from '../schemas/run.js';
 import { AdmitResult, withScripts } from '../store/lua-scripts.js';
 
@@ -105,8 +105,23 @@ export class TenantQuotas {
 
   /** Whether a running run of this tenant must stop because today's quota is used up. */
   async exhausted(tenantId: string): Promise<boolean> {
+    const read = this.usageRead(tenantId);
+    const [reply] = await sendCommands(this.redis, [read.command]);
+    return read.exhausted(reply);
+  }
+
+  /**
+   * The same check as a command to send with others (the step's read sends it beside the
+   * run's) and the verdict on its reply.
+   */
+  usageRead(tenantId: string): { command: RedisCommand; exhausted: (reply: unknown) => boolean } {
     const q = this.quotaOf(tenantId);
-    const [tokens, cost] = await this.redis.hmget(this.usageKey(tenantId), 'tokens', 'costMicros');
-    return Number(tokens ?? 0) >= q.tokensPerDay || Number(cost ?? 0) >= q.costPerDayUsd * 1_000_000;
+    return {
+      command: ['hmget', this.usageKey(tenantId), 'tokens', 'costMicros'],
+      exhausted: (reply) => {
+        const [tokens, cost] = reply as [string | null, string | null];
+        return Number(tokens ?? 0) >= q.tokensPerDay || Number(cost ?? 0) >= q.costPerDayUsd * 1_000_000;
+      },
+    };
   }
 }

@@ -230,8 +230,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
 
   async function attempt(job: StepJob): Promise<StepOutcome> {
     // A job that names the run's tenant has its quota read beside the run (another slot, same round trip).
-    const prefetched = job.tenantId ? deps.quotas.exhausted(job.tenantId).catch(() => undefined) : undefined;
-    const read = await deps.store.readStep(job.runId, job.step);
+    const quota = job.tenantId ? deps.quotas.usageRead(job.tenantId) : undefined;
+    const read = await deps.store.readStep(job.runId, job.step, quota ? [quota.command] : []);
     const g = gate(read.run, job.step, read.approvals, read.decision);
     if (g.kind === 'skip' || !read.run) return 'skipped';
     let run = read.run;
@@ -248,7 +248,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     let decision: Decision;
     if (g.kind === 'act') decision = g.decision;
     else {
-      const quotaExhausted = (job.tenantId === run.tenantId ? await prefetched : undefined) ?? (await deps.quotas.exhausted(run.tenantId));
+      const quotaExhausted =
+        quota && job.tenantId === run.tenantId ? quota.exhausted(read.alongside[0]) : await deps.quotas.exhausted(run.tenantId);
       const exhausted = exhaustedBudget(run, { now: now(), quotaExhausted, waitingOn: read.waitingOn });
       if (exhausted) {
         return applied(

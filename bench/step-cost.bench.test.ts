@@ -34,8 +34,12 @@ afterAll(async () => {
   await redis.stop();
 });
 
-/** Server-side totals: commands executed (Lua-internal ones included) and CPU seconds. */
-async function serverStats(): Promise<{ commands: number; cpu: number; byCommand: Map<string, number> }> {
+/**
+ * Server-side totals: commands executed (Lua-internal ones included), CPU seconds, and
+ * reads processed — each a batch of commands a client sent at once (a round trip's
+ * request), which is what Redis spends its per-call CPU on.
+ */
+async function serverStats(): Promise<{ commands: number; cpu: number; reads: number; byCommand: Map<string, number> }> {
   const stats = await client.info('commandstats');
   let commands = 0;
   const byCommand = new Map<string, number>();
@@ -46,7 +50,8 @@ async function serverStats(): Promise<{ commands: number; cpu: number; byCommand
   }
   const cpu = await client.info('cpu');
   const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? 0);
-  return { commands, cpu: field('used_cpu_sys') + field('used_cpu_user'), byCommand };
+  const reads = Number(/^total_reads_processed:(\d+)/m.exec(await client.info('stats'))?.[1] ?? 0);
+  return { commands, cpu: field('used_cpu_sys') + field('used_cpu_user'), reads, byCommand };
 }
 
 interface Row {
@@ -54,6 +59,7 @@ interface Row {
   steps: number[];
   commandsPerStep?: number;
   cpuUsPerStep?: number;
+  readsPerStep?: number;
   /** Commands per step by name, most frequent first. */
   mix?: string;
 }
@@ -72,6 +78,8 @@ async function withRedisCost(steps: number, body: () => Promise<void>) {
   return {
     mix,
     commandsPerStep: (after.commands - before.commands) / steps,
+    // The bench's own INFO calls (three per sample) are not the system's.
+    readsPerStep: (after.reads - before.reads - 3) / steps,
     cpuUsPerStep: ((after.cpu - before.cpu) * 1e6) / steps,
   };
 }
@@ -270,6 +278,7 @@ describe('step cost benchmark', () => {
         'Δp50 vs raw': ms(percentile(row.steps, 50) - floor),
         'Δp99 vs raw': ms(percentile(row.steps, 99) - floor99),
         'Redis cmds/step': row.commandsPerStep?.toFixed(1) ?? '–',
+        'Redis reads/step': row.readsPerStep?.toFixed(1) ?? '–',
         'Redis CPU/step (µs)': row.cpuUsPerStep?.toFixed(0) ?? '–',
       })),
     );
@@ -283,6 +292,9 @@ describe('step cost benchmark', () => {
     }
     if (naive.commandsPerStep && rein.commandsPerStep) {
       console.log(`Rein ÷ naive, Redis commands per step: ${(rein.commandsPerStep / naive.commandsPerStep).toFixed(2)}×`);
+    }
+    if (naive.readsPerStep && rein.readsPerStep) {
+      console.log(`Rein ÷ naive, Redis reads (client round trips) per step: ${(rein.readsPerStep / naive.readsPerStep).toFixed(2)}×`);
     }
     if (naive.cpuUsPerStep && rein.cpuUsPerStep) {
       console.log(`Rein ÷ naive, Redis CPU per step: ${(rein.cpuUsPerStep / naive.cpuUsPerStep).toFixed(2)}×`);
@@ -298,6 +310,7 @@ describe('step cost benchmark', () => {
         workers: 1,
         'steps/s': naiveSaturated.stepsPerSecond.toFixed(0),
         'Redis cmds/step': naiveSaturated.commandsPerStep?.toFixed(1),
+        'Redis reads/step': naiveSaturated.readsPerStep?.toFixed(1),
         'Redis CPU/step (µs)': naiveSaturated.cpuUsPerStep?.toFixed(0),
       },
       ...[one, two].map((b) => ({
@@ -305,6 +318,7 @@ describe('step cost benchmark', () => {
         workers: b.workers,
         'steps/s': b.stepsPerSecond.toFixed(0),
         'Redis cmds/step': b.commandsPerStep.toFixed(1),
+        'Redis reads/step': b.readsPerStep.toFixed(1),
         'Redis CPU/step (µs)': b.cpuUsPerStep.toFixed(0),
       })),
     ]);

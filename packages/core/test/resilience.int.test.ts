@@ -1,14 +1,20 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { AgentProfile } from '../src/agents/agent-profile.js';
+import { createToolExecutor } from '../src/engine/tool-executor.js';
 import { BreakerOpenError, BulkheadFullError } from '../src/errors.js';
 import { createMetrics } from '../src/metrics.js';
 import { checkRedisSettings } from '../src/redis.js';
 import { Bulkhead } from '../src/resilience/bulkhead.js';
-import { CircuitBreakers } from '../src/resilience/circuit-breakers.js';
+import { CircuitBreakers, type FleetBreakerState } from '../src/resilience/circuit-breakers.js';
 import { FleetLimit } from '../src/resilience/fleet-limit.js';
 import { createResilientModelGateway } from '../src/resilience/resilient-model.js';
+import type { RunRecord } from '../src/schemas/run.js';
+import { EffectLedger } from '../src/store/effect-ledger.js';
 import { LocalRedis, startTestRedis, type TestRedis } from '../src/testing/index.js';
+import { defineTool } from '../src/tools/tool.js';
 
 let server: TestRedis;
 let redis: Redis;
@@ -179,5 +185,48 @@ describe('the model gateway', () => {
     expect((await gateway.complete({ ...request, models: ['own-primary', 'own-fallback'] })).model).toBe('own-fallback');
     expect((await gateway.complete(request)).model).toBe('configured');
     expect(called).toEqual(['own-primary', 'own-fallback', 'configured']);
+  });
+});
+
+describe('a tool call given the breaker state its step already read', () => {
+  it('goes by that state: an open breaker stops the call without another read and without running the tool', async () => {
+    let ran = 0;
+    const tool = defineTool({
+      name: 'ping',
+      description: 'answers pong',
+      kind: 'read',
+      parameters: z.object({}),
+      execute: async () => {
+        ran++;
+        return 'pong';
+      },
+    });
+    const [breakers] = twoWorkers();
+    const execute = createToolExecutor({
+      tools: new Map([['ping', tool]]),
+      ledger: new EffectLedger(redis),
+      metrics: createMetrics('t'),
+      logger,
+      toolTimeoutMs: 1000,
+      approvalTtlMs: 60_000,
+      protection: { breakers, bulkhead: () => new Bulkhead('tool:ping', 4, 100) },
+    });
+    const run = {
+      id: 'r-breaker',
+      tenantId: 't',
+      userId: 'u',
+      roles: ['user'],
+      deadlineAt: new Date(Date.now() + 60_000).toISOString(),
+    } as RunRecord;
+    const profile = { tools: ['ping'] } as unknown as AgentProfile;
+    const call = (id: string, states?: Map<string, FleetBreakerState>) =>
+      execute(run, profile, 0, 0, { id, name: 'ping', arguments: '{}' }, [], undefined, states);
+    // Redis says closed; the state read with the journal write says open.
+    await expect(call('c1', new Map([['tool:ping', ['1', '1']]]))).rejects.toBeInstanceOf(BreakerOpenError);
+    expect(ran).toBe(0);
+    // Without one, the call reads the fleet's state itself (closed) and runs.
+    expect((await call('c2')).record.outcome).toBe('ok');
+    expect(ran).toBe(1);
+    breakers.shutdown();
   });
 });

@@ -15,7 +15,7 @@ import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { EffectLedger } from '../store/effect-ledger.js';
 import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
-import type { Tool } from '../tools/tool.js';
+import { type Tool, toolDependency } from '../tools/tool.js';
 import { runEvent } from './run-event.js';
 import { retryOnStale } from './run-transitions.js';
 
@@ -184,7 +184,7 @@ export function createCompensator(deps: CompensatorDeps) {
         ),
       ]);
     try {
-      const dependency = undoTool.dependency ?? `tool:${s.undoTool}`;
+      const dependency = toolDependency(undoTool);
       const value = deps.breakers ? await deps.breakers.call(dependency, invoke) : await invoke();
       const observation = typeof value === 'string' ? value : JSON.stringify(value ?? null);
       await deps.ledger.recordResult(run.id, key, s.undoTool, true, observation);

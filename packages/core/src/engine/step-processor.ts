@@ -10,13 +10,14 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelGateway } from '../model/model-gateway.js';
 import type { Enqueue, StepJob } from '../queue/job-catalog.js';
+import { CircuitBreakers, type FleetBreakerState } from '../resilience/circuit-breakers.js';
 import type { Approval } from '../schemas/approval.js';
 import type { ChatMessage } from '../schemas/message.js';
 import { type Decision, type RunReason, type RunRecord, TERMINAL_STATUSES, type ToolCallRecord } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { eventCommand, type RunStore } from '../store/run-store.js';
-import { type Tool, toolSpec } from '../tools/tool.js';
+import { type Tool, toolDependency, toolSpec } from '../tools/tool.js';
 import { createTransitionApplier } from './apply-transition.js';
 import { compactHistory, READ_RESULT_TOOL } from './context-policy.js';
 import { createDeltaPublisher } from './delta-publisher.js';
@@ -37,7 +38,7 @@ import {
   type StepFacts,
   type Transition,
 } from './step-policy.js';
-import type { ToolCallResult, ToolExecutor } from './tool-executor.js';
+import type { BreakerStates, ToolCallResult, ToolExecutor } from './tool-executor.js';
 
 export type { GuardLimits } from './step-policy.js';
 
@@ -148,7 +149,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     profile: AgentProfile,
     history: ChatMessage[],
     log: Logger,
-  ): Promise<{ decision: Decision; run: RunRecord } | null> {
+  ): Promise<{ decision: Decision; run: RunRecord; breakerStates: BreakerStates } | null> {
     const tools = toolSpecsOf(profile);
     // What is sent (and estimated, and charged) is the history as the context policy compacts it.
     const sent = compactHistory(history, profile.context, (m) => estimatePromptTokens(deps.modelName, m, []));
@@ -185,8 +186,17 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.modelDuration.observe({ model: reply.model, outcome: 'ok' }, durationMs / 1000);
     log.info({ model: reply.model, toolCalls: reply.toolCalls.length, durationMs, usage: reply.usage }, 'model replied');
+    // The breakers of the tools the reply calls are read in the same round trip as the journal write.
+    const dependencies = [
+      ...new Set(
+        reply.toolCalls.flatMap((c) => {
+          const tool = profile.tools.includes(c.name) ? deps.tools.get(c.name) : undefined;
+          return tool ? [toolDependency(tool)] : [];
+        }),
+      ),
+    ];
     // The journal entry and the snapshot go together: one round trip for both.
-    const { decision, blobs } = await deps.journal.recordWithSnapshot(
+    const { decision, blobs, reads } = await deps.journal.recordWithSnapshot(
       run.id,
       {
         schemaVersion: 1,
@@ -216,11 +226,17 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         reply: reply.raw ?? { model: reply.model, content: reply.content, toolCalls: reply.toolCalls, usage: reply.usage },
       },
       // The history is the run's whole log as just read: the journal need not read it again.
-      { log: history, storedBlobs: run.snapshotBlobs ?? [], alongside: lastDeltas ? [eventCommand(lastDeltas)] : [] },
+      {
+        log: history,
+        storedBlobs: run.snapshotBlobs ?? [],
+        alongside: lastDeltas ? [eventCommand(lastDeltas)] : [],
+        reads: dependencies.map(CircuitBreakers.stateRead),
+      },
     );
+    const breakerStates = new Map(dependencies.map((d, i) => [d, reads[i] as FleetBreakerState]));
     const known = run.snapshotBlobs ?? [];
     const added = blobs.filter((hash) => !known.includes(hash));
-    return { decision, run: added.length ? { ...run, snapshotBlobs: [...known, ...added] } : run };
+    return { decision, run: added.length ? { ...run, snapshotBlobs: [...known, ...added] } : run, breakerStates };
   }
 
   async function applied(run: RunRecord, t: Transition, log: Logger): Promise<StepOutcome> {
@@ -246,6 +262,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     const log = deps.logger.child({ runId: run.id, traceId: run.traceId, step: run.step, tenantId: run.tenantId });
     const profile = deps.agents.get(run.agent);
     let decision: Decision;
+    // Known when this attempt made the decision (read with its journal write); else each tool reads its own.
+    let breakerStates: BreakerStates | undefined;
     if (g.kind === 'act') decision = g.decision;
     else {
       const quotaExhausted =
@@ -294,9 +312,10 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       }
       decision = made.decision;
       run = made.run;
+      breakerStates = made.breakerStates;
     }
     // A step's duration is its model call (journaled) plus what happens from here on.
-    return act(run, profile, decision, read.approvals, log, performance.now());
+    return act(run, profile, decision, read.approvals, log, performance.now(), breakerStates);
   }
 
   /** A read tool asked again with the same arguments is answered from its earlier result. */
@@ -313,6 +332,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     approvals: Approval[],
     log: Logger,
     started: number,
+    breakerStates?: BreakerStates,
   ): Promise<StepOutcome> {
     // Runs committed before the guard was kept on them rebuild it once from their steps.
     const guard = run.guard ?? guardFromHistory((await deps.store.steps(run.id)).filter((s) => s.index < run.step));
@@ -360,7 +380,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
             return answered;
           }
         }
-        return limit(() => deps.executeTool(run, profile, run.step, index, call, approvals, planSteps[index]));
+        return limit(() => deps.executeTool(run, profile, run.step, index, call, approvals, planSteps[index], breakerStates));
       }),
     );
     const records: ToolCallRecord[] = results.map((r) => r.record);

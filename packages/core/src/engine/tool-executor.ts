@@ -5,13 +5,17 @@ import { BreakerOpenError, BulkheadFullError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Bulkhead } from '../resilience/bulkhead.js';
-import type { CircuitBreakers } from '../resilience/circuit-breakers.js';
+import type { CircuitBreakers, FleetBreakerState } from '../resilience/circuit-breakers.js';
 import type { Approval } from '../schemas/approval.js';
 import type { ModelToolCall } from '../schemas/message.js';
 import type { RunRecord, ToolCallRecord } from '../schemas/run.js';
 import { type EffectLedger, idempotencyKey } from '../store/effect-ledger.js';
 import { hashArguments } from '../tools/argument-hash.js';
-import { parseToolArguments, type Tool, type ToolContext } from '../tools/tool.js';
+import { parseToolArguments, type Tool, type ToolContext, toolDependency } from '../tools/tool.js';
+
+/** Fleet breaker states the caller read already, by dependency (the step reads them with its journal write). */
+export type BreakerStates = ReadonlyMap<string, FleetBreakerState>;
+
 import { type CaptureContent, toolSpan } from '../tracing/genai.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
@@ -69,8 +73,9 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     args: unknown,
     ctx: Omit<ToolContext, 'signal' | 'logger'> & { deadlineMs: number },
     extra: Partial<ToolCallRecord>,
+    breakerStates?: BreakerStates,
   ): Promise<ToolCallResult> {
-    const dependency = tool.dependency ?? `tool:${tool.name}`;
+    const dependency = toolDependency(tool);
     const journaled = tool.kind === 'write';
     // One write decides: a recorded result is reused, an intent without one is a crash mid-call.
     // An open breaker throws below, before the tool runs, and the intent is cleared again.
@@ -110,7 +115,9 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
           ),
         ]);
       const p = deps.protection;
-      const result = p ? await p.bulkhead(dependency).run(() => p.breakers.call(dependency, invoke)) : await invoke();
+      const known = breakerStates?.get(dependency);
+      const state = known && Promise.resolve(known);
+      const result = p ? await p.bulkhead(dependency).run(() => p.breakers.call(dependency, invoke, state)) : await invoke();
       observation = stringify(result ?? null);
     } catch (err) {
       if (err instanceof BreakerOpenError || err instanceof BulkheadFullError) {
@@ -137,6 +144,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     call: ModelToolCall,
     approvals: Approval[],
     planStep?: number,
+    breakerStates?: BreakerStates,
   ): Promise<ToolCallResult> {
     const tool = profile.tools.includes(call.name) ? deps.tools.get(call.name) : undefined;
     if (!tool) {
@@ -172,10 +180,10 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
 
     const requirement = tool.approval(parsed.args, ctx);
     const planned = planStep === undefined ? {} : { planStep };
-    if (!requirement) return runTool(tool, call, parsed.args, ctx, planned);
+    if (!requirement) return runTool(tool, call, parsed.args, ctx, planned, breakerStates);
     // A call carrying out a step of the approved plan runs on the plan's approval (same tool, same arguments by hash).
     if (planStep !== undefined && run.plan?.status === 'approved' && run.plan.approvalId) {
-      return runTool(tool, call, parsed.args, ctx, { ...planned, approvalId: run.plan.approvalId });
+      return runTool(tool, call, parsed.args, ctx, { ...planned, approvalId: run.plan.approvalId }, breakerStates);
     }
 
     const id = approvalId(run.id, step, index);
@@ -215,7 +223,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
           deps.logger.warn({ tool: tool.name, approvalId: id, problem: binding.problem }, 'approval binding refused');
           return record(call, parsed.args, 'rejected', `Not executed: ${binding.problem}.`, 0, gated);
         }
-        const result = await runTool(tool, call, binding.args, ctx, gated);
+        const result = await runTool(tool, call, binding.args, ctx, gated, breakerStates);
         if (approval.editedBy === undefined) return result;
         const note = `Approved by ${approval.decidedBy} with edited arguments ${JSON.stringify(binding.args)} (you proposed ${JSON.stringify(approval.arguments)}). Result: `;
         return { record: { ...result.record, observation: note + result.record.observation } };

@@ -4,7 +4,7 @@ import { BreakerOpenError, ReinError } from '../errors.js';
 import { breakerKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import type { RedisClient } from '../redis.js';
+import type { RedisClient, RedisCommand } from '../redis.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
 
@@ -86,6 +86,12 @@ export class CircuitBreakers {
   readState(name: string): Promise<FleetBreakerState> {
     const k = breakerKeys(name);
     return this.redis.mget(k.open, k.tripped) as Promise<FleetBreakerState>;
+  }
+
+  /** The same read as a command, for a caller to send with others; its reply is a FleetBreakerState. */
+  static stateRead(name: string): RedisCommand {
+    const k = breakerKeys(name);
+    return ['mget', k.open, k.tripped];
   }
 
   /** Runs `fn` through the dependency's breaker, or throws BreakerOpenError without calling it. */

@@ -48,9 +48,13 @@ export interface SnapshotOptions {
   storedBlobs?: readonly string[];
 }
 
-/** `alongside`: writes in the run's slot sent first, in the same round trip (e.g. the last model deltas). */
+/**
+ * `alongside`: writes in the run's slot sent first, in the same round trip (e.g. the last
+ * model deltas). `reads`: reads of any slot sent with them, their replies returned.
+ */
 export interface JournalOptions extends SnapshotOptions {
   alongside?: RedisCommand[];
+  reads?: RedisCommand[];
 }
 
 type LogRef = { range: [number, number]; extra: unknown[]; tail?: [number, number] };
@@ -115,9 +119,11 @@ export class DecisionJournal {
     decision: Decision,
     snapshot: Snapshot,
     opts: JournalOptions = {},
-  ): Promise<{ decision: Decision; blobs: string[] }> {
+  ): Promise<{ decision: Decision; blobs: string[]; reads: unknown[] }> {
     const { commands, hashes } = await this.snapshotWrites(runId, snapshot, opts);
-    return { decision: await this.record(runId, decision, [...(opts.alongside ?? []), ...commands]), blobs: hashes };
+    const reads = opts.reads ?? [];
+    const journaled = await this.recordAfter(runId, decision, [...reads, ...(opts.alongside ?? []), ...commands]);
+    return { decision: journaled.decision, blobs: hashes, reads: journaled.replies.slice(0, reads.length) };
   }
 
   private async snapshotWrites(
@@ -217,19 +223,25 @@ export class DecisionJournal {
     return raw ? decisionSchema.parse(JSON.parse(raw)) : null;
   }
 
-  /**
-   * Records `decision` unless one exists; returns the journaled one either way.
-   * `alongside`: writes sent before it in the same round trip (its snapshot).
-   */
-  async record(runId: string, decision: Decision, alongside: RedisCommand[] = []): Promise<Decision> {
+  /** Records `decision` unless one exists; returns the journaled one either way. */
+  async record(runId: string, decision: Decision): Promise<Decision> {
+    return (await this.recordAfter(runId, decision, [])).decision;
+  }
+
+  /** `record`, with `before` sent ahead of it in the same round trip; their replies are returned. */
+  private async recordAfter(
+    runId: string,
+    decision: Decision,
+    before: RedisCommand[],
+  ): Promise<{ decision: Decision; replies: unknown[] }> {
     const key = runKeys(runId).decisions;
     const replies = await sendCommands(this.redis, [
-      ...alongside,
+      ...before,
       ['hsetnx', key, String(decision.step), JSON.stringify(decisionSchema.parse(decision))],
     ]);
-    if (replies.at(-1) === 1) return decision;
+    if (replies.at(-1) === 1) return { decision, replies };
     const existing = await this.get(runId, decision.step);
     if (!existing) throw new Error(`decision journal lost step ${decision.step} of run ${runId}`);
-    return existing;
+    return { decision: existing, replies };
   }
 }

@@ -267,7 +267,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     if (g.kind === 'act') decision = g.decision;
     else {
       const quotaExhausted =
-        quota && job.tenantId === run.tenantId ? quota.exhausted(read.alongside[0]) : await deps.quotas.exhausted(run.tenantId);
+        quota && job.tenantId === run.tenantId ? quota.exhausted(read.reads[0]) : await deps.quotas.exhausted(run.tenantId);
       const exhausted = exhaustedBudget(run, { now: now(), quotaExhausted, waitingOn: read.waitingOn });
       if (exhausted) {
         return applied(

@@ -12,13 +12,12 @@ import type { RunRecord, ToolCallRecord } from '../schemas/run.js';
 import { type EffectLedger, idempotencyKey } from '../store/effect-ledger.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import { parseToolArguments, type Tool, type ToolContext, toolDependency } from '../tools/tool.js';
-
-/** Fleet breaker states the caller read already, by dependency (the step reads them with its journal write). */
-export type BreakerStates = ReadonlyMap<string, FleetBreakerState>;
-
 import { type CaptureContent, toolSpan } from '../tracing/genai.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
+
+/** Fleet breaker states the caller read already, by dependency (the step reads them with its journal write). */
+export type BreakerStates = ReadonlyMap<string, FleetBreakerState>;
 
 export interface ToolCallResult {
   record: ToolCallRecord;

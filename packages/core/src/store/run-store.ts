@@ -57,7 +57,7 @@ export interface StepRead {
   /** The run's history, as sent to the model (without the system prompt). */
   messages: ChatMessage[];
   /** The replies to the caller's own reads sent with it. */
-  alongside: unknown[];
+  reads: unknown[];
 }
 
 /**
@@ -145,16 +145,16 @@ export class RunStore {
    * The run, the step's journaled decision and the history in one pipeline (one hash
    * slot); the approvals too when the run is parked — only then can its step have any.
    * Messages are validated when committed: re-parsing the whole history with zod on
-   * every step made steps cost more as runs grew. `alongside`: reads of other slots sent
+   * every step made steps cost more as runs grew. `reads`: reads of other slots sent
    * in the same round trip (the tenant's usage), their replies returned as they are.
    */
-  async readStep(runId: string, step: number, alongside: RedisCommand[] = []): Promise<StepRead> {
+  async readStep(runId: string, step: number, reads: RedisCommand[] = []): Promise<StepRead> {
     const k = runKeys(runId);
     const [runFields, decision, messages, ...others] = (await sendCommands(this.redis, [
       ['hmget', k.run, 'doc', 'waitingOn'],
       ['hget', k.decisions, String(step)],
       ['lrange', k.messages, 0, -1],
-      ...alongside,
+      ...reads,
     ])) as [[string | null, string | null], string | null, string[], ...unknown[]];
     const [doc, waitingOn] = runFields;
     const run = doc ? runRecordSchema.parse(JSON.parse(doc)) : null;
@@ -164,7 +164,7 @@ export class RunStore {
       approvals: run?.status === 'pending_approval' ? await this.approvals(runId) : [],
       decision: decision ? decisionSchema.parse(JSON.parse(decision)) : null,
       messages: messages.map((m) => JSON.parse(m) as ChatMessage),
-      alongside: others,
+      reads: others,
     };
   }
 

@@ -39,14 +39,19 @@ afterAll(async () => {
  * reads processed — each a batch of commands a client sent at once (a round trip's
  * request), which is what Redis spends its per-call CPU on.
  */
-async function serverStats(): Promise<{ commands: number; cpu: number; reads: number; byCommand: Map<string, number> }> {
+async function serverStats(): Promise<{
+  commands: number;
+  cpu: number;
+  reads: number;
+  byCommand: Map<string, { calls: number; usec: number }>;
+}> {
   const stats = await client.info('commandstats');
   let commands = 0;
-  const byCommand = new Map<string, number>();
-  for (const m of stats.matchAll(/^cmdstat_(\S+?):calls=(\d+)/gm)) {
+  const byCommand = new Map<string, { calls: number; usec: number }>();
+  for (const m of stats.matchAll(/^cmdstat_(\S+?):calls=(\d+),usec=(\d+)/gm)) {
     if (m[1] === 'info') continue;
     commands += Number(m[2]);
-    byCommand.set(m[1] as string, Number(m[2]));
+    byCommand.set(m[1] as string, { calls: Number(m[2]), usec: Number(m[3]) });
   }
   const cpu = await client.info('cpu');
   const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? 0);
@@ -60,7 +65,7 @@ interface Row {
   commandsPerStep?: number;
   cpuUsPerStep?: number;
   readsPerStep?: number;
-  /** Commands per step by name, most frequent first. */
+  /** Commands per step by name, most frequent first, with the µs Redis spent in each (a script's own commands count in both). */
   mix?: string;
 }
 
@@ -70,10 +75,13 @@ async function withRedisCost(steps: number, body: () => Promise<void>) {
   await body();
   const after = await serverStats();
   const mix = [...after.byCommand]
-    .map(([name, calls]) => [name, (calls - (before.byCommand.get(name) ?? 0)) / steps] as const)
-    .filter(([, perStep]) => perStep >= 0.05)
-    .sort((a, b) => b[1] - a[1])
-    .map(([name, perStep]) => `${name} ${perStep.toFixed(1)}`)
+    .map(([name, { calls, usec }]) => {
+      const was = before.byCommand.get(name) ?? { calls: 0, usec: 0 };
+      return { name, perStep: (calls - was.calls) / steps, usPerStep: (usec - was.usec) / steps };
+    })
+    .filter(({ perStep }) => perStep >= 0.05)
+    .sort((a, b) => b.perStep - a.perStep)
+    .map(({ name, perStep, usPerStep }) => `${name} ${perStep.toFixed(1)} (${usPerStep.toFixed(0)} µs)`)
     .join(', ');
   return {
     mix,

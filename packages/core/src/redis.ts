@@ -36,9 +36,9 @@ function loginOptions(settings: RedisSettings): RedisOptions {
  */
 export function createRedisClient(settings: RedisSettings, options: RedisOptions): RedisClient {
   const login = loginOptions(settings);
-  if (!settings.REDIS_CLUSTER_NODES) return new Redis(settings.REDIS_URL, { ...login, ...options });
+  if (!settings.REDIS_CLUSTER_NODES) return coalesceWrites(new Redis(settings.REDIS_URL, { ...login, ...options }));
   const { enableOfflineQueue = true, lazyConnect = false, ...perNode } = options;
-  return new Cluster(settings.REDIS_CLUSTER_NODES, {
+  const cluster = new Cluster(settings.REDIS_CLUSTER_NODES, {
     redisOptions: { ...login, ...perNode },
     enableOfflineQueue,
     lazyConnect,
@@ -54,6 +54,41 @@ export function createRedisClient(settings: RedisSettings, options: RedisOptions
     // missing slots fail and are retried (CLUSTERDOWN) until the node is back.
     enableReadyCheck: false,
   });
+  cluster.on('+node', coalesceWrites);
+  return cluster;
+}
+
+/**
+ * Makes what a connection sends in one turn of the event loop leave in one socket write.
+ * ioredis writes every command (or pipeline) at once; a worker's concurrent steps send
+ * a dozen small writes per turn, and on a machine where a system call is expensive each
+ * costs the worker a write and Redis a read. The socket is corked at the turn's first
+ * write and uncorked by setImmediate, which runs once the turn's replies have been
+ * handled (process.nextTick would run before their promise continuations send anything).
+ * A pending immediate keeps the event loop from waiting for I/O, so nothing is held
+ * back. ioredis's enableAutoPipelining batches too, but its per-batch bookkeeping cost
+ * the worker more CPU than it saved (docs/performance.md).
+ */
+export function coalesceWrites(redis: Redis): Redis {
+  // Each (re)connect brings a new socket.
+  redis.on('connect', () => {
+    const socket = redis.stream;
+    const write = socket.write;
+    let corked = false;
+    const uncork = () => {
+      corked = false;
+      socket.uncork();
+    };
+    socket.write = function (this: typeof socket, ...args: Parameters<typeof write>) {
+      if (!corked) {
+        corked = true;
+        socket.cork();
+        setImmediate(uncork);
+      }
+      return write.apply(this, args);
+    } as typeof write;
+  });
+  return redis;
 }
 
 export function isCluster(redis: RedisClient): redis is Cluster {

@@ -25,6 +25,11 @@ import { RunStore } from '../src/store/run-store.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 import type { Tool } from '../src/tools/tool.js';
 
+/** How many times a Redis server has read a client's request: one per write that reached it apart. */
+export async function readsProcessed(admin: Redis): Promise<number> {
+  return Number(/^total_reads_processed:(\d+)/m.exec(await admin.info('stats'))?.[1]);
+}
+
 export const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user'] };
 export const APPROVER: Principal = { tenantId: 'acme', userId: 'bob', roles: ['approver'] };
 

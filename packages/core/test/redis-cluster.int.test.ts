@@ -6,6 +6,7 @@ import { StepScheduler } from '../src/queue/job-catalog.js';
 import { checkRedisSettings, connectRedis, createRedisClient, type RedisClient, type RedisSettings } from '../src/redis.js';
 import { StreamHub } from '../src/store/stream-hub.js';
 import { startTestCluster, type TestCluster } from '../src/testing/index.js';
+import { readsProcessed } from './harness.js';
 
 const silent = pino({ level: 'silent' });
 let cluster: TestCluster;
@@ -55,6 +56,20 @@ describe('on a Redis Cluster', () => {
     }
     const wrong = connectRedis({ ...seedOnly, REDIS_USERNAME: 'rein', REDIS_PASSWORD: 'wrong' }, 'producer', silent);
     await expect(wrong).rejects.toThrow();
+  });
+
+  it("sends a node's commands of one turn of the event loop as one write", async () => {
+    const keys = Array.from({ length: 10 }, (_, i) => `{coalesce}:${i}`);
+    await redis.set(keys[0] as string, 'v'); // the client now knows the slot's node
+    const node = await cluster.nodeFor(keys[0] as string);
+    const admin = new Redis(node.port, '127.0.0.1');
+    try {
+      const before = await readsProcessed(admin);
+      await Promise.all(keys.map((key) => redis.get(key)));
+      expect((await readsProcessed(admin)) - before).toBe(2); // the ten GETs, then the INFO
+    } finally {
+      admin.disconnect();
+    }
   });
 
   it('checks maxmemory-policy and AOF on every master', async () => {

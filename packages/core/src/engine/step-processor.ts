@@ -334,8 +334,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     started: number,
     breakerStates?: BreakerStates,
   ): Promise<StepOutcome> {
-    // Runs committed before the guard was kept on them rebuild it once from their steps.
-    const guard = run.guard ?? guardFromHistory((await deps.store.steps(run.id)).filter((s) => s.index < run.step));
+    // A run's first step has no earlier steps; runs committed before the guard was kept on them rebuild it once from theirs.
+    const guard = run.guard ?? guardFromHistory(run.step === 0 ? [] : (await deps.store.steps(run.id)).filter((s) => s.index < run.step));
     const facts = (): StepFacts => ({
       run,
       decision,

@@ -66,7 +66,8 @@ describe('on a Redis Cluster', () => {
     try {
       const before = await readsProcessed(admin);
       await Promise.all(keys.map((key) => redis.get(key)));
-      expect((await readsProcessed(admin)) - before).toBe(2); // the ten GETs, then the INFO
+      // The ten GETs, then the INFO: 2, or 3 if the client's periodic slot refresh lands in between (11 if uncoalesced).
+      expect((await readsProcessed(admin)) - before).toBeLessThanOrEqual(3);
     } finally {
       admin.disconnect();
     }

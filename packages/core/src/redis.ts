@@ -69,7 +69,7 @@ export function createRedisClient(settings: RedisSettings, options: RedisOptions
  * back. ioredis's enableAutoPipelining batches too, but its per-batch bookkeeping cost
  * the worker more CPU than it saved (docs/performance.md).
  */
-export function coalesceWrites(redis: Redis): Redis {
+function coalesceWrites(redis: Redis): Redis {
   // Each (re)connect brings a new socket.
   redis.on('connect', () => {
     const socket = redis.stream;

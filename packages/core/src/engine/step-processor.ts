@@ -17,7 +17,7 @@ import { type Decision, type RunReason, type RunRecord, TERMINAL_STATUSES, type 
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { eventCommand, type RunStore } from '../store/run-store.js';
-import { type Tool, toolDependency, toolSpec } from '../tools/tool.js';
+import { agentTool, type Tool, toolDependency, toolSpec } from '../tools/tool.js';
 import { createTransitionApplier } from './apply-transition.js';
 import { compactHistory, READ_RESULT_TOOL } from './context-policy.js';
 import { createDeltaPublisher } from './delta-publisher.js';
@@ -190,7 +190,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     const dependencies = [
       ...new Set(
         reply.toolCalls.flatMap((c) => {
-          const tool = profile.tools.includes(c.name) ? deps.tools.get(c.name) : undefined;
+          const tool = agentTool(deps.tools, profile, c.name);
           return tool ? [toolDependency(tool)] : [];
         }),
       ),
@@ -365,9 +365,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     const first = afterDecision(facts());
     if (first.kind !== 'tools') return applied(run, first, log);
     // Which call carries out which step of the run's plan; the others are policed as without one.
-    const planSteps = linkCallsToPlan(run.plan, decision.toolCalls, (name) =>
-      profile.tools.includes(name) ? deps.tools.get(name) : undefined,
-    );
+    const planSteps = linkCallsToPlan(run.plan, decision.toolCalls, (name) => agentTool(deps.tools, profile, name));
 
     const limit = pLimit(deps.toolConcurrency);
     const results = await Promise.all(

@@ -11,7 +11,7 @@ import type { ModelToolCall } from '../schemas/message.js';
 import type { RunRecord, ToolCallRecord } from '../schemas/run.js';
 import { type EffectLedger, idempotencyKey } from '../store/effect-ledger.js';
 import { hashArguments } from '../tools/argument-hash.js';
-import { parseToolArguments, type Tool, type ToolContext, toolDependency } from '../tools/tool.js';
+import { agentTool, parseToolArguments, type Tool, type ToolContext, toolDependency } from '../tools/tool.js';
 import { type CaptureContent, toolSpan } from '../tracing/genai.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
@@ -145,7 +145,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     planStep?: number,
     breakerStates?: BreakerStates,
   ): Promise<ToolCallResult> {
-    const tool = profile.tools.includes(call.name) ? deps.tools.get(call.name) : undefined;
+    const tool = agentTool(deps.tools, profile, call.name);
     if (!tool) {
       return record(
         call,

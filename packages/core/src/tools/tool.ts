@@ -135,10 +135,14 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): Tool {
   };
 }
 
-/** The OpenAI `tools` entry for a tool: its description and JSON Schema arguments. */
 /** The breaker and bulkhead a tool's calls go through. */
 export const toolDependency = (tool: Pick<Tool, 'name' | 'dependency'>) => tool.dependency ?? `tool:${tool.name}`;
 
+/** The tool `name` if the agent may call it: a model asking for any other gets no tool. */
+export const agentTool = (tools: ReadonlyMap<string, Tool>, agent: { tools: readonly string[] }, name: string): Tool | undefined =>
+  agent.tools.includes(name) ? tools.get(name) : undefined;
+
+/** The OpenAI `tools` entry for a tool: its description and JSON Schema arguments. */
 export function toolSpec(tool: Tool) {
   const { $schema: _ignored, ...parameters } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);
   return { type: 'function' as const, function: { name: tool.name, description: tool.description, parameters } };

@@ -19,7 +19,7 @@ export interface WebhookServiceDeps {
  * A URL as shown back: query values and any credentials replaced, since they may be
  * secrets (tokens in a query string; userinfo of webhooks registered before it was refused).
  */
-export function redactedUrl(raw: string): string {
+function redactedUrl(raw: string): string {
   const url = new URL(raw);
   if (url.username || url.password) [url.username, url.password] = ['redacted', ''];
   url.search = new URLSearchParams([...url.searchParams.keys()].map((k): [string, string] => [k, 'redacted'])).toString();

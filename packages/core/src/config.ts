@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { App } from './app/define-app.js';
 import { loadApp } from './app/load-app.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
 import { ConfigError } from './errors.js';
 import { providersSchema, resolveProviderKeys } from './model/providers.js';
 import { apiKeySchema } from './schemas/identity.js';
@@ -161,6 +162,8 @@ export const configSchema = z.object({
   REIN_TOOL_FAILURE_LIMIT: z.coerce.number().int().min(1).default(3),
   /** Tool results longer than this reach the model cut (head and tail kept); the trace keeps all. */
   REIN_TOOL_RESULT_MAX_CHARS: z.coerce.number().int().min(200).default(2000),
+  /** The most of one tool result (UTF-8 bytes) Rein keeps: a longer one is cut, with a marker, before the journal, trace and model see it. */
+  REIN_MAX_TOOL_RESULT_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_MAX_TOOL_RESULT_BYTES),
   APPROVAL_TTL_MS: z.coerce.number().int().positive().default(900_000),
   REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
   REIN_MAX_BODY_BYTES: z.coerce

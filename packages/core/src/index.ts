@@ -34,7 +34,8 @@ export { retryOnStale } from './engine/run-transitions.js';
 export type { GuardLimits, Transition } from './engine/step-policy.js';
 export { createStepProcessor, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
 export { createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
-export { toolMessageContent, truncateObservation } from './engine/tool-observation.js';
+export { escapeMarkup, toolMessageContent, truncateObservation } from './engine/tool-observation.js';
+export { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
 export {
   BreakerOpenError,
   BulkheadFullError,

@@ -151,6 +151,7 @@ export async function createRuntime(
     emit: (tenantId, type, key, data) => dispatcher.emit(tenantId, type, key, data),
     toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
     approvalTtlMs: config.APPROVAL_TTL_MS,
+    maxResultBytes: config.REIN_MAX_TOOL_RESULT_BYTES,
     breakers,
   });
   return {

@@ -2,8 +2,10 @@ import { HANDOFF_ANSWER } from '@rein/example-order-assistant';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../src/engine/tool-result-cap.js';
 import { ToolError } from '../src/errors.js';
 import type { ModelGateway } from '../src/model/model-gateway.js';
+import { idempotencyKey } from '../src/store/effect-ledger.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { defineTool } from '../src/tools/tool.js';
 import { harnessPerTest } from './harness.js';
@@ -47,6 +49,33 @@ describe('step engine', () => {
     const [call] = (await t.store.steps(id))[0]?.toolCalls ?? [];
     expect(call?.outcome).toBe('error');
     expect(JSON.parse(call?.observation ?? '{}')).toEqual({ error: 'busy', message: 'try again in a moment', retryable: true });
+  });
+
+  it('caps a huge tool result before the ledger, the trace and the model see it, saying so', async () => {
+    const huge = 'é'.repeat(3_000_000); // 6 MB of UTF-8
+    const dump = defineTool({
+      name: 'dump',
+      description: 'Writes and returns a lot.',
+      kind: 'write',
+      honoursIdempotencyKey: true,
+      parameters: z.object({}),
+      execute: () => huge,
+    });
+    const model = createFakeModel([{ toolCalls: [toolCall('d', 'dump', {})] }, { content: 'done' }]);
+    const t = use(model, { extraTools: [dump] });
+    const id = await t.submit('hello');
+    await t.drain(1);
+    const journaled = await t.ledger.get(id, idempotencyKey(id, 0, 'd')); // the terminal commit drops the ledger
+    await t.drain();
+    const [call] = (await t.store.steps(id))[0]?.toolCalls ?? [];
+    const marker = `[tool result truncated: ${Buffer.byteLength(huge)} bytes, the first`;
+    expect(Buffer.byteLength(call?.observation ?? '')).toBeLessThanOrEqual(DEFAULT_MAX_TOOL_RESULT_BYTES);
+    expect(call?.observation).toContain(marker);
+    expect(call?.observation.startsWith('éé')).toBe(true);
+    expect(journaled).toMatchObject({ state: 'done', observation: call?.observation });
+    // The model sees at most the capped result (here as the agent's context policy summarises it).
+    const seen = model.requests[1]?.messages.find((m) => m.role === 'tool');
+    expect((seen?.content ?? '').length).toBeLessThan(4000);
   });
 
   it('keeps a decision snapshot of exactly what was sent and what came back', async () => {

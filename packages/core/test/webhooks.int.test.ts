@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import pino from 'pino';
@@ -6,16 +6,33 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ForbiddenError } from '../src/errors.js';
 import { createMetrics } from '../src/metrics.js';
 import type { Principal } from '../src/schemas/identity.js';
+import { createWebhookBodySchema } from '../src/schemas/webhook.js';
 import { startTestRedis, type TestRedis } from '../src/testing/redis-server.js';
 import { verifyWebhook } from '../src/webhooks/verify-webhook.js';
 import { createWebhookDelivery, WebhookDeliveryFailedError } from '../src/webhooks/webhook-delivery.js';
 import { type DeliveryJob, deliveryJobSchema, WebhookDispatcher } from '../src/webhooks/webhook-dispatcher.js';
-import { createWebhookService } from '../src/webhooks/webhook-service.js';
+import { createWebhookService, MAX_WEBHOOKS_PER_TENANT } from '../src/webhooks/webhook-service.js';
 import { WebhookStore } from '../src/webhooks/webhook-store.js';
 
 const ADMIN: Principal = { tenantId: 'acme', userId: 'root', roles: ['admin'] };
 const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user', 'approver'] };
 const OTHER_ADMIN: Principal = { tenantId: 'globex', userId: 'root', roles: ['admin'] };
+
+/** IPv6 forms of private IPv4 addresses, and documentation and reserved ranges, as URL hosts. */
+const DISGUISED_HOSTS = [
+  '[64:ff9b::a9fe:a9fe]',
+  '[64:ff9b::7f00:1]',
+  '[2002:7f00:1::1]',
+  '[2002:a9fe:a9fe::1]',
+  '[::127.0.0.1]',
+  '[::ffff:0:7f00:1]',
+  '192.0.2.10',
+  '198.51.100.10',
+  '203.0.113.10',
+  '[2001:db8::1]',
+  '[fec0::1]',
+  '[100::1]',
+];
 
 /** A receiving endpoint: answers with the next status of `statuses` (then 200) and keeps what it got. */
 function receiver(statuses: number[] = []) {
@@ -92,6 +109,49 @@ describe('webhooks', () => {
       });
       await expect(service(true).create(ADMIN, { url, events: ['run.finished'] })).resolves.toMatchObject({ url });
     });
+
+    it.each(DISGUISED_HOSTS)('refuses http://%s/ at creation', async (host) => {
+      await expect(service(false).create(ADMIN, { url: `http://${host}/x`, events: ['run.finished'] })).rejects.toMatchObject({
+        status: 400,
+        code: 'webhook_url_refused',
+      });
+    });
+
+    it('refuses a name without saying what it resolves to (no DNS oracle)', async () => {
+      const err = await service(false)
+        .create(ADMIN, { url: 'http://localhost:9/x', events: ['run.finished'] })
+        .catch((e: Error) => e);
+      expect(err).toMatchObject({ code: 'webhook_url_refused' });
+      expect((err as Error).message).not.toMatch(/127\.0\.0\.1|::1/);
+    });
+
+    it('refuses credentials in the URL, and lists query values redacted', async () => {
+      const parsed = createWebhookBodySchema.safeParse({ url: 'http://user:secret@hooks.example.com/x', events: ['run.finished'] });
+      expect(parsed.success).toBe(false);
+      expect(createWebhookBodySchema.safeParse({ url: 'http://user@hooks.example.com/x', events: ['run.finished'] }).success).toBe(false);
+      const s = service(true);
+      const created = await s.create(ADMIN, { url: 'http://127.0.0.1:1/x?token=s3cret&token=two&plain', events: ['run.finished'] });
+      expect(created.url).toBe('http://127.0.0.1:1/x?token=redacted&token=redacted&plain=redacted');
+      // One stored before userinfo was refused: listed without it, still delivered to as stored.
+      await hooks.put({ ...(await hooks.get('acme', created.id))!, id: 'wh_old', url: 'http://user:pw@127.0.0.1:1/y?k=v' });
+      const listed = await s.list(ADMIN);
+      expect(listed.map((h) => h.url).sort()).toEqual([
+        'http://127.0.0.1:1/x?token=redacted&token=redacted&plain=redacted',
+        'http://redacted@127.0.0.1:1/y?k=redacted',
+      ]);
+      expect(JSON.stringify(listed)).not.toMatch(/s3cret|pw|two/);
+      expect((await hooks.get('acme', created.id))?.url).toBe('http://127.0.0.1:1/x?token=s3cret&token=two&plain');
+    });
+
+    it(`stores at most ${MAX_WEBHOOKS_PER_TENANT} webhooks of 60 created at once`, async () => {
+      const s = service(true);
+      const results = await Promise.allSettled(
+        Array.from({ length: 60 }, (_, i) => s.create(ADMIN, { url: `http://127.0.0.1:1/${i}`, events: ['run.finished'] })),
+      );
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(MAX_WEBHOOKS_PER_TENANT);
+      for (const r of results.filter((r) => r.status === 'rejected')) expect(r.reason).toMatchObject({ code: 'too_many_webhooks' });
+      expect(await s.list(ADMIN)).toHaveLength(MAX_WEBHOOKS_PER_TENANT);
+    });
   });
 
   describe('delivery', () => {
@@ -150,10 +210,48 @@ describe('webhooks', () => {
       const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`;
       const hook = await createWebhookService({ store: hooks, allowPrivate: true }).create(ADMIN, { url, events: ['run.finished'] });
       const deliver = createWebhookDelivery({ hooks, metrics: createMetrics('test'), logger, timeoutMs: 200, allowPrivate: true });
-      await expect(deliver(job(hook.id), 1, false)).rejects.toThrow(/no complete response within 200 ms/);
+      await expect(deliver(job(hook.id), 1, false)).rejects.toThrow(/no response within 200 ms/);
       expect((await hooks.attempts('acme', hook.id))[0]).toMatchObject({ outcome: 'failed', error: expect.stringMatching(/200 ms/) });
       silent.closeAllConnections();
       silent.close();
+    });
+
+    it.each([
+      ['a body that never ends', (res: ServerResponse) => res.writeHead(200).write('still sending…')],
+      ['a large body', (res: ServerResponse) => res.writeHead(200).end('x'.repeat(8 * 1024 * 1024))],
+    ])('counts a 2xx status line as delivered whatever follows: %s', async (_what, answer) => {
+      let requests = 0;
+      const server = createServer((req, res) => {
+        requests++;
+        req.resume();
+        req.on('end', () => answer(res));
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      const hook = await createWebhookService({ store: hooks, allowPrivate: true }).create(ADMIN, { url, events: ['run.finished'] });
+      const deliver = createWebhookDelivery({ hooks, metrics: createMetrics('test'), logger, timeoutMs: 300, allowPrivate: true });
+      await expect(deliver(job(hook.id), 1, false)).resolves.toBe('delivered');
+      expect(requests).toBe(1);
+      expect((await hooks.attempts('acme', hook.id)).map((a) => a.outcome)).toEqual(['delivered']);
+      server.closeAllConnections();
+      server.close();
+    });
+
+    it.each(DISGUISED_HOSTS)('refuses http://%s/ at delivery, without calling it', async (host) => {
+      await hooks.put({
+        schemaVersion: 1,
+        id: 'wh_disguised',
+        tenantId: 'acme',
+        url: `http://${host}:9/hook`,
+        events: ['run.finished'],
+        secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+        createdBy: 'root',
+        createdAt: new Date().toISOString(),
+      });
+      const deliver = createWebhookDelivery({ hooks, metrics: createMetrics('test'), logger, timeoutMs: 2000, allowPrivate: false });
+      await expect(deliver(job('wh_disguised'), 1, false)).resolves.toBe('refused');
+      const [attempt] = await hooks.attempts('acme', 'wh_disguised');
+      expect(attempt).toMatchObject({ outcome: 'refused' });
     });
 
     it('logs the last failed attempt as gave_up', async () => {

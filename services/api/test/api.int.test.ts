@@ -181,6 +181,9 @@ describe('queue board (Bull Board)', () => {
     const job = queue.jobs.find((j: { data: { runId: string } }) => j.data.runId === id);
     expect(job.data).toEqual({ runId: id, step: 0 });
     expect(res.body).not.toContain('13812345678');
+    await rt.webhookStore.put({ ...(await rt.webhookStore.get('acme', 'wh_board'))!, url: 'https://hooks.example.com/rein?token=s3cret' });
+    const listed = await app.inject({ method: 'GET', url: '/v1/webhooks', headers: as(ADMIN) });
+    expect(listed.json().webhooks.map((w: { url: string }) => w.url)).toEqual(['https://hooks.example.com/rein?token=redacted']);
     const retry = await app.inject({
       method: 'PUT',
       url: `/admin/queues/api/queues/rein-steps/${id}-0/retry/failed`,
@@ -218,6 +221,14 @@ describe('webhooks, sessions and listing routes', () => {
     });
     expect(refused.json()).toMatchObject({ error: { code: 'webhook_url_refused' } });
     expect(refused.statusCode).toBe(400);
+    const credentials = await app.inject({
+      method: 'POST',
+      url: '/v1/webhooks',
+      headers: as(ADMIN),
+      payload: { ...body, url: 'https://user:secret@hooks.example.com/rein' },
+    });
+    expect(credentials.statusCode).toBe(400);
+    expect(credentials.json()).toMatchObject({ error: { code: 'invalid_request' } });
 
     // Stored directly (as if its host resolved publicly): what a delivery job looks like on the board.
     await rt.webhookStore.put({
@@ -241,6 +252,9 @@ describe('webhooks, sessions and listing routes', () => {
       { tenantId: 'acme', webhookId: 'wh_board', messageId: expect.stringMatching(/^msg_/), type: 'run.finished' },
     ]);
     expect(res.body).not.toContain('13812345678');
+    await rt.webhookStore.put({ ...(await rt.webhookStore.get('acme', 'wh_board'))!, url: 'https://hooks.example.com/rein?token=s3cret' });
+    const listed = await app.inject({ method: 'GET', url: '/v1/webhooks', headers: as(ADMIN) });
+    expect(listed.json().webhooks.map((w: { url: string }) => w.url)).toEqual(['https://hooks.example.com/rein?token=redacted']);
     expect((await app.inject({ method: 'DELETE', url: '/v1/webhooks/wh_board', headers: as(ADMIN) })).statusCode).toBe(204);
     expect((await app.inject({ method: 'DELETE', url: '/v1/webhooks/wh_board', headers: as(ADMIN) })).statusCode).toBe(404);
   });

@@ -63,6 +63,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     logger,
     toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
     approvalTtlMs: config.APPROVAL_TTL_MS,
+    maxResultBytes: config.REIN_MAX_TOOL_RESULT_BYTES,
     captureContent: rt.tracing.capture,
     protection: {
       breakers: rt.breakers,

@@ -18,6 +18,7 @@ import { hashArguments } from '../tools/argument-hash.js';
 import { type Tool, toolDependency } from '../tools/tool.js';
 import { runEvent } from './run-event.js';
 import { retryOnStale } from './run-transitions.js';
+import { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './tool-result-cap.js';
 
 /** The ledger key of an undo: its own, beside the write's `run:step:toolCallId` (I4). */
 export const compensationKey = (runId: string, step: number, toolCallId: string) => `${runId}:comp:${step}:${toolCallId}`;
@@ -35,6 +36,8 @@ export interface CompensatorDeps {
   emit: (tenantId: string, type: WebhookEventType, key: string, data: Record<string, unknown>) => Promise<void>;
   toolTimeoutMs: number;
   approvalTtlMs: number;
+  /** REIN_MAX_TOOL_RESULT_BYTES: an undo's result is cut like any tool result. */
+  maxResultBytes?: number;
   /** The tools' breakers (workers); omitted, undo calls run unguarded (engine tests). */
   breakers?: CircuitBreakers;
   now?: () => number;
@@ -186,7 +189,8 @@ export function createCompensator(deps: CompensatorDeps) {
     try {
       const dependency = toolDependency(undoTool);
       const value = deps.breakers ? await deps.breakers.call(dependency, invoke) : await invoke();
-      const observation = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+      const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+      const observation = capToolResult(text, deps.maxResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES);
       await deps.ledger.recordResult(run.id, key, s.undoTool, true, observation);
       return { status: 'done', observation };
     } catch (err) {

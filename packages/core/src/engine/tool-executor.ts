@@ -15,6 +15,7 @@ import { agentTool, parseToolArguments, type Tool, type ToolContext, toolDepende
 import { type CaptureContent, toolSpan } from '../tracing/genai.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
+import { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './tool-result-cap.js';
 
 /** Fleet breaker states the caller read already, by dependency (the step reads them with its journal write). */
 export type BreakerStates = ReadonlyMap<string, FleetBreakerState>;
@@ -32,6 +33,8 @@ export interface ToolExecutorDeps {
   logger: Logger;
   toolTimeoutMs: number;
   approvalTtlMs: number;
+  /** REIN_MAX_TOOL_RESULT_BYTES: a longer result is cut before it is journaled, traced or shown. */
+  maxResultBytes?: number;
   /** Breaker and bulkhead per dependency (the workers); omitted, tools run unguarded (engine tests). */
   protection?: { breakers: CircuitBreakers; bulkhead: (dependency: string) => Bulkhead };
   /** Tool arguments and results on the execute_tool spans (operator opt-in); absent, they are never exported. */
@@ -128,6 +131,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       const { code, retryable } = err as { code?: string; retryable?: boolean };
       observation = JSON.stringify({ error: code ?? 'tool_failed', message: (err as Error).message, retryable: retryable ?? false });
     }
+    observation = capToolResult(observation, deps.maxResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES);
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.toolDuration.observe({ tool: tool.name }, durationMs / 1000);
     if (journaled) await deps.ledger.recordResult(ctx.runId, ctx.idempotencyKey, tool.name, ok, observation);

@@ -9,10 +9,18 @@ export function truncateObservation(text: string, max: number): string {
 }
 
 /**
+ * Every `<` of a tool result (and its full-width and small forms) as `&lt;`: no text
+ * inside the envelope can open or close a tag, so it can forge neither another
+ * `<tool_result>` nor a `<system>` block. Plain comparisons stay readable (`a &lt; b`).
+ */
+export function escapeMarkup(text: string): string {
+  return text.replace(/[<\uFE64\uFF1C]/g, '&lt;');
+}
+
+/**
  * How a tool result reaches the model: delimited as data, so text inside it cannot pass
  * for instructions. The system prompt says to treat the content as data only.
  */
 export function toolMessageContent(name: string, observation: string, max: number): string {
-  const body = truncateObservation(observation, max).replaceAll('</tool_result>', '<\\/tool_result>');
-  return `<tool_result name="${name}">\n${body}\n</tool_result>`;
+  return `<tool_result name="${name}">\n${truncateObservation(escapeMarkup(observation), max)}\n</tool_result>`;
 }

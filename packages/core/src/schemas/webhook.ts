@@ -17,7 +17,11 @@ export const createWebhookBodySchema = z
       .string()
       .max(2000)
       .url()
-      .refine((u) => /^https?:$/.test(new URL(u).protocol), 'only http and https URLs'),
+      .refine((u) => /^https?:$/.test(new URL(u).protocol), 'only http and https URLs')
+      .refine((u) => {
+        const { username, password } = new URL(u);
+        return !username && !password;
+      }, 'no credentials in the URL: the signature (or a secret path) authenticates deliveries'),
     events: z.array(webhookEventTypeSchema).min(1).max(webhookEventTypeSchema.options.length),
   })
   .strict();

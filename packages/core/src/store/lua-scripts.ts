@@ -34,6 +34,12 @@ export enum LeaseResult {
   Full = 0,
 }
 
+/** Return codes of add-webhook-1.lua. */
+export enum AddWebhookResult {
+  Added = 1,
+  AtLimit = 0,
+}
+
 const load = (file: string) => readFileSync(new URL(`../lua/${file}`, import.meta.url), 'utf8');
 
 const scripts = {
@@ -44,6 +50,7 @@ const scripts = {
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
   releaseSession: { file: 'release-session-1.lua', keys: 1 },
   chargeUsage: { file: 'charge-usage-3.lua', keys: 3 },
+  addWebhook: { file: 'add-webhook-1.lua', keys: 1 },
 } as const;
 
 export interface ReinScripts {
@@ -54,6 +61,7 @@ export interface ReinScripts {
   settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
   releaseSession(active: string, runId: string): Promise<number>;
   chargeUsage(usage: string, charged: string, chargedBefore: string, ...argv: string[]): Promise<number>;
+  addWebhook(webhooks: string, id: string, json: string, max: string): Promise<number>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */

@@ -1,53 +1,72 @@
 import { lookup as dnsLookup } from 'node:dns';
 import { lookup as dnsLookupAll } from 'node:dns/promises';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { InvalidRequestError } from '../errors.js';
 
-/** Loopback, private, link-local (cloud metadata lives there), shared, multicast and reserved ranges. */
-const refused = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 3],
-] as const)
-  refused.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 127],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const)
-  refused.addSubnet(net, prefix, 'ipv6');
+type IPv4 = ipaddr.IPv4;
+type IPv6 = ipaddr.IPv6;
 
-/** `::ffff:7f00:1` or `::ffff:127.0.0.1` → `127.0.0.1`: an IPv4 address in IPv6 clothing is judged as IPv4. */
-function unmapped(address: string): string {
-  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
-  if (dotted) return dotted;
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (!hex) return address;
-  const [hi, lo] = [Number.parseInt(hex[1] as string, 16), Number.parseInt(hex[2] as string, 16)];
-  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+/** The IPv6 global unicast allocation (RFC 4291 §2.4); everything outside it is refused. */
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3');
+/** The NAT64 well-known prefix (RFC 6052): the IPv4 address is the last 32 bits. */
+const NAT64_WELL_KNOWN = ipaddr.IPv6.parseCIDR('64:ff9b::/96');
+
+const v4 = (hi: number, lo: number): IPv4 => new ipaddr.IPv4([hi >> 8, hi & 255, lo >> 8, lo & 255]);
+
+/**
+ * The IPv4 address an IPv6 address carries and that a network would route to:
+ * IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated `::ffff:0:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`,
+ * 6to4 `2002:aabb:ccdd::` and IPv4-compatible `::a.b.c.d`. `null`: it embeds one Rein cannot
+ * read safely (other NAT64 prefixes, Teredo), so it is refused; `undefined`: it embeds none.
+ */
+function embeddedIPv4(ip: IPv6): IPv4 | null | undefined {
+  const p = ip.parts as [number, number, number, number, number, number, number, number];
+  switch (ip.range()) {
+    case 'ipv4Mapped':
+    case 'rfc6145':
+      return v4(p[6], p[7]);
+    case 'rfc6052':
+      return ip.match(NAT64_WELL_KNOWN) ? v4(p[6], p[7]) : null;
+    case '6to4':
+      return v4(p[1], p[2]);
+    case 'teredo':
+      return null;
+  }
+  if (p.slice(0, 6).every((x) => x === 0)) return v4(p[6], p[7]); // IPv4-compatible (deprecated) and ::, ::1
+  return undefined;
 }
 
-/** Whether a webhook may not reach this IP address. */
-export function isRefusedAddress(address: string): boolean {
-  const ip = unmapped(address.replace(/^\[|\]$/g, ''));
-  const family = isIP(ip);
-  if (family === 0) return true;
-  return refused.check(ip, family === 4 ? 'ipv4' : 'ipv6');
+/**
+ * Whether a webhook may call this address: an allow-list, not a deny-list. IPv4 must be
+ * plain unicast (none of the library's special ranges: private, loopback, link-local,
+ * carrier-grade NAT, documentation, benchmarking, reserved, ...); IPv6 must be global
+ * unicast outside every special range, and an IPv6 address carrying an IPv4 one is judged
+ * by the IPv4 address inside.
+ */
+function isPublicAddress(address: string): boolean {
+  const literal = address.replace(/^\[|\]$/g, '');
+  const family = isIP(literal); // strict forms only (ipaddr.js would also read octal and hex IPv4)
+  if (family === 0) return false;
+  const ip = ipaddr.parse(literal);
+  if (ip.kind() === 'ipv4') return ip.range() === 'unicast';
+  const v6 = ip as IPv6;
+  const inner = embeddedIPv4(v6);
+  if (inner !== undefined) return inner !== null && inner.range() === 'unicast';
+  return v6.range() === 'unicast' && v6.match(GLOBAL_UNICAST_V6);
 }
 
-/** A webhook URL whose host is, or resolves to, a refused address (SSRF). */
+/** Whether a webhook may not reach this IP address (anything that is not a public unicast address). */
+export const isRefusedAddress = (address: string): boolean => !isPublicAddress(address);
+
+/**
+ * A webhook URL whose host is, or resolves to, an address Rein does not call (SSRF). The
+ * message never names the address: the refusal must not tell a caller what an internal
+ * name resolves to.
+ */
 export class WebhookUrlRefusedError extends InvalidRequestError {
-  constructor(host: string, address: string) {
-    super(`webhook host ${host} resolves to ${address}, a loopback, private or link-local address`, 'webhook_url_refused');
+  constructor(host: string) {
+    super(`webhook host ${host} is not a public address (or resolves to one that is not)`, 'webhook_url_refused');
   }
 }
 
@@ -62,8 +81,7 @@ export async function assertPublicUrl(url: string): Promise<void> {
           throw new InvalidRequestError(`webhook host ${host} does not resolve`, 'webhook_url_unresolvable');
         },
       );
-  const bad = addresses.find(isRefusedAddress);
-  if (bad) throw new WebhookUrlRefusedError(host, bad);
+  if (addresses.some(isRefusedAddress)) throw new WebhookUrlRefusedError(host);
 }
 
 /**
@@ -75,8 +93,7 @@ export const publicOnlyLookup: LookupFunction = (hostname, options, callback) =>
   dnsLookup(hostname, options, (err, address, family) => {
     if (err) return callback(err, address, family);
     const list = Array.isArray(address) ? address.map((a: { address: string }) => a.address) : [address];
-    const bad = list.find(isRefusedAddress);
-    if (bad) return callback(new WebhookUrlRefusedError(hostname, bad), address, family);
+    if (list.some(isRefusedAddress)) return callback(new WebhookUrlRefusedError(hostname), address, family);
     callback(null, address, family);
   });
 };

@@ -31,10 +31,10 @@ interface Response {
   status: number;
 }
 
-/** POSTs once; resolves with the status, rejects on a network error, a refused address or the timeout. */
+/** POSTs once; resolves with the status, rejects on a network error, a refused address or the timeout (before the status line). */
 function post(url: URL, body: string, headers: Record<string, string>, deps: WebhookDeliveryDeps): Promise<Response> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (!deps.allowPrivate && isIP(host) && isRefusedAddress(host)) return Promise.reject(new WebhookUrlRefusedError(host, host));
+  if (!deps.allowPrivate && isIP(host) && isRefusedAddress(host)) return Promise.reject(new WebhookUrlRefusedError(host));
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     const req = send(
@@ -46,13 +46,14 @@ function post(url: URL, body: string, headers: Record<string, string>, deps: Web
         ...(deps.allowPrivate ? {} : { lookup: publicOnlyLookup }),
       },
       (res) => {
-        res.resume(); // the body is not ours to read; drain it so the socket closes
-        res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
-        res.on('error', reject);
+        // The status line decides; the body is not ours to read, so a slow or huge one
+        // cannot turn an accepted delivery into a failed one. The socket goes with it.
+        resolve({ status: res.statusCode ?? 0 });
+        res.destroy();
       },
     );
-    // A deadline for the whole exchange, not an idle timeout: a trickling endpoint cannot hold a worker slot.
-    const timer = setTimeout(() => req.destroy(new Error(`no complete response within ${deps.timeoutMs} ms`)), deps.timeoutMs);
+    // A deadline up to the status line, not an idle timeout: a trickling endpoint cannot hold a worker slot.
+    const timer = setTimeout(() => req.destroy(new Error(`no response within ${deps.timeoutMs} ms`)), deps.timeoutMs);
     req.on('close', () => clearTimeout(timer));
     req.on('error', reject);
     req.end(body);

@@ -15,7 +15,21 @@ export interface WebhookServiceDeps {
   now?: () => number;
 }
 
-const view = ({ schemaVersion: _v, tenantId: _t, secret: _s, ...hook }: Webhook): WebhookView => hook;
+/**
+ * A URL as shown back: query values and any credentials replaced, since they may be
+ * secrets (tokens in a query string; userinfo of webhooks registered before it was refused).
+ */
+function redactedUrl(raw: string): string {
+  const url = new URL(raw);
+  if (url.username || url.password) [url.username, url.password] = ['redacted', ''];
+  url.search = new URLSearchParams([...url.searchParams.keys()].map((k): [string, string] => [k, 'redacted'])).toString();
+  return url.toString();
+}
+
+const view = ({ schemaVersion: _v, tenantId: _t, secret: _s, url, ...hook }: Webhook): WebhookView => ({
+  ...hook,
+  url: redactedUrl(url),
+});
 
 /** Register, list and remove a tenant's webhooks, and read their delivery logs: tenant admins only. */
 export function createWebhookService(deps: WebhookServiceDeps) {
@@ -37,8 +51,6 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     async create(principal: Principal, body: CreateWebhookBody) {
       requireAdmin(principal);
       if (!deps.allowPrivate) await assertPublicUrl(body.url);
-      if ((await deps.store.count(principal.tenantId)) >= MAX_WEBHOOKS_PER_TENANT)
-        throw new ConflictError('too_many_webhooks', `a tenant may register at most ${MAX_WEBHOOKS_PER_TENANT} webhooks`);
       const hook: Webhook = {
         schemaVersion: 1,
         id: `wh_${randomUUID().replaceAll('-', '')}`,
@@ -49,7 +61,8 @@ export function createWebhookService(deps: WebhookServiceDeps) {
         createdBy: principal.userId,
         createdAt: new Date(now()).toISOString(),
       };
-      await deps.store.put(hook);
+      if (!(await deps.store.add(hook, MAX_WEBHOOKS_PER_TENANT)))
+        throw new ConflictError('too_many_webhooks', `a tenant may register at most ${MAX_WEBHOOKS_PER_TENANT} webhooks`);
       return createdWebhookSchema.parse({ ...view(hook), secret: hook.secret });
     },
 

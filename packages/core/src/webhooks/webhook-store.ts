@@ -1,6 +1,7 @@
 import { tenantKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
 import { type DeliveryAttempt, deliveryAttemptSchema, type Webhook, webhookSchema } from '../schemas/webhook.js';
+import { AddWebhookResult, withScripts } from '../store/lua-scripts.js';
 
 /** Attempts kept per webhook in its delivery log. */
 export const DELIVERY_LOG_SIZE = 100;
@@ -8,6 +9,13 @@ export const DELIVERY_LOG_SIZE = 100;
 /** A tenant's webhooks (one hash per tenant) and each one's recent delivery attempts. */
 export class WebhookStore {
   constructor(private readonly redis: RedisClient) {}
+
+  /** Stores the webhook unless its tenant already has `max`: checked and written in one step. */
+  async add(hook: Webhook, max: number): Promise<boolean> {
+    const json = JSON.stringify(webhookSchema.parse(hook));
+    const result = await withScripts(this.redis).addWebhook(tenantKeys(hook.tenantId).webhooks, hook.id, json, String(max));
+    return result === AddWebhookResult.Added;
+  }
 
   async put(hook: Webhook): Promise<void> {
     await this.redis.hset(tenantKeys(hook.tenantId).webhooks, hook.id, JSON.stringify(webhookSchema.parse(hook)));
@@ -22,10 +30,6 @@ export class WebhookStore {
   async all(tenantId: string): Promise<Webhook[]> {
     const raw = await this.redis.hvals(tenantKeys(tenantId).webhooks);
     return raw.map((r) => webhookSchema.parse(JSON.parse(r))).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-  }
-
-  async count(tenantId: string): Promise<number> {
-    return this.redis.hlen(tenantKeys(tenantId).webhooks);
   }
 
   /** Removes the webhook and its log; returns whether it existed. */

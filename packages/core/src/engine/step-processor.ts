@@ -19,6 +19,7 @@ import type { DecisionJournal } from '../store/decision-journal.js';
 import { eventCommand, type RunStore } from '../store/run-store.js';
 import { agentTool, type Tool, toolDependency, toolSpec } from '../tools/tool.js';
 import { createTransitionApplier } from './apply-transition.js';
+import { distinctCallIds } from './call-identity.js';
 import { compactHistory, READ_RESULT_TOOL } from './context-policy.js';
 import { createDeltaPublisher } from './delta-publisher.js';
 import { type EarlierCall, guardFromHistory } from './loop-guard.js';
@@ -328,12 +329,14 @@ export function createStepProcessor(deps: StepProcessorDeps) {
   async function act(
     run: RunRecord,
     profile: AgentProfile,
-    decision: Decision,
+    journaled: Decision,
     approvals: Approval[],
     log: Logger,
     started: number,
     breakerStates?: BreakerStates,
   ): Promise<StepOutcome> {
+    // Every call of the step has an id of its own before anything runs (the ledger key, the approval, the result message).
+    const decision = { ...journaled, toolCalls: distinctCallIds(journaled.toolCalls) };
     // A run's first step has no earlier steps; runs committed before the guard was kept on them rebuild it once from theirs.
     const guard = run.guard ?? guardFromHistory(run.step === 0 ? [] : (await deps.store.steps(run.id)).filter((s) => s.index < run.step));
     const facts = (): StepFacts => ({

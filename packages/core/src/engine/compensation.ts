@@ -15,7 +15,7 @@ import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { EffectLedger } from '../store/effect-ledger.js';
 import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
-import { type Tool, toolDependency } from '../tools/tool.js';
+import { resultText, type Tool, thrownMessage, toolDependency } from '../tools/tool.js';
 import { runEvent } from './run-event.js';
 import { retryOnStale } from './run-transitions.js';
 
@@ -186,19 +186,18 @@ export function createCompensator(deps: CompensatorDeps) {
     try {
       const dependency = toolDependency(undoTool);
       const value = deps.breakers ? await deps.breakers.call(dependency, invoke) : await invoke();
-      const observation = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+      const observation = resultText(undoTool, value);
       await deps.ledger.recordResult(run.id, key, s.undoTool, true, observation);
       return { status: 'done', observation };
     } catch (err) {
-      const retryable =
-        err instanceof BreakerOpenError || err instanceof BulkheadFullError || (err as { retryable?: boolean }).retryable === true;
+      const { code, retryable: toolSays } = (err ?? {}) as { code?: unknown; retryable?: unknown };
+      const retryable = err instanceof BreakerOpenError || err instanceof BulkheadFullError || toolSays === true;
       if (retryable && !lastAttempt) {
         // It did not run, or its tool says running it again is safe: withdraw the intent and let BullMQ retry.
         await deps.ledger.clearIntent(run.id, key);
         throw err;
       }
-      const { code } = err as { code?: string };
-      const observation = JSON.stringify({ error: code ?? 'tool_failed', message: (err as Error).message });
+      const observation = JSON.stringify({ error: typeof code === 'string' ? code : 'tool_failed', message: thrownMessage(err) });
       await deps.ledger.recordResult(run.id, key, s.undoTool, false, observation);
       return { status: 'failed', observation };
     }

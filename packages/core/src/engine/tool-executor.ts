@@ -11,7 +11,16 @@ import type { ModelToolCall } from '../schemas/message.js';
 import type { RunRecord, ToolCallRecord } from '../schemas/run.js';
 import { type EffectLedger, idempotencyKey } from '../store/effect-ledger.js';
 import { hashArguments } from '../tools/argument-hash.js';
-import { agentTool, parseToolArguments, type Tool, type ToolContext, toolDependency } from '../tools/tool.js';
+import {
+  agentTool,
+  parseToolArguments,
+  requirementOf,
+  resultText,
+  type Tool,
+  type ToolContext,
+  thrownMessage,
+  toolDependency,
+} from '../tools/tool.js';
 import { type CaptureContent, toolSpan } from '../tracing/genai.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
@@ -39,7 +48,15 @@ export interface ToolExecutorDeps {
   now?: () => number;
 }
 
-const stringify = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
+/** A failed call as the model sees it: the stable code and whether trying again can help (ToolError's `retryable`). */
+export function errorObservation(err: unknown): string {
+  const { code, retryable } = (typeof err === 'object' && err !== null ? err : {}) as { code?: unknown; retryable?: unknown };
+  return JSON.stringify({
+    error: typeof code === 'string' ? code : 'tool_failed',
+    message: thrownMessage(err),
+    retryable: retryable === true,
+  });
+}
 
 /**
  * Turns one model-requested tool call into an observation. Everything the model got
@@ -117,16 +134,15 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       const known = breakerStates?.get(dependency);
       const state = known && Promise.resolve(known);
       const result = p ? await p.bulkhead(dependency).run(() => p.breakers.call(dependency, invoke, state)) : await invoke();
-      observation = stringify(result ?? null);
+      // Outside the breaker: a result with no JSON form is the app's bug, not its dependency's failure.
+      observation = resultText(tool, result);
     } catch (err) {
       if (err instanceof BreakerOpenError || err instanceof BulkheadFullError) {
         if (journaled) await deps.ledger.clearIntent(ctx.runId, ctx.idempotencyKey); // it never ran
         throw err;
       }
       ok = false;
-      // The model sees the stable code and whether trying again can help (ToolError's `retryable`).
-      const { code, retryable } = err as { code?: string; retryable?: boolean };
-      observation = JSON.stringify({ error: code ?? 'tool_failed', message: (err as Error).message, retryable: retryable ?? false });
+      observation = errorObservation(err);
     }
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.toolDuration.observe({ tool: tool.name }, durationMs / 1000);
@@ -177,7 +193,14 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       );
     }
 
-    const requirement = tool.approval(parsed.args, ctx);
+    let requirement: ReturnType<typeof requirementOf>;
+    try {
+      requirement = requirementOf(tool, parsed.args, ctx);
+    } catch (err) {
+      // Fails closed: a call whose policy cannot say what it needs does not run.
+      deps.logger.warn({ tool: tool.name, err: thrownMessage(err) }, 'approval policy failed');
+      return record(call, parsed.args, 'error', errorObservation(err));
+    }
     const planned = planStep === undefined ? {} : { planStep };
     if (!requirement) return runTool(tool, call, parsed.args, ctx, planned, breakerStates);
     // A call carrying out a step of the approved plan runs on the plan's approval (same tool, same arguments by hash).

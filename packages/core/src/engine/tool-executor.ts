@@ -24,6 +24,7 @@ import {
 import { type CaptureContent, toolSpan } from '../tracing/genai.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
+import { planCoverProblem } from './plan.js';
 
 /** Fleet breaker states the caller read already, by dependency (the step reads them with its journal write). */
 export type BreakerStates = ReadonlyMap<string, FleetBreakerState>;
@@ -203,9 +204,12 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     }
     const planned = planStep === undefined ? {} : { planStep };
     if (!requirement) return runTool(tool, call, parsed.args, ctx, planned, breakerStates);
-    // A call carrying out a step of the approved plan runs on the plan's approval (same tool, same arguments by hash).
+    // A call carrying out a step of the approved plan runs on the plan's approval (same tool, same arguments by hash),
+    // while that approval still binds it; else it is asked for on its own, as if off the plan.
     if (planStep !== undefined && run.plan?.status === 'approved' && run.plan.approvalId) {
-      return runTool(tool, call, parsed.args, ctx, { ...planned, approvalId: run.plan.approvalId }, breakerStates);
+      const problem = planCoverProblem(run.plan, planStep, tool, requirement);
+      if (!problem) return runTool(tool, call, parsed.args, ctx, { ...planned, approvalId: run.plan.approvalId }, breakerStates);
+      deps.logger.warn({ tool: tool.name, approvalId: run.plan.approvalId, planStep, problem }, 'plan approval binding refused');
     }
 
     const id = approvalId(run.id, step, index);

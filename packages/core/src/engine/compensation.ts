@@ -148,7 +148,7 @@ export function createCompensator(deps: CompensatorDeps) {
     const undoTool = deps.tools.get(s.undoTool);
     if (!tool || !undoTool) return { status: 'failed', observation: `tool ${s.undoTool} is not available in this app` };
     const key = compensationKey(run.id, s.step, s.toolCallId);
-    const prior = await deps.ledger.recordIntent(run.id, key, s.undoTool);
+    const prior = await deps.ledger.recordIntent(run.id, key, s.undoTool, 'undo');
     if (prior?.state === 'done') return { status: prior.ok ? 'done' : 'failed', observation: prior.observation, replayed: true };
     if (prior?.state === 'intent' && !undoTool.honoursIdempotencyKey) {
       deps.metrics.effectsUncertain.inc({ tool: s.undoTool });
@@ -187,7 +187,7 @@ export function createCompensator(deps: CompensatorDeps) {
       const dependency = toolDependency(undoTool);
       const value = deps.breakers ? await deps.breakers.call(dependency, invoke) : await invoke();
       const observation = resultText(undoTool, value);
-      await deps.ledger.recordResult(run.id, key, s.undoTool, true, observation);
+      await deps.ledger.recordResult(run.id, key, s.undoTool, true, observation, 'undo');
       return { status: 'done', observation };
     } catch (err) {
       const { code, retryable: toolSays } = (err ?? {}) as { code?: unknown; retryable?: unknown };
@@ -198,7 +198,7 @@ export function createCompensator(deps: CompensatorDeps) {
         throw err;
       }
       const observation = JSON.stringify({ error: typeof code === 'string' ? code : 'tool_failed', message: thrownMessage(err) });
-      await deps.ledger.recordResult(run.id, key, s.undoTool, false, observation);
+      await deps.ledger.recordResult(run.id, key, s.undoTool, false, observation, 'undo');
       return { status: 'failed', observation };
     }
   }

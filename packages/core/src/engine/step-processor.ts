@@ -72,6 +72,9 @@ export type StepOutcome = 'continued' | 'parked' | 'finished' | 'already_committ
 
 const OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished' } as const;
 
+/** Outcomes of a write call whose effect happened or may have happened. */
+const EFFECT_OUTCOMES: readonly ToolCallRecord['outcome'][] = ['ok', 'error', 'uncertain'];
+
 /**
  * One ReAct step per call: read what the step needs (one round trip), decide (journaled),
  * run the tools (ledger, approval gate), and hand the resulting Transition to the
@@ -396,7 +399,18 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       });
     }
     const newApprovals = results.flatMap((r) => (r.newApproval ? [r.newApproval] : []));
-    return applied(run, afterTools(facts(), records, newApprovals), log);
+    const t = afterTools(facts(), records, newApprovals);
+    try {
+      return await applied(run, t, log);
+    } catch (err) {
+      // The run finished (cancelled, past its deadline) while its writes ran: the terminal commit dropped
+      // the ledger, so what they did is recorded in the trace now, where the saga and the people find it.
+      const wrote = records.some((r) => deps.tools.get(r.name)?.kind === 'write' && EFFECT_OUTCOMES.includes(r.outcome));
+      if (err instanceof StaleStepError && wrote && t.change.step && (await deps.store.recordAfterFinish(run.id, t.change.step))) {
+        log.warn({ step: run.step }, "tool calls recorded after the run's finish");
+      }
+      throw err;
+    }
   }
 
   async function process(job: StepJob): Promise<StepOutcome> {

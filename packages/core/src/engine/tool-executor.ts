@@ -97,6 +97,9 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     // One write decides: a recorded result is reused, an intent without one is a crash mid-call.
     // An open breaker throws below, before the tool runs, and the intent is cleared again.
     const prior = journaled ? await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name) : null;
+    // The run finished (e.g. was cancelled) since this step read it: no effect starts any more.
+    if (prior === 'finished')
+      return record(call, args, 'rejected', `Not executed: the run finished before ${tool.name} started.`, 0, extra);
     if (prior?.state === 'done') {
       annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'replayed' });
       return record(call, args, prior.ok ? 'ok' : 'error', prior.observation, 0, extra);
@@ -147,6 +150,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     }
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.toolDuration.observe({ tool: tool.name }, durationMs / 1000);
+    // Refused once the run has finished: the step's stale commit then records the call in the trace (act, step-processor.ts).
     if (journaled) await deps.ledger.recordResult(ctx.runId, ctx.idempotencyKey, tool.name, ok, observation);
     annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'executed' });
     return record(call, args, ok ? 'ok' : 'error', observation, durationMs, extra);

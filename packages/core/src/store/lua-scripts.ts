@@ -8,6 +8,13 @@ export enum CommitResult {
   NoSuchRun = -1,
 }
 
+/** Return codes of record-effect-2.lua (the first element of its reply). */
+export enum EffectWrite {
+  Written = 1,
+  Held = 0,
+  RunFinished = -1,
+}
+
 /** Return codes of create-run-3.lua. */
 export enum CreateResult {
   Created = 1,
@@ -44,6 +51,8 @@ const scripts = {
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
   releaseSession: { file: 'release-session-1.lua', keys: 1 },
   chargeUsage: { file: 'charge-usage-3.lua', keys: 3 },
+  recordEffect: { file: 'record-effect-2.lua', keys: 2 },
+  recordAfterFinish: { file: 'record-after-finish-3.lua', keys: 3 },
 } as const;
 
 export interface ReinScripts {
@@ -54,6 +63,8 @@ export interface ReinScripts {
   settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
   releaseSession(active: string, runId: string): Promise<number>;
   chargeUsage(usage: string, charged: string, chargedBefore: string, ...argv: string[]): Promise<number>;
+  recordEffect(run: string, effects: string, ...argv: string[]): Promise<[EffectWrite, string?]>;
+  recordAfterFinish(run: string, steps: string, events: string, ...argv: string[]): Promise<number>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */

@@ -251,6 +251,36 @@ export class RunStore {
   }
 
   /**
+   * Records a step whose calls ran (or may have) while the run was being finished — its
+   * worker's commit was stale, the terminal commit came first — so that its effects are in
+   * the trace and its saga: the finish hook runs again to see them (compensation). Nothing
+   * happens if the run is live (another attempt committed the step) or the step has a
+   * record. Returns whether it recorded.
+   */
+  async recordAfterFinish(runId: string, step: StepRecord): Promise<boolean> {
+    const k = runKeys(runId);
+    const event: RunEvent = {
+      type: 'step.finished',
+      runId,
+      step: step.index,
+      at: step.finishedAt,
+      data: { afterFinish: true, toolCalls: step.toolCalls.length },
+    };
+    const recorded = await this.redis.recordAfterFinish(
+      k.run,
+      k.steps,
+      k.events,
+      String(step.index),
+      JSON.stringify(stepRecordSchema.parse(step)),
+      storedEvent(runEventSchema.parse(event)),
+    );
+    if (recorded !== 1) return false;
+    const run = await this.get(runId);
+    if (run) await this.onFinished?.(run);
+    return true;
+  }
+
+  /**
    * The reaper's repair of a finished run still in the active index: the process that
    * finished it died between the commit and the indexes. Runs the finish hook again
    * (webhook, compensation: each idempotent) and the index writes, dropping the run from

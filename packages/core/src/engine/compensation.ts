@@ -7,7 +7,7 @@ import type { Metrics } from '../metrics.js';
 import type { CompensateJob, Enqueue } from '../queue/job-catalog.js';
 import type { CircuitBreakers } from '../resilience/circuit-breakers.js';
 import type { Approval } from '../schemas/approval.js';
-import type { Compensation, CompensationStep } from '../schemas/compensation.js';
+import type { Compensation, CompensationStatus, CompensationStep } from '../schemas/compensation.js';
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { WebhookEventType } from '../schemas/webhook.js';
@@ -19,8 +19,9 @@ import { resultText, type Tool, thrownMessage, toolDependency } from '../tools/t
 import { runEvent } from './run-event.js';
 import { retryOnStale } from './run-transitions.js';
 
-/** The ledger key of an undo: its own, beside the write's `run:step:toolCallId` (I4). */
-export const compensationKey = (runId: string, step: number, toolCallId: string) => `${runId}:comp:${step}:${toolCallId}`;
+/** The ledger key of an undo: its own, beside the write's `run:step:toolCallId` (I4); each retry of a failed undo has its own too. */
+export const compensationKey = (runId: string, step: number, toolCallId: string, retry?: number) =>
+  `${runId}:comp:${step}:${toolCallId}${retry ? `:retry-${retry}` : ''}`;
 
 export interface CompensatorDeps {
   store: RunStore;
@@ -81,13 +82,25 @@ export function createCompensator(deps: CompensatorDeps) {
     return writes.reverse();
   }
 
+  /**
+   * The steps of a failed saga, to run again from the undo that failed (or whose outcome is
+   * unknown: the approver asking again has checked it) on; each such undo gets a new retry
+   * number, so it runs once more under a ledger key of its own, and exactly once.
+   */
+  const retried = (steps: readonly CompensationStep[]): CompensationStep[] =>
+    steps.map((s) => {
+      if (s.status !== 'failed' && s.status !== 'uncertain') return s;
+      const { observation: _observation, at: _at, ...undo } = s;
+      return { ...undo, status: 'pending', retry: (s.retry ?? 0) + 1 };
+    });
+
   async function save(run: RunRecord, c: Compensation, event: Parameters<typeof runEvent>[0], data: Record<string, unknown>) {
     await deps.store.saveCompensation(c, run.id);
     await deps.store.appendEvent(runEvent(event, run.id, undefined, { round: c.round, status: c.status, ...data }));
   }
 
-  async function start(run: RunRecord, c: Compensation): Promise<boolean> {
-    if (!(await deps.store.saveCompensation(c, run.id, true))) return false;
+  async function start(run: RunRecord, c: Compensation, replacing?: readonly CompensationStatus[]): Promise<boolean> {
+    if (!(await deps.store.saveCompensation(c, run.id, true, replacing))) return false;
     await deps.store.appendEvent(
       runEvent('compensation.started', run.id, undefined, { round: c.round, status: c.status, trigger: c.trigger, steps: c.steps.length }),
     );
@@ -147,7 +160,7 @@ export function createCompensator(deps: CompensatorDeps) {
     const tool = deps.tools.get(s.tool);
     const undoTool = deps.tools.get(s.undoTool);
     if (!tool || !undoTool) return { status: 'failed', observation: `tool ${s.undoTool} is not available in this app` };
-    const key = compensationKey(run.id, s.step, s.toolCallId);
+    const key = compensationKey(run.id, s.step, s.toolCallId, s.retry);
     const prior = await deps.ledger.recordIntent(run.id, key, s.undoTool, 'undo');
     if (prior?.state === 'done') return { status: prior.ok ? 'done' : 'failed', observation: prior.observation, replayed: true };
     if (prior?.state === 'intent' && !undoTool.honoursIdempotencyKey) {
@@ -247,7 +260,8 @@ export function createCompensator(deps: CompensatorDeps) {
       if (!overseesTenant(principal)) throw new ForbiddenError('undoing a run needs the approver role or above');
       if (!TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_not_finished', `run ${runId} is still ${run.status}`);
       const held = await deps.store.compensation(runId);
-      const steps = await plan(run);
+      // A failed saga is taken up again from the undo that did not happen: the ones done stay done.
+      const steps = held?.status === 'failed' ? retried(held.steps) : await plan(run);
       if (steps.length === 0) throw new ConflictError('nothing_to_compensate', `run ${runId} has no completed write that declares an undo`);
       const at = iso();
       const c: Compensation = {
@@ -260,7 +274,8 @@ export function createCompensator(deps: CompensatorDeps) {
         createdAt: at,
         updatedAt: at,
       };
-      if (!(await start(run, c)))
+      // Replaces only the very saga read: of two requests at once, one retries it.
+      if (!(await start(run, c, held?.status === 'failed' ? ['failed'] : undefined)))
         throw new ConflictError('compensation_exists', `run ${runId} already has a compensation (${held?.status ?? 'just started'})`);
       return c;
     },

@@ -4,7 +4,7 @@ import type { Metrics } from '../metrics.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
 import { type Approval, type ApprovalStatus, approvalSchema, approvalStatusSchema } from '../schemas/approval.js';
-import { type Compensation, compensationSchema } from '../schemas/compensation.js';
+import { type Compensation, type CompensationStatus, compensationSchema } from '../schemas/compensation.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
 import { type ChatMessage, chatMessageSchema, readMessage } from '../schemas/message.js';
 import {
@@ -351,16 +351,22 @@ export class RunStore {
 
   /**
    * Writes the compensation, kept as long as the run's trace. `create`: only if the run
-   * has none yet or only a declined one (whoever writes first wins); returns whether it wrote.
+   * has none yet or only one in a status of `replacing` (whoever writes first wins);
+   * returns whether it wrote.
    */
-  async saveCompensation(c: Compensation, runId: string, create = false): Promise<boolean> {
+  async saveCompensation(
+    c: Compensation,
+    runId: string,
+    create = false,
+    replacing: readonly CompensationStatus[] = ['declined'],
+  ): Promise<boolean> {
     const key = runKeys(runId).compensation;
     const doc = JSON.stringify(compensationSchema.parse(c));
     if (!create) return (await this.redis.set(key, doc, 'EX', this.traceTtlSeconds)) === 'OK';
     const raw = await this.redis.get(key);
-    if (raw && compensationSchema.parse(JSON.parse(raw)).status !== 'declined') return false;
+    if (raw && !replacing.includes(compensationSchema.parse(JSON.parse(raw)).status)) return false;
     if (!raw) return (await this.redis.set(key, doc, 'EX', this.traceTtlSeconds, 'NX')) === 'OK';
-    // Replacing a declined one: only if it is still the one read.
+    // Replacing one: only if it is still the one read.
     const replaced = await this.redis.eval(
       "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) return 1 end return 0",
       1,

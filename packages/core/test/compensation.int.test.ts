@@ -116,6 +116,32 @@ describe('saga compensation (engine)', () => {
     expect(await t.demo.undoLog(USER.tenantId)).toEqual([]);
   });
 
+  it('a failed saga is retried from the API from the failed undo on, exactly once per undo, by one of two requests', async () => {
+    const { t, id, compensator, work } = await failedAfterTwoWrites('auto');
+    const [refund] = await t.demo.refunds(USER.tenantId);
+    await t.demo.markPaidOut(USER.tenantId, refund?.refundId ?? '');
+    await work();
+    expect((await t.store.compensation(id))?.status).toBe('failed');
+    // Finance claws the payout back; an approver asks for the undo again, twice at once.
+    const refunds = (t.demo as unknown as { keys(tenant: string): { refunds: string } }).keys(USER.tenantId).refunds;
+    await t.redis.hset(refunds, refund?.refundId ?? '', JSON.stringify({ ...refund, status: 'submitted' }));
+    const tries = await Promise.allSettled([compensator.request(APPROVER, id), compensator.request(APPROVER, id)]);
+    expect(tries.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(tries.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'compensation_exists' } });
+    expect((await t.store.compensation(id))?.steps.map((s) => [s.status, s.retry])).toEqual([
+      ['pending', 1],
+      ['pending', undefined],
+    ]);
+    await work();
+    const c = await t.store.compensation(id);
+    expect(c).toMatchObject({ status: 'done', round: 2 });
+    expect((await t.demo.undoLog(USER.tenantId)).map((u) => u.kind)).toEqual(['refund_reversed', 'ticket_cancelled']);
+    // A duplicate job replays the ledger: nothing is undone twice.
+    await t.enqueue('compensate', { runId: id, round: 2 });
+    await work();
+    expect(await t.demo.undoLog(USER.tenantId)).toHaveLength(2);
+  });
+
   it("'never' leaves the writes alone", async () => {
     const { t, id } = await failedAfterTwoWrites('never');
     expect(await t.store.compensation(id)).toBeNull();

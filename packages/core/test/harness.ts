@@ -21,7 +21,7 @@ import type { Principal } from '../src/schemas/identity.js';
 import { ApprovalFeed } from '../src/store/approval-feed.js';
 import { DecisionJournal } from '../src/store/decision-journal.js';
 import { EffectLedger } from '../src/store/effect-ledger.js';
-import { RunStore } from '../src/store/run-store.js';
+import { type OnRunFinished, RunStore } from '../src/store/run-store.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 import type { Tool } from '../src/tools/tool.js';
 
@@ -49,13 +49,15 @@ export interface HarnessOptions {
   /** The clock of the engine and approval service; tests advance it instead of sleeping. */
   now?: () => number;
   sessions?: Partial<SessionSettings>;
+  /** The RunStore's finish hook (the runtime's is webhooks and compensation). */
+  onFinished?: OnRunFinished;
 }
 
 export function createHarness(url: string, model: ModelGateway, opts: HarnessOptions = {}) {
   const redis = new Redis(url, { maxRetriesPerRequest: null });
   const logger = pino({ level: 'silent' });
   const metrics = createMetrics('test');
-  const store = new RunStore(redis, 3600, metrics);
+  const store = new RunStore(redis, 3600, metrics, opts.onFinished);
   const journal = new DecisionJournal(redis);
   const ledger = new EffectLedger(redis);
   const demo = new DemoStore(redis);

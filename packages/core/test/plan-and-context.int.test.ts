@@ -4,7 +4,7 @@ import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
 import { contextPolicySchema } from '../src/engine/context-policy.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { defineTool } from '../src/tools/tool.js';
-import { harnessPerTest } from './harness.js';
+import { harnessPerTest, USER } from './harness.js';
 
 /** Plan mode and the context policy on the step engine (real Redis, fake model). */
 
@@ -88,5 +88,75 @@ describe('context policy on the step engine', () => {
       const left = 3_200 - 110 * n - estimatePromptTokens('fake-model', req.messages, req.tools);
       expect(req.maxTokens).toBe(Math.min(1024, left));
     });
+  });
+});
+
+describe("a plan's approval is bound to its tools' policies", () => {
+  const planning = { plan: { minSteps: 1, maxSteps: 6 } };
+  /** A write whose policy the test makes stricter (or re-versions) while the plan waits for its approval. */
+  const setup = () => {
+    let ran = 0;
+    const policy = { risk: 'high' as 'high' | 'critical', requiredRole: 'user' as 'user' | 'supervisor' };
+    const tool = defineTool({
+      name: 'wire_money',
+      description: 'Wires money.',
+      kind: 'write',
+      parameters: z.object({ amount: z.number() }),
+      approval: ({ amount }) => ({ ...policy, summary: `wire ${amount}` }),
+      execute: () => {
+        ran++;
+        return { wired: true };
+      },
+    });
+    const plan = { steps: [{ step: 1, action: 'wire_money', args: { amount: 900 }, desc: 'wire it', risk: 'high' }] };
+    const model = createFakeModel([
+      { content: JSON.stringify(plan) },
+      { toolCalls: [toolCall('w', 'wire_money', { amount: 900 })] },
+      { content: 'done' },
+    ]);
+    const t = use(model, { extraTools: [tool], profile: planning });
+    return { t, tool, policy, ran: () => ran };
+  };
+  const approvePlan = async (t: ReturnType<typeof use>, id: string) => {
+    const [approval] = await t.store.approvals(id);
+    expect(approval).toMatchObject({ kind: 'plan', risk: 'high', requiredRole: 'user', status: 'pending' });
+    // The requester may approve her own plan: it needed only the user role when it was asked for.
+    await t.approvals.decide(USER, approval?.id ?? '', { kind: 'approve' });
+    await t.drain();
+  };
+
+  it('runs a call of the plan on its approval while the policy is unchanged', async () => {
+    const { t, ran } = setup();
+    const id = await t.submit('wire 900');
+    await t.drain();
+    await approvePlan(t, id);
+    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', plan: { status: 'approved', done: [1] } });
+    expect(ran()).toBe(1);
+  });
+
+  it('does not run a call on a plan approval whose tool became stricter before it was approved: it asks again', async () => {
+    const { t, policy, ran } = setup();
+    const id = await t.submit('wire 900');
+    await t.drain();
+    Object.assign(policy, { risk: 'critical', requiredRole: 'supervisor' });
+    await approvePlan(t, id);
+    expect(ran()).toBe(0);
+    const run = await t.store.require(id);
+    expect(run.status).toBe('pending_approval');
+    const own = (await t.store.approvals(id)).find((a) => a.kind !== 'plan');
+    expect(own).toMatchObject({ toolName: 'wire_money', risk: 'critical', requiredRole: 'supervisor', status: 'pending' });
+    // The requester can no longer wave it through.
+    await expect(t.approvals.decide(USER, own?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 403 });
+    expect(ran()).toBe(0);
+  });
+
+  it("does not run a call on a plan approval judged by an older version of the tool's policy", async () => {
+    const { t, tool, ran } = setup();
+    const id = await t.submit('wire 900');
+    await t.drain();
+    tool.policyVersion = 2;
+    await approvePlan(t, id);
+    expect(ran()).toBe(0);
+    expect((await t.store.approvals(id)).find((a) => a.kind !== 'plan')).toMatchObject({ toolName: 'wire_money', status: 'pending' });
   });
 });

@@ -22,13 +22,17 @@ describe('retention of finished runs', () => {
     expect(counted[0]?.value).toBeGreaterThan(0);
   });
 
-  it("drops a finished run's effect ledger, and a late write to it still expires", async () => {
+  it("drops a finished run's effect ledger, and a late write of a step never writes it back", async () => {
     const t = use(twoSteps());
     const id = await t.submit('can I get a refund?');
     await t.drain();
     expect(await t.redis.exists(runKeys(id).effects)).toBe(0);
-    // A worker still busy with the run when it was cancelled may write afterwards.
-    await t.ledger.recordResult(id, `${id}:0:late`, 'search_policy', true, '[]');
+    // A worker still busy with the run when it was cancelled may try to write afterwards.
+    expect(await t.ledger.recordResult(id, `${id}:0:late`, 'search_policy', true, '[]')).toBe(false);
+    expect(await t.ledger.recordIntent(id, `${id}:0:later`, 'search_policy')).toBe('finished');
+    expect(await t.redis.exists(runKeys(id).effects)).toBe(0);
+    // An undo of the finished run writes under its own key, with a TTL.
+    expect(await t.ledger.recordResult(id, `${id}:comp:0:c`, 'search_policy', true, '[]', 'undo')).toBe(true);
     expect(await t.redis.ttl(runKeys(id).effects)).toBeGreaterThan(0);
   });
 });

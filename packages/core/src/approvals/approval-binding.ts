@@ -38,3 +38,7 @@ export function stricterOf(original: ApprovalRequirement, edited: ApprovalRequir
     summary: edited.summary,
   };
 }
+
+/** Whether a call needs more than an approval granted: a higher risk or a higher role. */
+export const exceeds = (needed: Omit<ApprovalRequirement, 'summary'>, granted: Omit<ApprovalRequirement, 'summary'>) =>
+  RISK_RANK[needed.risk] > RISK_RANK[granted.risk] || ROLE_RANK[needed.requiredRole] > ROLE_RANK[granted.requiredRole];

@@ -14,7 +14,7 @@ import { idempotencyKey } from '../store/effect-ledger.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
-import type { Tool } from '../tools/tool.js';
+import { requirementOf, type Tool } from '../tools/tool.js';
 import { stricterOf } from './approval-binding.js';
 import { runOfApproval } from './approval-id.js';
 import { decisionRefusal, mayDecide, overseesTenant } from './decision-rights.js';
@@ -112,7 +112,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     const argsHash = hashArguments(parsed.data);
     if (argsHash === approval.argsHash) return approval; // no real change
     const ctx = policyContext(run, approval);
-    const requirement = stricterOf(approval, tool.approval(parsed.data, ctx));
+    const requirement = stricterOf(approval, requirementOf(tool, parsed.data, ctx));
     return { ...approval, ...requirement, approvedArguments: parsed.data, editedBy: principal.userId, argsHash };
   }
 

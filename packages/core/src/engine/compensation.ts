@@ -7,7 +7,7 @@ import type { Metrics } from '../metrics.js';
 import type { CompensateJob, Enqueue } from '../queue/job-catalog.js';
 import type { CircuitBreakers } from '../resilience/circuit-breakers.js';
 import type { Approval } from '../schemas/approval.js';
-import type { Compensation, CompensationStep } from '../schemas/compensation.js';
+import type { Compensation, CompensationStatus, CompensationStep } from '../schemas/compensation.js';
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { WebhookEventType } from '../schemas/webhook.js';
@@ -15,13 +15,14 @@ import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { EffectLedger } from '../store/effect-ledger.js';
 import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
-import { type Tool, toolDependency } from '../tools/tool.js';
+import { resultText, type Tool, thrownMessage, toolDependency } from '../tools/tool.js';
 import { runEvent } from './run-event.js';
 import { retryOnStale } from './run-transitions.js';
 import { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './tool-result-cap.js';
 
-/** The ledger key of an undo: its own, beside the write's `run:step:toolCallId` (I4). */
-export const compensationKey = (runId: string, step: number, toolCallId: string) => `${runId}:comp:${step}:${toolCallId}`;
+/** The ledger key of an undo: its own, beside the write's `run:step:toolCallId` (I4); each retry of a failed undo has its own too. */
+export const compensationKey = (runId: string, step: number, toolCallId: string, retry?: number) =>
+  `${runId}:comp:${step}:${toolCallId}${retry ? `:retry-${retry}` : ''}`;
 
 export interface CompensatorDeps {
   store: RunStore;
@@ -84,13 +85,25 @@ export function createCompensator(deps: CompensatorDeps) {
     return writes.reverse();
   }
 
+  /**
+   * The steps of a failed saga, to run again from the undo that failed (or whose outcome is
+   * unknown: the approver asking again has checked it) on; each such undo gets a new retry
+   * number, so it runs once more under a ledger key of its own, and exactly once.
+   */
+  const retried = (steps: readonly CompensationStep[]): CompensationStep[] =>
+    steps.map((s) => {
+      if (s.status !== 'failed' && s.status !== 'uncertain') return s;
+      const { observation: _observation, at: _at, ...undo } = s;
+      return { ...undo, status: 'pending', retry: (s.retry ?? 0) + 1 };
+    });
+
   async function save(run: RunRecord, c: Compensation, event: Parameters<typeof runEvent>[0], data: Record<string, unknown>) {
     await deps.store.saveCompensation(c, run.id);
     await deps.store.appendEvent(runEvent(event, run.id, undefined, { round: c.round, status: c.status, ...data }));
   }
 
-  async function start(run: RunRecord, c: Compensation): Promise<boolean> {
-    if (!(await deps.store.saveCompensation(c, run.id, true))) return false;
+  async function start(run: RunRecord, c: Compensation, replacing?: readonly CompensationStatus[]): Promise<boolean> {
+    if (!(await deps.store.saveCompensation(c, run.id, true, replacing))) return false;
     await deps.store.appendEvent(
       runEvent('compensation.started', run.id, undefined, { round: c.round, status: c.status, trigger: c.trigger, steps: c.steps.length }),
     );
@@ -150,8 +163,8 @@ export function createCompensator(deps: CompensatorDeps) {
     const tool = deps.tools.get(s.tool);
     const undoTool = deps.tools.get(s.undoTool);
     if (!tool || !undoTool) return { status: 'failed', observation: `tool ${s.undoTool} is not available in this app` };
-    const key = compensationKey(run.id, s.step, s.toolCallId);
-    const prior = await deps.ledger.recordIntent(run.id, key, s.undoTool);
+    const key = compensationKey(run.id, s.step, s.toolCallId, s.retry);
+    const prior = await deps.ledger.recordIntent(run.id, key, s.undoTool, 'undo');
     if (prior?.state === 'done') return { status: prior.ok ? 'done' : 'failed', observation: prior.observation, replayed: true };
     if (prior?.state === 'intent' && !undoTool.honoursIdempotencyKey) {
       deps.metrics.effectsUncertain.inc({ tool: s.undoTool });
@@ -189,21 +202,19 @@ export function createCompensator(deps: CompensatorDeps) {
     try {
       const dependency = toolDependency(undoTool);
       const value = deps.breakers ? await deps.breakers.call(dependency, invoke) : await invoke();
-      const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
-      const observation = capToolResult(text, deps.maxResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES);
-      await deps.ledger.recordResult(run.id, key, s.undoTool, true, observation);
+      const observation = capToolResult(resultText(undoTool, value), deps.maxResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES);
+      await deps.ledger.recordResult(run.id, key, s.undoTool, true, observation, 'undo');
       return { status: 'done', observation };
     } catch (err) {
-      const retryable =
-        err instanceof BreakerOpenError || err instanceof BulkheadFullError || (err as { retryable?: boolean }).retryable === true;
+      const { code, retryable: toolSays } = (err ?? {}) as { code?: unknown; retryable?: unknown };
+      const retryable = err instanceof BreakerOpenError || err instanceof BulkheadFullError || toolSays === true;
       if (retryable && !lastAttempt) {
         // It did not run, or its tool says running it again is safe: withdraw the intent and let BullMQ retry.
         await deps.ledger.clearIntent(run.id, key);
         throw err;
       }
-      const { code } = err as { code?: string };
-      const observation = JSON.stringify({ error: code ?? 'tool_failed', message: (err as Error).message });
-      await deps.ledger.recordResult(run.id, key, s.undoTool, false, observation);
+      const observation = JSON.stringify({ error: typeof code === 'string' ? code : 'tool_failed', message: thrownMessage(err) });
+      await deps.ledger.recordResult(run.id, key, s.undoTool, false, observation, 'undo');
       return { status: 'failed', observation };
     }
   }
@@ -252,7 +263,8 @@ export function createCompensator(deps: CompensatorDeps) {
       if (!overseesTenant(principal)) throw new ForbiddenError('undoing a run needs the approver role or above');
       if (!TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_not_finished', `run ${runId} is still ${run.status}`);
       const held = await deps.store.compensation(runId);
-      const steps = await plan(run);
+      // A failed saga is taken up again from the undo that did not happen: the ones done stay done.
+      const steps = held?.status === 'failed' ? retried(held.steps) : await plan(run);
       if (steps.length === 0) throw new ConflictError('nothing_to_compensate', `run ${runId} has no completed write that declares an undo`);
       const at = iso();
       const c: Compensation = {
@@ -265,7 +277,8 @@ export function createCompensator(deps: CompensatorDeps) {
         createdAt: at,
         updatedAt: at,
       };
-      if (!(await start(run, c)))
+      // Replaces only the very saga read: of two requests at once, one retries it.
+      if (!(await start(run, c, held?.status === 'failed' ? ['failed'] : undefined)))
         throw new ConflictError('compensation_exists', `run ${runId} already has a compensation (${held?.status ?? 'just started'})`);
       return c;
     },

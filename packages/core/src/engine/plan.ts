@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { stricterOf } from '../approvals/approval-binding.js';
+import { exceeds, stricterOf } from '../approvals/approval-binding.js';
 import { approvalId } from '../approvals/approval-id.js';
-import { InvalidRequestError } from '../errors.js';
+import { InvalidRequestError, ToolError } from '../errors.js';
 import type { Approval } from '../schemas/approval.js';
 import { type PlanStep, planStepSchema, type RunPlan, type RunRecord } from '../schemas/run.js';
 import { idempotencyKey } from '../store/effect-ledger.js';
 import { hashArguments } from '../tools/argument-hash.js';
-import { type ApprovalRequirement, parseToolArguments, type Tool, type ToolContext } from '../tools/tool.js';
+import { type ApprovalRequirement, parseToolArguments, requirementOf, type Tool, type ToolContext } from '../tools/tool.js';
 import type { PlanOutcome } from './step-policy.js';
 
 /**
@@ -115,7 +115,7 @@ export function planRequirement(
   for (const s of steps) {
     const tool = tools.get(s.action);
     if (!tool) continue;
-    const own = tool.approval(s.args, ctx);
+    const own = requirementOf(tool, s.args, ctx);
     if (!own && s.risk === 'low' && tool.kind === 'read') continue;
     const step = own ?? { risk: 'high' as const, requiredRole: 'approver' as const, summary: '' };
     needed = needed ? stricterOf(needed, step) : step;
@@ -149,7 +149,7 @@ export function editPlan(
         'invalid_arguments',
       );
     s.args = parsed.data as Record<string, unknown>;
-    requirement = stricterOf(requirement, tool.approval(s.args, ctx));
+    requirement = stricterOf(requirement, requirementOf(tool, s.args, ctx));
   }
   return { steps: edited, requirement: { ...requirement, summary: current.summary } };
 }
@@ -167,6 +167,23 @@ export function planStepOf(plan: RunPlan | undefined, tool: string, args: unknow
   const hash = hashArguments(args);
   return plan.steps.find((s) => s.action === tool && !plan.done.includes(s.step) && !taken.has(s.step) && hashArguments(s.args) === hash)
     ?.step;
+}
+
+/**
+ * Why the approved plan does not cover a call carrying out its step `planStep`, or null if
+ * it does. A plan step is bound like a single approval: judged by the version of its tool's
+ * policy the approver saw, and needing no more than the approval granted, as the policy
+ * judges the call now. A call the plan does not cover asks for an approval of its own.
+ */
+export function planCoverProblem(plan: RunPlan, planStep: number, tool: Tool, requirement: ApprovalRequirement): string | null {
+  if (plan.status !== 'approved' || !plan.granted) return 'the plan has no approval bound to its policies';
+  if (plan.policyVersions?.[String(planStep)] !== (tool.policyVersion ?? 1)) {
+    return `the approval policy of ${tool.name} changed after the plan's approval was asked for`;
+  }
+  if (exceeds(requirement, plan.granted)) {
+    return `${tool.name} now needs ${requirement.risk}/${requirement.requiredRole}, more than the plan's approval granted (${plan.granted.risk}/${plan.granted.requiredRole})`;
+  }
+  return null;
 }
 
 /**
@@ -217,7 +234,15 @@ function decided(f: PlanFacts, plan: RunPlan): PlanOutcome {
       const edited = approval.editedBy !== undefined ? ` with edits by ${approval.editedBy}` : '';
       return {
         kind: 'proceed',
-        plan: { steps: parsed.data.steps, status: 'approved', approvalId: approval.id, decidedBy: by, done: [] },
+        plan: {
+          steps: parsed.data.steps,
+          status: 'approved',
+          approvalId: approval.id,
+          decidedBy: by,
+          done: [],
+          ...(plan.policyVersions ? { policyVersions: plan.policyVersions } : {}),
+          granted: { risk: approval.risk, requiredRole: approval.requiredRole },
+        },
         note: `Your plan was approved by ${by}${edited}. Carry out exactly these steps, in order, with exactly these arguments (other calls need approvals of their own): ${stepsJson(parsed.data.steps)}`,
       };
     }
@@ -250,7 +275,14 @@ export function planOutcome(f: PlanFacts): PlanOutcome {
     toolCallId: PLAN_APPROVAL,
     idempotencyKey: idempotencyKey(run.id, run.step, PLAN_APPROVAL),
   };
-  const requirement = planRequirement(check.steps, f.tools, ctx);
+  let requirement: ApprovalRequirement | null;
+  try {
+    requirement = planRequirement(check.steps, f.tools, ctx);
+  } catch (err) {
+    if (!(err instanceof ToolError)) throw err;
+    const problems = [err.message];
+    return f.run.step === 0 ? { kind: 'repair', problems } : { kind: 'invalid', problems };
+  }
   if (!requirement) {
     return {
       kind: 'proceed',
@@ -279,5 +311,7 @@ export function planOutcome(f: PlanFacts): PlanOutcome {
     createdAt: new Date(f.now).toISOString(),
     expiresAt: new Date(f.now + f.approvalTtlMs).toISOString(),
   };
-  return { kind: 'park', plan: { steps: check.steps, status: 'pending_approval', approvalId: id, done: [] }, approval };
+  // The policy each step is judged by now, as its approval shows it: a call runs on the plan only under the same.
+  const policyVersions = Object.fromEntries(check.steps.map((s) => [String(s.step), f.tools.get(s.action)?.policyVersion ?? 1]));
+  return { kind: 'park', plan: { steps: check.steps, status: 'pending_approval', approvalId: id, done: [], policyVersions }, approval };
 }

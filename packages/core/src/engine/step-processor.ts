@@ -19,6 +19,7 @@ import type { DecisionJournal } from '../store/decision-journal.js';
 import { eventCommand, type RunStore } from '../store/run-store.js';
 import { agentTool, type Tool, toolDependency, toolSpec } from '../tools/tool.js';
 import { createTransitionApplier } from './apply-transition.js';
+import { distinctCallIds } from './call-identity.js';
 import { compactHistory, READ_RESULT_TOOL } from './context-policy.js';
 import { createDeltaPublisher } from './delta-publisher.js';
 import { type EarlierCall, guardFromHistory } from './loop-guard.js';
@@ -70,6 +71,9 @@ export interface StepProcessorDeps {
 export type StepOutcome = 'continued' | 'parked' | 'finished' | 'already_committed' | 'skipped';
 
 const OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished' } as const;
+
+/** Outcomes of a write call whose effect happened or may have happened. */
+const EFFECT_OUTCOMES: readonly ToolCallRecord['outcome'][] = ['ok', 'error', 'uncertain'];
 
 /**
  * One ReAct step per call: read what the step needs (one round trip), decide (journaled),
@@ -328,12 +332,14 @@ export function createStepProcessor(deps: StepProcessorDeps) {
   async function act(
     run: RunRecord,
     profile: AgentProfile,
-    decision: Decision,
+    journaled: Decision,
     approvals: Approval[],
     log: Logger,
     started: number,
     breakerStates?: BreakerStates,
   ): Promise<StepOutcome> {
+    // Every call of the step has an id of its own before anything runs (the ledger key, the approval, the result message).
+    const decision = { ...journaled, toolCalls: distinctCallIds(journaled.toolCalls) };
     // A run's first step has no earlier steps; runs committed before the guard was kept on them rebuild it once from theirs.
     const guard = run.guard ?? guardFromHistory(run.step === 0 ? [] : (await deps.store.steps(run.id)).filter((s) => s.index < run.step));
     const facts = (): StepFacts => ({
@@ -393,7 +399,18 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       });
     }
     const newApprovals = results.flatMap((r) => (r.newApproval ? [r.newApproval] : []));
-    return applied(run, afterTools(facts(), records, newApprovals), log);
+    const t = afterTools(facts(), records, newApprovals);
+    try {
+      return await applied(run, t, log);
+    } catch (err) {
+      // The run finished (cancelled, past its deadline) while its writes ran: the terminal commit dropped
+      // the ledger, so what they did is recorded in the trace now, where the saga and the people find it.
+      const wrote = records.some((r) => deps.tools.get(r.name)?.kind === 'write' && EFFECT_OUTCOMES.includes(r.outcome));
+      if (err instanceof StaleStepError && wrote && t.change.step && (await deps.store.recordAfterFinish(run.id, t.change.step))) {
+        log.warn({ step: run.step }, "tool calls recorded after the run's finish");
+      }
+      throw err;
+    }
   }
 
   async function process(job: StepJob): Promise<StepOutcome> {

@@ -11,11 +11,21 @@ import type { ModelToolCall } from '../schemas/message.js';
 import type { RunRecord, ToolCallRecord } from '../schemas/run.js';
 import { type EffectLedger, idempotencyKey } from '../store/effect-ledger.js';
 import { hashArguments } from '../tools/argument-hash.js';
-import { agentTool, parseToolArguments, type Tool, type ToolContext, toolDependency } from '../tools/tool.js';
+import {
+  agentTool,
+  parseToolArguments,
+  requirementOf,
+  resultText,
+  type Tool,
+  type ToolContext,
+  thrownMessage,
+  toolDependency,
+} from '../tools/tool.js';
 import { type CaptureContent, toolSpan } from '../tracing/genai.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
 import { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './tool-result-cap.js';
+import { planCoverProblem } from './plan.js';
 
 /** Fleet breaker states the caller read already, by dependency (the step reads them with its journal write). */
 export type BreakerStates = ReadonlyMap<string, FleetBreakerState>;
@@ -42,7 +52,15 @@ export interface ToolExecutorDeps {
   now?: () => number;
 }
 
-const stringify = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
+/** A failed call as the model sees it: the stable code and whether trying again can help (ToolError's `retryable`). */
+export function errorObservation(err: unknown): string {
+  const { code, retryable } = (typeof err === 'object' && err !== null ? err : {}) as { code?: unknown; retryable?: unknown };
+  return JSON.stringify({
+    error: typeof code === 'string' ? code : 'tool_failed',
+    message: thrownMessage(err),
+    retryable: retryable === true,
+  });
+}
 
 /**
  * Turns one model-requested tool call into an observation. Everything the model got
@@ -82,6 +100,9 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     // One write decides: a recorded result is reused, an intent without one is a crash mid-call.
     // An open breaker throws below, before the tool runs, and the intent is cleared again.
     const prior = journaled ? await deps.ledger.recordIntent(ctx.runId, ctx.idempotencyKey, tool.name) : null;
+    // The run finished (e.g. was cancelled) since this step read it: no effect starts any more.
+    if (prior === 'finished')
+      return record(call, args, 'rejected', `Not executed: the run finished before ${tool.name} started.`, 0, extra);
     if (prior?.state === 'done') {
       annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'replayed' });
       return record(call, args, prior.ok ? 'ok' : 'error', prior.observation, 0, extra);
@@ -120,20 +141,20 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       const known = breakerStates?.get(dependency);
       const state = known && Promise.resolve(known);
       const result = p ? await p.bulkhead(dependency).run(() => p.breakers.call(dependency, invoke, state)) : await invoke();
-      observation = stringify(result ?? null);
+      // Outside the breaker: a result with no JSON form is the app's bug, not its dependency's failure.
+      observation = resultText(tool, result);
     } catch (err) {
       if (err instanceof BreakerOpenError || err instanceof BulkheadFullError) {
         if (journaled) await deps.ledger.clearIntent(ctx.runId, ctx.idempotencyKey); // it never ran
         throw err;
       }
       ok = false;
-      // The model sees the stable code and whether trying again can help (ToolError's `retryable`).
-      const { code, retryable } = err as { code?: string; retryable?: boolean };
-      observation = JSON.stringify({ error: code ?? 'tool_failed', message: (err as Error).message, retryable: retryable ?? false });
+      observation = errorObservation(err);
     }
     observation = capToolResult(observation, deps.maxResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES);
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.toolDuration.observe({ tool: tool.name }, durationMs / 1000);
+    // Refused once the run has finished: the step's stale commit then records the call in the trace (act, step-processor.ts).
     if (journaled) await deps.ledger.recordResult(ctx.runId, ctx.idempotencyKey, tool.name, ok, observation);
     annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'executed' });
     return record(call, args, ok ? 'ok' : 'error', observation, durationMs, extra);
@@ -181,12 +202,22 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       );
     }
 
-    const requirement = tool.approval(parsed.args, ctx);
+    let requirement: ReturnType<typeof requirementOf>;
+    try {
+      requirement = requirementOf(tool, parsed.args, ctx);
+    } catch (err) {
+      // Fails closed: a call whose policy cannot say what it needs does not run.
+      deps.logger.warn({ tool: tool.name, err: thrownMessage(err) }, 'approval policy failed');
+      return record(call, parsed.args, 'error', errorObservation(err));
+    }
     const planned = planStep === undefined ? {} : { planStep };
     if (!requirement) return runTool(tool, call, parsed.args, ctx, planned, breakerStates);
-    // A call carrying out a step of the approved plan runs on the plan's approval (same tool, same arguments by hash).
+    // A call carrying out a step of the approved plan runs on the plan's approval (same tool, same arguments by hash),
+    // while that approval still binds it; else it is asked for on its own, as if off the plan.
     if (planStep !== undefined && run.plan?.status === 'approved' && run.plan.approvalId) {
-      return runTool(tool, call, parsed.args, ctx, { ...planned, approvalId: run.plan.approvalId }, breakerStates);
+      const problem = planCoverProblem(run.plan, planStep, tool, requirement);
+      if (!problem) return runTool(tool, call, parsed.args, ctx, { ...planned, approvalId: run.plan.approvalId }, breakerStates);
+      deps.logger.warn({ tool: tool.name, approvalId: run.plan.approvalId, planStep, problem }, 'plan approval binding refused');
     }
 
     const id = approvalId(run.id, step, index);

@@ -19,7 +19,8 @@
     ARGV[3] step index ('' = no step record)
     ARGV[4] step record (JSON, or '')
     ARGV[5] TTL in seconds for the run's keys (0 = keep; set on terminal commits, which
-                                also drop the effect ledger: no step of the run can run again)
+                                mark the run hash `finished` and drop the effect ledger: no
+                                step of the run can run again, nor write the ledger back)
     ARGV[6] number of messages M
     ARGV[7] number of approvals A
     ARGV[8] number of events E
@@ -64,6 +65,8 @@ end
 
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then
+  -- Marks the run finished for the effect ledger's writes (record-effect-2.lua).
+  redis.call('HSET', KEYS[1], 'finished', '1')
   for k = 1, 9 do
     if k == 7 then
       redis.call('DEL', KEYS[k])

@@ -1,12 +1,11 @@
 import { z } from 'zod';
-import { roleSchema } from './identity.js';
+import { riskSchema, roleSchema } from './identity.js';
 import { SCHEMA_VERSION } from './run.js';
 
 export const approvalStatusSchema = z.enum(['pending', 'approved', 'rejected', 'expired', 'withdrawn']);
 export type ApprovalStatus = z.infer<typeof approvalStatusSchema>;
 
-export const riskSchema = z.enum(['high', 'critical']);
-export type Risk = z.infer<typeof riskSchema>;
+export { type Risk, riskSchema } from './identity.js';
 
 export const approvalSchema = z.object({
   schemaVersion: z.literal(SCHEMA_VERSION),

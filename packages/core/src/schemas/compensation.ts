@@ -13,6 +13,8 @@ export const compensationStepSchema = z.object({
   status: z.enum(['pending', 'done', 'failed', 'uncertain']),
   observation: z.string().optional(),
   at: z.string().optional(),
+  /** How often an approver asked for this undo again after it failed (each try has a ledger key of its own). */
+  retry: z.number().int().min(1).optional(),
 });
 export type CompensationStep = z.infer<typeof compensationStepSchema>;
 
@@ -35,3 +37,4 @@ export const compensationSchema = z.object({
   updatedAt: z.string(),
 });
 export type Compensation = z.infer<typeof compensationSchema>;
+export type CompensationStatus = Compensation['status'];

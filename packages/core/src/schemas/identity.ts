@@ -13,3 +13,7 @@ export type Principal = z.infer<typeof principalSchema>;
 
 export const apiKeySchema = principalSchema.extend({ key: z.string().min(8) });
 export type ApiKey = z.infer<typeof apiKeySchema>;
+
+/** How much an approval of a call is at stake: `critical` needs four eyes (decision-rights.ts). */
+export const riskSchema = z.enum(['high', 'critical']);
+export type Risk = z.infer<typeof riskSchema>;

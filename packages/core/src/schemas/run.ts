@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { principalSchema } from './identity.js';
+import { principalSchema, riskSchema, roleSchema } from './identity.js';
 import { modelToolCallSchema } from './message.js';
 
 /** Persisted records carry a schema version; readers accept only these. */
@@ -50,6 +50,10 @@ export const runPlanSchema = z.object({
   decidedBy: z.string().optional(),
   /** Plan steps a tool call has carried out; each is carried out once. */
   done: z.array(z.number().int()),
+  /** By plan step: the policy version of its tool when the plan was made, i.e. what its approval was judged by. */
+  policyVersions: z.record(z.string(), z.number().int()).optional(),
+  /** What the plan's approval required (as decided, edits included): no call of the plan runs on it if it needs more. */
+  granted: z.object({ risk: riskSchema, requiredRole: roleSchema }).optional(),
 });
 export type RunPlan = z.infer<typeof runPlanSchema>;
 

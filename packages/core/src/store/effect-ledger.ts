@@ -1,38 +1,54 @@
 import { runKeys } from '../keys.js';
-import { type RedisClient, sendCommands } from '../redis.js';
+import type { RedisClient } from '../redis.js';
 import { type Effect, effectSchema } from '../schemas/run.js';
+import { EffectWrite, withScripts } from './lua-scripts.js';
 
 /** `run:step:toolCallId`: the key a tool call's effect is recorded under and that write tools receive. */
 export const idempotencyKey = (runId: string, step: number, toolCallId: string) => `${runId}:${step}:${toolCallId}`;
 
+/** A step's calls write the ledger only while their run is live; an undo of a finished run writes it always. */
+export type LedgerScope = 'step' | 'undo';
+
 /**
  * Intent and result of every write tool's call (I4). An intent without a result
  * means a worker died mid-call: the caller decides whether re-running is safe. The run's
- * terminal commit drops the ledger; every write sets a TTL, so that a late write by a
- * worker still busy with a finished (e.g. cancelled) run cannot outlive it. Each write
- * and its TTL go out pipelined, not in MULTI: both are idempotent, and a TTL missed in a
- * crash only leaves a ledger to the terminal commit's cleanup.
+ * terminal commit marks it finished and drops the ledger; a step's late write (a worker
+ * still busy with a cancelled run) is refused then, so the ledger is never written back
+ * and no effect starts after the finish: the worker records what did happen in the trace
+ * (RunStore.recordAfterFinish). Undoes of the finished run write under keys of their own.
+ * Each write sets a TTL, so a ledger cannot outlive its run for long.
  */
 export class EffectLedger {
+  private readonly redis: ReturnType<typeof withScripts>;
+
   constructor(
-    private readonly redis: RedisClient,
+    redis: RedisClient,
     private readonly ttlSeconds = 30 * 86_400,
-  ) {}
+  ) {
+    this.redis = withScripts(redis);
+  }
 
   async get(runId: string, key: string): Promise<Effect | null> {
     const raw = await this.redis.hget(runKeys(runId).effects, key);
     return raw ? effectSchema.parse(JSON.parse(raw)) : null;
   }
 
-  /** Records the intent unless something is recorded; returns what was there before. */
-  async recordIntent(runId: string, key: string, tool: string): Promise<Effect | null> {
-    const intent: Effect = { state: 'intent', tool, at: new Date().toISOString() };
-    const k = runKeys(runId).effects;
-    const [won] = await sendCommands(this.redis, [
-      ['hsetnx', k, key, JSON.stringify(intent)],
-      ['expire', k, this.ttlSeconds],
-    ]);
-    return won ? null : this.get(runId, key);
+  private async write(runId: string, mode: 'intent' | 'result', key: string, effect: Effect, scope: LedgerScope) {
+    const k = runKeys(runId);
+    const live = scope === 'step' ? '1' : '0';
+    return this.redis.recordEffect(k.run, k.effects, mode, key, JSON.stringify(effect), String(this.ttlSeconds), live);
+  }
+
+  /**
+   * Records the intent unless something is recorded; returns what was there before, or
+   * `finished` (nothing recorded, and the call must not start) when a step's run has finished.
+   */
+  async recordIntent(runId: string, key: string, tool: string, scope: 'undo'): Promise<Effect | null>;
+  async recordIntent(runId: string, key: string, tool: string, scope?: 'step'): Promise<Effect | null | 'finished'>;
+  async recordIntent(runId: string, key: string, tool: string, scope: LedgerScope = 'step'): Promise<Effect | null | 'finished'> {
+    const [result, held] = await this.write(runId, 'intent', key, { state: 'intent', tool, at: new Date().toISOString() }, scope);
+    if (result === EffectWrite.RunFinished) return 'finished';
+    return result === EffectWrite.Held && held ? effectSchema.parse(JSON.parse(held)) : null;
   }
 
   /** Withdraws an intent whose call never started (its breaker refused it), so a retry is not "uncertain". */
@@ -40,12 +56,17 @@ export class EffectLedger {
     await this.redis.hdel(runKeys(runId).effects, key);
   }
 
-  async recordResult(runId: string, key: string, tool: string, ok: boolean, observation: string): Promise<void> {
+  /** Records the result; false when a step's run finished meanwhile (then the ledger is gone and stays gone). */
+  async recordResult(
+    runId: string,
+    key: string,
+    tool: string,
+    ok: boolean,
+    observation: string,
+    scope: LedgerScope = 'step',
+  ): Promise<boolean> {
     const done: Effect = { state: 'done', tool, at: new Date().toISOString(), ok, observation };
-    const k = runKeys(runId).effects;
-    await sendCommands(this.redis, [
-      ['hset', k, key, JSON.stringify(done)],
-      ['expire', k, this.ttlSeconds],
-    ]);
+    const [result] = await this.write(runId, 'result', key, done, scope);
+    return result === EffectWrite.Written;
   }
 }

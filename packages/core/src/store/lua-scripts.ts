@@ -8,6 +8,13 @@ export enum CommitResult {
   NoSuchRun = -1,
 }
 
+/** Return codes of record-effect-2.lua (the first element of its reply). */
+export enum EffectWrite {
+  Written = 1,
+  Held = 0,
+  RunFinished = -1,
+}
+
 /** Return codes of create-run-3.lua. */
 export enum CreateResult {
   Created = 1,
@@ -51,6 +58,8 @@ const scripts = {
   releaseSession: { file: 'release-session-1.lua', keys: 1 },
   chargeUsage: { file: 'charge-usage-3.lua', keys: 3 },
   addWebhook: { file: 'add-webhook-1.lua', keys: 1 },
+  recordEffect: { file: 'record-effect-2.lua', keys: 2 },
+  recordAfterFinish: { file: 'record-after-finish-3.lua', keys: 3 },
 } as const;
 
 export interface ReinScripts {
@@ -62,6 +71,8 @@ export interface ReinScripts {
   releaseSession(active: string, runId: string): Promise<number>;
   chargeUsage(usage: string, charged: string, chargedBefore: string, ...argv: string[]): Promise<number>;
   addWebhook(webhooks: string, id: string, json: string, max: string): Promise<number>;
+  recordEffect(run: string, effects: string, ...argv: string[]): Promise<[EffectWrite, string?]>;
+  recordAfterFinish(run: string, steps: string, events: string, ...argv: string[]): Promise<number>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */

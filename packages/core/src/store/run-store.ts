@@ -4,7 +4,7 @@ import type { Metrics } from '../metrics.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
 import { type Approval, type ApprovalStatus, approvalSchema, approvalStatusSchema } from '../schemas/approval.js';
-import { type Compensation, compensationSchema } from '../schemas/compensation.js';
+import { type Compensation, type CompensationStatus, compensationSchema } from '../schemas/compensation.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
 import { type ChatMessage, chatMessageSchema, readMessage } from '../schemas/message.js';
 import {
@@ -251,6 +251,36 @@ export class RunStore {
   }
 
   /**
+   * Records a step whose calls ran (or may have) while the run was being finished — its
+   * worker's commit was stale, the terminal commit came first — so that its effects are in
+   * the trace and its saga: the finish hook runs again to see them (compensation). Nothing
+   * happens if the run is live (another attempt committed the step) or the step has a
+   * record. Returns whether it recorded.
+   */
+  async recordAfterFinish(runId: string, step: StepRecord): Promise<boolean> {
+    const k = runKeys(runId);
+    const event: RunEvent = {
+      type: 'step.finished',
+      runId,
+      step: step.index,
+      at: step.finishedAt,
+      data: { afterFinish: true, toolCalls: step.toolCalls.length },
+    };
+    const recorded = await this.redis.recordAfterFinish(
+      k.run,
+      k.steps,
+      k.events,
+      String(step.index),
+      JSON.stringify(stepRecordSchema.parse(step)),
+      storedEvent(runEventSchema.parse(event)),
+    );
+    if (recorded !== 1) return false;
+    const run = await this.get(runId);
+    if (run) await this.onFinished?.(run);
+    return true;
+  }
+
+  /**
    * The reaper's repair of a finished run still in the active index: the process that
    * finished it died between the commit and the indexes. Runs the finish hook again
    * (webhook, compensation: each idempotent) and the index writes, dropping the run from
@@ -321,16 +351,22 @@ export class RunStore {
 
   /**
    * Writes the compensation, kept as long as the run's trace. `create`: only if the run
-   * has none yet or only a declined one (whoever writes first wins); returns whether it wrote.
+   * has none yet or only one in a status of `replacing` (whoever writes first wins);
+   * returns whether it wrote.
    */
-  async saveCompensation(c: Compensation, runId: string, create = false): Promise<boolean> {
+  async saveCompensation(
+    c: Compensation,
+    runId: string,
+    create = false,
+    replacing: readonly CompensationStatus[] = ['declined'],
+  ): Promise<boolean> {
     const key = runKeys(runId).compensation;
     const doc = JSON.stringify(compensationSchema.parse(c));
     if (!create) return (await this.redis.set(key, doc, 'EX', this.traceTtlSeconds)) === 'OK';
     const raw = await this.redis.get(key);
-    if (raw && compensationSchema.parse(JSON.parse(raw)).status !== 'declined') return false;
+    if (raw && !replacing.includes(compensationSchema.parse(JSON.parse(raw)).status)) return false;
     if (!raw) return (await this.redis.set(key, doc, 'EX', this.traceTtlSeconds, 'NX')) === 'OK';
-    // Replacing a declined one: only if it is still the one read.
+    // Replacing one: only if it is still the one read.
     const replaced = await this.redis.eval(
       "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) return 1 end return 0",
       1,

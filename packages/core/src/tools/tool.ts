@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError } from '../errors.js';
+import { ConfigError, ToolError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Risk } from '../schemas/approval.js';
 import { type Principal, type Role, roleSchema } from '../schemas/identity.js';
@@ -146,6 +146,41 @@ export const agentTool = (tools: ReadonlyMap<string, Tool>, agent: { tools: read
 export function toolSpec(tool: Tool) {
   const { $schema: _ignored, ...parameters } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);
   return { type: 'function' as const, function: { name: tool.name, description: tool.description, parameters } };
+}
+
+/** What was thrown, as text: tools and policies may throw anything, not only Errors. */
+export const thrownMessage = (err: unknown): string =>
+  err instanceof Error ? err.message : typeof err === 'string' ? err : 'a non-Error value was thrown';
+
+/**
+ * The tool's approval policy applied to a call. App code may throw: that is a ToolError
+ * (`approval_policy_failed`, not retryable) the caller turns into an observation, never a
+ * crash of the step that would be retried until the deadline.
+ */
+export function requirementOf(tool: Tool, args: unknown, ctx: Omit<ToolContext, 'signal' | 'logger'>): ApprovalRequirement | null {
+  try {
+    return tool.approval(args, ctx);
+  } catch (err) {
+    throw new ToolError('approval_policy_failed', `the approval policy of ${tool.name} failed: ${thrownMessage(err)}`, { cause: err });
+  }
+}
+
+/**
+ * A tool's result as observation text: a string as it is, anything else as JSON. A value
+ * with no JSON form (a function, a Symbol, a `toJSON` returning undefined, a BigInt, a
+ * cycle) is a ToolError (`tool_result_invalid`): the call is answered with an error at once.
+ */
+export function resultText(tool: Pick<Tool, 'name'>, value: unknown): string {
+  if (typeof value === 'string') return value;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value ?? null);
+  } catch (err) {
+    throw new ToolError('tool_result_invalid', `${tool.name} returned a result that cannot be sent as JSON (${thrownMessage(err)})`);
+  }
+  if (typeof text !== 'string')
+    throw new ToolError('tool_result_invalid', `${tool.name} returned a ${typeof value}, which has no JSON form`);
+  return text;
 }
 
 export type ParsedArgs = { ok: true; args: unknown } | { ok: false; problem: string };

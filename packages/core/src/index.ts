@@ -114,6 +114,7 @@ export {
   type Enqueue,
   type ExpireJob,
   expireJobSchema,
+  HOUSEKEEPING_QUEUE,
   type JobName,
   jobCatalog,
   parseJob,

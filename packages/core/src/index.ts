@@ -95,6 +95,7 @@ export {
   type CompleteWith,
   chatCompletionBody,
   createOpenAICompletion,
+  type ModelDelta,
   type ModelGateway,
   type ModelReply,
   type ModelRequest,

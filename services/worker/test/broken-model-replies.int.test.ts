@@ -180,7 +180,9 @@ describe('housekeeping cannot be starved', () => {
     const [zero, one] = f.rt.scheduler.housekeepingQueues;
     // Scheduled as the worker starts (not awaited by it).
     for (const queue of [zero, one]) {
-      await vi.waitFor(async () => expect((await queue!.getJobSchedulers()).map((s) => s.key).sort()).toEqual(['deadline-sweep', 'reaper']));
+      await vi.waitFor(async () =>
+        expect((await queue!.getJobSchedulers()).map((s) => s.key).sort()).toEqual(['deadline-sweep', 'reaper']),
+      );
     }
     await zero!.pause(); // as if its master were down
     const ids = await Promise.all([1, 2, 3, 4].map(() => f.submit('hello', { limits: { timeoutMs: 1000 } })));

@@ -111,7 +111,10 @@ export const configSchema = z.object({
     providersSchema,
     '{"<name>": {"baseURL", "apiKeyEnv"?, "apiKey"?, "supportsJsonSchema"?, "supportsStreaming"?}}',
   ).default({}),
+  /** A model call's whole time, a streamed body included (the run's deadline cuts it sooner). */
   REIN_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** The longest silence of a streamed reply once it started; keep-alive comments do not count. */
+  REIN_MODEL_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
   /** Address the HTTP services and the worker's metrics endpoint listen on. */
   REIN_BIND_HOST: z.string().min(1).default('0.0.0.0'),
   API_PORT: z.coerce.number().int().min(0).max(65535).default(8080),

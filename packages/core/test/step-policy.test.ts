@@ -135,6 +135,20 @@ describe('step policy: transitions', () => {
     expect(t.kind === 'finish' && t.change.to.usage.totalTokens).toBe(220);
   });
 
+  it('never acts on a reply that came after the deadline: no success, no tool, the tokens still charged', () => {
+    const late = { run: run({ deadlineAt: '2026-01-01T00:00:05.000Z' }) };
+    const answer = afterDecision(facts({ ...late, decision: decision({ toolCalls: [] }) }));
+    expect(answer).toMatchObject({ kind: 'finish', status: 'failed', reason: 'deadline', charge: { promptTokens: 100 } });
+    const call = afterDecision(facts(late));
+    expect(call).toMatchObject({ kind: 'finish', reason: 'deadline' });
+    expect(call.kind === 'finish' && call.change.step?.toolCalls.map((c) => c.outcome)).toEqual(['rejected']);
+    // Time parked for approval does not count: a resumed step past its nominal deadline still acts.
+    const resumed = facts({
+      run: run({ status: 'pending_approval', deadlineAt: '2026-01-01T00:00:05.000Z', parkedAt: '2026-01-01T00:00:01.000Z' }),
+    });
+    expect(afterDecision(resumed).kind).toBe('tools');
+  });
+
   it('stops a call repeated for the limit-th time before any tool runs, and points read repeats at the earlier result', () => {
     const twice = guardFromHistory([
       { index: 0, toolCalls: [record({ id: 'a' })] },

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { argumentsFor, type OfferedTool, playAnyTools } from './any-tools.js';
 import { followPlan, planRequest, writePlan } from './plan.js';
 import { playOrderAssistant } from './script.js';
-import { streamCompletion } from './stream-chunks.js';
+import { streamCompletion, WIRE_FAULTS } from './stream-chunks.js';
 import { structuredAnswer } from './structured-answer.js';
 
 export const SCRIPTED_MODEL_ID = 'rein-scripted';
@@ -62,14 +62,17 @@ export interface ScriptedModelOptions {
   faultControl?: boolean;
 }
 
-/** What the model does instead of answering, until `untilMs`: fail with a status, or hang. */
+/** What the model does instead of answering well, until `untilMs`: fail with a status, hang, or send a broken wire. */
 const faultSchema = z.object({
-  mode: z.enum(['none', 'error', 'hang']),
+  /** `json-for-stream` answers a streaming request with one JSON completion; the WIRE_FAULTS break the stream itself. */
+  mode: z.enum(['none', 'error', 'hang', 'json-for-stream', ...WIRE_FAULTS]),
   status: z.number().int().min(400).max(599).default(500),
   retryAfterSeconds: z.number().min(0).optional(),
   untilMs: z.number().int().min(0).default(Number.MAX_SAFE_INTEGER),
   /** Only for these model names (all when absent): lets tests fail the primary and keep a fallback. */
   models: z.array(z.string()).optional(),
+  /** How often `trickle` sends its keep-alive comment. */
+  keepAliveMs: z.number().int().min(1).default(1000),
 });
 type Fault = z.infer<typeof faultSchema>;
 
@@ -81,7 +84,7 @@ type Fault = z.infer<typeof faultSchema>;
 export function createScriptedModelServer(opts: ScriptedModelOptions = {}): FastifyInstance {
   const app = Fastify({ logger: false, bodyLimit: 4 * 1024 * 1024 });
   let counter = 0;
-  let fault: Fault = { mode: 'none', status: 500, untilMs: 0 };
+  let fault: Fault = { mode: 'none', status: 500, untilMs: 0, keepAliveMs: 1000 };
 
   if (opts.faultControl) {
     app.post('/_faults', async (req, reply) => {
@@ -103,7 +106,8 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
       return reply.status(400).send({ error: { type: 'invalid_request_error', message: parsed.error.message } });
     }
     const requested = parsed.data.model ?? SCRIPTED_MODEL_ID;
-    if (fault.mode !== 'none' && Date.now() < fault.untilMs && (!fault.models || fault.models.includes(requested))) {
+    const faulty = fault.mode !== 'none' && Date.now() < fault.untilMs && (!fault.models || fault.models.includes(requested));
+    if (faulty && (fault.mode === 'error' || fault.mode === 'hang')) {
       if (fault.mode === 'hang') return new Promise(() => {}); // until the client gives up
       if (fault.retryAfterSeconds !== undefined) reply.header('retry-after', String(fault.retryAfterSeconds));
       return reply.status(fault.status).send({ error: { type: 'server_error', message: `injected fault: ${fault.status}` } });
@@ -146,9 +150,16 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
       ],
       usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
     };
-    if (!parsed.data.stream) return completion;
+    if (!parsed.data.stream || (faulty && fault.mode === 'json-for-stream')) return completion;
+    const wire = faulty ? WIRE_FAULTS.find((m) => m === fault.mode) : undefined;
     reply.hijack();
-    await streamCompletion(reply.raw, completion, parsed.data.stream_options?.include_usage === true, opts.chunkDelayMs ?? 0);
+    await streamCompletion(
+      reply.raw,
+      completion,
+      parsed.data.stream_options?.include_usage === true,
+      opts.chunkDelayMs ?? 0,
+      wire ? { fault: wire, keepAliveMs: fault.keepAliveMs } : undefined,
+    );
   });
   return app;
 }

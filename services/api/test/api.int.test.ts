@@ -161,7 +161,7 @@ describe('queue board (Bull Board)', () => {
   });
 
   it('is read-only and shows only run id and step of a job', async () => {
-    await rt.scheduler.housekeeping.pause(); // keep the job waiting while we look (no worker runs here anyway)
+    await rt.scheduler.queues[0]!.pause(); // keep the job waiting while we look (no worker runs here anyway)
     const { id } = (
       await app.inject({
         method: 'POST',
@@ -190,7 +190,7 @@ describe('queue board (Bull Board)', () => {
       headers: { authorization: basic(ADMIN.key) },
     });
     expect(retry.statusCode).toBeGreaterThanOrEqual(400);
-    await rt.scheduler.housekeeping.resume();
+    await rt.scheduler.queues[0]!.resume();
   });
 });
 

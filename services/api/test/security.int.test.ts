@@ -264,7 +264,7 @@ describe('every error is the envelope, with nothing internal (item 12)', () => {
       expect(isEnvelope(res.body), res.body).toBe(true);
     }
     const broken = vi
-      .spyOn(rt.scheduler.housekeeping, 'getJobCounts')
+      .spyOn(rt.scheduler.queues[0]!, 'getJobCounts')
       .mockRejectedValueOnce(new Error('ERR internal detail at 10.0.0.7:6379'));
     const res = await app.inject({
       method: 'GET',

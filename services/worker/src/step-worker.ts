@@ -5,6 +5,7 @@ import {
   createStepProcessor,
   createToolExecutor,
   DEADLINE_SWEEP,
+  HOUSEKEEPING_QUEUE,
   isDelaying,
   type ModelGateway,
   ModelUnavailableError,
@@ -38,7 +39,7 @@ export function backoffMs(attempt: number): number {
   return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
 }
 
-/** The workers of one process, one per step-queue shard it consumes, as one thing to run and close. */
+/** The workers of one process, one per step-queue shard it consumes (and one per housekeeping shard), as one thing to run and close. */
 export interface StepWorkers {
   workers: Worker[];
   isRunning(): boolean;
@@ -103,6 +104,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     logger,
     toolConcurrency: config.REIN_TOOL_CONCURRENCY,
     modelTimeoutMs: config.REIN_MODEL_TIMEOUT_MS,
+    modelIdleTimeoutMs: config.REIN_MODEL_IDLE_TIMEOUT_MS,
     approvalTtlMs: config.APPROVAL_TTL_MS,
   });
 
@@ -128,7 +130,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     if (parsed.name === 'compensate')
       return `compensation ${await rt.compensator.process(parsed.payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`;
     if (parsed.name === 'expire') return `expired ${await rt.approvals.expireDue(parsed.payload.runId, parsed.payload.step)}`;
-    if (parsed.name === DEADLINE_SWEEP.name) return `failed ${await sweepDeadlines({ store: rt.store, steps })}`;
+    if (parsed.name === DEADLINE_SWEEP.name) return `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`;
     if (parsed.name === REAPER.name) {
       const repaired = await reap({
         store: rt.store,
@@ -137,6 +139,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
         approvals: rt.approvals,
         charge: (run) => rt.quotas.charge(run),
         metrics: rt.metrics,
+        logger,
         staleMs: config.REIN_REAPER_STALE_MS,
       });
       return `repaired ${repaired}`;
@@ -198,6 +201,17 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
   };
   const shards = workerShards(config);
   const workers = shards.map(startShard);
+  // Housekeeping has workers of its own (sweep and reap side by side), so full step slots cannot starve it.
+  const housekeepers = shards.map((shard) => {
+    const worker = new Worker(HOUSEKEEPING_QUEUE, processJob, {
+      connection,
+      prefix: queuePrefix(shard),
+      concurrency: 2,
+      lockDuration: config.REIN_JOB_LOCK_MS,
+    });
+    worker.on('error', (err) => logger.warn({ err: err.message, shard }, 'housekeeping worker error'));
+    return worker;
+  });
   // Exported at 0 from the start, so that the first replacement shows as an increase.
   for (const shard of shards) rt.metrics.fetchLoopRestarts.inc({ shard: String(shard) }, 0);
   rt.scheduler
@@ -221,10 +235,10 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
   });
   return {
     workers,
-    isRunning: () => workers.every((w) => w.isRunning()),
+    isRunning: () => [...workers, ...housekeepers].every((w) => w.isRunning()),
     async close(force = false) {
       watchdog.stop();
-      await Promise.all(workers.map((w) => w.close(force)));
+      await Promise.all([...workers, ...housekeepers].map((w) => w.close(force)));
       // Not disconnected here: a closed BullMQ worker may still finish an in-flight command
       // (e.g. rescheduling a job scheduler), and on a closed connection it retries without
       // pause, for ever. Let it end on a live connection and go with the process.

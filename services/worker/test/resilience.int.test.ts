@@ -99,18 +99,19 @@ describe('a flaky model provider costs time, never runs', () => {
 const reapNow = (rt: Runtime) =>
   reap({
     store: rt.store,
-    queueOf: () => rt.scheduler.housekeeping, // the only shard here
+    queueOf: () => rt.scheduler.queues[0]!, // the only shard here
     enqueue: rt.enqueue,
     approvals: rt.approvals,
     charge: (run: RunRecord) => rt.quotas.charge(run),
     metrics: rt.metrics,
+    logger: rt.logger,
     staleMs: 0,
   });
 
 describe('the reaper', () => {
   it('finds a run whose step job was lost, repairs it, and counts the repair', async () => {
     const f = await start({ model: resilientModel(['rein-scripted']) });
-    const queue = f.rt.scheduler.housekeeping; // the only shard here
+    const queue = f.rt.scheduler.queues[0]!; // the only shard here
     await queue.pause();
     const id = await f.submit('支持 7 天无理由退货吗？');
     await (await queue.getJob(`${id}-0`))?.remove();
@@ -159,7 +160,7 @@ describe('the reaper', () => {
 
   it('judges a run by its last change, not its index score, and re-scores one that moved since', async () => {
     const f = await start({ model: resilientModel(['rein-scripted']) });
-    const queue = f.rt.scheduler.housekeeping; // the only shard here
+    const queue = f.rt.scheduler.queues[0]!; // the only shard here
     await queue.pause(); // the run stays queued, its step job waiting: healthy
     const id = await f.submit('支持 7 天无理由退货吗？');
     // Indexed an hour ago (the index is written on status changes, not on every step).
@@ -172,6 +173,7 @@ describe('the reaper', () => {
       approvals: f.rt.approvals,
       charge: (r: RunRecord) => f.rt.quotas.charge(r),
       metrics: f.rt.metrics,
+      logger: f.rt.logger,
       staleMs: 60_000,
     });
     expect(repaired).toBe(0);
@@ -184,7 +186,7 @@ describe('the reaper', () => {
     const f = await start({ model: resilientModel(['rein-scripted']) });
     const [worker] = f.worker.workers;
     await worker?.pause(true); // nobody fetches, so nobody promotes
-    const queue = f.rt.scheduler.housekeeping; // the only shard here
+    const queue = f.rt.scheduler.queues[0]!; // the only shard here
     const id = await f.submit('支持 7 天无理由退货吗？');
     const jobId = `${id}-0`;
     await (await queue.getJob(jobId))?.remove();

@@ -1,5 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { ApprovalService } from '../approvals/approval-service.js';
+import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { type Enqueue, jobCatalog } from '../queue/job-catalog.js';
 import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
@@ -14,6 +15,7 @@ export interface ReaperDeps {
   /** Charges a run's usage to its tenant, idempotently (TenantQuotas.charge). */
   charge: (run: RunRecord) => Promise<unknown>;
   metrics: Metrics;
+  logger: Logger;
   /** A run unchanged for less than this is left alone (its job may simply be running). */
   staleMs: number;
   now?: () => number;
@@ -53,51 +55,64 @@ async function jobLife(queue: Queue, id: string, now: number, staleMs: number): 
 export async function reap(deps: ReaperDeps): Promise<number> {
   const now = deps.now ?? Date.now;
   const active = await deps.store.activeRuns();
-  const counts = new Map<string, number>();
-  const oldest = new Map<string, number>();
+  const tally: Tally = { counts: new Map(), oldest: new Map(), pendingApprovals: 0 };
   let repaired = 0;
-  let pendingApprovals = 0;
   for (const { runId, since } of active) {
-    const run = await deps.store.get(runId);
-    if (!run) {
-      await deps.store.forgetActive(runId); // expired or never created: nothing left to repair
-      continue;
-    }
-    if (TERMINAL_STATUSES.includes(run.status)) {
-      // Still indexed as active: the process that finished it may have died before its
-      // follow-ups — the tenant's charge, the finish hook (webhook, compensation), the
-      // indexes. Each is idempotent; charging again adds only what is missing. A run that
-      // finished moments ago is left to the process still finishing it.
-      if (now() - Date.parse(run.updatedAt) < deps.staleMs) continue;
-      await deps.charge(run);
-      await deps.store.completeFinish(run);
-      deps.metrics.reaperRepairs.inc({ kind: 'unfinished_finish' });
-      repaired++;
-      continue;
-    }
-    counts.set(run.status, (counts.get(run.status) ?? 0) + 1);
-    pendingApprovals += run.pendingApprovals.length;
-    // The index is written when a run changes status, not on every step: its document says
-    // when it last moved. A run that moved since is re-scored, so the next pass (which
-    // reads the oldest scores first) reaches the runs behind it.
-    const changed = Date.parse(run.updatedAt);
-    oldest.set(run.status, Math.max(oldest.get(run.status) ?? 0, (now() - changed) / 1000));
-    if (now() - changed < deps.staleMs) {
-      if (changed > since) await deps.store.touchActive(run);
-      continue;
-    }
-    const kind = await repairIfStuck(deps, run, now());
-    if (kind) {
-      deps.metrics.reaperRepairs.inc({ kind });
-      repaired++;
+    // One run out of reach (its Redis master down) is left for the next pass; the others are not held up.
+    try {
+      if (await reapOne(deps, runId, since, now(), tally)) repaired++;
+    } catch (err) {
+      deps.logger.warn({ runId, err: (err as Error).message }, 'the reaper could not look at a run');
     }
   }
-  deps.metrics.approvalsPending.set(pendingApprovals);
+  deps.metrics.approvalsPending.set(tally.pendingApprovals);
   for (const status of ['queued', 'running', 'pending_approval']) {
-    deps.metrics.runsInState.set({ status }, counts.get(status) ?? 0);
-    deps.metrics.oldestInState.set({ status }, oldest.get(status) ?? 0);
+    deps.metrics.runsInState.set({ status }, tally.counts.get(status) ?? 0);
+    deps.metrics.oldestInState.set({ status }, tally.oldest.get(status) ?? 0);
   }
   return repaired;
+}
+
+/** What a pass counts for the gauges: runs and the oldest wait per status, approvals pending. */
+interface Tally {
+  counts: Map<string, number>;
+  oldest: Map<string, number>;
+  pendingApprovals: number;
+}
+
+/** One run of the pass; true when it was repaired. */
+async function reapOne(deps: ReaperDeps, runId: string, since: number, now: number, tally: Tally): Promise<boolean> {
+  const run = await deps.store.get(runId);
+  if (!run) {
+    await deps.store.forgetActive(runId); // expired or never created: nothing left to repair
+    return false;
+  }
+  if (TERMINAL_STATUSES.includes(run.status)) {
+    // Still indexed as active: the process that finished it may have died before its
+    // follow-ups — the tenant's charge, the finish hook (webhook, compensation), the
+    // indexes. Each is idempotent; charging again adds only what is missing. A run that
+    // finished moments ago is left to the process still finishing it.
+    if (now - Date.parse(run.updatedAt) < deps.staleMs) return false;
+    await deps.charge(run);
+    await deps.store.completeFinish(run);
+    deps.metrics.reaperRepairs.inc({ kind: 'unfinished_finish' });
+    return true;
+  }
+  tally.counts.set(run.status, (tally.counts.get(run.status) ?? 0) + 1);
+  tally.pendingApprovals += run.pendingApprovals.length;
+  // The index is written when a run changes status, not on every step: its document says
+  // when it last moved. A run that moved since is re-scored, so the next pass (which
+  // reads the oldest scores first) reaches the runs behind it.
+  const changed = Date.parse(run.updatedAt);
+  tally.oldest.set(run.status, Math.max(tally.oldest.get(run.status) ?? 0, (now - changed) / 1000));
+  if (now - changed < deps.staleMs) {
+    if (changed > since) await deps.store.touchActive(run);
+    return false;
+  }
+  const kind = await repairIfStuck(deps, run, now);
+  if (!kind) return false;
+  deps.metrics.reaperRepairs.inc({ kind });
+  return true;
 }
 
 async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Promise<string | null> {

@@ -183,7 +183,7 @@ function parts(f: StepFacts) {
         observation: observationPreview(r.observation),
       }),
     );
-  /** A loop breaker ends the run after this step. */
+  /** A loop breaker (or the deadline) ends the run after this step. */
   const stop = (reason: RunReason, records: ToolCallRecord[]): Transition => ({
     kind: 'finish',
     status: 'failed',
@@ -196,7 +196,7 @@ function parts(f: StepFacts) {
       { step: stepRecord(records), events: [...toolEvents(records), stepFinished(reason)] },
       at,
     ),
-    log: { level: 'warn', msg: 'run stopped by a loop breaker', fields: { reason } },
+    log: { level: 'warn', msg: 'run stopped after its step', fields: { reason } },
   });
   /** The model answered: the run ends with its answer (and, under an `output` schema, the parsed value or `output_invalid`). */
   const answer = (checked: OutputCheck | null): Transition => {
@@ -223,10 +223,30 @@ function parts(f: StepFacts) {
   return { spent, charge, at, assistant, stepRecord, stepFinished, toolEvents, stop, answer };
 }
 
+/** Whether the run's deadline passed (time parked for approval does not count, as in continueRun). */
+function pastDeadline(f: StepFacts): boolean {
+  const parkedFor = f.run.parkedAt ? f.now - Date.parse(f.run.parkedAt) : 0;
+  return f.now >= Date.parse(f.run.deadlineAt) + parkedFor;
+}
+
 /** Before any tool runs: an answer ends the run, a looping call stops it; otherwise the tools run (read repeats from `earlier`). */
 export function afterDecision(f: StepFacts): Transition | { kind: 'tools'; earlier: Map<number, EarlierCall> } {
   const { decision } = f;
   const p = parts(f);
+  // A reply that came after the deadline (a model call nothing could cut) is charged, not acted on.
+  if (pastDeadline(f)) {
+    return p.stop(
+      'deadline',
+      decision.toolCalls.map((c) => ({
+        id: c.id,
+        name: c.name,
+        arguments: c.arguments,
+        outcome: 'rejected',
+        observation: "Not executed: the run's deadline passed.",
+        durationMs: 0,
+      })),
+    );
+  }
   if (decision.toolCalls.length === 0) return f.output ? afterAnswer(f, f.output, p) : p.answer(null);
   const repeats = checkRepeats(f.guard, decision.toolCalls, f.limits.repeatLimit);
   const looped = repeats.exhausted;

@@ -62,7 +62,10 @@ export interface StepProcessorDeps {
   metrics: Metrics;
   logger: Logger;
   toolConcurrency: number;
+  /** A model call's whole time; the run's deadline cuts it sooner when that comes first. */
   modelTimeoutMs: number;
+  /** The longest silence of a streamed reply once it started. */
+  modelIdleTimeoutMs?: number;
   /** How long a plan's approval stays decidable (APPROVAL_TTL_MS). */
   approvalTtlMs: number;
   now?: () => number;
@@ -176,6 +179,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       tools,
       maxTokens,
       timeoutMs,
+      ...(deps.modelIdleTimeoutMs ? { idleTimeoutMs: deps.modelIdleTimeoutMs } : {}),
       onDelta: deltas.push,
       ...(profile.models ? { models: profile.models } : {}),
       ...(plan ? { responseFormat: plan } : profile.output ? { responseFormat: profile.output.jsonSchema } : {}),

@@ -1,13 +1,18 @@
 import OpenAI from 'openai';
 import { z } from 'zod';
-import { ModelRejectedError, ModelReplyInvalidError, ModelUnavailableError, type ReinError } from '../errors.js';
+import { ModelRejectedError, ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../errors.js';
 import type { ChatMessage, ModelToolCall } from '../schemas/message.js';
+import { startCallDeadline } from './call-deadline.js';
+import { readCompletionStream } from './completion-stream.js';
 
 export interface ModelRequest {
   messages: ChatMessage[];
   tools: Array<{ type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }>;
   maxTokens: number;
+  /** The whole call, body included (REIN_MODEL_TIMEOUT_MS or what is left of the run's deadline, whichever is less). */
   timeoutMs: number;
+  /** The longest silence of a streamed reply once it started (REIN_MODEL_IDLE_TIMEOUT_MS); keep-alive comments do not count. */
+  idleTimeoutMs?: number;
   /** The agent's own models in order, instead of REIN_MODEL and its fallbacks. */
   models?: readonly string[];
   /** Receives the reply's text and tool-call pieces as they are written; set, the call streams (`stream: true`). */
@@ -29,7 +34,7 @@ export interface ModelReply {
   usage: { promptTokens: number; completionTokens: number };
   /** Why the model stopped, per choice (`stop`, `tool_calls`, `length`, ...), when the endpoint says. */
   finishReasons?: string[];
-  /** The reply came as a stream (its `raw` is the chunks assembled). */
+  /** The request asked for a stream (`stream: true`); `raw` is the chunks assembled, or the whole completion a gateway sent instead. */
   streamed?: boolean;
   /** The completion exactly as the endpoint sent it (for decision snapshots). */
   raw?: unknown;
@@ -109,18 +114,30 @@ export type CompleteWith = (model: string, request: ModelRequest) => Promise<Mod
 export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }): CompleteWith {
   const client = new OpenAI({ baseURL: opts.baseURL, apiKey: opts.apiKey, maxRetries: 0 });
   return async (model, req) => {
+    const deadline = startCallDeadline(req.timeoutMs, req.idleTimeoutMs);
     let raw: unknown;
     try {
-      raw = req.onDelta
-        ? await streamed(client, model, req, req.onDelta)
-        : await client.chat.completions.create(chatCompletionBody(model, req), { timeout: req.timeoutMs });
+      const response = await client.chat.completions
+        .create(chatCompletionBody(model, { ...req, stream: req.onDelta !== undefined }), {
+          timeout: req.timeoutMs,
+          signal: deadline.signal,
+        })
+        .asResponse();
+      raw = await readReply(response, model, req.onDelta, deadline.touch);
     } catch (err) {
-      throw classify(err, model);
+      if (err instanceof ReinError) throw err;
+      const cut = deadline.cutReason();
+      throw cut ? new ModelUnavailableError(`model ${model} timed out: ${cut}`, err) : classify(err, model);
+    } finally {
+      deadline.stop();
     }
     const parsed = completionSchema.safeParse(raw);
     if (!parsed.success) throw new ModelReplyInvalidError(`model ${model} sent a malformed completion: ${parsed.error.message}`);
     const message = parsed.data.choices[0]!.message;
     const toolCalls = (message.tool_calls ?? []).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments ?? '' }));
+    // An empty reply decides nothing: it is retried like any broken one, never taken as an empty answer.
+    if (!message.content && toolCalls.length === 0)
+      throw new ModelReplyInvalidError(`model ${model} sent an empty reply (no text, no tool call)`);
     const usage = parsed.data.usage
       ? { promptTokens: parsed.data.usage.prompt_tokens, completionTokens: parsed.data.usage.completion_tokens }
       : {
@@ -141,49 +158,34 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
 }
 
 /**
- * A streamed completion: each chunk's text and tool-call pieces go to `onDelta` as they
- * arrive, and the chunks are assembled into the shape of a whole completion, which is
- * validated and journaled exactly like one that arrived at once.
+ * The reply's body: server-sent chunks when the endpoint streams, or — as some gateways
+ * answer a streaming request — one whole JSON completion, read as such (its text and
+ * calls still go to `onDelta`, in one piece each).
  */
-async function streamed(client: OpenAI, model: string, req: ModelRequest, onDelta: (d: ModelDelta) => void) {
-  const stream = await client.chat.completions.create(
-    { ...chatCompletionBody(model, { ...req, stream: true }), stream: true },
-    { timeout: req.timeoutMs },
-  );
-  let content: string | null = null;
-  let finish: string | null = null;
-  let answered = model;
-  let usage: OpenAI.CompletionUsage | undefined;
-  const calls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = [];
-  for await (const chunk of stream) {
-    answered = chunk.model || answered;
-    if (chunk.usage) usage = chunk.usage;
-    const choice = chunk.choices[0];
-    if (!choice) continue;
-    if (choice.finish_reason) finish = choice.finish_reason;
-    if (choice.delta.content) {
-      content = (content ?? '') + choice.delta.content;
-      onDelta({ content: choice.delta.content });
-    }
-    for (const part of choice.delta.tool_calls ?? []) {
-      calls[part.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } };
-      const call = calls[part.index]!;
-      if (part.id) call.id = part.id;
-      if (part.function?.name) call.function.name += part.function.name;
-      if (part.function?.arguments) call.function.arguments += part.function.arguments;
+async function readReply(response: Response, model: string, onDelta: ModelRequest['onDelta'], touch: () => void): Promise<unknown> {
+  if (onDelta && response.body && /^text\/event-stream/i.test(response.headers.get('content-type') ?? '')) {
+    return readCompletionStream(response.body, model, onDelta, touch);
+  }
+  const text = await response.text();
+  let whole: unknown;
+  try {
+    whole = JSON.parse(text);
+  } catch {
+    throw new ModelReplyInvalidError(`model ${model} sent a body that is not a JSON completion: ${text.slice(0, 200)}`);
+  }
+  const message = completionSchema.safeParse(whole).data?.choices[0]?.message;
+  if (onDelta && message) {
+    if (message.content) onDelta({ content: message.content });
+    for (const [index, call] of (message.tool_calls ?? []).entries()) {
       onDelta({
         toolCall: {
-          index: part.index,
-          ...(part.id ? { id: part.id } : {}),
-          ...(part.function?.name ? { name: part.function.name } : {}),
-          ...(part.function?.arguments ? { arguments: part.function.arguments } : {}),
+          index,
+          id: call.id,
+          name: call.function.name,
+          ...(call.function.arguments ? { arguments: call.function.arguments } : {}),
         },
       });
     }
   }
-  return {
-    model: answered,
-    choices: [{ finish_reason: finish, message: { content, ...(calls.length ? { tool_calls: calls.filter(Boolean) } : {}) } }],
-    ...(usage ? { usage } : {}),
-  };
+  return whole;
 }

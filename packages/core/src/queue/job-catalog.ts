@@ -4,6 +4,12 @@ import { queuePrefix } from '../keys.js';
 import { activeTraceparent, traceparentSchema } from '../tracing/trace-context.js';
 
 export const STEP_QUEUE = 'rein-steps';
+/**
+ * The deadline sweeper and the reaper, one queue per shard beside its step queue (same
+ * hash tag), consumed by workers of their own: steps that hold every step slot (a stalled
+ * model, a hung tool) cannot keep them from running.
+ */
+export const HOUSEKEEPING_QUEUE = 'rein-housekeeping';
 
 /**
  * `traceparent`: the trace context the job continues (W3C), so that every span of a run
@@ -109,11 +115,14 @@ export function stepQueue(connection: ConnectionOptions, shard: number): Queue {
 
 /**
  * Enqueues steps with deterministic ids: adding the same step twice is a no-op. With
- * several shards, a run's jobs go to the shard of its id; the housekeeping schedulers
- * (deadline sweeper, reaper) live on shard 0 only, so each still runs once per tick.
+ * several shards, a run's jobs go to the shard of its id. The housekeeping schedulers
+ * (deadline sweeper, reaper) live on every shard's housekeeping queue, each pass covering
+ * the whole fleet (passes are idempotent): a shard whose Redis master is down stops only
+ * its own.
  */
 export class StepScheduler {
   readonly queues: Queue[];
+  readonly housekeepingQueues: Queue[];
 
   constructor(
     connection: ConnectionOptions,
@@ -121,16 +130,15 @@ export class StepScheduler {
     shards = 1,
   ) {
     this.queues = Array.from({ length: shards }, (_, shard) => stepQueue(connection, shard));
+    this.housekeepingQueues = Array.from(
+      { length: shards },
+      (_, shard) => new Queue(HOUSEKEEPING_QUEUE, { connection, prefix: queuePrefix(shard) }),
+    );
   }
 
   /** The queue holding `runId`'s jobs. */
   queueOf(runId: string): Queue {
     return this.queues[shardOf(runId, this.queues.length)] as Queue;
-  }
-
-  /** Shard 0: where the housekeeping schedulers live. */
-  get housekeeping(): Queue {
-    return this.queues[0] as Queue;
   }
 
   readonly enqueue: Enqueue = async (name, job, opts) => {
@@ -155,18 +163,27 @@ export class StepScheduler {
       .catch(() => 0);
   };
 
-  /** Idempotent: every worker upserts the same schedulers; BullMQ keeps one of each. */
+  /**
+   * Idempotent: every worker upserts the same schedulers on every shard; BullMQ keeps one
+   * of each per queue. The ones older releases kept on shard 0's step queue are removed.
+   */
   async scheduleHousekeeping(sweepEveryMs: number, reapEveryMs: number): Promise<void> {
     const opts = { removeOnComplete: true, removeOnFail: 100 };
-    await this.housekeeping.upsertJobScheduler(
-      DEADLINE_SWEEP.scheduler,
-      { every: sweepEveryMs },
-      { name: DEADLINE_SWEEP.name, data: {}, opts },
-    );
-    await this.housekeeping.upsertJobScheduler(REAPER.scheduler, { every: reapEveryMs }, { name: REAPER.name, data: {}, opts });
+    const legacy = this.queues[0] as Queue;
+    // Shard by shard: one whose master is down does not keep the others from being scheduled.
+    const done = await Promise.allSettled([
+      legacy.removeJobScheduler(DEADLINE_SWEEP.scheduler),
+      legacy.removeJobScheduler(REAPER.scheduler),
+      ...this.housekeepingQueues.map(async (queue) => {
+        await queue.upsertJobScheduler(DEADLINE_SWEEP.scheduler, { every: sweepEveryMs }, { name: DEADLINE_SWEEP.name, data: {}, opts });
+        await queue.upsertJobScheduler(REAPER.scheduler, { every: reapEveryMs }, { name: REAPER.name, data: {}, opts });
+      }),
+    ]);
+    const failed = done.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.queues.map((q) => q.close()));
+    await Promise.all([...this.queues, ...this.housekeepingQueues].map((q) => q.close()));
   }
 }

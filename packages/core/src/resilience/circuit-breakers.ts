@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import CircuitBreaker from 'opossum';
-import { BreakerOpenError, ReinError } from '../errors.js';
+import { BreakerOpenError, ModelReplyInvalidError, ReinError } from '../errors.js';
 import { breakerKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -25,8 +25,11 @@ const STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 /** The shared keys' values: `open` (set while open, with the reset timeout as TTL) and `tripped`. */
 export type FleetBreakerState = [open: string | null, tripped: string | null];
 
-/** Failures that say nothing about the dependency's health (a 4xx, a bad argument) do not count. */
-const isHealthSignal = (err: unknown) => !(err instanceof ReinError) || err.retryable;
+/**
+ * Failures that say nothing about the dependency's health (a 4xx, a bad argument, a reply
+ * that arrived but is broken) do not count: an endpoint that answers is not down.
+ */
+const isHealthSignal = (err: unknown) => !(err instanceof ReinError) || (err.retryable && !(err instanceof ModelReplyInvalidError));
 
 /**
  * One opossum breaker per dependency, with its state shared by the fleet through Redis.

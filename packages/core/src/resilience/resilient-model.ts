@@ -1,4 +1,4 @@
-import { BulkheadFullError, ModelUnavailableError, ReinError } from '../errors.js';
+import { BulkheadFullError, ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { CompleteWith, ModelGateway } from '../model/model-gateway.js';
 import { type CaptureContent, chatSpan } from '../tracing/genai.js';
@@ -22,9 +22,10 @@ export interface ModelProtection {
 /**
  * The model gateway the workers use: models in order (primary, then
  * REIN_FALLBACK_MODELS, or the agent's own list), each behind its breaker, a per-process bulkhead and a
- * fleet-wide limit. A model whose breaker is open is skipped; transient failures move
- * on to the next model; when none can answer, the error says when to try again, and
- * the worker delays the step without spending it.
+ * fleet-wide limit. A model whose breaker is open is skipped; transient failures and
+ * broken replies move on to the next model; when none can answer, the error says when to
+ * try again, and the worker delays the step without spending it — unless a model did
+ * answer, brokenly: then the step spends an attempt (ModelReplyInvalidError).
  */
 export function createResilientModelGateway(models: string[], complete: CompleteWith, p: ModelProtection): ModelGateway {
   const bulkheads = new Map<string, Bulkhead>();
@@ -43,6 +44,7 @@ export function createResilientModelGateway(models: string[], complete: Complete
   return {
     async complete(request) {
       let last: ReinError | undefined;
+      let invalid: ModelReplyInvalidError | undefined;
       const chosen = request.models ?? models;
       for (const model of chosen) {
         const dependency = `model:${model}`;
@@ -61,9 +63,12 @@ export function createResilientModelGateway(models: string[], complete: Complete
         } catch (err) {
           if (!(err instanceof ReinError) || !err.retryable) throw err;
           if (err instanceof BulkheadFullError && err.scope === 'fleet') p.metrics.bulkheadRejections.inc({ dependency, scope: 'fleet' });
+          if (err instanceof ModelReplyInvalidError) invalid = err;
           last = err;
         }
       }
+      // A broken reply is not an outage: the step is retried as a failed attempt, and ends model_reply_invalid.
+      if (invalid) throw invalid;
       const retryAfter = last?.retryAfterMs;
       throw new ModelUnavailableError(
         `no model could answer (${chosen.join(', ')}): ${last?.message ?? 'none configured'}`,

@@ -56,6 +56,7 @@ export {
   StaleStepError,
   type StepFailure,
   ToolError,
+  ToolOutcomeUnknownError,
   TooManyStreamsError,
   terminalReason,
   UnauthorizedError,

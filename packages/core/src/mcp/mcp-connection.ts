@@ -2,8 +2,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { type CallToolResult, McpError, type Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
-import { McpUnavailableError } from '../errors.js';
+import { type CallToolResult, ErrorCode, McpError, type Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
+import { McpToolError, McpUnavailableError, ToolOutcomeUnknownError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { McpServerConfig } from './mcp-server-config.js';
 
@@ -17,6 +17,14 @@ const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 30_000;
 /** The executor's abort signal bounds every call; this only lifts the SDK's own 60 s default out of its way. */
 const SDK_REQUEST_TIMEOUT_MS = 24 * 3600 * 1000;
+
+/** A connection refused: the request never reached the server (any other link failure may have). */
+function refused(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    if ((e as NodeJS.ErrnoException).code === 'ECONNREFUSED') return true;
+  }
+  return false;
+}
 
 /**
  * The one MCP client of this process for one server. `connect` is the first attempt
@@ -130,12 +138,15 @@ export class McpConnection {
       );
       return result as CallToolResult;
     } catch (err) {
-      // A JSON-RPC error is the server answering; anything else (refused, session gone) is the link: start over.
-      if (!(err instanceof McpError) && !opts.signal.aborted) {
-        this.lost(client);
-        void client.close().catch(() => {});
-      }
-      throw err;
+      if (opts.signal.aborted) throw err;
+      // A JSON-RPC error is the server answering: the call failed, with the server's reason.
+      if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed) throw new McpToolError(err.message);
+      this.lost(client);
+      void client.close().catch(() => {});
+      if (refused(err)) throw new McpUnavailableError(this.server, err);
+      // Anything else (the process died, the session or the socket is gone) is the link, lost
+      // with the request out: the server may have applied it. Either way, start over.
+      throw new ToolOutcomeUnknownError(`the connection to MCP server "${this.server}" was lost while the call ran`, err);
     }
   }
 

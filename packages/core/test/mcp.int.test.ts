@@ -134,6 +134,21 @@ describe.each([
     expect(tools.get('fx__delete_note')?.approval({ id: 'x' }, ctx)).toMatchObject({ risk: 'critical', requiredRole: 'admin' });
   });
 
+  it('with trustAnnotations false, puts a tool the server calls read-only behind an approval', async () => {
+    const { config, state } = await fixture();
+    const { tools } = await connect({ fx: { ...config, trustAnnotations: false, tools: { fail: { kind: 'read' } } } });
+    const read = tools.get('fx__read_note') as Tool;
+    expect(read.kind).toBe('write');
+    const { record, newApproval } = await executor(tools)('fx__read_note', { id: 'welcome' });
+    expect(record.outcome).toBe('awaiting_approval');
+    expect(newApproval).toMatchObject({ risk: 'critical', requiredRole: 'supervisor' });
+    if (state) expect(state.calls).toEqual([]);
+    // The app's word still counts, and the setting is part of the policy an approval was granted under.
+    expect(tools.get('fx__fail')?.kind).toBe('read');
+    const trusted = await connect({ fx: config });
+    expect(trusted.tools.get('fx__delete_note')?.policyVersion).not.toBe(tools.get('fx__delete_note')?.policyVersion);
+  });
+
   it('turns a read result (structured content) into an observation', async () => {
     const { config } = await fixture();
     const { tools } = await connect({ fx: config });

@@ -34,6 +34,12 @@ const serverOptions = {
   optional: z.boolean().optional(),
   /** Longest one call may take (default REIN_TOOL_TIMEOUT_MS). */
   timeoutMs: z.number().int().positive().optional(),
+  /**
+   * `false`: the server's annotations (`readOnlyHint`, `destructiveHint`, `idempotentHint`)
+   * are ignored, so every tool is a critical write behind an approval unless `tools` says
+   * otherwise. Default `true`: one hint of a third-party server can lift the approval.
+   */
+  trustAnnotations: z.boolean().optional(),
   /** Per-tool overrides, by the tool's name on the server. */
   tools: z.record(z.string(), mcpToolOverrideSchema).optional(),
 };

@@ -20,11 +20,7 @@ export interface McpGovernance {
  * every tool is a critical write unless the app's override says otherwise, and the
  * app's `idempotent` alone decides re-sending.
  */
-export function mcpGovernance(
-  annotations: ToolAnnotations | undefined,
-  override: McpToolOverride = {},
-  trust = true,
-): McpGovernance {
+export function mcpGovernance(annotations: ToolAnnotations | undefined, override: McpToolOverride = {}, trust = true): McpGovernance {
   const hints = trust ? annotations : undefined;
   const kind = override.kind ?? (hints?.readOnlyHint === true ? 'read' : 'write');
   if (kind === 'read') return { kind, approval: null, honoursIdempotencyKey: true };

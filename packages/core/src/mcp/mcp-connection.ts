@@ -6,6 +6,7 @@ import { type CallToolResult, ErrorCode, McpError, type Tool as McpToolDefinitio
 import { McpToolError, McpUnavailableError, ToolOutcomeUnknownError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { McpServerConfig } from './mcp-server-config.js';
+import { McpStdioTransport } from './mcp-stdio-transport.js';
 
 export interface McpConnectionEvents {
   /** The server's current tool list: after every (re)connect and every `tools/list_changed`. */
@@ -14,6 +15,7 @@ export interface McpConnectionEvents {
 }
 
 const RECONNECT_MIN_MS = 250;
+const START_TIMEOUT_MS = 30_000;
 const RECONNECT_MAX_MS = 30_000;
 /** The executor's abort signal bounds every call; this only lifts the SDK's own 60 s default out of its way. */
 const SDK_REQUEST_TIMEOUT_MS = 24 * 3600 * 1000;
@@ -34,6 +36,7 @@ function refused(err: unknown): boolean {
  */
 export class McpConnection {
   private client: Client | undefined;
+  private connecting: Client | undefined;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryDelayMs = RECONNECT_MIN_MS;
@@ -48,6 +51,8 @@ export class McpConnection {
   private transport(): Transport {
     if ('command' in this.config) {
       const { command, args, env, cwd } = this.config;
+      // Process groups are POSIX: elsewhere the SDK's transport, which signals the server itself only.
+      if (process.platform !== 'win32') return new McpStdioTransport({ command, args, env, cwd });
       return new StdioClientTransport({ command, ...(args ? { args } : {}), ...(env ? { env } : {}), ...(cwd ? { cwd } : {}) });
     }
     const { url, headers } = this.config;
@@ -74,8 +79,12 @@ export class McpConnection {
     );
     client.onclose = () => this.lost(client);
     client.onerror = (err) => this.logger.debug({ server: this.server, err: err.message }, 'MCP transport error');
+    // A server that does not answer `initialize` and its tool list in time is stopped, as is
+    // one still starting when this connection is closed.
+    this.connecting = client;
     try {
-      await client.connect(this.transport());
+      await client.connect(this.transport(), { timeout: this.config.startTimeoutMs ?? START_TIMEOUT_MS });
+      if (this.closed) throw new Error('closed while connecting');
       this.client = client;
       await this.refreshTools();
     } catch (err) {
@@ -83,6 +92,8 @@ export class McpConnection {
       client.onclose = undefined;
       await client.close().catch(() => {});
       throw err;
+    } finally {
+      this.connecting = undefined;
     }
     this.retryDelayMs = RECONNECT_MIN_MS;
     this.events.onUp(true);
@@ -95,7 +106,7 @@ export class McpConnection {
     const tools: McpToolDefinition[] = [];
     let cursor: string | undefined;
     do {
-      const page = await client.listTools(cursor ? { cursor } : undefined);
+      const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.config.startTimeoutMs ?? START_TIMEOUT_MS });
       tools.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor);
@@ -153,8 +164,8 @@ export class McpConnection {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
-    const client = this.client;
+    const clients = [this.client, this.connecting];
     this.client = undefined;
-    await client?.close();
+    await Promise.all(clients.map((c) => c?.close()));
   }
 }

@@ -32,6 +32,8 @@ export type McpToolOverride = z.infer<typeof mcpToolOverrideSchema>;
 const serverOptions = {
   /** If it cannot start, its tools are absent (and `rein_mcp_server_up` says so) instead of a startup error. */
   optional: z.boolean().optional(),
+  /** Longest the server may take to answer `initialize` and list its tools (default 30 s); past it, it is stopped. */
+  startTimeoutMs: z.number().int().positive().optional(),
   /** Longest one call may take (default REIN_TOOL_TIMEOUT_MS). */
   timeoutMs: z.number().int().positive().optional(),
   /**

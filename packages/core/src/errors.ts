@@ -83,18 +83,32 @@ export class TooManyStreamsError extends ReinError {
   }
 }
 
-/** Operator misconfiguration: a bad environment variable, a missing agent profile. */
 /**
  * What a tool throws when it fails in a way the model should hear about: `code` is
  * stable, `retryable` says whether calling again (same or other arguments) can help.
  */
 export class ToolError extends ReinError {
-  override readonly name = 'ToolError';
+  override readonly name: string = 'ToolError';
   constructor(code: string, message: string, opts: { retryable?: boolean; cause?: unknown } = {}) {
     super(code, message, { retryable: opts.retryable ?? false, cause: opts.cause });
   }
 }
 
+/**
+ * A tool cannot tell whether its effect happened (the link to the system it writes to
+ * broke after the request left). A write throwing it is recorded `uncertain`, as if
+ * its worker had died mid-call, never as a failure the model would try again. It is
+ * retryable as a read is (and counts against the dependency's breaker); the executor
+ * and the compensator take a write's out before they look at that.
+ */
+export class ToolOutcomeUnknownError extends ToolError {
+  override readonly name: string = 'ToolOutcomeUnknownError';
+  constructor(message: string, cause?: unknown) {
+    super('tool_outcome_unknown', message, { retryable: true, cause });
+  }
+}
+
+/** Operator misconfiguration: a bad environment variable, a missing agent profile. */
 export class ConfigError extends ReinError {
   override readonly name = 'ConfigError';
   constructor(message: string) {

@@ -57,6 +57,7 @@ export {
   StaleStepError,
   type StepFailure,
   ToolError,
+  ToolOutcomeUnknownError,
   TooManyStreamsError,
   terminalReason,
   UnauthorizedError,

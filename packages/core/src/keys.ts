@@ -52,6 +52,9 @@ export const tenantKeys = (tenantId: string) => {
 /** Non-terminal, non-parked runs by deadline (ms): what the deadline sweeper scans. */
 export const DEADLINES_KEY = 'rein:deadlines';
 
+/** Approval events staged before the commit that makes them true, until published (ms staged): the reaper re-drives them. */
+export const APPROVAL_OUTBOX_KEY = 'rein:approval-outbox';
+
 /** Every non-terminal run by last change (ms): what the reaper scans. */
 export const ACTIVE_RUNS_KEY = 'rein:active-runs';
 

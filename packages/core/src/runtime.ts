@@ -148,7 +148,9 @@ export async function createRuntime(
     feed,
     metrics,
     logger,
-    emit: (tenantId, type, key, data) => dispatcher.emit(tenantId, type, key, data),
+    emit: async (tenantId, type, key, data) => {
+      await dispatcher.emit(tenantId, type, key, data);
+    },
     toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
     approvalTtlMs: config.APPROVAL_TTL_MS,
     maxResultBytes: config.REIN_MAX_TOOL_RESULT_BYTES,

@@ -1,8 +1,12 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 // The built fixture: a child process runs JavaScript, not this package's TypeScript sources.
 import { MCP_FIXTURE_MAIN } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { AgentProfile } from '../src/agents/agent-profile.js';
 import { createToolExecutor, type ToolExecutorDeps } from '../src/engine/tool-executor.js';
 import { BreakerOpenError, McpServerStartError } from '../src/errors.js';
@@ -13,8 +17,8 @@ import { Bulkhead } from '../src/resilience/bulkhead.js';
 import { CircuitBreakers } from '../src/resilience/circuit-breakers.js';
 import type { RunRecord } from '../src/schemas/run.js';
 import { EffectLedger } from '../src/store/effect-ledger.js';
-import { McpFixtureState, startMcpFixtureHttp, startTestRedis, type TestRedis } from '../src/testing/index.js';
-import { type Tool, toolSpec } from '../src/tools/tool.js';
+import { type FixtureEffect, McpFixtureState, startMcpFixtureHttp, startTestRedis, type TestRedis } from '../src/testing/index.js';
+import { defineTool, type Tool, toolSpec } from '../src/tools/tool.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -65,15 +69,14 @@ function executor(tools: Map<string, Tool>, protection?: ToolExecutorDeps['prote
     roles: ['user'],
     deadlineAt: new Date(Date.now() + 3_600_000).toISOString(),
   } as RunRecord;
-  return (name: string, args: unknown) =>
-    execute(
-      run,
-      { tools: [...tools.keys()] } as unknown as AgentProfile,
-      0,
-      0,
-      { id: `call-${++seq}`, name, arguments: JSON.stringify(args) },
-      [],
-    );
+  const profile = { tools: [...tools.keys()] } as unknown as AgentProfile;
+  /** With `approved`, a gated call asks for its approval, which is then granted, and runs. */
+  return async (name: string, args: unknown, opts: { approved?: boolean } = {}) => {
+    const call = { id: `call-${++seq}`, name, arguments: JSON.stringify(args) };
+    const first = await execute(run, profile, 0, 0, call, []);
+    if (!opts.approved || !first.newApproval) return first;
+    return execute(run, profile, 0, 0, call, [{ ...first.newApproval, status: 'approved', decidedBy: 'bob' }]);
+  };
 }
 
 const until = async (check: () => boolean) => {
@@ -97,7 +100,7 @@ describe.each([
     const { config } = await fixture();
     const { tools, metrics } = await connect({ fx: config });
     expect([...tools.keys()].sort()).toEqual(
-      ['fx__add_tool', 'fx__append_note', 'fx__delete_note', 'fx__fail', 'fx__hang', 'fx__read_note'].sort(),
+      ['fx__add_tool', 'fx__append_note', 'fx__append_then_die', 'fx__delete_note', 'fx__fail', 'fx__hang', 'fx__read_note'].sort(),
     );
     const read = tools.get('fx__read_note') as Tool;
     const destroy = tools.get('fx__delete_note') as Tool;
@@ -129,6 +132,21 @@ describe.each([
     expect(tools.get('fx__append_note')?.honoursIdempotencyKey).toBe(true);
     const ctx = { tenantId: 'acme', userId: 'alice', roles: ['user' as const], runId: 'r', step: 0, toolCallId: 'c', idempotencyKey: 'k' };
     expect(tools.get('fx__delete_note')?.approval({ id: 'x' }, ctx)).toMatchObject({ risk: 'critical', requiredRole: 'admin' });
+  });
+
+  it('with trustAnnotations false, puts a tool the server calls read-only behind an approval', async () => {
+    const { config, state } = await fixture();
+    const { tools } = await connect({ fx: { ...config, trustAnnotations: false, tools: { fail: { kind: 'read' } } } });
+    const read = tools.get('fx__read_note') as Tool;
+    expect(read.kind).toBe('write');
+    const { record, newApproval } = await executor(tools)('fx__read_note', { id: 'welcome' });
+    expect(record.outcome).toBe('awaiting_approval');
+    expect(newApproval).toMatchObject({ risk: 'critical', requiredRole: 'supervisor' });
+    if (state) expect(state.calls).toEqual([]);
+    // The app's word still counts, and the setting is part of the policy an approval was granted under.
+    expect(tools.get('fx__fail')?.kind).toBe('read');
+    const trusted = await connect({ fx: config });
+    expect(trusted.tools.get('fx__delete_note')?.policyVersion).not.toBe(tools.get('fx__delete_note')?.policyVersion);
   });
 
   it('turns a read result (structured content) into an observation', async () => {
@@ -215,6 +233,59 @@ describe.each([
     await until(() => tools.has('fx__extra'));
     const { record } = await executor(tools)('fx__extra', {});
     expect(record.observation).toBe('extra!');
+  });
+});
+
+describe('an MCP server that dies during a write', () => {
+  it.each([
+    [
+      'stdio',
+      async () => {
+        const file = join(mkdtempSync(join(tmpdir(), 'rein-mcp-')), 'effects.json');
+        const config: McpServerConfig = { command: process.execPath, args: [MCP_FIXTURE_MAIN, '--effects-file', file] };
+        return { config, effects: () => JSON.parse(readFileSync(file, 'utf8')) as FixtureEffect[] };
+      },
+    ],
+    [
+      'Streamable HTTP',
+      async () => {
+        const state = new McpFixtureState();
+        const http = await startMcpFixtureHttp(state);
+        open.push(http);
+        return { config: { url: http.url } as McpServerConfig, effects: () => state.effects };
+      },
+    ],
+  ] as const)('over %s leaves the write uncertain, not failed: the server applied it', async (_transport, fixture) => {
+    const { config, effects } = await fixture();
+    const { tools } = await connect({ fx: config });
+    const { record } = await executor(tools)('fx__append_then_die', { id: 'n', text: 'x' }, { approved: true });
+    expect(effects()).toEqual([{ tool: 'append_then_die', args: { id: 'n', text: 'x' }, key: expect.any(String) }]);
+    expect(record.outcome).toBe('uncertain');
+    expect(record.observation).toContain('the connection to MCP server "fx" was lost while the call ran');
+    expect(record.observation).toContain('it is not safe to run it again');
+    // Neither done nor failed in the ledger: a retry of the step reports it uncertain again, never re-sends it.
+    const ledger = new EffectLedger(redis);
+    const key = effects()[0]?.key as string;
+    expect((await ledger.get(key.split(':')[0] as string, key))?.state).toBe('intent');
+  });
+
+  it('gives the model a string error code, never a library number', async () => {
+    const tools = new Map<string, Tool>([
+      [
+        'numbered',
+        defineTool({
+          name: 'numbered',
+          description: 'Fails like a JSON-RPC library does.',
+          kind: 'read',
+          parameters: z.object({}),
+          execute: async () => {
+            throw Object.assign(new Error('Connection closed'), { code: -32000 });
+          },
+        }),
+      ],
+    ]);
+    const { record } = await executor(tools)('numbered', {});
+    expect(JSON.parse(record.observation)).toEqual({ error: 'tool_failed', message: 'Connection closed', retryable: false });
   });
 });
 

@@ -36,6 +36,21 @@ describe('MCP governance from annotations', () => {
     expect(mcpGovernance({ idempotentHint: true }, { idempotent: true }).honoursIdempotencyKey).toBe(true);
   });
 
+  it('with trustAnnotations false, ignores every hint: a critical write unless the app says otherwise', () => {
+    const lenient = { readOnlyHint: true, destructiveHint: false, idempotentHint: true };
+    expect(mcpGovernance(lenient, {}, false)).toEqual({
+      kind: 'write',
+      approval: { risk: 'critical', requiredRole: 'supervisor' },
+      honoursIdempotencyKey: false,
+    });
+    expect(mcpGovernance(lenient, { kind: 'read' }, false).approval).toBeNull();
+    expect(mcpGovernance(undefined, { idempotent: true, approval: { risk: 'high' } }, false)).toEqual({
+      kind: 'write',
+      approval: { risk: 'high', requiredRole: 'user' },
+      honoursIdempotencyKey: true,
+    });
+  });
+
   it('lets the app override kind, risk and role', () => {
     expect(mcpGovernance({ readOnlyHint: true }, { kind: 'write' }).approval).toEqual({ risk: 'critical', requiredRole: 'supervisor' });
     expect(mcpGovernance({ destructiveHint: true }, { kind: 'read' }).kind).toBe('read');

@@ -137,6 +137,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
         queueOf: (runId) => rt.scheduler.queueOf(runId),
         enqueue: rt.enqueue,
         approvals: rt.approvals,
+        feed: rt.feed,
         charge: (run) => rt.quotas.charge(run),
         metrics: rt.metrics,
         logger,

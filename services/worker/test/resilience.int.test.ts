@@ -102,6 +102,7 @@ const reapNow = (rt: Runtime) =>
     queueOf: () => rt.scheduler.queues[0]!, // the only shard here
     enqueue: rt.enqueue,
     approvals: rt.approvals,
+    feed: rt.feed,
     charge: (run: RunRecord) => rt.quotas.charge(run),
     metrics: rt.metrics,
     logger: rt.logger,

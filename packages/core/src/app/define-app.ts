@@ -24,8 +24,9 @@ export interface AppDefinition {
   handoffAnswer?: string;
   /**
    * MCP servers whose tools join the app's as `<server>__<tool>`: `{command, args?, env?, cwd?}`
-   * (stdio) or `{url, headers?}` (Streamable HTTP), plus `optional`, `timeoutMs` and per-tool
-   * overrides of what the server's annotations say (`tools: {<tool>: {kind?, approval?, idempotent?}}`).
+   * (stdio) or `{url, headers?}` (Streamable HTTP), plus `optional`, `timeoutMs`, `trustAnnotations`
+   * (`false`: its hints are ignored, every tool is a write) and per-tool overrides of what the
+   * server's annotations say (`tools: {<tool>: {kind?, approval?, idempotent?}}`).
    */
   mcpServers?: McpServers;
 }

@@ -9,7 +9,7 @@ import type { ListApprovalsQuery } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
 import { planStepSchema, type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
-import type { ApprovalFeed } from '../store/approval-feed.js';
+import { type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
 import { idempotencyKey } from '../store/effect-ledger.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
@@ -54,19 +54,15 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
   /** Commits approval transitions on a run; resumes the step when none is left pending. */
   async function transition(run: RunRecord, changed: Approval[]): Promise<void> {
     const change = decideApprovals(run, changed, new Date(now()).toISOString());
+    const decided = changed.map((a) => approvalEvent(a, true));
+    await deps.feed.stage(run.tenantId, decided);
     await deps.store.commit({ from: run, ...change });
     const stillPending = change.to.pendingApprovals;
     for (const a of changed) {
       deps.metrics.approvalsDecided.inc({ tool: a.toolName, decision: a.status });
       deps.metrics.approvalWait.observe({ tool: a.toolName, decision: a.status }, (now() - Date.parse(a.createdAt)) / 1000);
-      await deps.feed.publish(a.tenantId, {
-        type: 'approval.decided',
-        approvalId: a.id,
-        runId: a.runId,
-        status: a.status,
-        at: a.decidedAt ?? '',
-      });
     }
+    for (const e of decided) await deps.feed.publish(run.tenantId, e);
     if (TERMINAL_STATUSES.includes(run.status)) await deps.onFinishedRunDecided?.(run);
     const step = changed[0]?.step;
     if (stillPending.length === 0 && run.status === 'pending_approval' && step !== undefined) {

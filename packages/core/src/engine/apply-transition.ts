@@ -4,7 +4,7 @@ import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
 import type { Approval } from '../schemas/approval.js';
 import type { RunRecord } from '../schemas/run.js';
-import type { ApprovalFeed } from '../store/approval-feed.js';
+import { type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
 import type { Transition } from './step-policy.js';
 
@@ -50,6 +50,8 @@ export function createTransitionApplier(deps: ApplierDeps) {
 
   async function apply(from: RunRecord, t: Transition, log: Logger): Promise<RunRecord> {
     const c = t.charge;
+    const requested = t.kind === 'park' ? t.newApprovals.map((a) => approvalEvent(a, false)) : [];
+    await deps.feed.stage(from.tenantId, requested);
     const next = await deps.store.commit({
       from,
       ...t.change,
@@ -72,15 +74,7 @@ export function createTransitionApplier(deps: ApplierDeps) {
     if (t.log) log[t.log.level](t.log.fields ?? {}, t.log.msg);
     if (t.kind === 'continue') await ensureNext(next);
     if (t.kind === 'park') {
-      for (const a of t.newApprovals) {
-        await deps.feed.publish(a.tenantId, {
-          type: 'approval.requested',
-          approvalId: a.id,
-          runId: a.runId,
-          status: a.status,
-          at: a.createdAt,
-        });
-      }
+      for (const e of requested) await deps.feed.publish(from.tenantId, e);
       await scheduleExpiry(t.newApprovals);
     }
     return next;

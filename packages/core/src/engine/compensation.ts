@@ -1,7 +1,7 @@
 import type { AgentCatalog } from '../agents/agent-profile.js';
 import { approvalId } from '../approvals/approval-id.js';
 import { overseesTenant } from '../approvals/decision-rights.js';
-import { BreakerOpenError, BulkheadFullError, ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
+import { BreakerOpenError, BulkheadFullError, ConflictError, ForbiddenError, NotFoundError, ToolOutcomeUnknownError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { CompensateJob, Enqueue } from '../queue/job-catalog.js';
@@ -206,6 +206,11 @@ export function createCompensator(deps: CompensatorDeps) {
       await deps.ledger.recordResult(run.id, key, s.undoTool, true, observation, 'undo');
       return { status: 'done', observation };
     } catch (err) {
+      if (err instanceof ToolOutcomeUnknownError) {
+        // Like a worker stopped mid-undo: the intent stays, and a person checks.
+        deps.metrics.effectsUncertain.inc({ tool: s.undoTool });
+        return { status: 'uncertain', observation: `${err.message}: check by hand` };
+      }
       const { code, retryable: toolSays } = (err ?? {}) as { code?: unknown; retryable?: unknown };
       const retryable = err instanceof BreakerOpenError || err instanceof BulkheadFullError || toolSays === true;
       if (retryable && !lastAttempt) {

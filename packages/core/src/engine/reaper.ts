@@ -4,6 +4,7 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { type Enqueue, jobCatalog } from '../queue/job-catalog.js';
 import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
+import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
 
 export interface ReaperDeps {
@@ -12,6 +13,8 @@ export interface ReaperDeps {
   queueOf: (runId: string) => Queue;
   enqueue: Enqueue;
   approvals: ApprovalService;
+  /** Its outbox holds approval events a crash kept from being published. */
+  feed: ApprovalFeed;
   /** Charges a run's usage to its tenant, idempotently (TenantQuotas.charge). */
   charge: (run: RunRecord) => Promise<unknown>;
   metrics: Metrics;
@@ -49,7 +52,8 @@ async function jobLife(queue: Queue, id: string, now: number, staleMs: number): 
  * Finds runs that no job will ever advance — running or queued with no live step job,
  * or parked with every approval decided and no live resume job, or with an approval
  * past its expiry that nobody expired — and finished runs whose follow-ups a crash cut
- * short, and repairs them, counting each repair. Also
+ * short, and repairs them, counting each repair; publishes approval events a crash kept
+ * in the feed's outbox. Also
  * exports how many runs are in each status and how long the oldest has waited.
  */
 export async function reap(deps: ReaperDeps): Promise<number> {
@@ -65,6 +69,10 @@ export async function reap(deps: ReaperDeps): Promise<number> {
       deps.logger.warn({ runId, err: (err as Error).message }, 'the reaper could not look at a run');
     }
   }
+  // Approval events staged before a commit and never published (a crash in between): like a finish hook, done again.
+  const announced = await deps.feed.redeliverDue(now() - deps.staleMs, (runId) => deps.store.approvals(runId));
+  if (announced) deps.metrics.reaperRepairs.inc({ kind: 'unpublished_approval_event' }, announced);
+  repaired += announced;
   deps.metrics.approvalsPending.set(tally.pendingApprovals);
   for (const status of ['queued', 'running', 'pending_approval']) {
     deps.metrics.runsInState.set({ status }, tally.counts.get(status) ?? 0);

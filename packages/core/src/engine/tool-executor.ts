@@ -1,7 +1,7 @@
 import type { AgentProfile } from '../agents/agent-profile.js';
 import { verifyBinding } from '../approvals/approval-binding.js';
 import { approvalId } from '../approvals/approval-id.js';
-import { BreakerOpenError, BulkheadFullError } from '../errors.js';
+import { BreakerOpenError, BulkheadFullError, ToolOutcomeUnknownError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Bulkhead } from '../resilience/bulkhead.js';
@@ -107,22 +107,21 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'replayed' });
       return record(call, args, prior.ok ? 'ok' : 'error', prior.observation, 0, extra);
     }
-    if (prior?.state === 'intent' && !tool.honoursIdempotencyKey) {
+    // The intent stays in the ledger: the effect is neither recorded as done nor as failed.
+    const uncertain = (why: string, durationMs = 0) => {
       deps.metrics.effectsUncertain.inc({ tool: tool.name });
       annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'uncertain' });
-      deps.logger.warn(
-        { tool: tool.name, toolCallId: call.id },
-        'effect outcome uncertain; not re-running a tool that ignores idempotency keys',
-      );
+      deps.logger.warn({ tool: tool.name, toolCallId: call.id, why }, 'effect outcome uncertain');
       return record(
         call,
         args,
         'uncertain',
-        `The outcome of ${tool.name} is unknown: a worker stopped while it ran, and it is not safe to run it again. Do not assume it happened; tell the user a human will check.`,
-        0,
+        `The outcome of ${tool.name} is unknown: ${why}, and it is not safe to run it again. Do not assume it happened; tell the user a human will check.`,
+        durationMs,
         extra,
       );
-    }
+    };
+    if (prior?.state === 'intent' && !tool.honoursIdempotencyKey) return uncertain('a worker stopped while it ran');
     const started = performance.now();
     let ok = true;
     let observation: string;
@@ -148,6 +147,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
         if (journaled) await deps.ledger.clearIntent(ctx.runId, ctx.idempotencyKey); // it never ran
         throw err;
       }
+      if (journaled && err instanceof ToolOutcomeUnknownError) return uncertain(err.message, Math.round(performance.now() - started));
       ok = false;
       observation = errorObservation(err);
     }

@@ -2,10 +2,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { type CallToolResult, McpError, type Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
-import { McpUnavailableError } from '../errors.js';
+import { type CallToolResult, ErrorCode, McpError, type Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
+import { McpToolError, McpUnavailableError, ToolOutcomeUnknownError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { McpServerConfig } from './mcp-server-config.js';
+import { McpStdioTransport } from './mcp-stdio-transport.js';
 
 export interface McpConnectionEvents {
   /** The server's current tool list: after every (re)connect and every `tools/list_changed`. */
@@ -14,9 +15,18 @@ export interface McpConnectionEvents {
 }
 
 const RECONNECT_MIN_MS = 250;
+const START_TIMEOUT_MS = 30_000;
 const RECONNECT_MAX_MS = 30_000;
 /** The executor's abort signal bounds every call; this only lifts the SDK's own 60 s default out of its way. */
 const SDK_REQUEST_TIMEOUT_MS = 24 * 3600 * 1000;
+
+/** A connection refused: the request never reached the server (any other link failure may have). */
+function refused(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    if ((e as NodeJS.ErrnoException).code === 'ECONNREFUSED') return true;
+  }
+  return false;
+}
 
 /**
  * The one MCP client of this process for one server. `connect` is the first attempt
@@ -26,6 +36,7 @@ const SDK_REQUEST_TIMEOUT_MS = 24 * 3600 * 1000;
  */
 export class McpConnection {
   private client: Client | undefined;
+  private connecting: Client | undefined;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryDelayMs = RECONNECT_MIN_MS;
@@ -40,6 +51,8 @@ export class McpConnection {
   private transport(): Transport {
     if ('command' in this.config) {
       const { command, args, env, cwd } = this.config;
+      // Process groups are POSIX: elsewhere the SDK's transport, which signals the server itself only.
+      if (process.platform !== 'win32') return new McpStdioTransport({ command, args, env, cwd });
       return new StdioClientTransport({ command, ...(args ? { args } : {}), ...(env ? { env } : {}), ...(cwd ? { cwd } : {}) });
     }
     const { url, headers } = this.config;
@@ -66,8 +79,12 @@ export class McpConnection {
     );
     client.onclose = () => this.lost(client);
     client.onerror = (err) => this.logger.debug({ server: this.server, err: err.message }, 'MCP transport error');
+    // A server that does not answer `initialize` and its tool list in time is stopped, as is
+    // one still starting when this connection is closed.
+    this.connecting = client;
     try {
-      await client.connect(this.transport());
+      await client.connect(this.transport(), { timeout: this.config.startTimeoutMs ?? START_TIMEOUT_MS });
+      if (this.closed) throw new Error('closed while connecting');
       this.client = client;
       await this.refreshTools();
     } catch (err) {
@@ -75,6 +92,8 @@ export class McpConnection {
       client.onclose = undefined;
       await client.close().catch(() => {});
       throw err;
+    } finally {
+      this.connecting = undefined;
     }
     this.retryDelayMs = RECONNECT_MIN_MS;
     this.events.onUp(true);
@@ -87,7 +106,7 @@ export class McpConnection {
     const tools: McpToolDefinition[] = [];
     let cursor: string | undefined;
     do {
-      const page = await client.listTools(cursor ? { cursor } : undefined);
+      const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.config.startTimeoutMs ?? START_TIMEOUT_MS });
       tools.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor);
@@ -130,20 +149,23 @@ export class McpConnection {
       );
       return result as CallToolResult;
     } catch (err) {
-      // A JSON-RPC error is the server answering; anything else (refused, session gone) is the link: start over.
-      if (!(err instanceof McpError) && !opts.signal.aborted) {
-        this.lost(client);
-        void client.close().catch(() => {});
-      }
-      throw err;
+      if (opts.signal.aborted) throw err;
+      // A JSON-RPC error is the server answering: the call failed, with the server's reason.
+      if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed) throw new McpToolError(err.message);
+      this.lost(client);
+      void client.close().catch(() => {});
+      if (refused(err)) throw new McpUnavailableError(this.server, err);
+      // Anything else (the process died, the session or the socket is gone) is the link, lost
+      // with the request out: the server may have applied it. Either way, start over.
+      throw new ToolOutcomeUnknownError(`the connection to MCP server "${this.server}" was lost while the call ran`, err);
     }
   }
 
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
-    const client = this.client;
+    const clients = [this.client, this.connecting];
     this.client = undefined;
-    await client?.close();
+    await Promise.all(clients.map((c) => c?.close()));
   }
 }

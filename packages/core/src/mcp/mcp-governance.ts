@@ -15,17 +15,21 @@ export interface McpGovernance {
  * party we do not control, so they only ever pick among safe defaults — anything not
  * marked read-only is a write behind an approval (destructive → critical, decided by a
  * supervisor), and a cut-off call is re-sent only when the server says the tool is
- * idempotent and the app vouches for it. The app's override has the last word.
+ * idempotent and the app vouches for it. The app's override has the last word. With
+ * `trust: false` (the server's `trustAnnotations: false`) the hints count for nothing:
+ * every tool is a critical write unless the app's override says otherwise, and the
+ * app's `idempotent` alone decides re-sending.
  */
-export function mcpGovernance(annotations: ToolAnnotations | undefined, override: McpToolOverride = {}): McpGovernance {
-  const kind = override.kind ?? (annotations?.readOnlyHint === true ? 'read' : 'write');
+export function mcpGovernance(annotations: ToolAnnotations | undefined, override: McpToolOverride = {}, trust = true): McpGovernance {
+  const hints = trust ? annotations : undefined;
+  const kind = override.kind ?? (hints?.readOnlyHint === true ? 'read' : 'write');
   if (kind === 'read') return { kind, approval: null, honoursIdempotencyKey: true };
   // The spec's default for destructiveHint is true: only an explicit false lowers the risk.
-  const risk = override.approval?.risk ?? (annotations?.destructiveHint === false ? 'high' : 'critical');
+  const risk = override.approval?.risk ?? (hints?.destructiveHint === false ? 'high' : 'critical');
   const requiredRole = override.approval?.requiredRole ?? (risk === 'critical' ? 'supervisor' : 'user');
   return {
     kind,
     approval: { risk, requiredRole },
-    honoursIdempotencyKey: annotations?.idempotentHint === true && override.idempotent === true,
+    honoursIdempotencyKey: (trust ? hints?.idempotentHint === true : true) && override.idempotent === true,
   };
 }

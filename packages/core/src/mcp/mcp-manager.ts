@@ -89,6 +89,7 @@ export class McpManager {
       const tool = createMcpTool(def, {
         server,
         override: config.tools?.[def.name],
+        trustAnnotations: config.trustAnnotations,
         timeoutMs: config.timeoutMs,
         validate,
         call: (name, args, opts) => connection.call(name, args, opts),

@@ -32,8 +32,16 @@ export type McpToolOverride = z.infer<typeof mcpToolOverrideSchema>;
 const serverOptions = {
   /** If it cannot start, its tools are absent (and `rein_mcp_server_up` says so) instead of a startup error. */
   optional: z.boolean().optional(),
+  /** Longest the server may take to answer `initialize` and list its tools (default 30 s); past it, it is stopped. */
+  startTimeoutMs: z.number().int().positive().optional(),
   /** Longest one call may take (default REIN_TOOL_TIMEOUT_MS). */
   timeoutMs: z.number().int().positive().optional(),
+  /**
+   * `false`: the server's annotations (`readOnlyHint`, `destructiveHint`, `idempotentHint`)
+   * are ignored, so every tool is a critical write behind an approval unless `tools` says
+   * otherwise. Default `true`: one hint of a third-party server can lift the approval.
+   */
+  trustAnnotations: z.boolean().optional(),
   /** Per-tool overrides, by the tool's name on the server. */
   tools: z.record(z.string(), mcpToolOverrideSchema).optional(),
 };

@@ -18,6 +18,8 @@ export type McpCall = (
 export interface McpToolOptions {
   server: string;
   override?: McpToolOverride | undefined;
+  /** Whether the server's annotations may loosen governance (its `trustAnnotations`, default true). */
+  trustAnnotations?: boolean | undefined;
   timeoutMs?: number | undefined;
   /** The tool's input schema, compiled (ajv). */
   validate: ValidateFunction;
@@ -33,7 +35,8 @@ const SUMMARY_MAX = 300;
  * bulkhead (`mcp:<server>`), and its result turned into an observation.
  */
 export function createMcpTool(def: McpToolDefinition, opts: McpToolOptions): Tool {
-  const governance = mcpGovernance(def.annotations, opts.override);
+  const trust = opts.trustAnnotations ?? true;
+  const governance = mcpGovernance(def.annotations, opts.override, trust);
   const { $schema: _dialect, ...jsonSchema } = def.inputSchema as Record<string, unknown>;
   // A Rein tool's parameters are a zod schema: this one defers to the compiled JSON Schema.
   const parameters = z.unknown().superRefine((value, ctx) => {
@@ -53,7 +56,11 @@ export function createMcpTool(def: McpToolDefinition, opts: McpToolOptions): Too
     honoursIdempotencyKey: governance.honoursIdempotencyKey,
     // A changed definition (schema, annotations, override) voids approvals granted under the old one.
     policyVersion:
-      1 + Number.parseInt(hashArguments({ jsonSchema, annotations: def.annotations, override: opts.override }).slice(0, 7), 16),
+      1 +
+      Number.parseInt(
+        hashArguments({ jsonSchema, annotations: def.annotations, override: opts.override, ...(trust ? {} : { trust }) }).slice(0, 7),
+        16,
+      ),
     ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
     ...(governance.kind === 'write' && opts.override?.compensateWith ? { compensateWith: opts.override.compensateWith } : {}),
     approval: (callArgs) => {

@@ -15,7 +15,7 @@ import type { Compensation } from '../schemas/compensation.js';
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
 import type { ApprovalView, RunTrace, RunView } from '../schemas/views.js';
-import type { ApprovalFeed } from '../store/approval-feed.js';
+import { type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
@@ -263,14 +263,14 @@ export function createRunService(deps: RunServiceDeps) {
         const withdrawn = (await deps.store.approvals(id))
           .filter((a) => a.status === 'pending')
           .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: principal.userId, decidedAt: at, comment: 'run cancelled' }));
+        const decided = withdrawn.map((a) => approvalEvent(a, true));
+        await deps.feed.stage(run.tenantId, decided);
         const next = await deps.store.commit({
           from: run,
           ...finishRun(run, { status: 'cancelled', reason: 'cancelled', by: principal.userId }, {}, { approvals: withdrawn }, at),
         });
         deps.metrics.runsFinished.inc({ agent: run.agent, status: 'cancelled', reason: 'cancelled' });
-        for (const a of withdrawn) {
-          await deps.feed.publish(a.tenantId, { type: 'approval.decided', approvalId: a.id, runId: a.runId, status: a.status, at });
-        }
+        for (const e of decided) await deps.feed.publish(run.tenantId, e);
         return view(next);
       });
     },

@@ -1,8 +1,36 @@
-import { tenantKeys } from '../keys.js';
+import { z } from 'zod';
+import { APPROVAL_OUTBOX_KEY, tenantKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
+import type { Approval } from '../schemas/approval.js';
 import { type ApprovalFeedEvent, approvalFeedEventSchema } from '../schemas/event.js';
 
 export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncertain' }>;
+export type ApprovalEvent = Extract<ApprovalFeedEvent, { type: 'approval.requested' | 'approval.decided' }>;
+
+/** The feed event of an approval's request, or of its decision (`decided`). */
+export const approvalEvent = (a: Approval, decided: boolean): ApprovalEvent =>
+  decided
+    ? { type: 'approval.decided', approvalId: a.id, runId: a.runId, status: a.status, at: a.decidedAt ?? '' }
+    : { type: 'approval.requested', approvalId: a.id, runId: a.runId, status: a.status, at: a.createdAt };
+
+const isApprovalEvent = (e: ApprovalFeedEvent): e is ApprovalEvent => e.type === 'approval.requested' || e.type === 'approval.decided';
+
+/** An outbox entry is the event itself, so staging and publishing name the same member. */
+const outboxMember = (tenantId: string, e: ApprovalEvent) => JSON.stringify([tenantId, e.type, e.approvalId, e.runId, e.status, e.at]);
+const outboxEntrySchema = z.tuple([
+  z.string(),
+  z.enum(['approval.requested', 'approval.decided']),
+  z.string(),
+  z.string(),
+  z.string(),
+  z.string(),
+]);
+
+/** Whether the stored approvals show the event happened: its commit landed (a lost one staged it in vain). */
+const happened = (e: ApprovalEvent, approvals: Approval[]) => {
+  const a = approvals.find((x) => x.id === e.approvalId);
+  return a !== undefined && (e.type === 'approval.requested' || a.status === e.status);
+};
 
 /**
  * A tenant's live feed of what approvers must see (a capped Redis stream): approval
@@ -13,13 +41,51 @@ export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncerta
 export class ApprovalFeed {
   constructor(
     private readonly redis: RedisClient,
-    /** Told of every published event (webhooks), after it is in the feed. */
-    private readonly onPublish?: (tenantId: string, event: ApprovalFeedEvent) => Promise<void>,
+    /** Told of every published event (webhooks), after it is in the feed; `false`: it could not take it. */
+    private readonly onPublish?: (tenantId: string, event: ApprovalFeedEvent) => Promise<boolean | undefined>,
   ) {}
 
   async publish(tenantId: string, event: ApprovalFeedEvent): Promise<void> {
     await this.redis.xadd(tenantKeys(tenantId).approvalFeed, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(event));
-    await this.onPublish?.(tenantId, event);
+    // A delivery that could not be enqueued leaves the event staged, for the reaper to publish again.
+    const handed = await this.onPublish?.(tenantId, event);
+    if (isApprovalEvent(event) && handed !== false) await this.redis.zrem(APPROVAL_OUTBOX_KEY, outboxMember(tenantId, event));
+  }
+
+  /**
+   * Approval events are at least once, like `run.finished`: staged here before the commit
+   * that makes them true, removed once published, and published by the reaper
+   * (`redeliverDue`) when a crash came in between. Webhook deliveries keep their id, so a
+   * second publish delivers once more at most to the feed and never to a webhook twice.
+   */
+  async stage(tenantId: string, events: ApprovalEvent[]): Promise<void> {
+    if (!events.length) return;
+    const at = Date.now();
+    await this.redis.zadd(APPROVAL_OUTBOX_KEY, ...events.flatMap((e) => [at, outboxMember(tenantId, e)]));
+  }
+
+  /**
+   * Publishes what was staged before `before` (ms) and never published, if its commit
+   * landed (told by `approvalsOf`), and drops what a lost commit staged. Returns how many
+   * it published.
+   */
+  async redeliverDue(before: number, approvalsOf: (runId: string) => Promise<Approval[]>, limit = 500): Promise<number> {
+    const due = await this.redis.zrangebyscore(APPROVAL_OUTBOX_KEY, 0, before, 'LIMIT', 0, limit);
+    let published = 0;
+    for (const member of due) {
+      const parsed = outboxEntrySchema.safeParse(JSON.parse(member));
+      if (!parsed.success) {
+        await this.redis.zrem(APPROVAL_OUTBOX_KEY, member);
+        continue;
+      }
+      const [tenantId, type, approvalId, runId, status, at] = parsed.data;
+      const event: ApprovalEvent = { type, approvalId, runId, status, at };
+      if (happened(event, await approvalsOf(runId))) {
+        await this.publish(tenantId, event);
+        published++;
+      } else await this.redis.zrem(APPROVAL_OUTBOX_KEY, member);
+    }
+    return published;
   }
 
   /** The tenant's writes with an unknown outcome, newest first (from the last 10 000 feed entries). */

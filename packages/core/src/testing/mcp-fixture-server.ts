@@ -28,6 +28,8 @@ export class McpFixtureState {
   readonly results = new Map<string, string>();
   /** Calls of `hang` the client cancelled (its abort reached the server). */
   cancelled = 0;
+  /** How the server dies mid-call (`append_then_die`): the stdio program exits, the HTTP one drops its sockets. */
+  die: () => void = () => {};
   private held: Promise<void> | undefined;
   private releaseHeld: (() => void) | undefined;
 
@@ -61,8 +63,8 @@ const keyOf = (meta: Record<string, unknown> | undefined) => meta?.['rein/idempo
 
 /**
  * The MCP server Rein's tests run against, built with the SDK: a read tool, a
- * destructive and an idempotent write (both de-duplicating on `_meta`), a tool that
- * hangs until cancelled, one that reports an error, and one that adds a tool (so the
+ * destructive and an idempotent write (both de-duplicating on `_meta`), a write after
+ * whose effect the server dies, a tool that hangs until cancelled, one that reports an error, and one that adds a tool (so the
  * client gets `tools/list_changed`).
  */
 export function createMcpFixtureServer(state: McpFixtureState): McpServer {
@@ -114,6 +116,22 @@ export function createMcpFixtureServer(state: McpFixtureState): McpServer {
       ),
   );
   server.registerTool(
+    'append_then_die',
+    {
+      description: 'Appends text to a note, then the server dies before it answers.',
+      inputSchema: { id: z.string().min(1), text: z.string() },
+      annotations: { readOnlyHint: false, destructiveHint: false },
+    },
+    async ({ id, text: more }, extra) => {
+      await state.write('append_then_die', { id, text: more }, keyOf(extra._meta), () => {
+        state.notes.set(id, `${state.notes.get(id) ?? ''}${more}`);
+        return 'appended';
+      });
+      state.die();
+      return new Promise<never>(() => {});
+    },
+  );
+  server.registerTool(
     'hang',
     { description: 'Never answers (until the caller gives up).', annotations: { readOnlyHint: true } },
     (extra) =>
@@ -160,6 +178,7 @@ export async function startMcpFixtureHttp(state: McpFixtureState, port = 0): Pro
     }
     await transport.handleRequest(req, res);
   });
+  state.die = () => http.closeAllConnections();
   await new Promise<void>((resolve) => http.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,

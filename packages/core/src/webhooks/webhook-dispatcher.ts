@@ -46,10 +46,10 @@ const messageIdOf = (webhookId: string, type: WebhookEventType, key: string) =>
  * and effect events) and the run store's terminal commit (run.finished) — so it costs
  * one HVALS per event, i.e. per approval and per finished run, never per step. Emitting
  * happens after the commit. For run.finished a crash in between is made up by the reaper
- * (the run stays in the active index until its finish hook has run); a delivery's id is
- * its event's, so emitting again within a day is a no-op. For approval events a crash in
- * between loses the delivery (at-most-once at the edge). A dropped emit is logged, never
- * thrown into the engine, whose commit already stands.
+ * (the run stays in the active index until its finish hook has run); for approval events,
+ * by the reaper too, from the approval feed's outbox (staged before the commit, cleared once
+ * enqueued here). A delivery's id is its event's, so emitting again within a day is a
+ * no-op. A dropped emit is logged, never thrown into the engine, whose commit already stands.
  */
 export class WebhookDispatcher {
   readonly queue: Queue;
@@ -64,8 +64,8 @@ export class WebhookDispatcher {
     this.queue = new Queue(WEBHOOK_QUEUE, { connection, prefix: WEBHOOK_QUEUE_PREFIX });
   }
 
-  /** Enqueues `data` for every webhook of the tenant subscribed to `type`; `key` identifies the event. */
-  async emit(tenantId: string, type: WebhookEventType, key: string, data: Record<string, unknown>): Promise<void> {
+  /** Enqueues `data` for every webhook of the tenant subscribed to `type`; `key` identifies the event. `false`: not enqueued. */
+  async emit(tenantId: string, type: WebhookEventType, key: string, data: Record<string, unknown>): Promise<boolean> {
     try {
       const hooks = (await this.hooks.all(tenantId)).filter((h) => h.events.includes(type));
       const timestamp = new Date(this.now()).toISOString();
@@ -74,22 +74,24 @@ export class WebhookDispatcher {
         const job = deliveryJobSchema.parse({ webhookId: hook.id, tenantId, messageId: `msg_${id}`, type, timestamp, data });
         await this.queue.add('deliver', job, { ...deliveryJobOptions, jobId: `wh-${id}` });
       }
+      return true;
     } catch (err) {
       this.metrics.webhookDeliveries.inc({ outcome: 'not_enqueued' });
       this.logger.error({ err: (err as Error).message, tenantId, type }, 'could not enqueue webhook deliveries');
+      return false;
     }
   }
 
   /** For the approval feed: what approvers are told, webhooks are told too. */
-  readonly onFeedEvent = async (tenantId: string, e: ApprovalFeedEvent): Promise<void> => {
+  readonly onFeedEvent = async (tenantId: string, e: ApprovalFeedEvent): Promise<boolean> => {
     const { type, ...data } = e;
     const key = e.type === 'effect.uncertain' ? `${e.runId}:${e.toolCallId}` : `${e.approvalId}:${e.status}`;
     return this.emit(tenantId, type, key, data);
   };
 
   /** For the run store: once per run, after the commit that ended it. */
-  readonly onRunFinished = async (run: RunRecord): Promise<void> =>
-    this.emit(run.tenantId, 'run.finished', run.id, {
+  readonly onRunFinished = async (run: RunRecord): Promise<void> => {
+    await this.emit(run.tenantId, 'run.finished', run.id, {
       runId: run.id,
       status: run.status,
       reason: run.reason ?? null,
@@ -100,6 +102,7 @@ export class WebhookDispatcher {
       usage: run.usage,
       at: run.updatedAt,
     });
+  };
 
   close() {
     return this.queue.close();

@@ -153,8 +153,11 @@ export function createRunService(deps: RunServiceDeps) {
         await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
         admitted = true;
         // One active run per session: the next one must see this one's answer.
-        const holder = await deps.store.claimSession(fresh);
-        if (holder) throw new ConflictError('session_busy', `run ${holder} of session ${body.sessionId} is still active`);
+        const claimSession = async () => {
+          const holder = await deps.store.claimSession(fresh);
+          if (holder) throw new ConflictError('session_busy', `run ${holder} of session ${body.sessionId} is still active`);
+        };
+        await claimSession();
         // Read after the claim, so the previous run of the session has finished and is seen.
         const history = body.sessionId
           ? await sessionHistory(
@@ -164,6 +167,8 @@ export function createRunService(deps: RunServiceDeps) {
             )
           : [];
         if (body.sessionId) run = { ...fresh, historyMessages: history.length };
+        // Renew the claim just before creating: a claim only lapses after SESSION_CLAIM_MS without a run.
+        await claimSession();
         await deps.store.create(
           run,
           { role: 'user', content: body.input },

@@ -57,9 +57,7 @@ describe('sessions', () => {
     const t = use(createFakeModel([{ content: 'done' }]));
     for (let round = 0; round < 5; round++) {
       const sessionId = `race-${round}`;
-      const results = await Promise.allSettled(
-        Array.from({ length: 20 }, (_, n) => t.runs.submit(USER, { input: `q${n}`, sessionId })),
-      );
+      const results = await Promise.allSettled(Array.from({ length: 20 }, (_, n) => t.runs.submit(USER, { input: `q${n}`, sessionId })));
       const admitted = results.filter((r) => r.status === 'fulfilled');
       const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
       expect(admitted).toHaveLength(1);

@@ -1,4 +1,4 @@
-import { createRuntime, loadConfig, type Runtime } from '@rein/core';
+import { createRuntime, loadConfig, type Runtime, runKeys } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
@@ -276,5 +276,18 @@ describe('run events (server-sent events)', () => {
     });
     expect([...resumed.body.matchAll(/event: (\S+)/g)].map((m) => m[1])).toEqual(['run.finished']);
     expect((await app.inject({ method: 'GET', url: `/v1/runs/${id}/events`, headers: as(OTHER) })).statusCode).toBe(404);
+  });
+
+  it("ends a finished run's stream whatever Last-Event-ID it resumes from (at its end, or past it)", async () => {
+    const { id } = (await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'stop me' } })).json();
+    await app.inject({ method: 'POST', url: `/v1/runs/${id}/cancel`, headers: as(USER) });
+    const [last] = await rt.redis.xrevrange(runKeys(id).events, '+', '-', 'COUNT', 1);
+    expect(last).toBeDefined();
+    for (const cursor of [last?.[0] ?? '', '99999999999999-0']) {
+      // Before the fix each of these waited for ever, a heartbeat every 15 s.
+      const res = await app.inject({ method: 'GET', url: `/v1/runs/${id}/events`, headers: as(USER, { 'last-event-id': cursor }) });
+      expect(res.statusCode).toBe(200);
+      expect(res.body).not.toContain('event:');
+    }
   });
 });

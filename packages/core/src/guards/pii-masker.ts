@@ -139,19 +139,23 @@ export function findEmails(text: string, work: MaskWork = { steps: 0 }): Array<[
   return found;
 }
 
+/** Longer than any number the rules match and any plausible address: a stream never holds back more. */
+const MAX_HELD_CHARS = 256;
+
 /**
  * Where a streamed text can be cut without cutting a possible match in two: after the last
  * character no match spans (anything but the characters of addresses and numbers, or a
- * space not preceded by a digit). What follows waits for more text.
+ * space not preceded by a digit). What follows waits for more text, up to MAX_HELD_CHARS.
  */
 export function safeCut(text: string): number {
-  for (let i = text.length; i > 0; i--) {
+  const floor = Math.max(0, text.length - MAX_HELD_CHARS);
+  for (let i = text.length; i > floor; i--) {
     const c = halfWidth(text.charCodeAt(i - 1));
     if (isSeparator(c) && c !== 45) {
       if (i < 2 || !isDigit(halfWidth(text.charCodeAt(i - 2)))) return i;
     } else if (!isLocal(c) && c !== 64) return i;
   }
-  return 0;
+  return floor;
 }
 
 /**

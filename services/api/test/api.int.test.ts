@@ -278,6 +278,25 @@ describe('run events (server-sent events)', () => {
     expect((await app.inject({ method: 'GET', url: `/v1/runs/${id}/events`, headers: as(OTHER) })).statusCode).toBe(404);
   });
 
+  it('masks every event a reader receives like the final answer: deltas, thoughts, observations', async () => {
+    const { id } = (await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'leak' } })).json();
+    const at = new Date().toISOString();
+    await rt.store.appendEvent({ type: 'model.delta', runId: id, step: 0, at, data: { text: 'call 138 1234 5678' } });
+    await rt.store.appendEvent({ type: 'step.finished', runId: id, step: 0, at, data: { thought: 'mail li.lei@example.com' } });
+    await rt.store.appendEvent({
+      type: 'tool.result',
+      runId: id,
+      step: 0,
+      at,
+      data: { observation: '{"phone":"１３８１２３４５６７８"}' },
+    });
+    await rt.store.appendEvent({ type: 'run.finished', runId: id, step: 0, at, data: { status: 'cancelled' } });
+    const res = await app.inject({ method: 'GET', url: `/v1/runs/${id}/events`, headers: as(USER) });
+    expect(res.body).toContain('138****5678');
+    expect(res.body).toContain('l***@example.com');
+    expect(res.body).not.toMatch(/1234|li\.lei|１３８/);
+  });
+
   it("ends a finished run's stream whatever Last-Event-ID it resumes from (at its end, or past it)", async () => {
     const { id } = (await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'stop me' } })).json();
     await app.inject({ method: 'POST', url: `/v1/runs/${id}/cancel`, headers: as(USER) });

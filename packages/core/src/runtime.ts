@@ -171,7 +171,7 @@ export async function createRuntime(
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings, sessions, compensator }),
+    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings, sessions, masker, compensator }),
     approvals: createApprovalService({
       store,
       enqueue,

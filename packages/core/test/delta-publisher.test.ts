@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createDeltaPublisher } from '../src/engine/delta-publisher.js';
+import { createPiiMasker } from '../src/guards/pii-masker.js';
 import type { RunEvent } from '../src/schemas/event.js';
 
 describe('the delta publisher', () => {
@@ -14,7 +15,7 @@ describe('the delta publisher', () => {
         };
       });
     const deltas = createDeltaPublisher(append, 'r1', 3, () => {}, { intervalMs: 60_000, maxChars: 4 });
-    deltas.push({ content: 'abcd' }); // a full batch: sent at once
+    deltas.push({ content: 'ab, ' }); // a full batch: sent at once
     deltas.push({ content: 'ef' });
     const rest = deltas.rest();
     let handed: RunEvent | undefined | 'pending' = 'pending';
@@ -25,8 +26,27 @@ describe('the delta publisher', () => {
     expect(handed).toBe('pending'); // the sent batch has not landed yet
     land();
     const last = await rest;
-    expect(appended.map((e) => e.data)).toEqual([{ text: 'abcd' }]);
+    expect(appended.map((e) => e.data)).toEqual([{ text: 'ab, ' }]);
     expect(last).toMatchObject({ type: 'model.delta', runId: 'r1', step: 3, data: { text: 'ef' } });
     expect(await deltas.rest()).toBeUndefined(); // nothing left
+  });
+
+  it('never splits a phone number or an address across two events, so each event masks whole', async () => {
+    const appended: RunEvent[] = [];
+    const deltas = createDeltaPublisher(
+      async (e) => void appended.push(e),
+      'r1',
+      0,
+      () => {},
+      { intervalMs: 60_000, maxChars: 4 },
+    );
+    for (const piece of ['call 1', '38 12', '34 56', '78 or', ' mail li', '.lei@exa', 'mple.com', ' thanks'])
+      deltas.push({ content: piece });
+    await deltas.flush();
+    const texts = appended.map((e) => (e.data as { text: string }).text);
+    expect(texts.join('')).toBe('call 138 1234 5678 or mail li.lei@example.com thanks');
+    const masker = createPiiMasker();
+    const masked = texts.map((t) => masker.maskText(t)).join('');
+    expect(masked).toBe('call 138****5678 or mail l***@example.com thanks');
   });
 });

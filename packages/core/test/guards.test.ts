@@ -5,7 +5,7 @@ import { advanceGuard, checkRepeats, EMPTY_GUARD, failingTool, guardFromHistory 
 import { toolMessageContent, truncateObservation } from '../src/engine/tool-observation.js';
 import { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from '../src/engine/tool-result-cap.js';
 import { createInputFilter } from '../src/guards/input-filter.js';
-import { createPiiMasker } from '../src/guards/pii-masker.js';
+import { createPiiMasker, loadPiiRules, type MaskWork, piiRulesSchema, safeCut } from '../src/guards/pii-masker.js';
 import { createLogger } from '../src/logger.js';
 import type { ToolCallRecord } from '../src/schemas/run.js';
 
@@ -57,6 +57,59 @@ describe('PII masking', () => {
       apiKey: '[redacted]',
       msg: 'call 139****1111 now',
     });
+  });
+});
+
+describe('PII masking: linear work, normalised numbers', () => {
+  const masker = createPiiMasker();
+  const MB = 1024 * 1024;
+  // Inputs that made the old `[A-Za-z0-9._%+-]+@…` pattern rescan a run from every start.
+  const adversarial = {
+    'a run without @': 'a'.repeat(MB),
+    'many @': 'a@'.repeat(MB / 2),
+    'dots without a top-level domain': `x@${'a.1'.repeat(MB / 3)}`,
+    'local runs before each @': `${'a'.repeat(1000)}@b`.repeat(MB / 1002),
+    'digit groups': '138 1234 5678 '.repeat(MB / 14),
+    'full-width digits': '１'.repeat(MB),
+  };
+  for (const [name, text] of Object.entries(adversarial)) {
+    it(`masks 1 MB of ${name} in linear steps`, () => {
+      const work: MaskWork = { steps: 0 };
+      masker.maskText(text, work);
+      // Each character is examined a bounded number of times (the patterns left are bounded, checked below).
+      expect(work.steps).toBeLessThanOrEqual(6 * text.length);
+      expect(work.steps).toBeGreaterThanOrEqual(text.length);
+    });
+  }
+
+  it('refuses rules with unbounded quantifiers (they would make masking superlinear)', () => {
+    const rules = loadPiiRules();
+    const withPattern = (pattern: string) => ({ ...rules, patterns: [{ name: 'x', pattern, keep: 'tail4' as const }] });
+    for (const bad of ['[A-Za-z0-9._%+-]+@x', '\\d*', 'a{2,}']) expect(piiRulesSchema.safeParse(withPattern(bad)).success, bad).toBe(false);
+    for (const good of ['[+*]\\d{2,9}', '\\+?86', 'a{2}']) expect(piiRulesSchema.safeParse(withPattern(good)).success, good).toBe(true);
+  });
+
+  it('masks reformatted numbers: grouped, hyphenated, full-width, with the country code', () => {
+    expect(masker.maskText('call 138 1234 5678 now')).toBe('call 138****5678 now');
+    expect(masker.maskText('call 138-1234-5678')).toBe('call 138****5678');
+    expect(masker.maskText('电话１３８１２３４５６７８。')).toBe('电话138****5678。');
+    expect(masker.maskText('+86 138 1234 5678')).toBe('+86 138****5678');
+    expect(masker.maskText('card 6222 0212 3456 7890 123')).toBe(`card ${'*'.repeat(15)}0123`);
+    expect(masker.maskText('on 2024-05-01, order A12345, 3 items')).toBe('on 2024-05-01, order A12345, 3 items');
+    expect(masker.maskText('write to li.lei+rein@example.com.cn!')).toBe('write to l***@example.com.cn!');
+  });
+
+  it('cuts a stream only where no match can be cut in two', () => {
+    expect(safeCut('my number is 138')).toBe('my number is '.length);
+    expect(safeCut('my number is 138 1234 ')).toBe('my number is '.length);
+    expect(safeCut('mail li.lei')).toBe('mail '.length);
+    expect(safeCut('done。')).toBe('done。'.length);
+  });
+
+  it('cuts log strings before masking them', () => {
+    const out = masker.maskDeep({ msg: `${'x'.repeat(100_000)} 13812345678` }) as { msg: string };
+    expect(out.msg.length).toBeLessThan(70_000);
+    expect(out.msg).toContain('chars cut]');
   });
 });
 

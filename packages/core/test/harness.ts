@@ -130,6 +130,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     quotas,
     ceilings: { maxSteps: 50, maxTokens: 1_000_000, timeoutMs: 3_600_000 },
     sessions: { windowTokens: 8000, toolTraffic: false, model: 'fake-model', ...opts.sessions },
+    masker: createPiiMasker(app.guards.pii),
     ...clock,
   });
   const approvals = createApprovalService({ store, enqueue, cancelExpiry, metrics, tools, feed, ...(opts.now ? { now: opts.now } : {}) });

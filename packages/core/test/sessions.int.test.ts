@@ -53,6 +53,30 @@ describe('sessions', () => {
     expect(next.created).toBe(true);
   });
 
+  it('admits exactly one of 20 concurrent submits to one session (a claimed, not yet created holder is busy)', async () => {
+    const t = use(createFakeModel([{ content: 'done' }]));
+    for (let round = 0; round < 5; round++) {
+      const sessionId = `race-${round}`;
+      const results = await Promise.allSettled(Array.from({ length: 20 }, (_, n) => t.runs.submit(USER, { input: `q${n}`, sessionId })));
+      const admitted = results.filter((r) => r.status === 'fulfilled');
+      const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      expect(admitted).toHaveLength(1);
+      expect(refused.every((r) => r.reason?.code === 'session_busy')).toBe(true);
+    }
+  });
+
+  it('replaces a claim whose run was never created once the claim lapses, and refuses while it is fresh', async () => {
+    const t = use(createFakeModel([{ content: 'done' }]));
+    const key = tenantKeys(USER.tenantId).sessionActive(USER.userId, 'orphan');
+    // A creator that crashed between its claim and the run's creation, 60 s ago.
+    const time = await t.redis.time();
+    await t.redis.set(key, `ghost ${Number(time[0]) * 1000 - 60_000}`);
+    expect((await t.runs.submit(USER, { input: 'after a crash', sessionId: 'orphan' })).created).toBe(true);
+    // A fresh claim of a run not created yet holds the session.
+    await t.redis.set(key, `ghost ${Number(time[0]) * 1000}`);
+    await expect(t.runs.submit(USER, { input: 'too early', sessionId: 'orphan' })).rejects.toMatchObject({ code: 'session_busy' });
+  });
+
   it('drops the oldest turns first to fit the token window', async () => {
     const model = createFakeModel([{ content: 'ok' }]);
     // Each turn here is "turn N" + "ok": a few tokens; a window of ~2 turns keeps only the newest two.
@@ -92,9 +116,9 @@ describe('session marker', () => {
     const { run } = await t.runs.submit(USER, { input: 'first', sessionId: 's1' });
     await t.drain();
     // The release was lost: the marker still names the finished run.
-    await t.redis.set(tenantKeys(USER.tenantId).sessionActive(USER.userId, 's1'), run.id);
+    await t.redis.set(tenantKeys(USER.tenantId).sessionActive(USER.userId, 's1'), `${run.id} ${Date.now()}`);
     const next = await t.runs.submit(USER, { input: 'second', sessionId: 's1' });
     expect(next.created).toBe(true);
-    expect(await t.redis.get(tenantKeys(USER.tenantId).sessionActive(USER.userId, 's1'))).toBe(next.run.id);
+    expect(await t.redis.get(tenantKeys(USER.tenantId).sessionActive(USER.userId, 's1'))).toMatch(new RegExp(`^${next.run.id} \\d+$`));
   });
 });

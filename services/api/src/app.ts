@@ -11,7 +11,6 @@ import {
   REIN_ATTR,
   type Runtime,
   registerQueueDepth,
-  runKeys,
   apiRoutes as schemas,
   submitRunBodySchema,
   submitSpan,
@@ -79,18 +78,8 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     );
 
     v1.get('/v1/runs/:id/events', { schema: schemas.runEvents }, async (req, reply) => {
-      const runId = id(req.params);
-      await runs.get(req.principal, runId); // 404 before the stream opens
-      await streams.serve(
-        reply,
-        req.principal.tenantId,
-        {
-          key: runKeys(runId).events,
-          read: (cursor) => rt.store.readEvents(runId, cursor),
-          isLast: (entry) => entry.event.type === 'run.finished',
-        },
-        lastEventId(req.headers, req.query),
-      );
+      const source = await runs.events(req.principal, id(req.params)); // 404 before the stream opens
+      await streams.serve(reply, req.principal.tenantId, source, lastEventId(req.headers, req.query));
     });
   });
 

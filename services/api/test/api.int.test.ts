@@ -1,4 +1,4 @@
-import { createRuntime, loadConfig, type Runtime } from '@rein/core';
+import { createRuntime, loadConfig, type Runtime, runKeys } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
@@ -290,5 +290,37 @@ describe('run events (server-sent events)', () => {
     });
     expect([...resumed.body.matchAll(/event: (\S+)/g)].map((m) => m[1])).toEqual(['run.finished']);
     expect((await app.inject({ method: 'GET', url: `/v1/runs/${id}/events`, headers: as(OTHER) })).statusCode).toBe(404);
+  });
+
+  it('masks every event a reader receives like the final answer: deltas, thoughts, observations', async () => {
+    const { id } = (await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'leak' } })).json();
+    const at = new Date().toISOString();
+    await rt.store.appendEvent({ type: 'model.delta', runId: id, step: 0, at, data: { text: 'call 138 1234 5678' } });
+    await rt.store.appendEvent({ type: 'step.finished', runId: id, step: 0, at, data: { thought: 'mail li.lei@example.com' } });
+    await rt.store.appendEvent({
+      type: 'tool.result',
+      runId: id,
+      step: 0,
+      at,
+      data: { observation: '{"phone":"１３８１２３４５６７８"}' },
+    });
+    await rt.store.appendEvent({ type: 'run.finished', runId: id, step: 0, at, data: { status: 'cancelled' } });
+    const res = await app.inject({ method: 'GET', url: `/v1/runs/${id}/events`, headers: as(USER) });
+    expect(res.body).toContain('138****5678');
+    expect(res.body).toContain('l***@example.com');
+    expect(res.body).not.toMatch(/1234|li\.lei|１３８/);
+  });
+
+  it("ends a finished run's stream whatever Last-Event-ID it resumes from (at its end, or past it)", async () => {
+    const { id } = (await app.inject({ method: 'POST', url: '/v1/runs', headers: as(USER), payload: { input: 'stop me' } })).json();
+    await app.inject({ method: 'POST', url: `/v1/runs/${id}/cancel`, headers: as(USER) });
+    const [last] = await rt.redis.xrevrange(runKeys(id).events, '+', '-', 'COUNT', 1);
+    expect(last).toBeDefined();
+    for (const cursor of [last?.[0] ?? '', '99999999999999-0']) {
+      // Before the fix each of these waited for ever, a heartbeat every 15 s.
+      const res = await app.inject({ method: 'GET', url: `/v1/runs/${id}/events`, headers: as(USER, { 'last-event-id': cursor }) });
+      expect(res.statusCode).toBe(200);
+      expect(res.body).not.toContain('event:');
+    }
   });
 });

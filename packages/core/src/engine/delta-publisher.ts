@@ -1,3 +1,4 @@
+import { safeCut } from '../guards/pii-masker.js';
 import type { ModelDelta } from '../model/model-gateway.js';
 import type { RunEvent } from '../schemas/event.js';
 import { runEvent } from './run-event.js';
@@ -17,7 +18,10 @@ type ToolCallDelta = NonNullable<ModelDelta['toolCall']>;
  * Publishes a streamed reply as `model.delta` events, batched (one event per interval or
  * `maxChars`, never one per token) so streaming costs a step a few Redis commands, not
  * one per token. Deltas are live only: a lost one costs a UI a few characters, never a
- * decision, so failures to publish are reported and otherwise ignored.
+ * decision, so failures to publish are reported and otherwise ignored. Readers receive
+ * each event PII-masked; so that no phone number or address is split across two events
+ * (and so escapes the masker), a batch ends where no match can be cut (`safeCut`) and
+ * the tail waits for the next batch, or for the reply's end.
  */
 export function createDeltaPublisher(
   append: (event: RunEvent) => Promise<void>,
@@ -32,20 +36,23 @@ export function createDeltaPublisher(
   let timer: NodeJS.Timeout | undefined;
   let sent: Promise<void> = Promise.resolve();
 
-  /** The batch written so far, as an event (none if empty); the publisher starts a new one. */
-  const cut = (): RunEvent | undefined => {
+  /** The batch written so far, as an event (none if empty); the publisher starts a new one. `final`: the reply ended, hold nothing back. */
+  const cut = (final: boolean): RunEvent | undefined => {
     clearTimeout(timer);
     timer = undefined;
-    if (size === 0) return undefined;
-    const data = { ...(text ? { text } : {}), ...(calls.length ? { toolCalls: calls } : {}) };
-    text = '';
+    const at = final ? text.length : safeCut(text);
+    const held = text.slice(at);
+    const sent = text.slice(0, at);
+    if (!sent && calls.length === 0) return undefined;
+    const data = { ...(sent ? { text: sent } : {}), ...(calls.length ? { toolCalls: calls } : {}) };
+    text = held;
     calls = [];
-    size = 0;
+    size = held.length;
     return runEvent('model.delta', runId, step, data);
   };
 
-  const flush = (): Promise<void> => {
-    const event = cut();
+  const flush = (final = true): Promise<void> => {
+    const event = cut(final);
     // Chained, so batches reach the stream in the order they were written.
     if (event) sent = sent.then(() => append(event).catch(onError));
     return sent;
@@ -64,17 +71,17 @@ export function createDeltaPublisher(
         }
       }
       size += (delta.content?.length ?? 0) + (delta.toolCall?.arguments?.length ?? 0) + (delta.toolCall?.name?.length ?? 0);
-      if (size >= batching.maxChars) void flush();
-      else timer ??= setTimeout(() => void flush(), batching.intervalMs);
+      if (size >= batching.maxChars) void flush(false);
+      else timer ??= setTimeout(() => void flush(false), batching.intervalMs);
     },
     /** Sends what is left and waits for every batch, so the deltas precede the step's own events. */
-    flush,
+    flush: () => flush(true),
     /**
      * Waits for the batches sent so far and hands back what is left, unsent, for the caller
      * to write with its next write to the run (one round trip less per step).
      */
     async rest(): Promise<RunEvent | undefined> {
-      const event = cut();
+      const event = cut(true);
       await sent;
       return event;
     },

@@ -19,6 +19,11 @@ export interface SseSource {
   read(cursor: string): Promise<SseEntry[]>;
   /** Whether this entry ends the stream (e.g. a run finished). */
   isLast?(entry: SseEntry): boolean;
+  /**
+   * Whether nothing more will ever be written (e.g. the run finished), asked when a read
+   * finds nothing new: a reader whose cursor is past the last entry is not kept waiting.
+   */
+  ended?(): Promise<boolean>;
 }
 
 /**
@@ -61,6 +66,8 @@ export class EventStreams {
     });
     res.write(': rein events\n\n');
     let cursor = fromId;
+    // Set once the source has ended: one more read sends what the finish wrote, then the stream ends.
+    let ending = false;
     try {
       while (!closed.signal.aborted) {
         const entries = await source.read(cursor);
@@ -69,7 +76,10 @@ export class EventStreams {
           cursor = entry.id;
           if (source.isLast?.(entry)) closed.abort();
         }
-        if (entries.length === 0 && !(await this.hub.wait(source.key, cursor, HEARTBEAT_MS, closed.signal)) && !closed.signal.aborted) {
+        if (entries.length > 0 || closed.signal.aborted) continue;
+        if (ending) break;
+        if (await source.ended?.()) ending = true;
+        else if (!(await this.hub.wait(source.key, cursor, HEARTBEAT_MS, closed.signal)) && !closed.signal.aborted) {
           res.write(': heartbeat\n\n');
         }
       }

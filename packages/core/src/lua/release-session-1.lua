@@ -10,7 +10,9 @@
      1  released
      0  another run (or none) holds the session
 ]]
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local held = redis.call('GET', KEYS[1])
+-- "<runId> <claimedAtMs>" (claim-session-1.lua); a bare run id is a marker from before claims carried their time.
+if held and (held == ARGV[1] or string.sub(held, 1, #ARGV[1] + 1) == ARGV[1] .. ' ') then
   redis.call('DEL', KEYS[1])
   return 1
 end

@@ -6,7 +6,9 @@ import type { Compensator } from '../engine/compensation.js';
 import { runEvent } from '../engine/run-event.js';
 import { finishRun, retryOnStale } from '../engine/run-transitions.js';
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../errors.js';
-import { tenantKeys } from '../keys.js';
+import type { PiiMasker } from '../guards/pii-masker.js';
+import type { SseSource } from '../http/sse.js';
+import { runKeys, tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
 import type { ListRunsQuery, SubmitRunBody } from '../schemas/api.js';
@@ -43,6 +45,8 @@ export interface RunServiceDeps {
   enqueue: Enqueue;
   metrics: Metrics;
   sessions: SessionSettings;
+  /** Masks what event streams carry, as the run's final answer is. */
+  masker: PiiMasker;
   /** Undo of finished runs (`POST /v1/runs/:id/compensate`). */
   compensator?: Pick<Compensator, 'request'>;
   idempotencyTtlSeconds?: number;
@@ -153,8 +157,11 @@ export function createRunService(deps: RunServiceDeps) {
         await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
         admitted = true;
         // One active run per session: the next one must see this one's answer.
-        const holder = await deps.store.claimSession(fresh);
-        if (holder) throw new ConflictError('session_busy', `run ${holder} of session ${body.sessionId} is still active`);
+        const claimSession = async () => {
+          const holder = await deps.store.claimSession(fresh);
+          if (holder) throw new ConflictError('session_busy', `run ${holder} of session ${body.sessionId} is still active`);
+        };
+        await claimSession();
         // Read after the claim, so the previous run of the session has finished and is seen.
         const history = body.sessionId
           ? await sessionHistory(
@@ -164,6 +171,8 @@ export function createRunService(deps: RunServiceDeps) {
             )
           : [];
         if (body.sessionId) run = { ...fresh, historyMessages: history.length };
+        // Renew the claim just before creating: a claim only lapses after SESSION_CLAIM_MS without a run.
+        await claimSession();
         await deps.store.create(
           run,
           { role: 'user', content: body.input },
@@ -194,6 +203,28 @@ export function createRunService(deps: RunServiceDeps) {
     async compensate(principal: Principal, id: string) {
       if (!deps.compensator) throw new ConflictError('compensation_unavailable', 'this service cannot compensate runs');
       return compensationView(await deps.compensator.request(principal, id));
+    },
+
+    /**
+     * The run's event stream for `GET /v1/runs/:id/events`: every event PII-masked like the
+     * final answer (deltas are masked when published, where a match cannot be cut in two),
+     * ending at run.finished, or at once for a finished run whatever cursor the reader resumes from.
+     */
+    async events(principal: Principal, id: string): Promise<SseSource> {
+      await visibleRun(principal, id); // 404 before the stream opens
+      return {
+        key: runKeys(id).events,
+        read: async (cursor) =>
+          (await deps.store.readEvents(id, cursor)).map(({ id: at, event }) => ({
+            id: at,
+            event: { ...event, data: deps.masker.maskDeep(event.data) as typeof event.data },
+          })),
+        isLast: (entry) => entry.event.type === 'run.finished',
+        ended: async () => {
+          const run = await deps.store.get(id);
+          return !run || TERMINAL_STATUSES.includes(run.status);
+        },
+      };
     },
 
     async trace(principal: Principal, id: string): Promise<RunTrace> {

@@ -35,6 +35,12 @@ export enum SettleResult {
   NotOurs = 0,
 }
 
+/** Return codes of claim-session-1.lua (the first element of its reply). */
+export enum ClaimResult {
+  Claimed = 1,
+  Held = 0,
+}
+
 /** Return codes of acquire-lease-3.lua (the first element of its reply). */
 export enum LeaseResult {
   Leased = 1,
@@ -55,6 +61,7 @@ const scripts = {
   admitRun: { file: 'admit-run-2.lua', keys: 2 },
   acquireLease: { file: 'acquire-lease-3.lua', keys: 3 },
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
+  claimSession: { file: 'claim-session-1.lua', keys: 1 },
   releaseSession: { file: 'release-session-1.lua', keys: 1 },
   chargeUsage: { file: 'charge-usage-3.lua', keys: 3 },
   addWebhook: { file: 'add-webhook-1.lua', keys: 1 },
@@ -68,6 +75,7 @@ export interface ReinScripts {
   admitRun(active: string, usage: string, ...argv: string[]): Promise<number>;
   acquireLease(leases: string, open: string, tripped: string, ...argv: string[]): Promise<[LeaseResult, string | null, string | null]>;
   settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
+  claimSession(active: string, runId: string, ttlSeconds: string, replace: string): Promise<[ClaimResult, string, number]>;
   releaseSession(active: string, runId: string): Promise<number>;
   chargeUsage(usage: string, charged: string, chargedBefore: string, ...argv: string[]): Promise<number>;
   addWebhook(webhooks: string, id: string, json: string, max: string): Promise<number>;

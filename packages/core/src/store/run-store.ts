@@ -19,8 +19,14 @@ import {
   TERMINAL_STATUSES,
 } from '../schemas/run.js';
 import { type Page, type PageCursor, type PageQuery, pageIndexes } from './index-pager.js';
-import { CommitResult, CreateResult, withScripts } from './lua-scripts.js';
+import { ClaimResult, CommitResult, CreateResult, withScripts } from './lua-scripts.js';
 import { runFootprint } from './run-footprint.js';
+
+/**
+ * How long a session claim whose run has no record yet counts as busy: far longer than
+ * the few Redis round trips between the claim, its renewal and the run's creation.
+ */
+export const SESSION_CLAIM_MS = 30_000;
 
 /** An event as its run's stream keeps it: without the run id, which the stream's key already says. */
 const storedEvent = ({ runId: _implied, ...rest }: RunEvent) => JSON.stringify(rest);
@@ -488,22 +494,27 @@ export class RunStore {
 
   /**
    * Marks `runId` as the session's active run unless another one is; returns the one
-   * that holds the session. A holder that already finished or expired (its release was
-   * lost in a crash) is replaced; the marker's TTL only bounds what an abandoned session leaves.
+   * that holds the session. Call it again right before creating the run: that renews the
+   * claim (or says who took it over). A holder counts as busy while its run is active, or
+   * while it has no record yet and its claim is younger than SESSION_CLAIM_MS (it is being
+   * created: the marker and the run live in different slots, so no script sees both). A
+   * holder that finished, or whose creator crashed before creating it, is replaced; the
+   * marker's TTL only bounds what an abandoned session leaves.
    */
   async claimSession(run: RunRecord): Promise<string | null> {
     if (!run.sessionId) return null;
     const key = tenantKeys(run.tenantId).sessionActive(run.userId, run.sessionId);
+    let replace = '';
     for (let tries = 0; tries < 3; tries++) {
-      if ((await this.redis.set(key, run.id, 'EX', this.traceTtlSeconds, 'NX')) === 'OK') return null;
-      const holder = await this.redis.get(key);
-      if (!holder) continue;
+      const [result, marker, nowMs] = await this.redis.claimSession(key, run.id, String(this.traceTtlSeconds), replace);
+      if (result === ClaimResult.Claimed) return null;
+      const [holder = '', claimedAt] = marker.split(' ');
       const held = await this.get(holder);
-      if (held && !TERMINAL_STATUSES.includes(held.status)) return holder;
-      await this.redis.releaseSession(key, holder);
+      if (held ? !TERMINAL_STATUSES.includes(held.status) : nowMs - Number(claimedAt ?? 0) < SESSION_CLAIM_MS) return holder;
+      replace = marker;
     }
     // Lost three races in a row: someone else keeps starting runs in this session.
-    return (await this.redis.get(key)) ?? 'another run';
+    return 'another run';
   }
 
   /** Frees the session if this run still holds it (compare-and-delete). */

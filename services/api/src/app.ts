@@ -13,6 +13,7 @@ import {
   registerQueueDepth,
   runKeys,
   apiRoutes as schemas,
+  streamCaps,
   submitRunBodySchema,
   submitSpan,
 } from '@rein/core';
@@ -27,7 +28,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     rt.scheduler.queues.map((queue) => () => queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed')),
   );
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
-  const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
+  const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.config));
 
   const app = createServiceApp(rt, (v1) => {
     v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {
@@ -83,7 +84,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       await runs.get(req.principal, runId); // 404 before the stream opens
       await streams.serve(
         reply,
-        req.principal.tenantId,
+        req.principal,
         {
           key: runKeys(runId).events,
           read: (cursor) => rt.store.readEvents(runId, cursor),

@@ -14,7 +14,7 @@ describe('the worker’s /metrics with REIN_METRICS_TOKEN (issue 24 item 13)', (
     for (const authorization of [undefined, 'Bearer wrong-token-of-some-length', `Basic ${TOKEN}`]) {
       const res = await get('/metrics', authorization);
       expect(res.status, String(authorization)).toBe(401);
-      expect((await res.json()).error.code).toBe('unauthorized');
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unauthorized');
     }
     const ok = await get('/metrics', `bearer ${TOKEN}`);
     expect(ok.status).toBe(200);

@@ -115,6 +115,12 @@ export const configSchema = z.object({
   REIN_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** The longest silence of a streamed reply once it started; keep-alive comments do not count. */
   REIN_MODEL_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+  /** Set: every `/metrics` (api, approver, worker) needs `Authorization: Bearer <token>`; unset, it is open to whoever reaches the port. */
+  REIN_METRICS_TOKEN: z
+    .string()
+    .min(16, 'at least 16 characters')
+    .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+    .optional(),
   /** Address the HTTP services and the worker's metrics endpoint listen on. */
   REIN_BIND_HOST: z.string().min(1).default('0.0.0.0'),
   API_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -176,6 +182,8 @@ export const configSchema = z.object({
     .default(64 * 1024),
   /** Event streams (SSE) one tenant may hold open at once on one api or approver process. */
   REIN_MAX_STREAMS_PER_TENANT: z.coerce.number().int().min(1).default(200),
+  /** Of those, the streams one user may hold (so one user cannot take the tenant's every slot). */
+  REIN_MAX_STREAMS_PER_USER: z.coerce.number().int().min(1).default(20),
   /** HTTP services: the longest a client may take to send a whole request (headers and body). */
   REIN_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   /** HTTP services: a socket with no traffic either way for this long is closed (SSE heartbeats every 15 s keep streams open). */

@@ -75,11 +75,11 @@ export class GoneError extends ReinError {
   }
 }
 
-/** A tenant already holds as many open event streams on this process as it may (REIN_MAX_STREAMS_PER_TENANT). */
+/** A user or tenant already holds as many open event streams on this process as it may (REIN_MAX_STREAMS_PER_USER / _PER_TENANT). */
 export class TooManyStreamsError extends ReinError {
   override readonly name = 'TooManyStreamsError';
-  constructor(limit: number) {
-    super('too_many_streams', `at most ${limit} event streams may be open per tenant; close one and retry`, { status: 429 });
+  constructor(limit: number, per: 'tenant' | 'user') {
+    super('too_many_streams', `at most ${limit} event streams may be open per ${per}; close one and retry`, { status: 429 });
   }
 }
 

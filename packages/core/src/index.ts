@@ -12,7 +12,8 @@ export { createRegistry, type Registry } from './app/registry.js';
 export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
 export { approvalId, runOfApproval } from './approvals/approval-id.js';
 export { type ApprovalService, createApprovalService, type Decision as ApprovalDecision } from './approvals/approval-service.js';
-export { type DecisionRights, decisionRights, holdsRole, mayDecide, ROLE_RANK } from './approvals/decision-rights.js';
+export { type DecisionRights, decisionRights, holdsRole, mayDecide, mayReadRun, ROLE_RANK } from './approvals/decision-rights.js';
+export { feedVisibleTo, type RunOwners } from './approvals/feed-visibility.js';
 export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
@@ -64,15 +65,15 @@ export {
 } from './errors.js';
 export { createInputFilter, type InputFilter, type InputRules, inputRulesSchema, loadInputRules } from './guards/input-filter.js';
 export { createPiiMasker, loadPiiRules, type PiiMasker, type PiiRules, piiRulesSchema } from './guards/pii-masker.js';
-export { basicPassword, bearerToken, findApiKey } from './http/credentials.js';
+export { basicPassword, bearerToken, findApiKey, metricsAuthorized } from './http/credentials.js';
 export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
 export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';
 export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
 export { OPENAPI_PATH } from './http/openapi.js';
 export { apiRoutes, approverRoutes, idParamsSchema } from './http/route-schemas.js';
-export { closeOnSignals, exitOnMcpStartError, type RunningService, runHttpService, type ServiceOptions } from './http/run-http-service.js';
+export { closeOnSignals, exitOnStartError, type RunningService, runHttpService, type ServiceOptions } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
-export { EventStreams, lastEventId, type SseEntry, type SseSource } from './http/sse.js';
+export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
 export { appStateKey, FAULTS_KEY, QUEUE_PREFIX, queuePrefix, runKeys, tenantKeys, WEBHOOK_QUEUE_PREFIX } from './keys.js';
 export { createLogger, type Logger } from './logger.js';
 export { type McpGovernance, mcpGovernance } from './mcp/mcp-governance.js';
@@ -151,11 +152,13 @@ export { approvalView, createRunService, type LimitCeilings, type RunService, ru
 export { type SessionSettings, sessionHistory } from './runs/session-history.js';
 export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
 export {
+  addressableIdSchema,
   idempotencyKeySchema,
   type ListApprovalsQuery,
   type ListRunsQuery,
   listApprovalsQuerySchema,
   listRunsQuerySchema,
+  MAX_ID_LENGTH,
   type SubmitRunBody,
   submitRunBodySchema,
 } from './schemas/api.js';

@@ -46,6 +46,12 @@ export function createMetrics(service: string) {
       labelNames: ['model', 'type'],
       registers,
     }),
+    modelUsageUnderreported: new Counter({
+      name: 'rein_model_usage_underreported_total',
+      help: 'Completion tokens a model endpoint left out of its reported usage (charged from Rein’s own count instead)',
+      labelNames: ['model'],
+      registers,
+    }),
     /** gen_ai.client.token.usage: tokens per model call, OpenTelemetry's GenAI buckets. */
     modelTokenUsage: new Histogram({
       name: 'rein_model_token_usage_tokens',

@@ -1,6 +1,6 @@
 import type { AgentCatalog } from './agents/agent-profile.js';
 import type { App } from './app/define-app.js';
-import { createRegistry } from './app/registry.js';
+import { createRegistry, type Registry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import type { Config } from './config.js';
@@ -86,19 +86,21 @@ export async function createRuntime(
   const bull = bullConnection(config, role, logger);
   const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS, config.REIN_QUEUE_SHARDS);
   for (const queue of scheduler.queues) queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
-  const { tools, agents, inputFilter } = createRegistry(app, { redis }, { faultInjection: config.REIN_FAULT_INJECTION === 'on' });
-  const mcp = new McpManager(app.mcpServers, tools, { logger, metrics });
-  if (opts.mcp) {
-    try {
-      await mcp.start();
-    } catch (err) {
-      await scheduler.close();
-      bull.disconnect();
-      redis.disconnect();
-      await tracing.shutdown();
-      throw err;
-    }
+  let registry: Registry;
+  let mcp: McpManager;
+  try {
+    registry = createRegistry(app, { redis }, { faultInjection: config.REIN_FAULT_INJECTION === 'on' });
+    mcp = new McpManager(app.mcpServers, registry.tools, { logger, metrics });
+    if (opts.mcp) await mcp.start();
+  } catch (err) {
+    // A bad tools factory or an MCP server that cannot start: leave no connection behind.
+    await scheduler.close();
+    bull.disconnect();
+    redis.disconnect();
+    await tracing.shutdown();
+    throw err;
   }
+  const { tools, agents, inputFilter } = registry;
   const breakers = new CircuitBreakers(
     redis,
     {

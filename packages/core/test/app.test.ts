@@ -84,6 +84,35 @@ describe('defineApp and the registry', () => {
     expect(() => createRegistry(app, services)).toThrow(/agent "helper" names tool "ghost"/);
   });
 
+  it('checks what a tool factory returns as strictly as a static list (issue 24 item 5)', () => {
+    const built = (tools: () => unknown) => () => createRegistry(defineApp({ agents: [agent([])], tools: tools as never }), services);
+    const refusals: Array<[() => unknown, RegExp]> = [
+      [
+        () => {
+          throw new Error('no database');
+        },
+        /^app: the tools factory threw: no database$/,
+      ],
+      [() => null, /^app: the tools factory must return an array of tools, not null$/],
+      [() => ({ echo }), /^app: the tools factory must return an array of tools, not object$/],
+      [async () => [echo], /^app: the tools factory returned a promise/],
+      [() => [echo, echo], /^app: tool "echo" is defined twice$/],
+      [() => [{ name: 'x' }], /^app: tools\[0\] \("x"\) is not a tool \(description: .+\); build tools with defineTool$/],
+      [() => [null], /^app: tools\[0\] is not a tool \(not an object\)/],
+      [() => [{ ...echo, execute: 'run' }], /^app: tools\[0\] \("echo"\) is not a tool \(execute: must be a function\)/],
+    ];
+    for (const [tools, message] of refusals) {
+      const attempt = built(tools);
+      expect(attempt).toThrow(ConfigError);
+      expect(attempt).toThrow(message);
+    }
+  });
+
+  it('a static list is held to the same shape', () => {
+    expect(() => defineApp({ agents: [agent([])], tools: [{ name: 'x' }] as never })).toThrow(/tools\[0\] \("x"\) is not a tool/);
+    expect(() => defineApp({ agents: [agent([])], tools: null as never })).toThrow(/app: tools must be an array of tools or a factory/);
+  });
+
   it('gives only the app’s agents; another is unknown_agent; the hand-off is the agent’s, then the app’s', () => {
     const own = defineAgent({ name: 'own', instructions: 'i', tools: [], handoffAnswer: 'Ask Sam.' });
     const { agents, tools } = createRegistry(

@@ -202,3 +202,38 @@ describe('step engine', () => {
     expect(run.usage.totalTokens).toBe(600 * model.requests.length);
   });
 });
+
+describe('usage as reported is checked against the reply (issue 24 item 14)', () => {
+  const noop = defineTool({ name: 'noop', description: 'Does nothing.', kind: 'read', parameters: z.object({}), execute: () => 'ok' });
+  const long = '退'.repeat(20_000); // one token each by Rein's count; no PII pattern can match it
+
+  it('a reply reported as 5 completion tokens is charged Rein’s count, and the gap is counted', async () => {
+    const t = use(createFakeModel([{ content: long, usage: { promptTokens: 100, completionTokens: 5 } }]));
+    const id = await t.submit('hello');
+    await t.drain();
+    const run = await t.store.require(id);
+    expect(run.usage).toEqual({ promptTokens: 100, completionTokens: 20_000, totalTokens: 20_100 });
+    expect((await t.store.steps(id))[0]?.usage.completionTokens).toBe(20_000);
+    expect((await t.metrics.modelUsageUnderreported.get()).values).toEqual([{ labels: { model: 'fake-model' }, value: 19_995 }]);
+  });
+
+  it('so an under-reporting endpoint cannot spend past the token budget', async () => {
+    const model = createFakeModel([
+      { content: long, toolCalls: [toolCall('c1', 'noop', {})], usage: { promptTokens: 100, completionTokens: 5 } },
+      { content: 'done' },
+    ]);
+    const t = use(model, { extraTools: [noop] });
+    const id = await t.submit('hello', undefined, { maxTokens: 10_000 });
+    await t.drain();
+    expect(await t.store.require(id)).toMatchObject({ status: 'failed', reason: 'token_budget' });
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it('an honest report is believed even where Rein’s conservative count is higher', async () => {
+    const t = use(createFakeModel([{ content: 'a'.repeat(1_500), usage: { promptTokens: 100, completionTokens: 300 } }]));
+    const id = await t.submit('hello');
+    await t.drain();
+    expect((await t.store.require(id)).usage.completionTokens).toBe(300);
+    expect((await t.metrics.modelUsageUnderreported.get()).values).toEqual([]);
+  });
+});

@@ -12,6 +12,7 @@ import {
   type Runtime,
   registerQueueDepth,
   apiRoutes as schemas,
+  streamCaps,
   submitRunBodySchema,
   submitSpan,
 } from '@rein/core';
@@ -26,7 +27,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     rt.scheduler.queues.map((queue) => () => queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed')),
   );
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
-  const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
+  const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.config));
 
   const app = createServiceApp(rt, (v1) => {
     v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {
@@ -79,7 +80,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
     v1.get('/v1/runs/:id/events', { schema: schemas.runEvents }, async (req, reply) => {
       const source = await runs.events(req.principal, id(req.params)); // 404 before the stream opens
-      await streams.serve(reply, req.principal.tenantId, source, lastEventId(req.headers, req.query));
+      await streams.serve(reply, req.principal, source, lastEventId(req.headers, req.query));
     });
   });
 

@@ -6,9 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiApp } from '../src/app.js';
 
 // Open event streams must not cost Redis connections: a process serves all of them from
-// one shared reader. A tenant's open streams are capped per process.
+// one shared reader. A tenant's open streams, and each of its users', are capped per process.
 const USER = { key: 'streams-test-user-key', tenantId: 'acme', userId: 'alice', roles: ['user'] };
+const BOB = { key: 'streams-test-bob-key', tenantId: 'acme', userId: 'bob', roles: ['approver'] };
 const CAP = 60;
+const USER_CAP = 50;
 
 let redis: TestRedis;
 let rt: Runtime;
@@ -19,9 +21,10 @@ beforeAll(async () => {
   rt = await createRuntime(
     loadConfig({
       REDIS_URL: redis.url,
-      REIN_API_KEYS: JSON.stringify([USER]),
+      REIN_API_KEYS: JSON.stringify([USER, BOB]),
       LOG_LEVEL: 'silent',
       REIN_MAX_STREAMS_PER_TENANT: String(CAP),
+      REIN_MAX_STREAMS_PER_USER: String(USER_CAP),
     }),
     'api-streams-test',
     'producer',
@@ -37,15 +40,16 @@ afterAll(async () => {
 });
 
 const headers = { authorization: `Bearer ${USER.key}` };
+const asBob = { authorization: `Bearer ${BOB.key}` };
 const clients = async () =>
   String(await rt.redis.client('LIST'))
     .trim()
     .split('\n').length;
 
 /** An open SSE connection that collects the event names it receives. */
-async function follow(runId: string) {
+async function follow(runId: string, as: Record<string, string> = headers) {
   const abort = new AbortController();
-  const res = await fetch(`${base}/v1/runs/${runId}/events`, { headers, signal: abort.signal });
+  const res = await fetch(`${base}/v1/runs/${runId}/events`, { headers: as, signal: abort.signal });
   const seen: string[] = [];
   const body = res.status === 200 ? null : await res.json();
   const done = (async () => {
@@ -91,17 +95,38 @@ describe('event streams', () => {
 
   it('refuses a stream over the per-tenant cap with 429 too_many_streams, and frees the slot when one closes', async () => {
     const { id } = (await app.inject({ method: 'POST', url: '/v1/runs', headers, payload: { input: 'capped' } })).json();
-    const open = await Promise.all(Array.from({ length: CAP }, () => follow(id)));
+    // Bob (an approver) may read Alice's run: the tenant's slots are shared by both.
+    const open = await Promise.all([
+      ...Array.from({ length: USER_CAP }, () => follow(id)),
+      ...Array.from({ length: CAP - USER_CAP }, () => follow(id, asBob)),
+    ]);
     expect(open.every((s) => s.status === 200)).toBe(true);
-    const refused = await follow(id);
+    const refused = await follow(id, asBob);
     expect(refused.status).toBe(429);
-    expect(refused.body).toEqual({ error: { code: 'too_many_streams', message: expect.stringContaining(String(CAP)) } });
-    open[0]?.close();
+    expect(refused.body).toEqual({
+      error: { code: 'too_many_streams', message: expect.stringContaining(`${CAP} event streams may be open per tenant`) },
+    });
+    open[CAP - 1]?.close();
     await until(async () => {
-      const again = await follow(id);
+      const again = await follow(id, asBob);
       again.close();
       return again.status === 200;
     });
+    for (const s of open) s.close();
+  });
+
+  it('one user cannot take the tenant’s every slot: over REIN_MAX_STREAMS_PER_USER is 429, another user still gets one', async () => {
+    const { id } = (await app.inject({ method: 'POST', url: '/v1/runs', headers, payload: { input: 'user capped' } })).json();
+    const open = await Promise.all(Array.from({ length: USER_CAP }, () => follow(id)));
+    expect(open.every((s) => s.status === 200)).toBe(true);
+    const refused = await follow(id);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({
+      error: { code: 'too_many_streams', message: expect.stringContaining(`${USER_CAP} event streams may be open per user`) },
+    });
+    const other = await follow(id, asBob);
+    expect(other.status).toBe(200);
+    other.close();
     for (const s of open) s.close();
   });
 });

@@ -87,7 +87,7 @@ describe('malformed credentials are a 401 (item 2)', () => {
     expect(res.json().error.code).toBe('unauthorized');
   });
 
-  it.each(['Bearer', 'Bearer ', 'bearer sec-test-alice-key', `Bearer ${ALICE.key} extra`, 'Basic !!!', 'Basic', `Token ${ALICE.key}`])(
+  it.each(['Bearer', 'Bearer ', `Bearer ${ALICE.key} extra`, 'Basic !!!', 'Basic', `Token ${ALICE.key}`])(
     'Authorization %j is 401',
     async (authorization) => {
       const res = await app.inject({ method: 'GET', url: '/v1/me', headers: { authorization } });

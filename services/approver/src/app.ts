@@ -2,13 +2,16 @@ import {
   approveBodySchema,
   createServiceApp,
   EventStreams,
+  feedVisibleTo,
   idParamsSchema,
   lastEventId,
   listApprovalsQuerySchema,
+  type Principal,
   parseInput,
   type Runtime,
   rejectBodySchema,
   approverRoutes as schemas,
+  streamCaps,
   tenantKeys,
 } from '@rein/core';
 import type { FastifyInstance } from 'fastify';
@@ -18,7 +21,9 @@ import { mountConsole } from './console.js';
 export function createApproverApp(rt: Runtime): FastifyInstance {
   const { approvals, runs } = rt;
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
-  const streams = new EventStreams(rt.redis, rt.logger, rt.config.REIN_MAX_STREAMS_PER_TENANT);
+  const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.config));
+  // A plain user sees the feed of their own runs only, as with GET /v1/runs/:id.
+  const visibleTo = (principal: Principal) => feedVisibleTo(principal, (ids) => rt.store.getMany(ids));
 
   const app = createServiceApp(rt, (v1) => {
     v1.get('/v1/approvals', { schema: schemas.listApprovals }, async (req) =>
@@ -26,16 +31,23 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
     );
     v1.get('/v1/approvals/events', { schema: schemas.approvalEvents }, async (req, reply) => {
       const tenantId = req.principal.tenantId;
+      const visible = visibleTo(req.principal);
       await streams.serve(
         reply,
-        tenantId,
-        { key: tenantKeys(tenantId).approvalFeed, read: (cursor) => rt.feed.read(tenantId, cursor) },
+        req.principal,
+        {
+          key: tenantKeys(tenantId).approvalFeed,
+          read: (cursor) => rt.feed.read(tenantId, cursor),
+          keep: (entries) => visible(entries, (entry) => entry.event.runId),
+        },
         lastEventId(req.headers, req.query),
       );
     });
     // Writes whose outcome is unknown after a crash: approvers reconcile them by hand.
     v1.get('/v1/effects/uncertain', { schema: schemas.uncertainEffects }, async (req) => ({
-      effects: await rt.feed.uncertainEffects(req.principal.tenantId),
+      effects: await rt.feed.uncertainEffects(req.principal.tenantId, 100, (effects) =>
+        visibleTo(req.principal)(effects, (effect) => effect.runId),
+      ),
     }));
     v1.get('/v1/approvals/:id', { schema: schemas.getApproval }, async (req) => approvals.get(req.principal, id(req.params)));
     // The run as the approver sees it when deciding: the trace so far, same tenant only.

@@ -5,9 +5,11 @@ import {
   createProviderCompletion,
   createResilientModelGateway,
   createRuntime,
-  exitOnMcpStartError,
+  envelope,
+  exitOnStartError,
   loadConfigOrExit,
   type ModelGateway,
+  metricsAuthorized,
   type RunningService,
   type Runtime,
   type ServiceOptions,
@@ -45,12 +47,15 @@ export function configuredModel(rt: Runtime): ModelGateway {
  */
 export async function startWorker(app: App, options: WorkerOptions = {}): Promise<RunningService & { worker: StepWorkers }> {
   const config = options.config ?? loadConfigOrExit();
-  const rt = await createRuntime(config, 'worker', 'worker', app, { mcp: true }).catch(exitOnMcpStartError);
+  const rt = await createRuntime(config, 'worker', 'worker', app, { mcp: true }).catch(exitOnStartError);
   const worker = createStepWorker(rt, (options.model ?? configuredModel)(rt));
   const webhookWorker = createWebhookWorker(rt);
 
   const metrics = createServer(async (req, res) => {
-    if (req.url === '/metrics') {
+    if (req.url === '/metrics' && !metricsAuthorized(config.REIN_METRICS_TOKEN, req.headers.authorization)) {
+      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
+      res.end(JSON.stringify(envelope('unauthorized', 'a metrics token is required')));
+    } else if (req.url === '/metrics') {
       res.writeHead(200, { 'content-type': rt.metrics.registry.contentType });
       res.end(await rt.metrics.registry.metrics());
     } else if (req.url === '/healthz') {

@@ -5,7 +5,7 @@ import { type InputRules, inputRulesSchema } from '../guards/input-filter.js';
 import { type PiiRules, piiRulesSchema } from '../guards/pii-masker.js';
 import { type McpServers, mcpServersSchema } from '../mcp/mcp-server-config.js';
 import type { RedisClient } from '../redis.js';
-import type { Tool } from '../tools/tool.js';
+import { type Tool, toolValueSchema } from '../tools/tool.js';
 
 /** What an app's tool factory gets: Rein's Redis (a Cluster client in cluster mode), for tools that keep state (name keys with `appStateKey`: one tenant's keys share a slot). */
 export interface AppServices {
@@ -48,6 +48,8 @@ export interface App {
  */
 export function defineApp(def: AppDefinition): App {
   if (!def.agents?.length) throw new ConfigError('app: at least one agent is required');
+  if (typeof def.tools !== 'function' && !Array.isArray(def.tools))
+    throw new ConfigError('app: tools must be an array of tools or a factory returning one');
   const duplicateAgent = def.agents.find((a, i) => def.agents.findIndex((b) => b.name === a.name) !== i);
   if (duplicateAgent) throw new ConfigError(`app: agent "${duplicateAgent.name}" is defined twice`);
   const defaultAgent = def.defaultAgent ?? (def.agents[0] as AgentProfile).name;
@@ -71,13 +73,44 @@ export function defineApp(def: AppDefinition): App {
 }
 
 /**
- * Tool names are unique and cover every agent's allow-list; run again once a factory has
- * built the tools. An MCP server's tools (`<server>__…`) are only known once it answers,
- * so for them the allow-list is checked at execution, as for every call.
+ * The tools of an app, its factory called and what it returns checked like a static list:
+ * a factory that throws, returns something else than an array of tools, or a promise
+ * (tools are built once, synchronously, before the process takes work) is a ConfigError
+ * saying so in one line.
+ */
+export function buildTools(app: App, services: AppServices): readonly Tool[] {
+  if (typeof app.tools !== 'function') return app.tools;
+  let built: unknown;
+  try {
+    built = app.tools(services);
+  } catch (err) {
+    throw new ConfigError(`app: the tools factory threw: ${(err as Error)?.message ?? String(err)}`);
+  }
+  if (typeof (built as { then?: unknown } | null)?.then === 'function') {
+    throw new ConfigError('app: the tools factory returned a promise; it must return the tools (connect lazily inside execute)');
+  }
+  if (!Array.isArray(built)) throw new ConfigError(`app: the tools factory must return an array of tools, not ${describe(built)}`);
+  checkTools(app, built);
+  return built;
+}
+
+const describe = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value);
+
+/**
+ * Every tool is a `defineTool` value, names are unique and cover every agent's allow-list;
+ * run again once a factory has built the tools. An MCP server's tools (`<server>__…`) are
+ * only known once it answers, so for them the allow-list is checked at execution, as for every call.
  */
 export function checkTools(app: App, tools: readonly Tool[]): void {
   const names = new Set<string>();
-  for (const tool of tools) {
+  for (const [i, tool] of tools.entries()) {
+    const shape = toolValueSchema.safeParse(tool);
+    if (!shape.success) {
+      const name = typeof (tool as { name?: unknown } | null)?.name === 'string' ? ` ("${tool.name}")` : '';
+      const issue = shape.error.issues[0];
+      const problem = issue?.path.length ? `${issue.path.join('.')}: ${issue.message}` : 'not an object';
+      throw new ConfigError(`app: tools[${i}]${name} is not a tool (${problem}); build tools with defineTool`);
+    }
     if (tool.name === READ_RESULT_TOOL) throw new ConfigError(`app: tool name "${READ_RESULT_TOOL}" is Rein's own`);
     if (names.has(tool.name)) throw new ConfigError(`app: tool "${tool.name}" is defined twice`);
     names.add(tool.name);

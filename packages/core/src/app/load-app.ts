@@ -17,12 +17,25 @@ function locate(spec: string, cwd: string): string {
   throw new ConfigError(`REIN_APP=${spec}: no such package here (install it, or give the app's file path)`);
 }
 
+/**
+ * A module whose top-level await can never settle leaves nothing for the event loop to
+ * do: Node would exit with code 13 and no word. `beforeExit` fires first — say why.
+ */
+function unlessStalled<T>(loading: Promise<T>, spec: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const stalled = () =>
+      reject(new ConfigError(`REIN_APP=${spec}: its top-level await never settles (it waits on nothing that can finish)`));
+    process.once('beforeExit', stalled);
+    loading.then(resolve, reject).finally(() => process.off('beforeExit', stalled));
+  });
+}
+
 /** Imports `REIN_APP`; its default export must be a `defineApp(...)` value. Definition errors keep their message. */
 export async function loadApp(spec: string, cwd: string = process.cwd()): Promise<App> {
   const url = locate(spec, cwd);
   let mod: { default?: unknown };
   try {
-    mod = await import(url);
+    mod = await unlessStalled(import(url), spec);
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     throw new ConfigError(`REIN_APP=${spec}: cannot load it: ${(err as Error).message}`);

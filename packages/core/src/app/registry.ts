@@ -4,7 +4,7 @@ import { withFaultInjection } from '../resilience/fault-injection.js';
 import { RunStore } from '../store/run-store.js';
 import { createReadResultTool } from '../tools/read-result.js';
 import type { Tool } from '../tools/tool.js';
-import { type App, type AppServices, checkTools } from './define-app.js';
+import { type App, type AppServices, buildTools } from './define-app.js';
 
 /** What every service (and the test harnesses) runs an app with: one place builds it. */
 export interface Registry {
@@ -19,8 +19,7 @@ export interface Registry {
  * comes from `app.guards.pii` earlier: the logger needs it before Redis is up.)
  */
 export function createRegistry(app: App, services: AppServices, opts: { faultInjection?: boolean } = {}): Registry {
-  const built = typeof app.tools === 'function' ? app.tools(services) : app.tools;
-  checkTools(app, built);
+  const built = buildTools(app, services);
   const tools = new Map(built.map((t) => [t.name, opts.faultInjection ? withFaultInjection(t, services.redis) : t]));
   // read_result only reads step records; the TTL argument of the store is for writes.
   if (app.agents.some((a) => a.context)) {

@@ -1,5 +1,6 @@
 import type { Approval } from '../schemas/approval.js';
 import type { Principal, Role } from '../schemas/identity.js';
+import type { RunRecord } from '../schemas/run.js';
 
 /** Roles in order of authority: a role may do whatever a lower one may. */
 export const ROLE_RANK: Record<Role, number> = { user: 0, approver: 1, supervisor: 2, admin: 3 };
@@ -8,6 +9,14 @@ export const holdsRole = (roles: readonly Role[], role: Role) => roles.some((r) 
 
 /** Someone who may see every run and approval of their tenant (not only their own). */
 export const overseesTenant = (principal: Principal) => holdsRole(principal.roles, 'approver');
+
+/**
+ * Who may read a run and what names it (its events, approvals, uncertain writes): its
+ * owner, and those who oversee the tenant; never another tenant. Everything that shows
+ * a run's ids to a caller asks this.
+ */
+export const mayReadRun = (principal: Principal, run: Pick<RunRecord, 'tenantId' | 'userId'>) =>
+  run.tenantId === principal.tenantId && (run.userId === principal.userId || overseesTenant(principal));
 
 /**
  * Who may decide an approval, as enforced and as the console shows it: another person

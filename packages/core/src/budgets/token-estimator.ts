@@ -78,3 +78,14 @@ export function estimatePromptTokens(model: string, messages: ChatMessage[], too
   for (const m of messages) sum += countJson(count, m);
   return sum;
 }
+
+/**
+ * Counts a model's reply as Rein sees it (its text, and each tool call's name and
+ * arguments), conservatively: one linear pass whatever the model, so a reply of any size
+ * is cheap to count, and the count is at or above what real tokenizers say.
+ */
+export function estimateCompletionTokens(content: string | null, toolCalls: ReadonlyArray<{ name: string; arguments: string }>): number {
+  let sum = conservativeCount(content ?? '');
+  for (const call of toolCalls) sum += conservativeCount(call.name) + conservativeCount(call.arguments);
+  return sum;
+}

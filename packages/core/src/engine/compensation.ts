@@ -1,6 +1,6 @@
 import type { AgentCatalog } from '../agents/agent-profile.js';
 import { approvalId } from '../approvals/approval-id.js';
-import { overseesTenant } from '../approvals/decision-rights.js';
+import { mayReadRun, overseesTenant } from '../approvals/decision-rights.js';
 import { BreakerOpenError, BulkheadFullError, ConflictError, ForbiddenError, NotFoundError, ToolOutcomeUnknownError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -263,8 +263,7 @@ export function createCompensator(deps: CompensatorDeps) {
     /** `POST /v1/runs/:id/compensate`: an approver undoes a finished run (their request is the decision). */
     async request(principal: Principal, runId: string): Promise<Compensation> {
       const run = await deps.store.get(runId);
-      if (!run || run.tenantId !== principal.tenantId || (run.userId !== principal.userId && !overseesTenant(principal)))
-        throw new NotFoundError(`run ${runId}`);
+      if (!run || !mayReadRun(principal, run)) throw new NotFoundError(`run ${runId}`);
       if (!overseesTenant(principal)) throw new ForbiddenError('undoing a run needs the approver role or above');
       if (!TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_not_finished', `run ${runId} is still ${run.status}`);
       const held = await deps.store.compensation(runId);

@@ -2,6 +2,7 @@ import pLimit from 'p-limit';
 import type { AgentCatalog, AgentProfile } from '../agents/agent-profile.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { estimatePromptTokens } from '../budgets/token-estimator.js';
+import { auditUsage } from '../budgets/usage-audit.js';
 import type { Price } from '../config.js';
 import { type ReinError, StaleStepError } from '../errors.js';
 import type { InputFilter } from '../guards/input-filter.js';
@@ -193,7 +194,13 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     const lastDeltas = await deltas.rest();
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.modelDuration.observe({ model: reply.model, outcome: 'ok' }, durationMs / 1000);
-    log.info({ model: reply.model, toolCalls: reply.toolCalls.length, durationMs, usage: reply.usage }, 'model replied');
+    // The step is charged what the reply really took, whatever the endpoint reports.
+    const { usage, underreportedTokens } = auditUsage(reply.usage, reply);
+    if (underreportedTokens > 0) {
+      deps.metrics.modelUsageUnderreported.inc({ model: reply.model }, underreportedTokens);
+      log.warn({ model: reply.model, reported: reply.usage, charged: usage }, 'model under-reported its usage; charging Rein’s count');
+    }
+    log.info({ model: reply.model, toolCalls: reply.toolCalls.length, durationMs, usage }, 'model replied');
     // The breakers of the tools the reply calls are read in the same round trip as the journal write.
     const dependencies = [
       ...new Set(
@@ -212,7 +219,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         model: reply.model,
         content: reply.content,
         toolCalls: reply.toolCalls,
-        usage: reply.usage,
+        usage,
         durationMs,
         createdAt: iso(),
       },

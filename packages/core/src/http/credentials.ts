@@ -20,15 +20,25 @@ export function findApiKey(keys: ApiKey[], token: string | undefined): ApiKey | 
   return found;
 }
 
-/** The token of `Authorization: Bearer <token>`; anything else (or a malformed token) is undefined. */
+/**
+ * Whether a request may read `/metrics` (which names tenants and agents): always when no
+ * token is configured (REIN_METRICS_TOKEN unset), else only with `Authorization: Bearer <token>`.
+ */
+export function metricsAuthorized(token: string | undefined, header: string | undefined): boolean {
+  if (token === undefined) return true;
+  const presented = bearerToken(header);
+  return presented !== undefined && timingSafeEqual(digest(token), digest(presented));
+}
+
+/** The token of `Authorization: Bearer <token>` (the scheme in any case, RFC 7235 §2.1); anything else (or a malformed token) is undefined. */
 export function bearerToken(header: string | undefined): string | undefined {
-  const token = /^Bearer ([^ ]+)$/.exec(header ?? '')?.[1];
+  const token = /^Bearer +([^ ]+)$/i.exec(header ?? '')?.[1];
   return token && TOKEN.test(token) ? token : undefined;
 }
 
 /** The password of `Authorization: Basic base64(user:password)` (what browsers can send); undefined if malformed. */
 export function basicPassword(header: string | undefined): string | undefined {
-  const encoded = /^Basic ([^ ]+)$/.exec(header ?? '')?.[1];
+  const encoded = /^Basic +([^ ]+)$/i.exec(header ?? '')?.[1];
   if (!encoded || !BASE64.test(encoded)) return undefined;
   const decoded = Buffer.from(encoded, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');

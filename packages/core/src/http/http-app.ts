@@ -4,8 +4,9 @@ import type { ZodType } from 'zod';
 import { ConfigError, InvalidRequestError, UnauthorizedError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { RedisClient } from '../redis.js';
+import { MAX_ID_LENGTH } from '../schemas/api.js';
 import type { ApiKey, Principal } from '../schemas/identity.js';
-import { bearerToken, findApiKey } from './credentials.js';
+import { bearerToken, findApiKey, metricsAuthorized } from './credentials.js';
 import { clientErrorHandler, envelope, publicError } from './error-envelope.js';
 import { boundJsonDepth } from './json-body.js';
 import { documentOnly, registerOpenApi, VERSIONED } from './openapi.js';
@@ -32,6 +33,8 @@ export interface HttpAppOptions {
   redis: RedisClient;
   bodyLimit: number;
   timeouts: HttpTimeouts;
+  /** Set: `/metrics` answers only `Authorization: Bearer <metricsToken>`. */
+  metricsToken?: string;
   /** Names the OpenAPI document at `/openapi.json`. */
   title: string;
   /**
@@ -97,6 +100,8 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
     loggerInstance: opts.logger as FastifyBaseLogger,
     logController: new AccessLog(),
     bodyLimit: opts.bodyLimit,
+    // The router refuses (414) exactly the ids the schema refuses for length: one bound.
+    routerOptions: { maxParamLength: MAX_ID_LENGTH },
     requestTimeout: requestMs,
     connectionTimeout: idleMs,
     keepAliveTimeout: keepAliveMs,
@@ -149,7 +154,8 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
     }
   });
   // Always answers: collectors that need Redis leave their series out while it is away.
-  app.get('/metrics', async (_req, reply) => {
+  app.get('/metrics', async (req, reply) => {
+    if (!metricsAuthorized(opts.metricsToken, req.headers.authorization)) throw new UnauthorizedError('a metrics token is required');
     reply.header('content-type', opts.registry.contentType);
     return opts.registry.metrics();
   });

@@ -1,5 +1,11 @@
 import { type ZodType, z } from 'zod';
-import { idempotencyKeySchema, listApprovalsQuerySchema, listRunsQuerySchema, submitRunBodySchema } from '../schemas/api.js';
+import {
+  addressableIdSchema,
+  idempotencyKeySchema,
+  listApprovalsQuerySchema,
+  listRunsQuerySchema,
+  submitRunBodySchema,
+} from '../schemas/api.js';
 import { approveBodySchema, rejectBodySchema } from '../schemas/approval.js';
 import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
 import {
@@ -22,7 +28,7 @@ import { createdWebhookSchema, createWebhookBodySchema, deliveryLogSchema, webho
  * handlers validate with (`parseInput`) and the services' answers are typed by.
  */
 
-export const idParamsSchema = z.object({ id: z.string().min(1).max(200) });
+export const idParamsSchema = z.object({ id: addressableIdSchema });
 
 /** Error answers by status, each with the codes a client can match on. */
 const ERROR_CODES = {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../app/define-app.js';
 import { type Config, loadConfigOrExit } from '../config.js';
-import { McpServerStartError } from '../errors.js';
+import { ConfigError, McpServerStartError } from '../errors.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime.js';
 
 /** How `startApi` / `startWorker` / `startApprover` run: config (default: the environment) and signal handling. */
@@ -28,9 +28,13 @@ export function closeOnSignals(service: RunningService, name: string): void {
   }
 }
 
-/** A required MCP server that cannot start ends the process with one line naming it (like a bad app). */
-export function exitOnMcpStartError(err: unknown): never {
-  if (!(err instanceof McpServerStartError)) throw err;
+/**
+ * What the runtime finds wrong at start — an app whose tools factory fails its checks, a
+ * required MCP server that cannot start — ends the process with one line naming it,
+ * as a bad REIN_APP does.
+ */
+export function exitOnStartError(err: unknown): never {
+  if (!(err instanceof McpServerStartError || err instanceof ConfigError)) throw err;
   process.stderr.write(`rein: ${err.message}\n`);
   process.exit(1);
 }
@@ -48,7 +52,7 @@ export async function runHttpService(
   runtime: RuntimeOptions = {},
 ): Promise<RunningService & { http: FastifyInstance }> {
   const config = options.config ?? loadConfigOrExit();
-  const rt = await createRuntime(config, service, 'producer', app, runtime).catch(exitOnMcpStartError);
+  const rt = await createRuntime(config, service, 'producer', app, runtime).catch(exitOnStartError);
   let http: FastifyInstance;
   try {
     http = build(rt);

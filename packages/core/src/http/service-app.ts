@@ -14,6 +14,7 @@ export function createServiceApp(rt: Runtime, routes: (v1: FastifyInstance) => v
     registry: rt.metrics.registry,
     redis: rt.redis,
     bodyLimit: rt.config.REIN_MAX_BODY_BYTES,
+    ...(rt.config.REIN_METRICS_TOKEN ? { metricsToken: rt.config.REIN_METRICS_TOKEN } : {}),
     timeouts: {
       requestMs: rt.config.REIN_HTTP_REQUEST_TIMEOUT_MS,
       idleMs: rt.config.REIN_HTTP_IDLE_TIMEOUT_MS,

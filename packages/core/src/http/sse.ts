@@ -1,7 +1,9 @@
 import type { FastifyReply } from 'fastify';
+import type { Config } from '../config.js';
 import { TooManyStreamsError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { RedisClient } from '../redis.js';
+import type { Principal } from '../schemas/identity.js';
 import { StreamHub } from '../store/stream-hub.js';
 
 const HEARTBEAT_MS = 15_000;
@@ -12,13 +14,15 @@ export interface SseEntry {
   event: { type: string };
 }
 
-export interface SseSource {
+export interface SseSource<E extends SseEntry = SseEntry> {
   /** The Redis stream the events live in. */
   key: string;
   /** Entries after `cursor`, without blocking. */
-  read(cursor: string): Promise<SseEntry[]>;
+  read(cursor: string): Promise<E[]>;
   /** Whether this entry ends the stream (e.g. a run finished). */
-  isLast?(entry: SseEntry): boolean;
+  isLast?(entry: E): boolean;
+  /** The entries of a batch this reader may receive (default all); the cursor moves past the others too. */
+  keep?(entries: E[]): Promise<E[]>;
   /**
    * Whether nothing more will ever be written (e.g. the run finished), asked when a read
    * finds nothing new: a reader whose cursor is past the last entry is not kept waiting.
@@ -26,10 +30,22 @@ export interface SseSource {
   ended?(): Promise<boolean>;
 }
 
+/** How many event streams one process lets a tenant, and one user of it, hold open at once. */
+export interface StreamCaps {
+  perTenant: number;
+  perUser: number;
+}
+
+export const streamCaps = (config: Pick<Config, 'REIN_MAX_STREAMS_PER_TENANT' | 'REIN_MAX_STREAMS_PER_USER'>): StreamCaps => ({
+  perTenant: config.REIN_MAX_STREAMS_PER_TENANT,
+  perUser: config.REIN_MAX_STREAMS_PER_USER,
+});
+
 /**
  * Everything a process needs to serve server-sent events: one StreamHub (one blocking
- * Redis connection, whatever the number of open streams) and a cap on the streams a
- * tenant holds open on this process.
+ * Redis connection, whatever the number of open streams) and caps on the streams a
+ * tenant, and each of its users, hold open on this process (one user cannot take the
+ * tenant's every slot).
  */
 export class EventStreams {
   private readonly hub: StreamHub;
@@ -39,20 +55,29 @@ export class EventStreams {
   constructor(
     redis: RedisClient,
     private readonly logger: Logger,
-    private readonly maxPerTenant: number,
+    private readonly caps: StreamCaps,
   ) {
     this.hub = new StreamHub(redis, logger);
   }
 
   /**
    * Streams `source` from `fromId` as SSE. Each SSE id is the stream entry id, so a client
-   * that reconnects with Last-Event-ID resumes exactly where it left off. A tenant over
-   * its cap gets 429 `too_many_streams` before the stream opens.
+   * that reconnects with Last-Event-ID resumes exactly where it left off. A caller whose
+   * user or tenant is at its cap gets 429 `too_many_streams` before the stream opens.
    */
-  async serve(reply: FastifyReply, tenantId: string, source: SseSource, fromId: string): Promise<void> {
-    const held = this.open.get(tenantId) ?? 0;
-    if (held >= this.maxPerTenant) throw new TooManyStreamsError(this.maxPerTenant);
-    this.open.set(tenantId, held + 1);
+  async serve<E extends SseEntry>(
+    reply: FastifyReply,
+    caller: Pick<Principal, 'tenantId' | 'userId'>,
+    source: SseSource<E>,
+    fromId: string,
+  ): Promise<void> {
+    const holders = [
+      { key: JSON.stringify([caller.tenantId]), cap: this.caps.perTenant, of: 'tenant' as const },
+      { key: JSON.stringify([caller.tenantId, caller.userId]), cap: this.caps.perUser, of: 'user' as const },
+    ];
+    const full = holders.find((h) => (this.open.get(h.key) ?? 0) >= h.cap);
+    if (full) throw new TooManyStreamsError(full.cap, full.of);
+    for (const h of holders) this.open.set(h.key, (this.open.get(h.key) ?? 0) + 1);
     const closed = new AbortController();
     this.live.add(closed);
     reply.hijack();
@@ -71,8 +96,9 @@ export class EventStreams {
     try {
       while (!closed.signal.aborted) {
         const entries = await source.read(cursor);
+        const kept = new Set(source.keep ? await source.keep(entries) : entries);
         for (const entry of entries) {
-          res.write(`id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`);
+          if (kept.has(entry)) res.write(`id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`);
           cursor = entry.id;
           if (source.isLast?.(entry)) closed.abort();
         }
@@ -86,9 +112,11 @@ export class EventStreams {
     } catch (err) {
       if (!closed.signal.aborted) this.logger.warn({ err: (err as Error).message }, 'event stream ended');
     } finally {
-      const left = (this.open.get(tenantId) ?? 1) - 1;
-      if (left > 0) this.open.set(tenantId, left);
-      else this.open.delete(tenantId);
+      for (const h of holders) {
+        const left = (this.open.get(h.key) ?? 1) - 1;
+        if (left > 0) this.open.set(h.key, left);
+        else this.open.delete(h.key);
+      }
       this.live.delete(closed);
       res.end();
     }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentCatalog } from '../agents/agent-profile.js';
-import { decisionRights, overseesTenant } from '../approvals/decision-rights.js';
+import { decisionRights, mayReadRun, overseesTenant } from '../approvals/decision-rights.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { Compensator } from '../engine/compensation.js';
 import { runEvent } from '../engine/run-event.js';
@@ -92,8 +92,7 @@ export function createRunService(deps: RunServiceDeps) {
    */
   async function visibleRun(principal: Principal, id: string): Promise<RunRecord> {
     const run = await deps.store.get(id);
-    const visible = run?.tenantId === principal.tenantId && (run.userId === principal.userId || overseesTenant(principal));
-    if (!run || !visible) throw new NotFoundError(`run ${id}`);
+    if (!run || !mayReadRun(principal, run)) throw new NotFoundError(`run ${id}`);
     return run;
   }
 

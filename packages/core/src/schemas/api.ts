@@ -2,11 +2,26 @@ import { z } from 'zod';
 import { approvalStatusSchema } from './approval.js';
 import { runStatusSchema } from './run.js';
 
+/** The longest id a client can name in a path; the HTTP router (Fastify's maxParamLength) is given the same bound. */
+export const MAX_ID_LENGTH = 128;
+
+/**
+ * An id that appears in a URL (`/v1/sessions/:id`, `/v1/runs/:id`, …): RFC 3986 unreserved
+ * characters only, so it reads back exactly as written with no encoding, and never `.`
+ * or `..` (which clients resolve away). What a client chooses (a sessionId) obeys the
+ * same rule, so anything accepted can be read back.
+ */
+export const addressableIdSchema = z
+  .string()
+  .min(1)
+  .max(MAX_ID_LENGTH)
+  .regex(/^(?!\.\.?$)[A-Za-z0-9._~-]+$/, 'letters, digits, ".", "_", "~" or "-" (not "." or "..")');
+
 export const submitRunBodySchema = z
   .object({
     agent: z.string().min(1).max(64).optional(),
     input: z.string().trim().min(1).max(8000),
-    sessionId: z.string().min(1).max(128).optional(),
+    sessionId: addressableIdSchema.optional(),
     limits: z
       .object({
         maxSteps: z.number().int().min(1).max(100).optional(),

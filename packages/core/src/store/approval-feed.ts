@@ -88,19 +88,29 @@ export class ApprovalFeed {
     return published;
   }
 
-  /** The tenant's writes with an unknown outcome, newest first (from the last 10 000 feed entries). */
-  async uncertainEffects(tenantId: string, limit = 100): Promise<UncertainEffect[]> {
+  /**
+   * The tenant's writes with an unknown outcome, newest first (from the last 10 000 feed
+   * entries); `keep` narrows them to what the caller may see before `limit` applies.
+   */
+  async uncertainEffects(
+    tenantId: string,
+    limit = 100,
+    keep: (effects: UncertainEffect[]) => Promise<UncertainEffect[]> = async (effects) => effects,
+  ): Promise<UncertainEffect[]> {
     const entries = await this.redis.xrevrange(tenantKeys(tenantId).approvalFeed, '+', '-', 'COUNT', 10_000);
     const seen = new Set<string>();
-    const out: UncertainEffect[] = [];
+    const candidates: UncertainEffect[] = [];
     for (const [, fields] of entries) {
       const event = approvalFeedEventSchema.parse(JSON.parse(fields[1] ?? '{}'));
       if (event.type !== 'effect.uncertain' || seen.has(`${event.runId}:${event.toolCallId}`)) continue;
       seen.add(`${event.runId}:${event.toolCallId}`);
-      out.push(event);
-      if (out.length === limit) break;
+      candidates.push(event);
     }
-    return out;
+    const out: UncertainEffect[] = [];
+    for (let at = 0; at < candidates.length && out.length < limit; at += limit) {
+      out.push(...(await keep(candidates.slice(at, at + limit))));
+    }
+    return out.slice(0, limit);
   }
 
   /** Up to 100 entries after `afterId`, at once (live readers wait on a StreamHub). */

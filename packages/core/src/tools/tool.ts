@@ -82,6 +82,24 @@ export interface ToolDefinition<S extends z.ZodType> {
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
+const fn = z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', 'must be a function');
+
+/**
+ * What the runtime relies on in a tool: the shape `defineTool` returns. Apps are checked
+ * against it at start (a hand-built `{name}` would otherwise fail every step).
+ */
+export const toolValueSchema = z.looseObject({
+  name: z.string().regex(TOOL_NAME, '1-64 letters, digits, "_" or "-"'),
+  description: z.string().min(1),
+  kind: z.enum(['read', 'write']),
+  // Duck-typed: the app may bring its own copy of zod.
+  parameters: z.custom((v) => typeof (v as { safeParse?: unknown } | null)?.safeParse === 'function', 'must be a zod schema'),
+  honoursIdempotencyKey: z.boolean(),
+  approval: fn,
+  execute: fn,
+  compensate: fn.optional(),
+});
+
 /**
  * A tool of an app: typed by its zod `parameters`, checked here (name, schema), so a
  * bad definition fails the process at start with the tool's name in the message.

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { lstatSync, mkdtempSync, rmSync } from 'node:fs';
+import { lstatSync, mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,9 +39,9 @@ beforeAll(async () => {
   await exec('git', ['checkout', '--quiet', '--detach', head.trim()], { cwd: clone });
 }, 120_000);
 
-afterAll(() => {
-  if (work) rmSync(work, { recursive: true, force: true });
-});
+afterAll(async () => {
+  if (work) await rm(work, { recursive: true, force: true }); // a whole install: give it time
+}, 600_000);
 
 describe('a fresh clone', () => {
   it('links `rein` at `npm install`, says how to build it until then, and answers `npx rein --help` after the build', async () => {

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,22 +9,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
  * A user's view of Rein: the packages as `npm pack` makes them, installed into a fresh
- * project outside the repository, an app written there with defineApp / defineAgent /
- * defineTool, and the stock services (`rein api|worker|approver` from the installed
- * bin, plus the scripted model) running it through an approval.
+ * project outside the repository by the tutorial's own commands (docs/your-first-agent.md,
+ * the block that starts with `REIN=`), an app written there with defineApp / defineAgent /
+ * defineTool, and the stock services (`rein api|worker|approver` from the installed bin,
+ * plus the scripted model) running it through an approval.
  */
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-// The cli brings the order-assistant example: the app the services run when REIN_APP is not set.
-const PACKAGES = [
-  'packages/core',
-  'packages/scripted-model',
-  'services/api',
-  'services/worker',
-  'services/approver',
-  'examples/order-assistant',
-  'packages/client',
-  'packages/cli',
-];
+
+/** The tutorial's from-a-checkout install, its `REIN=` line pointed at this checkout. */
+function tutorialInstall(): string {
+  const tutorial = readFileSync(join(root, 'docs', 'your-first-agent.md'), 'utf8');
+  const block = [...tutorial.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] as string).find((b) => b.startsWith('REIN='));
+  if (!block) throw new Error('docs/your-first-agent.md has no ```sh block starting with REIN=');
+  return block.replace(/^REIN=.*$/m, `REIN=${JSON.stringify(root)}`);
+}
 const run = promisify(execFile);
 
 const USER = { key: 'packed-user-key-ada', tenantId: 'packed', userId: 'ada', roles: ['user'] };
@@ -70,31 +68,33 @@ let work: string;
 let project: string;
 let redis: TestRedis;
 const procs: ChildProcess[] = [];
+const packedFiles: Record<string, string[]> = {};
+/** The `rein` bin npm linked in the user's project. */
+const reinBin = () => join(project, 'node_modules', '.bin', 'rein');
 const logs: string[] = [];
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'rein-packed-'));
-  project = join(work, 'project');
-  const tarballs = join(work, 'tarballs');
-  mkdirSync(tarballs, { recursive: true });
-  mkdirSync(project, { recursive: true });
-  const packed: Record<string, { filename: string; files: Array<{ path: string }> }> = {};
-  for (const dir of PACKAGES) {
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', tarballs], { cwd: join(root, dir) });
-    const [info] = JSON.parse(stdout) as Array<{ name: string; filename: string; files: Array<{ path: string }> }>;
-    if (!info) throw new Error(`npm pack printed nothing for ${dir}`);
-    packed[info.name] = info;
+  project = join(work, 'my-agents');
+  await run('bash', ['-euo', 'pipefail', '-c', tutorialInstall()], {
+    cwd: work,
+    env: {
+      ...process.env,
+      npm_config_prefer_offline: 'true',
+      npm_config_audit: 'false',
+      npm_config_fund: 'false',
+      npm_config_loglevel: 'error',
+    },
+    timeout: 600_000,
+  });
+  const tarballs = join(project, 'tarballs');
+  for (const file of readdirSync(tarballs)) {
+    const { stdout } = await run('tar', ['-tzf', join(tarballs, file)]);
+    packedFiles[file] = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((f) => f.replace(/^package\//, ''));
   }
-  packedFiles = Object.fromEntries(Object.entries(packed).map(([name, info]) => [name, info.files.map((f) => f.path)]));
-  const dependencies = Object.fromEntries(
-    Object.entries(packed).map(([name, info]) => [name, `file:${join(tarballs, info.filename.replace(/^.*\//, ''))}`]),
-  );
-  const zod = JSON.parse(readFileSync(join(root, 'packages/core/package.json'), 'utf8')).dependencies.zod as string;
-  writeFileSync(
-    join(project, 'package.json'),
-    JSON.stringify({ name: 'my-agents', private: true, type: 'module', dependencies: { ...dependencies, zod } }, null, 2),
-  );
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: project, timeout: 600_000 });
   writeFileSync(join(project, 'app.mjs'), APP);
   writeFileSync(join(project, 'broken-app.mjs'), BROKEN_APP);
   redis = await startTestRedis();
@@ -107,8 +107,6 @@ afterAll(async () => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-let packedFiles: Record<string, string[]> = {};
-
 function start(name: string, args: string[], env: Record<string, string>) {
   const child = spawn(process.execPath, args, { cwd: project, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const keep = (chunk: Buffer) => logs.push(`[${name}] ${chunk.toString().trimEnd()}`);
@@ -119,11 +117,22 @@ function start(name: string, args: string[], env: Record<string, string>) {
 }
 
 describe('a packed install outside the repository', () => {
-  it('ships built code and its package.json, nothing else', () => {
+  it('packs every published package, each with built code, its package.json, README and LICENSE, nothing else', () => {
+    expect(Object.keys(packedFiles).sort()).toEqual([
+      'rein-api-0.1.0.tgz',
+      'rein-approver-0.1.0.tgz',
+      'rein-cli-0.1.0.tgz',
+      'rein-client-0.1.0.tgz',
+      'rein-core-0.1.0.tgz',
+      'rein-example-order-assistant-0.1.0.tgz',
+      'rein-scripted-model-0.1.0.tgz',
+      'rein-worker-0.1.0.tgz',
+    ]);
+    const licence = readFileSync(join(root, 'LICENSE'), 'utf8');
     for (const [name, files] of Object.entries(packedFiles)) {
-      expect(files, name).toContain('package.json');
+      expect(files, name).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE']));
       expect(
-        files.filter((f) => !f.startsWith('dist/') && f !== 'package.json' && f !== 'README.md'),
+        files.filter((f) => !f.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE', 'bin/rein.mjs'].includes(f)),
         name,
       ).toEqual([]);
       expect(
@@ -131,6 +140,8 @@ describe('a packed install outside the repository', () => {
         name,
       ).toBe(true);
     }
+    expect(readFileSync(join(project, 'node_modules', '@rein', 'core', 'LICENSE'), 'utf8')).toBe(licence);
+    expect(JSON.parse(readFileSync(join(project, 'node_modules', '@rein', 'core', 'package.json'), 'utf8')).license).toBe('Apache-2.0');
   });
 
   it("runs the user's own agent on the stock services, through an approval", async () => {
@@ -146,7 +157,7 @@ describe('a packed install outside the repository', () => {
       REIN_BIND_HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
     };
-    const rein = join(project, 'node_modules', '@rein', 'cli', 'dist', 'main.js');
+    const rein = reinBin();
     start('model', [join(project, 'node_modules', '@rein', 'scripted-model', 'dist', 'main.js')], {
       SCRIPTED_MODEL_PORT: String(modelPort),
     });
@@ -218,7 +229,7 @@ describe('a packed install outside the repository', () => {
 
   it('runs the order-assistant example when REIN_APP is not set (the embedded default)', async () => {
     const port = await freePort();
-    start('default-api', [join(project, 'node_modules', '@rein', 'cli', 'dist', 'main.js'), 'api'], {
+    start('default-api', [reinBin(), 'api'], {
       REDIS_URL: redis.url,
       REIN_API_KEYS: JSON.stringify([USER]),
       API_PORT: String(port),
@@ -235,7 +246,7 @@ describe('a packed install outside the repository', () => {
   });
 
   it('refuses to start an app whose agent names a tool it lacks, naming both', async () => {
-    const child = start('broken-api', [join(project, 'node_modules', '@rein', 'cli', 'dist', 'main.js'), 'api'], {
+    const child = start('broken-api', [reinBin(), 'api'], {
       REDIS_URL: redis.url,
       REIN_API_KEYS: JSON.stringify([USER]),
       REIN_APP: './broken-app.mjs',

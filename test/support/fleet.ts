@@ -26,6 +26,12 @@ export interface FleetOptions {
   modelEnv?: Record<string, string>;
   /** Node flags for the workers (e.g. `--cpu-prof`, which NODE_OPTIONS refuses). */
   workerNodeArgs?: string[];
+  /**
+   * Start the services from an installed Rein instead of this checkout's dist/: the folder
+   * holding its node_modules (`rein api|worker|approver` from its bin, the scripted model
+   * from its package), which is also their working directory.
+   */
+  installed?: string;
 }
 
 /**
@@ -49,8 +55,15 @@ export async function startFleet(opts: FleetOptions) {
     LOG_LEVEL: 'warn',
     ...opts.env,
   };
-  const spawnService = (name: string, script: string, extra: Record<string, string> = {}, nodeArgs: string[] = []) => {
-    const child = spawn(process.execPath, [...nodeArgs, join(root, script)], {
+  const installed = opts.installed;
+  const entry = (service: 'model' | 'api' | 'worker' | 'approver') => {
+    if (!installed) return [join(root, service === 'model' ? 'packages/scripted-model' : `services/${service}`, 'dist/main.js')];
+    if (service === 'model') return [join(installed, 'node_modules/@rein/scripted-model/dist/main.js')];
+    return [join(installed, 'node_modules/.bin/rein'), service];
+  };
+  const spawnService = (name: string, args: string[], extra: Record<string, string> = {}, nodeArgs: string[] = []) => {
+    const child = spawn(process.execPath, [...nodeArgs, ...args], {
+      ...(installed ? { cwd: installed } : {}),
       env: { ...env, ...extra },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -61,26 +74,19 @@ export async function startFleet(opts: FleetOptions) {
     return child;
   };
 
-  spawnService('model', 'packages/scripted-model/dist/main.js', {
+  spawnService('model', entry('model'), {
     SCRIPTED_MODEL_PORT: String(modelPort),
     SCRIPTED_MODEL_LATENCY_MS: String(opts.modelLatencyMs ?? 0),
     ...opts.modelEnv,
   });
-  spawnService('api', 'services/api/dist/main.js');
-  spawnService('approver', 'services/approver/dist/main.js');
+  spawnService('api', entry('api'));
+  spawnService('approver', entry('approver'));
   const workers: ChildProcess[] = [];
   const workerMetricsPorts: number[] = [];
   const startWorker = async () => {
     const port = await freePort();
     workerMetricsPorts.push(port);
-    workers.push(
-      spawnService(
-        `worker-${workers.length + 1}`,
-        'services/worker/dist/main.js',
-        { WORKER_METRICS_PORT: String(port) },
-        opts.workerNodeArgs,
-      ),
-    );
+    workers.push(spawnService(`worker-${workers.length + 1}`, entry('worker'), { WORKER_METRICS_PORT: String(port) }, opts.workerNodeArgs));
   };
   for (let i = 0; i < (opts.workers ?? 2); i++) await startWorker();
   const stop = () =>

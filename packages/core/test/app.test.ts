@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { z as z3 } from 'zod/v3';
 import { defineAgent } from '../src/agents/agent-profile.js';
 import { defineApp } from '../src/app/define-app.js';
 import { loadApp } from '../src/app/load-app.js';
@@ -47,6 +48,14 @@ describe('defineTool', () => {
   ])('refuses a bad definition, naming the tool (%o)', (bad, message) => {
     const def = { name: 't', description: 'd', kind: 'read', parameters: z.object({}), execute: () => null, ...bad };
     expect(() => defineTool(def as Parameters<typeof defineTool>[0])).toThrow(message);
+  });
+  it('names the zod it needs when an app passes a zod 3 schema, instead of failing inside zod 4', () => {
+    const def = { name: 't', description: 'd', kind: 'read', parameters: z3.object({ a: z3.string() }), execute: () => null };
+    const refused = () => defineTool(def as unknown as Parameters<typeof defineTool>[0]);
+    expect(refused).toThrow(ConfigError);
+    expect(refused).toThrow(/tool "t": parameters is a zod 3 schema; Rein needs zod >= 4\.1\.5/);
+    const output = z3.object({ answer: z3.string() }) as unknown as z.ZodType;
+    expect(() => defineAgent({ name: 'a', instructions: 'i', tools: [], output })).toThrow(/agent "a": output is a zod 3 schema/);
   });
 });
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { zodSchemaProblem } from '../app/zod-schema.js';
 import { type ContextPolicy, contextPolicySchema, READ_RESULT_TOOL } from '../engine/context-policy.js';
 import { type PlanOptions, planOptionsSchema } from '../engine/plan.js';
 import { type OutputSpec, outputSpec } from '../engine/structured-output.js';
@@ -78,6 +79,8 @@ const definitionSchema = z.object({
 
 /** An agent of an app: instructions, the tools it may call (by name), its model and limits. */
 export function defineAgent(def: AgentDefinition): AgentProfile {
+  const outputProblem = def?.output === undefined ? undefined : zodSchemaProblem(def.output);
+  if (outputProblem) throw new ConfigError(`agent "${String(def.name)}": output ${outputProblem}`);
   const parsed = definitionSchema.safeParse(def);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { zodSchemaProblem } from '../app/zod-schema.js';
 import { ConfigError, ToolError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Risk } from '../schemas/approval.js';
@@ -112,10 +113,8 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): Tool {
   if (!def.description?.trim()) throw new ConfigError(`${where}: description is required (the model reads it)`);
   if (def.kind !== 'read' && def.kind !== 'write') throw new ConfigError(`${where}: kind must be "read" or "write"`);
   if (typeof def.execute !== 'function') throw new ConfigError(`${where}: execute must be a function`);
-  // Duck-typed: the app may bring its own copy of zod.
-  if (typeof (def.parameters as { safeParse?: unknown } | undefined)?.safeParse !== 'function') {
-    throw new ConfigError(`${where}: parameters must be a zod schema`);
-  }
+  const problem = zodSchemaProblem(def.parameters);
+  if (problem) throw new ConfigError(`${where}: parameters ${problem}`);
   let schema: Record<string, unknown>;
   try {
     schema = z.toJSONSchema(def.parameters) as Record<string, unknown>;

@@ -51,6 +51,24 @@ export class ReinApiError extends Error {
   }
 }
 
+/**
+ * No HTTP answer at all from `url`: nothing listens there, DNS failed, the connection was
+ * refused or dropped. `cause` is what `fetch` threw.
+ */
+export class ReinNetworkError extends Error {
+  override readonly name = 'ReinNetworkError';
+  readonly code = 'network_error';
+
+  constructor(
+    readonly url: string,
+    override readonly cause: unknown,
+  ) {
+    const detail = (cause as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+    super(`no answer from ${url}${typeof detail === 'string' ? ` (${detail})` : ''}`);
+    Object.setPrototypeOf(this, new.target.prototype);
+  }
+}
+
 /** `runs.wait` gave up: the run was neither finished nor parked in time. */
 export class ReinWaitTimeoutError extends Error {
   override readonly name = 'ReinWaitTimeoutError';

@@ -19,6 +19,7 @@ export type ReinErrorCode =
   | 'too_many_streams'
   | 'quota_concurrent_runs'
   | 'quota_tokens'
+  | 'quota_parked_runs'
   | 'quota_cost'
   | 'webhook_url_refused'
   | 'unavailable'

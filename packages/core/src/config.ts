@@ -136,6 +136,8 @@ export const configSchema = z.object({
     'gpt-4o-mini': { promptPerMTok: 0.15, completionPerMTok: 0.6 },
     'rein-scripted': { promptPerMTok: 0, completionPerMTok: 0 },
   }),
+  /** Refuse to start when a model the fleet may call has no price (else it warns, and those calls cost 0). */
+  REIN_REQUIRE_PRICES: flag.default(false),
   /** Per-tenant quotas, enforced across the fleet: `{default: {...}, tenants: {"<id>": {...}}}`. */
   REIN_TENANT_QUOTAS: jsonOf(quotasSchema, '{default: {maxConcurrentRuns, maxParkedRuns?, tokensPerDay, costPerDayUsd}, tenants?}').default(
     {

@@ -1,9 +1,16 @@
 #!/usr/bin/env node
 // `npm run demo`: the order assistant's late-order complaint against the running fleet
 // (or one it starts), printed live step by step, approved when it parks, then the final
-// answer. The same as `rein run "<input>" --approve --start-fleet`.
+// answer. The same as `rein run "<input>" --approve --start-fleet`, with the trace's
+// labels in the example's language next to English.
 import { run } from '@rein/cli';
 
+const labels = {
+  input: '用户输入 / input',
+  step: (n) => `第 ${n} 轮 / step ${n}`,
+  finalAnswer: '最终回答 / final answer',
+  answers: '无 → 输出最终答案 / final answer',
+};
 const input = process.argv.slice(2).join(' ') || '客户张三投诉订单 2024001 一直没发货，帮他处理一下';
-await run(input, { approve: true, startFleet: true });
+await run(input, { approve: true, startFleet: true, labels });
 process.exit(0);

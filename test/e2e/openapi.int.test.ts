@@ -15,7 +15,12 @@ interface Operation {
   requestBody?: unknown;
   parameters?: Array<{ in: string; name: string }>;
 }
-type Document = { openapi: string; paths: Record<string, Record<string, Operation>> };
+type Document = {
+  openapi: string;
+  info: { license?: unknown };
+  servers?: unknown[];
+  paths: Record<string, Record<string, Operation>>;
+};
 
 let redis: TestRedis;
 let rt: Runtime;
@@ -104,5 +109,19 @@ describe('GET /openapi.json', () => {
     const approve = approver?.paths['/v1/approvals/{id}/approve']?.post;
     expect(approve?.requestBody).toMatchObject({ content: { 'application/json': { schema: { properties: { arguments: {} } } } } });
     expect(Object.keys(approve?.responses ?? {})).toEqual(expect.arrayContaining(['200', '403', '404', '409', '410']));
+  });
+
+  it('names its licence and its server, and every POST declares the 413 and 415 a body can earn', async () => {
+    for (const { name, app, routes } of services) {
+      const doc = await documentOf(app);
+      expect(doc.info.license, name).toEqual({ name: 'Apache-2.0', identifier: 'Apache-2.0' });
+      expect(doc.servers, name).toEqual([expect.objectContaining({ url: '/' })]);
+      const posts = routes.filter((r) => r.url.startsWith('/v1') && r.method === 'post');
+      expect(posts.length, name).toBeGreaterThan(1);
+      for (const { url } of posts) {
+        const responses = doc.paths[openapiPath(url)]?.post?.responses ?? {};
+        expect(Object.keys(responses), url).toEqual(expect.arrayContaining(['413', '415']));
+      }
+    }
   });
 });

@@ -140,6 +140,21 @@ describe('Grafana and traces', () => {
     expect(overview.templating.list).toContainEqual(expect.objectContaining({ name: 'trace_id', type: 'textbox' }));
     expect(explorePane(overview.links[1].url).queries[0].query).toMatch(/^\$\{trace_id\}$/);
   });
+
+  it('shows 0, not "No data", on the panels of counters that exist only once something went wrong', () => {
+    const panels = ['fleet-overview.json', 'model.json', 'tools.json'].flatMap(
+      (f) => dashboard(f).panels as Array<{ title: string; targets?: Array<{ expr: string }> }>,
+    );
+    const titled = (title: string) => panels.find((p) => p.title.startsWith(title))?.targets?.[0]?.expr;
+    expect(titled('Stops by budgets, quotas and loop breakers')).toMatch(/ or vector\(0\)$/);
+    for (const counter of [
+      'rein_step_delays_total',
+      'rein_reaper_repairs_total',
+      'rein_breaker_events_total',
+      'rein_effects_uncertain_total',
+    ])
+      expect(panels.flatMap((p) => p.targets ?? []).find((t) => t.expr.includes(counter))?.expr, counter).toMatch(/ or vector\(0\)$/);
+  });
 });
 
 describe('the images', () => {

@@ -1,5 +1,6 @@
 export { DEMO_KEYS } from './demo-keys.js';
-export { dev } from './dev.js';
+export { type DevOptions, dev } from './dev.js';
 export { ensureFleet, type FleetClient, fleetClient } from './fleet-client.js';
-export { follow, type RunOptions, run } from './run.js';
-export { createTraceRenderer, printSummary } from './trace-render.js';
+export { commandHelp, USAGE } from './help.js';
+export { follow, type RunOptions, run, whereToApprove } from './run.js';
+export { createTraceRenderer, ENGLISH_LABELS, printSummary, type TraceLabels } from './trace-render.js';

@@ -1,18 +1,14 @@
 #!/usr/bin/env node
-import { parseArgs } from 'node:util';
+import { createRequire } from 'node:module';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { ReinNetworkError } from '@rein/client';
 import { type App, loadAppOrExit, loadConfigOrExit, type RunningService, type ServiceOptions } from '@rein/core';
 import { dev } from './dev.js';
 import { fleetClient } from './fleet-client.js';
+import { type CommandName, commandHelp, isCommand, USAGE } from './help.js';
 import { follow, run } from './run.js';
 
-const USAGE = `usage:
-  rein dev                                   the whole fleet here (Redis, scripted model unless OPENAI_BASE_URL, api, 2 workers, approver)
-  rein api | rein worker | rein approver     one service
-  rein run "<input>" [--agent A] [--watch] [--approve] [--start-fleet]
-                                             submit a run (and follow it live; --approve approves what it asks for)
-  rein watch <runId>                         follow a run live
-The app is REIN_APP (a file path or package; default export defineApp(...)); default: the order-assistant example.`;
-
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 const [command, ...rest] = process.argv.slice(2);
 
 type Start = (app: App, options: ServiceOptions) => Promise<RunningService>;
@@ -24,56 +20,96 @@ async function service(load: () => Promise<Start>) {
   await start(await loadAppOrExit(config), { config });
 }
 
+/** The options of `name`, with `--help` and `--version` on every command. */
+function options(name: CommandName, own: NonNullable<ParseArgsConfig['options']>) {
+  const parsed = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: { ...own, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
+  });
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  if (values.help) {
+    process.stdout.write(`${commandHelp(name)}\n`);
+    process.exit(0);
+  }
+  if (values.version) {
+    process.stdout.write(`${version}\n`);
+    process.exit(0);
+  }
+  return { values, positionals: parsed.positionals };
+}
+
 try {
+  if (command === '--version' || command === '-v' || command === 'version') {
+    process.stdout.write(`${version}\n`);
+    process.exit(0);
+  }
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    const topic = command === 'help' ? rest[0] : undefined;
+    process.stdout.write(`${topic && isCommand(topic) ? commandHelp(topic) : USAGE}\n`);
+    process.exit(0);
+  }
+  if (!isCommand(command)) {
+    process.stderr.write(`rein: unknown command "${command}"\n${USAGE}\n`);
+    process.exit(2);
+  }
   switch (command) {
-    case 'dev':
-      await dev();
+    case 'dev': {
+      const { values } = options('dev', { host: { type: 'string' } });
+      await dev(typeof values.host === 'string' ? { host: values.host } : {});
       break;
+    }
     case 'api':
+      options('api', {});
       await service(async () => (await import('@rein/api')).startApi);
       break;
     case 'worker':
+      options('worker', {});
       await service(async () => (await import('@rein/worker')).startWorker);
       break;
     case 'approver':
+      options('approver', {});
       await service(async () => (await import('@rein/approver')).startApprover);
       break;
     case 'run': {
-      const { values, positionals } = parseArgs({
-        args: rest,
-        allowPositionals: true,
-        options: {
-          agent: { type: 'string' },
-          watch: { type: 'boolean' },
-          approve: { type: 'boolean' },
-          'start-fleet': { type: 'boolean' },
-        },
+      const { values, positionals } = options('run', {
+        agent: { type: 'string' },
+        watch: { type: 'boolean' },
+        approve: { type: 'boolean' },
+        'start-fleet': { type: 'boolean' },
       });
       const input = positionals.join(' ');
-      if (!input) throw new Error(`rein run needs an input\n${USAGE}`);
+      if (!input) throw new Error(`rein run needs an input\n${commandHelp('run')}`);
       await run(input, {
-        ...(values.agent ? { agent: values.agent } : {}),
-        watch: values.watch ?? false,
-        approve: values.approve ?? false,
-        startFleet: values['start-fleet'] ?? false,
+        ...(typeof values.agent === 'string' ? { agent: values.agent } : {}),
+        watch: values.watch === true,
+        approve: values.approve === true,
+        startFleet: values['start-fleet'] === true,
       });
       process.exit(0);
       break;
     }
     case 'watch': {
-      const runId = rest[0];
-      if (!runId) throw new Error(`rein watch needs a run id\n${USAGE}`);
+      const { positionals } = options('watch', {});
+      const runId = positionals[0];
+      if (!runId) throw new Error(`rein watch needs a run id\n${commandHelp('watch')}`);
       const current = await fleetClient().rein.runs.get(runId);
-      process.stdout.write(`用户输入 / input: ${current.input}\nrun ${current.id}  trace ${current.traceId}  status ${current.status}\n\n`);
+      process.stdout.write(`input: ${current.input}\nrun ${current.id}  trace ${current.traceId}  status ${current.status}\n\n`);
       await follow(runId);
       process.exit(0);
       break;
     }
-    default:
-      process.stderr.write(`${USAGE}\n`);
-      process.exit(command === undefined || command === 'help' || command === '--help' ? 0 : 2);
   }
 } catch (err) {
-  process.stderr.write(`rein: ${(err as Error).message}\n`);
+  process.stderr.write(`rein: ${describeError(err)}\n`);
   process.exit(1);
+}
+
+/** What went wrong, in the user's terms: no API at the URL is a hint to start one, not `fetch failed`. */
+function describeError(err: unknown): string {
+  if (err instanceof ReinNetworkError) {
+    const base = new URL(err.url).origin;
+    return `no Rein API at ${base} (start one with \`rein dev\`, or set REIN_API_URL / REIN_APPROVER_URL)`;
+  }
+  return (err as Error).message;
 }

@@ -2,13 +2,16 @@ export type {
   ApprovalFeedEvent,
   ApprovalList,
   ApprovalView,
+  CompensationView,
   CreatedWebhook,
-  RunEvent,
+  RunEventData,
+  RunEventType,
   RunList,
   RunStatus,
   RunTrace,
   RunView,
   SessionView,
+  TypedRunEvent as RunEvent,
   WebhookEventType,
   WebhookPayload,
   WebhookView,
@@ -16,5 +19,5 @@ export type {
 /** For webhook receivers: checks a delivery's Standard Webhooks signature and returns its body. */
 export { verifyWebhook } from '@rein/core/verify-webhook';
 export type { ReconnectPolicy, StreamedEvent, StreamOptions } from './event-stream.js';
-export { ReinApiError, type ReinErrorCode, ReinWaitTimeoutError } from './rein-api-error.js';
+export { ReinApiError, type ReinErrorCode, ReinNetworkError, ReinWaitTimeoutError } from './rein-api-error.js';
 export { type CreateRunOptions, ReinClient, type ReinClientOptions, type WaitOptions } from './rein-client.js';

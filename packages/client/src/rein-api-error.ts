@@ -19,6 +19,7 @@ export type ReinErrorCode =
   | 'too_many_streams'
   | 'quota_concurrent_runs'
   | 'quota_tokens'
+  | 'quota_parked_runs'
   | 'quota_cost'
   | 'webhook_url_refused'
   | 'unavailable'
@@ -48,6 +49,24 @@ export class ReinApiError extends Error {
       // not JSON: fall through
     }
     return new ReinApiError(res.status, `http_${res.status}`, text.slice(0, 200) || res.statusText);
+  }
+}
+
+/**
+ * No HTTP answer at all from `url`: nothing listens there, DNS failed, the connection was
+ * refused or dropped. `cause` is what `fetch` threw.
+ */
+export class ReinNetworkError extends Error {
+  override readonly name = 'ReinNetworkError';
+  readonly code = 'network_error';
+
+  constructor(
+    readonly url: string,
+    override readonly cause: unknown,
+  ) {
+    const detail = (cause as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+    super(`no answer from ${url}${typeof detail === 'string' ? ` (${detail})` : ''}`);
+    Object.setPrototypeOf(this, new.target.prototype);
   }
 }
 

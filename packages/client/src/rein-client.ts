@@ -3,24 +3,25 @@ import type {
   ApprovalList,
   ApprovalView,
   ApproveBody,
+  CompensationView,
   CreatedWebhook,
   CreateWebhookBody,
   DeliveryLog,
   ListApprovalsParams,
   ListRunsParams,
   Principal,
-  RunEvent,
   RunList,
   RunTrace,
   RunView,
   SessionView,
   SnapshotList,
   SubmitRunInput,
+  TypedRunEvent,
   UncertainEffectList,
   WebhookView,
 } from '@rein/core/schemas';
 import { reconnectingStream, type StreamedEvent, type StreamOptions } from './event-stream.js';
-import { ReinApiError, ReinWaitTimeoutError } from './rein-api-error.js';
+import { ReinApiError, ReinNetworkError, ReinWaitTimeoutError } from './rein-api-error.js';
 
 export interface ReinClientOptions {
   /** The runs API, e.g. `http://127.0.0.1:8080`. */
@@ -91,6 +92,8 @@ export class ReinClient {
     /** The exact model requests and replies (admin keys only). */
     snapshots: (id: string): Promise<SnapshotList> => this.call(this.apiUrl, 'GET', `/v1/runs/${enc(id)}/snapshots`),
     cancel: (id: string): Promise<RunView> => this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/cancel`),
+    /** Undo a finished run's completed writes, latest first (approvers and up); the compensation is itself a saga to follow. */
+    compensate: (id: string): Promise<CompensationView> => this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/compensate`),
     /** One page; pass `nextCursor` back as `cursor` for the next. */
     list: (params: ListRunsParams = {}): Promise<RunList> => this.call(this.apiUrl, 'GET', '/v1/runs', { query: params }),
     /**
@@ -123,10 +126,10 @@ export class ReinClient {
      * after `run.finished`. Dropped connections are resumed with Last-Event-ID: no event
      * is lost or repeated.
      */
-    stream: (id: string, opts: StreamOptions = {}): AsyncGenerator<StreamedEvent<RunEvent>> =>
+    stream: (id: string, opts: StreamOptions = {}): AsyncGenerator<StreamedEvent<TypedRunEvent>> =>
       reconnectingStream(
         (last, signal) => this.open(this.apiUrl, `/v1/runs/${enc(id)}/events`, last, signal),
-        (data) => data as RunEvent,
+        (data) => data as TypedRunEvent,
         (event) => event.type === 'run.finished',
         opts,
         this.policy,
@@ -179,7 +182,7 @@ export class ReinClient {
   ): Promise<T> {
     const query = Object.entries(req.query ?? {}).filter((e): e is [string, string | number] => e[1] !== undefined);
     const search = query.length ? `?${new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)]))}` : '';
-    const res = await this.fetch(`${base}${path}${search}`, {
+    const res = await this.send(`${base}${path}${search}`, {
       method,
       headers: {
         authorization: `Bearer ${this.options.apiKey}`,
@@ -193,8 +196,18 @@ export class ReinClient {
     return (text ? JSON.parse(text) : undefined) as T;
   }
 
+  /** `fetch`, with a failure to get any answer as a `ReinNetworkError` naming the URL (an abort stays an abort). */
+  private async send(url: string, init: RequestInit): Promise<Response> {
+    try {
+      return await this.fetch(url, init);
+    } catch (err) {
+      if (init.signal?.aborted || (err as Error | undefined)?.name === 'AbortError') throw err;
+      throw new ReinNetworkError(url, err);
+    }
+  }
+
   private open(base: string, path: string, lastEventId: string | undefined, signal: AbortSignal): Promise<Response> {
-    return this.fetch(`${base}${path}`, {
+    return this.send(`${base}${path}`, {
       headers: {
         authorization: `Bearer ${this.options.apiKey}`,
         accept: 'text/event-stream',

@@ -1,13 +1,22 @@
 import { startApi } from '@rein/api';
 import { startApprover } from '@rein/approver';
-import { type ApprovalFeedEvent, approvalViewSchema, loadConfig, type RunningService, runTraceSchema, runViewSchema } from '@rein/core';
+import {
+  type ApprovalFeedEvent,
+  approvalViewSchema,
+  compensationViewSchema,
+  loadConfig,
+  type RunningService,
+  runTraceSchema,
+  runViewSchema,
+  typedRunEventSchema,
+} from '@rein/core';
 import { freePort, startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import { createScriptedModelServer } from '@rein/scripted-model';
 import { startWorker } from '@rein/worker';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ReinApiError, ReinClient, type RunEvent, type StreamedEvent } from '../src/index.js';
+import { ReinApiError, ReinClient, ReinNetworkError, type RunEvent, type StreamedEvent } from '../src/index.js';
 
 const USER = { key: 'client-test-user-key', tenantId: 'acme', userId: 'alice', roles: ['user'] };
 const APPROVER = { key: 'client-test-approver-key', tenantId: 'acme', userId: 'bob', roles: ['approver'] };
@@ -93,6 +102,16 @@ describe('@rein/client against a real api, approver and worker', () => {
     await expect(new ReinClient({ apiUrl, apiKey: 'wrong-key-0000' }).me()).rejects.toMatchObject({ status: 401, code: 'unauthorized' });
   });
 
+  it('throws ReinNetworkError naming the URL when nothing answers there', async () => {
+    const nowhere = `http://127.0.0.1:${await freePort()}`;
+    const client = new ReinClient({ apiUrl: nowhere, apiKey: USER.key, reconnect: { retryDelayMs: 1, maxRetries: 1 } });
+    const err = await client.runs.get('r-1').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ReinNetworkError);
+    expect(err).toMatchObject({ code: 'network_error', url: `${nowhere}/v1/runs/r-1` });
+    expect((err as Error).message).toContain(nowhere);
+    await expect(collect(client.runs.stream('r-1'))).rejects.toBeInstanceOf(ReinNetworkError);
+  });
+
   it('waits until a run parks, approves it with the client, and the approval feed tells of both', async () => {
     const feedStop = new AbortController();
     const feed: ApprovalFeedEvent[] = [];
@@ -115,8 +134,19 @@ describe('@rein/client against a real api, approver and worker', () => {
     await following;
     expect(feed.map((e) => e.type)).toEqual(expect.arrayContaining(['approval.requested', 'approval.decided']));
     // A parked run counts as settled for `wait`: follow the stream to the end instead.
-    expect((await collect(user().runs.stream(run.id))).at(-1)?.event.type).toBe('run.finished');
+    const events = (await collect(user().runs.stream(run.id))).map((e) => e.event);
+    expect(events.at(-1)?.type).toBe('run.finished');
     expect((await user().runs.get(run.id)).status).toBe('succeeded');
+    // Every payload has the fields its type promises; narrowing on `type` types `data`.
+    for (const e of events) expect(typedRunEventSchema.safeParse(e).error, e.type).toBeUndefined();
+    const observations = events.flatMap((e: RunEvent) => (e.type === 'tool.result' ? [e.data.observation] : []));
+    expect(observations.length).toBeGreaterThan(0);
+    const decided = events.find((e) => e.type === 'approval.decided');
+    expect(decided?.type === 'approval.decided' && decided.data.status).toBe('approved');
+    // The approver undoes the finished run's ticket through the client.
+    const compensation = await approver().runs.compensate(run.id);
+    expect(compensationViewSchema.parse(compensation)).toEqual(compensation);
+    expect(compensation.steps.length).toBeGreaterThan(0);
   });
 
   it('resumes a run stream killed mid-way with Last-Event-ID: no event lost, none repeated', async () => {

@@ -71,7 +71,10 @@ export const priceSchema = z.object({ promptPerMTok: z.number().min(0), completi
 export type Price = z.infer<typeof priceSchema>;
 
 export const quotaSchema = z.object({
+  /** Runs queued or running at once; parked ones (waiting for a person) count apart. */
   maxConcurrentRuns: z.number().int().min(1),
+  /** Runs parked waiting for an approval at once; default 10 × maxConcurrentRuns. */
+  maxParkedRuns: z.number().int().min(1).optional(),
   tokensPerDay: z.number().int().min(1),
   costPerDayUsd: z.number().min(0),
 });
@@ -143,11 +146,15 @@ export const configSchema = z.object({
     'gpt-4o-mini': { promptPerMTok: 0.15, completionPerMTok: 0.6 },
     'rein-scripted': { promptPerMTok: 0, completionPerMTok: 0 },
   }),
+  /** Refuse to start when a model the fleet may call has no price (else it warns, and those calls cost 0). */
+  REIN_REQUIRE_PRICES: flag.default(false),
   /** Per-tenant quotas, enforced across the fleet: `{default: {...}, tenants: {"<id>": {...}}}`. */
-  REIN_TENANT_QUOTAS: jsonOf(quotasSchema, '{default: {maxConcurrentRuns, tokensPerDay, costPerDayUsd}, tenants?}').default({
-    default: { maxConcurrentRuns: 100, tokensPerDay: 5_000_000, costPerDayUsd: 100 },
-    tenants: {},
-  }),
+  REIN_TENANT_QUOTAS: jsonOf(quotasSchema, '{default: {maxConcurrentRuns, maxParkedRuns?, tokensPerDay, costPerDayUsd}, tenants?}').default(
+    {
+      default: { maxConcurrentRuns: 100, tokensPerDay: 5_000_000, costPerDayUsd: 100 },
+      tenants: {},
+    },
+  ),
   /** Circuit breakers (one per model and per tool, state shared by the fleet). */
   REIN_BREAKER_ERROR_PERCENT: z.coerce.number().min(1).max(100).default(50),
   REIN_BREAKER_RESET_MS: z.coerce.number().int().min(100).default(10_000),

@@ -171,7 +171,15 @@ export {
   rejectBodySchema,
 } from './schemas/approval.js';
 export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
-export { type ApprovalFeedEvent, approvalFeedEventSchema, type RunEvent, runEventSchema } from './schemas/event.js';
+export {
+  type ApprovalFeedEvent,
+  approvalFeedEventSchema,
+  type RunEvent,
+  type RunEventData,
+  runEventSchema,
+  type TypedRunEvent,
+  typedRunEventSchema,
+} from './schemas/event.js';
 export { type ApiKey, apiKeySchema, type Principal, principalSchema, type Role, roleSchema } from './schemas/identity.js';
 export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';
 export {
@@ -193,6 +201,8 @@ export {
   type ApprovalView,
   approvalListSchema,
   approvalViewSchema,
+  type CompensationView,
+  compensationViewSchema,
   decisionRightsSchema,
   errorEnvelopeSchema,
   meSchema,

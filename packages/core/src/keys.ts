@@ -27,7 +27,9 @@ export const tenantKeys = (tenantId: string) => {
     runs: `${p}:runs`,
     approvals: `${p}:approvals`,
     approvalFeed: `${p}:approval-feed`,
+    /** Runs queued or running (parked ones move to `parked` while they wait for a person). */
     active: `${p}:active`,
+    parked: `${p}:parked`,
     usage: (day: string) => `${p}:usage:${day}`,
     /** Per day: run id → the usage (`tokens:costMicros`) already added to that day's usage, for idempotent charges. */
     charged: (day: string) => `${p}:charged:${day}`,

@@ -42,8 +42,8 @@ export function createMetrics(service: string) {
     }),
     modelTokens: new Counter({
       name: 'rein_model_tokens_total',
-      help: 'Tokens counted against runs, by model and type (prompt / completion)',
-      labelNames: ['model', 'type'],
+      help: 'Tokens counted against runs, by model, type (prompt / completion) and tenant',
+      labelNames: ['model', 'type', 'tenant'],
       registers,
     }),
     modelUsageUnderreported: new Counter({
@@ -95,6 +95,12 @@ export function createMetrics(service: string) {
       name: 'rein_approvals_decided_total',
       help: 'Approval decisions',
       labelNames: ['tool', 'decision'],
+      registers,
+    }),
+    modelPriceMissing: new Counter({
+      name: 'rein_model_price_missing_total',
+      help: 'Model calls charged 0 because REIN_MODEL_PRICES has no price for the model',
+      labelNames: ['model'],
       registers,
     }),
     modelCost: new Counter({

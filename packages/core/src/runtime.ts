@@ -2,6 +2,7 @@ import type { AgentCatalog } from './agents/agent-profile.js';
 import type { App } from './app/define-app.js';
 import { createRegistry, type Registry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
+import { checkPrices } from './budgets/cost.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import type { Config } from './config.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
@@ -78,6 +79,7 @@ export async function createRuntime(
 ): Promise<Runtime> {
   const masker = createPiiMasker(app.guards.pii);
   const logger = createLogger(config.LOG_LEVEL, service, masker);
+  checkPrices(config, app.agents, logger);
   const tracing = setupTracing(config, service, masker, logger);
   const metrics = createMetrics(service);
   const redis = await connectRedis(config, role, logger);

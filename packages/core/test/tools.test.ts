@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { decisionRights, mayDecide } from '../src/approvals/decision-rights.js';
+import { decisionRefusal, decisionRights, mayDecide } from '../src/approvals/decision-rights.js';
 import { loadConfig } from '../src/config.js';
 import type { Role } from '../src/schemas/identity.js';
 import { defineTool, parseToolArguments, toolSpec } from '../src/tools/tool.js';
@@ -61,6 +61,10 @@ describe('who may decide an approval', () => {
     expect(mayDecide(as('alice', 'user'), approval('high'))).toBe(true);
     expect(mayDecide(as('bob', 'approver'), approval('high'))).toBe(true);
     expect(mayDecide(as('dave', 'user'), approval('high'))).toBe(false);
+  });
+  it('explains a refusal in grammatical English ("an approver", "a supervisor")', () => {
+    expect(decisionRefusal({ id: 'a-1', ...approval('high') }, true)).toContain('needs an approver (or higher) other than the requester');
+    expect(decisionRefusal({ id: 'a-2', ...approval('critical', 'supervisor') }, false)).toContain('a supervisor (or higher)');
   });
   it('requires a supervisor other than the requester for critical calls (four eyes)', () => {
     expect(mayDecide(as('alice', 'supervisor'), approval('critical', 'supervisor'))).toBe(false);

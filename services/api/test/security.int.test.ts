@@ -254,6 +254,17 @@ describe('every error is the envelope, with nothing internal (item 12)', () => {
     const xml = await post('<run/>', 'application/xml');
     expect(xml.statusCode).toBe(415);
     expect(xml.json().error.code).toBe('unsupported_media_type');
+    // text/plain is no exception (Fastify would parse it by default and hand a handler a string).
+    for (const url of ['/v1/runs', '/v1/runs/some-run/cancel']) {
+      const text = await app.inject({
+        method: 'POST',
+        url,
+        headers: as(ALICE, { 'content-type': 'text/plain; charset=utf-8' }),
+        payload: '{"input":"x"}',
+      });
+      expect(text.statusCode, url).toBe(415);
+      expect(text.json().error.code).toBe('unsupported_media_type');
+    }
   });
 
   it("Bull Board's own errors come back in the envelope without their message", async () => {

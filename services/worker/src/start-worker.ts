@@ -60,7 +60,7 @@ export async function startWorker(app: App, options: WorkerOptions = {}): Promis
       res.end(await rt.metrics.registry.metrics());
     } else if (req.url === '/healthz') {
       res.writeHead(worker.isRunning() ? 200 : 503, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ ok: worker.isRunning() }));
+      res.end(JSON.stringify({ ok: worker.isRunning(), pid: process.pid }));
     } else {
       res.writeHead(404).end();
     }

@@ -1,4 +1,4 @@
-import { defineTool, type Principal } from '@rein/core';
+import { defineTool, type Principal, tenantKeys } from '@rein/core';
 import { createFakeModel, toolCall } from '@rein/core/testing';
 import { HANDOFF_ANSWER, orderAssistant, orderAssistantVerbatim } from '@rein/example-order-assistant';
 import { describe, expect, it } from 'vitest';
@@ -120,6 +120,25 @@ describe('tenant quotas', () => {
     await expect(f.submit('other tenant', { principal: { tenantId: 'globex', userId: 'eve', roles: ['user'] } })).resolves.toBeTypeOf(
       'string',
     );
+  });
+
+  it('counts parked runs apart from running ones: runs waiting for a person do not block new ones, up to maxParkedRuns', async () => {
+    const ticket = { orderNo: '2024001', type: '超时发货', priority: 'high', suggestedAction: 'compensate' };
+    const model = createFakeModel([{ toolCalls: [toolCall('c1', 'create_ticket', ticket)] }]);
+    const f = await start({ model, env: { REIN_TENANT_QUOTAS: quotas({ maxConcurrentRuns: 1, maxParkedRuns: 2 }) } });
+    const parked = async (id: string) => {
+      for (let i = 0; i < 600; i++) {
+        // Parked, and moved to the tenant's parked set (written right after the commit).
+        const moved = await f.rt.redis.sismember(tenantKeys('acme').parked, id);
+        if ((await f.rt.store.get(id))?.status === 'pending_approval' && moved) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`run ${id} never parked`);
+    };
+    // With one concurrent run allowed, each parked run frees the slot for the next.
+    await parked(await f.submit('first'));
+    await parked(await f.submit('second'));
+    await expect(f.submit('third')).rejects.toMatchObject({ status: 429, code: 'quota_parked_runs' });
   });
 
   it("stops a running run that crosses the tenant's daily token quota, then refuses new runs", async () => {

@@ -47,10 +47,13 @@ export function mayDecide(
   return rights.requester === 'as_proposed' && !opts.withEdits && holdsRole(principal.roles, approval.requiredRole);
 }
 
+/** "an approver", "a supervisor". */
+const withArticle = (role: string) => `${/^[aeiou]/i.test(role) ? 'an' : 'a'} ${role}`;
+
 /** Why `mayDecide` said no, for the 403 message. */
 export function decisionRefusal(approval: Pick<Approval, 'id' | 'risk' | 'requiredRole'>, withEdits: boolean): string {
   const rights = decisionRights(approval);
-  const others = `a ${rights.role} (or higher) other than the requester`;
+  const others = `${withArticle(rights.role)} (or higher) other than the requester`;
   if (rights.requester === 'never') return `approval ${approval.id} is ${approval.risk}: ${others} must decide`;
   return withEdits
     ? `approval ${approval.id} with edits needs ${others}`

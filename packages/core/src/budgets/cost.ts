@@ -1,8 +1,33 @@
-import type { Price } from '../config.js';
+import type { AgentProfile } from '../agents/agent-profile.js';
+import type { Config, Price } from '../config.js';
+import { ConfigError } from '../errors.js';
+import type { Logger } from '../logger.js';
 
-/** Money for one model call from the price table; unknown models cost 0. */
+/** Money for one model call from the price table; unknown models cost 0 (counted in `rein_model_price_missing_total`). */
 export function costOf(prices: Record<string, Price>, model: string, usage: { promptTokens: number; completionTokens: number }): number {
   const price = prices[model];
   if (!price) return 0;
   return (usage.promptTokens * price.promptPerMTok + usage.completionTokens * price.completionPerMTok) / 1_000_000;
+}
+
+/** The models the fleet may call (REIN_MODEL, its fallbacks, every agent's own) that the price table lacks. */
+export function unpricedModels(
+  config: Pick<Config, 'REIN_MODEL' | 'REIN_FALLBACK_MODELS' | 'REIN_MODEL_PRICES'>,
+  agents: readonly AgentProfile[],
+): string[] {
+  const models = new Set([config.REIN_MODEL, ...config.REIN_FALLBACK_MODELS]);
+  for (const a of agents) for (const m of a.models ?? []) models.add(m);
+  return [...models].filter((m) => !Object.hasOwn(config.REIN_MODEL_PRICES, m));
+}
+
+/**
+ * At start: a model without a price costs 0, so cost budgets and quotas never stop it.
+ * Warns naming the models, or (REIN_REQUIRE_PRICES=true) refuses to start.
+ */
+export function checkPrices(config: Config, agents: readonly AgentProfile[], logger: Logger): void {
+  const missing = unpricedModels(config, agents);
+  if (missing.length === 0) return;
+  const line = `REIN_MODEL_PRICES has no price for ${missing.join(', ')}: their calls cost 0, so cost budgets and quotas never stop them`;
+  if (config.REIN_REQUIRE_PRICES) throw new ConfigError(`${line} (REIN_REQUIRE_PRICES=true): add their prices`);
+  logger.warn({ models: missing }, line);
 }

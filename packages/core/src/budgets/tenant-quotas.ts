@@ -14,12 +14,15 @@ export class QuotaExceededError extends ReinError {
 }
 
 const DAY_SECONDS = 86_400;
+/** Parked runs a tenant may have when its quota names no `maxParkedRuns`: ten times its concurrent runs. */
+export const maxParkedRuns = (q: Quota) => q.maxParkedRuns ?? 10 * q.maxConcurrentRuns;
 const day = (at: number) => new Date(at).toISOString().slice(0, 10);
 
 /**
  * Per-tenant quotas held in Redis, so the whole fleet shares them: concurrent runs (a
- * set of active run ids — it heals itself, unlike a counter), and tokens and cost per
- * UTC day.
+ * set of active run ids — it heals itself, unlike a counter), runs parked waiting for a
+ * person (a set of their own, with a larger limit: a hundred runs waiting for approvers
+ * must not stop the tenant's new ones), and tokens and cost per UTC day.
  */
 export class TenantQuotas {
   private readonly redis: ReturnType<typeof withScripts>;
@@ -48,15 +51,23 @@ export class TenantQuotas {
     const result = await this.redis.admitRun(
       tenantKeys(tenantId).active,
       this.usageKey(tenantId),
+      tenantKeys(tenantId).parked,
       runId,
       String(q.maxConcurrentRuns),
       String(q.tokensPerDay),
       String(Math.round(q.costPerDayUsd * 1_000_000)),
+      String(maxParkedRuns(q)),
     );
     if (result === AdmitResult.TooManyRuns) {
       throw new QuotaExceededError(
         'quota_concurrent_runs',
         `tenant ${tenantId} already has ${q.maxConcurrentRuns} runs in progress; wait for one to finish`,
+      );
+    }
+    if (result === AdmitResult.TooManyParked) {
+      throw new QuotaExceededError(
+        'quota_parked_runs',
+        `tenant ${tenantId} already has ${maxParkedRuns(q)} runs waiting for an approval; decide some first`,
       );
     }
     if (result === AdmitResult.TokensUsedUp) {
@@ -68,7 +79,11 @@ export class TenantQuotas {
   }
 
   async release(tenantId: string, runId: string): Promise<void> {
-    await this.redis.srem(tenantKeys(tenantId).active, runId);
+    const t = tenantKeys(tenantId);
+    await sendCommands(this.redis, [
+      ['srem', t.active, runId],
+      ['srem', t.parked, runId],
+    ]);
   }
 
   /**

@@ -60,8 +60,9 @@ export function createTransitionApplier(deps: ApplierDeps) {
     });
     const m = deps.metrics;
     if (c) {
-      m.modelTokens.inc({ model: c.model, type: 'prompt' }, c.promptTokens);
-      m.modelTokens.inc({ model: c.model, type: 'completion' }, c.completionTokens);
+      m.modelTokens.inc({ model: c.model, type: 'prompt', tenant: from.tenantId }, c.promptTokens);
+      m.modelTokens.inc({ model: c.model, type: 'completion', tenant: from.tenantId }, c.completionTokens);
+      if (!c.priced) m.modelPriceMissing.inc({ model: c.model });
       m.modelTokenUsage.observe({ model: c.model, type: 'prompt' }, c.promptTokens);
       m.modelTokenUsage.observe({ model: c.model, type: 'completion' }, c.completionTokens);
       m.modelCost.inc({ model: c.model, tenant: from.tenantId }, c.costUsd);

@@ -26,6 +26,8 @@ export interface Charge {
   promptTokens: number;
   completionTokens: number;
   costUsd: number;
+  /** Whether the price table knows the model (else costUsd is 0 for want of a price). */
+  priced: boolean;
 }
 
 type Change = Omit<Commit, 'from'>;

@@ -152,7 +152,9 @@ function parts(f: StepFacts) {
         costUsd: run.costUsd + costUsd,
       }
     : {};
-  const charge: Charge | undefined = charged ? { model: decision.model, ...decision.usage, costUsd } : undefined;
+  const charge: Charge | undefined = charged
+    ? { model: decision.model, ...decision.usage, costUsd, priced: Object.hasOwn(f.prices, decision.model) }
+    : undefined;
   const at = new Date(f.now).toISOString();
   const toolCalls = decision.toolCalls.map((c) => ({
     id: c.id,

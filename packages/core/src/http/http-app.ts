@@ -143,7 +143,8 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
     await opts.routes(v1);
   });
 
-  app.get('/healthz', async () => ({ ok: true }));
+  // The pid lets a launcher (`rein dev`) tell its own child from whatever else holds the port.
+  app.get('/healthz', async () => ({ ok: true, pid: process.pid }));
   app.get('/readyz', async (req, reply) => {
     try {
       await opts.redis.ping();

@@ -26,12 +26,14 @@ export function jsonDepthExceeds(text: string, limit: number): boolean {
 }
 
 /**
- * JSON bodies go through Fastify's own parser (which refuses `__proto__` and
+ * Bodies are JSON only: Fastify's default text/plain parser is removed, so text/plain is a
+ * 415 like any other media type. JSON bodies go through Fastify's own parser (which refuses `__proto__` and
  * `constructor.prototype` keys) after a nesting bound, so a 5,000-level body is a 400
  * at the boundary instead of a stack overflow somewhere inside.
  */
 export function boundJsonDepth(app: FastifyInstance, limit = MAX_JSON_DEPTH): void {
   const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('text/plain');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     if (jsonDepthExceeds(body as string, limit)) {

@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
+import { errorEnvelopeSchema } from '../schemas/views.js';
 
 /** The routes that act for a caller; only they are in the document, each with its bearer requirement. */
 export const VERSIONED = /^\/v1(\/|$)/i;
@@ -17,17 +18,36 @@ export function registerOpenApi(app: FastifyInstance, title: string, version: st
   app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title, version, description: 'Errors are `{"error":{"code","message"}}`; match on `code`.' },
+      info: {
+        title,
+        version,
+        description: 'Errors are `{"error":{"code","message"}}`; match on `code`.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+      },
+      // Relative: the routes are on the service that serves this document, wherever it is deployed.
+      servers: [{ url: '/', description: 'the service serving this document' }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'an API key from REIN_API_KEYS' } } },
     },
     transform: (doc) => {
       if (!VERSIONED.test(doc.url)) return { schema: { hide: true }, url: doc.url };
-      const { schema, url } = jsonSchemaTransform(doc);
+      const { schema, url } = jsonSchemaTransform(
+        [doc.route.method].flat().includes('POST') ? { ...doc, schema: withBodyErrors(doc.schema) } : doc,
+      );
       return { schema: { ...schema, security: [{ bearer: [] }] }, url };
     },
   });
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
 }
+
+/** Every POST reads a body, so any of them can answer 413 (too large) and 415 (not JSON). */
+const BODY_ERRORS = {
+  413: errorEnvelopeSchema.describe('payload_too_large'),
+  415: errorEnvelopeSchema.describe('unsupported_media_type: bodies are application/json'),
+};
+const withBodyErrors = <S extends { response?: unknown }>(schema: S): S => ({
+  ...schema,
+  response: { ...BODY_ERRORS, ...(schema.response as object | undefined) },
+});
 
 /**
  * In the `/v1` scope the schemas document the routes; the handlers validate (so every

@@ -91,7 +91,7 @@ export const apiRoutes = {
         413: ERROR_CODES[413],
         415: ERROR_CODES[415],
         422: ERROR_CODES[422],
-        429: 'quota_concurrent_runs, quota_tokens, quota_cost',
+        429: 'quota_concurrent_runs, quota_parked_runs, quota_tokens, quota_cost',
       }),
     },
   }),

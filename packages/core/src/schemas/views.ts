@@ -31,6 +31,7 @@ export type ApprovalView = z.infer<typeof approvalViewSchema>;
 
 /** A run's saga compensation as callers see it (`POST /v1/runs/:id/compensate`, `compensation` of a run). */
 export const compensationViewSchema = compensationSchema.omit({ schemaVersion: true });
+export type CompensationView = z.infer<typeof compensationViewSchema>;
 
 /** `GET /v1/runs/:id` and every other answer that carries a run. */
 export const runViewSchema = z.object({

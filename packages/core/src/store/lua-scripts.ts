@@ -21,12 +21,13 @@ export enum CreateResult {
   Exists = 0,
 }
 
-/** Return codes of admit-run-2.lua. */
+/** Return codes of admit-run-3.lua. */
 export enum AdmitResult {
   Admitted = 1,
   TooManyRuns = -1,
   TokensUsedUp = -2,
   CostUsedUp = -3,
+  TooManyParked = -4,
 }
 
 /** Return codes of settle-idempotency-key-1.lua. */
@@ -58,7 +59,7 @@ const load = (file: string) => readFileSync(new URL(`../lua/${file}`, import.met
 const scripts = {
   createRun: { file: 'create-run-3.lua', keys: 3 },
   commitRun: { file: 'commit-run-9.lua', keys: 9 },
-  admitRun: { file: 'admit-run-2.lua', keys: 2 },
+  admitRun: { file: 'admit-run-3.lua', keys: 3 },
   acquireLease: { file: 'acquire-lease-3.lua', keys: 3 },
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
   claimSession: { file: 'claim-session-1.lua', keys: 1 },
@@ -72,7 +73,7 @@ const scripts = {
 export interface ReinScripts {
   createRun(k1: string, k2: string, k3: string, ...argv: string[]): Promise<number>;
   commitRun(...keysAndArgs: string[]): Promise<number>;
-  admitRun(active: string, usage: string, ...argv: string[]): Promise<number>;
+  admitRun(active: string, usage: string, parked: string, ...argv: string[]): Promise<number>;
   acquireLease(leases: string, open: string, tripped: string, ...argv: string[]): Promise<[LeaseResult, string | null, string | null]>;
   settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
   claimSession(active: string, runId: string, ttlSeconds: string, replace: string): Promise<[ClaimResult, string, number]>;

@@ -328,7 +328,10 @@ export class RunStore {
     if (how.left.length) commands.push(['zadd', t.runsByStatus(next.status), Date.parse(next.createdAt), next.id]);
     const terminal = TERMINAL_STATUSES.includes(next.status);
     if (terminal && next.sessionId) await this.releaseSession(next);
-    if (terminal) commands.push(['srem', t.active, next.id]);
+    // Quotas count running and parked runs apart: a run moves between the tenant's two sets as it parks and resumes.
+    if (terminal) commands.push(['srem', t.active, next.id], ['srem', t.parked, next.id]);
+    else if (next.status === 'pending_approval') commands.push(['srem', t.active, next.id], ['sadd', t.parked, next.id]);
+    else if (how.left.includes('pending_approval')) commands.push(['srem', t.parked, next.id], ['sadd', t.active, next.id]);
     // Scored by its last status change, not touched on every step (the reaper re-scores it).
     else if (how.left.length) commands.push(['zadd', ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id]);
     if (terminal || next.status === 'pending_approval') commands.push(['zrem', DEADLINES_KEY, next.id]);

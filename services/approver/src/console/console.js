@@ -81,7 +81,7 @@ async function refresh() {
 
 /** The rule the approver service enforces (core's decision rights), in words. */
 function whoMayDecide({ deciders, requiredRole }) {
-  const others = `a ${deciders.role} or higher, other than the requester`;
+  const others = `${/^[aeiou]/i.test(deciders.role) ? 'an' : 'a'} ${deciders.role} or higher, other than the requester`;
   return deciders.requester === 'as_proposed'
     ? `${others}; the requester only as proposed (no edits) and only with the ${requiredRole} role`
     : `${others} (four eyes)`;

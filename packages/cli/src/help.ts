@@ -1,0 +1,65 @@
+/** The `rein` commands, their usage and help text, and the environment each reads. */
+
+const CLIENT_ENV = [
+  ['REIN_API_URL', 'the runs API (default http://127.0.0.1:$API_PORT, port 8080)'],
+  ['REIN_APPROVER_URL', 'the approver (default http://127.0.0.1:$APPROVER_PORT, port 8081)'],
+  ['REIN_API_KEY', 'the key to call as (default: the first of REIN_API_KEYS, else the demo user key)'],
+  ['REIN_API_KEYS', 'the keys the fleet accepts, JSON (default: the public demo keys)'],
+] as const;
+
+const SERVICE_ENV = [
+  ['REIN_APP', 'the app: a file path or package whose default export is defineApp(...) (default: the order-assistant example)'],
+  ['REDIS_URL', 'Redis (default redis://127.0.0.1:6379)'],
+  ['OPENAI_BASE_URL', 'an OpenAI-compatible model API (rein dev starts the scripted model when unset)'],
+  ['REIN_BIND_HOST', 'the address services listen on (rein dev: 127.0.0.1 unless --host)'],
+  ['API_PORT, APPROVER_PORT', 'the API (8080) and approver (8081) ports'],
+  ['WORKER_METRICS_PORT', "a worker's /metrics and /healthz port (9464; rein dev's second worker takes the next)"],
+  ['REIN_LOG_FORMAT', 'json keeps raw JSON log lines (rein dev prints them pretty otherwise)'],
+] as const;
+
+const env = (vars: ReadonlyArray<readonly [string, string]>) => vars.map(([name, what]) => `  ${name.padEnd(24)} ${what}`).join('\n');
+
+const COMMANDS = {
+  dev: {
+    usage: 'rein dev [--host ADDRESS]',
+    summary: 'the whole fleet here (Redis, scripted model unless OPENAI_BASE_URL, api, 2 workers, approver)',
+    details: `Refuses to start when a port it needs is taken, naming the port and its process.
+Listens on 127.0.0.1 (the demo keys are public); --host 0.0.0.0 exposes it.
+  --host ADDRESS           the address the services listen on (also: REIN_BIND_HOST)
+Also reads SCRIPTED_MODEL_PORT (8090).`,
+    env: [...SERVICE_ENV, ...CLIENT_ENV.slice(3)],
+  },
+  api: { usage: 'rein api', summary: 'the runs API, one service', details: '', env: SERVICE_ENV },
+  worker: { usage: 'rein worker', summary: 'a step worker, one service', details: '', env: SERVICE_ENV },
+  approver: { usage: 'rein approver', summary: 'the approver and its console, one service', details: '', env: SERVICE_ENV },
+  run: {
+    usage: 'rein run "<input>" [--agent A] [--watch] [--approve] [--start-fleet]',
+    summary: 'submit a run (and follow it live)',
+    details: `  --agent A                the agent to run (default: the app's first)
+  --watch                  follow the run live; when it parks, says where to approve
+  --approve                approve whatever it asks for, as the caller (demo shortcut)
+  --start-fleet            start a fleet (rein dev) if none answers`,
+    env: CLIENT_ENV,
+  },
+  watch: { usage: 'rein watch <runId>', summary: 'follow a run live', details: '', env: CLIENT_ENV },
+} as const;
+
+export type CommandName = keyof typeof COMMANDS;
+export const isCommand = (name: string): name is CommandName => Object.hasOwn(COMMANDS, name);
+
+export const USAGE = `usage:
+${Object.values(COMMANDS)
+  .map((c) => `  ${c.usage.padEnd(72)} ${c.summary}`)
+  .join('\n')}
+  rein --version                                                           the version
+Every command takes --help (its options and the environment it reads) and --version.
+The services read the rest of their configuration from the environment (README: Configuration).
+
+environment:
+${env(SERVICE_ENV.slice(0, 3))}
+${env(CLIENT_ENV)}`;
+
+export function commandHelp(name: CommandName): string {
+  const c = COMMANDS[name];
+  return [`usage: ${c.usage}`, '', c.summary, ...(c.details ? ['', c.details] : []), '', 'environment:', env(c.env)].join('\n');
+}

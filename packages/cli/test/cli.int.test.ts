@@ -23,15 +23,22 @@ async function devPorts() {
   const [model, api, approver] = await Promise.all([freePort(), freePort(), freePort()]);
   let metrics = await freePort();
   while (metrics + 1 === model || metrics + 1 === api || metrics + 1 === approver) metrics = await freePort();
-  return { SCRIPTED_MODEL_PORT: String(model), API_PORT: String(api), APPROVER_PORT: String(approver), WORKER_METRICS_PORT: String(metrics) };
+  return {
+    SCRIPTED_MODEL_PORT: String(model),
+    API_PORT: String(api),
+    APPROVER_PORT: String(approver),
+    WORKER_METRICS_PORT: String(metrics),
+  };
 }
 
 describe('rein --help and --version', () => {
   it('lists every command and the environment it reads', () => {
     const out = cli(['--help']);
     expect(out.status).toBe(0);
-    for (const command of ['rein dev', 'rein api', 'rein worker', 'rein approver', 'rein run', 'rein watch']) expect(out.stdout).toContain(command);
-    for (const variable of ['REIN_APP', 'REDIS_URL', 'OPENAI_BASE_URL', 'REIN_API_URL', 'REIN_API_KEY']) expect(out.stdout).toContain(variable);
+    for (const command of ['rein dev', 'rein api', 'rein worker', 'rein approver', 'rein run', 'rein watch'])
+      expect(out.stdout).toContain(command);
+    for (const variable of ['REIN_APP', 'REDIS_URL', 'OPENAI_BASE_URL', 'REIN_API_URL', 'REIN_API_KEY'])
+      expect(out.stdout).toContain(variable);
   });
 
   it.each(['dev', 'api', 'worker', 'approver', 'run', 'watch'])('rein %s --help shows its own usage and starts nothing', (command) => {

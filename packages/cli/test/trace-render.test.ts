@@ -19,7 +19,17 @@ describe('the trace renderer', () => {
       delta({ toolCalls: [{ index: 0, id: 'c1', name: 'query_order', arguments: '{"ord' }] }),
       delta({ toolCalls: [{ index: 0, arguments: 'erNo":"20' }] }),
       delta({ toolCalls: [{ index: 0, arguments: '24001"}' }] }),
-      ev({ type: 'tool.result', step: 0, data: { toolCallId: 'c1', name: 'query_order', arguments: { orderNo: '2024001' }, outcome: 'ok', observation: '{"status":"not_shipped"}' } }),
+      ev({
+        type: 'tool.result',
+        step: 0,
+        data: {
+          toolCallId: 'c1',
+          name: 'query_order',
+          arguments: { orderNo: '2024001' },
+          outcome: 'ok',
+          observation: '{"status":"not_shipped"}',
+        },
+      }),
       ev({ type: 'step.finished', step: 0, data: { outcome: 'continued', thought: null } }),
     ]);
     expect(lines.filter((l) => l.startsWith('[Writing]'))).toEqual(['[Writing]  → query_order(…)']);
@@ -34,7 +44,10 @@ describe('the trace renderer', () => {
       delta({ text: 'up first.', toolCalls: [{ index: 0, id: 'c1', name: 'query_order', arguments: '{}' }] }),
       ev({ type: 'step.finished', step: 0, data: { outcome: 'continued' } }),
     ]);
-    expect(lines.filter((l) => l.startsWith('[Writing]'))).toEqual(['[Writing]  I will look the order up first.', '[Writing]  → query_order(…)']);
+    expect(lines.filter((l) => l.startsWith('[Writing]'))).toEqual([
+      '[Writing]  I will look the order up first.',
+      '[Writing]  → query_order(…)',
+    ]);
   });
 
   it('speaks plain English by default and the labels it is given otherwise', () => {

@@ -33,6 +33,7 @@ async function reapLater(t: Harness, delivered: ApprovalFeedEvent[]) {
       feed,
       charge: (run) => t.quotas.charge(run),
       metrics: t.metrics,
+      logger: t.logger,
       staleMs: STALE_MS,
       now: () => Date.now() + 2 * STALE_MS,
     });

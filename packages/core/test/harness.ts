@@ -144,6 +144,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     ledger,
     demo,
     metrics,
+    logger,
     queue,
     enqueue,
     tools,

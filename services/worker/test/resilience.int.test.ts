@@ -172,6 +172,7 @@ describe('the reaper', () => {
       queueOf: () => queue,
       enqueue: f.rt.enqueue,
       approvals: f.rt.approvals,
+      feed: f.rt.feed,
       charge: (r: RunRecord) => f.rt.quotas.charge(r),
       metrics: f.rt.metrics,
       logger: f.rt.logger,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { defineAgent } from '../src/agents/agent-profile.js';
 import { defineApp } from '../src/app/define-app.js';
 import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
@@ -13,6 +14,7 @@ import {
 import type { ChatMessage } from '../src/schemas/message.js';
 import type { StepRecord } from '../src/schemas/run.js';
 import { createReadResultTool } from '../src/tools/read-result.js';
+import { defineTool } from '../src/tools/tool.js';
 
 /** The context policy as pure functions (no Redis): summaries, handles, compacted history. */
 
@@ -101,7 +103,13 @@ describe('compactHistory', () => {
 });
 
 describe('agents with a context policy', () => {
-  const tool = { name: 'query_order' } as never;
+  const tool = defineTool({
+    name: 'query_order',
+    description: 'Look an order up.',
+    kind: 'read',
+    parameters: z.object({ orderNo: z.string() }),
+    execute: async () => ({}),
+  });
 
   it('get read_result added to their tools, allowed and needing no definition by the app', () => {
     const agent = defineAgent({ name: 'a', instructions: 'x', tools: ['query_order'], context: { toolResultMaxChars: 500 } });
@@ -109,7 +117,7 @@ describe('agents with a context policy', () => {
     expect(agent.context).toEqual({ toolResultMaxChars: 500, summarize: 'structured' });
     expect(() => defineApp({ agents: [agent], tools: [tool] })).not.toThrow();
     expect(() => defineAgent({ name: 'b', instructions: 'x', tools: [READ_RESULT_TOOL] })).toThrow(/only for agents with a context policy/);
-    expect(() => defineApp({ agents: [agent], tools: [tool, { name: READ_RESULT_TOOL } as never] })).toThrow(/Rein's own/);
+    expect(() => defineApp({ agents: [agent], tools: [tool, { ...tool, name: READ_RESULT_TOOL }] })).toThrow(/Rein's own/);
   });
 
   it('read_result returns the full text or a slice of the run’s own result, and refuses an unknown handle', async () => {

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { AgentProfile } from '../src/agents/agent-profile.js';
 import { createToolExecutor, type ToolExecutorDeps } from '../src/engine/tool-executor.js';
 import { BreakerOpenError, McpServerStartError } from '../src/errors.js';
+import { runKeys } from '../src/keys.js';
 import { McpManager } from '../src/mcp/mcp-manager.js';
 import type { McpServerConfig } from '../src/mcp/mcp-server-config.js';
 import { createMetrics, type Metrics } from '../src/metrics.js';
@@ -73,6 +74,8 @@ function executor(tools: Map<string, Tool>, protection?: ToolExecutorDeps['prote
   /** With `approved`, a gated call asks for its approval, which is then granted, and runs. */
   return async (name: string, args: unknown, opts: { approved?: boolean } = {}) => {
     const call = { id: `call-${++seq}`, name, arguments: JSON.stringify(args) };
+    // A live run (the ledger takes a step's writes only while its run is live).
+    await redis.hset(runKeys(run.id).run, 'version', '0');
     const first = await execute(run, profile, 0, 0, call, []);
     if (!opts.approved || !first.newApproval) return first;
     return execute(run, profile, 0, 0, call, [{ ...first.newApproval, status: 'approved', decidedBy: 'bob' }]);

@@ -181,9 +181,6 @@ describe('queue board (Bull Board)', () => {
     const job = queue.jobs.find((j: { data: { runId: string } }) => j.data.runId === id);
     expect(job.data).toEqual({ runId: id, step: 0 });
     expect(res.body).not.toContain('13812345678');
-    await rt.webhookStore.put({ ...(await rt.webhookStore.get('acme', 'wh_board'))!, url: 'https://hooks.example.com/rein?token=s3cret' });
-    const listed = await app.inject({ method: 'GET', url: '/v1/webhooks', headers: as(ADMIN) });
-    expect(listed.json().webhooks.map((w: { url: string }) => w.url)).toEqual(['https://hooks.example.com/rein?token=redacted']);
     const retry = await app.inject({
       method: 'PUT',
       url: `/admin/queues/api/queues/rein-steps/${id}-0/retry/failed`,

@@ -1,3 +1,4 @@
+import { type Approval, approvalSchema, runKeys, tenantKeys } from '@rein/core';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import { DemoStore } from '@rein/example-order-assistant';
 import { Redis } from 'ioredis';
@@ -95,6 +96,71 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the approver console bro
       .flatMap((s: { toolCalls: Array<{ name: string }> }) => s.toolCalls)
       .find((c: { name: string }) => c.name === 'create_ticket');
     expect(ticket).toMatchObject({ outcome: 'ok', planStep: 3, arguments: { suggestedAction: 'Edited in the console' } });
+    await page.close();
+  });
+
+  it('shows a pending approval however many newer ones were decided', async () => {
+    // Seeded the way the store indexes approvals (per run, per tenant, per status): one pending,
+    // then 250 decided after it, more than one page of the newest-first list.
+    const { tenantId } = KEYS.user;
+    const t = tenantKeys(tenantId);
+    const base = Date.now() - 3_600_000;
+    const approval = (i: number, status: Approval['status']): Approval =>
+      approvalSchema.parse({
+        schemaVersion: 1,
+        id: `seeded${i}.0.0`,
+        runId: `seeded${i}`,
+        step: 0,
+        toolCallId: `call-${i}`,
+        tenantId,
+        requestedBy: KEYS.user.userId,
+        toolName: 'create_ticket',
+        arguments: {},
+        argsHash: '0'.repeat(64),
+        policyVersion: 1,
+        summary: i === 0 ? 'The old pending one' : `${status === 'pending' ? 'Pending' : 'Decided'} number ${i}`,
+        risk: 'high',
+        requiredRole: 'approver',
+        status,
+        createdAt: new Date(base + i * 1000).toISOString(),
+        expiresAt: new Date(base + 86_400_000).toISOString(),
+        ...(status === 'pending' ? {} : { decidedBy: KEYS.approver.userId, decidedAt: new Date(base + i * 1000).toISOString() }),
+      });
+    const seeded = [approval(0, 'pending'), ...Array.from({ length: 250 }, (_, i) => approval(i + 1, i % 2 ? 'approved' : 'rejected'))];
+    const tx = client.multi();
+    for (const a of seeded) {
+      tx.hset(runKeys(a.runId).approvals, a.id, JSON.stringify(a));
+      tx.zadd(t.approvals, Date.parse(a.createdAt), a.id);
+      tx.zadd(t.approvalsByStatus(a.status), Date.parse(a.createdAt), a.id);
+    }
+    await tx.exec();
+
+    const page = await browser.newPage();
+    await page.goto(`${fleet.approver}/console`);
+    await page.getByLabel('Approver API key').fill(KEYS.approver.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.locator('#who').textContent()).toContain('Signed in as lisi');
+    await page.locator('#pending tr', { hasText: 'The old pending one' }).waitFor({ timeout: 30_000 });
+    expect(await page.locator('#pending tr').count()).toBe(1);
+    expect(await page.locator('#pending-more').isVisible()).toBe(false);
+    await expect.poll(() => page.locator('#recent').textContent()).toContain('Decided number 250');
+
+    // More pending than one page: the rest come on request, the oldest one last.
+    const more = client.multi();
+    for (const a of Array.from({ length: 150 }, (_, i) => approval(300 + i, 'pending'))) {
+      more.hset(runKeys(a.runId).approvals, a.id, JSON.stringify(a));
+      more.zadd(t.approvals, Date.parse(a.createdAt), a.id);
+      more.zadd(t.approvalsByStatus(a.status), Date.parse(a.createdAt), a.id);
+    }
+    await more.exec();
+    await page.reload();
+    await page.locator('#pending tr').first().waitFor({ timeout: 30_000 });
+    expect(await page.locator('#pending tr').count()).toBe(100);
+    expect(await page.locator('#pending tr', { hasText: 'The old pending one' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Load more pending' }).click();
+    await page.locator('#pending tr', { hasText: 'The old pending one' }).waitFor({ timeout: 30_000 });
+    expect(await page.locator('#pending tr').count()).toBe(151);
+    expect(await page.locator('#pending-more').isVisible()).toBe(false);
     await page.close();
   });
 });

@@ -1,7 +1,17 @@
 // The approver console: plain DOM, no build step. Everything model- or user-written is
 // inserted as text (never as HTML). Live updates come from the tenant's approval feed.
 
-const state = { key: sessionStorage.getItem('rein.approverKey'), approvals: [], openId: null, feed: null, lastEventId: '0' };
+const state = {
+  key: sessionStorage.getItem('rein.approverKey'),
+  pending: [],
+  pendingCursor: null,
+  recent: [],
+  openId: null,
+  feed: null,
+  lastEventId: '0',
+};
+// Pending approvals are paged from their own index, so any number of decided ones never hides them.
+const PAGE = 100;
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs = {}, ...children) {
@@ -32,8 +42,9 @@ const duration = (ms) => {
 };
 
 function renderPending() {
-  const pending = state.approvals.filter((a) => a.status === 'pending');
-  $('pending-count').textContent = `(${pending.length})`;
+  const pending = state.pending;
+  $('pending-count').textContent = `(${pending.length}${state.pendingCursor ? '+' : ''})`;
+  $('pending-more').hidden = !state.pendingCursor;
   $('pending-empty').hidden = pending.length > 0;
   $('pending').replaceChildren(
     ...pending.map((a) =>
@@ -49,7 +60,7 @@ function renderPending() {
       ),
     ),
   );
-  const decided = state.approvals.filter((a) => a.status !== 'pending').slice(0, 20);
+  const decided = state.recent.filter((a) => a.status !== 'pending').slice(0, 20);
   $('recent').replaceChildren(
     ...decided.map((a) =>
       el(
@@ -66,9 +77,39 @@ function renderPending() {
   );
 }
 
+const pendingPage = (cursor) =>
+  api('GET', `/v1/approvals?status=pending&limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+
+/** Pages of pending approvals until at least `atLeast` are loaded (what was on screen) or none are left. */
+async function loadPending(atLeast) {
+  const pending = [];
+  let cursor = null;
+  do {
+    const page = await pendingPage(cursor);
+    pending.push(...page.approvals);
+    cursor = page.nextCursor ?? null;
+  } while (cursor && pending.length < atLeast);
+  return { pending, cursor };
+}
+
+async function loadMorePending() {
+  if (!state.pendingCursor) return;
+  const page = await pendingPage(state.pendingCursor);
+  const seen = new Set(state.pending.map((a) => a.id));
+  state.pending.push(...page.approvals.filter((a) => !seen.has(a.id)));
+  state.pendingCursor = page.nextCursor ?? null;
+  renderPending();
+}
+
 async function refresh() {
-  const [approvals, uncertain] = await Promise.all([api('GET', '/v1/approvals?limit=200'), api('GET', '/v1/effects/uncertain')]);
-  state.approvals = approvals.approvals;
+  const [{ pending, cursor }, recent, uncertain] = await Promise.all([
+    loadPending(Math.max(PAGE, state.pending.length)),
+    api('GET', '/v1/approvals?limit=40'),
+    api('GET', '/v1/effects/uncertain'),
+  ]);
+  state.pending = pending;
+  state.pendingCursor = cursor;
+  state.recent = recent.approvals;
   renderPending();
   $('uncertain-section').hidden = uncertain.effects.length === 0;
   $('uncertain').replaceChildren(
@@ -256,6 +297,7 @@ $('decide-form').addEventListener('submit', (e) => {
   e.preventDefault();
   decide(e.submitter?.value === 'reject' ? 'reject' : 'approve');
 });
+$('pending-more').addEventListener('click', () => loadMorePending());
 $('sign-out').addEventListener('click', () => {
   sessionStorage.removeItem('rein.approverKey');
   state.feed?.abort();

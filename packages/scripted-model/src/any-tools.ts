@@ -36,6 +36,10 @@ const FORMATS: Record<string, string> = {
   uuid: '00000000-0000-4000-8000-000000000000',
 };
 
+/** Bounds on what a schema can make the server build: a tool's schema is input too. */
+const MAX_LENGTH = 10_000;
+const MAX_ITEMS = 100;
+
 /** The quoted phrases of the input, in order; the input itself when there is none. */
 function phrasesOf(input: string): string[] {
   const quoted = [...input.matchAll(/["“「'‘]([^"”」'’]+)["”」'’]/g)].map((m) => (m[1] as string).trim()).filter(Boolean);
@@ -66,12 +70,12 @@ class ValueMaker {
     if (type === 'number' || type === 'integer') return numberFor(schema, type === 'integer');
     if (type === 'boolean') return true;
     if (type === 'array') {
-      const count = Math.min(Math.max(schema.minItems ?? 1, 0), schema.maxItems ?? Number.POSITIVE_INFINITY);
+      const count = Math.min(Math.max(schema.minItems ?? 1, 0), schema.maxItems ?? MAX_ITEMS, MAX_ITEMS);
       return Array.from({ length: count }, () => this.valueFor(schema.items ?? { type: 'string' }));
     }
     if (type === 'object') return this.requiredOf(schema);
     const text = (schema.format && FORMATS[schema.format]) || this.phrase();
-    const padded = text.padEnd(schema.minLength ?? 0, 'x');
+    const padded = text.padEnd(Math.min(schema.minLength ?? 0, MAX_LENGTH), 'x');
     return schema.maxLength !== undefined ? padded.slice(0, schema.maxLength) : padded;
   }
 

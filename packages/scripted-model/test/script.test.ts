@@ -190,6 +190,19 @@ describe('arguments the generic rule makes up', () => {
       owner: { id: 1 },
     });
   });
+
+  it('stays small whatever a schema asks for', () => {
+    const greedy: OfferedTool = {
+      name: 'g',
+      parameters: {
+        properties: { s: { type: 'string', minLength: 1e9 }, a: { type: 'array', minItems: 1e9, items: { type: 'integer' } } },
+        required: ['s', 'a'],
+      },
+    };
+    const args = argumentsFor(greedy, 'x') as { s: string; a: number[] };
+    expect(args.s.length).toBe(10_000);
+    expect(args.a.length).toBe(100);
+  });
 });
 
 describe('sessions', () => {

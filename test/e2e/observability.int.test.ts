@@ -76,6 +76,62 @@ describe('shipped Prometheus and Grafana files', () => {
   });
 });
 
+describe('alert runbook links', () => {
+  const alerts = [...readFileSync(join(infra, 'prometheus', 'alerts.yml'), 'utf8').matchAll(/- alert: (\w+)\n((?: {8}.*\n?)+)/g)];
+  const headings = new Set(
+    [...readFileSync(join(root, 'docs', 'operations.md'), 'utf8').matchAll(/^### (\w+)$/gm)].map((m) => (m[1] as string).toLowerCase()),
+  );
+
+  it('are absolute URL templates on the runbook_base external label, to a runbook that exists', () => {
+    expect(alerts.length).toBe(ruleExprs.length);
+    for (const [, name, body] of alerts) {
+      const url = /^ {10}runbook_url: "(.*)"$/m.exec(body as string)?.[1];
+      expect(url, name).toBe(`{{ $externalLabels.runbook_base }}/docs/operations.md#${(name as string).toLowerCase()}`);
+      expect(headings.has((name as string).toLowerCase()), name).toBe(true);
+    }
+  });
+
+  it.skipIf(!hasPrometheus)(
+    'render from REIN_RUNBOOK_BASE_URL with the shipped prometheus.yml',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'rein-runbook-'));
+      const port = await freePort();
+      const prometheus = spawn(
+        'prometheus',
+        [
+          `--config.file=${join(infra, 'prometheus', 'prometheus.yml')}`,
+          `--storage.tsdb.path=${join(dir, 'data')}`,
+          `--web.listen-address=127.0.0.1:${port}`,
+          '--enable-feature=expand-external-labels',
+        ],
+        { stdio: 'ignore', env: { ...process.env, REIN_RUNBOOK_BASE_URL: 'https://wiki.example/rein/v1' } },
+      );
+      try {
+        await waitForPort(port, 20_000);
+        // No worker is reachable from here, so ReinNoWorkers goes pending at the first evaluation, its annotations rendered.
+        let url: string | undefined;
+        for (let i = 0; i < 200 && !url; i++) {
+          const res = await fetch(`http://127.0.0.1:${port}/api/v1/alerts`).then(
+            (r) => (r.ok ? r.json() : undefined),
+            () => undefined,
+          );
+          const alert = (
+            res as { data: { alerts: Array<{ labels: { alertname: string }; annotations: Record<string, string> }> } } | undefined
+          )?.data.alerts.find((a) => a.labels.alertname === 'ReinNoWorkers');
+          url = alert?.annotations.runbook_url;
+          if (!url) await new Promise((r) => setTimeout(r, 300));
+        }
+        expect(url).toBe('https://wiki.example/rein/v1/docs/operations.md#reinnoworkers');
+      } finally {
+        prometheus.kill('SIGTERM');
+        await new Promise((r) => prometheus.once('exit', r));
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    90_000,
+  );
+});
+
 describe.skipIf(!hasPrometheus)('a real Prometheus scraping a fleet that has processed runs', () => {
   let redis: TestRedis;
   let fleet: Fleet;

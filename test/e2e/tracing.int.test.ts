@@ -43,7 +43,7 @@ async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 15
 }
 
 describe('one run, one trace, exported by real processes over OTLP http/protobuf', () => {
-  it('joins the caller’s trace and keeps it across two workers and an approval, with GenAI spans and no contents', async () => {
+  it('joins the caller’s trace and keeps it across two workers and an approval (its decision a span of the approver), with GenAI spans and no contents', async () => {
     fleet = await startFleet({
       redisUrl: redis.url,
       workers: 1,
@@ -67,7 +67,9 @@ describe('one run, one trace, exported by real processes over OTLP http/protobuf
 
     const of = (name: string) => receiver.spans.filter((s) => s.name === name);
     await until('every step and model call to be exported', () =>
-      of('rein.step').some((s) => s.attributes['rein.step.outcome'] === 'finished') && of(`chat rein-scripted`).length >= steps.length
+      of('rein.step').some((s) => s.attributes['rein.step.outcome'] === 'finished') &&
+      of(`chat rein-scripted`).length >= steps.length &&
+      of('rein.approval.decide').length > 0
         ? true
         : undefined,
     );
@@ -87,6 +89,23 @@ describe('one run, one trace, exported by real processes over OTLP http/protobuf
     const resume = stepSpans.find((s) => s.attributes['rein.job'] === 'resume') as ReceivedSpan;
     expect(resume.parentSpanId).toBe(submitSpan?.spanId); // the approver's resume continues the run's context
     const stepIds = new Set(stepSpans.map((s) => s.spanId));
+
+    // The person's decision is a span of the run's trace, exported by the approver: ids, no comment.
+    expect(of('rein.approval.decide')).toEqual([
+      expect.objectContaining({
+        traceId: CALLER_TRACE,
+        parentSpanId: submitSpan?.spanId,
+        resource: expect.objectContaining({ 'service.name': 'rein-approver' }),
+        attributes: {
+          'rein.run.id': id,
+          'rein.approval.id': approvalId,
+          'gen_ai.tool.name': 'create_ticket',
+          'rein.approval.decided_by': KEYS.approver.userId,
+          'rein.approval.decision': 'approved',
+          'rein.approval.edited': false,
+        },
+      }),
+    ]);
 
     const chats = of('chat rein-scripted');
     expect(chats).toHaveLength(steps.length);

@@ -32,7 +32,7 @@ describe('tracing with no OTLP endpoint', () => {
   it('runs steps and model calls unchanged, with no active context to propagate', async () => {
     const reply = { model: 'm', content: 'hi', toolCalls: [], usage: { promptTokens: 1, completionTokens: 1 } };
     const out = await stepSpan('step', { runId: 'r', step: 0, traceparent: CALLER }, () =>
-      chatSpan('m', { messages: [], tools: [], maxTokens: 5, timeoutMs: 1000 }, undefined, async () => {
+      chatSpan('m', 'openai', { messages: [], tools: [], maxTokens: 5, timeoutMs: 1000 }, undefined, async () => {
         expect(activeTraceparent()).toBeUndefined(); // no context manager: nothing leaks into job data
         return reply;
       }),

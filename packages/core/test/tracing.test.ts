@@ -35,6 +35,7 @@ describe('tracing exported over OTLP http/json', () => {
       logFields = logTraceFields();
       await chatSpan(
         'gpt-x',
+        'openai',
         { messages: [{ role: 'user', content: `call me at ${PHONE}` }], tools: [], maxTokens: 64, timeoutMs: 1000 },
         undefined,
         async () => {
@@ -51,6 +52,7 @@ describe('tracing exported over OTLP http/json', () => {
       // An operator who opted in gets the contents, PII-masked like logs.
       await chatSpan(
         'gpt-y',
+        'openai',
         { messages: [{ role: 'user', content: `call me at ${PHONE}` }], tools: [], maxTokens: 8, timeoutMs: 1000 },
         maskedContent(createPiiMasker()),
         async () => ({

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { type ExplicitScript, loadScript } from './explicit-script.js';
 import { createScriptedModelServer, SCRIPTED_MODEL_ID } from './server.js';
 
 const env = z
@@ -10,6 +11,8 @@ const env = z
     SCRIPTED_MODEL_CHUNK_DELAY_MS: z.coerce.number().int().min(0).default(0),
     /** Serve POST /_faults (fault injection for tests and the chaos suite). */
     SCRIPTED_MODEL_FAULTS: z.enum(['on', 'off']).default('off'),
+    /** A JSON file of turns to play instead of the rules (see the package README). */
+    SCRIPTED_MODEL_SCRIPT: z.string().min(1).optional(),
   })
   .safeParse(process.env);
 if (!env.success) {
@@ -19,7 +22,16 @@ if (!env.success) {
   process.exit(1);
 }
 
+let script: ExplicitScript | undefined;
+try {
+  script = env.data.SCRIPTED_MODEL_SCRIPT ? loadScript(env.data.SCRIPTED_MODEL_SCRIPT) : undefined;
+} catch (err) {
+  process.stderr.write(`scripted-model: ${(err as Error).message}\n`);
+  process.exit(1);
+}
+
 const app = createScriptedModelServer({
+  script,
   latencyMs: env.data.SCRIPTED_MODEL_LATENCY_MS,
   chunkDelayMs: env.data.SCRIPTED_MODEL_CHUNK_DELAY_MS,
   faultControl: env.data.SCRIPTED_MODEL_FAULTS === 'on',

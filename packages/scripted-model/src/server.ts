@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { argumentsFor, type OfferedTool, playAnyTools } from './any-tools.js';
+import { type ExplicitScript, playScript } from './explicit-script.js';
 import { followPlan, planRequest, writePlan } from './plan.js';
 import { playOrderAssistant } from './script.js';
 import { streamCompletion, WIRE_FAULTS } from './stream-chunks.js';
@@ -60,6 +61,8 @@ export interface ScriptedModelOptions {
   chunkDelayMs?: number;
   /** Serves POST /_faults, the fault-injection control for tests and the chaos suite. */
   faultControl?: boolean;
+  /** Replies played turn by turn instead of the rules (SCRIPTED_MODEL_SCRIPT): exact tool calls for a test or a demo. */
+  script?: ExplicitScript;
 }
 
 /** What the model does instead of answering well, until `untilMs`: fail with a status, hang, or send a broken wire. */
@@ -77,8 +80,8 @@ const faultSchema = z.object({
 type Fault = z.infer<typeof faultSchema>;
 
 /**
- * An OpenAI-compatible endpoint that plays the order assistant from rules, and any
- * other app's tools from one generic rule. It is not an LLM and says so in its model
+ * An OpenAI-compatible endpoint that plays the order assistant from rules, any
+ * other app's tools from one generic rule, or an explicit script of turns. It is not an LLM and says so in its model
  * id, its /v1/models entry and every reply's fingerprint.
  */
 export function createScriptedModelServer(opts: ScriptedModelOptions = {}): FastifyInstance {
@@ -115,11 +118,13 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
     if (opts.latencyMs) await new Promise((r) => setTimeout(r, opts.latencyMs));
     const { messages } = parsed.data;
     const turn = messages.filter((m) => m.role === 'assistant').length;
-    const move = play(
-      messages,
-      (parsed.data.tools ?? []).map((t) => t.function as OfferedTool),
-      parsed.data.response_format,
-    );
+    const move = opts.script
+      ? playScript(opts.script, messages)
+      : play(
+          messages,
+          (parsed.data.tools ?? []).map((t) => t.function as OfferedTool),
+          parsed.data.response_format,
+        );
     const format = parsed.data.response_format;
     // A plan request was answered with the plan itself; any other schema gets an answer of its shape.
     if (format?.type === 'json_schema' && format.json_schema && move.toolCalls.length === 0 && !planRequest(format)) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type OfferedTool, playAnyTools } from '../src/any-tools.js';
+import { argumentsFor, type OfferedTool, playAnyTools } from '../src/any-tools.js';
 import { playOrderAssistant, type ScriptMessage } from '../src/script.js';
 
 /** Plays a conversation: feeds each requested tool call the given observation and asks again. */
@@ -114,7 +114,10 @@ describe('the generic rule for any app', () => {
     { name: 'lookup_greeting', parameters: { properties: { name: { type: 'string', maxLength: 20 } }, required: ['name'] } },
     {
       name: 'send_greeting',
-      parameters: { properties: { to: { type: 'string' }, times: { type: 'integer' }, tone: { enum: ['warm', 'dry'] } } },
+      parameters: {
+        properties: { to: { type: 'string' }, times: { type: 'integer' }, tone: { enum: ['warm', 'dry'] }, note: { type: 'string' } },
+        required: ['to', 'times', 'tone'],
+      },
     },
   ];
   it('calls each offered tool once, in order, with arguments from the input, then answers with the last result', () => {
@@ -134,6 +137,71 @@ describe('the generic rule for any app', () => {
     expect(done.toolCalls).toEqual([]);
     expect(done.content).toContain('not an LLM');
     expect(done.content).toContain('{"sent":true}');
+  });
+});
+
+describe('arguments the generic rule makes up', () => {
+  it('fills only required parameters: read_text_file gets a path, never head and tail at once', () => {
+    const readTextFile: OfferedTool = {
+      name: 'read_text_file',
+      parameters: {
+        type: 'object',
+        properties: { path: { type: 'string' }, head: { type: 'number' }, tail: { type: 'number' } },
+        required: ['path'],
+      },
+    };
+    expect(argumentsFor(readTextFile, 'Read "notes/todo.md" for me')).toEqual({ path: 'notes/todo.md' });
+    expect(argumentsFor({ name: 'list', parameters: { properties: { limit: { type: 'integer' } } } }, 'x')).toEqual({});
+  });
+
+  it('fits each value to its schema: enum, bounds, lengths, formats, minItems, nested objects', () => {
+    const tool: OfferedTool = {
+      name: 't',
+      parameters: {
+        properties: {
+          from: { type: 'string' },
+          to: { type: 'string' },
+          mode: { enum: ['fast', 'slow'] },
+          page: { type: 'integer', minimum: 3, maximum: 9 },
+          ratio: { type: 'number', maximum: 0.5 },
+          rank: { type: 'integer', exclusiveMinimum: 4 },
+          code: { type: 'string', minLength: 6, maxLength: 8 },
+          email: { type: 'string', format: 'email' },
+          site: { type: 'string', format: 'uri' },
+          day: { type: 'string', format: 'date' },
+          tags: { type: 'array', items: { type: 'string', maxLength: 2 }, minItems: 2 },
+          owner: { type: ['object', 'null'], properties: { id: { type: 'integer' }, extra: { type: 'string' } }, required: ['id'] },
+        },
+        required: ['from', 'to', 'mode', 'page', 'ratio', 'rank', 'code', 'email', 'site', 'day', 'tags', 'owner'],
+      },
+    };
+    expect(argumentsFor(tool, 'Copy "a.txt" to "b.txt"')).toEqual({
+      from: 'a.txt',
+      to: 'b.txt',
+      mode: 'fast',
+      page: 3,
+      ratio: 0.5,
+      rank: 5,
+      code: 'b.txtx',
+      email: 'someone@example.com',
+      site: 'https://example.com/',
+      day: '2024-01-01',
+      tags: ['b.', 'b.'],
+      owner: { id: 1 },
+    });
+  });
+
+  it('stays small whatever a schema asks for', () => {
+    const greedy: OfferedTool = {
+      name: 'g',
+      parameters: {
+        properties: { s: { type: 'string', minLength: 1e9 }, a: { type: 'array', minItems: 1e9, items: { type: 'integer' } } },
+        required: ['s', 'a'],
+      },
+    };
+    const args = argumentsFor(greedy, 'x') as { s: string; a: number[] };
+    expect(args.s.length).toBe(10_000);
+    expect(args.a.length).toBe(100);
   });
 });
 

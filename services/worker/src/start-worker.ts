@@ -36,6 +36,7 @@ export function configuredModel(rt: Runtime): ModelGateway {
       fleetConcurrency: config.REIN_MODEL_FLEET_CONCURRENCY,
       maxWaitMs: config.REIN_BULKHEAD_WAIT_MS,
       captureContent: rt.tracing.capture,
+      providers: config.REIN_PROVIDERS,
     },
   );
 }

@@ -15,6 +15,7 @@ import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import { requirementOf, type Tool } from '../tools/tool.js';
+import { decisionSpan, REIN_ATTR } from '../tracing/rein-spans.js';
 import { stricterOf } from './approval-binding.js';
 import { runOfApproval } from './approval-id.js';
 import { decisionRefusal, mayDecide, overseesTenant } from './decision-rights.js';
@@ -160,7 +161,10 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
           decidedAt: new Date(at).toISOString(),
           ...(comment ? { comment } : {}),
         };
-        await transition(run, [decided]);
+        await decisionSpan(run, decided, principal.userId, async (span) => {
+          span.setAttributes({ [REIN_ATTR.approvalDecision]: decided.status, [REIN_ATTR.approvalEdited]: withEdits });
+          await transition(run, [decided]);
+        });
         return approvalView(decided);
       });
     },

@@ -1,6 +1,7 @@
 import { BulkheadFullError, ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { CompleteWith, ModelGateway } from '../model/model-gateway.js';
+import { parseModelId } from '../model/providers.js';
 import { type CaptureContent, chatSpan } from '../tracing/genai.js';
 import { Bulkhead } from './bulkhead.js';
 import type { CircuitBreakers } from './circuit-breakers.js';
@@ -17,6 +18,8 @@ export interface ModelProtection {
   fleetConcurrency: number;
   /** Prompts and completions on the chat spans (operator opt-in); absent, they are never exported. */
   captureContent?: CaptureContent;
+  /** REIN_PROVIDERS, so each chat span names the provider a model id reaches; absent, every model is the default provider's. */
+  providers?: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -55,7 +58,7 @@ export function createResilientModelGateway(models: string[], complete: Complete
             // The fleet lease brings the breaker's shared state with it: one round trip for both.
             p.fleetLimit.run(dependency, p.fleetConcurrency, request.timeoutMs + 5_000, (state) =>
               // The span covers the call and its breaker (whose state it records), not the waits for a slot.
-              chatSpan(model, request, p.captureContent, () =>
+              chatSpan(model, parseModelId(model, p.providers ?? {}).provider, request, p.captureContent, () =>
                 p.breakers.call(dependency, () => complete(model, request), Promise.resolve(state)),
               ),
             ),

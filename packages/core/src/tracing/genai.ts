@@ -31,14 +31,21 @@ import { inSpan } from './spans.js';
  */
 export type CaptureContent = (value: unknown) => string;
 
-/** Every chat completion Rein sends speaks the OpenAI API. */
-const PROVIDER = 'openai';
-
-/** A `chat <model>` span (GenAI semantic conventions) around one model call. */
-export function chatSpan(model: string, request: ModelRequest, capture: CaptureContent | undefined, call: () => Promise<ModelReply>) {
+/**
+ * A `chat <model>` span (GenAI semantic conventions) around one model call. `provider` is
+ * the configured provider's name (a REIN_PROVIDERS key, or `openai` for OPENAI_BASE_URL):
+ * every endpoint speaks the OpenAI API, but who answers is what an operator filters on.
+ */
+export function chatSpan(
+  model: string,
+  provider: string,
+  request: ModelRequest,
+  capture: CaptureContent | undefined,
+  call: () => Promise<ModelReply>,
+) {
   const attributes: Attributes = {
     [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_NAME_VALUE_CHAT,
-    [ATTR_GEN_AI_PROVIDER_NAME]: PROVIDER,
+    [ATTR_GEN_AI_PROVIDER_NAME]: provider,
     [ATTR_GEN_AI_REQUEST_MODEL]: model,
     [ATTR_GEN_AI_REQUEST_MAX_TOKENS]: request.maxTokens,
   };

@@ -1,4 +1,5 @@
 import { isSpanContextValid, type Span, SpanKind } from '@opentelemetry/api';
+import { ATTR_GEN_AI_TOOL_NAME } from '@opentelemetry/semantic-conventions/incubating';
 import type { StepJob } from '../queue/job-catalog.js';
 import { inSpan } from './spans.js';
 import { contextOf, formatTraceparent, newTraceparent } from './trace-context.js';
@@ -12,6 +13,8 @@ export const REIN_ATTR = {
   toolOutcome: 'rein.tool.outcome',
   approvalId: 'rein.approval.id',
   approvalDecision: 'rein.approval.decision',
+  approvalDecidedBy: 'rein.approval.decided_by',
+  approvalEdited: 'rein.approval.edited',
   effectOutcome: 'rein.effect.outcome',
   breakerState: 'rein.breaker.state',
 } as const;
@@ -41,4 +44,24 @@ export function stepSpan<T>(job: string, payload: StepJob, fn: () => Promise<T>)
     span.setAttribute(REIN_ATTR.stepOutcome, String(outcome));
     return outcome;
   });
+}
+
+/**
+ * A person's decision on an approval, as a span in the run's trace (a child of the
+ * run's context, like the resume it leads to), so the wait between the parked step and
+ * the resumed one shows who decided what. Ids only: no comment, reason or arguments.
+ */
+export function decisionSpan<T>(
+  run: { id: string; traceparent?: string },
+  approval: { id: string; toolName: string },
+  decidedBy: string,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  const attributes = {
+    [REIN_ATTR.runId]: run.id,
+    [REIN_ATTR.approvalId]: approval.id,
+    [ATTR_GEN_AI_TOOL_NAME]: approval.toolName,
+    [REIN_ATTR.approvalDecidedBy]: decidedBy,
+  };
+  return inSpan('rein.approval.decide', { parent: contextOf(run.traceparent), attributes }, fn);
 }

@@ -3,9 +3,10 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
 import type { Approval } from '../schemas/approval.js';
-import type { RunRecord } from '../schemas/run.js';
+import type { RunRecord, StepRecord } from '../schemas/run.js';
 import { type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
+import { commitFacts, type RecordFacts, recordFacts } from './commit-facts.js';
 import type { Transition } from './step-policy.js';
 
 export interface ApplierDeps {
@@ -15,6 +16,8 @@ export interface ApplierDeps {
   enqueue: Enqueue;
   metrics: Metrics;
   now: () => number;
+  /** Whether a tool name is registered (an unknown one is counted as `unknown`). */
+  knownTool: (name: string) => boolean;
 }
 
 const STEP_OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished' } as const;
@@ -23,7 +26,8 @@ const STEP_OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished'
  * The one place a step's Transition takes effect: commit (compare-and-set), charge the
  * tenant in the same round trip as the indexes, record metrics, log, and schedule what
  * comes next. The charge lands before the next step is enqueued, so that step's quota
- * check sees it.
+ * check sees it. Counters are read from the committed records, after the commit: an
+ * attempt that loses the compare-and-set counts nothing.
  */
 export function createTransitionApplier(deps: ApplierDeps) {
   /** After a commit (ours or someone else's), make sure the job that advances the run exists. */
@@ -59,6 +63,9 @@ export function createTransitionApplier(deps: ApplierDeps) {
       ...(c || t.kind === 'finish' ? { charge: (run: RunRecord) => deps.quotas.charge(run) } : {}),
     });
     const m = deps.metrics;
+    const facts = commitFacts(t, deps.knownTool);
+    count(facts);
+    for (const f of facts.approvalsCreated) m.approvalsCreated.inc(f);
     if (c) {
       m.modelTokens.inc({ model: c.model, type: 'prompt', tenant: from.tenantId }, c.promptTokens);
       m.modelTokens.inc({ model: c.model, type: 'completion', tenant: from.tenantId }, c.completionTokens);
@@ -81,7 +88,17 @@ export function createTransitionApplier(deps: ApplierDeps) {
     return next;
   }
 
-  return { apply, ensureNext };
+  function count(facts: RecordFacts): void {
+    for (const f of facts.toolCalls) deps.metrics.toolCalls.inc(f);
+    for (const tool of facts.effectsUncertain) deps.metrics.effectsUncertain.inc({ tool });
+  }
+
+  /** Counts the calls of a step record committed outside a Transition (recorded after the run's finish). */
+  function countToolCalls(step: StepRecord): void {
+    count(recordFacts(step, deps.knownTool));
+  }
+
+  return { apply, ensureNext, countToolCalls };
 }
 
 export type TransitionApplier = ReturnType<typeof createTransitionApplier>;

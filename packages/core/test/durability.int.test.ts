@@ -91,9 +91,9 @@ describe('compare-and-set commits (I2)', () => {
     const t = use(model);
     const id = await t.submit('order?');
     // Another writer moves the run on just before this attempt's step commit lands.
-    const commit = t.store.commit.bind(t.store);
+    const commit = t.store.compareAndSet.bind(t.store);
     let raced = 0;
-    t.store.commit = async (c) => {
+    t.store.compareAndSet = async (c) => {
       if (c.step && raced++ === 0) {
         const fresh = await t.store.require(id);
         await commit({ from: fresh, to: { ...fresh, updatedAt: new Date().toISOString() } });

@@ -3,7 +3,7 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
 import type { Approval } from '../schemas/approval.js';
-import type { RunRecord, StepRecord } from '../schemas/run.js';
+import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import { type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
 import { commitFacts, type RecordFacts, recordFacts } from './commit-facts.js';
@@ -56,12 +56,18 @@ export function createTransitionApplier(deps: ApplierDeps) {
     const c = t.charge;
     const requested = t.kind === 'park' ? t.newApprovals.map((a) => approvalEvent(a, false)) : [];
     await deps.feed.stage(from.tenantId, requested);
-    const next = await deps.store.commit({
-      from,
-      ...t.change,
-      // A finish charges too: it makes up a charge an earlier step lost in a crash.
-      ...(c || t.kind === 'finish' ? { charge: (run: RunRecord) => deps.quotas.charge(run) } : {}),
-    });
+    // The charge goes out beside the commit (one round trip for both). It charges what the
+    // run has spent by this step, which is paid whether or not this commit wins: a stale
+    // commit lost to another attempt acting on the same journaled decision (I3), or to a
+    // cancel, after the model was paid. Charges are idempotent per run total. A finish
+    // charges too: it makes up a charge an earlier step lost in a crash.
+    const charged = c || t.kind === 'finish' ? deps.quotas.charge(t.change.to) : undefined;
+    charged?.catch(() => undefined); // awaited below, once the commit has landed
+    const next = await deps.store.compareAndSet({ from, ...t.change });
+    // A finished run's charge lands before its finish hook and its indexes: a crash before
+    // it leaves the run in the active-runs index, where the reaper charges it.
+    if (TERMINAL_STATUSES.includes(next.status)) await charged;
+    await Promise.all([charged, deps.store.afterCommit(from, next, t.change.approvals ?? [])]);
     const m = deps.metrics;
     const facts = commitFacts(t, deps.knownTool);
     count(facts);

@@ -23,8 +23,8 @@ export interface ApplierDeps {
 const STEP_OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished' } as const;
 
 /**
- * The one place a step's Transition takes effect: commit (compare-and-set), charge the
- * tenant in the same round trip as the indexes, record metrics, log, and schedule what
+ * The one place a step's Transition takes effect: compare-and-set with the tenant's charge
+ * sent beside it, the store's follow-ups (finish hook, indexes), metrics, log, and what
  * comes next. The charge lands before the next step is enqueued, so that step's quota
  * check sees it. Counters are read from the committed records, after the commit: an
  * attempt that loses the compare-and-set counts nothing.

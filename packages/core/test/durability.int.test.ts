@@ -79,6 +79,46 @@ describe('compare-and-set commits (I2)', () => {
     expect((await t.store.messages(id)).filter((m) => m.role === 'tool')).toHaveLength(1);
     expect((await t.store.require(id)).step).toBe(1);
   });
+  it('counts nothing for an attempt whose commit was stale: the counters follow committed records', async () => {
+    const model = createFakeModel([
+      {
+        toolCalls: [
+          toolCall('r1', 'query_order', { orderNo: '2024001' }),
+          toolCall('w1', 'create_ticket', { orderNo: '2024001', type: '超时发货', priority: 'high', suggestedAction: '补偿 44.95 元' }),
+        ],
+      },
+    ]);
+    const t = use(model);
+    const id = await t.submit('order?');
+    // Another writer moves the run on just before this attempt's step commit lands.
+    const commit = t.store.compareAndSet.bind(t.store);
+    let raced = 0;
+    t.store.compareAndSet = async (c) => {
+      if (c.step && raced++ === 0) {
+        const fresh = await t.store.require(id);
+        await commit({ from: fresh, to: { ...fresh, updatedAt: new Date().toISOString() } });
+      }
+      return commit(c);
+    };
+    const total = async (m: { get(): Promise<{ values: Array<{ value: number }> }> }) =>
+      (await m.get()).values.reduce((sum, v) => sum + v.value, 0);
+    expect(await t.steps.process({ runId: id, step: 0 })).toBe('already_committed');
+    expect(raced).toBe(1);
+    expect(await t.store.steps(id)).toHaveLength(0);
+    expect(await total(t.metrics.toolCalls)).toBe(0);
+    expect(await total(t.metrics.approvalsCreated)).toBe(0);
+    expect(await total(t.metrics.steps)).toBe(0);
+    // The step that does commit counts its calls and its approval once.
+    expect(await t.steps.process({ runId: id, step: 0 })).toBe('parked');
+    expect(await total(t.metrics.toolCalls)).toBe(2);
+    expect((await t.metrics.toolCalls.get()).values.map((v) => v.labels)).toEqual(
+      expect.arrayContaining([
+        { tool: 'query_order', outcome: 'ok' },
+        { tool: 'create_ticket', outcome: 'awaiting_approval' },
+      ]),
+    );
+    expect(await total(t.metrics.approvalsCreated)).toBe(1);
+  });
 });
 
 describe('approval before effect (I5) and exactly-once effects (I4)', () => {

@@ -3,9 +3,10 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
 import type { Approval } from '../schemas/approval.js';
-import type { RunRecord } from '../schemas/run.js';
+import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import { type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
+import { commitFacts, type RecordFacts, recordFacts } from './commit-facts.js';
 import type { Transition } from './step-policy.js';
 
 export interface ApplierDeps {
@@ -15,15 +16,18 @@ export interface ApplierDeps {
   enqueue: Enqueue;
   metrics: Metrics;
   now: () => number;
+  /** Whether a tool name is registered (an unknown one is counted as `unknown`). */
+  knownTool: (name: string) => boolean;
 }
 
 const STEP_OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished' } as const;
 
 /**
- * The one place a step's Transition takes effect: commit (compare-and-set), charge the
- * tenant in the same round trip as the indexes, record metrics, log, and schedule what
+ * The one place a step's Transition takes effect: compare-and-set with the tenant's charge
+ * sent beside it, the store's follow-ups (finish hook, indexes), metrics, log, and what
  * comes next. The charge lands before the next step is enqueued, so that step's quota
- * check sees it.
+ * check sees it. Counters are read from the committed records, after the commit: an
+ * attempt that loses the compare-and-set counts nothing.
  */
 export function createTransitionApplier(deps: ApplierDeps) {
   /** After a commit (ours or someone else's), make sure the job that advances the run exists. */
@@ -52,13 +56,22 @@ export function createTransitionApplier(deps: ApplierDeps) {
     const c = t.charge;
     const requested = t.kind === 'park' ? t.newApprovals.map((a) => approvalEvent(a, false)) : [];
     await deps.feed.stage(from.tenantId, requested);
-    const next = await deps.store.commit({
-      from,
-      ...t.change,
-      // A finish charges too: it makes up a charge an earlier step lost in a crash.
-      ...(c || t.kind === 'finish' ? { charge: (run: RunRecord) => deps.quotas.charge(run) } : {}),
-    });
+    // The charge goes out beside the commit (one round trip for both). It charges what the
+    // run has spent by this step, which is paid whether or not this commit wins: a stale
+    // commit lost to another attempt acting on the same journaled decision (I3), or to a
+    // cancel, after the model was paid. Charges are idempotent per run total. A finish
+    // charges too: it makes up a charge an earlier step lost in a crash.
+    const charged = c || t.kind === 'finish' ? deps.quotas.charge(t.change.to) : undefined;
+    charged?.catch(() => undefined); // awaited below, once the commit has landed
+    const next = await deps.store.compareAndSet({ from, ...t.change });
+    // A finished run's charge lands before its finish hook and its indexes: a crash before
+    // it leaves the run in the active-runs index, where the reaper charges it.
+    if (TERMINAL_STATUSES.includes(next.status)) await charged;
+    await Promise.all([charged, deps.store.afterCommit(from, next, t.change.approvals ?? [])]);
     const m = deps.metrics;
+    const facts = commitFacts(t, deps.knownTool);
+    count(facts);
+    for (const f of facts.approvalsCreated) m.approvalsCreated.inc(f);
     if (c) {
       m.modelTokens.inc({ model: c.model, type: 'prompt', tenant: from.tenantId }, c.promptTokens);
       m.modelTokens.inc({ model: c.model, type: 'completion', tenant: from.tenantId }, c.completionTokens);
@@ -81,7 +94,17 @@ export function createTransitionApplier(deps: ApplierDeps) {
     return next;
   }
 
-  return { apply, ensureNext };
+  function count(facts: RecordFacts): void {
+    for (const f of facts.toolCalls) deps.metrics.toolCalls.inc(f);
+    for (const tool of facts.effectsUncertain) deps.metrics.effectsUncertain.inc({ tool });
+  }
+
+  /** Counts the calls of a step record committed outside a Transition (recorded after the run's finish). */
+  function countToolCalls(step: StepRecord): void {
+    count(recordFacts(step, deps.knownTool));
+  }
+
+  return { apply, ensureNext, countToolCalls };
 }
 
 export type TransitionApplier = ReturnType<typeof createTransitionApplier>;

@@ -96,6 +96,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     enqueue: deps.enqueue,
     metrics: deps.metrics,
     now,
+    knownTool: (name) => deps.tools.has(name),
   });
 
   // A tool's JSON schema is derived from its zod schema once, not on every step.
@@ -376,7 +377,6 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         now: now(),
         approvalTtlMs: deps.approvalTtlMs,
       });
-      if (outcome.kind === 'park') deps.metrics.approvalsCreated.inc({ tool: outcome.approval.toolName, risk: outcome.approval.risk });
       return applied(run, afterPlan(facts(), outcome), log);
     }
     const first = afterDecision(facts());
@@ -390,10 +390,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         const earlier = first.earlier.get(index);
         if (earlier && deps.tools.get(call.name)?.kind === 'read') {
           const answered = await fromEarlier(run.id, earlier, call.id);
-          if (answered) {
-            deps.metrics.toolCalls.inc({ tool: call.name, outcome: 'snapshot' });
-            return answered;
-          }
+          if (answered) return answered;
         }
         return limit(() => deps.executeTool(run, profile, run.step, index, call, approvals, planSteps[index], breakerStates));
       }),
@@ -418,6 +415,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       // the ledger, so what they did is recorded in the trace now, where the saga and the people find it.
       const wrote = records.some((r) => deps.tools.get(r.name)?.kind === 'write' && EFFECT_OUTCOMES.includes(r.outcome));
       if (err instanceof StaleStepError && wrote && t.change.step && (await deps.store.recordAfterFinish(run.id, t.change.step))) {
+        applier.countToolCalls(t.change.step);
         log.warn({ step: run.step }, "tool calls recorded after the run's finish");
       }
       throw err;

@@ -78,7 +78,6 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     durationMs = 0,
     extra: Partial<ToolCallRecord> = {},
   ): ToolCallResult => {
-    deps.metrics.toolCalls.inc({ tool: deps.tools.has(call.name) ? call.name : 'unknown', outcome });
     return { record: { id: call.id, name: call.name, arguments: args, outcome, observation, durationMs, ...extra } };
   };
 
@@ -109,7 +108,6 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     }
     // The intent stays in the ledger: the effect is neither recorded as done nor as failed.
     const uncertain = (why: string, durationMs = 0) => {
-      deps.metrics.effectsUncertain.inc({ tool: tool.name });
       annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'uncertain' });
       deps.logger.warn({ tool: tool.name, toolCallId: call.id, why }, 'effect outcome uncertain');
       return record(
@@ -245,7 +243,6 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
         createdAt: new Date(created).toISOString(),
         expiresAt: new Date(created + (tool.approvalTtlMs ?? deps.approvalTtlMs)).toISOString(),
       };
-      deps.metrics.approvalsCreated.inc({ tool: tool.name, risk: requirement.risk });
       return { ...record(call, parsed.args, 'awaiting_approval', `Waiting for human approval (${id}).`, 0, gated), newApproval };
     }
     switch (approval.status) {

@@ -43,12 +43,6 @@ export interface Commit {
   messages?: ChatMessage[];
   approvals?: Approval[];
   events?: RunEvent[];
-  /**
-   * Charges the run's usage to its tenant (another slot), sent beside the commit and
-   * landed before the indexes: a crash before it leaves the run in the active-runs
-   * index, where the reaper charges it.
-   */
-  charge?: (run: RunRecord) => Promise<unknown>;
 }
 
 /** What a step needs from its run, read in one round trip. */
@@ -196,22 +190,28 @@ export class RunStore {
   }
 
   /**
-   * Commits atomically if the run is still at `from.version`. Throws StaleStepError
-   * otherwise; the caller re-reads and decides again.
+   * Commits atomically if the run is still at `from.version`, then its follow-ups in the
+   * store (finish hook, indexes: see afterCommit). Throws StaleStepError otherwise; the
+   * caller re-reads and decides again.
    */
   async commit(c: Commit): Promise<RunRecord> {
+    const next = await this.compareAndSet(c);
+    await this.afterCommit(c.from, next, c.approvals ?? []);
+    return next;
+  }
+
+  /**
+   * The compare-and-set alone (one round trip): the run's writes, none of its indexes.
+   * Throws StaleStepError if the run moved past `from.version`. A caller that sends other
+   * writes beside it (the step applier's tenant charge) calls afterCommit itself.
+   */
+  async compareAndSet(c: Commit): Promise<RunRecord> {
     const next: RunRecord = runRecordSchema.parse({ ...c.to, version: c.from.version + 1 });
     const k = runKeys(next.id);
     const messages = (c.messages ?? []).map((m) => JSON.stringify(chatMessageSchema.parse(m)));
     const approvals = (c.approvals ?? []).flatMap((a) => [a.id, JSON.stringify(approvalSchema.parse(a))]);
     const events = (c.events ?? []).map((e) => storedEvent(runEventSchema.parse(e)));
     const terminal = TERMINAL_STATUSES.includes(next.status);
-    // The charge goes out beside the commit (one round trip for both). It charges what the
-    // run has spent by this step, which is paid whether or not this commit wins: a stale
-    // commit lost to another attempt acting on the same journaled decision (I3), or to a
-    // cancel, after the model was paid. Charges are idempotent per run total.
-    const charged = c.charge?.(next);
-    charged?.catch(() => undefined); // awaited below, once the commit has landed
     const result = await this.redis.commitRun(
       k.run,
       k.messages,
@@ -238,22 +238,25 @@ export class RunStore {
     if (result === CommitResult.Stale) {
       throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
     }
-    // A finished run leaves the active index the reaper repairs from, so its charge and its
-    // finish hook must be done first: a crash before then leaves it there, and the reaper
-    // does them again (see completeFinish).
-    const finishing = TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(c.from.status);
-    if (TERMINAL_STATUSES.includes(next.status)) await charged;
-    if (finishing) await this.onFinished?.(next);
-    await Promise.all([
-      charged,
-      this.afterCommit(next, {
-        left: c.from.status === next.status ? [] : [c.from.status],
-        approvals: c.approvals ?? [],
-        deadlineMoved: c.from.status !== next.status || c.from.deadlineAt !== next.deadlineAt,
-        finishing,
-      }),
-    ]);
     return next;
+  }
+
+  /**
+   * What follows a commit from `from` to `next` in the store: the finish hook of a run
+   * that just finished, then the indexes. A finished run leaves the active index the
+   * reaper repairs from last, so a crash before then leaves it there and the reaper does
+   * these again (see completeFinish). A caller charging the tenant lands a terminal run's
+   * charge before calling this, for the same reason.
+   */
+  async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[]): Promise<void> {
+    const finishing = TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(from.status);
+    if (finishing) await this.onFinished?.(next);
+    await this.writeIndexes(next, {
+      left: from.status === next.status ? [] : [from.status],
+      approvals,
+      deadlineMoved: from.status !== next.status || from.deadlineAt !== next.deadlineAt,
+      finishing,
+    });
   }
 
   /**
@@ -294,7 +297,7 @@ export class RunStore {
    */
   async completeFinish(run: RunRecord): Promise<void> {
     await this.onFinished?.(run);
-    await this.afterCommit(run, {
+    await this.writeIndexes(run, {
       left: runStatusSchema.options.filter((s) => !TERMINAL_STATUSES.includes(s)),
       approvals: [],
       deadlineMoved: false,
@@ -312,7 +315,7 @@ export class RunStore {
    * a retried commit repeats them. A finished run leaves the active-runs index last.
    * `left`: the status indexes the run is no longer in.
    */
-  private async afterCommit(
+  private async writeIndexes(
     next: RunRecord,
     how: { left: RunStatus[]; approvals: Approval[]; deadlineMoved: boolean; finishing: boolean },
   ): Promise<void> {

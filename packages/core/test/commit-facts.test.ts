@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { commitFacts, recordFacts } from '../src/engine/commit-facts.js';
+import type { Transition } from '../src/engine/step-policy.js';
+import type { Approval } from '../src/schemas/approval.js';
+import type { StepRecord, ToolCallRecord } from '../src/schemas/run.js';
+
+/** What a committed step counts, read from its records (pure: no Redis, no registry). */
+
+const call = (name: string, outcome: ToolCallRecord['outcome'], extra: Partial<ToolCallRecord> = {}): ToolCallRecord => ({
+  id: `${name}-${outcome}`,
+  name,
+  arguments: {},
+  outcome,
+  observation: '',
+  durationMs: 0,
+  ...extra,
+});
+
+const step = (toolCalls: ToolCallRecord[]): StepRecord => ({
+  schemaVersion: 1,
+  index: 0,
+  model: 'm',
+  thought: null,
+  toolCalls,
+  usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 },
+  costUsd: 0,
+  durationMs: 0,
+  finishedAt: '2026-01-01T00:00:00.000Z',
+});
+
+const known = (name: string) => name !== 'made_up';
+
+describe('recordFacts', () => {
+  it('counts each call by outcome, a reused read as snapshot and an unregistered name as unknown', () => {
+    const facts = recordFacts(
+      step([call('query_order', 'ok'), call('query_order', 'ok', { fromSnapshot: true }), call('made_up', 'unknown_tool')]),
+      known,
+    );
+    expect(facts.toolCalls).toEqual([
+      { tool: 'query_order', outcome: 'ok' },
+      { tool: 'query_order', outcome: 'snapshot' },
+      { tool: 'unknown', outcome: 'unknown_tool' },
+    ]);
+    expect(facts.effectsUncertain).toEqual([]);
+  });
+
+  it('counts an uncertain effect once per call', () => {
+    expect(recordFacts(step([call('charge_card', 'uncertain'), call('charge_card', 'ok')]), known).effectsUncertain).toEqual([
+      'charge_card',
+    ]);
+  });
+
+  it('counts nothing for a change without a step record', () => {
+    expect(recordFacts(undefined, known)).toEqual({ toolCalls: [], effectsUncertain: [] });
+  });
+});
+
+describe('commitFacts', () => {
+  it("counts a park's new approvals, and no approval for other kinds", () => {
+    const approval = { toolName: 'create_ticket', risk: 'high' } as Approval;
+    const change = { step: step([call('create_ticket', 'awaiting_approval')]) } as Transition['change'];
+    const park = { kind: 'park', change, newApprovals: [approval], log: { level: 'info', msg: '' } } as Transition;
+    expect(commitFacts(park, known)).toEqual({
+      toolCalls: [{ tool: 'create_ticket', outcome: 'awaiting_approval' }],
+      effectsUncertain: [],
+      approvalsCreated: [{ tool: 'create_ticket', risk: 'high' }],
+    });
+    expect(commitFacts({ kind: 'continue', change } as Transition, known).approvalsCreated).toEqual([]);
+  });
+});

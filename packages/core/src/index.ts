@@ -7,7 +7,7 @@ export {
   HANDOFF_ANSWER,
 } from './agents/agent-profile.js';
 export { type App, type AppDefinition, type AppServices, defineApp, isApp } from './app/define-app.js';
-export { loadApp } from './app/load-app.js';
+export { loadApp, loadAppOrExit } from './app/load-app.js';
 export { createRegistry, type Registry } from './app/registry.js';
 export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
 export { approvalId, runOfApproval } from './approvals/approval-id.js';
@@ -17,7 +17,7 @@ export { feedVisibleTo, type RunOwners } from './approvals/feed-visibility.js';
 export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
-export { type Config, configSchema, loadAppOrExit, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
+export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
 export { type Compensator, compensationKey, createCompensator } from './engine/compensation.js';
 export {
   type ContextPolicy,

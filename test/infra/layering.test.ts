@@ -59,6 +59,19 @@ describe('the layering rule is checked by lint', () => {
     expect(rules).toContain('lint/style/noRestrictedImports');
   });
 
+  it('fails when a pure policy module reaches for the pipeline or an adapter', () => {
+    for (const [target, file] of [
+      ['./step-processor.js', 'packages/core/src/engine/step-processor.ts'],
+      ['../store/run-store.js', 'packages/core/src/store/run-store.ts'],
+    ]) {
+      const { rules } = lint({
+        [file]: 'export const x = 1;\n',
+        'packages/core/src/engine/step-policy.ts': `import { x } from '${target}';\nexport const y = x;\n`,
+      });
+      expect(rules, target).toContain('lint/style/noRestrictedImports');
+    }
+  });
+
   it('passes the same files when the arrow points down', () => {
     expect(
       lint({

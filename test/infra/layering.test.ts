@@ -63,7 +63,7 @@ describe('the layering rule is checked by lint', () => {
     for (const [target, file] of [
       ['./step-processor.js', 'packages/core/src/engine/step-processor.ts'],
       ['../store/run-store.js', 'packages/core/src/store/run-store.ts'],
-    ]) {
+    ] as const) {
       const { rules } = lint({
         [file]: 'export const x = 1;\n',
         'packages/core/src/engine/step-policy.ts': `import { x } from '${target}';\nexport const y = x;\n`,

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import type { App } from './app/define-app.js';
-import { loadApp } from './app/load-app.js';
+import { priceSchema } from './budgets/price.js';
 import { DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
 import { ConfigError } from './errors.js';
 import { providersSchema, resolveProviderKeys } from './model/providers.js';
@@ -67,8 +66,8 @@ const shardList = csv
   .refine((shards) => shards.length > 0, 'names no shard');
 const otlpProtocol = z.enum(['http/protobuf', 'http/json'], { message: 'http/protobuf or http/json (grpc is not supported)' });
 
-export const priceSchema = z.object({ promptPerMTok: z.number().min(0), completionPerMTok: z.number().min(0) });
-export type Price = z.infer<typeof priceSchema>;
+// The price lives with the budgets it feeds; re-exported for the modules that still import it from here.
+export { type Price, priceSchema } from './budgets/price.js';
 
 export const quotaSchema = z.object({
   /** Runs queued or running at once; parked ones (waiting for a person) count apart. */
@@ -254,16 +253,6 @@ export function workerShards(config: Pick<Config, 'REIN_QUEUE_SHARDS' | 'REIN_WO
 export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
   try {
     return loadConfig(env);
-  } catch (err) {
-    process.stderr.write(`rein: ${(err as Error).message}\n`);
-    process.exit(1);
-  }
-}
-
-/** For process entry points: the app of REIN_APP, or print why not and exit 1. */
-export async function loadAppOrExit(config: Config, cwd?: string): Promise<App> {
-  try {
-    return await loadApp(config.REIN_APP, cwd);
   } catch (err) {
     process.stderr.write(`rein: ${(err as Error).message}\n`);
     process.exit(1);

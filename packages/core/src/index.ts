@@ -7,17 +7,22 @@ export {
   HANDOFF_ANSWER,
 } from './agents/agent-profile.js';
 export { type App, type AppDefinition, type AppServices, defineApp, isApp } from './app/define-app.js';
-export { loadApp } from './app/load-app.js';
+export { loadApp, loadAppOrExit } from './app/load-app.js';
 export { createRegistry, type Registry } from './app/registry.js';
 export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
 export { approvalId, runOfApproval } from './approvals/approval-id.js';
-export { type ApprovalService, createApprovalService, type Decision as ApprovalDecision } from './approvals/approval-service.js';
+export {
+  type ApprovalService,
+  createApprovalService,
+  type Decision as ApprovalDecision,
+  type Decision as ApprovalVerdict,
+} from './approvals/approval-service.js';
 export { type DecisionRights, decisionRights, holdsRole, mayDecide, mayReadRun, ROLE_RANK } from './approvals/decision-rights.js';
 export { feedVisibleTo, type RunOwners } from './approvals/feed-visibility.js';
 export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
-export { type Config, configSchema, loadAppOrExit, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
+export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
 export { type Compensator, compensationKey, createCompensator } from './engine/compensation.js';
 export {
   type ContextPolicy,
@@ -32,8 +37,10 @@ export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './eng
 export { linkCallsToPlan, PLAN_APPROVAL, type PlanOptions, planResponseFormat, validatePlan } from './engine/plan.js';
 export { type ReaperDeps, reap } from './engine/reaper.js';
 export { retryOnStale } from './engine/run-transitions.js';
-export type { GuardLimits, Transition } from './engine/step-policy.js';
-export { createStepProcessor, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
+// StepEffect is the preferred name of Transition (what a step does to its run; see docs/design.md, glossary).
+export type { GuardLimits, Transition as StepEffect, Transition } from './engine/step-policy.js';
+// StepDisposition is the preferred name of StepOutcome (how handling one step job ended, a label).
+export { createStepProcessor, type StepOutcome as StepDisposition, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
 export { createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
 export { escapeMarkup, toolMessageContent, truncateObservation } from './engine/tool-observation.js';
 export { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
@@ -185,6 +192,8 @@ export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schem
 export {
   type Decision,
   decisionSchema,
+  type JournaledReply,
+  journaledReplySchema,
   type RunReason,
   type RunRecord,
   type RunStatus,

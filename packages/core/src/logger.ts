@@ -1,6 +1,6 @@
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { type Logger, pino } from 'pino';
 import type { PiiMasker } from './guards/pii-masker.js';
-import { logTraceFields } from './tracing/spans.js';
 
 /**
  * Redaction paths are static: secrets and PII-bearing fields never reach a log line,
@@ -20,6 +20,12 @@ const REDACT = [
   'input',
   'messages',
 ];
+
+/** The active span's ids for a log line, so logs and traces join; nothing outside a span (always so without the SDK). */
+export function logTraceFields(): { trace_id?: string; span_id?: string } {
+  const sc = trace.getActiveSpan()?.spanContext();
+  return sc && isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
+}
 
 /**
  * Secrets are removed by path; PII inside any other string field (a phone number in an

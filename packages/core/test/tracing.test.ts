@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { createPiiMasker } from '../src/guards/pii-masker.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger, logTraceFields } from '../src/logger.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../src/testing/otlp-receiver.js';
 import { chatSpan, toolSpan } from '../src/tracing/genai.js';
 import { stepSpan, submitSpan } from '../src/tracing/rein-spans.js';
-import { annotateActiveSpan, logTraceFields } from '../src/tracing/spans.js';
+import { annotateActiveSpan } from '../src/tracing/spans.js';
 import { activeTraceparent, parseTraceparent } from '../src/tracing/trace-context.js';
 import { maskedContent, setupTracing, type Tracing } from '../src/tracing/tracing-setup.js';
 

@@ -43,3 +43,13 @@ export async function loadApp(spec: string, cwd: string = process.cwd()): Promis
   if (!isApp(mod.default)) throw new ConfigError(`REIN_APP=${spec}: its default export is not a defineApp(...) value`);
   return mod.default;
 }
+
+/** For process entry points: the app of REIN_APP, or print why not and exit 1. */
+export async function loadAppOrExit(config: { REIN_APP: string }, cwd?: string): Promise<App> {
+  try {
+    return await loadApp(config.REIN_APP, cwd);
+  } catch (err) {
+    process.stderr.write(`rein: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}

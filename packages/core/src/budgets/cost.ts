@@ -1,7 +1,12 @@
-import type { AgentProfile } from '../agents/agent-profile.js';
-import type { Config, Price } from '../config.js';
+import type { Config } from '../config.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { Price } from './price.js';
+
+/** The part of an agent profile the price check reads (declared here so budgets need not import agents). */
+export interface PricedAgent {
+  models?: readonly string[];
+}
 
 /** Money for one model call from the price table; unknown models cost 0 (counted in `rein_model_price_missing_total`). */
 export function costOf(prices: Record<string, Price>, model: string, usage: { promptTokens: number; completionTokens: number }): number {
@@ -13,7 +18,7 @@ export function costOf(prices: Record<string, Price>, model: string, usage: { pr
 /** The models the fleet may call (REIN_MODEL, its fallbacks, every agent's own) that the price table lacks. */
 export function unpricedModels(
   config: Pick<Config, 'REIN_MODEL' | 'REIN_FALLBACK_MODELS' | 'REIN_MODEL_PRICES'>,
-  agents: readonly AgentProfile[],
+  agents: readonly PricedAgent[],
 ): string[] {
   const models = new Set([config.REIN_MODEL, ...config.REIN_FALLBACK_MODELS]);
   for (const a of agents) for (const m of a.models ?? []) models.add(m);
@@ -24,7 +29,7 @@ export function unpricedModels(
  * At start: a model without a price costs 0, so cost budgets and quotas never stop it.
  * Warns naming the models, or (REIN_REQUIRE_PRICES=true) refuses to start.
  */
-export function checkPrices(config: Config, agents: readonly AgentProfile[], logger: Logger): void {
+export function checkPrices(config: Config, agents: readonly PricedAgent[], logger: Logger): void {
   const missing = unpricedModels(config, agents);
   if (missing.length === 0) return;
   const line = `REIN_MODEL_PRICES has no price for ${missing.join(', ')}: their calls cost 0, so cost budgets and quotas never stop them`;

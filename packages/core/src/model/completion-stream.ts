@@ -1,7 +1,12 @@
 import { createParser } from 'eventsource-parser';
 import { z } from 'zod';
 import { ModelReplyInvalidError, ModelUnavailableError } from '../errors.js';
-import type { ModelDelta } from './model-gateway.js';
+
+/** A piece of a streamed reply: text, or a part of the `index`-th tool call (its id and name come first). */
+export interface ModelDelta {
+  content?: string;
+  toolCall?: { index: number; id?: string; name?: string; arguments?: string };
+}
 
 /** One `chat.completion.chunk`, as far as it is read; anything else on a data line is a malformed reply. */
 const chunkSchema = z.object({

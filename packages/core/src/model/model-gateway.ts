@@ -3,7 +3,9 @@ import { z } from 'zod';
 import { ModelRejectedError, ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../errors.js';
 import type { ChatMessage, ModelToolCall } from '../schemas/message.js';
 import { startCallDeadline } from './call-deadline.js';
-import { readCompletionStream } from './completion-stream.js';
+import { type ModelDelta, readCompletionStream } from './completion-stream.js';
+
+export type { ModelDelta };
 
 export interface ModelRequest {
   messages: ChatMessage[];
@@ -19,12 +21,6 @@ export interface ModelRequest {
   onDelta?: (delta: ModelDelta) => void;
   /** Structured output — an agent's `output` schema, or a plan-mode agent's plan — sent as `response_format` json_schema where the provider supports it; the reply is validated all the same. */
   responseFormat?: { name: string; schema: Record<string, unknown> };
-}
-
-/** A piece of a streamed reply: text, or a part of the `index`-th tool call (its id and name come first). */
-export interface ModelDelta {
-  content?: string;
-  toolCall?: { index: number; id?: string; name?: string; arguments?: string };
 }
 
 export interface ModelReply {

@@ -134,8 +134,8 @@ export const runRecordSchema = z.object({
 });
 export type RunRecord = z.infer<typeof runRecordSchema>;
 
-/** The model's reply for one step, journaled before any tool runs (I3). */
-export const decisionSchema = z.object({
+/** The model's reply for one step, journaled before any tool runs (I3). Not an approver's verdict: that is `ApprovalVerdict`. */
+export const journaledReplySchema = z.object({
   schemaVersion,
   step: z.number().int().min(0),
   model: z.string(),
@@ -145,7 +145,10 @@ export const decisionSchema = z.object({
   durationMs: z.number().min(0),
   createdAt: z.string(),
 });
-export type Decision = z.infer<typeof decisionSchema>;
+export type JournaledReply = z.infer<typeof journaledReplySchema>;
+/** Earlier names of `journaledReplySchema` / `JournaledReply`, kept while code still uses them. */
+export const decisionSchema = journaledReplySchema;
+export type Decision = JournaledReply;
 
 export const toolOutcomeSchema = z.enum([
   'ok',

@@ -1,4 +1,4 @@
-import { type Attributes, type Context, context, isSpanContextValid, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Attributes, type Context, context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { ReinError } from '../errors.js';
 
 /** Rein's instrumentation scope. Without a registered SDK the API hands out no-op spans: nothing is recorded or sent. */
@@ -38,10 +38,4 @@ export async function inSpan<T>(name: string, opts: SpanOptions & { notFailures?
 /** Adds attributes to the active span (a breaker state seen deep inside a call); a no-op without one. */
 export function annotateActiveSpan(attributes: Attributes): void {
   trace.getActiveSpan()?.setAttributes(attributes);
-}
-
-/** The active span's ids for a log line, so logs and traces join; nothing outside a span (always so without the SDK). */
-export function logTraceFields(): { trace_id?: string; span_id?: string } {
-  const sc = trace.getActiveSpan()?.spanContext();
-  return sc && isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
 }

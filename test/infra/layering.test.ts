@@ -1,0 +1,83 @@
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const biome = join(root, 'node_modules/.bin/biome');
+
+let dir: string | undefined;
+afterEach(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+/** Lints `files` laid out like the repo, under a copy of the repo's biome.json; returns biome's JSON diagnostics' rule names. */
+function lint(files: Record<string, string>): { rules: string[]; ok: boolean } {
+  dir = mkdtempSync(join(tmpdir(), 'rein-layering-'));
+  copyFileSync(join(root, 'biome.json'), join(dir, 'biome.json'));
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  try {
+    execFileSync(biome, ['lint', '--reporter=json', '.'], { cwd: dir, encoding: 'utf8', stdio: 'pipe' });
+    return { rules: [], ok: true };
+  } catch (err) {
+    const out = (err as { stdout: string }).stdout;
+    const report = JSON.parse(out) as { diagnostics: { category: string }[] };
+    return { rules: report.diagnostics.map((d) => d.category), ok: false };
+  }
+}
+
+describe('the layering rule is checked by lint', () => {
+  it('fails on an import cycle, type-only imports included', () => {
+    const { ok, rules } = lint({
+      'packages/core/src/store/a.ts': "import type { B } from './b.js';\nexport type A = { b?: B };\n",
+      'packages/core/src/store/b.ts': "import type { A } from './a.js';\nexport type B = { a?: A };\n",
+    });
+    expect(ok).toBe(false);
+    expect(rules).toContain('lint/suspicious/noImportCycles');
+  });
+
+  it('fails when a lower layer imports a higher one (the contract importing the engine)', () => {
+    const { ok, rules } = lint({
+      'packages/core/src/engine/step.ts': 'export const step = 1;\n',
+      'packages/core/src/schemas/run.ts': "import { step } from '../engine/step.js';\nexport const run = step;\n",
+    });
+    expect(ok).toBe(false);
+    expect(rules).toContain('lint/style/noRestrictedImports');
+  });
+
+  it('fails when an adapter imports a feature (the store importing approvals)', () => {
+    const { rules } = lint({
+      'packages/core/src/approvals/approval.ts': 'export const approval = 1;\n',
+      'packages/core/src/store/feed.ts': "import { approval } from '../approvals/approval.js';\nexport const feed = approval;\n",
+    });
+    expect(rules).toContain('lint/style/noRestrictedImports');
+  });
+
+  it('fails when a pure policy module reaches for the pipeline or an adapter', () => {
+    for (const [target, file] of [
+      ['./step-processor.js', 'packages/core/src/engine/step-processor.ts'],
+      ['../store/run-store.js', 'packages/core/src/store/run-store.ts'],
+    ] as const) {
+      const { rules } = lint({
+        [file]: 'export const x = 1;\n',
+        'packages/core/src/engine/step-policy.ts': `import { x } from '${target}';\nexport const y = x;\n`,
+      });
+      expect(rules, target).toContain('lint/style/noRestrictedImports');
+    }
+  });
+
+  it('passes the same files when the arrow points down', () => {
+    expect(
+      lint({
+        'packages/core/src/schemas/run.ts': 'export const run = 1;\n',
+        'packages/core/src/engine/step.ts': "import { run } from '../schemas/run.js';\nexport const step = run;\n",
+      }),
+    ).toEqual({ rules: [], ok: true });
+  });
+});

@@ -148,7 +148,7 @@ describe('loadApp', () => {
     );
     const app = await loadApp('./app.mjs', dir);
     expect(app.agents.map((a) => a.name)).toEqual(['x']);
-  });
+  }, 30_000); // it imports the whole built core afresh: slow on a loaded machine
 
   it('says what is wrong with REIN_APP: not an app, not found', async () => {
     writeFileSync(join(dir, 'not-app.mjs'), 'export default { agents: [] };\n');
@@ -163,5 +163,22 @@ describe('ToolError', () => {
     const err = new ToolError('rate_limited', 'slow down', { retryable: true });
     expect(err).toMatchObject({ name: 'ToolError', code: 'rate_limited', retryable: true, message: 'slow down' });
     expect(new ToolError('gone', 'no').retryable).toBe(false);
+  });
+});
+
+describe('defineApp({ trustAnnotations })', () => {
+  const agent = defineAgent({ name: 'a', instructions: 'x', tools: [] });
+  it('is the default of every MCP server that sets none; a server setting its own keeps it', () => {
+    const app = defineApp({
+      agents: [agent],
+      tools: [],
+      trustAnnotations: false,
+      mcpServers: { third: { command: 'node' }, own: { command: 'node', trustAnnotations: true } },
+    });
+    expect(app.mcpServers.third?.trustAnnotations).toBe(false);
+    expect(app.mcpServers.own?.trustAnnotations).toBe(true);
+    expect(
+      defineApp({ agents: [agent], tools: [], mcpServers: { s: { command: 'node' } } }).mcpServers.s?.trustAnnotations,
+    ).toBeUndefined();
   });
 });

@@ -29,6 +29,11 @@ export interface AppDefinition {
    * server's annotations say (`tools: {<tool>: {kind?, approval?, idempotent?}}`).
    */
   mcpServers?: McpServers;
+  /**
+   * The `trustAnnotations` of every MCP server that does not set its own. `false` is the safe
+   * choice for third-party servers: no hint of theirs can lift an approval. Default `true`.
+   */
+  trustAnnotations?: boolean;
 }
 
 /** An app: what `REIN_APP`'s default export is, and what `startApi`/`startWorker`/`startApprover` take. */
@@ -66,10 +71,18 @@ export function defineApp(def: AppDefinition): App {
     defaultAgent,
     guards,
     handoffAnswer: def.handoffAnswer ?? HANDOFF_ANSWER,
-    mcpServers: parseRules(mcpServersSchema, def.mcpServers ?? {}, 'mcpServers'),
+    mcpServers: withTrust(parseRules(mcpServersSchema, def.mcpServers ?? {}, 'mcpServers'), def.trustAnnotations),
   };
   if (typeof def.tools !== 'function') checkTools(app, def.tools);
   return app;
+}
+
+/** Each server's own `trustAnnotations`, or the app's where it sets none. */
+function withTrust(servers: McpServers, trustAnnotations: boolean | undefined): McpServers {
+  if (trustAnnotations === undefined) return servers;
+  return Object.fromEntries(
+    Object.entries(servers).map(([name, server]) => [name, { ...server, trustAnnotations: server.trustAnnotations ?? trustAnnotations }]),
+  );
 }
 
 /**

@@ -231,6 +231,14 @@ function pastDeadline(f: StepFacts): boolean {
   return f.now >= Date.parse(f.run.deadlineAt) + parkedFor;
 }
 
+/** The records of calls a stop leaves unrun: each with why, none with a duration. */
+function notRun(
+  calls: Decision['toolCalls'],
+  why: (call: Decision['toolCalls'][number]) => Pick<ToolCallRecord, 'outcome' | 'observation'>,
+): ToolCallRecord[] {
+  return calls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments, durationMs: 0, ...why(c) }));
+}
+
 /** Before any tool runs: an answer ends the run, a looping call stops it; otherwise the tools run (read repeats from `earlier`). */
 export function afterDecision(f: StepFacts): Transition | { kind: 'tools'; earlier: Map<number, EarlierCall> } {
   const { decision } = f;
@@ -239,14 +247,7 @@ export function afterDecision(f: StepFacts): Transition | { kind: 'tools'; earli
   if (pastDeadline(f)) {
     return p.stop(
       'deadline',
-      decision.toolCalls.map((c) => ({
-        id: c.id,
-        name: c.name,
-        arguments: c.arguments,
-        outcome: 'rejected',
-        observation: "Not executed: the run's deadline passed.",
-        durationMs: 0,
-      })),
+      notRun(decision.toolCalls, () => ({ outcome: 'rejected', observation: "Not executed: the run's deadline passed." })),
     );
   }
   if (decision.toolCalls.length === 0) return f.output ? afterAnswer(f, f.output, p) : p.answer(null);
@@ -255,17 +256,14 @@ export function afterDecision(f: StepFacts): Transition | { kind: 'tools'; earli
   if (looped) {
     return p.stop(
       'repeated_call',
-      decision.toolCalls.map((c) => ({
-        id: c.id,
-        name: c.name,
-        arguments: c.arguments,
-        outcome: c === looped ? 'repeated' : 'rejected',
-        observation:
-          c === looped
-            ? `Stopped: ${c.name} was asked for with the same arguments ${f.limits.repeatLimit + 1} times.`
-            : 'Not executed: the run stopped.',
-        durationMs: 0,
-      })),
+      notRun(decision.toolCalls, (c) =>
+        c === looped
+          ? {
+              outcome: 'repeated',
+              observation: `Stopped: ${c.name} was asked for with the same arguments ${f.limits.repeatLimit + 1} times.`,
+            }
+          : { outcome: 'rejected', observation: 'Not executed: the run stopped.' },
+      ),
     );
   }
   return { kind: 'tools', earlier: repeats.earlier };

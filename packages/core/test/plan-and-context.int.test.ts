@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
 import { contextPolicySchema } from '../src/engine/context-policy.js';
+import type { ModelRequest } from '../src/model/model-gateway.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { defineTool } from '../src/tools/tool.js';
 import { harnessPerTest, USER } from './harness.js';
@@ -88,6 +89,61 @@ describe('context policy on the step engine', () => {
       const left = 3_200 - 110 * n - estimatePromptTokens('fake-model', req.messages, req.tools);
       expect(req.maxTokens).toBe(Math.min(1024, left));
     });
+  });
+});
+
+describe("context policy: summarize 'model'", () => {
+  const big = defineTool({
+    name: 'big_report',
+    description: 'A long report.',
+    kind: 'read',
+    parameters: z.object({ part: z.number() }),
+    execute: ({ part }) => ({ part, rows: Array.from({ length: 200 }, (_, i) => `row ${i} of part ${part}`) }),
+  });
+
+  it('has the model write the summary of the oldest turns: once per step (a retry reuses it), sent, and charged', async () => {
+    const context = contextPolicySchema.parse({ toolResultMaxChars: 300, historyTokens: 600, summarize: 'model' });
+    const replies = [
+      ...[1, 2, 3, 4, 5, 6].map((part) => ({ toolCalls: [toolCall(`c${part}`, 'big_report', { part })] })),
+      { content: 'done' },
+    ];
+    let answered = 0;
+    let summaries = 0;
+    let failedOnce = false;
+    const isSummaryCall = (req: ModelRequest) => (req.messages[0]?.content ?? '').startsWith('You summarise');
+    const model = createFakeModel([
+      (req) => {
+        if (isSummaryCall(req)) {
+          summaries++;
+          return { content: `SUMMARY-${summaries}`, usage: { promptTokens: 50, completionTokens: 7 } };
+        }
+        // The first step sent with a model-written summary fails once, after its summary was journaled.
+        if (!failedOnce && req.messages.some((m) => (m.content ?? '').startsWith('Summary of the earlier turns'))) {
+          failedOnce = true;
+          throw new Error('flaky endpoint');
+        }
+        return replies[answered++] ?? { content: 'done' };
+      },
+    ]);
+    const t = use(model, { extraTools: [big], profile: { context, limits: { maxSteps: 10, maxTokens: 10_000, timeoutMs: 60_000 } } });
+    const id = await t.submit('reports please', undefined, { maxTokens: 10_000 });
+    await expect(t.drain()).rejects.toThrow('flaky endpoint');
+    const parked = await t.store.require(id);
+    await t.steps.process({ runId: id, step: parked.step, tenantId: parked.tenantId }); // BullMQ's retry of the step
+    await t.drain();
+    const run = await t.store.require(id);
+    expect(run.status).toBe('succeeded');
+    expect(failedOnce).toBe(true);
+    // One summary call per step that compacted, the failed attempt's reused by its retry.
+    const journaled = (await Promise.all(Array.from({ length: run.step + 1 }, (_, s) => t.journal.summary(id, s)))).filter(Boolean);
+    expect(summaries).toBeGreaterThan(0);
+    expect(journaled).toHaveLength(summaries);
+    const retried = model.requests.filter((r) => !isSummaryCall(r) && r.messages.some((m) => (m.content ?? '').includes('SUMMARY-1')));
+    expect(retried.length).toBeGreaterThan(0);
+    // The structured summary is not what was sent once the model wrote one.
+    expect(model.requests.some((r) => r.messages.some((m) => (m.content ?? '').startsWith('Summary of 1 earlier')))).toBe(false);
+    // Charged once: every answered call (110 tokens each) and every summary (57 each).
+    expect(run.usage.totalTokens).toBe(replies.length * 110 + summaries * 57);
   });
 });
 

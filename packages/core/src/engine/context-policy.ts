@@ -11,8 +11,12 @@ import { toolMessageContent } from './tool-observation.js';
 export const contextPolicySchema = z.object({
   /** Tool results longer than this reach the model as summary + handle. */
   toolResultMaxChars: z.number().int().min(200).max(1_000_000).default(2_000),
-  /** How large results are summarised: their key fields (top-level scalars, sizes of the rest). */
-  summarize: z.literal('structured').default('structured'),
+  /**
+   * Who writes the summary of the oldest turns: `structured` (one line per call, with the
+   * start of its result) or `model` (the model itself, in one extra journaled call, charged
+   * to the run). Large results are always summarised by their key fields.
+   */
+  summarize: z.enum(['structured', 'model']).default('structured'),
   /** Past this estimate, the oldest turns of the history are sent as a summary. */
   historyTokens: z.number().int().min(500).optional(),
 });
@@ -83,7 +87,7 @@ export function observationContent(
 const EXCERPT_CHARS = 200;
 
 /** One line per call of a dropped turn: what was asked and the start of what came back. */
-function summariseTurns(turns: ChatMessage[]): string {
+export function summariseTurns(turns: ChatMessage[]): string {
   const lines: string[] = [];
   const results = new Map(turns.flatMap((m) => (m.role === 'tool' ? [[m.tool_call_id, m.content] as const] : [])));
   for (const m of turns) {
@@ -97,24 +101,51 @@ function summariseTurns(turns: ChatMessage[]): string {
   return `Summary of ${lines.length} earlier tool call(s) of this run (the full results are in the run's trace):\n${lines.join('\n')}`;
 }
 
+/** A compacted history: what is sent, the turns its summary message (at `summaryAt`) stands for. */
+export interface Compaction {
+  sent: ChatMessage[];
+  dropped: ChatMessage[];
+  summaryAt: number;
+}
+
 /**
  * The history as sent: when its estimate passes `historyTokens`, the oldest assistant
  * turns (each with its tool results, so no call is cut from its result) after the last
  * user message are replaced by one summary message, keeping at least the latest turn.
+ * Null: it is sent as it is.
  */
+export function compaction(
+  history: ChatMessage[],
+  policy: ContextPolicy | undefined,
+  estimate: (messages: ChatMessage[]) => number,
+): Compaction | null {
+  if (!policy?.historyTokens || estimate(history) <= policy.historyTokens) return null;
+  const start = history.findLastIndex((m) => m.role === 'user') + 1;
+  const turnStarts = history.flatMap((m, i) => (i >= start && m.role === 'assistant' ? [i] : []));
+  for (let cut = 1; cut < turnStarts.length; cut++) {
+    const from = turnStarts[cut] as number;
+    const dropped = history.slice(start, from);
+    const summary: ChatMessage = { role: 'system', content: summariseTurns(dropped) };
+    const sent = [...history.slice(0, start), summary, ...history.slice(from)];
+    if (estimate(sent) <= policy.historyTokens || cut === turnStarts.length - 1) return { sent, dropped, summaryAt: start };
+  }
+  return null;
+}
+
+/** `compaction`'s history, or the history itself. */
 export function compactHistory(
   history: ChatMessage[],
   policy: ContextPolicy | undefined,
   estimate: (messages: ChatMessage[]) => number,
 ): ChatMessage[] {
-  if (!policy?.historyTokens || estimate(history) <= policy.historyTokens) return history;
-  const start = history.findLastIndex((m) => m.role === 'user') + 1;
-  const turnStarts = history.flatMap((m, i) => (i >= start && m.role === 'assistant' ? [i] : []));
-  for (let cut = 1; cut < turnStarts.length; cut++) {
-    const from = turnStarts[cut] as number;
-    const summary: ChatMessage = { role: 'system', content: summariseTurns(history.slice(start, from)) };
-    const sent = [...history.slice(0, start), summary, ...history.slice(from)];
-    if (estimate(sent) <= policy.historyTokens || cut === turnStarts.length - 1) return sent;
-  }
-  return history;
+  return compaction(history, policy, estimate)?.sent ?? history;
+}
+
+/** The compacted history with the model's summary in place of the structured one. */
+export function withModelSummary(c: Compaction, text: string): ChatMessage[] {
+  const summary: ChatMessage = {
+    role: 'system',
+    content: `Summary of the earlier turns of this run, written by the model (the full results are in the run's trace):\n${text}`,
+  };
+  return c.sent.map((m, i) => (i === c.summaryAt ? summary : m));
 }

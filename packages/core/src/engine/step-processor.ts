@@ -21,9 +21,10 @@ import { eventCommand, type RunStore } from '../store/run-store.js';
 import { agentTool, type Tool, toolDependency, toolSpec } from '../tools/tool.js';
 import { createTransitionApplier } from './apply-transition.js';
 import { distinctCallIds } from './call-identity.js';
-import { compactHistory, READ_RESULT_TOOL } from './context-policy.js';
+import { compaction, READ_RESULT_TOOL, withModelSummary } from './context-policy.js';
 import { createDeltaPublisher } from './delta-publisher.js';
 import { type EarlierCall, guardFromHistory } from './loop-guard.js';
+import { modelSummary } from './model-summary.js';
 import { isPlanning, linkCallsToPlan, planOutcome, planResponseFormat } from './plan.js';
 import { runEvent } from './run-event.js';
 import { retryOnStale, startRun } from './run-transitions.js';
@@ -160,12 +161,24 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     log: Logger,
   ): Promise<{ decision: Decision; run: RunRecord; breakerStates: BreakerStates } | null> {
     const tools = toolSpecsOf(profile);
-    // What is sent (and estimated, and charged) is the history as the context policy compacts it.
-    const sent = compactHistory(history, profile.context, (m) => estimatePromptTokens(deps.modelName, m, []));
-    const messages: ChatMessage[] = [systemMessageOf(profile), ...sent];
-    const maxTokens = completionRoom(run, profile.maxCompletionTokens, estimatePromptTokens(deps.modelName, messages, tools));
-    if (maxTokens === null) return null;
     const timeoutMs = Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now()));
+    // What is sent (and estimated, and charged) is the history as the context policy compacts it.
+    const estimate = (m: ChatMessage[]) => estimatePromptTokens(deps.modelName, m, []);
+    const compacted = compaction(history, profile.context, estimate);
+    // `summarize: 'model'`: the model writes the summary of the oldest turns (journaled; charged with this step's reply).
+    const summary =
+      compacted && profile.context?.summarize === 'model'
+        ? await modelSummary({ model: deps.model, journal: deps.journal, estimate, now }, run, compacted.dropped, {
+            timeoutMs,
+            ...(profile.models ? { models: profile.models } : {}),
+          })
+        : null;
+    const sent = compacted ? (summary ? withModelSummary(compacted, summary.text) : compacted.sent) : history;
+    const messages: ChatMessage[] = [systemMessageOf(profile), ...sent];
+    const spent = summary ? summary.usage.promptTokens + summary.usage.completionTokens : 0;
+    const budgeted = spent ? { ...run, usage: { ...run.usage, totalTokens: run.usage.totalTokens + spent } } : run;
+    const maxTokens = completionRoom(budgeted, profile.maxCompletionTokens, estimatePromptTokens(deps.modelName, messages, tools));
+    if (maxTokens === null) return null;
     const started = performance.now();
     // A planning call asks for the plan as structured output (validated all the same).
     const plan = isPlanning(profile.plan, run) && profile.plan ? planResponseFormat([...toolsOf(profile).keys()], profile.plan) : undefined;
@@ -196,7 +209,13 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.modelDuration.observe({ model: reply.model, outcome: 'ok' }, durationMs / 1000);
     // The step is charged what the reply really took, whatever the endpoint reports.
-    const { usage, underreportedTokens } = auditUsage(reply.usage, reply);
+    const { usage: replied, underreportedTokens } = auditUsage(reply.usage, reply);
+    const usage = summary
+      ? {
+          promptTokens: replied.promptTokens + summary.usage.promptTokens,
+          completionTokens: replied.completionTokens + summary.usage.completionTokens,
+        }
+      : replied;
     if (underreportedTokens > 0) {
       deps.metrics.modelUsageUnderreported.inc({ model: reply.model }, underreportedTokens);
       log.warn({ model: reply.model, reported: reply.usage, charged: usage }, 'model under-reported its usage; charging Rein’s count');

@@ -146,6 +146,21 @@ export const journaledReplySchema = z.object({
   createdAt: z.string(),
 });
 export type JournaledReply = z.infer<typeof journaledReplySchema>;
+
+/**
+ * The model-written summary of a step's older turns (`context.summarize: 'model'`), journaled
+ * before the step's own model call: a retry of the step reuses it, so it is asked for and
+ * paid once. Its usage is charged with the step's reply.
+ */
+export const journaledSummarySchema = z.object({
+  schemaVersion,
+  step: z.number().int().min(0),
+  model: z.string(),
+  text: z.string(),
+  usage: z.object({ promptTokens: z.number().int().min(0), completionTokens: z.number().int().min(0) }),
+  createdAt: z.string(),
+});
+export type JournaledSummary = z.infer<typeof journaledSummarySchema>;
 /** Earlier names of `journaledReplySchema` / `JournaledReply`, kept while code still uses them. */
 export const decisionSchema = journaledReplySchema;
 export type Decision = JournaledReply;

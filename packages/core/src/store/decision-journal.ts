@@ -3,7 +3,16 @@ import { ReinError } from '../errors.js';
 import { runKeys } from '../keys.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import { type ChatMessage, readMessage } from '../schemas/message.js';
-import { type Decision, decisionSchema, type Snapshot, type StoredSnapshot, snapshotSchema, storedSnapshotSchema } from '../schemas/run.js';
+import {
+  type Decision,
+  decisionSchema,
+  type JournaledSummary,
+  journaledSummarySchema,
+  type Snapshot,
+  type StoredSnapshot,
+  snapshotSchema,
+  storedSnapshotSchema,
+} from '../schemas/run.js';
 
 /** Hashes made, by text: the same system prompt and tool list are hashed on every step of every run. */
 const hashes = new Map<string, string>();
@@ -223,6 +232,20 @@ export class DecisionJournal {
     return raw ? decisionSchema.parse(JSON.parse(raw)) : null;
   }
 
+  /** The journaled summary of a step's older turns, if its model call was made. */
+  async summary(runId: string, step: number): Promise<JournaledSummary | null> {
+    const raw = await this.redis.hget(runKeys(runId).decisions, summaryField(step));
+    return raw ? journaledSummarySchema.parse(JSON.parse(raw)) : null;
+  }
+
+  /** Records `summary` unless one exists (same hash as the decisions, so the same lifetime); returns the journaled one. */
+  async recordSummary(runId: string, summary: JournaledSummary): Promise<JournaledSummary> {
+    const key = runKeys(runId).decisions;
+    const written = await this.redis.hsetnx(key, summaryField(summary.step), JSON.stringify(journaledSummarySchema.parse(summary)));
+    if (written === 1) return summary;
+    return (await this.summary(runId, summary.step)) ?? summary;
+  }
+
   /** Records `decision` unless one exists; returns the journaled one either way. */
   async record(runId: string, decision: Decision): Promise<Decision> {
     return (await this.recordAfter(runId, decision, [])).decision;
@@ -245,3 +268,6 @@ export class DecisionJournal {
     return { decision: existing, replies };
   }
 }
+
+/** A summary's field in the decisions hash: beside the step's decision (`<step>`), never mistaken for one. */
+const summaryField = (step: number) => `summary:${step}`;

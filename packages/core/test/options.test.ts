@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { configSchema, loadConfig } from '../src/config.js';
-import { compileOptions, envOptionPaths, optionsFromEnv } from '../src/options.js';
+import { serviceConfig } from '../src/http/run-http-service.js';
+import { compileOptions, configFromOptions, envOptionPaths, optionsFromEnv } from '../src/options.js';
 
 function at(options: object, path: string): unknown {
   return path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown>)[k], options);
@@ -34,5 +35,13 @@ describe('options', () => {
     expect(options.logLevel).toBe('error');
     expect(options.redis.url).toBe('redis://127.0.0.1:6379');
     expect(compileOptions()).toEqual(optionsFromEnv({}));
+  });
+
+  it('services take typed options: the same settings as the environment they stand for', () => {
+    const env = { REIN_QUEUE_SHARDS: '2', WORKER_CONCURRENCY: '3', REIN_MODEL: 'm' };
+    expect(configFromOptions(optionsFromEnv(env))).toEqual(loadConfig(env));
+    const config = serviceConfig({ options: { queue: { shards: 2, workerConcurrency: 3 }, model: { name: 'm' } } });
+    expect(config).toEqual(loadConfig(env));
+    expect(serviceConfig({ config: loadConfig(env) })).toEqual(loadConfig(env));
   });
 });

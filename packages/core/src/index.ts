@@ -78,7 +78,14 @@ export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } fro
 export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
 export { OPENAPI_PATH } from './http/openapi.js';
 export { apiRoutes, approverRoutes, idParamsSchema } from './http/route-schemas.js';
-export { closeOnSignals, exitOnStartError, type RunningService, runHttpService, type ServiceOptions } from './http/run-http-service.js';
+export {
+  closeOnSignals,
+  exitOnStartError,
+  type RunningService,
+  runHttpService,
+  type ServiceOptions,
+  serviceConfig,
+} from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
 export { appStateKey, FAULTS_KEY, QUEUE_PREFIX, queuePrefix, runKeys, tenantKeys, WEBHOOK_QUEUE_PREFIX } from './keys.js';
@@ -117,6 +124,7 @@ export {
   parseModelId,
   providerSchema,
 } from './model/providers.js';
+export { compileOptions, optionsFromEnv, type PartialReinOptions, type ReinOptions } from './options.js';
 export {
   type CancelExpiry,
   type CompensateJob,

@@ -7,12 +7,12 @@ import {
   createRuntime,
   envelope,
   exitOnStartError,
-  loadConfigOrExit,
   type ModelGateway,
   metricsAuthorized,
   type RunningService,
   type Runtime,
   type ServiceOptions,
+  serviceConfig,
 } from '@rein/core';
 import { createStepWorker, type StepWorkers } from './step-worker.js';
 import { createWebhookWorker } from './webhook-worker.js';
@@ -47,7 +47,7 @@ export function configuredModel(rt: Runtime): ModelGateway {
  * stops taking jobs and lets the steps in hand finish (or their locks lapse).
  */
 export async function startWorker(app: App, options: WorkerOptions = {}): Promise<RunningService & { worker: StepWorkers }> {
-  const config = options.config ?? loadConfigOrExit();
+  const config = serviceConfig(options);
   const rt = await createRuntime(config, 'worker', 'worker', app, { mcp: true }).catch(exitOnStartError);
   const worker = createStepWorker(rt, (options.model ?? configuredModel)(rt));
   const webhookWorker = createWebhookWorker(rt);

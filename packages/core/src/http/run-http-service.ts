@@ -2,13 +2,23 @@ import type { FastifyInstance } from 'fastify';
 import type { App } from '../app/define-app.js';
 import { type Config, loadConfigOrExit } from '../config.js';
 import { ConfigError, McpServerStartError } from '../errors.js';
+import { compileOptions, configFromOptions, type PartialReinOptions } from '../options.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime.js';
 
 /** How `startApi` / `startWorker` / `startApprover` run: config (default: the environment) and signal handling. */
 export interface ServiceOptions {
+  /** Typed options for embedding; left-out fields take their defaults (not the environment). */
+  options?: PartialReinOptions;
+  /** @deprecated The environment-shaped settings; pass `options` instead. Kept for one release. */
   config?: Config;
   /** Close gracefully on SIGTERM/SIGINT and exit (default true; embedders that own the process say false). */
   handleSignals?: boolean;
+}
+
+/** The settings a service runs with: typed options compiled once, else `config`, else the environment. */
+export function serviceConfig(options: Pick<ServiceOptions, 'options' | 'config'>): Config {
+  if (options.options) return configFromOptions(compileOptions(options.options));
+  return options.config ?? loadConfigOrExit();
 }
 
 /** A started service: its runtime, and a graceful close. */
@@ -51,7 +61,7 @@ export async function runHttpService(
   build: (rt: Runtime) => FastifyInstance,
   runtime: RuntimeOptions = {},
 ): Promise<RunningService & { http: FastifyInstance }> {
-  const config = options.config ?? loadConfigOrExit();
+  const config = serviceConfig(options);
   const rt = await createRuntime(config, service, 'producer', app, runtime).catch(exitOnStartError);
   let http: FastifyInstance;
   try {

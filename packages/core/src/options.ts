@@ -1,0 +1,316 @@
+import { type Config, configSchema, loadConfig } from './config.js';
+
+/**
+ * The typed, nested options of a Rein process: what components take, compiled once.
+ * The environment is read only at the edge (`optionsFromEnv`); each field says which
+ * variable sets it, and its default is that variable's default (config.ts holds the
+ * parsing and the error messages).
+ */
+export interface ReinOptions {
+  redis: {
+    /** REDIS_URL. @default 'redis://127.0.0.1:6379' */
+    url: Config['REDIS_URL'];
+    /** REDIS_CLUSTER_NODES: set, every connection is a cluster client. @default undefined */
+    clusterNodes: Config['REDIS_CLUSTER_NODES'];
+    /** REDIS_USERNAME. @default undefined */
+    username: Config['REDIS_USERNAME'];
+    /** REDIS_PASSWORD. @default undefined */
+    password: Config['REDIS_PASSWORD'];
+    /** REDIS_TLS. @default 'off' */
+    tls: Config['REDIS_TLS'];
+  };
+  queue: {
+    /** REIN_QUEUE_SHARDS. @default 1 */
+    shards: Config['REIN_QUEUE_SHARDS'];
+    /** REIN_WORKER_SHARDS: shards this worker consumes. @default every shard */
+    workerShards: Config['REIN_WORKER_SHARDS'];
+    /** REIN_JOB_LOCK_MS. @default 30000 */
+    jobLockMs: Config['REIN_JOB_LOCK_MS'];
+    /** REIN_STEP_ATTEMPTS. @default 8 */
+    stepAttempts: Config['REIN_STEP_ATTEMPTS'];
+    /** WORKER_CONCURRENCY: step jobs one worker runs at once. @default 8 */
+    workerConcurrency: Config['WORKER_CONCURRENCY'];
+  };
+  /** REIN_APP: the app module to load. @default '@rein/example-order-assistant' */
+  app: Config['REIN_APP'];
+  model: {
+    /** REIN_MODEL. @default 'rein-scripted' */
+    name: Config['REIN_MODEL'];
+    /** OPENAI_BASE_URL: the `openai` provider. @default 'http://127.0.0.1:8090/v1' */
+    openaiBaseUrl: Config['OPENAI_BASE_URL'];
+    /** OPENAI_API_KEY. @default 'not-needed-for-the-scripted-model' */
+    openaiApiKey: Config['OPENAI_API_KEY'];
+    /** REIN_FALLBACK_MODELS. @default [] */
+    fallbacks: Config['REIN_FALLBACK_MODELS'];
+    /** REIN_PROVIDERS (keys resolved from the environment). @default [] */
+    providers: Config['REIN_PROVIDERS'];
+    /** REIN_MODEL_TIMEOUT_MS. @default 30000 */
+    timeoutMs: Config['REIN_MODEL_TIMEOUT_MS'];
+    /** REIN_MODEL_IDLE_TIMEOUT_MS. @default 15000 */
+    idleTimeoutMs: Config['REIN_MODEL_IDLE_TIMEOUT_MS'];
+    /** REIN_MODEL_PRICES. @default built-in price table */
+    prices: Config['REIN_MODEL_PRICES'];
+    /** REIN_REQUIRE_PRICES. @default false */
+    requirePrices: Config['REIN_REQUIRE_PRICES'];
+    /** REIN_MODEL_PROCESS_CONCURRENCY. @default 16 */
+    processConcurrency: Config['REIN_MODEL_PROCESS_CONCURRENCY'];
+    /** REIN_MODEL_FLEET_CONCURRENCY. @default 64 */
+    fleetConcurrency: Config['REIN_MODEL_FLEET_CONCURRENCY'];
+  };
+  tools: {
+    /** REIN_TOOL_CONCURRENCY. @default 4 */
+    concurrency: Config['REIN_TOOL_CONCURRENCY'];
+    /** REIN_TOOL_TIMEOUT_MS. @default 15000 */
+    timeoutMs: Config['REIN_TOOL_TIMEOUT_MS'];
+    /** REIN_TOOL_PROCESS_CONCURRENCY. @default 16 */
+    processConcurrency: Config['REIN_TOOL_PROCESS_CONCURRENCY'];
+    /** REIN_TOOL_FAILURE_LIMIT. @default 3 */
+    failureLimit: Config['REIN_TOOL_FAILURE_LIMIT'];
+    /** REIN_TOOL_RESULT_MAX_CHARS. @default 2000 */
+    resultMaxChars: Config['REIN_TOOL_RESULT_MAX_CHARS'];
+    /** REIN_MAX_TOOL_RESULT_BYTES. @default DEFAULT_MAX_TOOL_RESULT_BYTES */
+    maxResultBytes: Config['REIN_MAX_TOOL_RESULT_BYTES'];
+  };
+  limits: {
+    /** REIN_MAX_STEPS_CEILING. @default 50 */
+    maxStepsCeiling: Config['REIN_MAX_STEPS_CEILING'];
+    /** REIN_MAX_TOKENS_CEILING. @default 1000000 */
+    maxTokensCeiling: Config['REIN_MAX_TOKENS_CEILING'];
+    /** REIN_TIMEOUT_CEILING_MS. @default 3600000 */
+    timeoutCeilingMs: Config['REIN_TIMEOUT_CEILING_MS'];
+    /** REIN_REPEAT_LIMIT. @default 2 */
+    repeatLimit: Config['REIN_REPEAT_LIMIT'];
+  };
+  /** REIN_TENANT_QUOTAS. @default the built-in default quota */
+  quotas: Config['REIN_TENANT_QUOTAS'];
+  resilience: {
+    /** REIN_BREAKER_ERROR_PERCENT. @default 50 */
+    breakerErrorPercent: Config['REIN_BREAKER_ERROR_PERCENT'];
+    /** REIN_BREAKER_RESET_MS. @default 10000 */
+    breakerResetMs: Config['REIN_BREAKER_RESET_MS'];
+    /** REIN_BREAKER_VOLUME. @default 5 */
+    breakerVolume: Config['REIN_BREAKER_VOLUME'];
+    /** REIN_BREAKER_WINDOW_MS. @default 10000 */
+    breakerWindowMs: Config['REIN_BREAKER_WINDOW_MS'];
+    /** REIN_BULKHEAD_WAIT_MS. @default 2000 */
+    bulkheadWaitMs: Config['REIN_BULKHEAD_WAIT_MS'];
+    /** REIN_FAULT_INJECTION. @default 'off' */
+    faultInjection: Config['REIN_FAULT_INJECTION'];
+  };
+  maintenance: {
+    /** REIN_REAPER_INTERVAL_MS. @default 15000 */
+    reaperIntervalMs: Config['REIN_REAPER_INTERVAL_MS'];
+    /** REIN_REAPER_STALE_MS. @default 30000 */
+    reaperStaleMs: Config['REIN_REAPER_STALE_MS'];
+    /** REIN_SWEEP_INTERVAL_MS. @default 5000 */
+    sweepIntervalMs: Config['REIN_SWEEP_INTERVAL_MS'];
+  };
+  approvals: {
+    /** APPROVAL_TTL_MS: how long a pending approval waits. @default 900000 */
+    ttlMs: Config['APPROVAL_TTL_MS'];
+  };
+  retention: {
+    /** REIN_TRACE_TTL_DAYS. @default 30 */
+    traceTtlDays: Config['REIN_TRACE_TTL_DAYS'];
+  };
+  http: {
+    /** REIN_API_KEYS. @default undefined (required by services that authenticate) */
+    apiKeys: Config['REIN_API_KEYS'];
+    /** REIN_METRICS_TOKEN. @default undefined */
+    metricsToken: Config['REIN_METRICS_TOKEN'];
+    /** API_PORT. @default 8080 */
+    apiPort: Config['API_PORT'];
+    /** APPROVER_PORT. @default 8081 */
+    approverPort: Config['APPROVER_PORT'];
+    /** WORKER_METRICS_PORT. @default 9464 */
+    workerMetricsPort: Config['WORKER_METRICS_PORT'];
+    /** REIN_BIND_HOST. @default '0.0.0.0' */
+    bindHost: Config['REIN_BIND_HOST'];
+    /** REIN_MAX_BODY_BYTES. */
+    maxBodyBytes: Config['REIN_MAX_BODY_BYTES'];
+    /** REIN_MAX_STREAMS_PER_TENANT. @default 200 */
+    maxStreamsPerTenant: Config['REIN_MAX_STREAMS_PER_TENANT'];
+    /** REIN_MAX_STREAMS_PER_USER. @default 20 */
+    maxStreamsPerUser: Config['REIN_MAX_STREAMS_PER_USER'];
+    /** REIN_HTTP_REQUEST_TIMEOUT_MS. @default 30000 */
+    requestTimeoutMs: Config['REIN_HTTP_REQUEST_TIMEOUT_MS'];
+    /** REIN_HTTP_IDLE_TIMEOUT_MS. @default 120000 */
+    idleTimeoutMs: Config['REIN_HTTP_IDLE_TIMEOUT_MS'];
+    /** REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS. @default 72000 */
+    keepAliveTimeoutMs: Config['REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS'];
+  };
+  webhooks: {
+    /** REIN_WEBHOOK_ALLOW_PRIVATE. @default false */
+    allowPrivate: Config['REIN_WEBHOOK_ALLOW_PRIVATE'];
+    /** REIN_WEBHOOK_TIMEOUT_MS. @default 10000 */
+    timeoutMs: Config['REIN_WEBHOOK_TIMEOUT_MS'];
+    /** REIN_WEBHOOK_RETRY_BASE_MS. @default 5000 */
+    retryBaseMs: Config['REIN_WEBHOOK_RETRY_BASE_MS'];
+  };
+  sessions: {
+    /** REIN_SESSION_WINDOW_TOKENS. @default 8000 */
+    windowTokens: Config['REIN_SESSION_WINDOW_TOKENS'];
+    /** REIN_SESSION_TOOL_TRAFFIC. @default false */
+    toolTraffic: Config['REIN_SESSION_TOOL_TRAFFIC'];
+  };
+  /** LOG_LEVEL. @default 'info' */
+  logLevel: Config['LOG_LEVEL'];
+  tracing: {
+    /** OTEL_SDK_DISABLED. @default 'false' */
+    sdkDisabled: Config['OTEL_SDK_DISABLED'];
+    /** OTEL_EXPORTER_OTLP_ENDPOINT. @default undefined (no SDK registered) */
+    endpoint: Config['OTEL_EXPORTER_OTLP_ENDPOINT'];
+    /** OTEL_EXPORTER_OTLP_TRACES_ENDPOINT. @default undefined */
+    tracesEndpoint: Config['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
+    /** OTEL_EXPORTER_OTLP_PROTOCOL. @default 'http/protobuf' */
+    protocol: Config['OTEL_EXPORTER_OTLP_PROTOCOL'];
+    /** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL. @default undefined */
+    tracesProtocol: Config['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'];
+    /** OTEL_SERVICE_NAME. @default the service's own name */
+    serviceName: Config['OTEL_SERVICE_NAME'];
+    /** OTEL_TRACES_SAMPLER. @default 'parentbased_always_on' */
+    sampler: Config['OTEL_TRACES_SAMPLER'];
+    /** OTEL_TRACES_SAMPLER_ARG. @default 1 */
+    samplerArg: Config['OTEL_TRACES_SAMPLER_ARG'];
+    /** OTEL_BSP_SCHEDULE_DELAY. @default 5000 */
+    scheduleDelayMs: Config['OTEL_BSP_SCHEDULE_DELAY'];
+    /** OTEL_BSP_EXPORT_TIMEOUT. @default 30000 */
+    exportTimeoutMs: Config['OTEL_BSP_EXPORT_TIMEOUT'];
+    /** OTEL_BSP_MAX_QUEUE_SIZE. @default 2048 */
+    maxQueueSize: Config['OTEL_BSP_MAX_QUEUE_SIZE'];
+    /** OTEL_BSP_MAX_EXPORT_BATCH_SIZE. @default 512 */
+    maxExportBatchSize: Config['OTEL_BSP_MAX_EXPORT_BATCH_SIZE'];
+    /** REIN_OTEL_CAPTURE_CONTENT. @default 'false' */
+    captureContent: Config['REIN_OTEL_CAPTURE_CONTENT'];
+  };
+}
+
+/** Partial options for embedding: any nested field may be left out and takes its default. */
+export type PartialReinOptions = {
+  [K in keyof ReinOptions]?: ReinOptions[K] extends readonly unknown[] | undefined
+    ? ReinOptions[K]
+    : ReinOptions[K] extends object
+      ? Partial<ReinOptions[K]>
+      : ReinOptions[K];
+};
+
+/**
+ * Where each variable lands: `section.field` (or a top-level field). Typed over every
+ * key of configSchema, so a new variable cannot be left unmapped.
+ */
+export const envOptionPaths = {
+  REDIS_URL: 'redis.url',
+  REDIS_CLUSTER_NODES: 'redis.clusterNodes',
+  REDIS_USERNAME: 'redis.username',
+  REDIS_PASSWORD: 'redis.password',
+  REDIS_TLS: 'redis.tls',
+  REIN_QUEUE_SHARDS: 'queue.shards',
+  REIN_WORKER_SHARDS: 'queue.workerShards',
+  REIN_JOB_LOCK_MS: 'queue.jobLockMs',
+  REIN_STEP_ATTEMPTS: 'queue.stepAttempts',
+  WORKER_CONCURRENCY: 'queue.workerConcurrency',
+  OPENAI_BASE_URL: 'model.openaiBaseUrl',
+  OPENAI_API_KEY: 'model.openaiApiKey',
+  API_PORT: 'http.apiPort',
+  APPROVER_PORT: 'http.approverPort',
+  WORKER_METRICS_PORT: 'http.workerMetricsPort',
+  APPROVAL_TTL_MS: 'approvals.ttlMs',
+  REIN_APP: 'app',
+  REIN_MODEL: 'model.name',
+  REIN_FALLBACK_MODELS: 'model.fallbacks',
+  REIN_PROVIDERS: 'model.providers',
+  REIN_MODEL_TIMEOUT_MS: 'model.timeoutMs',
+  REIN_MODEL_IDLE_TIMEOUT_MS: 'model.idleTimeoutMs',
+  REIN_MODEL_PRICES: 'model.prices',
+  REIN_REQUIRE_PRICES: 'model.requirePrices',
+  REIN_MODEL_PROCESS_CONCURRENCY: 'model.processConcurrency',
+  REIN_MODEL_FLEET_CONCURRENCY: 'model.fleetConcurrency',
+  REIN_TOOL_CONCURRENCY: 'tools.concurrency',
+  REIN_TOOL_TIMEOUT_MS: 'tools.timeoutMs',
+  REIN_TOOL_PROCESS_CONCURRENCY: 'tools.processConcurrency',
+  REIN_TOOL_FAILURE_LIMIT: 'tools.failureLimit',
+  REIN_TOOL_RESULT_MAX_CHARS: 'tools.resultMaxChars',
+  REIN_MAX_TOOL_RESULT_BYTES: 'tools.maxResultBytes',
+  REIN_MAX_STEPS_CEILING: 'limits.maxStepsCeiling',
+  REIN_MAX_TOKENS_CEILING: 'limits.maxTokensCeiling',
+  REIN_TIMEOUT_CEILING_MS: 'limits.timeoutCeilingMs',
+  REIN_REPEAT_LIMIT: 'limits.repeatLimit',
+  REIN_TENANT_QUOTAS: 'quotas',
+  REIN_BREAKER_ERROR_PERCENT: 'resilience.breakerErrorPercent',
+  REIN_BREAKER_RESET_MS: 'resilience.breakerResetMs',
+  REIN_BREAKER_VOLUME: 'resilience.breakerVolume',
+  REIN_BREAKER_WINDOW_MS: 'resilience.breakerWindowMs',
+  REIN_BULKHEAD_WAIT_MS: 'resilience.bulkheadWaitMs',
+  REIN_FAULT_INJECTION: 'resilience.faultInjection',
+  REIN_REAPER_INTERVAL_MS: 'maintenance.reaperIntervalMs',
+  REIN_REAPER_STALE_MS: 'maintenance.reaperStaleMs',
+  REIN_SWEEP_INTERVAL_MS: 'maintenance.sweepIntervalMs',
+  REIN_TRACE_TTL_DAYS: 'retention.traceTtlDays',
+  REIN_API_KEYS: 'http.apiKeys',
+  REIN_METRICS_TOKEN: 'http.metricsToken',
+  REIN_BIND_HOST: 'http.bindHost',
+  REIN_MAX_BODY_BYTES: 'http.maxBodyBytes',
+  REIN_MAX_STREAMS_PER_TENANT: 'http.maxStreamsPerTenant',
+  REIN_MAX_STREAMS_PER_USER: 'http.maxStreamsPerUser',
+  REIN_HTTP_REQUEST_TIMEOUT_MS: 'http.requestTimeoutMs',
+  REIN_HTTP_IDLE_TIMEOUT_MS: 'http.idleTimeoutMs',
+  REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS: 'http.keepAliveTimeoutMs',
+  REIN_WEBHOOK_ALLOW_PRIVATE: 'webhooks.allowPrivate',
+  REIN_WEBHOOK_TIMEOUT_MS: 'webhooks.timeoutMs',
+  REIN_WEBHOOK_RETRY_BASE_MS: 'webhooks.retryBaseMs',
+  REIN_SESSION_WINDOW_TOKENS: 'sessions.windowTokens',
+  REIN_SESSION_TOOL_TRAFFIC: 'sessions.toolTraffic',
+  LOG_LEVEL: 'logLevel',
+  OTEL_SDK_DISABLED: 'tracing.sdkDisabled',
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'tracing.endpoint',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'tracing.tracesEndpoint',
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'tracing.protocol',
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'tracing.tracesProtocol',
+  OTEL_SERVICE_NAME: 'tracing.serviceName',
+  OTEL_TRACES_SAMPLER: 'tracing.sampler',
+  OTEL_TRACES_SAMPLER_ARG: 'tracing.samplerArg',
+  OTEL_BSP_SCHEDULE_DELAY: 'tracing.scheduleDelayMs',
+  OTEL_BSP_EXPORT_TIMEOUT: 'tracing.exportTimeoutMs',
+  OTEL_BSP_MAX_QUEUE_SIZE: 'tracing.maxQueueSize',
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 'tracing.maxExportBatchSize',
+  REIN_OTEL_CAPTURE_CONTENT: 'tracing.captureContent',
+} as const satisfies Record<keyof Config, string>;
+
+/** Maps a parsed environment onto options, following envOptionPaths. */
+export function optionsFromConfig(config: Config): ReinOptions {
+  const out: Record<string, unknown> = {};
+  for (const [name, path] of Object.entries(envOptionPaths)) {
+    const [section, field] = path.split('.') as [string, string | undefined];
+    const value = config[name as keyof Config];
+    if (field === undefined) out[section] = value;
+    else out[section] = { ...(out[section] as object | undefined), [field]: value };
+  }
+  return out as unknown as ReinOptions;
+}
+
+/** Parses the environment (config.ts's errors) and maps it: the only place options meet env names. */
+export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ReinOptions {
+  return optionsFromConfig(loadConfig(env));
+}
+
+/** Fills every left-out field with its default (the defaults of configSchema), section by section. */
+export function compileOptions(partial: PartialReinOptions = {}): ReinOptions {
+  const defaults = optionsFromConfig(configSchema.parse({}));
+  const out: Record<string, unknown> = { ...defaults };
+  for (const [key, value] of Object.entries(partial)) {
+    if (value === undefined) continue;
+    const base = (defaults as unknown as Record<string, unknown>)[key];
+    const isSection = base !== null && typeof base === 'object' && !Array.isArray(base) && key !== 'quotas';
+    out[key] = isSection ? { ...(base as object), ...(value as object) } : value;
+  }
+  return out as unknown as ReinOptions;
+}
+
+/** The environment-shaped view of options, for the components that still take `Config`. */
+export function configFromOptions(options: ReinOptions): Config {
+  const config: Record<string, unknown> = {};
+  for (const [name, path] of Object.entries(envOptionPaths)) {
+    config[name] = path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown>)[k], options);
+  }
+  return config as Config;
+}

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { configSchema, loadConfig } from '../src/config.js';
+import { serviceConfig } from '../src/http/run-http-service.js';
+import { compileOptions, configFromOptions, envOptionPaths, optionsFromEnv } from '../src/options.js';
+
+function at(options: object, path: string): unknown {
+  return path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown>)[k], options);
+}
+
+describe('options', () => {
+  it('maps every variable of configSchema, each onto its own field', () => {
+    expect(Object.keys(envOptionPaths).sort()).toEqual(Object.keys(configSchema.shape).sort());
+    expect(new Set(Object.values(envOptionPaths)).size).toBe(Object.keys(envOptionPaths).length);
+  });
+
+  it('optionsFromEnv carries each parsed value to its path', () => {
+    const env = { REIN_QUEUE_SHARDS: '4', REDIS_TLS: 'on', REIN_TOOL_TIMEOUT_MS: '900', LOG_LEVEL: 'warn', REIN_APP: 'x' };
+    const config = loadConfig(env);
+    const options = optionsFromEnv(env);
+    for (const [name, path] of Object.entries(envOptionPaths)) {
+      expect(at(options, path), name).toEqual(config[name as keyof typeof config]);
+    }
+    expect(options.queue.shards).toBe(4);
+    expect(options.tools.timeoutMs).toBe(900);
+  });
+
+  it('keeps config.ts errors naming the variable', () => {
+    expect(() => optionsFromEnv({ REIN_QUEUE_SHARDS: 'zero' })).toThrow(/REIN_QUEUE_SHARDS/);
+  });
+
+  it('compileOptions fills defaults around a partial, section by section', () => {
+    const options = compileOptions({ queue: { shards: 3 }, logLevel: 'error' });
+    expect(options.queue.shards).toBe(3);
+    expect(options.queue.stepAttempts).toBe(8);
+    expect(options.logLevel).toBe('error');
+    expect(options.redis.url).toBe('redis://127.0.0.1:6379');
+    expect(compileOptions()).toEqual(optionsFromEnv({}));
+  });
+
+  it('services take typed options: the same settings as the environment they stand for', () => {
+    const env = { REIN_QUEUE_SHARDS: '2', WORKER_CONCURRENCY: '3', REIN_MODEL: 'm' };
+    expect(configFromOptions(optionsFromEnv(env))).toEqual(loadConfig(env));
+    const config = serviceConfig({ options: { queue: { shards: 2, workerConcurrency: 3 }, model: { name: 'm' } } });
+    expect(config).toEqual(loadConfig(env));
+    expect(serviceConfig({ config: loadConfig(env) })).toEqual(loadConfig(env));
+  });
+});

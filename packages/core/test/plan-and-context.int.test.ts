@@ -59,15 +59,16 @@ describe('plan mode on the step engine', () => {
   });
 });
 
-describe('context policy on the step engine', () => {
-  const big = defineTool({
-    name: 'big_report',
-    description: 'A long report.',
-    kind: 'read',
-    parameters: z.object({ part: z.number() }),
-    execute: ({ part }) => ({ part, rows: Array.from({ length: 200 }, (_, i) => `row ${i} of part ${part}`) }),
-  });
+/** A read tool whose results are far past any context policy's limit. */
+const big = defineTool({
+  name: 'big_report',
+  description: 'A long report.',
+  kind: 'read',
+  parameters: z.object({ part: z.number() }),
+  execute: ({ part }) => ({ part, rows: Array.from({ length: 200 }, (_, i) => `row ${i} of part ${part}`) }),
+});
 
+describe('context policy on the step engine', () => {
   it('sends what the policy keeps, and budgets the prompt on what is sent', async () => {
     const context = contextPolicySchema.parse({ toolResultMaxChars: 300, historyTokens: 600 });
     const model = createFakeModel([
@@ -93,14 +94,6 @@ describe('context policy on the step engine', () => {
 });
 
 describe("context policy: summarize 'model'", () => {
-  const big = defineTool({
-    name: 'big_report',
-    description: 'A long report.',
-    kind: 'read',
-    parameters: z.object({ part: z.number() }),
-    execute: ({ part }) => ({ part, rows: Array.from({ length: 200 }, (_, i) => `row ${i} of part ${part}`) }),
-  });
-
   it('has the model write the summary of the oldest turns: once per step (a retry reuses it), sent, and charged', async () => {
     const context = contextPolicySchema.parse({ toolResultMaxChars: 300, historyTokens: 600, summarize: 'model' });
     const replies = [

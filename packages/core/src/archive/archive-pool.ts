@@ -1,0 +1,37 @@
+import pg from 'pg';
+
+/**
+ * The archive's connection pool (node-postgres, `pg`, pinned). Chosen over `postgres`
+ * (porsager) because its Pool hands out one connection explicitly (`pool.connect()`):
+ * the migration runner's session-level advisory lock and the archive write's
+ * transaction must stay on one connection, which is spelled out here rather than
+ * implied by a reserved tagged-template instance; it is pure JavaScript (nothing to
+ * build), runs on Node 20, and is the driver most tools and operators know. Its idle
+ * connections emit `error` when the server goes away: the pool drops them and opens
+ * new ones on the next query, so a PostgreSQL restart costs failed queries, not the process.
+ */
+export interface ArchivePoolOptions {
+  /** Connections at most (default 5: archive writes are off the step's hot path). */
+  max?: number;
+  /** How long a query waits for a connection before failing (default 5 s). */
+  connectTimeoutMs?: number;
+  /** Shown in pg_stat_activity. */
+  applicationName?: string;
+  /** Called when an idle connection fails (the server restarted, the network dropped). */
+  onError?: (err: Error) => void;
+}
+
+export type ArchivePool = pg.Pool;
+
+export function createArchivePool(url: string, opts: ArchivePoolOptions = {}): ArchivePool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 5,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 5_000,
+    idleTimeoutMillis: 30_000,
+    application_name: opts.applicationName ?? 'rein',
+  });
+  // Without a listener an idle connection's error would end the process.
+  pool.on('error', (err) => opts.onError?.(err));
+  return pool;
+}

@@ -1,0 +1,240 @@
+import { ReinError } from '../errors.js';
+import { type Approval, approvalSchema } from '../schemas/approval.js';
+import { type Compensation, compensationSchema } from '../schemas/compensation.js';
+import { type RunEvent, runEventSchema } from '../schemas/event.js';
+import {
+  type RunRecord,
+  runRecordSchema,
+  type StepRecord,
+  stepRecordSchema,
+  TERMINAL_STATUSES,
+  toolCallRecordSchema,
+} from '../schemas/run.js';
+import type { StoredEvent } from '../store/run-store.js';
+import type { ArchivePool } from './archive-pool.js';
+
+/**
+ * A finished run and everything hanging off it, as read from Redis: what the archive
+ * writes. `events` are the run's stream entries with their ids (`<ms>-<seq>`).
+ */
+export interface ArchiveDoc {
+  run: RunRecord;
+  steps: StepRecord[];
+  approvals: Approval[];
+  compensation: Compensation | null;
+  events: StoredEvent[];
+  /** The app's version, when the deployment names one. */
+  appVersion?: string;
+}
+
+/** What `RunStore.get`, `.approvals` and `.compensation` answer for a run, read from the archive. */
+export interface ArchivedRun {
+  run: RunRecord;
+  approvals: Approval[];
+  compensation: Compensation | null;
+}
+
+/** What the trace view is built from (`RunStore.steps` and `.approvals`), read from the archive. */
+export interface ArchivedTrace {
+  run: RunRecord;
+  steps: StepRecord[];
+  approvals: Approval[];
+}
+
+/** How many events one read returns, as `RunStore.readEvents` (XREAD COUNT 100). */
+const EVENTS_PER_READ = 100;
+
+/**
+ * JSON for a jsonb parameter. PostgreSQL refuses U+0000 in text and jsonb, so a NUL
+ * that a tool or a user put in a string is archived as U+FFFD rather than the run
+ * never archiving. The look-behind leaves an escaped backslash followed by "u0000" alone.
+ */
+export const pgJson = (value: unknown): string => JSON.stringify(value).replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1\\ufffd');
+
+/** `<ms>-<seq>` (or Redis' `0`) as a pair to compare on. */
+function streamId(id: string): [string, string] {
+  const [ms = '0', seq = '0'] = id.split('-');
+  return [ms, seq];
+}
+
+/** The same order RunStore.approvals gives. */
+const byId = (a: Approval, b: Approval) => a.id.localeCompare(b.id);
+
+/**
+ * The archive of finished runs in PostgreSQL: one idempotent write per run, and reads
+ * that answer what the Redis store answers, so the run service builds the same views
+ * from either. Every read is scoped to a tenant: another tenant's run reads as absent.
+ * Who of the tenant may see it (owner, approvers) stays the run service's rule.
+ */
+export class RunArchive {
+  constructor(private readonly pool: ArchivePool) {}
+
+  /**
+   * Writes the run, its steps and tool calls, approvals, compensation and events in one
+   * transaction, unless the run is already archived: returns whether it wrote. A retried
+   * or duplicated call writes nothing (the run's row is the key; a concurrent twin waits
+   * on it and then does nothing), and a crash mid-write leaves nothing to clean up.
+   */
+  async archiveRun(doc: ArchiveDoc): Promise<boolean> {
+    const run = runRecordSchema.parse(doc.run);
+    if (!TERMINAL_STATUSES.includes(run.status))
+      throw new ReinError('archive_run_not_finished', `run ${run.id} is ${run.status}: only finished runs are archived`);
+    const steps = doc.steps.map((s) => stepRecordSchema.parse(s));
+    const approvals = doc.approvals.map((a) => approvalSchema.parse(a));
+    const compensation = doc.compensation ? compensationSchema.parse(doc.compensation) : null;
+    const durationMs = Date.parse(run.updatedAt) - Date.parse(run.createdAt);
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const inserted = await client.query(
+        `INSERT INTO rein.runs (id, tenant_id, user_id, agent, status, reason, session_id, app_version, input, final_answer,
+           steps, prompt_tokens, completion_tokens, total_tokens, cost_usd, duration_ms, created_at, finished_at, doc, compensation)
+         SELECT d->>'id', d->>'tenantId', d->>'userId', d->>'agent', d->>'status', d->>'reason', d->>'sessionId', $2, d->>'input',
+           d->>'finalAnswer', (d->>'step')::int, (d#>>'{usage,promptTokens}')::bigint, (d#>>'{usage,completionTokens}')::bigint,
+           (d#>>'{usage,totalTokens}')::bigint, (d->>'costUsd')::float8, $3, (d->>'createdAt')::timestamptz,
+           (d->>'updatedAt')::timestamptz, d, $4::jsonb
+         FROM (SELECT $1::jsonb AS d) AS doc
+         ON CONFLICT (id) DO NOTHING RETURNING id`,
+        [pgJson(run), doc.appVersion ?? null, durationMs, compensation ? pgJson(compensation) : null],
+      );
+      if (inserted.rowCount === 0) {
+        await client.query('ROLLBACK');
+        return false;
+      }
+      const scope = [run.id, run.tenantId];
+      await client.query(
+        `INSERT INTO rein.steps (run_id, tenant_id, index, model, prompt_tokens, completion_tokens, cost_usd, duration_ms, finished_at, doc)
+         SELECT $1, $2, x.index, x.doc->>'model', (x.doc#>>'{usage,promptTokens}')::bigint, (x.doc#>>'{usage,completionTokens}')::bigint,
+           (x.doc->>'costUsd')::float8, (x.doc->>'durationMs')::float8, (x.doc->>'finishedAt')::timestamptz, x.doc
+         FROM jsonb_to_recordset($3::jsonb) AS x(index int, doc jsonb)`,
+        [...scope, pgJson(steps.map(({ toolCalls: _calls, ...s }) => ({ index: s.index, doc: s })))],
+      );
+      const calls = steps.flatMap((s) =>
+        s.toolCalls.map(({ arguments: args, observation, ...rest }, position) => ({
+          step: s.index,
+          position,
+          // As text, so that an absent argument (SQL NULL) stays apart from a JSON null.
+          arguments: args === undefined ? undefined : pgJson(args),
+          observation,
+          doc: rest,
+        })),
+      );
+      await client.query(
+        `INSERT INTO rein.tool_calls (run_id, tenant_id, step, position, name, outcome, approval_id, arguments, observation, doc)
+         SELECT $1, $2, x.step, x.position, x.doc->>'name', x.doc->>'outcome', x.doc->>'approvalId', x.arguments::jsonb, x.observation, x.doc
+         FROM jsonb_to_recordset($3::jsonb) AS x(step int, position int, arguments text, observation text, doc jsonb)`,
+        [...scope, pgJson(calls)],
+      );
+      await client.query(
+        `INSERT INTO rein.approvals (run_id, tenant_id, id, status, tool_name, created_at, decided_at, doc)
+         SELECT $1, $2, x.doc->>'id', x.doc->>'status', x.doc->>'toolName', (x.doc->>'createdAt')::timestamptz,
+           (x.doc->>'decidedAt')::timestamptz, x.doc
+         FROM jsonb_to_recordset($3::jsonb) AS x(doc jsonb)`,
+        [...scope, pgJson(approvals.map((a) => ({ doc: a })))],
+      );
+      await client.query(
+        `INSERT INTO rein.events (run_id, tenant_id, ms, seq, type, doc)
+         SELECT $1, $2, x.ms, x.seq, x.doc->>'type', x.doc
+         FROM jsonb_to_recordset($3::jsonb) AS x(ms bigint, seq bigint, doc jsonb)`,
+        [
+          ...scope,
+          pgJson(
+            doc.events.map(({ id, event: { runId: _implied, ...rest } }) => {
+              const [ms, seq] = streamId(id);
+              return { ms, seq, doc: runEventSchema.omit({ runId: true }).parse(rest) };
+            }),
+          ),
+        ],
+      );
+      await client.query('COMMIT');
+      return true;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Whether the run is archived (the reaper's and the hot-retention sweep's check before dropping Redis keys). */
+  async has(tenantId: string, runId: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query('SELECT 1 FROM rein.runs WHERE id = $1 AND tenant_id = $2', [runId, tenantId]);
+    return rowCount === 1;
+  }
+
+  /** The run document with its approvals and compensation; null if the tenant has no such archived run. */
+  async readRun(tenantId: string, runId: string): Promise<ArchivedRun | null> {
+    const [runs, approvals] = await Promise.all([
+      this.pool.query<{ doc: unknown; compensation: unknown }>('SELECT doc, compensation FROM rein.runs WHERE id = $1 AND tenant_id = $2', [
+        runId,
+        tenantId,
+      ]),
+      this.approvals(tenantId, runId),
+    ]);
+    const row = runs.rows[0];
+    if (!row) return null;
+    return {
+      run: runRecordSchema.parse(row.doc),
+      approvals,
+      compensation: row.compensation ? compensationSchema.parse(row.compensation) : null,
+    };
+  }
+
+  /** The run with its steps (tool calls in order) and approvals; null if the tenant has no such archived run. */
+  async readTrace(tenantId: string, runId: string): Promise<ArchivedTrace | null> {
+    const scope = [runId, tenantId];
+    const [runs, steps, calls, approvals] = await Promise.all([
+      this.pool.query<{ doc: unknown }>('SELECT doc FROM rein.runs WHERE id = $1 AND tenant_id = $2', scope),
+      this.pool.query<{ doc: Record<string, unknown> }>(
+        'SELECT doc FROM rein.steps WHERE run_id = $1 AND tenant_id = $2 ORDER BY index',
+        scope,
+      ),
+      this.pool.query<{ step: number; arguments: string | null; observation: string; doc: Record<string, unknown> }>(
+        `SELECT step, arguments::text AS arguments, observation, doc FROM rein.tool_calls
+         WHERE run_id = $1 AND tenant_id = $2 ORDER BY step, position`,
+        scope,
+      ),
+      this.approvals(tenantId, runId),
+    ]);
+    const row = runs.rows[0];
+    if (!row) return null;
+    const callsOf = new Map<number, unknown[]>();
+    for (const c of calls.rows) {
+      const call = toolCallRecordSchema.parse({
+        ...c.doc,
+        ...(c.arguments === null ? {} : { arguments: JSON.parse(c.arguments) }),
+        observation: c.observation,
+      });
+      callsOf.set(c.step, [...(callsOf.get(c.step) ?? []), call]);
+    }
+    return {
+      run: runRecordSchema.parse(row.doc),
+      steps: steps.rows.map((s) => stepRecordSchema.parse({ ...s.doc, toolCalls: callsOf.get(s.doc.index as number) ?? [] })),
+      approvals,
+    };
+  }
+
+  /**
+   * Up to 100 of the run's events after `afterId` (a stream entry id, or `0` for the
+   * start), with their stream ids: what `RunStore.readEvents` answers, so an SSE reader
+   * resumes with the same Last-Event-ID on either side.
+   */
+  async readEvents(tenantId: string, runId: string, afterId: string): Promise<StoredEvent[]> {
+    const [ms, seq] = streamId(afterId);
+    const { rows } = await this.pool.query<{ id: string; doc: Omit<RunEvent, 'runId'> }>(
+      `SELECT ms || '-' || seq AS id, doc FROM rein.events
+       WHERE run_id = $1 AND tenant_id = $2 AND (ms, seq) > ($3::bigint, $4::bigint)
+       ORDER BY ms, seq LIMIT ${EVENTS_PER_READ}`,
+      [runId, tenantId, ms, seq],
+    );
+    return rows.map((r) => ({ id: r.id, event: runEventSchema.parse({ ...r.doc, runId }) }));
+  }
+
+  private async approvals(tenantId: string, runId: string): Promise<Approval[]> {
+    const { rows } = await this.pool.query<{ doc: unknown }>('SELECT doc FROM rein.approvals WHERE run_id = $1 AND tenant_id = $2', [
+      runId,
+      tenantId,
+    ]);
+    return rows.map((r) => approvalSchema.parse(r.doc)).sort(byId);
+  }
+}

@@ -21,12 +21,12 @@ export interface Migration {
 
 /** Why the archive's schema does not fit this build; `code` is stable. */
 export class ArchiveSchemaError extends ReinError {
+  override readonly name = 'ArchiveSchemaError';
   constructor(
     code: 'archive_schema_missing' | 'archive_schema_behind' | 'archive_schema_ahead' | 'archive_migration_changed',
     message: string,
   ) {
     super(code, message);
-    this.name = 'ArchiveSchemaError';
   }
 }
 

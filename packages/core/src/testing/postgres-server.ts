@@ -85,6 +85,15 @@ export async function startTestPostgres(suite: string): Promise<TestPostgres | n
   }
 }
 
+/** Whether the server binaries are there, with startTestPostgres's notice when not (and its failure under CI=true). */
+export function hasPostgresBinaries(suite: string): boolean {
+  if (postgresBinDir()) return true;
+  const what = `${suite} needs the PostgreSQL server binaries under /usr/lib/postgresql (apt-get install postgresql)`;
+  if (process.env.CI === 'true') throw new Error(`${what}, and CI=true: install them instead of skipping`);
+  process.stderr.write(`\n[rein tests] SKIPPED: ${what}\n`);
+  return false;
+}
+
 /** The PostgreSQL server binaries (Debian's postgresql package), newest version first; null if none. */
 export function postgresBinDir(): string | null {
   const root = '/usr/lib/postgresql';

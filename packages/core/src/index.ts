@@ -84,7 +84,7 @@ export {
   type RunningService,
   runHttpService,
   type ServiceOptions,
-  serviceConfig,
+  serviceOptions,
 } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
@@ -124,7 +124,7 @@ export {
   parseModelId,
   providerSchema,
 } from './model/providers.js';
-export { compileOptions, optionsFromEnv, type PartialReinOptions, type ReinOptions } from './options.js';
+export { compileOptions, loadOptionsOrExit, optionsFromEnv, type PartialReinOptions, type ReinOptions } from './options.js';
 export {
   type CancelExpiry,
   type CompensateJob,
@@ -165,7 +165,7 @@ export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './runs/run-service.js';
 export { type SessionSettings, sessionHistory } from './runs/session-history.js';
-export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
+export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './runtime.js';
 export {
   addressableIdSchema,
   idempotencyKeySchema,

@@ -1,4 +1,4 @@
-import { type Config, configSchema, loadConfig } from './config.js';
+import { type Config, configSchema, loadConfig, loadConfigOrExit } from './config.js';
 
 /**
  * The typed, nested options of a Rein process: what components take, compiled once.
@@ -291,6 +291,11 @@ export function optionsFromConfig(config: Config): ReinOptions {
 /** Parses the environment (config.ts's errors) and maps it: the only place options meet env names. */
 export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ReinOptions {
   return optionsFromConfig(loadConfig(env));
+}
+
+/** For process entry points: the environment's options, or print what is wrong with it and exit 1. */
+export function loadOptionsOrExit(env: NodeJS.ProcessEnv = process.env): ReinOptions {
+  return optionsFromConfig(loadConfigOrExit(env));
 }
 
 /** Fills every left-out field with its default (the defaults of configSchema), section by section. */

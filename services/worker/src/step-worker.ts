@@ -14,13 +14,13 @@ import {
   REAPER,
   ReinError,
   type RunReason,
-  type Runtime,
   reap,
   STEP_QUEUE,
   type StepJob,
   stepSpan,
   sweepDeadlines,
   terminalReason,
+  type WorkerRuntime,
   workerShards,
 } from '@rein/core';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
@@ -48,30 +48,31 @@ export interface StepWorkers {
 
 /**
  * The BullMQ workers: one job = one ReAct step; one Worker per consumed shard, each
- * with WORKER_CONCURRENCY (the model bulkhead still caps the process's model calls).
+ * with `queue.workerConcurrency` (the model bulkhead still caps the process's model calls).
  * A busy or broken dependency (open breaker, full bulkhead, model down) puts the step
  * back on the queue for later without spending an attempt, until the run's deadline;
  * other failures are retried by BullMQ, and a non-retryable error or the last attempt
  * ends the run with a reason.
  */
-export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers {
-  const { config, logger } = rt;
+export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWorkers {
+  const { options, logger } = rt;
+  const { queue, tools, model: models } = options;
   const toolBulkheads = new Map<string, Bulkhead>();
   const executeTool = createToolExecutor({
     tools: rt.tools,
     ledger: rt.ledger,
     metrics: rt.metrics,
     logger,
-    toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
-    approvalTtlMs: config.APPROVAL_TTL_MS,
-    maxResultBytes: config.REIN_MAX_TOOL_RESULT_BYTES,
+    toolTimeoutMs: tools.timeoutMs,
+    approvalTtlMs: options.approvals.ttlMs,
+    maxResultBytes: tools.maxResultBytes,
     captureContent: rt.tracing.capture,
     protection: {
       breakers: rt.breakers,
       bulkhead: (dependency) => {
         let b = toolBulkheads.get(dependency);
         if (!b) {
-          b = new Bulkhead(dependency, config.REIN_TOOL_PROCESS_CONCURRENCY, config.REIN_BULKHEAD_WAIT_MS, (inFlight, rejected) => {
+          b = new Bulkhead(dependency, tools.processConcurrency, options.resilience.bulkheadWaitMs, (inFlight, rejected) => {
             rt.metrics.bulkheadInFlight.set({ dependency }, inFlight);
             if (rejected) rt.metrics.bulkheadRejections.inc({ dependency, scope: 'process' });
           });
@@ -86,26 +87,26 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     feed: rt.feed,
     journal: rt.journal,
     model,
-    modelName: config.REIN_MODEL,
+    modelName: models.name,
     tools: rt.tools,
     agents: rt.agents,
     executeTool,
     enqueue: rt.enqueue,
     quotas: rt.quotas,
-    prices: config.REIN_MODEL_PRICES,
+    prices: models.prices,
     inputFilter: rt.inputFilter,
     masker: rt.masker,
     guards: {
-      repeatLimit: config.REIN_REPEAT_LIMIT,
-      toolFailureLimit: config.REIN_TOOL_FAILURE_LIMIT,
-      toolResultMaxChars: config.REIN_TOOL_RESULT_MAX_CHARS,
+      repeatLimit: options.limits.repeatLimit,
+      toolFailureLimit: tools.failureLimit,
+      toolResultMaxChars: tools.resultMaxChars,
     },
     metrics: rt.metrics,
     logger,
-    toolConcurrency: config.REIN_TOOL_CONCURRENCY,
-    modelTimeoutMs: config.REIN_MODEL_TIMEOUT_MS,
-    modelIdleTimeoutMs: config.REIN_MODEL_IDLE_TIMEOUT_MS,
-    approvalTtlMs: config.APPROVAL_TTL_MS,
+    toolConcurrency: tools.concurrency,
+    modelTimeoutMs: models.timeoutMs,
+    modelIdleTimeoutMs: models.idleTimeoutMs,
+    approvalTtlMs: options.approvals.ttlMs,
   });
 
   /** Puts the step back for later, or ends the run if "later" is past its deadline. */
@@ -141,7 +142,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
         charge: (run) => rt.quotas.charge(run),
         metrics: rt.metrics,
         logger,
-        staleMs: config.REIN_REAPER_STALE_MS,
+        staleMs: options.maintenance.reaperStaleMs,
       });
       return `repaired ${repaired}`;
     }
@@ -171,14 +172,14 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
   };
 
   // One connection for every shard's worker; BullMQ adds a blocking one per worker.
-  const connection = bullConnection(config, 'worker', logger);
+  const connection = bullConnection(options.redis, 'worker', logger);
   const startShard = (shard: number) => {
     const worker = new Worker(STEP_QUEUE, processJob, {
       connection,
       prefix: queuePrefix(shard),
-      concurrency: config.WORKER_CONCURRENCY,
-      lockDuration: config.REIN_JOB_LOCK_MS,
-      stalledInterval: Math.max(1000, Math.floor(config.REIN_JOB_LOCK_MS / 2)),
+      concurrency: queue.workerConcurrency,
+      lockDuration: queue.jobLockMs,
+      stalledInterval: Math.max(1000, Math.floor(queue.jobLockMs / 2)),
       // A step killed with its worker is picked up again; a step that kills every worker is not.
       maxStalledCount: 3,
     });
@@ -200,7 +201,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     });
     return worker;
   };
-  const shards = workerShards(config);
+  const shards = workerShards(queue);
   const workers = shards.map(startShard);
   // Housekeeping has workers of its own (sweep and reap side by side), so full step slots cannot starve it.
   const housekeepers = shards.map((shard) => {
@@ -208,7 +209,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
       connection,
       prefix: queuePrefix(shard),
       concurrency: 2,
-      lockDuration: config.REIN_JOB_LOCK_MS,
+      lockDuration: queue.jobLockMs,
     });
     worker.on('error', (err) => logger.warn({ err: err.message, shard }, 'housekeeping worker error'));
     return worker;
@@ -216,7 +217,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
   // Exported at 0 from the start, so that the first replacement shows as an increase.
   for (const shard of shards) rt.metrics.fetchLoopRestarts.inc({ shard: String(shard) }, 0);
   rt.scheduler
-    .scheduleHousekeeping(config.REIN_SWEEP_INTERVAL_MS, config.REIN_REAPER_INTERVAL_MS)
+    .scheduleHousekeeping(options.maintenance.sweepIntervalMs, options.maintenance.reaperIntervalMs)
     .catch((err: Error) => logger.error({ err: err.message }, 'could not schedule the deadline sweeper and the reaper'));
 
   // A worker whose fetch loop hung is replaced by a fresh one on the same shard. The old

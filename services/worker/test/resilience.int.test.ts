@@ -3,9 +3,9 @@ import {
   createResilientModelGateway,
   type ModelRequest,
   type RunRecord,
-  type Runtime,
   reap,
   tenantKeys,
+  type WorkerRuntime,
 } from '@rein/core';
 import { createScriptedModelServer } from '@rein/scripted-model';
 import type { FastifyInstance } from 'fastify';
@@ -31,7 +31,7 @@ const faults = async (fault: Record<string, unknown>) => {
 beforeEach(() => faults({ mode: 'none' }));
 
 const start = workerPerTest();
-const resilientModel = (models: string[]) => (rt: Runtime) =>
+const resilientModel = (models: string[]) => (rt: WorkerRuntime) =>
   createResilientModelGateway(models, createOpenAICompletion({ baseURL, apiKey: 'test' }), {
     breakers: rt.breakers,
     fleetLimit: rt.fleetLimit,
@@ -96,7 +96,7 @@ describe('a flaky model provider costs time, never runs', () => {
 });
 
 /** One pass of the reaper over the worker's runtime, counting every run as stale. */
-const reapNow = (rt: Runtime) =>
+const reapNow = (rt: WorkerRuntime) =>
   reap({
     store: rt.store,
     queueOf: () => rt.scheduler.queues[0]!, // the only shard here

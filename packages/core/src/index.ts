@@ -134,9 +134,9 @@ export {
   type ExpireJob,
   expireJobSchema,
   HOUSEKEEPING_QUEUE,
+  housekeepingJobSchema,
   type JobName,
   jobCatalog,
-  parseJob,
   REAPER,
   type RepairJob,
   repairJobSchema,
@@ -145,8 +145,19 @@ export {
   StepScheduler,
   shardOf,
   stepJobOptions,
+  stepJobSchema,
   stepQueue,
 } from './queue/job-catalog.js';
+export {
+  failJob,
+  InvalidJobError,
+  type JobHandler,
+  type JobTable,
+  runJob,
+  takeJob,
+  type WorkerJobName,
+  type WorkerJobPayload,
+} from './queue/job-table.js';
 export {
   bullConnection,
   checkRedisSettings,

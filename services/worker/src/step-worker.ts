@@ -5,18 +5,25 @@ import {
   createStepProcessor,
   createToolExecutor,
   DEADLINE_SWEEP,
+  expireJobSchema,
+  failJob,
   HOUSEKEEPING_QUEUE,
+  housekeepingJobSchema,
+  InvalidJobError,
   isDelaying,
+  type JobTable,
   type ModelGateway,
   ModelUnavailableError,
-  parseJob,
   queuePrefix,
   REAPER,
   ReinError,
   type RunReason,
   reap,
+  repairJobSchema,
+  runJob,
   STEP_QUEUE,
   type StepJob,
+  stepJobSchema,
   stepSpan,
   sweepDeadlines,
   terminalReason,
@@ -26,7 +33,13 @@ import {
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import { watchFetchLoops } from './fetch-watchdog.js';
 
-/** A non-retryable step failure, for BullMQ; it keeps the typed error so the run's reason comes from it. */
+/** What BullMQ hands a job's handler beside its payload. */
+interface Dequeued {
+  job: Job;
+  token: string | undefined;
+}
+
+/** A non-retryable job failure, for BullMQ; it keeps the typed error so the run's reason comes from it. */
 class UnrecoverableStepError extends UnrecoverableError {
   constructor(readonly error: ReinError) {
     super(`${error.code}: ${error.message}`);
@@ -126,49 +139,79 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     throw new DelayedError();
   }
 
-  const processJob = async (job: Job, token?: string) => {
-    const parsed = parseJob(job.name, job.data);
-    if (parsed.name === 'compensate')
-      return `compensation ${await rt.compensator.process(parsed.payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`;
-    if (parsed.name === 'expire') return `expired ${await rt.approvals.expireDue(parsed.payload.runId, parsed.payload.step)}`;
-    if (parsed.name === DEADLINE_SWEEP.name) return `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`;
-    if (parsed.name === REAPER.name) {
-      const repaired = await reap({
-        store: rt.store,
-        queueOf: (runId) => rt.scheduler.queueOf(runId),
-        enqueue: rt.enqueue,
-        approvals: rt.approvals,
-        feed: rt.feed,
-        charge: (run) => rt.quotas.charge(run),
-        metrics: rt.metrics,
-        logger,
-        staleMs: options.maintenance.reaperStaleMs,
+  /** One step (step, resume or repair): the processor, in the step's span, delayed when a dependency is busy. */
+  const runStep =
+    (name: 'step' | 'resume' | 'repair') =>
+    async (payload: StepJob, { job, token }: Dequeued) => {
+      rt.metrics.jobWait.observe({ job: name }, Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000);
+      return stepSpan(name, payload, async () => {
+        const started = performance.now();
+        try {
+          const outcome = await steps.process(payload);
+          // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
+          if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
+          rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
+          return outcome;
+        } catch (err) {
+          if (isDelaying(err)) return delay(job, token, payload, err);
+          if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
+          logger.warn(
+            { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
+            'step failed; will retry',
+          );
+          throw err;
+        }
       });
-      return `repaired ${repaired}`;
+    };
+  /** A step's final failure ends its run, with the reason its error names (if the run is still at that step). */
+  const endRun = async ({ runId, step }: StepJob, err: Error) => {
+    const cause = err instanceof UnrecoverableStepError ? err.error : err;
+    await steps.fail(runId, terminalReason(cause), err.message, (run) => run.step === step);
+  };
+
+  /** Every job this worker takes: what it carries, how it runs, and what its final failure does. */
+  const jobs: JobTable<Dequeued> = {
+    step: { schema: stepJobSchema, run: runStep('step'), onFinalFailure: endRun },
+    resume: { schema: stepJobSchema, run: runStep('resume'), onFinalFailure: endRun },
+    repair: { schema: repairJobSchema, run: runStep('repair'), onFinalFailure: endRun },
+    expire: { schema: expireJobSchema, run: async ({ runId, step }) => `expired ${await rt.approvals.expireDue(runId, step)}` },
+    compensate: {
+      schema: compensateJobSchema,
+      run: async (payload, { job }) =>
+        `compensation ${await rt.compensator.process(payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`,
+      onFinalFailure: (payload, err) => rt.compensator.giveUp(payload, err.message),
+    },
+    [DEADLINE_SWEEP.name]: {
+      schema: housekeepingJobSchema,
+      run: async () => `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`,
+    },
+    [REAPER.name]: {
+      schema: housekeepingJobSchema,
+      run: async () => {
+        const repaired = await reap({
+          store: rt.store,
+          queueOf: (runId) => rt.scheduler.queueOf(runId),
+          enqueue: rt.enqueue,
+          approvals: rt.approvals,
+          feed: rt.feed,
+          charge: (run) => rt.quotas.charge(run),
+          metrics: rt.metrics,
+          logger,
+          staleMs: options.maintenance.reaperStaleMs,
+        });
+        return `repaired ${repaired}`;
+      },
+    },
+  };
+
+  const processJob = async (job: Job, token?: string) => {
+    try {
+      return await runJob(jobs, job.name, job.data, { job, token });
+    } catch (err) {
+      // An unknown or malformed job cannot succeed on a retry.
+      if (err instanceof InvalidJobError) throw new UnrecoverableStepError(err);
+      throw err;
     }
-    const { payload } = parsed;
-    rt.metrics.jobWait.observe(
-      { job: parsed.name },
-      Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000,
-    );
-    return stepSpan(parsed.name, payload, async () => {
-      const started = performance.now();
-      try {
-        const outcome = await steps.process(payload);
-        // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
-        if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
-        rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
-        return outcome;
-      } catch (err) {
-        if (isDelaying(err)) return delay(job, token, payload, err);
-        if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
-        logger.warn(
-          { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
-          'step failed; will retry',
-        );
-        throw err;
-      }
-    });
   };
 
   // One connection for every shard's worker; BullMQ adds a blocking one per worker.
@@ -187,17 +230,10 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     worker.on('failed', (job, err) => {
       if (!job || err.name === 'DelayedError') return;
       const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
-      if (final && job.name === 'compensate') {
-        rt.compensator
-          .giveUp(compensateJobSchema.parse(job.data), err.message)
-          .catch((e: Error) => logger.error({ err: e.message }, 'could not mark the compensation failed'));
-        return;
-      }
-      if (!final || !['step', 'resume', 'repair'].includes(job.name)) return;
-      const { runId, step } = job.data as StepJob;
-      steps
-        .fail(runId, terminalReason(err instanceof UnrecoverableStepError ? err.error : err), err.message, (run) => run.step === step)
-        .catch((e: Error) => logger.error({ err: e.message }, 'could not end the run'));
+      if (!final) return;
+      failJob(jobs, job.name, job.data, err).catch((e: Error) =>
+        logger.error({ job: job.name, err: e.message }, 'could not act on the final failure of a job'),
+      );
     });
     return worker;
   };

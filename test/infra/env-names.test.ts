@@ -17,9 +17,9 @@ const EXEMPT: Record<string, string[]> = {
 };
 
 /**
- * The variable names `code` uses: identifiers and bare string literals. Comments are not
- * code, and a message (a string with a space in it) may tell the operator which variable
- * to set; neither can read one.
+ * The variable names `code` uses: identifiers, and string literals that are exactly a
+ * name. Comments are not code, and a message may tell the operator which variable to
+ * set (`REIN_APP=x: no such package`); neither can read one.
  */
 function envNamesIn(code: string): string[] {
   const names: string[] = [];
@@ -30,7 +30,7 @@ function envNamesIn(code: string): string[] {
         : ts.isStringLiteralLike(node) || ts.isTemplateLiteralToken(node)
           ? node.text
           : undefined;
-    if (text !== undefined && !/\s/.test(text) && ENV_NAME.test(text) && !NOT_VARIABLES.has(text)) names.push(text);
+    if (text !== undefined && ENV_NAME.test(text) && !NOT_VARIABLES.has(text)) names.push(text);
     ts.forEachChild(node, visit);
   };
   visit(ts.createSourceFile('x.ts', code, ts.ScriptTarget.Latest, true));

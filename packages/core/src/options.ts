@@ -310,12 +310,3 @@ export function compileOptions(partial: PartialReinOptions = {}): ReinOptions {
   }
   return out as unknown as ReinOptions;
 }
-
-/** The environment-shaped view of options, for the components that still take `Config`. */
-export function configFromOptions(options: ReinOptions): Config {
-  const config: Record<string, unknown> = {};
-  for (const [name, path] of Object.entries(envOptionPaths)) {
-    config[name] = path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown>)[k], options);
-  }
-  return config as Config;
-}

@@ -128,7 +128,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     observation = capToolResult(observation, deps.maxResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES);
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.toolDuration.observe({ tool: tool.name }, durationMs / 1000);
-    // Refused once the run has finished: the step's stale commit then records the call in the trace (act, step-processor.ts).
+    // Refused once the run has finished: the step's stale commit then records the call in the trace (applyAfterTools, step-processor.ts).
     if (journaled) await deps.ledger.recordResult(ctx.runId, ctx.idempotencyKey, tool.name, ok, observation);
     annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'executed' });
     return record(call, args, ok ? 'ok' : 'error', observation, durationMs, extra);

@@ -90,12 +90,10 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   const clock = opts.now ? { now: opts.now } : {};
   const quotas = new TenantQuotas(redis, opts.quotas ?? loadConfig({}).REIN_TENANT_QUOTAS, opts.now);
   const executeTool = createToolExecutor({
-    tools,
     ledger,
     metrics,
     logger,
     toolTimeoutMs: 2000,
-    approvalTtlMs: opts.approvalTtlMs ?? 60_000,
     ...(opts.now ? { now: opts.now } : {}),
   });
   const steps = createStepProcessor({

@@ -58,12 +58,10 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
   const { config, logger } = rt;
   const toolBulkheads = new Map<string, Bulkhead>();
   const executeTool = createToolExecutor({
-    tools: rt.tools,
     ledger: rt.ledger,
     metrics: rt.metrics,
     logger,
     toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
-    approvalTtlMs: config.APPROVAL_TTL_MS,
     maxResultBytes: config.REIN_MAX_TOOL_RESULT_BYTES,
     captureContent: rt.tracing.capture,
     protection: {

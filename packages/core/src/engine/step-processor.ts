@@ -21,11 +21,12 @@ import { eventCommand, type RunStore } from '../store/run-store.js';
 import { agentTool, type Tool, toolDependency, toolSpec } from '../tools/tool.js';
 import { createTransitionApplier } from './apply-transition.js';
 import { distinctCallIds } from './call-identity.js';
+import { type PlannedCall, planCalls } from './call-plan.js';
 import { compaction, READ_RESULT_TOOL, withModelSummary } from './context-policy.js';
 import { createDeltaPublisher } from './delta-publisher.js';
 import { type EarlierCall, guardFromHistory } from './loop-guard.js';
 import { modelSummary } from './model-summary.js';
-import { isPlanning, linkCallsToPlan, planOutcome, planResponseFormat } from './plan.js';
+import { isPlanning, planOutcome, planResponseFormat } from './plan.js';
 import { runEvent } from './run-event.js';
 import { retryOnStale, startRun } from './run-transitions.js';
 import {
@@ -68,7 +69,7 @@ export interface StepProcessorDeps {
   modelTimeoutMs: number;
   /** The longest silence of a streamed reply once it started. */
   modelIdleTimeoutMs?: number;
-  /** How long a plan's approval stays decidable (APPROVAL_TTL_MS). */
+  /** How long a plan's or a call's approval stays decidable unless its tool says otherwise (APPROVAL_TTL_MS). */
   approvalTtlMs: number;
   now?: () => number;
 }
@@ -81,10 +82,12 @@ const OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished' } as
 const EFFECT_OUTCOMES: readonly ToolCallRecord['outcome'][] = ['ok', 'error', 'uncertain'];
 
 /**
- * One ReAct step per call: read what the step needs (one round trip), decide (journaled),
- * run the tools (ledger, approval gate), and hand the resulting Transition to the
- * applier. What happens next is decided by the pure functions of step-policy.ts. Safe to
- * run any number of times for the same step, concurrently or after a crash.
+ * One ReAct step per call, in phases (docs/design.md, "The phases of a step"): read and
+ * triage (`attempt`: one round trip, then the pure `gate`), call the model and journal its
+ * reply (`decide`), decide what follows (`act`: the pure `afterDecision` / `afterPlan`), plan
+ * the calls (the pure `planCalls`), run them (`runCalls`), conclude (the pure `afterTools`)
+ * and apply the Transition (`applyAfterTools`, `applied`). Safe to run any number of times
+ * for the same step, concurrently or after a crash.
  */
 export function createStepProcessor(deps: StepProcessorDeps) {
   const now = deps.now ?? Date.now;
@@ -400,33 +403,58 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     }
     const first = afterDecision(facts());
     if (first.kind !== 'tools') return applied(run, first, log);
-    // Which call carries out which step of the run's plan; the others are policed as without one.
-    const planSteps = linkCallsToPlan(run.plan, decision.toolCalls, (name) => agentTool(deps.tools, profile, name));
+    const planned = planCalls({
+      run,
+      profile,
+      tools: deps.tools,
+      calls: decision.toolCalls,
+      approvals,
+      now: now(),
+      approvalTtlMs: deps.approvalTtlMs,
+    });
+    const results = await runCalls(run, planned, first.earlier, breakerStates);
+    const records: ToolCallRecord[] = results.map((r) => r.record);
+    const newApprovals = results.flatMap((r) => (r.newApproval ? [r.newApproval] : []));
+    return applyAfterTools(run, afterTools(facts(), records, newApprovals), records, log);
+  }
 
+  /**
+   * Runs the planned calls, at most toolConcurrency at a time; a read tool asked again with
+   * the same arguments is answered from its earlier result instead. An uncertain effect is
+   * told to the tenant's feed at once.
+   */
+  async function runCalls(
+    run: RunRecord,
+    planned: PlannedCall[],
+    earlierCalls: ReadonlyMap<number, EarlierCall>,
+    breakerStates?: BreakerStates,
+  ): Promise<ToolCallResult[]> {
     const limit = pLimit(deps.toolConcurrency);
     const results = await Promise.all(
-      decision.toolCalls.map(async (call, index): Promise<ToolCallResult> => {
-        const earlier = first.earlier.get(index);
-        if (earlier && deps.tools.get(call.name)?.kind === 'read') {
-          const answered = await fromEarlier(run.id, earlier, call.id);
+      planned.map(async (p, index): Promise<ToolCallResult> => {
+        const earlier = earlierCalls.get(index);
+        if (earlier && deps.tools.get(p.call.name)?.kind === 'read') {
+          const answered = await fromEarlier(run.id, earlier, p.call.id);
           if (answered) return answered;
         }
-        return limit(() => deps.executeTool(run, profile, run.step, index, call, approvals, planSteps[index], breakerStates));
+        return limit(() => deps.executeTool(p, breakerStates));
       }),
     );
-    const records: ToolCallRecord[] = results.map((r) => r.record);
-    for (const r of records.filter((x) => x.outcome === 'uncertain')) {
+    for (const r of results.filter((x) => x.record.outcome === 'uncertain')) {
       await deps.feed.publish(run.tenantId, {
         type: 'effect.uncertain',
         runId: run.id,
         step: run.step,
-        toolCallId: r.id,
-        tool: r.name,
+        toolCallId: r.record.id,
+        tool: r.record.name,
         at: iso(),
       });
     }
-    const newApprovals = results.flatMap((r) => (r.newApproval ? [r.newApproval] : []));
-    const t = afterTools(facts(), records, newApprovals);
+    return results;
+  }
+
+  /** Applies the step's conclusion after its calls ran. */
+  async function applyAfterTools(run: RunRecord, t: Transition, records: ToolCallRecord[], log: Logger): Promise<StepOutcome> {
     try {
       return await applied(run, t, log);
     } catch (err) {

@@ -255,7 +255,7 @@ export { ApprovalFeed } from './store/approval-feed.js';
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
-export { type OnRunFinished, type RunFilter, RunStore } from './store/run-store.js';
+export { type RunFilter, RunStore } from './store/run-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
 export {

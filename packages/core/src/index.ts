@@ -23,6 +23,7 @@ export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
 export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
+export { createTransitionApplier, type FinishHooks, type Outcome, type TransitionApplier } from './engine/apply-transition.js';
 export { type Compensator, compensationKey, createCompensator } from './engine/compensation.js';
 export {
   type ContextPolicy,

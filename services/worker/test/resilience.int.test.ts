@@ -1,12 +1,4 @@
-import {
-  createOpenAICompletion,
-  createResilientModelGateway,
-  type ModelRequest,
-  type RunRecord,
-  type Runtime,
-  reap,
-  tenantKeys,
-} from '@rein/core';
+import { createOpenAICompletion, createResilientModelGateway, type ModelRequest, type Runtime, reap, tenantKeys } from '@rein/core';
 import { createScriptedModelServer } from '@rein/scripted-model';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { editPlan, planHash } from '../engine/plan.js';
 import type { FollowUps, TransitionApplier } from '../engine/apply-transition.js';
+import { editPlan, planHash } from '../engine/plan.js';
 import { decideApprovals, retryOnStale } from '../engine/run-transitions.js';
 import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
 import { approvalView } from '../runs/run-service.js';

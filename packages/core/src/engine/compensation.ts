@@ -146,7 +146,11 @@ export function createCompensator(deps: CompensatorDeps) {
         events: [runEvent('approval.requested', run.id, approval.step, { approvalId: approval.id, toolName: 'compensation' })],
       };
       // Expiry is enforced by a timer, as for any approval; an expired plan is declined.
-      await deps.applier.apply(fresh, { kind: 'compensate', change, followUps: { feed: [approvalEvent(approval, false)], expiry: [approval] } });
+      await deps.applier.apply(fresh, {
+        kind: 'compensate',
+        change,
+        followUps: { feed: [approvalEvent(approval, false)], expiry: [approval] },
+      });
     });
     return approval;
   }

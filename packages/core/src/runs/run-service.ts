@@ -296,7 +296,11 @@ export function createRunService(deps: RunServiceDeps) {
           .filter((a) => a.status === 'pending')
           .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: principal.userId, decidedAt: at, comment: 'run cancelled' }));
         const change = finishRun(run, { status: 'cancelled', reason: 'cancelled', by: principal.userId }, {}, { approvals: withdrawn }, at);
-        const next = await deps.applier.apply(run, { kind: 'cancel', change, followUps: { feed: withdrawn.map((a) => approvalEvent(a, true)) } });
+        const next = await deps.applier.apply(run, {
+          kind: 'cancel',
+          change,
+          followUps: { feed: withdrawn.map((a) => approvalEvent(a, true)) },
+        });
         return view(next);
       });
     },

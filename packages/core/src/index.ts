@@ -23,6 +23,7 @@ export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
 export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
+export { createTransitionApplier, type FinishHooks, type Outcome, type TransitionApplier } from './engine/apply-transition.js';
 export { type Compensator, compensationKey, createCompensator } from './engine/compensation.js';
 export {
   type ContextPolicy,
@@ -255,7 +256,7 @@ export { ApprovalFeed } from './store/approval-feed.js';
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
-export { type OnRunFinished, type RunFilter, RunStore } from './store/run-store.js';
+export { type RunFilter, RunStore } from './store/run-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
 export {

@@ -5,6 +5,7 @@ import { type ApprovalService, createApprovalService } from './approvals/approva
 import { checkPrices } from './budgets/cost.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import type { Config } from './config.js';
+import { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
 import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
@@ -33,6 +34,8 @@ export interface Runtime {
   metrics: Metrics;
   redis: RedisClient;
   store: RunStore;
+  /** The one writer of run records (engine/apply-transition.ts). */
+  applier: TransitionApplier;
   feed: ApprovalFeed;
   journal: DecisionJournal;
   ledger: EffectLedger;
@@ -120,19 +123,32 @@ export async function createRuntime(
   dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
   // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
   await Promise.all([...scheduler.queues.map((q) => q.waitUntilReady()), dispatcher.queue.waitUntilReady()]);
-  // The compensator needs the store it is told by: bound once both exist.
-  let compensator: Compensator | undefined;
-  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics, async (run) => {
-    await dispatcher.onRunFinished(run);
-    await compensator
-      ?.onRunFinished(run)
-      .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
-  });
+  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics);
   const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
   const ledger = new EffectLedger(redis);
   const journal = new DecisionJournal(redis);
   const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
   const enqueue = scheduler.enqueue;
+  // The compensator commits through the applier whose finish hook it is: bound once both exist.
+  let compensator: Compensator | undefined;
+  const applier = createTransitionApplier({
+    store,
+    quotas,
+    feed,
+    enqueue,
+    cancelExpiry: scheduler.cancelExpiry,
+    metrics,
+    knownTool: (name) => tools.has(name),
+    hooks: {
+      async finished(run) {
+        await dispatcher.onRunFinished(run);
+        await compensator
+          ?.onRunFinished(run)
+          .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+      },
+      decided: async (run) => compensator?.decided(run),
+    },
+  });
   const ceilings = {
     maxSteps: config.REIN_MAX_STEPS_CEILING,
     maxTokens: config.REIN_MAX_TOKENS_CEILING,
@@ -145,11 +161,11 @@ export async function createRuntime(
   };
   compensator = createCompensator({
     store,
+    applier,
     ledger,
     tools,
     agents,
     enqueue,
-    feed,
     metrics,
     logger,
     emit: async (tenantId, type, key, data) => {
@@ -167,6 +183,7 @@ export async function createRuntime(
     metrics,
     redis,
     store,
+    applier,
     feed,
     journal,
     ledger,
@@ -175,16 +192,8 @@ export async function createRuntime(
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings, sessions, masker, compensator }),
-    approvals: createApprovalService({
-      store,
-      enqueue,
-      cancelExpiry: scheduler.cancelExpiry,
-      metrics,
-      tools,
-      feed,
-      onFinishedRunDecided: compensator.decided,
-    }),
+    runs: createRunService({ store, applier, journal, agents, enqueue, metrics, quotas, ceilings, sessions, masker, compensator }),
+    approvals: createApprovalService({ store, applier, tools }),
     inputFilter,
     masker,
     breakers,

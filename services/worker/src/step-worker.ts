@@ -81,6 +81,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
   });
   const steps = createStepProcessor({
     store: rt.store,
+    applier: rt.applier,
     feed: rt.feed,
     journal: rt.journal,
     model,
@@ -88,7 +89,6 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     tools: rt.tools,
     agents: rt.agents,
     executeTool,
-    enqueue: rt.enqueue,
     quotas: rt.quotas,
     prices: config.REIN_MODEL_PRICES,
     inputFilter: rt.inputFilter,
@@ -136,7 +136,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
         enqueue: rt.enqueue,
         approvals: rt.approvals,
         feed: rt.feed,
-        charge: (run) => rt.quotas.charge(run),
+        applier: rt.applier,
         metrics: rt.metrics,
         logger,
         staleMs: config.REIN_REAPER_STALE_MS,

@@ -1,12 +1,4 @@
-import {
-  createOpenAICompletion,
-  createResilientModelGateway,
-  type ModelRequest,
-  type RunRecord,
-  type Runtime,
-  reap,
-  tenantKeys,
-} from '@rein/core';
+import { createOpenAICompletion, createResilientModelGateway, type ModelRequest, type Runtime, reap, tenantKeys } from '@rein/core';
 import { createScriptedModelServer } from '@rein/scripted-model';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -103,7 +95,7 @@ const reapNow = (rt: Runtime) =>
     enqueue: rt.enqueue,
     approvals: rt.approvals,
     feed: rt.feed,
-    charge: (run: RunRecord) => rt.quotas.charge(run),
+    applier: rt.applier,
     metrics: rt.metrics,
     logger: rt.logger,
     staleMs: 0,
@@ -173,7 +165,7 @@ describe('the reaper', () => {
       enqueue: f.rt.enqueue,
       approvals: f.rt.approvals,
       feed: f.rt.feed,
-      charge: (r: RunRecord) => f.rt.quotas.charge(r),
+      applier: f.rt.applier,
       metrics: f.rt.metrics,
       logger: f.rt.logger,
       staleMs: 60_000,

@@ -10,7 +10,7 @@ import type { PiiMasker } from '../guards/pii-masker.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelGateway } from '../model/model-gateway.js';
-import type { Enqueue, StepJob } from '../queue/job-catalog.js';
+import type { StepJob } from '../queue/job-catalog.js';
 import { CircuitBreakers, type FleetBreakerState } from '../resilience/circuit-breakers.js';
 import type { Approval } from '../schemas/approval.js';
 import type { ChatMessage } from '../schemas/message.js';
@@ -19,7 +19,7 @@ import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { eventCommand, type RunStore } from '../store/run-store.js';
 import { agentTool, type Tool, toolDependency, toolSpec } from '../tools/tool.js';
-import { createTransitionApplier } from './apply-transition.js';
+import type { TransitionApplier } from './apply-transition.js';
 import { distinctCallIds } from './call-identity.js';
 import { type PlannedCall, planCalls } from './call-plan.js';
 import { compaction, READ_RESULT_TOOL, withModelSummary } from './context-policy.js';
@@ -48,6 +48,8 @@ export type { GuardLimits } from './step-policy.js';
 
 export interface StepProcessorDeps {
   store: RunStore;
+  /** Where every Transition takes effect (shared with the run's other writers). */
+  applier: TransitionApplier;
   feed: ApprovalFeed;
   journal: DecisionJournal;
   model: ModelGateway;
@@ -56,7 +58,6 @@ export interface StepProcessorDeps {
   tools: Map<string, Tool>;
   agents: AgentCatalog;
   executeTool: ToolExecutor;
-  enqueue: Enqueue;
   quotas: TenantQuotas;
   prices: Record<string, Price>;
   inputFilter: InputFilter;
@@ -93,15 +94,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
   const now = deps.now ?? Date.now;
   const iso = () => new Date(now()).toISOString();
   const mask = (text: string) => deps.masker.maskText(text);
-  const applier = createTransitionApplier({
-    store: deps.store,
-    quotas: deps.quotas,
-    feed: deps.feed,
-    enqueue: deps.enqueue,
-    metrics: deps.metrics,
-    now,
-    knownTool: (name) => deps.tools.has(name),
-  });
+  const { applier } = deps;
 
   // A tool's JSON schema is derived from its zod schema once, not on every step.
   const specs = new WeakMap<Tool, ReturnType<typeof toolSpec>>();
@@ -278,7 +271,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
   }
 
   async function applied(run: RunRecord, t: Transition, log: Logger): Promise<StepOutcome> {
-    await applier.apply(run, t, log);
+    await applier.apply(run, { kind: 'step', transition: t, log });
     return OUTCOME[t.kind];
   }
 
@@ -332,7 +325,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
           );
         }
       }
-      if (run.status === 'queued') run = await deps.store.commit({ from: run, ...startRun(run, iso()) });
+      if (run.status === 'queued') run = await applier.apply(run, { kind: 'start', change: startRun(run, iso()) });
       // A live-only event: sent without waiting for its reply (the connection keeps it in order).
       deps.store
         .appendEvent(runEvent('step.started', run.id, run.step))
@@ -461,8 +454,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       // The run finished (cancelled, past its deadline) while its writes ran: the terminal commit dropped
       // the ledger, so what they did is recorded in the trace now, where the saga and the people find it.
       const wrote = records.some((r) => deps.tools.get(r.name)?.kind === 'write' && EFFECT_OUTCOMES.includes(r.outcome));
-      if (err instanceof StaleStepError && wrote && t.change.step && (await deps.store.recordAfterFinish(run.id, t.change.step))) {
-        applier.countToolCalls(t.change.step);
+      if (err instanceof StaleStepError && wrote && t.change.step && (await applier.recordAfterFinish(run.id, t.change.step))) {
         log.warn({ step: run.step }, "tool calls recorded after the run's finish");
       }
       throw err;
@@ -497,15 +489,12 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         const run = await deps.store.get(runId);
         if (!run || TERMINAL_STATUSES.includes(run.status) || !onlyIf(run)) return false;
         const log = deps.logger.child({ runId: run.id, traceId: run.traceId, step: run.step, tenantId: run.tenantId });
-        await applier.apply(
-          run,
-          failRun(run, reason, deps.agents.handoffAnswer(run.agent), mask, iso(), {
-            level: 'warn',
-            msg: 'run failed',
-            fields: { reason, detail },
-          }),
-          log,
-        );
+        const transition = failRun(run, reason, deps.agents.handoffAnswer(run.agent), mask, iso(), {
+          level: 'warn',
+          msg: 'run failed',
+          fields: { reason, detail },
+        });
+        await applier.apply(run, { kind: 'step', transition, log });
         return true;
       });
     } catch (err) {

@@ -2,11 +2,11 @@ import {
   createOpenAICompletion,
   createResilientModelGateway,
   type ModelRequest,
-  type RunRecord,
   type Runtime,
   reap,
   tenantKeys,
-} from '@rein/core';
+} from '@rein/core/internal';
+import type { RunRecord } from '@rein/core/schemas';
 import { createScriptedModelServer } from '@rein/scripted-model';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';

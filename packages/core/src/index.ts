@@ -2,7 +2,7 @@
  * `@rein/core`: what an app author and an embedder use — the definition API
  * (`defineTool`, `defineAgent`, `defineApp`, `ToolError`), the options the start functions
  * take, and the types they meet. Every name here is documented in README.md or docs/
- * (test/infra/public-index.test.ts checks it, and a ceiling on their count). What the
+ * (test/infra/public-index.test.ts checks it, and a ceiling of 60 on their count). What the
  * services, the CLI and the tests need beyond this is `@rein/core/internal`, with no
  * stability promise; the HTTP contract's zod schemas are `@rein/core/schemas`.
  */

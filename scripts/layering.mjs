@@ -19,7 +19,7 @@ const LAYERS = [
   ['budgets/'],
   ['engine/'],
   ['approvals/', 'runs/', 'webhooks/'],
-  ['http/', 'runtime.ts', 'index.ts'],
+  ['http/', 'runtime.ts', 'index.ts', 'internal.ts'],
 ];
 const POLICY = 3;
 const PIPELINE = 4;

@@ -1,6 +1,6 @@
 import { createApiApp } from '@rein/api';
 import { createApproverApp } from '@rein/approver';
-import { createRuntime, loadConfig, type Runtime } from '@rein/core';
+import { createRuntime, loadConfig, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import { Validator } from '@seriousme/openapi-schema-validator';

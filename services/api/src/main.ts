@@ -1,4 +1,4 @@
-import { loadAppOrExit, loadConfigOrExit } from '@rein/core';
+import { loadAppOrExit, loadConfigOrExit } from '@rein/core/internal';
 import { startApi } from './start-api.js';
 
 const config = loadConfigOrExit();

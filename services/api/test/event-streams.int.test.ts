@@ -1,4 +1,4 @@
-import { createRuntime, loadConfig, type Runtime } from '@rein/core';
+import { createRuntime, loadConfig, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { createLogger, createRuntime, createServiceApp, loadConfig, type Runtime } from '@rein/core';
+import { createLogger, createRuntime, createServiceApp, loadConfig, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';

@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net';
-import { createRuntime, loadConfig, type Runtime } from '@rein/core';
+import { createRuntime, loadConfig, type Runtime } from '@rein/core/internal';
 import { LocalRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';

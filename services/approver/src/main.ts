@@ -1,4 +1,4 @@
-import { loadAppOrExit, loadConfigOrExit } from '@rein/core';
+import { loadAppOrExit, loadConfigOrExit } from '@rein/core/internal';
 import { startApprover } from './start-approver.js';
 
 const config = loadConfigOrExit();

@@ -1,4 +1,4 @@
-import { loadAppOrExit, loadConfigOrExit } from '@rein/core';
+import { loadAppOrExit, loadConfigOrExit } from '@rein/core/internal';
 import { startWorker } from './start-worker.js';
 
 const config = loadConfigOrExit();

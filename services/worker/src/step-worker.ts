@@ -1,3 +1,4 @@
+import { ReinError } from '@rein/core';
 import {
   Bulkhead,
   bullConnection,
@@ -12,8 +13,6 @@ import {
   parseJob,
   queuePrefix,
   REAPER,
-  ReinError,
-  type RunReason,
   type Runtime,
   reap,
   STEP_QUEUE,
@@ -22,7 +21,8 @@ import {
   sweepDeadlines,
   terminalReason,
   workerShards,
-} from '@rein/core';
+} from '@rein/core/internal';
+import type { RunReason } from '@rein/core/schemas';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import { watchFetchLoops } from './fetch-watchdog.js';
 

@@ -1,4 +1,11 @@
-import { createOpenAICompletion, createResilientModelGateway, type ModelRequest, type Runtime, reap, tenantKeys } from '@rein/core';
+import {
+  createOpenAICompletion,
+  createResilientModelGateway,
+  type ModelRequest,
+  type Runtime,
+  reap,
+  tenantKeys,
+} from '@rein/core/internal';
 import { createScriptedModelServer } from '@rein/scripted-model';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';

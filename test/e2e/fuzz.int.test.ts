@@ -1,4 +1,5 @@
-import { createRuntime, optionsFromEnv, type Runtime } from '@rein/core';
+import { optionsFromEnv } from '@rein/core';
+import { createRuntime, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import fc from 'fast-check';

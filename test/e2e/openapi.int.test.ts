@@ -1,6 +1,7 @@
 import { createApiApp } from '@rein/api';
 import { createApproverApp } from '@rein/approver';
-import { createRuntime, optionsFromEnv, type Runtime } from '@rein/core';
+import { optionsFromEnv } from '@rein/core';
+import { createRuntime, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import { Validator } from '@seriousme/openapi-schema-validator';

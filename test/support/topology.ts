@@ -1,4 +1,5 @@
-import { createRedisClient, isCluster, type RedisClient } from '@rein/core';
+import type { RedisClient } from '@rein/core';
+import { createRedisClient, isCluster } from '@rein/core/internal';
 import { type LocalRedis, startTestCluster, startTestRedis, type TestCluster, type TestRedis } from '@rein/core/testing';
 
 export type TopologyKind = 'single' | 'cluster';

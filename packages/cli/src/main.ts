@@ -2,7 +2,8 @@
 import { createRequire } from 'node:module';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ReinNetworkError } from '@rein/client';
-import { type App, loadAppOrExit, loadOptionsOrExit, type RunningService, type ServiceOptions } from '@rein/core';
+import type { App, RunningService, ServiceOptions } from '@rein/core';
+import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
 import { dev } from './dev.js';
 import { fleetClient } from './fleet-client.js';
 import { type CommandName, commandHelp, isCommand, USAGE } from './help.js';

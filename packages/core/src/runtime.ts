@@ -4,6 +4,7 @@ import { createRegistry, type Registry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
 import { checkPrices } from './budgets/cost.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
+import { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
 import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
@@ -38,6 +39,8 @@ export interface Runtime {
   metrics: Metrics;
   redis: RedisClient;
   store: RunStore;
+  /** The one writer of run records (engine/apply-transition.ts). */
+  applier: TransitionApplier;
   feed: ApprovalFeed;
   journal: DecisionJournal;
   ledger: EffectLedger;
@@ -150,19 +153,32 @@ async function buildRuntime<X extends Extras>(
   dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
   // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
   await Promise.all([...scheduler.queues.map((q) => q.waitUntilReady()), dispatcher.queue.waitUntilReady()]);
-  // The compensator needs the store it is told by: bound once both exist.
-  let compensator: Compensator | undefined;
-  const store = new RunStore(redis, options.retention.traceTtlDays * 86_400, metrics, async (run) => {
-    await dispatcher.onRunFinished(run);
-    await compensator
-      ?.onRunFinished(run)
-      .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
-  });
+  const store = new RunStore(redis, options.retention.traceTtlDays * 86_400, metrics);
   const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
   const ledger = new EffectLedger(redis);
   const journal = new DecisionJournal(redis);
   const quotas = new TenantQuotas(redis, options.quotas);
   const enqueue = scheduler.enqueue;
+  // The compensator commits through the applier whose finish hook it is: bound once both exist.
+  let compensator: Compensator | undefined;
+  const applier = createTransitionApplier({
+    store,
+    quotas,
+    feed,
+    enqueue,
+    cancelExpiry: scheduler.cancelExpiry,
+    metrics,
+    knownTool: (name) => tools.has(name),
+    hooks: {
+      async finished(run) {
+        await dispatcher.onRunFinished(run);
+        await compensator
+          ?.onRunFinished(run)
+          .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+      },
+      decided: async (run) => compensator?.decided(run),
+    },
+  });
   const ceilings = {
     maxSteps: options.limits.maxStepsCeiling,
     maxTokens: options.limits.maxTokensCeiling,
@@ -175,11 +191,11 @@ async function buildRuntime<X extends Extras>(
   };
   compensator = createCompensator({
     store,
+    applier,
     ledger,
     tools,
     agents,
     enqueue,
-    feed,
     metrics,
     logger,
     emit: async (tenantId, type, key, data) => {
@@ -198,6 +214,7 @@ async function buildRuntime<X extends Extras>(
     metrics,
     redis,
     store,
+    applier,
     feed,
     journal,
     ledger,
@@ -206,16 +223,8 @@ async function buildRuntime<X extends Extras>(
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, journal, feed, agents, enqueue, metrics, quotas, ceilings, sessions, masker, compensator }),
-    approvals: createApprovalService({
-      store,
-      enqueue,
-      cancelExpiry: scheduler.cancelExpiry,
-      metrics,
-      tools,
-      feed,
-      onFinishedRunDecided: compensator.decided,
-    }),
+    runs: createRunService({ store, applier, journal, agents, enqueue, metrics, quotas, ceilings, sessions, masker, compensator }),
+    approvals: createApprovalService({ store, applier, tools }),
     inputFilter,
     masker,
     tracing,

@@ -1,21 +1,18 @@
 import {
   createServiceApp,
-  createWebhookBodySchema,
   EventStreams,
   InvalidRequestError,
-  idempotencyKeySchema,
   idParamsSchema,
   lastEventId,
-  listRunsQuerySchema,
   parseInput,
   REIN_ATTR,
   type Runtime,
   registerQueueDepth,
   apiRoutes as schemas,
   streamCaps,
-  submitRunBodySchema,
   submitSpan,
-} from '@rein/core';
+} from '@rein/core/internal';
+import { createWebhookBodySchema, idempotencyKeySchema, listRunsQuerySchema, submitRunBodySchema } from '@rein/core/schemas';
 import type { FastifyInstance } from 'fastify';
 import { mountQueueBoard } from './queue-board.js';
 

@@ -1,4 +1,4 @@
-import { loadAppOrExit, loadOptionsOrExit } from '@rein/core';
+import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
 import { startApi } from './start-api.js';
 
 const options = loadOptionsOrExit();

@@ -1,7 +1,8 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import { type ApiKey, basicPassword, bearerToken, envelope, findApiKey, type Runtime, requireApiKeys } from '@rein/core';
+import { basicPassword, bearerToken, envelope, findApiKey, type Runtime, requireApiKeys } from '@rein/core/internal';
+import type { ApiKey } from '@rein/core/schemas';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export const BOARD_PATH = '/admin/queues';

@@ -1,4 +1,6 @@
-import { createRuntime, createServiceApp, loadConfig, MAX_ID_LENGTH, optionsFromEnv, type Runtime } from '@rein/core';
+import { optionsFromEnv } from '@rein/core';
+import { createRuntime, createServiceApp, loadConfig, type Runtime } from '@rein/core/internal';
+import { MAX_ID_LENGTH } from '@rein/core/schemas';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
-import { createLogger, createRuntime, createServiceApp, optionsFromEnv, type Runtime } from '@rein/core';
+import { optionsFromEnv } from '@rein/core';
+import { createLogger, createRuntime, createServiceApp, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';

@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net';
-import { createRuntime, optionsFromEnv, type Runtime } from '@rein/core';
+import { optionsFromEnv } from '@rein/core';
+import { createRuntime, type Runtime } from '@rein/core/internal';
 import { LocalRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';

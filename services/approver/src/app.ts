@@ -1,19 +1,17 @@
+import type { Principal } from '@rein/core';
 import {
-  approveBodySchema,
   createServiceApp,
   EventStreams,
   feedVisibleTo,
   idParamsSchema,
   lastEventId,
-  listApprovalsQuerySchema,
-  type Principal,
   parseInput,
   type Runtime,
-  rejectBodySchema,
   approverRoutes as schemas,
   streamCaps,
   tenantKeys,
-} from '@rein/core';
+} from '@rein/core/internal';
+import { approveBodySchema, listApprovalsQuerySchema, rejectBodySchema } from '@rein/core/schemas';
 import type { FastifyInstance } from 'fastify';
 import { mountConsole } from './console.js';
 

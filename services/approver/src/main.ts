@@ -1,4 +1,4 @@
-import { loadAppOrExit, loadOptionsOrExit } from '@rein/core';
+import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
 import { startApprover } from './start-approver.js';
 
 const options = loadOptionsOrExit();

@@ -1,4 +1,5 @@
-import { createRuntime, optionsFromEnv, type Principal, type Runtime } from '@rein/core';
+import { optionsFromEnv, type Principal } from '@rein/core';
+import { createRuntime, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';

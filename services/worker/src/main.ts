@@ -1,4 +1,4 @@
-import { loadAppOrExit, loadOptionsOrExit } from '@rein/core';
+import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
 import { startWorker } from './start-worker.js';
 
 const options = loadOptionsOrExit();

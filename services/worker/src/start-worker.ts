@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
+import type { App, RunningService, ServiceOptions } from '@rein/core';
 import {
-  type App,
   closeOnSignals,
   createProviderCompletion,
   createResilientModelGateway,
@@ -9,11 +9,9 @@ import {
   exitOnStartError,
   type ModelGateway,
   metricsAuthorized,
-  type RunningService,
-  type ServiceOptions,
   serviceOptions,
   type WorkerRuntime,
-} from '@rein/core';
+} from '@rein/core/internal';
 import { createStepWorker, type StepWorkers } from './step-worker.js';
 import { createWebhookWorker } from './webhook-worker.js';
 

@@ -1,3 +1,4 @@
+import { ReinError } from '@rein/core';
 import {
   Bulkhead,
   bullConnection,
@@ -16,8 +17,6 @@ import {
   ModelUnavailableError,
   queuePrefix,
   REAPER,
-  ReinError,
-  type RunReason,
   reap,
   repairJobSchema,
   runJob,
@@ -29,7 +28,8 @@ import {
   terminalReason,
   type WorkerRuntime,
   workerShards,
-} from '@rein/core';
+} from '@rein/core/internal';
+import type { RunReason } from '@rein/core/schemas';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import { watchFetchLoops } from './fetch-watchdog.js';
 
@@ -72,12 +72,10 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
   const { queue, tools, model: models } = options;
   const toolBulkheads = new Map<string, Bulkhead>();
   const executeTool = createToolExecutor({
-    tools: rt.tools,
     ledger: rt.ledger,
     metrics: rt.metrics,
     logger,
     toolTimeoutMs: tools.timeoutMs,
-    approvalTtlMs: options.approvals.ttlMs,
     maxResultBytes: tools.maxResultBytes,
     captureContent: rt.tracing.capture,
     protection: {
@@ -97,6 +95,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
   });
   const steps = createStepProcessor({
     store: rt.store,
+    applier: rt.applier,
     feed: rt.feed,
     journal: rt.journal,
     model,
@@ -104,7 +103,6 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     tools: rt.tools,
     agents: rt.agents,
     executeTool,
-    enqueue: rt.enqueue,
     quotas: rt.quotas,
     prices: models.prices,
     inputFilter: rt.inputFilter,
@@ -194,7 +192,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
           enqueue: rt.enqueue,
           approvals: rt.approvals,
           feed: rt.feed,
-          charge: (run) => rt.quotas.charge(run),
+          applier: rt.applier,
           metrics: rt.metrics,
           logger,
           staleMs: options.maintenance.reaperStaleMs,

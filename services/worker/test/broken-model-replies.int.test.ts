@@ -6,7 +6,7 @@ import {
   type ModelReply,
   type ModelRequest,
   type WorkerRuntime,
-} from '@rein/core';
+} from '@rein/core/internal';
 import { createScriptedModelServer } from '@rein/scripted-model';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';

@@ -2,11 +2,10 @@ import {
   createOpenAICompletion,
   createResilientModelGateway,
   type ModelRequest,
-  type RunRecord,
   reap,
   tenantKeys,
   type WorkerRuntime,
-} from '@rein/core';
+} from '@rein/core/internal';
 import { createScriptedModelServer } from '@rein/scripted-model';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -103,7 +102,7 @@ const reapNow = (rt: WorkerRuntime) =>
     enqueue: rt.enqueue,
     approvals: rt.approvals,
     feed: rt.feed,
-    charge: (run: RunRecord) => rt.quotas.charge(run),
+    applier: rt.applier,
     metrics: rt.metrics,
     logger: rt.logger,
     staleMs: 0,
@@ -173,7 +172,7 @@ describe('the reaper', () => {
       enqueue: f.rt.enqueue,
       approvals: f.rt.approvals,
       feed: f.rt.feed,
-      charge: (r: RunRecord) => f.rt.quotas.charge(r),
+      applier: f.rt.applier,
       metrics: f.rt.metrics,
       logger: f.rt.logger,
       staleMs: 60_000,

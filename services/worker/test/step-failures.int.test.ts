@@ -1,4 +1,4 @@
-import { type ModelGateway, ModelRejectedError, ModelReplyInvalidError } from '@rein/core';
+import { type ModelGateway, ModelRejectedError, ModelReplyInvalidError } from '@rein/core/internal';
 import { describe, expect, it } from 'vitest';
 import { workerPerTest } from './worker-harness.js';
 

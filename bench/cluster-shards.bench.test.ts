@@ -1,4 +1,4 @@
-import { isCluster } from '@rein/core';
+import { isCluster } from '@rein/core/internal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEYS, startFleet } from '../test/support/fleet.js';
 import { startTopology, type Topology } from '../test/support/topology.js';

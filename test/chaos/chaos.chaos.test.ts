@@ -1,4 +1,5 @@
-import { FAULTS_KEY, queuePrefix, type RedisClient, runKeys, stepQueue } from '@rein/core';
+import type { RedisClient } from '@rein/core';
+import { FAULTS_KEY, queuePrefix, runKeys, stepQueue } from '@rein/core/internal';
 import { LocalRedis, type TestCluster } from '@rein/core/testing';
 import { DemoStore } from '@rein/example-order-assistant';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,5 @@
-import { type Approval, approvalSchema, runKeys, tenantKeys } from '@rein/core';
+import { runKeys, tenantKeys } from '@rein/core/internal';
+import { type Approval, approvalSchema } from '@rein/core/schemas';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import { DemoStore } from '@rein/example-order-assistant';
 import { Redis } from 'ioredis';

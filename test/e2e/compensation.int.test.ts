@@ -1,4 +1,4 @@
-import { compensationKey, FAULTS_KEY, runKeys } from '@rein/core';
+import { compensationKey, FAULTS_KEY, runKeys } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import { DemoStore } from '@rein/example-order-assistant';
 import { Redis } from 'ioredis';

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -123,6 +123,7 @@ describe('a packed install outside the repository', () => {
       'rein-approver-0.1.0.tgz',
       'rein-cli-0.1.0.tgz',
       'rein-client-0.1.0.tgz',
+      'rein-contract-0.1.0.tgz',
       'rein-core-0.1.0.tgz',
       'rein-example-order-assistant-0.1.0.tgz',
       'rein-scripted-model-0.1.0.tgz',
@@ -143,6 +144,35 @@ describe('a packed install outside the repository', () => {
     expect(readFileSync(join(project, 'node_modules', '@rein', 'core', 'LICENSE'), 'utf8')).toBe(licence);
     expect(JSON.parse(readFileSync(join(project, 'node_modules', '@rein', 'core', 'package.json'), 'utf8')).license).toBe('Apache-2.0');
   });
+
+  it('installs the client from its tarballs without any server package (and it loads)', async () => {
+    const app = join(work, 'browser-app');
+    const tarballs = join(project, 'tarballs');
+    const npm = (args: string[]) =>
+      run('npm', args, { cwd: app, env: { ...process.env, npm_config_prefer_offline: 'true' }, timeout: 300_000 });
+    mkdirSync(app);
+    await npm(['init', '-y']);
+    await npm(['pkg', 'set', 'type=module']);
+    // @rein/contract is not in a registry, so its tarball goes along; zod, its peer, comes by itself.
+    await npm(['install', '--no-audit', '--no-fund', join(tarballs, 'rein-client-0.1.0.tgz'), join(tarballs, 'rein-contract-0.1.0.tgz')]);
+    const { stdout } = await npm(['ls', '--omit=dev', '--all', '--parseable']);
+    const installed = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.slice(app.length + 1));
+    expect(installed).toEqual(expect.arrayContaining(['node_modules/@rein/client', 'node_modules/@rein/contract', 'node_modules/zod']));
+    expect(
+      installed.filter((p) =>
+        /node_modules\/(fastify|@fastify|bullmq|ioredis|@opentelemetry|@modelcontextprotocol|@rein\/core)(\/|$)/.test(p),
+      ),
+    ).toEqual([]);
+    const { stdout: loaded } = await run(
+      process.execPath,
+      ['-e', "import('@rein/client').then((c) => console.log(typeof c.ReinClient, typeof c.verifyWebhook))"],
+      { cwd: app },
+    );
+    expect(loaded.trim()).toBe('function function');
+  }, 300_000);
 
   it("runs the user's own agent on the stock services, through an approval", async () => {
     const [modelPort, apiPort, approverPort, metricsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);

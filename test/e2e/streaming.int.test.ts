@@ -1,4 +1,4 @@
-import { runKeys } from '@rein/core';
+import { runKeys } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

@@ -51,6 +51,28 @@ describe('the layering rule is checked by lint', () => {
     expect(rules).toContain('lint/style/noRestrictedImports');
   });
 
+  it('fails when @rein/contract imports anything but zod, standardwebhooks and itself', () => {
+    for (const target of ['@rein/core', '../../core/src/errors.js', 'node:crypto', 'fastify']) {
+      const { rules } = lint({
+        'packages/contract/src/run.ts': `import { x } from '${target}';\nexport const run = x;\n`,
+      });
+      expect(rules, target).toContain('lint/style/noRestrictedImports');
+    }
+    expect(
+      lint({
+        'packages/contract/src/identity.ts': 'export const role = 1;\n',
+        'packages/contract/src/run.ts': "import { z } from 'zod';\nimport { role } from './identity.js';\nexport const run = [z, role];\n",
+      }),
+    ).toEqual({ rules: [], ok: true });
+  });
+
+  it('fails when @rein/client imports @rein/core (it takes the contract only)', () => {
+    for (const target of ['@rein/core/schemas', 'node:http']) {
+      const { rules } = lint({ 'packages/client/src/index.ts': `import { x } from '${target}';\nexport const y = x;\n` });
+      expect(rules, target).toContain('lint/style/noRestrictedImports');
+    }
+  });
+
   it('fails when an adapter imports a feature (the store importing approvals)', () => {
     const { rules } = lint({
       'packages/core/src/approvals/approval.ts': 'export const approval = 1;\n',

@@ -1,4 +1,5 @@
-import { appStateKey, createRegistry, type Tool, ToolError } from '@rein/core';
+import { appStateKey, type Tool, ToolError } from '@rein/core';
+import { createRegistry } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';

@@ -1,4 +1,5 @@
-import { stricterOf, type Tool } from '@rein/core';
+import type { Tool } from '@rein/core';
+import { stricterOf } from '@rein/core/internal';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { DemoStore } from '../src/demo-store.js';

@@ -1,4 +1,4 @@
-import { createInputFilter, createPiiMasker } from '@rein/core';
+import { createInputFilter, createPiiMasker } from '@rein/core/internal';
 import { describe, expect, it } from 'vitest';
 import app from '../src/index.js';
 

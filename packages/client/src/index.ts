@@ -4,6 +4,8 @@ export type {
   ApprovalView,
   CompensationView,
   CreatedWebhook,
+  ErrorEnvelope,
+  ReinErrorCode,
   RunEventData,
   RunEventType,
   RunList,
@@ -15,9 +17,9 @@ export type {
   WebhookEventType,
   WebhookPayload,
   WebhookView,
-} from '@rein/core/schemas';
+} from '@rein/contract';
 /** For webhook receivers: checks a delivery's Standard Webhooks signature and returns its body. */
-export { verifyWebhook } from '@rein/core/verify-webhook';
+export { verifyWebhook } from '@rein/contract';
 export type { ReconnectPolicy, StreamedEvent, StreamOptions } from './event-stream.js';
-export { ReinApiError, type ReinErrorCode, ReinNetworkError, ReinWaitTimeoutError } from './rein-api-error.js';
+export { ReinApiError, ReinNetworkError, ReinWaitTimeoutError } from './rein-api-error.js';
 export { type CreateRunOptions, ReinClient, type ReinClientOptions, type WaitOptions } from './rein-client.js';

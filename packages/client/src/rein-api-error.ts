@@ -1,29 +1,4 @@
-/** The stable codes Rein answers with (see the OpenAPI document); others may be added, so any string is possible. */
-export type ReinErrorCode =
-  | 'invalid_request'
-  | 'invalid_json'
-  | 'unknown_agent'
-  | 'limit_above_ceiling'
-  | 'invalid_arguments'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'not_found'
-  | 'session_busy'
-  | 'idempotency_key_in_flight'
-  | 'run_finished'
-  | 'approval_decided'
-  | 'too_many_webhooks'
-  | 'approval_expired'
-  | 'payload_too_large'
-  | 'idempotency_key_reused'
-  | 'too_many_streams'
-  | 'quota_concurrent_runs'
-  | 'quota_tokens'
-  | 'quota_parked_runs'
-  | 'quota_cost'
-  | 'webhook_url_refused'
-  | 'unavailable'
-  | (string & {});
+import type { ReinErrorCode } from '@rein/contract';
 
 /** An error answer of the API, `{"error":{"code","message"}}`: branch on `code`, never on `message`. */
 export class ReinApiError extends Error {

@@ -19,7 +19,7 @@ import type {
   TypedRunEvent,
   UncertainEffectList,
   WebhookView,
-} from '@rein/core/schemas';
+} from '@rein/contract';
 import { reconnectingStream, type StreamedEvent, type StreamOptions } from './event-stream.js';
 import { ReinApiError, ReinNetworkError, ReinWaitTimeoutError } from './rein-api-error.js';
 

@@ -1,15 +1,15 @@
 import { startApi } from '@rein/api';
 import { startApprover } from '@rein/approver';
+import type { RunningService } from '@rein/core';
+import { loadConfig } from '@rein/core/internal';
 import {
   type ApprovalFeedEvent,
   approvalViewSchema,
   compensationViewSchema,
-  loadConfig,
-  type RunningService,
   runTraceSchema,
   runViewSchema,
   typedRunEventSchema,
-} from '@rein/core';
+} from '@rein/core/schemas';
 import { freePort, startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import { createScriptedModelServer } from '@rein/scripted-model';

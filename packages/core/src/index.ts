@@ -1,286 +1,33 @@
+/**
+ * `@rein/core`: what an app author and an embedder use — the definition API
+ * (`defineTool`, `defineAgent`, `defineApp`, `ToolError`), the options the start functions
+ * take, and the types they meet. Every name here is documented in README.md or docs/
+ * (test/infra/public-index.test.ts checks it, and a ceiling of 60 on their count). What the
+ * services, the CLI and the tests need beyond this is `@rein/core/internal`, with no
+ * stability promise; the HTTP contract's zod schemas are `@rein/core/schemas`.
+ */
 export {
-  AgentCatalog,
   type AgentDefinition,
   type AgentProfile,
   type CompensationPolicy,
   defineAgent,
-  HANDOFF_ANSWER,
 } from './agents/agent-profile.js';
-export { type App, type AppDefinition, type AppServices, defineApp, isApp } from './app/define-app.js';
-export { loadApp, loadAppOrExit } from './app/load-app.js';
-export { createRegistry, type Registry } from './app/registry.js';
-export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
-export { approvalId, runOfApproval } from './approvals/approval-id.js';
-export {
-  type ApprovalService,
-  createApprovalService,
-  type Decision as ApprovalDecision,
-  type Decision as ApprovalVerdict,
-} from './approvals/approval-service.js';
-export { type DecisionRights, decisionRights, holdsRole, mayDecide, mayReadRun, ROLE_RANK } from './approvals/decision-rights.js';
-export { feedVisibleTo, type RunOwners } from './approvals/feed-visibility.js';
-export { costOf } from './budgets/cost.js';
-export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
-export { estimatePromptTokens } from './budgets/token-estimator.js';
-export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './config.js';
-export { type Compensator, compensationKey, createCompensator } from './engine/compensation.js';
-export {
-  type ContextPolicy,
-  compactHistory,
-  observationContent,
-  READ_RESULT_TOOL,
-  resultHandle,
-  structuredSummary,
-} from './engine/context-policy.js';
-export { sweepDeadlines } from './engine/deadline-sweeper.js';
-export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './engine/loop-guard.js';
-export { linkCallsToPlan, PLAN_APPROVAL, type PlanOptions, planResponseFormat, validatePlan } from './engine/plan.js';
-export { type ReaperDeps, reap } from './engine/reaper.js';
-export { retryOnStale } from './engine/run-transitions.js';
-// StepEffect is the preferred name of Transition (what a step does to its run; see docs/design.md, glossary).
-export type { GuardLimits, Transition as StepEffect, Transition } from './engine/step-policy.js';
-// StepDisposition is the preferred name of StepOutcome (how handling one step job ended, a label).
-export { createStepProcessor, type StepOutcome as StepDisposition, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
-export { createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
-export { escapeMarkup, toolMessageContent, truncateObservation } from './engine/tool-observation.js';
-export { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
-export {
-  BreakerOpenError,
-  BulkheadFullError,
-  ConfigError,
-  ConflictError,
-  ForbiddenError,
-  GoneError,
-  IdempotencyKeyReusedError,
-  InvalidRequestError,
-  isDelaying,
-  McpServerStartError,
-  McpToolError,
-  McpUnavailableError,
-  ModelRejectedError,
-  ModelReplyInvalidError,
-  ModelUnavailableError,
-  NotFoundError,
-  ReinError,
-  StaleStepError,
-  type StepFailure,
-  ToolError,
-  ToolOutcomeUnknownError,
-  TooManyStreamsError,
-  terminalReason,
-  UnauthorizedError,
-} from './errors.js';
-export { createInputFilter, type InputFilter, type InputRules, inputRulesSchema, loadInputRules } from './guards/input-filter.js';
-export { createPiiMasker, loadPiiRules, type PiiMasker, type PiiRules, piiRulesSchema } from './guards/pii-masker.js';
-export { basicPassword, bearerToken, findApiKey, metricsAuthorized } from './http/credentials.js';
-export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
-export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';
-export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
-export { OPENAPI_PATH } from './http/openapi.js';
-export { apiRoutes, approverRoutes, idParamsSchema } from './http/route-schemas.js';
-export {
-  closeOnSignals,
-  exitOnStartError,
-  type RunningService,
-  runHttpService,
-  type ServiceOptions,
-  serviceConfig,
-} from './http/run-http-service.js';
-export { createServiceApp } from './http/service-app.js';
-export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
-export { appStateKey, FAULTS_KEY, QUEUE_PREFIX, queuePrefix, runKeys, tenantKeys, WEBHOOK_QUEUE_PREFIX } from './keys.js';
-export { createLogger, type Logger } from './logger.js';
-export { type McpGovernance, mcpGovernance } from './mcp/mcp-governance.js';
-export { McpManager, type McpManagerDeps } from './mcp/mcp-manager.js';
-export { mcpObservation } from './mcp/mcp-result.js';
-export {
-  type McpServerConfig,
-  type McpServers,
-  type McpToolOverride,
-  mcpServerSchema,
-  mcpServersSchema,
-} from './mcp/mcp-server-config.js';
-export { createMcpTool } from './mcp/mcp-tool.js';
-export { mcpToolName } from './mcp/mcp-tool-name.js';
-export {
-  createMetrics,
-  type Metrics,
-  registerQueueDepth,
-  registerRedisUp,
-} from './metrics.js';
-export {
-  type CompleteWith,
-  chatCompletionBody,
-  createOpenAICompletion,
-  type ModelDelta,
-  type ModelGateway,
-  type ModelReply,
-  type ModelRequest,
-} from './model/model-gateway.js';
-export {
-  createProviderCompletion,
-  DEFAULT_PROVIDER,
-  type Provider,
-  parseModelId,
-  providerSchema,
-} from './model/providers.js';
+export { type App, type AppDefinition, type AppServices, defineApp } from './app/define-app.js';
+export type { ContextPolicy } from './engine/context-policy.js';
+export type { PlanOptions } from './engine/plan.js';
+export { ConfigError, ReinError, ToolError } from './errors.js';
+export { type InputRules, inputRulesSchema } from './guards/input-filter.js';
+export { type PiiRules, piiRulesSchema } from './guards/pii-masker.js';
+export type { RunningService, ServiceOptions } from './http/run-http-service.js';
+export { appStateKey } from './keys.js';
+export type { Logger } from './logger.js';
+export type { McpServerConfig, McpServers, McpToolOverride } from './mcp/mcp-server-config.js';
 export { compileOptions, optionsFromEnv, type PartialReinOptions, type ReinOptions } from './options.js';
-export {
-  type CancelExpiry,
-  type CompensateJob,
-  compensateJobSchema,
-  DEADLINE_SWEEP,
-  type Enqueue,
-  type ExpireJob,
-  expireJobSchema,
-  HOUSEKEEPING_QUEUE,
-  type JobName,
-  jobCatalog,
-  parseJob,
-  REAPER,
-  type RepairJob,
-  repairJobSchema,
-  STEP_QUEUE,
-  type StepJob,
-  StepScheduler,
-  shardOf,
-  stepJobOptions,
-  stepQueue,
-} from './queue/job-catalog.js';
-export {
-  bullConnection,
-  checkRedisSettings,
-  connectRedis,
-  createRedisClient,
-  isCluster,
-  type RedisClient,
-  type RedisRole,
-  type RedisSettings,
-  redisOptions,
-} from './redis.js';
-export { Bulkhead } from './resilience/bulkhead.js';
-export { type BreakerOptions, CircuitBreakers } from './resilience/circuit-breakers.js';
-export { withFaultInjection } from './resilience/fault-injection.js';
-export { FleetLimit } from './resilience/fleet-limit.js';
-export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
-export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './runs/run-service.js';
-export { type SessionSettings, sessionHistory } from './runs/session-history.js';
-export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
-export {
-  addressableIdSchema,
-  idempotencyKeySchema,
-  type ListApprovalsQuery,
-  type ListRunsQuery,
-  listApprovalsQuerySchema,
-  listRunsQuerySchema,
-  MAX_ID_LENGTH,
-  type SubmitRunBody,
-  submitRunBodySchema,
-} from './schemas/api.js';
-export {
-  type Approval,
-  type ApprovalStatus,
-  approvalSchema,
-  approvalStatusSchema,
-  approveBodySchema,
-  rejectBodySchema,
-} from './schemas/approval.js';
-export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
-export {
-  type ApprovalFeedEvent,
-  approvalFeedEventSchema,
-  type RunEvent,
-  type RunEventData,
-  runEventSchema,
-  type TypedRunEvent,
-  typedRunEventSchema,
-} from './schemas/event.js';
-export { type ApiKey, apiKeySchema, type Principal, principalSchema, type Role, roleSchema } from './schemas/identity.js';
-export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';
-export {
-  type Decision,
-  decisionSchema,
-  type JournaledReply,
-  journaledReplySchema,
-  type RunReason,
-  type RunRecord,
-  type RunStatus,
-  runRecordSchema,
-  runStatusSchema,
-  type Snapshot,
-  type StepRecord,
-  snapshotSchema,
-  stepRecordSchema,
-  TERMINAL_STATUSES,
-} from './schemas/run.js';
-export {
-  type ApprovalList,
-  type ApprovalView,
-  approvalListSchema,
-  approvalViewSchema,
-  type CompensationView,
-  compensationViewSchema,
-  decisionRightsSchema,
-  errorEnvelopeSchema,
-  meSchema,
-  type RunList,
-  type RunTrace,
-  type RunView,
-  runListSchema,
-  runTraceSchema,
-  runViewSchema,
-  type SessionView,
-  sessionViewSchema,
-  snapshotListSchema,
-  uncertainEffectListSchema,
-} from './schemas/views.js';
-export {
-  type CreateWebhookBody,
-  createdWebhookSchema,
-  createWebhookBodySchema,
-  type DeliveryAttempt,
-  deliveryAttemptSchema,
-  deliveryLogSchema,
-  type Webhook,
-  type WebhookEventType,
-  type WebhookPayload,
-  type WebhookView,
-  webhookEventTypeSchema,
-  webhookListSchema,
-  webhookPayloadSchema,
-  webhookSchema,
-  webhookViewSchema,
-} from './schemas/webhook.js';
-export { ApprovalFeed } from './store/approval-feed.js';
-export { DecisionJournal } from './store/decision-journal.js';
-export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
-export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
-export { type OnRunFinished, type RunFilter, RunStore } from './store/run-store.js';
-export { StreamHub, streamIdAfter } from './store/stream-hub.js';
-export { canonicalJson, hashArguments } from './tools/argument-hash.js';
-export {
-  type CompensateWith,
-  defineTool,
-  parseToolArguments,
-  type Tool,
-  type ToolContext,
-  type ToolDefinition,
-  toolSpec,
-} from './tools/tool.js';
-export type { CaptureContent } from './tracing/genai.js';
-export { REIN_ATTR, stepSpan, submitSpan } from './tracing/rein-spans.js';
-export { parseTraceparent, traceparentSchema } from './tracing/trace-context.js';
-export { setupTracing, type Tracing } from './tracing/tracing-setup.js';
-export { isRefusedAddress, WebhookUrlRefusedError } from './webhooks/address-guard.js';
+export type { RedisClient } from './redis.js';
+export type { RunEvent, TypedRunEvent } from './schemas/event.js';
+export type { Principal, Role } from './schemas/identity.js';
+export type { RunStatus } from './schemas/run.js';
+export type { ApprovalView, RunView } from './schemas/views.js';
+export type { WebhookPayload } from './schemas/webhook.js';
+export { type CompensateWith, defineTool, type Tool, type ToolContext, type ToolDefinition } from './tools/tool.js';
 export { verifyWebhook } from './webhooks/verify-webhook.js';
-export { createWebhookDelivery, type WebhookDelivery, WebhookDeliveryFailedError } from './webhooks/webhook-delivery.js';
-export {
-  type DeliveryJob,
-  deliveryJobSchema,
-  WEBHOOK_ATTEMPTS,
-  WEBHOOK_QUEUE,
-  WebhookDispatcher,
-  webhookRetryDelayMs,
-} from './webhooks/webhook-dispatcher.js';
-export { createWebhookService, MAX_WEBHOOKS_PER_TENANT, type WebhookService } from './webhooks/webhook-service.js';
-export { DELIVERY_LOG_SIZE, WebhookStore } from './webhooks/webhook-store.js';

@@ -31,7 +31,7 @@ async function reapLater(t: Harness, delivered: ApprovalFeedEvent[]) {
       enqueue: t.enqueue,
       approvals: t.approvals,
       feed,
-      charge: (run) => t.quotas.charge(run),
+      applier: t.applier,
       metrics: t.metrics,
       logger: t.logger,
       staleMs: STALE_MS,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { commitFacts, recordFacts } from '../src/engine/commit-facts.js';
+import { changeFacts, commitFacts, finishFact, recordFacts } from '../src/engine/commit-facts.js';
 import type { Transition } from '../src/engine/step-policy.js';
 import type { Approval } from '../src/schemas/approval.js';
-import type { StepRecord, ToolCallRecord } from '../src/schemas/run.js';
+import type { RunRecord, StepRecord, ToolCallRecord } from '../src/schemas/run.js';
 
 /** What a committed step counts, read from its records (pure: no Redis, no registry). */
 
@@ -64,7 +64,45 @@ describe('commitFacts', () => {
       toolCalls: [{ tool: 'create_ticket', outcome: 'awaiting_approval' }],
       effectsUncertain: [],
       approvalsCreated: [{ tool: 'create_ticket', risk: 'high' }],
+      approvalsDecided: [],
     });
     expect(commitFacts({ kind: 'continue', change } as Transition, known).approvalsCreated).toEqual([]);
+  });
+});
+
+describe('changeFacts', () => {
+  const createdAt = '2026-01-01T00:00:00.000Z';
+  const approval = { toolName: 'submit_refund', risk: 'high', status: 'approved', createdAt } as Approval;
+  const now = Date.parse(createdAt) + 90_000;
+
+  it("counts a decision's approvals with how long they waited, and a saga plan's approval as created", () => {
+    expect(changeFacts('decide', [approval], now)).toEqual({
+      toolCalls: [],
+      effectsUncertain: [],
+      approvalsCreated: [],
+      approvalsDecided: [{ tool: 'submit_refund', decision: 'approved', waitedMs: 90_000 }],
+    });
+    expect(changeFacts('compensate', [{ ...approval, status: 'pending' }], now).approvalsCreated).toEqual([
+      { tool: 'submit_refund', risk: 'high' },
+    ]);
+  });
+
+  it("does not count a cancel's withdrawn approvals as decisions", () => {
+    const facts = changeFacts('cancel', [{ ...approval, status: 'withdrawn' }], now);
+    expect(facts.approvalsDecided).toEqual([]);
+    expect(facts.approvalsCreated).toEqual([]);
+  });
+});
+
+describe('finishFact', () => {
+  const run = (status: RunRecord['status'], reason?: RunRecord['reason']) => ({ agent: 'a', status, reason }) as RunRecord;
+
+  it('names the finish of the commit that finished the run, from the committed record', () => {
+    expect(finishFact(run('running'), run('cancelled', 'cancelled'))).toEqual({ agent: 'a', status: 'cancelled', reason: 'cancelled' });
+  });
+
+  it('names none for a live run, nor for a commit on a run already finished (a saga plan)', () => {
+    expect(finishFact(run('queued'), run('running'))).toBeUndefined();
+    expect(finishFact(run('failed', 'max_steps'), run('failed', 'max_steps'))).toBeUndefined();
   });
 });

@@ -23,11 +23,11 @@ async function failedAfterTwoWrites(policy: CompensationPolicy, clock = { at: Da
   const emitted: Array<{ type: string; data: Record<string, unknown> }> = [];
   const compensator = createCompensator({
     store: t.store,
+    applier: t.applier,
     ledger: t.ledger,
     tools: t.tools,
     agents: t.agents,
     enqueue: t.enqueue,
-    feed: t.feed,
     metrics: t.metrics,
     logger: pino({ level: 'silent' }),
     emit: async (_tenant, type, _key, data) => {

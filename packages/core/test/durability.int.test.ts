@@ -51,9 +51,9 @@ describe('compare-and-set commits (I2)', () => {
     const id = await t.submit('hello');
     const stale = await t.store.require(id);
     await t.drain(); // another worker finishes the run
-    await expect(t.store.commit({ from: stale, to: { ...stale, status: 'failed', reason: 'internal_error' } })).rejects.toBeInstanceOf(
-      StaleStepError,
-    );
+    await expect(
+      t.store.compareAndSet({ from: stale, to: { ...stale, status: 'failed', reason: 'internal_error' } }),
+    ).rejects.toBeInstanceOf(StaleStepError);
     expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', finalAnswer: 'answer' });
   });
 

@@ -8,6 +8,7 @@ import { createRegistry } from '../src/app/registry.js';
 import { createApprovalService } from '../src/approvals/approval-service.js';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import { loadConfig, type Price, type Quotas } from '../src/config.js';
+import { createTransitionApplier, type FinishHooks } from '../src/engine/apply-transition.js';
 import type { GuardLimits } from '../src/engine/step-processor.js';
 import { createStepProcessor } from '../src/engine/step-processor.js';
 import { createToolExecutor } from '../src/engine/tool-executor.js';
@@ -21,7 +22,7 @@ import type { Principal } from '../src/schemas/identity.js';
 import { ApprovalFeed } from '../src/store/approval-feed.js';
 import { DecisionJournal } from '../src/store/decision-journal.js';
 import { EffectLedger } from '../src/store/effect-ledger.js';
-import { type OnRunFinished, RunStore } from '../src/store/run-store.js';
+import { RunStore } from '../src/store/run-store.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 import type { Tool } from '../src/tools/tool.js';
 
@@ -49,15 +50,15 @@ export interface HarnessOptions {
   /** The clock of the engine and approval service; tests advance it instead of sleeping. */
   now?: () => number;
   sessions?: Partial<SessionSettings>;
-  /** The RunStore's finish hook (the runtime's is webhooks and compensation). */
-  onFinished?: OnRunFinished;
+  /** The applier's finish hook (the runtime's is webhooks and compensation). */
+  onFinished?: FinishHooks['finished'];
 }
 
 export function createHarness(url: string, model: ModelGateway, opts: HarnessOptions = {}) {
   const redis = new Redis(url, { maxRetriesPerRequest: null });
   const logger = pino({ level: 'silent' });
   const metrics = createMetrics('test');
-  const store = new RunStore(redis, 3600, metrics, opts.onFinished);
+  const store = new RunStore(redis, 3600, metrics);
   const journal = new DecisionJournal(redis);
   const ledger = new EffectLedger(redis);
   const demo = new DemoStore(redis);
@@ -89,17 +90,27 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   const feed = new ApprovalFeed(redis);
   const clock = opts.now ? { now: opts.now } : {};
   const quotas = new TenantQuotas(redis, opts.quotas ?? loadConfig({}).REIN_TENANT_QUOTAS, opts.now);
+  const applier = createTransitionApplier({
+    store,
+    quotas,
+    feed,
+    enqueue,
+    cancelExpiry,
+    metrics,
+    knownTool: (name) => tools.has(name),
+    ...(opts.onFinished ? { hooks: { finished: opts.onFinished } } : {}),
+    ...clock,
+  });
   const executeTool = createToolExecutor({
-    tools,
     ledger,
     metrics,
     logger,
     toolTimeoutMs: 2000,
-    approvalTtlMs: opts.approvalTtlMs ?? 60_000,
     ...(opts.now ? { now: opts.now } : {}),
   });
   const steps = createStepProcessor({
     store,
+    applier,
     feed,
     journal,
     model,
@@ -112,7 +123,6 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     guards: { repeatLimit: 2, toolFailureLimit: 3, toolResultMaxChars: 2000, ...opts.guards },
     agents,
     executeTool,
-    enqueue,
     metrics,
     logger,
     toolConcurrency: 4,
@@ -122,8 +132,8 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   });
   const runs = createRunService({
     store,
+    applier,
     journal,
-    feed,
     agents,
     enqueue,
     metrics,
@@ -133,13 +143,14 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     masker: createPiiMasker(app.guards.pii),
     ...clock,
   });
-  const approvals = createApprovalService({ store, enqueue, cancelExpiry, metrics, tools, feed, ...(opts.now ? { now: opts.now } : {}) });
+  const approvals = createApprovalService({ store, applier, tools, ...clock });
 
   return {
     redis,
     feed,
     quotas,
     store,
+    applier,
     journal,
     ledger,
     demo,

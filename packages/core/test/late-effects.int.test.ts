@@ -44,11 +44,11 @@ function slowWrite() {
 function compensatorOf(t: Harness) {
   return createCompensator({
     store: t.store,
+    applier: t.applier,
     ledger: t.ledger,
     tools: t.tools,
     agents: t.agents,
     enqueue: t.enqueue,
-    feed: t.feed,
     metrics: t.metrics,
     logger: pino({ level: 'silent' }),
     emit: async () => undefined,

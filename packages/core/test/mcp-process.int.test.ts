@@ -98,7 +98,7 @@ describe('MCP stdio servers die with their worker', () => {
     const { config, pid } = fixture(...flags);
     // A worker of its own: a process holding an McpManager, killed without a chance to clean up.
     const host = `
-      import { McpManager, createMetrics } from '@rein/core';
+      import { McpManager, createMetrics } from '@rein/core/internal';
       import { pino } from 'pino';
       const m = new McpManager({ fx: ${JSON.stringify(config)} }, new Map(), { logger: pino({ level: 'silent' }), metrics: createMetrics('host') });
       await m.start().catch(() => {});

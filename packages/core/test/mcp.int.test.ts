@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { AgentProfile } from '../src/agents/agent-profile.js';
+import { planCalls } from '../src/engine/call-plan.js';
 import { createToolExecutor, type ToolExecutorDeps } from '../src/engine/tool-executor.js';
 import { BreakerOpenError, McpServerStartError } from '../src/errors.js';
 import { runKeys } from '../src/keys.js';
@@ -16,6 +17,7 @@ import type { McpServerConfig } from '../src/mcp/mcp-server-config.js';
 import { createMetrics, type Metrics } from '../src/metrics.js';
 import { Bulkhead } from '../src/resilience/bulkhead.js';
 import { CircuitBreakers } from '../src/resilience/circuit-breakers.js';
+import type { Approval } from '../src/schemas/approval.js';
 import type { RunRecord } from '../src/schemas/run.js';
 import { EffectLedger } from '../src/store/effect-ledger.js';
 import { type FixtureEffect, McpFixtureState, startMcpFixtureHttp, startTestRedis, type TestRedis } from '../src/testing/index.js';
@@ -55,12 +57,10 @@ let seq = 0;
 /** Runs one model tool call through the real executor and effect ledger (guarded when `protection` is given). */
 function executor(tools: Map<string, Tool>, protection?: ToolExecutorDeps['protection']) {
   const execute = createToolExecutor({
-    tools,
     ledger: new EffectLedger(redis),
     metrics: createMetrics('test'),
     logger,
     toolTimeoutMs: 10_000,
-    approvalTtlMs: 60_000,
     ...(protection ? { protection } : {}),
   });
   const run = {
@@ -68,6 +68,7 @@ function executor(tools: Map<string, Tool>, protection?: ToolExecutorDeps['prote
     tenantId: 'acme',
     userId: 'alice',
     roles: ['user'],
+    step: 0,
     deadlineAt: new Date(Date.now() + 3_600_000).toISOString(),
   } as RunRecord;
   const profile = { tools: [...tools.keys()] } as unknown as AgentProfile;
@@ -76,9 +77,11 @@ function executor(tools: Map<string, Tool>, protection?: ToolExecutorDeps['prote
     const call = { id: `call-${++seq}`, name, arguments: JSON.stringify(args) };
     // A live run (the ledger takes a step's writes only while its run is live).
     await redis.hset(runKeys(run.id).run, 'version', '0');
-    const first = await execute(run, profile, 0, 0, call, []);
+    const planned = (approvals: Approval[]) =>
+      planCalls({ run, profile, tools, calls: [call], approvals, now: Date.now(), approvalTtlMs: 60_000 })[0]!;
+    const first = await execute(planned([]));
     if (!opts.approved || !first.newApproval) return first;
-    return execute(run, profile, 0, 0, call, [{ ...first.newApproval, status: 'approved', decidedBy: 'bob' }]);
+    return execute(planned([{ ...first.newApproval, status: 'approved', decidedBy: 'bob' }]));
   };
 }
 

@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { AgentProfile } from '../src/agents/agent-profile.js';
+import { planCalls } from '../src/engine/call-plan.js';
 import { createToolExecutor } from '../src/engine/tool-executor.js';
 import { BreakerOpenError, BulkheadFullError } from '../src/errors.js';
 import { createMetrics } from '../src/metrics.js';
@@ -202,13 +203,12 @@ describe('a tool call given the breaker state its step already read', () => {
       },
     });
     const [breakers] = twoWorkers();
+    const tools = new Map([['ping', tool]]);
     const execute = createToolExecutor({
-      tools: new Map([['ping', tool]]),
       ledger: new EffectLedger(redis),
       metrics: createMetrics('t'),
       logger,
       toolTimeoutMs: 1000,
-      approvalTtlMs: 60_000,
       protection: { breakers, bulkhead: () => new Bulkhead('tool:ping', 4, 100) },
     });
     const run = {
@@ -216,11 +216,23 @@ describe('a tool call given the breaker state its step already read', () => {
       tenantId: 't',
       userId: 'u',
       roles: ['user'],
+      step: 0,
       deadlineAt: new Date(Date.now() + 60_000).toISOString(),
     } as RunRecord;
     const profile = { tools: ['ping'] } as unknown as AgentProfile;
     const call = (id: string, states?: Map<string, FleetBreakerState>) =>
-      execute(run, profile, 0, 0, { id, name: 'ping', arguments: '{}' }, [], undefined, states);
+      execute(
+        planCalls({
+          run,
+          profile,
+          tools,
+          calls: [{ id, name: 'ping', arguments: '{}' }],
+          approvals: [],
+          now: Date.now(),
+          approvalTtlMs: 60_000,
+        })[0]!,
+        states,
+      );
     // Redis says closed; the state read with the journal write says open.
     await expect(call('c1', new Map([['tool:ping', ['1', '1']]]))).rejects.toBeInstanceOf(BreakerOpenError);
     expect(ran).toBe(0);

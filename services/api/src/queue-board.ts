@@ -1,7 +1,8 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import { type ApiKey, basicPassword, bearerToken, envelope, findApiKey, type Runtime, requireApiKeys } from '@rein/core';
+import { basicPassword, bearerToken, envelope, findApiKey, type Runtime, requireApiKeys } from '@rein/core/internal';
+import type { ApiKey } from '@rein/core/schemas';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export const BOARD_PATH = '/admin/queues';
@@ -22,7 +23,7 @@ const isEnvelope = (payload: unknown) => typeof payload === 'string' && payload.
  * envelope, without Bull Board's or Redis's messages.
  */
 export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promise<void> {
-  const keys = requireApiKeys(rt.config);
+  const keys = requireApiKeys(rt.options.http);
   // One board entry per shard; they share the queue name, so the board tells them apart by prefix.
   const shards = rt.scheduler.queues.length;
   const adapters = rt.scheduler.queues.map((queue, shard) => {

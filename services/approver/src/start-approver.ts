@@ -1,4 +1,5 @@
-import { type App, type RunningService, runHttpService, type ServiceOptions } from '@rein/core';
+import type { App, RunningService, ServiceOptions } from '@rein/core';
+import { runHttpService } from '@rein/core/internal';
 import { createApproverApp } from './app.js';
 
 /**
@@ -6,5 +7,5 @@ import { createApproverApp } from './app.js';
  * listens on APPROVER_PORT. It connects the app's MCP servers: an edit is re-judged by the tool's schema and policy.
  */
 export function startApprover(app: App, options: ServiceOptions = {}): Promise<RunningService> {
-  return runHttpService('approver', app, options, (c) => c.APPROVER_PORT, createApproverApp, { mcp: true });
+  return runHttpService('approver', app, options, (http) => http.approverPort, createApproverApp, { mcp: true });
 }

@@ -1,4 +1,5 @@
-import { defineTool, type Principal, tenantKeys } from '@rein/core';
+import { defineTool, type Principal } from '@rein/core';
+import { tenantKeys } from '@rein/core/internal';
 import { createFakeModel, toolCall } from '@rein/core/testing';
 import { HANDOFF_ANSWER, orderAssistant, orderAssistantVerbatim } from '@rein/example-order-assistant';
 import { describe, expect, it } from 'vitest';

@@ -2,11 +2,10 @@ import {
   createOpenAICompletion,
   createResilientModelGateway,
   type ModelRequest,
-  type RunRecord,
-  type Runtime,
   reap,
   tenantKeys,
-} from '@rein/core';
+  type WorkerRuntime,
+} from '@rein/core/internal';
 import { createScriptedModelServer } from '@rein/scripted-model';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -31,7 +30,7 @@ const faults = async (fault: Record<string, unknown>) => {
 beforeEach(() => faults({ mode: 'none' }));
 
 const start = workerPerTest();
-const resilientModel = (models: string[]) => (rt: Runtime) =>
+const resilientModel = (models: string[]) => (rt: WorkerRuntime) =>
   createResilientModelGateway(models, createOpenAICompletion({ baseURL, apiKey: 'test' }), {
     breakers: rt.breakers,
     fleetLimit: rt.fleetLimit,
@@ -96,14 +95,14 @@ describe('a flaky model provider costs time, never runs', () => {
 });
 
 /** One pass of the reaper over the worker's runtime, counting every run as stale. */
-const reapNow = (rt: Runtime) =>
+const reapNow = (rt: WorkerRuntime) =>
   reap({
     store: rt.store,
     queueOf: () => rt.scheduler.queues[0]!, // the only shard here
     enqueue: rt.enqueue,
     approvals: rt.approvals,
     feed: rt.feed,
-    charge: (run: RunRecord) => rt.quotas.charge(run),
+    applier: rt.applier,
     metrics: rt.metrics,
     logger: rt.logger,
     staleMs: 0,
@@ -173,7 +172,7 @@ describe('the reaper', () => {
       enqueue: f.rt.enqueue,
       approvals: f.rt.approvals,
       feed: f.rt.feed,
-      charge: (r: RunRecord) => f.rt.quotas.charge(r),
+      applier: f.rt.applier,
       metrics: f.rt.metrics,
       logger: f.rt.logger,
       staleMs: 60_000,

@@ -1,14 +1,6 @@
-import {
-  type AgentProfile,
-  defineApp,
-  loadConfig,
-  type ModelGateway,
-  type Principal,
-  type RedisClient,
-  type RunRecord,
-  type Runtime,
-  type Tool,
-} from '@rein/core';
+import { type AgentProfile, defineApp, type Principal, type RedisClient, type Tool } from '@rein/core';
+import { loadConfig, type ModelGateway, type WorkerRuntime } from '@rein/core/internal';
+import type { RunRecord } from '@rein/core/schemas';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import { afterAll, afterEach, beforeAll } from 'vitest';
@@ -19,7 +11,7 @@ export const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['use
 
 export interface WorkerFleetOptions {
   /** A model, or a factory given the runtime (to build the resilient gateway over its breakers). */
-  model: ModelGateway | ((rt: Runtime) => ModelGateway);
+  model: ModelGateway | ((rt: WorkerRuntime) => ModelGateway);
   env?: Record<string, string>;
   tools?: Tool[];
   agents?: AgentProfile[];
@@ -33,7 +25,7 @@ export interface WorkerFleetOptions {
  */
 export function workerPerTest() {
   let redis: TestRedis;
-  let current: { rt: Runtime; worker: StepWorkers; close(): Promise<void> } | undefined;
+  let current: { rt: WorkerRuntime; worker: StepWorkers; close(): Promise<void> } | undefined;
   beforeAll(async () => {
     redis = await startTestRedis();
   });

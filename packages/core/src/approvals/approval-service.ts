@@ -1,15 +1,14 @@
 import { z } from 'zod';
+import type { FollowUps, TransitionApplier } from '../engine/apply-transition.js';
 import { editPlan, planHash } from '../engine/plan.js';
 import { decideApprovals, retryOnStale } from '../engine/run-transitions.js';
 import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
-import type { Metrics } from '../metrics.js';
-import type { CancelExpiry, Enqueue } from '../queue/job-catalog.js';
 import { approvalView } from '../runs/run-service.js';
 import type { ListApprovalsQuery } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
 import { planStepSchema, type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
-import { type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
+import { approvalEvent } from '../store/approval-feed.js';
 import { idempotencyKey } from '../store/effect-ledger.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
@@ -24,20 +23,16 @@ export type Decision = { kind: 'approve'; comment?: string; arguments?: Record<s
 
 export interface ApprovalServiceDeps {
   store: RunStore;
-  enqueue: Enqueue;
-  cancelExpiry: CancelExpiry;
-  metrics: Metrics;
+  /** Commits the decisions, counts them, announces them, resumes the step (and tells a finished run's saga). */
+  applier: Pick<TransitionApplier, 'apply'>;
   tools: Map<string, Tool>;
-  feed: ApprovalFeed;
-  /** An approval of a finished run (a compensation plan) was decided. */
-  onFinishedRunDecided?: (run: RunRecord) => Promise<void>;
   now?: () => number;
 }
 
 /**
- * List, decide and expire approvals. Every transition is a compare-and-set on the run,
- * so it happens exactly once; the one that leaves the step without pending approvals
- * enqueues the step's resume.
+ * List, decide and expire approvals. Every transition is a compare-and-set on the run
+ * (applied by the applier), so it happens exactly once; the one that leaves the step
+ * without pending approvals enqueues the step's resume.
  */
 export function createApprovalService(deps: ApprovalServiceDeps) {
   const now = deps.now ?? Date.now;
@@ -45,34 +40,31 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
   async function find(principal: Principal, id: string) {
     const runId = runOfApproval(id);
     const run = runId ? await deps.store.get(runId) : null;
-    const approval = run ? (await deps.store.approvals(run.id)).find((a) => a.id === id) : undefined;
+    const approvals = run ? await deps.store.approvals(run.id) : [];
+    const approval = approvals.find((a) => a.id === id);
     // Another tenant's approval, or another user's for someone who does not oversee the tenant, is a 404 like a missing one.
     const visible = approval?.tenantId === principal.tenantId && (approval.requestedBy === principal.userId || overseesTenant(principal));
     if (!run || !approval || !visible) throw new NotFoundError(`approval ${id}`);
-    return { run, approval };
+    return { run, approval, approvals };
   }
 
-  /** Commits approval transitions on a run; resumes the step when none is left pending. */
-  async function transition(run: RunRecord, changed: Approval[]): Promise<void> {
+  /**
+   * Commits approval transitions on a run (through the applier, which counts them); resumes
+   * the step when none is left pending. `approvals`: the run's, as read with it.
+   */
+  async function transition(run: RunRecord, approvals: Approval[], changed: Approval[]): Promise<void> {
     const change = decideApprovals(run, changed, new Date(now()).toISOString());
-    const decided = changed.map((a) => approvalEvent(a, true));
-    await deps.feed.stage(run.tenantId, decided);
-    await deps.store.commit({ from: run, ...change });
-    const stillPending = change.to.pendingApprovals;
-    for (const a of changed) {
-      deps.metrics.approvalsDecided.inc({ tool: a.toolName, decision: a.status });
-      deps.metrics.approvalWait.observe({ tool: a.toolName, decision: a.status }, (now() - Date.parse(a.createdAt)) / 1000);
-    }
-    for (const e of decided) await deps.feed.publish(run.tenantId, e);
-    if (TERMINAL_STATUSES.includes(run.status)) await deps.onFinishedRunDecided?.(run);
     const step = changed[0]?.step;
-    if (stillPending.length === 0 && run.status === 'pending_approval' && step !== undefined) {
+    const resumes = change.to.pendingApprovals.length === 0 && run.status === 'pending_approval' && step !== undefined;
+    // Every approval of the step is decided: its expiry timers have nothing left to do.
+    const instants = new Set(approvals.filter((a) => a.step === step).map((a) => Date.parse(a.expiresAt)));
+    const followUps: FollowUps = {
+      feed: changed.map((a) => approvalEvent(a, true)),
       // The resume continues the run's trace, not the approver's request.
-      await deps.enqueue('resume', { runId: run.id, step, traceparent: run.traceparent });
-      // Every approval of the step is decided: its expiry timers have nothing left to do.
-      const instants = new Set((await deps.store.approvals(run.id)).filter((a) => a.step === step).map((a) => Date.parse(a.expiresAt)));
-      for (const at of instants) await deps.cancelExpiry({ runId: run.id, step, at });
-    }
+      ...(resumes ? { jobs: [{ name: 'resume', payload: { runId: run.id, step, traceparent: run.traceparent } }] } : {}),
+      ...(resumes ? { cancelExpiry: [...instants].map((at) => ({ runId: run.id, step, at })) } : {}),
+    };
+    await deps.applier.apply(run, { kind: 'decide', change, followUps });
   }
 
   /** The trusted context an approval policy judges an edit with: the run's identity, the call's key. */
@@ -139,12 +131,12 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     async decide(principal: Principal, id: string, decision: Decision) {
       // A lost commit means something else changed the run: re-read and re-check.
       return retryOnStale(async () => {
-        const { run, approval } = await find(principal, id);
+        const { run, approval, approvals } = await find(principal, id);
         if (approval.status === 'expired') throw new GoneError('approval_expired', `approval ${id} expired at ${approval.expiresAt}`);
         if (approval.status !== 'pending') throw new ConflictError('approval_decided', `approval ${id} is already ${approval.status}`);
         const at = now();
         if (at >= Date.parse(approval.expiresAt)) {
-          await transition(run, [{ ...approval, status: 'expired', decidedAt: new Date(at).toISOString() }]).catch((err) => {
+          await transition(run, approvals, [{ ...approval, status: 'expired', decidedAt: new Date(at).toISOString() }]).catch((err) => {
             if (!(err instanceof StaleStepError)) throw err;
           });
           throw new GoneError('approval_expired', `approval ${id} expired at ${approval.expiresAt}`);
@@ -163,7 +155,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         };
         await decisionSpan(run, decided, principal.userId, async (span) => {
           span.setAttributes({ [REIN_ATTR.approvalDecision]: decided.status, [REIN_ATTR.approvalEdited]: withEdits });
-          await transition(run, [decided]);
+          await transition(run, approvals, [decided]);
         });
         return approvalView(decided);
       });
@@ -180,11 +172,12 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         const decidable = run && (TERMINAL_STATUSES.includes(run.status) || (run.status === 'pending_approval' && run.step === step));
         if (!run || !decidable) return 0;
         const at = now();
-        const due = (await deps.store.approvals(runId))
+        const approvals = await deps.store.approvals(runId);
+        const due = approvals
           .filter((a) => a.step === step && a.status === 'pending' && Date.parse(a.expiresAt) <= at)
           .map((a): Approval => ({ ...a, status: 'expired', decidedAt: new Date(at).toISOString() }));
         if (due.length === 0) return 0;
-        await transition(run, due);
+        await transition(run, approvals, due);
         return due.length;
       });
     },

@@ -1,35 +1,88 @@
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import type { Enqueue } from '../queue/job-catalog.js';
+import type { CancelExpiry, ExpireJob, JobName, JobPayload } from '../queue/job-catalog.js';
 import type { Approval } from '../schemas/approval.js';
 import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
-import { type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
-import type { RunStore } from '../store/run-store.js';
-import { commitFacts, type RecordFacts, recordFacts } from './commit-facts.js';
+import { type ApprovalEvent, type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
+import type { Commit, RunStore } from '../store/run-store.js';
+import { type CommitFacts, changeFacts, commitFacts, finishFact, type RecordFacts, recordFacts } from './commit-facts.js';
 import type { Transition } from './step-policy.js';
+
+/** A job a commit enqueues once it landed. */
+export type FollowUpJob = { [N in JobName]: { name: N; payload: JobPayload<N> } }[JobName];
+
+/** What follows a commit, once it landed (the feed events are staged before it). */
+export interface FollowUps {
+  /** Approval events: staged before the commit (the outbox the reaper redelivers), published after it. */
+  feed?: ApprovalEvent[];
+  jobs?: FollowUpJob[];
+  /** Pending approvals whose expiry timers start (one delayed job per distinct instant). */
+  expiry?: Approval[];
+  /** Expiry timers that have nothing left to expire. */
+  cancelExpiry?: ExpireJob[];
+}
+
+type Change = Omit<Commit, 'from'>;
+
+/**
+ * What a writer hands the applier: a step's Transition, or one of the other ways a run
+ * changes — its first step starts it, an approver decides (or a timer expires) approvals,
+ * a caller cancels it, its saga asks for a plan's approval.
+ */
+export type Outcome =
+  | { kind: 'step'; transition: Transition; log: Logger }
+  | { kind: 'start'; change: Change }
+  | { kind: 'decide' | 'cancel' | 'compensate'; change: Change; followUps: FollowUps };
+
+/** The hooks of a run's end; each may run more than once (the reaper runs them again), so each is idempotent. */
+export interface FinishHooks {
+  /** The run just finished (webhooks, compensation). */
+  finished(run: RunRecord): Promise<void>;
+  /** An approval of a finished run (its compensation plan) was decided. */
+  decided?(run: RunRecord): Promise<void>;
+}
 
 export interface ApplierDeps {
   store: RunStore;
   quotas: TenantQuotas;
   feed: ApprovalFeed;
-  enqueue: Enqueue;
+  /** An Enqueue, seen as taking any job: a follow-up's name and payload were checked together when it was built. */
+  enqueue: (name: JobName, job: JobPayload<JobName>, opts?: { delayMs?: number }) => Promise<void>;
+  cancelExpiry?: CancelExpiry;
   metrics: Metrics;
-  now: () => number;
+  now?: () => number;
   /** Whether a tool name is registered (an unknown one is counted as `unknown`). */
   knownTool: (name: string) => boolean;
+  hooks?: FinishHooks;
 }
 
 const STEP_OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished' } as const;
 
+const changeOf = (o: Outcome): Change => (o.kind === 'step' ? o.transition.change : o.change);
+
+/** A step's follow-ups (pure): the next step, or the parked step's approvals announced and timed. */
+function stepFollowUps(t: Transition): FollowUps {
+  const to = t.change.to;
+  if (t.kind === 'continue') return { jobs: [{ name: 'step', payload: { runId: to.id, step: to.step, tenantId: to.tenantId } }] };
+  if (t.kind === 'park') return { feed: t.newApprovals.map((a) => approvalEvent(a, false)), expiry: t.newApprovals };
+  return {};
+}
+
 /**
- * The one place a step's Transition takes effect: compare-and-set with the tenant's charge
- * sent beside it, the store's follow-ups (finish hook, indexes), metrics, log, and what
- * comes next. The charge lands before the next step is enqueued, so that step's quota
- * check sees it. Counters are read from the committed records, after the commit: an
- * attempt that loses the compare-and-set counts nothing.
+ * The one place a run's record changes (only it calls RunStore.compareAndSet), in one
+ * order: compare-and-set, with a step's tenant charge sent beside it → a finished run's
+ * charge lands → the finish hooks of a run that just finished → the indexes (the
+ * active-runs index last, so the reaper repairs a crash in between) → the counters →
+ * log → follow-ups (feed events, jobs, expiry timers). The charge lands before the next
+ * step is enqueued, so that step's quota check sees it; the indexes are written before
+ * it, so a next step's own indexes are never overwritten by older ones. Counters are read
+ * from the committed records, after the commit: an attempt that loses the compare-and-set
+ * counts nothing.
  */
 export function createTransitionApplier(deps: ApplierDeps) {
+  const now = deps.now ?? Date.now;
+
   /** After a commit (ours or someone else's), make sure the job that advances the run exists. */
   async function ensureNext(run: RunRecord, approvals?: Approval[]): Promise<void> {
     if (run.status === 'queued' || run.status === 'running') {
@@ -48,30 +101,49 @@ export function createTransitionApplier(deps: ApplierDeps) {
   async function scheduleExpiry(pending: Approval[]): Promise<void> {
     for (const at of new Set(pending.map((a) => Date.parse(a.expiresAt)))) {
       const first = pending.find((a) => Date.parse(a.expiresAt) === at);
-      if (first) await deps.enqueue('expire', { runId: first.runId, step: first.step, at }, { delayMs: at - deps.now() });
+      if (first) await deps.enqueue('expire', { runId: first.runId, step: first.step, at }, { delayMs: at - now() });
     }
   }
 
-  async function apply(from: RunRecord, t: Transition, log: Logger): Promise<RunRecord> {
-    const c = t.charge;
-    const requested = t.kind === 'park' ? t.newApprovals.map((a) => approvalEvent(a, false)) : [];
-    await deps.feed.stage(from.tenantId, requested);
-    // The charge goes out beside the commit (one round trip for both). It charges what the
-    // run has spent by this step, which is paid whether or not this commit wins: a stale
+  /** Commits the outcome's change if the run is still `from`; throws StaleStepError (nothing done) otherwise. */
+  async function apply(from: RunRecord, o: Outcome): Promise<RunRecord> {
+    const change = changeOf(o);
+    const followUps = o.kind === 'step' ? stepFollowUps(o.transition) : o.kind === 'start' ? {} : o.followUps;
+    await deps.feed.stage(from.tenantId, followUps.feed ?? []);
+    // A step's charge goes out beside the commit (one round trip for both). It charges what
+    // the run has spent by this step, which is paid whether or not this commit wins: a stale
     // commit lost to another attempt acting on the same journaled decision (I3), or to a
     // cancel, after the model was paid. Charges are idempotent per run total. A finish
     // charges too: it makes up a charge an earlier step lost in a crash.
-    const charged = c || t.kind === 'finish' ? deps.quotas.charge(t.change.to) : undefined;
+    const t = o.kind === 'step' ? o.transition : undefined;
+    const charged = t && (t.charge || t.kind === 'finish') ? deps.quotas.charge(t.change.to) : undefined;
     charged?.catch(() => undefined); // awaited below, once the commit has landed
-    const next = await deps.store.compareAndSet({ from, ...t.change });
-    // A finished run's charge lands before its finish hook and its indexes: a crash before
+    const next = await deps.store.compareAndSet({ from, ...change });
+    // A finished run's charge lands before its finish hooks and its indexes: a crash before
     // it leaves the run in the active-runs index, where the reaper charges it.
+    const finished = finishFact(from, next);
     if (TERMINAL_STATUSES.includes(next.status)) await charged;
-    await Promise.all([charged, deps.store.afterCommit(from, next, t.change.approvals ?? [])]);
+    // A hook that commits (a saga's plan approval) applies an outcome on the finished run: no finish, no hooks again.
+    if (finished) await deps.hooks?.finished(next);
+    await Promise.all([charged, deps.store.afterCommit(from, next, change.approvals ?? [])]);
+    count(o.kind === 'step' ? commitFacts(o.transition, deps.knownTool) : changeFacts(o.kind, change.approvals ?? [], now()));
+    if (finished) {
+      deps.metrics.runsFinished.inc({ ...finished });
+      if (finished.status === 'failed' && finished.reason !== 'input_rejected') deps.metrics.budgetStops.inc({ reason: finished.reason });
+    }
+    if (o.kind === 'step') countStep(from, o.transition, o.log);
+    for (const e of followUps.feed ?? []) await deps.feed.publish(from.tenantId, e);
+    for (const j of followUps.jobs ?? []) await deps.enqueue(j.name, j.payload);
+    await scheduleExpiry(followUps.expiry ?? []);
+    for (const e of followUps.cancelExpiry ?? []) await deps.cancelExpiry?.(e);
+    if (o.kind === 'decide' && TERMINAL_STATUSES.includes(from.status)) await deps.hooks?.decided?.(next);
+    return next;
+  }
+
+  /** A step's own counters (model tokens and cost, steps) and its log line. */
+  function countStep(from: RunRecord, t: Transition, log: Logger): void {
     const m = deps.metrics;
-    const facts = commitFacts(t, deps.knownTool);
-    count(facts);
-    for (const f of facts.approvalsCreated) m.approvalsCreated.inc(f);
+    const c = t.charge;
     if (c) {
       m.modelTokens.inc({ model: c.model, type: 'prompt', tenant: from.tenantId }, c.promptTokens);
       m.modelTokens.inc({ model: c.model, type: 'completion', tenant: from.tenantId }, c.completionTokens);
@@ -81,30 +153,45 @@ export function createTransitionApplier(deps: ApplierDeps) {
       m.modelCost.inc({ model: c.model, tenant: from.tenantId }, c.costUsd);
     }
     if (t.change.step) m.steps.inc({ outcome: STEP_OUTCOME[t.kind] });
-    if (t.kind === 'finish') {
-      m.runsFinished.inc({ agent: from.agent, status: t.status, reason: t.reason });
-      if (t.status === 'failed' && t.reason !== 'input_rejected') m.budgetStops.inc({ reason: t.reason });
-    }
     if (t.log) log[t.log.level](t.log.fields ?? {}, t.log.msg);
-    if (t.kind === 'continue') await ensureNext(next);
-    if (t.kind === 'park') {
-      for (const e of requested) await deps.feed.publish(from.tenantId, e);
-      await scheduleExpiry(t.newApprovals);
+  }
+
+  function count(facts: RecordFacts & Partial<CommitFacts>): void {
+    const m = deps.metrics;
+    for (const f of facts.toolCalls) m.toolCalls.inc(f);
+    for (const tool of facts.effectsUncertain) m.effectsUncertain.inc({ tool });
+    for (const f of facts.approvalsCreated ?? []) m.approvalsCreated.inc(f);
+    for (const f of facts.approvalsDecided ?? []) {
+      m.approvalsDecided.inc({ tool: f.tool, decision: f.decision });
+      m.approvalWait.observe({ tool: f.tool, decision: f.decision }, f.waitedMs / 1000);
     }
-    return next;
   }
 
-  function count(facts: RecordFacts): void {
-    for (const f of facts.toolCalls) deps.metrics.toolCalls.inc(f);
-    for (const tool of facts.effectsUncertain) deps.metrics.effectsUncertain.inc({ tool });
-  }
-
-  /** Counts the calls of a step record committed outside a Transition (recorded after the run's finish). */
-  function countToolCalls(step: StepRecord): void {
+  /**
+   * Records a step whose calls ran while the run was being finished (its commit lost to the
+   * terminal one: see RunStore.recordAfterFinish), counts its calls, and runs the finish
+   * hooks again so that the saga sees them. Returns whether it recorded.
+   */
+  async function recordAfterFinish(runId: string, step: StepRecord): Promise<boolean> {
+    if (!(await deps.store.recordAfterFinish(runId, step))) return false;
     count(recordFacts(step, deps.knownTool));
+    const run = await deps.store.get(runId);
+    if (run) await deps.hooks?.finished(run);
+    return true;
   }
 
-  return { apply, ensureNext, countToolCalls };
+  /**
+   * The reaper's repair of a finished run still in the active-runs index (the process that
+   * finished it died before its follow-ups): the charge, the finish hooks, the indexes
+   * again — each idempotent. Nothing is counted again.
+   */
+  async function completeFinish(run: RunRecord): Promise<void> {
+    await deps.quotas.charge(run);
+    await deps.hooks?.finished(run);
+    await deps.store.completeFinish(run);
+  }
+
+  return { apply, ensureNext, recordAfterFinish, completeFinish };
 }
 
 export type TransitionApplier = ReturnType<typeof createTransitionApplier>;

@@ -1,4 +1,5 @@
-import type { StepRecord } from '../schemas/run.js';
+import type { Approval } from '../schemas/approval.js';
+import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { Transition } from './step-policy.js';
 
 export interface ToolCallFact {
@@ -18,9 +19,23 @@ export interface RecordFacts {
   effectsUncertain: string[];
 }
 
-/** What a committed step adds to the counters; read from its records, so an attempt whose commit lost adds nothing. */
+export interface DecisionFact {
+  tool: string;
+  decision: string;
+  /** From the approval's request to its decision. */
+  waitedMs: number;
+}
+
+export interface FinishFact {
+  agent: string;
+  status: string;
+  reason: string;
+}
+
+/** What a commit adds to the counters; read from what it wrote, so an attempt whose commit lost adds nothing. */
 export interface CommitFacts extends RecordFacts {
   approvalsCreated: ApprovalFact[];
+  approvalsDecided: DecisionFact[];
 }
 
 /**
@@ -40,5 +55,26 @@ export function commitFacts(t: Transition, known: (name: string) => boolean): Co
   return {
     ...recordFacts(t.change.step, known),
     approvalsCreated: t.kind === 'park' ? t.newApprovals.map((a) => ({ tool: a.toolName, risk: a.risk })) : [],
+    approvalsDecided: [],
   };
+}
+
+/**
+ * What a committed change other than a step counts (pure): the approvals a decision (or an
+ * expiry) decided, the one a saga's plan asks for. A cancel's withdrawn approvals are not decisions.
+ */
+export function changeFacts(kind: 'start' | 'decide' | 'cancel' | 'compensate', approvals: Approval[], now: number): CommitFacts {
+  return {
+    toolCalls: [],
+    effectsUncertain: [],
+    approvalsCreated: kind === 'compensate' ? approvals.map((a) => ({ tool: a.toolName, risk: a.risk })) : [],
+    approvalsDecided:
+      kind === 'decide' ? approvals.map((a) => ({ tool: a.toolName, decision: a.status, waitedMs: now - Date.parse(a.createdAt) })) : [],
+  };
+}
+
+/** The run's finish, if this commit is the one that finished it (pure). */
+export function finishFact(from: RunRecord, next: RunRecord): FinishFact | undefined {
+  if (!TERMINAL_STATUSES.includes(next.status) || TERMINAL_STATUSES.includes(from.status)) return undefined;
+  return { agent: from.agent, status: next.status, reason: next.reason ?? 'completed' };
 }

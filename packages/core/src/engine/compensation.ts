@@ -11,11 +11,12 @@ import type { Compensation, CompensationStatus, CompensationStep } from '../sche
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { WebhookEventType } from '../schemas/webhook.js';
-import type { ApprovalFeed } from '../store/approval-feed.js';
+import { approvalEvent } from '../store/approval-feed.js';
 import type { EffectLedger } from '../store/effect-ledger.js';
 import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import { resultText, type Tool, thrownMessage, toolDependency } from '../tools/tool.js';
+import type { TransitionApplier } from './apply-transition.js';
 import { runEvent } from './run-event.js';
 import { retryOnStale } from './run-transitions.js';
 import { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './tool-result-cap.js';
@@ -26,11 +27,12 @@ export const compensationKey = (runId: string, step: number, toolCallId: string,
 
 export interface CompensatorDeps {
   store: RunStore;
+  /** Commits a plan's approval on the finished run (and counts, announces and times it). */
+  applier: Pick<TransitionApplier, 'apply'>;
   ledger: EffectLedger;
   tools: Map<string, Tool>;
   agents: AgentCatalog;
   enqueue: Enqueue;
-  feed: ApprovalFeed;
   metrics: Metrics;
   logger: Logger;
   /** Webhook events of the compensation (`run.compensated`, `compensation.failed`). */
@@ -135,25 +137,20 @@ export function createCompensator(deps: CompensatorDeps) {
       createdAt: new Date(at).toISOString(),
       expiresAt: new Date(at + deps.approvalTtlMs).toISOString(),
     };
+    // Committed on the finished run (from a finish hook, maybe): not a finish, so no finish hooks again.
     await retryOnStale(async () => {
       const fresh = await deps.store.require(run.id);
-      await deps.store.commit({
-        from: fresh,
+      const change = {
         to: { ...fresh, updatedAt: approval.createdAt },
         approvals: [approval],
         events: [runEvent('approval.requested', run.id, approval.step, { approvalId: approval.id, toolName: 'compensation' })],
+      };
+      // Expiry is enforced by a timer, as for any approval; an expired plan is declined.
+      await deps.applier.apply(fresh, {
+        kind: 'compensate',
+        change,
+        followUps: { feed: [approvalEvent(approval, false)], expiry: [approval] },
       });
-    });
-    deps.metrics.approvalsCreated.inc({ tool: 'compensation', risk: 'high' });
-    // Expiry is enforced by a timer, as for any approval; an expired plan is declined.
-    const expiresAt = Date.parse(approval.expiresAt);
-    await deps.enqueue('expire', { runId: run.id, step: approval.step, at: expiresAt }, { delayMs: expiresAt - now() });
-    await deps.feed.publish(run.tenantId, {
-      type: 'approval.requested',
-      approvalId: approval.id,
-      runId: run.id,
-      status: 'pending',
-      at: approval.createdAt,
     });
     return approval;
   }
@@ -240,7 +237,7 @@ export function createCompensator(deps: CompensatorDeps) {
   }
 
   return {
-    /** RunStore's `onFinished`: a failed or cancelled run with completed writes is compensated by its agent's policy. */
+    /** A finish hook (the applier's): a failed or cancelled run with completed writes is compensated by its agent's policy. */
     async onRunFinished(run: RunRecord): Promise<void> {
       if (run.status !== 'failed' && run.status !== 'cancelled') return;
       const policy = deps.agents.get(run.agent).compensation;

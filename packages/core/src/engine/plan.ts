@@ -195,11 +195,24 @@ export function linkCallsToPlan(
   calls: ReadonlyArray<{ name: string; arguments: string }>,
   toolOf: (name: string) => Tool | undefined,
 ): Array<number | undefined> {
+  return linkParsedCallsToPlan(
+    plan,
+    calls.map((call) => {
+      const tool = toolOf(call.name);
+      const parsed = tool ? parseToolArguments(tool, call.arguments) : null;
+      return parsed?.ok ? { name: call.name, args: parsed.args } : null;
+    }),
+  );
+}
+
+/** linkCallsToPlan for arguments already parsed (null: a call with no tool or no valid arguments). */
+export function linkParsedCallsToPlan(
+  plan: RunPlan | undefined,
+  calls: ReadonlyArray<{ name: string; args: unknown } | null>,
+): Array<number | undefined> {
   const taken = new Set<number>();
   return calls.map((call) => {
-    const tool = toolOf(call.name);
-    const parsed = tool ? parseToolArguments(tool, call.arguments) : null;
-    const step = parsed?.ok ? planStepOf(plan, call.name, parsed.args, taken) : undefined;
+    const step = call ? planStepOf(plan, call.name, call.args, taken) : undefined;
     if (step !== undefined) taken.add(step);
     return step;
   });

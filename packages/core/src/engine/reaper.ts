@@ -6,6 +6,7 @@ import { type Enqueue, jobCatalog } from '../queue/job-catalog.js';
 import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
+import type { TransitionApplier } from './apply-transition.js';
 
 export interface ReaperDeps {
   store: RunStore;
@@ -15,8 +16,8 @@ export interface ReaperDeps {
   approvals: ApprovalService;
   /** Its outbox holds approval events a crash kept from being published. */
   feed: ApprovalFeed;
-  /** Charges a run's usage to its tenant, idempotently (TenantQuotas.charge). */
-  charge: (run: RunRecord) => Promise<unknown>;
+  /** Finishes what a crash cut short of a run's finish: charge, finish hooks, indexes. */
+  applier: Pick<TransitionApplier, 'completeFinish'>;
   metrics: Metrics;
   logger: Logger;
   /** A run unchanged for less than this is left alone (its job may simply be running). */
@@ -101,8 +102,7 @@ async function reapOne(deps: ReaperDeps, runId: string, since: number, now: numb
     // indexes. Each is idempotent; charging again adds only what is missing. A run that
     // finished moments ago is left to the process still finishing it.
     if (now - Date.parse(run.updatedAt) < deps.staleMs) return false;
-    await deps.charge(run);
-    await deps.store.completeFinish(run);
+    await deps.applier.completeFinish(run);
     deps.metrics.reaperRepairs.inc({ kind: 'unfinished_finish' });
     return true;
   }

@@ -10,7 +10,7 @@ import type { PiiMasker } from '../guards/pii-masker.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelGateway } from '../model/model-gateway.js';
-import type { Enqueue, StepJob } from '../queue/job-catalog.js';
+import type { StepJob } from '../queue/job-catalog.js';
 import { CircuitBreakers, type FleetBreakerState } from '../resilience/circuit-breakers.js';
 import type { Approval } from '../schemas/approval.js';
 import type { ChatMessage } from '../schemas/message.js';
@@ -19,13 +19,14 @@ import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { eventCommand, type RunStore } from '../store/run-store.js';
 import { agentTool, type Tool, toolDependency, toolSpec } from '../tools/tool.js';
-import { createTransitionApplier } from './apply-transition.js';
+import type { TransitionApplier } from './apply-transition.js';
 import { distinctCallIds } from './call-identity.js';
+import { type PlannedCall, planCalls } from './call-plan.js';
 import { compaction, READ_RESULT_TOOL, withModelSummary } from './context-policy.js';
 import { createDeltaPublisher } from './delta-publisher.js';
 import { type EarlierCall, guardFromHistory } from './loop-guard.js';
 import { modelSummary } from './model-summary.js';
-import { isPlanning, linkCallsToPlan, planOutcome, planResponseFormat } from './plan.js';
+import { isPlanning, planOutcome, planResponseFormat } from './plan.js';
 import { runEvent } from './run-event.js';
 import { retryOnStale, startRun } from './run-transitions.js';
 import {
@@ -47,6 +48,8 @@ export type { GuardLimits } from './step-policy.js';
 
 export interface StepProcessorDeps {
   store: RunStore;
+  /** Where every Transition takes effect (shared with the run's other writers). */
+  applier: TransitionApplier;
   feed: ApprovalFeed;
   journal: DecisionJournal;
   model: ModelGateway;
@@ -55,7 +58,6 @@ export interface StepProcessorDeps {
   tools: Map<string, Tool>;
   agents: AgentCatalog;
   executeTool: ToolExecutor;
-  enqueue: Enqueue;
   quotas: TenantQuotas;
   prices: Record<string, Price>;
   inputFilter: InputFilter;
@@ -68,7 +70,7 @@ export interface StepProcessorDeps {
   modelTimeoutMs: number;
   /** The longest silence of a streamed reply once it started. */
   modelIdleTimeoutMs?: number;
-  /** How long a plan's approval stays decidable (APPROVAL_TTL_MS). */
+  /** How long a plan's or a call's approval stays decidable unless its tool says otherwise (APPROVAL_TTL_MS). */
   approvalTtlMs: number;
   now?: () => number;
 }
@@ -81,24 +83,18 @@ const OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished' } as
 const EFFECT_OUTCOMES: readonly ToolCallRecord['outcome'][] = ['ok', 'error', 'uncertain'];
 
 /**
- * One ReAct step per call: read what the step needs (one round trip), decide (journaled),
- * run the tools (ledger, approval gate), and hand the resulting Transition to the
- * applier. What happens next is decided by the pure functions of step-policy.ts. Safe to
- * run any number of times for the same step, concurrently or after a crash.
+ * One ReAct step per call, in phases (docs/design.md, "The phases of a step"): read and
+ * triage (`attempt`: one round trip, then the pure `gate`), call the model and journal its
+ * reply (`decide`), decide what follows (`act`: the pure `afterDecision` / `afterPlan`), plan
+ * the calls (the pure `planCalls`), run them (`runCalls`), conclude (the pure `afterTools`)
+ * and apply the Transition (`applyAfterTools`, `applied`). Safe to run any number of times
+ * for the same step, concurrently or after a crash.
  */
 export function createStepProcessor(deps: StepProcessorDeps) {
   const now = deps.now ?? Date.now;
   const iso = () => new Date(now()).toISOString();
   const mask = (text: string) => deps.masker.maskText(text);
-  const applier = createTransitionApplier({
-    store: deps.store,
-    quotas: deps.quotas,
-    feed: deps.feed,
-    enqueue: deps.enqueue,
-    metrics: deps.metrics,
-    now,
-    knownTool: (name) => deps.tools.has(name),
-  });
+  const { applier } = deps;
 
   // A tool's JSON schema is derived from its zod schema once, not on every step.
   const specs = new WeakMap<Tool, ReturnType<typeof toolSpec>>();
@@ -275,7 +271,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
   }
 
   async function applied(run: RunRecord, t: Transition, log: Logger): Promise<StepOutcome> {
-    await applier.apply(run, t, log);
+    await applier.apply(run, { kind: 'step', transition: t, log });
     return OUTCOME[t.kind];
   }
 
@@ -329,7 +325,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
           );
         }
       }
-      if (run.status === 'queued') run = await deps.store.commit({ from: run, ...startRun(run, iso()) });
+      if (run.status === 'queued') run = await applier.apply(run, { kind: 'start', change: startRun(run, iso()) });
       // A live-only event: sent without waiting for its reply (the connection keeps it in order).
       deps.store
         .appendEvent(runEvent('step.started', run.id, run.step))
@@ -400,41 +396,65 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     }
     const first = afterDecision(facts());
     if (first.kind !== 'tools') return applied(run, first, log);
-    // Which call carries out which step of the run's plan; the others are policed as without one.
-    const planSteps = linkCallsToPlan(run.plan, decision.toolCalls, (name) => agentTool(deps.tools, profile, name));
+    const planned = planCalls({
+      run,
+      profile,
+      tools: deps.tools,
+      calls: decision.toolCalls,
+      approvals,
+      now: now(),
+      approvalTtlMs: deps.approvalTtlMs,
+    });
+    const results = await runCalls(run, planned, first.earlier, breakerStates);
+    const records: ToolCallRecord[] = results.map((r) => r.record);
+    const newApprovals = results.flatMap((r) => (r.newApproval ? [r.newApproval] : []));
+    return applyAfterTools(run, afterTools(facts(), records, newApprovals), records, log);
+  }
 
+  /**
+   * Runs the planned calls, at most toolConcurrency at a time; a read tool asked again with
+   * the same arguments is answered from its earlier result instead. An uncertain effect is
+   * told to the tenant's feed at once.
+   */
+  async function runCalls(
+    run: RunRecord,
+    planned: PlannedCall[],
+    earlierCalls: ReadonlyMap<number, EarlierCall>,
+    breakerStates?: BreakerStates,
+  ): Promise<ToolCallResult[]> {
     const limit = pLimit(deps.toolConcurrency);
     const results = await Promise.all(
-      decision.toolCalls.map(async (call, index): Promise<ToolCallResult> => {
-        const earlier = first.earlier.get(index);
-        if (earlier && deps.tools.get(call.name)?.kind === 'read') {
-          const answered = await fromEarlier(run.id, earlier, call.id);
+      planned.map(async (p, index): Promise<ToolCallResult> => {
+        const earlier = earlierCalls.get(index);
+        if (earlier && deps.tools.get(p.call.name)?.kind === 'read') {
+          const answered = await fromEarlier(run.id, earlier, p.call.id);
           if (answered) return answered;
         }
-        return limit(() => deps.executeTool(run, profile, run.step, index, call, approvals, planSteps[index], breakerStates));
+        return limit(() => deps.executeTool(p, breakerStates));
       }),
     );
-    const records: ToolCallRecord[] = results.map((r) => r.record);
-    for (const r of records.filter((x) => x.outcome === 'uncertain')) {
+    for (const r of results.filter((x) => x.record.outcome === 'uncertain')) {
       await deps.feed.publish(run.tenantId, {
         type: 'effect.uncertain',
         runId: run.id,
         step: run.step,
-        toolCallId: r.id,
-        tool: r.name,
+        toolCallId: r.record.id,
+        tool: r.record.name,
         at: iso(),
       });
     }
-    const newApprovals = results.flatMap((r) => (r.newApproval ? [r.newApproval] : []));
-    const t = afterTools(facts(), records, newApprovals);
+    return results;
+  }
+
+  /** Applies the step's conclusion after its calls ran. */
+  async function applyAfterTools(run: RunRecord, t: Transition, records: ToolCallRecord[], log: Logger): Promise<StepOutcome> {
     try {
       return await applied(run, t, log);
     } catch (err) {
       // The run finished (cancelled, past its deadline) while its writes ran: the terminal commit dropped
       // the ledger, so what they did is recorded in the trace now, where the saga and the people find it.
       const wrote = records.some((r) => deps.tools.get(r.name)?.kind === 'write' && EFFECT_OUTCOMES.includes(r.outcome));
-      if (err instanceof StaleStepError && wrote && t.change.step && (await deps.store.recordAfterFinish(run.id, t.change.step))) {
-        applier.countToolCalls(t.change.step);
+      if (err instanceof StaleStepError && wrote && t.change.step && (await applier.recordAfterFinish(run.id, t.change.step))) {
         log.warn({ step: run.step }, "tool calls recorded after the run's finish");
       }
       throw err;
@@ -469,15 +489,12 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         const run = await deps.store.get(runId);
         if (!run || TERMINAL_STATUSES.includes(run.status) || !onlyIf(run)) return false;
         const log = deps.logger.child({ runId: run.id, traceId: run.traceId, step: run.step, tenantId: run.tenantId });
-        await applier.apply(
-          run,
-          failRun(run, reason, deps.agents.handoffAnswer(run.agent), mask, iso(), {
-            level: 'warn',
-            msg: 'run failed',
-            fields: { reason, detail },
-          }),
-          log,
-        );
+        const transition = failRun(run, reason, deps.agents.handoffAnswer(run.agent), mask, iso(), {
+          level: 'warn',
+          msg: 'run failed',
+          fields: { reason, detail },
+        });
+        await applier.apply(run, { kind: 'step', transition, log });
         return true;
       });
     } catch (err) {

@@ -1,6 +1,3 @@
-import type { AgentProfile } from '../agents/agent-profile.js';
-import { verifyBinding } from '../approvals/approval-binding.js';
-import { approvalId } from '../approvals/approval-id.js';
 import { BreakerOpenError, BulkheadFullError, ToolOutcomeUnknownError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -8,23 +5,14 @@ import type { Bulkhead } from '../resilience/bulkhead.js';
 import type { CircuitBreakers, FleetBreakerState } from '../resilience/circuit-breakers.js';
 import type { Approval } from '../schemas/approval.js';
 import type { ModelToolCall } from '../schemas/message.js';
-import type { RunRecord, ToolCallRecord } from '../schemas/run.js';
-import { type EffectLedger, idempotencyKey } from '../store/effect-ledger.js';
-import { hashArguments } from '../tools/argument-hash.js';
-import {
-  agentTool,
-  parseToolArguments,
-  requirementOf,
-  resultText,
-  type Tool,
-  type ToolContext,
-  thrownMessage,
-  toolDependency,
-} from '../tools/tool.js';
+import type { ToolCallRecord } from '../schemas/run.js';
+import type { EffectLedger } from '../store/effect-ledger.js';
+import { resultText, type Tool, toolDependency } from '../tools/tool.js';
 import { type CaptureContent, toolSpan } from '../tracing/genai.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
-import { planCoverProblem } from './plan.js';
+import { type CallContext, type PlannedCall, plannedRecord } from './call-plan.js';
+import { errorObservation } from './tool-observation.js';
 import { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './tool-result-cap.js';
 
 /** Fleet breaker states the caller read already, by dependency (the step reads them with its journal write). */
@@ -37,12 +25,10 @@ export interface ToolCallResult {
 }
 
 export interface ToolExecutorDeps {
-  tools: Map<string, Tool>;
   ledger: EffectLedger;
   metrics: Metrics;
   logger: Logger;
   toolTimeoutMs: number;
-  approvalTtlMs: number;
   /** REIN_MAX_TOOL_RESULT_BYTES: a longer result is cut before it is journaled, traced or shown. */
   maxResultBytes?: number;
   /** Breaker and bulkhead per dependency (the workers); omitted, tools run unguarded (engine tests). */
@@ -52,20 +38,10 @@ export interface ToolExecutorDeps {
   now?: () => number;
 }
 
-/** A failed call as the model sees it: the stable code and whether trying again can help (ToolError's `retryable`). */
-export function errorObservation(err: unknown): string {
-  const { code, retryable } = (typeof err === 'object' && err !== null ? err : {}) as { code?: unknown; retryable?: unknown };
-  return JSON.stringify({
-    error: typeof code === 'string' ? code : 'tool_failed',
-    message: thrownMessage(err),
-    retryable: retryable === true,
-  });
-}
-
 /**
- * Turns one model-requested tool call into an observation. Everything the model got
- * wrong (unknown tool, bad arguments, missing permission) becomes an observation it
- * can act on; approvals gate write tools; effects go through the ledger.
+ * Carries out the call plan (call-plan.ts), one call at a time: a call the plan refuses or
+ * parks becomes its record; one it runs goes through the breaker and bulkhead of its
+ * dependency, within its timeout, and, for a write, through the effect ledger (I4).
  */
 export function createToolExecutor(deps: ToolExecutorDeps) {
   const now = deps.now ?? Date.now;
@@ -90,7 +66,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     tool: Tool,
     call: ModelToolCall,
     args: unknown,
-    ctx: Omit<ToolContext, 'signal' | 'logger'> & { deadlineMs: number },
+    ctx: CallContext,
     extra: Partial<ToolCallRecord>,
     breakerStates?: BreakerStates,
   ): Promise<ToolCallResult> {
@@ -152,141 +128,28 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     observation = capToolResult(observation, deps.maxResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES);
     const durationMs = Math.round(performance.now() - started);
     deps.metrics.toolDuration.observe({ tool: tool.name }, durationMs / 1000);
-    // Refused once the run has finished: the step's stale commit then records the call in the trace (act, step-processor.ts).
+    // Refused once the run has finished: the step's stale commit then records the call in the trace (applyAfterTools, step-processor.ts).
     if (journaled) await deps.ledger.recordResult(ctx.runId, ctx.idempotencyKey, tool.name, ok, observation);
     annotateActiveSpan({ [REIN_ATTR.effectOutcome]: 'executed' });
     return record(call, args, ok ? 'ok' : 'error', observation, durationMs, extra);
   }
 
-  async function execute(
-    run: RunRecord,
-    profile: AgentProfile,
-    step: number,
-    index: number,
-    call: ModelToolCall,
-    approvals: Approval[],
-    planStep?: number,
-    breakerStates?: BreakerStates,
-  ): Promise<ToolCallResult> {
-    const tool = agentTool(deps.tools, profile, call.name);
-    if (!tool) {
-      return record(
-        call,
-        call.arguments,
-        'unknown_tool',
-        `Tool "${call.name}" is not available to this agent. Available tools: ${profile.tools.join(', ')}.`,
-      );
+  /** Carries out one entry of the call plan: refused and waiting calls are recorded as they are, the others run. */
+  async function execute(planned: PlannedCall, breakerStates?: BreakerStates): Promise<ToolCallResult> {
+    for (const w of planned.warnings) deps.logger.warn(w.fields, w.msg);
+    if (planned.approvalDecision) annotateActiveSpan({ [REIN_ATTR.approvalDecision]: planned.approvalDecision });
+    if (planned.kind !== 'run') {
+      const record = plannedRecord(planned);
+      return planned.kind === 'await_approval' && planned.newApproval ? { record, newApproval: planned.newApproval } : { record };
     }
-    const parsed = parseToolArguments(tool, call.arguments);
-    if (!parsed.ok) return record(call, call.arguments, 'invalid_arguments', parsed.problem);
-
-    const ctx = {
-      tenantId: run.tenantId,
-      userId: run.userId,
-      roles: run.roles,
-      runId: run.id,
-      step,
-      toolCallId: call.id,
-      idempotencyKey: idempotencyKey(run.id, step, call.id),
-      deadlineMs: Date.parse(run.deadlineAt),
-    };
-    if (tool.allowedRoles && !run.roles.some((r) => tool.allowedRoles?.includes(r))) {
-      deps.logger.warn({ tool: tool.name }, "tool call forbidden for the caller's roles");
-      return record(
-        call,
-        parsed.args,
-        'forbidden',
-        `You are not permitted to use ${tool.name} for this user (needs one of: ${tool.allowedRoles.join(', ')}).`,
-      );
-    }
-
-    let requirement: ReturnType<typeof requirementOf>;
-    try {
-      requirement = requirementOf(tool, parsed.args, ctx);
-    } catch (err) {
-      // Fails closed: a call whose policy cannot say what it needs does not run.
-      deps.logger.warn({ tool: tool.name, err: thrownMessage(err) }, 'approval policy failed');
-      return record(call, parsed.args, 'error', errorObservation(err));
-    }
-    const planned = planStep === undefined ? {} : { planStep };
-    if (!requirement) return runTool(tool, call, parsed.args, ctx, planned, breakerStates);
-    // A call carrying out a step of the approved plan runs on the plan's approval (same tool, same arguments by hash),
-    // while that approval still binds it; else it is asked for on its own, as if off the plan.
-    if (planStep !== undefined && run.plan?.status === 'approved' && run.plan.approvalId) {
-      const problem = planCoverProblem(run.plan, planStep, tool, requirement);
-      if (!problem) return runTool(tool, call, parsed.args, ctx, { ...planned, approvalId: run.plan.approvalId }, breakerStates);
-      deps.logger.warn({ tool: tool.name, approvalId: run.plan.approvalId, planStep, problem }, 'plan approval binding refused');
-    }
-
-    const id = approvalId(run.id, step, index);
-    const gated = { approvalId: id };
-    const approval = approvals.find((a) => a.id === id);
-    annotateActiveSpan({ [REIN_ATTR.approvalDecision]: approval?.status ?? 'pending' });
-    if (!approval) {
-      const created = now();
-      const newApproval: Approval = {
-        schemaVersion: 1,
-        id,
-        runId: run.id,
-        step,
-        toolCallId: call.id,
-        tenantId: run.tenantId,
-        requestedBy: run.userId,
-        toolName: tool.name,
-        arguments: parsed.args,
-        argsHash: hashArguments(parsed.args),
-        policyVersion: tool.policyVersion ?? 1,
-        summary: requirement.summary,
-        risk: requirement.risk,
-        requiredRole: requirement.requiredRole,
-        status: 'pending',
-        createdAt: new Date(created).toISOString(),
-        expiresAt: new Date(created + (tool.approvalTtlMs ?? deps.approvalTtlMs)).toISOString(),
-      };
-      return { ...record(call, parsed.args, 'awaiting_approval', `Waiting for human approval (${id}).`, 0, gated), newApproval };
-    }
-    switch (approval.status) {
-      case 'pending':
-        return record(call, parsed.args, 'awaiting_approval', `Waiting for human approval (${id}).`, 0, gated);
-      case 'approved': {
-        const binding = verifyBinding(tool, approval, ctx);
-        if (!binding.ok) {
-          deps.logger.warn({ tool: tool.name, approvalId: id, problem: binding.problem }, 'approval binding refused');
-          return record(call, parsed.args, 'rejected', `Not executed: ${binding.problem}.`, 0, gated);
-        }
-        const result = await runTool(tool, call, binding.args, ctx, gated, breakerStates);
-        if (approval.editedBy === undefined) return result;
-        const note = `Approved by ${approval.decidedBy} with edited arguments ${JSON.stringify(binding.args)} (you proposed ${JSON.stringify(approval.arguments)}). Result: `;
-        return { record: { ...result.record, observation: note + result.record.observation } };
-      }
-      case 'rejected':
-        return record(
-          call,
-          parsed.args,
-          'rejected',
-          `Not executed: rejected by ${approval.decidedBy}: ${approval.comment ?? 'no reason given'}`,
-          0,
-          gated,
-        );
-      case 'expired':
-        return record(
-          call,
-          parsed.args,
-          'rejected',
-          `Not executed: nobody decided before the approval expired at ${approval.expiresAt}.`,
-          0,
-          gated,
-        );
-      case 'withdrawn':
-        return record(call, parsed.args, 'rejected', 'Not executed: the approval was withdrawn.', 0, gated);
-    }
+    const result = await runTool(planned.tool, planned.call, planned.args, planned.ctx, planned.extra, breakerStates);
+    if (!planned.resultPrefix) return result;
+    return { record: { ...result.record, observation: planned.resultPrefix + result.record.observation } };
   }
 
   /** One `execute_tool <tool>` span per call, whatever the call turns into. */
-  return (...args: Parameters<typeof execute>) => {
-    const [, , , , call] = args;
-    return toolSpan(call, deps.captureContent, () => execute(...args));
-  };
+  return (planned: PlannedCall, breakerStates?: BreakerStates) =>
+    toolSpan(planned.call, deps.captureContent, () => execute(planned, breakerStates));
 }
 
 export type ToolExecutor = ReturnType<typeof createToolExecutor>;

@@ -1,3 +1,5 @@
+import { thrownMessage } from '../tools/tool.js';
+
 /** Cuts a long tool result to `max` characters, keeping head and tail and saying how much went. */
 export function truncateObservation(text: string, max: number): string {
   if (text.length <= max) return text;
@@ -23,4 +25,14 @@ export function escapeMarkup(text: string): string {
  */
 export function toolMessageContent(name: string, observation: string, max: number): string {
   return `<tool_result name="${name}">\n${truncateObservation(escapeMarkup(observation), max)}\n</tool_result>`;
+}
+
+/** A failed call as the model sees it: the stable code and whether trying again can help (ToolError's `retryable`). */
+export function errorObservation(err: unknown): string {
+  const { code, retryable } = (typeof err === 'object' && err !== null ? err : {}) as { code?: unknown; retryable?: unknown };
+  return JSON.stringify({
+    error: typeof code === 'string' ? code : 'tool_failed',
+    message: thrownMessage(err),
+    retryable: retryable === true,
+  });
 }

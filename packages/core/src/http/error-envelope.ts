@@ -1,10 +1,9 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { ReinError } from '../errors.js';
+import type { ErrorEnvelope } from '../schemas/views.js';
 
-export interface ErrorEnvelope {
-  error: { code: string; message: string };
-}
+export type { ErrorEnvelope };
 
 export const envelope = (code: string, message: string): ErrorEnvelope => ({ error: { code, message } });
 

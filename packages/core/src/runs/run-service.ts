@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AgentCatalog } from '../agents/agent-profile.js';
 import { decisionRights, mayReadRun, overseesTenant } from '../approvals/decision-rights.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
+import type { TransitionApplier } from '../engine/apply-transition.js';
 import type { Compensator } from '../engine/compensation.js';
 import { runEvent } from '../engine/run-event.js';
 import { finishRun, retryOnStale } from '../engine/run-transitions.js';
@@ -17,7 +18,7 @@ import type { Compensation } from '../schemas/compensation.js';
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
 import type { ApprovalView, RunTrace, RunView } from '../schemas/views.js';
-import { type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
+import { approvalEvent } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
@@ -37,10 +38,11 @@ export interface LimitCeilings {
 
 export interface RunServiceDeps {
   store: RunStore;
+  /** Commits a cancel (the run's finish: its hooks, counters and feed events). */
+  applier: Pick<TransitionApplier, 'apply'>;
   journal: DecisionJournal;
   quotas: TenantQuotas;
   ceilings: LimitCeilings;
-  feed: ApprovalFeed;
   agents: AgentCatalog;
   enqueue: Enqueue;
   metrics: Metrics;
@@ -293,14 +295,12 @@ export function createRunService(deps: RunServiceDeps) {
         const withdrawn = (await deps.store.approvals(id))
           .filter((a) => a.status === 'pending')
           .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: principal.userId, decidedAt: at, comment: 'run cancelled' }));
-        const decided = withdrawn.map((a) => approvalEvent(a, true));
-        await deps.feed.stage(run.tenantId, decided);
-        const next = await deps.store.commit({
-          from: run,
-          ...finishRun(run, { status: 'cancelled', reason: 'cancelled', by: principal.userId }, {}, { approvals: withdrawn }, at),
+        const change = finishRun(run, { status: 'cancelled', reason: 'cancelled', by: principal.userId }, {}, { approvals: withdrawn }, at);
+        const next = await deps.applier.apply(run, {
+          kind: 'cancel',
+          change,
+          followUps: { feed: withdrawn.map((a) => approvalEvent(a, true)) },
         });
-        deps.metrics.runsFinished.inc({ agent: run.agent, status: 'cancelled', reason: 'cancelled' });
-        for (const e of decided) await deps.feed.publish(run.tenantId, e);
         return view(next);
       });
     },

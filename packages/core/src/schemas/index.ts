@@ -1,11 +1,5 @@
 /**
- * The HTTP contract as zod schemas — requests, answers, events — with no server code
- * behind them: `@rein/core/schemas`, what `@rein/client` takes its types from.
+ * `@rein/core/schemas`: the HTTP contract, which lives in `@rein/contract` (schemas, error
+ * codes, webhook verification, no server code). Kept so earlier imports keep working.
  */
-export * from './api.js';
-export * from './approval.js';
-export * from './event.js';
-export * from './identity.js';
-export * from './run.js';
-export * from './views.js';
-export * from './webhook.js';
+export * from '@rein/contract';

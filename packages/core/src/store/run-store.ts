@@ -60,12 +60,6 @@ export interface StepRead {
   reads: unknown[];
 }
 
-/**
- * Called after the commit that made a run terminal, before its indexes say so; called
- * again by the reaper if a crash cut that short (at least once, so it must be idempotent).
- */
-export type OnRunFinished = (run: RunRecord) => Promise<void>;
-
 export interface RunFilter {
   status?: RunStatus;
   agent?: string;
@@ -89,7 +83,6 @@ export class RunStore {
     redis: RedisClient,
     private readonly traceTtlSeconds: number,
     private readonly metrics?: Pick<Metrics, 'storedBytes'>,
-    private readonly onFinished?: OnRunFinished,
   ) {
     this.redis = withScripts(redis);
   }
@@ -190,20 +183,9 @@ export class RunStore {
   }
 
   /**
-   * Commits atomically if the run is still at `from.version`, then its follow-ups in the
-   * store (finish hook, indexes: see afterCommit). Throws StaleStepError otherwise; the
-   * caller re-reads and decides again.
-   */
-  async commit(c: Commit): Promise<RunRecord> {
-    const next = await this.compareAndSet(c);
-    await this.afterCommit(c.from, next, c.approvals ?? []);
-    return next;
-  }
-
-  /**
-   * The compare-and-set alone (one round trip): the run's writes, none of its indexes.
-   * Throws StaleStepError if the run moved past `from.version`. A caller that sends other
-   * writes beside it (the step applier's tenant charge) calls afterCommit itself.
+   * Commits atomically if the run is still at `from.version` (one round trip): the run's
+   * writes, none of its indexes (see afterCommit). Throws StaleStepError otherwise; the
+   * caller re-reads and decides again. Only the applier (engine/apply-transition.ts) calls it.
    */
   async compareAndSet(c: Commit): Promise<RunRecord> {
     const next: RunRecord = runRecordSchema.parse({ ...c.to, version: c.from.version + 1 });
@@ -242,15 +224,14 @@ export class RunStore {
   }
 
   /**
-   * What follows a commit from `from` to `next` in the store: the finish hook of a run
-   * that just finished, then the indexes. A finished run leaves the active index the
-   * reaper repairs from last, so a crash before then leaves it there and the reaper does
-   * these again (see completeFinish). A caller charging the tenant lands a terminal run's
-   * charge before calling this, for the same reason.
+   * What follows a commit from `from` to `next` in the store: the indexes. A finished run
+   * leaves the active index the reaper repairs from last, so a crash before then leaves
+   * it there and the reaper does the finish's follow-ups again (see completeFinish). The
+   * applier lands a terminal run's charge and runs its finish hooks before calling this,
+   * for the same reason.
    */
   async afterCommit(from: RunRecord, next: RunRecord, approvals: Approval[]): Promise<void> {
     const finishing = TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(from.status);
-    if (finishing) await this.onFinished?.(next);
     await this.writeIndexes(next, {
       left: from.status === next.status ? [] : [from.status],
       approvals,
@@ -262,7 +243,7 @@ export class RunStore {
   /**
    * Records a step whose calls ran (or may have) while the run was being finished — its
    * worker's commit was stale, the terminal commit came first — so that its effects are in
-   * the trace and its saga: the finish hook runs again to see them (compensation). Nothing
+   * the trace and its saga (the applier runs the finish hooks again to see them). Nothing
    * happens if the run is live (another attempt committed the step) or the step has a
    * record. Returns whether it recorded.
    */
@@ -283,20 +264,16 @@ export class RunStore {
       JSON.stringify(stepRecordSchema.parse(step)),
       storedEvent(runEventSchema.parse(event)),
     );
-    if (recorded !== 1) return false;
-    const run = await this.get(runId);
-    if (run) await this.onFinished?.(run);
-    return true;
+    return recorded === 1;
   }
 
   /**
    * The reaper's repair of a finished run still in the active index: the process that
-   * finished it died between the commit and the indexes. Runs the finish hook again
-   * (webhook, compensation: each idempotent) and the index writes, dropping the run from
-   * every live status index it may still be in. Its stored bytes are not counted again.
+   * finished it died between the commit and the indexes. Writes the indexes again (after
+   * the applier ran the finish hooks again: TransitionApplier.completeFinish), dropping the
+   * run from every live status index it may still be in. Its stored bytes are not counted again.
    */
   async completeFinish(run: RunRecord): Promise<void> {
-    await this.onFinished?.(run);
     await this.writeIndexes(run, {
       left: runStatusSchema.options.filter((s) => !TERMINAL_STATUSES.includes(s)),
       approvals: [],

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { approvalStatusSchema } from './approval.js';
+import { runStatusSchema } from './run.js';
+
+/** The longest id a client can name in a path; the HTTP router (Fastify's maxParamLength) is given the same bound. */
+export const MAX_ID_LENGTH = 128;
+
+/**
+ * An id that appears in a URL (`/v1/sessions/:id`, `/v1/runs/:id`, …): RFC 3986 unreserved
+ * characters only, so it reads back exactly as written with no encoding, and never `.`
+ * or `..` (which clients resolve away). What a client chooses (a sessionId) obeys the
+ * same rule, so anything accepted can be read back.
+ */
+export const addressableIdSchema = z
+  .string()
+  .min(1)
+  .max(MAX_ID_LENGTH)
+  .regex(/^(?!\.\.?$)[A-Za-z0-9._~-]+$/, 'letters, digits, ".", "_", "~" or "-" (not "." or "..")');
+
+export const submitRunBodySchema = z
+  .object({
+    agent: z.string().min(1).max(64).optional(),
+    input: z.string().trim().min(1).max(8000),
+    sessionId: addressableIdSchema.optional(),
+    limits: z
+      .object({
+        maxSteps: z.number().int().min(1).max(100).optional(),
+        maxTokens: z.number().int().min(1).max(10_000_000).optional(),
+        timeoutMs: z
+          .number()
+          .int()
+          .min(1_000)
+          .max(24 * 3600_000)
+          .optional(),
+        maxCostUsd: z.number().positive().max(1_000_000).optional(),
+      })
+      .strict()
+      .optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+export type SubmitRunBody = z.infer<typeof submitRunBodySchema>;
+/** What a caller may send to `POST /v1/runs`. */
+export type SubmitRunInput = z.input<typeof submitRunBodySchema>;
+
+/** The `Idempotency-Key` header of `POST /v1/runs`: a retry with the same key and body answers the same run. */
+export const idempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+
+const instant = z
+  .string()
+  .datetime({ offset: true })
+  .transform((s) => Date.parse(s));
+
+/** `GET /v1/runs`: every filter narrows; `cursor` is the `nextCursor` of the previous page. */
+export const listRunsQuerySchema = z.object({
+  status: runStatusSchema.optional(),
+  agent: z.string().min(1).max(64).optional(),
+  userId: z.string().min(1).max(128).optional(),
+  createdAfter: instant.optional(),
+  createdBefore: instant.optional(),
+  cursor: z.string().min(1).max(500).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+export type ListRunsQuery = z.infer<typeof listRunsQuerySchema>;
+/** The filters of `GET /v1/runs` as a caller writes them (instants as ISO 8601 strings). */
+export type ListRunsParams = Omit<z.input<typeof listRunsQuerySchema>, 'limit'> & { limit?: number };
+
+/** `GET /v1/approvals`. */
+export const listApprovalsQuerySchema = z.object({
+  status: approvalStatusSchema.optional(),
+  cursor: z.string().min(1).max(500).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+export type ListApprovalsQuery = z.infer<typeof listApprovalsQuerySchema>;
+export type ListApprovalsParams = Omit<z.input<typeof listApprovalsQuerySchema>, 'limit'> & { limit?: number };

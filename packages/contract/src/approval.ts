@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import { riskSchema, roleSchema } from './identity.js';
+import { SCHEMA_VERSION } from './run.js';
+
+export const approvalStatusSchema = z.enum(['pending', 'approved', 'rejected', 'expired', 'withdrawn']);
+export type ApprovalStatus = z.infer<typeof approvalStatusSchema>;
+
+export { type Risk, riskSchema } from './identity.js';
+
+export const approvalSchema = z.object({
+  schemaVersion: z.literal(SCHEMA_VERSION),
+  id: z.string(),
+  /** A tool call's approval, or a plan-mode run's whole plan (`arguments` holds its steps). */
+  kind: z.enum(['tool', 'plan']).optional(),
+  runId: z.string(),
+  step: z.number().int().min(0),
+  toolCallId: z.string(),
+  tenantId: z.string(),
+  requestedBy: z.string(),
+  toolName: z.string(),
+  /** The arguments as the model proposed them. */
+  arguments: z.unknown(),
+  /** An approver's edit of the arguments; what runs when present. */
+  approvedArguments: z.unknown().optional(),
+  editedBy: z.string().optional(),
+  /**
+   * The capability's binding: sha256 of the canonical JSON of the arguments that may
+   * run, and the version of the tool's policy that judged them. The worker re-checks
+   * both at execution.
+   */
+  argsHash: z.string().regex(/^[0-9a-f]{64}$/),
+  policyVersion: z.number().int().min(1),
+  summary: z.string(),
+  risk: riskSchema,
+  requiredRole: roleSchema,
+  status: approvalStatusSchema,
+  createdAt: z.string(),
+  expiresAt: z.string(),
+  decidedBy: z.string().optional(),
+  decidedAt: z.string().optional(),
+  comment: z.string().optional(),
+});
+export type Approval = z.infer<typeof approvalSchema>;
+
+export const approveBodySchema = z
+  .object({
+    comment: z.string().max(2000).optional(),
+    /** Approve with edits: replaces the arguments; validated and judged again. */
+    arguments: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+export type ApproveBody = z.infer<typeof approveBodySchema>;
+export const rejectBodySchema = z.object({ reason: z.string().min(1).max(2000) }).strict();

@@ -1,0 +1,112 @@
+import { z } from 'zod';
+import { approvalSchema } from './approval.js';
+import { compensationSchema } from './compensation.js';
+import { approvalFeedEventSchema } from './event.js';
+import { principalSchema, roleSchema } from './identity.js';
+import {
+  limitsSchema,
+  runPlanSchema,
+  runReasonSchema,
+  runStatusSchema,
+  snapshotSchema,
+  stepRecordSchema,
+  toolCallRecordSchema,
+  usageSchema,
+} from './run.js';
+
+/**
+ * What the API answers, as zod schemas: the services' views are typed by them, the
+ * OpenAPI document is generated from them and `@rein/client` takes its types from them.
+ */
+
+/** Who may decide an approval (what `mayDecide` enforces), so a console can show it. */
+export const decisionRightsSchema = z.object({
+  role: roleSchema,
+  requester: z.enum(['as_proposed', 'never']),
+});
+
+/** An approval as callers see it. */
+export const approvalViewSchema = approvalSchema.omit({ schemaVersion: true }).extend({ deciders: decisionRightsSchema });
+export type ApprovalView = z.infer<typeof approvalViewSchema>;
+
+/** A run's saga compensation as callers see it (`POST /v1/runs/:id/compensate`, `compensation` of a run). */
+export const compensationViewSchema = compensationSchema.omit({ schemaVersion: true });
+export type CompensationView = z.infer<typeof compensationViewSchema>;
+
+/** `GET /v1/runs/:id` and every other answer that carries a run. */
+export const runViewSchema = z.object({
+  id: z.string(),
+  traceId: z.string(),
+  status: runStatusSchema,
+  reason: runReasonSchema.optional(),
+  agent: z.string(),
+  input: z.string(),
+  sessionId: z.string().optional(),
+  finalAnswer: z.string().optional(),
+  /** The final answer parsed by the agent's `output` schema (agents that declare one). */
+  output: z.unknown().optional(),
+  step: z.number().int().min(0),
+  usage: usageSchema,
+  costUsd: z.number().min(0),
+  limits: limitsSchema,
+  metadata: z.record(z.string(), z.unknown()),
+  /** The approvals the run is parked on. */
+  pendingApprovals: z.array(approvalViewSchema),
+  /** The run's saga compensation, if it has one (`status: failed` is compensation_failed). */
+  compensation: compensationViewSchema.optional(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  deadlineAt: z.string(),
+});
+export type RunView = z.infer<typeof runViewSchema>;
+
+/** A page of `GET /v1/runs`; pass `nextCursor` back as `cursor` for the next one. */
+export const runListSchema = z.object({ runs: z.array(runViewSchema), nextCursor: z.string().optional() });
+export type RunList = z.infer<typeof runListSchema>;
+
+/** `GET /v1/sessions/:id`: the session's runs, oldest first. */
+export const sessionViewSchema = z.object({ id: z.string(), runs: z.array(runViewSchema) });
+export type SessionView = z.infer<typeof sessionViewSchema>;
+
+/** `GET /v1/runs/:id/trace`: every committed step, with the approvals its calls waited for. */
+export const runTraceSchema = z.object({
+  runId: z.string(),
+  traceId: z.string(),
+  status: runStatusSchema,
+  reason: runReasonSchema.optional(),
+  input: z.string(),
+  /** Plan mode: the plan, its decision and the steps carried out. */
+  plan: runPlanSchema.extend({ approval: approvalViewSchema.optional() }).optional(),
+  steps: z.array(
+    stepRecordSchema.pick({ index: true, model: true, thought: true, usage: true, costUsd: true, durationMs: true }).extend({
+      toolCalls: z.array(toolCallRecordSchema.extend({ approval: approvalViewSchema.optional() })),
+    }),
+  ),
+  finalAnswer: z.string().nullable(),
+  elapsedMs: z.number(),
+  totalTokens: z.number().int().min(0),
+  costUsd: z.number().min(0),
+});
+export type RunTrace = z.infer<typeof runTraceSchema>;
+
+/** `GET /v1/runs/:id/snapshots` (admins). */
+export const snapshotListSchema = z.object({ runId: z.string(), traceId: z.string(), snapshots: z.array(snapshotSchema) });
+export type SnapshotList = z.infer<typeof snapshotListSchema>;
+
+/** A page of `GET /v1/approvals`. */
+export const approvalListSchema = z.object({ approvals: z.array(approvalViewSchema), nextCursor: z.string().optional() });
+export type ApprovalList = z.infer<typeof approvalListSchema>;
+
+/** `GET /v1/effects/uncertain`: writes whose outcome is unknown, newest first. */
+export const uncertainEffectListSchema = z.object({
+  effects: z.array(approvalFeedEventSchema.options[1]),
+});
+export type UncertainEffectList = z.infer<typeof uncertainEffectListSchema>;
+
+/** `GET /v1/me`. */
+export const meSchema = principalSchema;
+
+/** Every error answer: `code` is stable (match on it), `message` is for people. */
+export const errorEnvelopeSchema = z.object({
+  error: z.object({ code: z.string(), message: z.string() }),
+});

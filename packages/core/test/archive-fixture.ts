@@ -1,6 +1,7 @@
 import type { ArchiveDoc } from '../src/archive/run-archive.js';
 import type { Approval } from '../src/schemas/approval.js';
 import type { RunRecord, RunStatus, StepRecord } from '../src/schemas/run.js';
+import { revisionOf } from '../src/store/hot-runs.js';
 
 export interface FixtureRun {
   id: string;
@@ -105,7 +106,7 @@ export function archiveDoc(f: FixtureRun): ArchiveDoc {
     deadlineAt: new Date(Date.parse(createdAt) + 60_000).toISOString(),
   };
   const ms = Date.parse(createdAt);
-  return {
+  const doc: Omit<ArchiveDoc, 'revision'> = {
     run,
     steps,
     approvals: [approval],
@@ -123,4 +124,5 @@ export function archiveDoc(f: FixtureRun): ArchiveDoc {
       { id: `${ms + 900}-0`, event: { type: 'run.finished', runId: f.id, step: 1, at: finishedAt, data: { status: run.status } } },
     ],
   };
+  return { ...doc, revision: revisionOf(doc) };
 }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { ArchiveUnavailableError } from '../errors.js';
 
 /**
  * The archive's connection pool (node-postgres, `pg`, pinned). Chosen over `postgres`
@@ -22,6 +23,22 @@ export interface ArchivePoolOptions {
 }
 
 export type ArchivePool = pg.Pool;
+/** What the archive's reads and writes need of a pool: queries. */
+export type Queryable = Pick<pg.Pool, 'query'>;
+
+/**
+ * The pool as its readers see it: a query that cannot reach PostgreSQL (refused, timed
+ * out, cut) fails as ArchiveUnavailableError (503, try again); an error PostgreSQL itself
+ * answered (it has a SQLSTATE) stays what it is.
+ */
+export function guardedQueries(pool: pg.Pool): Queryable {
+  return {
+    query: ((...args: Parameters<pg.Pool['query']>) =>
+      (pool.query as (...a: unknown[]) => Promise<unknown>)(...args).catch((err: unknown) => {
+        throw err instanceof pg.DatabaseError ? err : new ArchiveUnavailableError(err);
+      })) as pg.Pool['query'],
+  };
+}
 
 export function createArchivePool(url: string, opts: ArchivePoolOptions = {}): ArchivePool {
   const pool = new pg.Pool({

@@ -11,7 +11,8 @@ import {
   toolCallRecordSchema,
 } from '../schemas/run.js';
 import type { StoredEvent } from '../store/run-store.js';
-import type { ArchivePool } from './archive-pool.js';
+import { type ArchivePool, guardedQueries, type Queryable } from './archive-pool.js';
+import { type RunSearch, type RunSearchPage, searchRuns, type UsageQuery, type UsageRow, usage } from './run-search.js';
 
 /**
  * A finished run and everything hanging off it, as read from Redis: what the archive
@@ -23,6 +24,8 @@ export interface ArchiveDoc {
   approvals: Approval[];
   compensation: Compensation | null;
   events: StoredEvent[];
+  /** Which read of the run this is (store/hot-runs.ts): parts that only grow, compared in order. */
+  revision: number[];
   /** The app's version, when the deployment names one. */
   appVersion?: string;
 }
@@ -67,13 +70,31 @@ const byId = (a: Approval, b: Approval) => a.id.localeCompare(b.id);
  * Who of the tenant may see it (owner, approvers) stays the run service's rule.
  */
 export class RunArchive {
-  constructor(private readonly pool: ArchivePool) {}
+  /** Reads go through this: an unreachable PostgreSQL is a 503, not a 500. */
+  private readonly reads: Queryable;
+
+  constructor(private readonly pool: ArchivePool) {
+    this.reads = guardedQueries(pool);
+  }
+
+  /** The tenant's archived runs matching a search (run-search.ts). */
+  search(s: RunSearch): Promise<RunSearchPage> {
+    return searchRuns(this.reads, s);
+  }
+
+  /** The tenant's usage, grouped (run-search.ts). */
+  usage(u: UsageQuery): Promise<UsageRow[]> {
+    return usage(this.reads, u);
+  }
 
   /**
    * Writes the run, its steps and tool calls, approvals, compensation and events in one
-   * transaction, unless the run is already archived: returns whether it wrote. A retried
-   * or duplicated call writes nothing (the run's row is the key; a concurrent twin waits
-   * on it and then does nothing), and a crash mid-write leaves nothing to clean up.
+   * transaction, unless the archive already holds this revision of it or a later one:
+   * returns whether it wrote. A retried or duplicated call writes nothing (the run's row
+   * is the key; a concurrent twin waits on its lock, then finds the revision there), a
+   * later revision (a saga that ran after the finish, a step recorded after it) replaces
+   * the run's rows, and a crash mid-write leaves nothing to clean up. A run id another
+   * tenant holds is never overwritten.
    */
   async archiveRun(doc: ArchiveDoc): Promise<boolean> {
     const run = runRecordSchema.parse(doc.run);
@@ -86,20 +107,32 @@ export class RunArchive {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      const inserted = await client.query(
+      const written = await client.query(
         `INSERT INTO rein.runs (id, tenant_id, user_id, agent, status, reason, session_id, app_version, input, final_answer,
-           steps, prompt_tokens, completion_tokens, total_tokens, cost_usd, duration_ms, created_at, finished_at, doc, compensation)
+           steps, prompt_tokens, completion_tokens, total_tokens, cost_usd, duration_ms, created_at, finished_at, revision, doc, compensation)
          SELECT d->>'id', d->>'tenantId', d->>'userId', d->>'agent', d->>'status', d->>'reason', d->>'sessionId', $2, d->>'input',
            d->>'finalAnswer', (d->>'step')::int, (d#>>'{usage,promptTokens}')::bigint, (d#>>'{usage,completionTokens}')::bigint,
            (d#>>'{usage,totalTokens}')::bigint, (d->>'costUsd')::float8, $3, (d->>'createdAt')::timestamptz,
-           (d->>'updatedAt')::timestamptz, d, $4::jsonb
+           (d->>'updatedAt')::timestamptz, $5::bigint[], d, $4::jsonb
          FROM (SELECT $1::jsonb AS d) AS doc
-         ON CONFLICT (id) DO NOTHING RETURNING id`,
-        [pgJson(run), doc.appVersion ?? null, durationMs, compensation ? pgJson(compensation) : null],
+         ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, agent = EXCLUDED.agent, status = EXCLUDED.status,
+           reason = EXCLUDED.reason, session_id = EXCLUDED.session_id, app_version = EXCLUDED.app_version, input = EXCLUDED.input,
+           final_answer = EXCLUDED.final_answer, steps = EXCLUDED.steps, prompt_tokens = EXCLUDED.prompt_tokens,
+           completion_tokens = EXCLUDED.completion_tokens, total_tokens = EXCLUDED.total_tokens, cost_usd = EXCLUDED.cost_usd,
+           duration_ms = EXCLUDED.duration_ms, created_at = EXCLUDED.created_at, finished_at = EXCLUDED.finished_at,
+           archived_at = now(), revision = EXCLUDED.revision, doc = EXCLUDED.doc, compensation = EXCLUDED.compensation
+         WHERE rein.runs.revision < EXCLUDED.revision AND rein.runs.tenant_id = EXCLUDED.tenant_id
+         RETURNING (xmax = 0) AS inserted`,
+        [pgJson(run), doc.appVersion ?? null, durationMs, compensation ? pgJson(compensation) : null, doc.revision],
       );
-      if (inserted.rowCount === 0) {
+      const row = written.rows[0] as { inserted: boolean } | undefined;
+      if (!row) {
         await client.query('ROLLBACK');
         return false;
+      }
+      // A later revision: its rows replace the earlier one's (tool calls go with their steps).
+      if (!row.inserted) {
+        for (const table of ['steps', 'approvals', 'events']) await client.query(`DELETE FROM rein.${table} WHERE run_id = $1`, [run.id]);
       }
       const scope = [run.id, run.tenantId];
       await client.query(
@@ -156,19 +189,56 @@ export class RunArchive {
     }
   }
 
-  /** Whether the run is archived (the reaper's and the hot-retention sweep's check before dropping Redis keys). */
+  /** Whether the run is archived. */
   async has(tenantId: string, runId: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query('SELECT 1 FROM rein.runs WHERE id = $1 AND tenant_id = $2', [runId, tenantId]);
-    return rowCount === 1;
+    return (await this.revision(tenantId, runId)) !== null;
+  }
+
+  /** The revision the archive holds of the run (hot retention's check before it drops Redis keys), null if none. */
+  async revision(tenantId: string, runId: string): Promise<number[] | null> {
+    const { rows } = await this.reads.query<{ revision: string[] }>(
+      'SELECT revision::text[] AS revision FROM rein.runs WHERE id = $1 AND tenant_id = $2',
+      [runId, tenantId],
+    );
+    return rows[0] ? rows[0].revision.map(Number) : null;
+  }
+
+  /** The tenant's archived run documents among `ids` (what a list reads for runs whose Redis keys are gone). */
+  async runsById(tenantId: string, ids: string[]): Promise<RunRecord[]> {
+    if (ids.length === 0) return [];
+    const { rows } = await this.reads.query<{ doc: unknown }>('SELECT doc FROM rein.runs WHERE tenant_id = $1 AND id = ANY($2::text[])', [
+      tenantId,
+      ids,
+    ]);
+    return rows.map((r) => runRecordSchema.parse(r.doc));
+  }
+
+  /** The tenant's archived approvals among `ids`. */
+  async approvalsById(tenantId: string, ids: string[]): Promise<Approval[]> {
+    if (ids.length === 0) return [];
+    const { rows } = await this.reads.query<{ doc: unknown }>(
+      'SELECT doc FROM rein.approvals WHERE tenant_id = $1 AND id = ANY($2::text[])',
+      [tenantId, ids],
+    );
+    return rows.map((r) => approvalSchema.parse(r.doc));
+  }
+
+  /** Deletes archived runs created before `before` (with everything of theirs), at most `limit`: the retention sweep. */
+  async deleteOlderThan(before: Date, limit: number): Promise<number> {
+    const { rowCount } = await this.reads.query(
+      'DELETE FROM rein.runs WHERE id IN (SELECT id FROM rein.runs WHERE created_at < $1 ORDER BY created_at LIMIT $2)',
+      [before.toISOString(), limit],
+    );
+    return rowCount ?? 0;
   }
 
   /** The run document with its approvals and compensation; null if the tenant has no such archived run. */
   async readRun(tenantId: string, runId: string): Promise<ArchivedRun | null> {
     const [runs, approvals] = await Promise.all([
-      this.pool.query<{ doc: unknown; compensation: unknown }>('SELECT doc, compensation FROM rein.runs WHERE id = $1 AND tenant_id = $2', [
-        runId,
-        tenantId,
-      ]),
+      this.reads.query<{ doc: unknown; compensation: unknown }>(
+        'SELECT doc, compensation FROM rein.runs WHERE id = $1 AND tenant_id = $2',
+        [runId, tenantId],
+      ),
       this.approvals(tenantId, runId),
     ]);
     const row = runs.rows[0];
@@ -184,12 +254,12 @@ export class RunArchive {
   async readTrace(tenantId: string, runId: string): Promise<ArchivedTrace | null> {
     const scope = [runId, tenantId];
     const [runs, steps, calls, approvals] = await Promise.all([
-      this.pool.query<{ doc: unknown }>('SELECT doc FROM rein.runs WHERE id = $1 AND tenant_id = $2', scope),
-      this.pool.query<{ doc: Record<string, unknown> }>(
+      this.reads.query<{ doc: unknown }>('SELECT doc FROM rein.runs WHERE id = $1 AND tenant_id = $2', scope),
+      this.reads.query<{ doc: Record<string, unknown> }>(
         'SELECT doc FROM rein.steps WHERE run_id = $1 AND tenant_id = $2 ORDER BY index',
         scope,
       ),
-      this.pool.query<{ step: number; arguments: string | null; observation: string; doc: Record<string, unknown> }>(
+      this.reads.query<{ step: number; arguments: string | null; observation: string; doc: Record<string, unknown> }>(
         `SELECT step, arguments::text AS arguments, observation, doc FROM rein.tool_calls
          WHERE run_id = $1 AND tenant_id = $2 ORDER BY step, position`,
         scope,
@@ -221,7 +291,7 @@ export class RunArchive {
    */
   async readEvents(tenantId: string, runId: string, afterId: string): Promise<StoredEvent[]> {
     const [ms, seq] = streamId(afterId);
-    const { rows } = await this.pool.query<{ id: string; doc: Omit<RunEvent, 'runId'> }>(
+    const { rows } = await this.reads.query<{ id: string; doc: Omit<RunEvent, 'runId'> }>(
       `SELECT ms || '-' || seq AS id, doc FROM rein.events
        WHERE run_id = $1 AND tenant_id = $2 AND (ms, seq) > ($3::bigint, $4::bigint)
        ORDER BY ms, seq LIMIT ${EVENTS_PER_READ}`,
@@ -231,7 +301,7 @@ export class RunArchive {
   }
 
   private async approvals(tenantId: string, runId: string): Promise<Approval[]> {
-    const { rows } = await this.pool.query<{ doc: unknown }>('SELECT doc FROM rein.approvals WHERE run_id = $1 AND tenant_id = $2', [
+    const { rows } = await this.reads.query<{ doc: unknown }>('SELECT doc FROM rein.approvals WHERE run_id = $1 AND tenant_id = $2', [
       runId,
       tenantId,
     ]);

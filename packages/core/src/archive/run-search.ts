@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { InvalidRequestError } from '../errors.js';
+import type { UsageGroup, UsageRow } from '../schemas/api.js';
 import { type RunRecord, type RunStatus, runRecordSchema } from '../schemas/run.js';
-import type { ArchivePool } from './archive-pool.js';
+import type { Queryable } from './archive-pool.js';
 
 export interface RunSearch {
   tenantId: string;
@@ -24,8 +25,7 @@ export interface RunSearchPage {
   nextCursor?: string;
 }
 
-export const USAGE_GROUPS = ['agent', 'model', 'user', 'day'] as const;
-export type UsageGroup = (typeof USAGE_GROUPS)[number];
+export { type UsageGroup, type UsageRow, usageGroupSchema } from '../schemas/api.js';
 
 export interface UsageQuery {
   tenantId: string;
@@ -35,21 +35,8 @@ export interface UsageQuery {
   groupBy: UsageGroup;
 }
 
-/** One row of `GET /v1/usage`. */
-export interface UsageRow {
-  key: string;
-  runs: number;
-  failed: number;
-  steps: number;
-  promptTokens: number;
-  completionTokens: number;
-  costUsd: number;
-  p50DurationMs: number;
-  p95DurationMs: number;
-}
-
 /** A page boundary: the last run's creation time and id (ties broken by id, as the indexes order them). */
-const cursorSchema = z.tuple([z.string(), z.string()]);
+const cursorSchema = z.tuple([z.string().datetime({ offset: true }), z.string().min(1).max(200)]);
 
 const encodeCursor = (run: RunRecord) => Buffer.from(JSON.stringify([run.createdAt, run.id])).toString('base64url');
 
@@ -71,7 +58,7 @@ const containsPattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)
  * shorter one (a two-character Chinese name) has no trigram and is checked row by row
  * within the tenant's time range, which the filters and `from`/`to` bound.
  */
-export async function searchRuns(pool: ArchivePool, s: RunSearch): Promise<RunSearchPage> {
+export async function searchRuns(pool: Queryable, s: RunSearch): Promise<RunSearchPage> {
   const params: unknown[] = [s.tenantId];
   const where = ['tenant_id = $1'];
   const add = (sql: (p: string) => string, value: unknown) => {
@@ -118,7 +105,7 @@ const TOTALS = `count(*)::float8 AS runs, (count(*) FILTER (WHERE status = 'fail
  * first, so `runs` counts the runs that used the model and the duration percentiles
  * weigh each such run once.
  */
-export async function usage(pool: ArchivePool, u: UsageQuery): Promise<UsageRow[]> {
+export async function usage(pool: Queryable, u: UsageQuery): Promise<UsageRow[]> {
   const window = 'r.tenant_id = $1 AND r.created_at >= $2::timestamptz AND r.created_at < $3::timestamptz';
   const sql =
     u.groupBy === 'model'

@@ -41,6 +41,8 @@ CREATE TABLE rein.runs (
   created_at timestamptz NOT NULL,
   finished_at timestamptz NOT NULL,
   archived_at timestamptz NOT NULL DEFAULT now(),
+  -- Which read of the run this is (store/hot-runs.ts, revisionOf): a later one replaces it, an equal or older one writes nothing.
+  revision bigint[] NOT NULL,
   doc jsonb NOT NULL,
   compensation jsonb
 );

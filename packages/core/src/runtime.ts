@@ -9,7 +9,7 @@ import { checkPrices } from './budgets/cost.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
-import { ReinError } from './errors.js';
+import { ArchiveUnavailableError, ReinError } from './errors.js';
 import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
@@ -303,12 +303,8 @@ async function openArchive(
     await checkArchiveSchema(pool);
   } catch (err) {
     await pool.end();
-    const wrapped =
-      err instanceof ReinError
-        ? err
-        : new ReinError('archive_unreachable', `the archive (REIN_ARCHIVE_URL) cannot be reached: ${(err as Error).message}`);
-    logger.fatal({ code: wrapped.code }, `cannot start: ${wrapped.message}`);
-    throw wrapped;
+    // Said in one line by the service's start (exitOnStartError): a schema to migrate, or a server that does not answer.
+    throw err instanceof ReinError ? err : new ArchiveUnavailableError(err);
   }
   const runs = new RunArchive(pool);
   const archiving = createRunArchiving({

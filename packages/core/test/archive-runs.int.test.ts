@@ -5,6 +5,7 @@ import { migrateArchive } from '../src/archive/migrations.js';
 import { RunArchive } from '../src/archive/run-archive.js';
 import { searchRuns, usage } from '../src/archive/run-search.js';
 import { runView } from '../src/runs/run-service.js';
+import { revisionOf } from '../src/store/hot-runs.js';
 import { startTestPostgres } from '../src/testing/postgres-server.js';
 import { archiveDoc } from './archive-fixture.js';
 
@@ -75,6 +76,40 @@ describe.skipIf(!db)('the run archive (real PostgreSQL)', () => {
     // Resuming after an entry id, as XREAD does.
     expect(await archive.readEvents('acme', doc.run.id, doc.events[1]!.id)).toEqual(doc.events.slice(2));
     expect(await archive.readEvents('acme', doc.run.id, doc.events[3]!.id)).toEqual([]);
+  });
+
+  it('a later revision replaces the archived one (a saga after the finish); an equal or older one, or another tenant, writes nothing', async () => {
+    const first = archiveDoc({ id: randomUUID() });
+    expect(await archive.archiveRun(first)).toBe(true);
+    const later = structuredClone(first);
+    later.compensation = {
+      schemaVersion: 1,
+      round: 1,
+      status: 'done',
+      trigger: 'auto',
+      requestedBy: 'system',
+      steps: [],
+      createdAt: first.run.updatedAt,
+      updatedAt: new Date(Date.parse(first.run.updatedAt) + 1_000).toISOString(),
+    };
+    later.events.push({
+      id: '9999999999999-0',
+      event: { type: 'compensation.finished', runId: first.run.id, at: first.run.updatedAt, data: { round: 1, status: 'done' } },
+    });
+    later.revision = revisionOf(later);
+    expect(await archive.archiveRun(later)).toBe(true);
+    expect(await archive.archiveRun(first)).toBe(false); // a late, older write
+    expect(await archive.archiveRun(later)).toBe(false);
+    expect((await archive.readRun('acme', first.run.id))?.compensation?.status).toBe('done');
+    expect(await archive.readEvents('acme', first.run.id, '0')).toHaveLength(later.events.length);
+    expect(await archive.revision('acme', first.run.id)).toEqual(later.revision);
+    expect(await counts()).toEqual({ runs: 1, steps: 1, calls: 2, approvals: 1, events: 5 });
+    // The same id under another tenant (a forged document) never overwrites this one.
+    const forged = structuredClone(later);
+    forged.run.tenantId = 'globex';
+    forged.revision = [...later.revision.slice(0, -1), (later.revision.at(-1) ?? 0) + 1];
+    expect(await archive.archiveRun(forged)).toBe(false);
+    expect(await archive.readRun('globex', first.run.id)).toBeNull();
   });
 
   it('a run that is not finished is refused; a write that fails leaves nothing', async () => {

@@ -50,5 +50,7 @@ export function createArchivePool(url: string, opts: ArchivePoolOptions = {}): A
   });
   // Without a listener an idle connection's error would end the process.
   pool.on('error', (err) => opts.onError?.(err));
+  // Nor may a checked-out one's (a transaction whose server went away): its query rejects all the same.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }

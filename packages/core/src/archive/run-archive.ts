@@ -48,7 +48,7 @@ export interface ArchivedTrace {
 const EVENTS_PER_READ = 100;
 
 /**
- * JSON for a jsonb parameter. PostgreSQL refuses U+0000 in text and jsonb, so a NUL
+ * JSON for a json parameter. PostgreSQL refuses U+0000 in text and json(b), so a NUL
  * that a tool or a user put in a string is archived as U+FFFD rather than the run
  * never archiving. The look-behind leaves an escaped backslash followed by "u0000" alone.
  */
@@ -113,8 +113,8 @@ export class RunArchive {
          SELECT d->>'id', d->>'tenantId', d->>'userId', d->>'agent', d->>'status', d->>'reason', d->>'sessionId', $2, d->>'input',
            d->>'finalAnswer', (d->>'step')::int, (d#>>'{usage,promptTokens}')::bigint, (d#>>'{usage,completionTokens}')::bigint,
            (d#>>'{usage,totalTokens}')::bigint, (d->>'costUsd')::float8, $3, (d->>'createdAt')::timestamptz,
-           (d->>'updatedAt')::timestamptz, $5::bigint[], d, $4::jsonb
-         FROM (SELECT $1::jsonb AS d) AS doc
+           (d->>'updatedAt')::timestamptz, $5::bigint[], d, $4::json
+         FROM (SELECT $1::json AS d) AS doc
          ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, agent = EXCLUDED.agent, status = EXCLUDED.status,
            reason = EXCLUDED.reason, session_id = EXCLUDED.session_id, app_version = EXCLUDED.app_version, input = EXCLUDED.input,
            final_answer = EXCLUDED.final_answer, steps = EXCLUDED.steps, prompt_tokens = EXCLUDED.prompt_tokens,
@@ -139,7 +139,7 @@ export class RunArchive {
         `INSERT INTO rein.steps (run_id, tenant_id, index, model, prompt_tokens, completion_tokens, cost_usd, duration_ms, finished_at, doc)
          SELECT $1, $2, x.index, x.doc->>'model', (x.doc#>>'{usage,promptTokens}')::bigint, (x.doc#>>'{usage,completionTokens}')::bigint,
            (x.doc->>'costUsd')::float8, (x.doc->>'durationMs')::float8, (x.doc->>'finishedAt')::timestamptz, x.doc
-         FROM jsonb_to_recordset($3::jsonb) AS x(index int, doc jsonb)`,
+         FROM json_to_recordset($3::json) AS x(index int, doc json)`,
         [...scope, pgJson(steps.map(({ toolCalls: _calls, ...s }) => ({ index: s.index, doc: s })))],
       );
       const calls = steps.flatMap((s) =>
@@ -154,21 +154,21 @@ export class RunArchive {
       );
       await client.query(
         `INSERT INTO rein.tool_calls (run_id, tenant_id, step, position, name, outcome, approval_id, arguments, observation, doc)
-         SELECT $1, $2, x.step, x.position, x.doc->>'name', x.doc->>'outcome', x.doc->>'approvalId', x.arguments::jsonb, x.observation, x.doc
-         FROM jsonb_to_recordset($3::jsonb) AS x(step int, position int, arguments text, observation text, doc jsonb)`,
+         SELECT $1, $2, x.step, x.position, x.doc->>'name', x.doc->>'outcome', x.doc->>'approvalId', x.arguments::json, x.observation, x.doc
+         FROM json_to_recordset($3::json) AS x(step int, position int, arguments text, observation text, doc json)`,
         [...scope, pgJson(calls)],
       );
       await client.query(
         `INSERT INTO rein.approvals (run_id, tenant_id, id, status, tool_name, created_at, decided_at, doc)
          SELECT $1, $2, x.doc->>'id', x.doc->>'status', x.doc->>'toolName', (x.doc->>'createdAt')::timestamptz,
            (x.doc->>'decidedAt')::timestamptz, x.doc
-         FROM jsonb_to_recordset($3::jsonb) AS x(doc jsonb)`,
+         FROM json_to_recordset($3::json) AS x(doc json)`,
         [...scope, pgJson(approvals.map((a) => ({ doc: a })))],
       );
       await client.query(
         `INSERT INTO rein.events (run_id, tenant_id, ms, seq, type, doc)
          SELECT $1, $2, x.ms, x.seq, x.doc->>'type', x.doc
-         FROM jsonb_to_recordset($3::jsonb) AS x(ms bigint, seq bigint, doc jsonb)`,
+         FROM json_to_recordset($3::json) AS x(ms bigint, seq bigint, doc json)`,
         [
           ...scope,
           pgJson(

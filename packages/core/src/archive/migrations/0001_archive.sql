@@ -16,7 +16,9 @@
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 
 -- One row per finished run. `doc` is the run record exactly as Redis held it; the other
--- columns are copies of its fields for filtering and aggregating.
+-- columns are copies of its fields for filtering and aggregating. Documents are `json`,
+-- not `jsonb`: json keeps the text as written (key order included), so an archived
+-- event's payload reads back byte for byte as Redis served it; nothing queries inside them.
 CREATE TABLE rein.runs (
   id text PRIMARY KEY,
   tenant_id text NOT NULL,
@@ -43,8 +45,8 @@ CREATE TABLE rein.runs (
   archived_at timestamptz NOT NULL DEFAULT now(),
   -- Which read of the run this is (store/hot-runs.ts, revisionOf): a later one replaces it, an equal or older one writes nothing.
   revision bigint[] NOT NULL,
-  doc jsonb NOT NULL,
-  compensation jsonb
+  doc json NOT NULL,
+  compensation json
 );
 CREATE INDEX runs_tenant_time ON rein.runs (tenant_id, created_at DESC, id DESC);
 CREATE INDEX runs_tenant_user_time ON rein.runs (tenant_id, user_id, created_at DESC, id DESC);
@@ -65,7 +67,7 @@ CREATE TABLE rein.steps (
   cost_usd double precision NOT NULL,
   duration_ms double precision NOT NULL,
   finished_at timestamptz NOT NULL,
-  doc jsonb NOT NULL,
+  doc json NOT NULL,
   PRIMARY KEY (run_id, index)
 );
 
@@ -78,9 +80,9 @@ CREATE TABLE rein.tool_calls (
   name text NOT NULL,
   outcome text NOT NULL,
   approval_id text,
-  arguments jsonb,
+  arguments json,
   observation text NOT NULL,
-  doc jsonb NOT NULL,
+  doc json NOT NULL,
   PRIMARY KEY (run_id, step, position),
   FOREIGN KEY (run_id, step) REFERENCES rein.steps (run_id, index) ON DELETE CASCADE
 );
@@ -94,7 +96,7 @@ CREATE TABLE rein.approvals (
   tool_name text NOT NULL,
   created_at timestamptz NOT NULL,
   decided_at timestamptz,
-  doc jsonb NOT NULL
+  doc json NOT NULL
 );
 CREATE INDEX approvals_run ON rein.approvals (run_id);
 CREATE INDEX approvals_tenant_time ON rein.approvals (tenant_id, created_at DESC, id DESC);
@@ -108,6 +110,6 @@ CREATE TABLE rein.events (
   seq bigint NOT NULL,
   tenant_id text NOT NULL,
   type text NOT NULL,
-  doc jsonb NOT NULL,
+  doc json NOT NULL,
   PRIMARY KEY (run_id, ms, seq)
 );

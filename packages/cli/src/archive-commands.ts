@@ -4,7 +4,8 @@ import { fleetClient } from './fleet-client.js';
 /** `rein migrate`: applies the archive's migrations not yet applied (several at once are safe: they queue on a lock). */
 export async function migrate(): Promise<string> {
   const { archive } = loadOptionsOrExit();
-  if (!archive.url) throw new Error('rein migrate needs REIN_ARCHIVE_URL (a postgres:// URL)');
+  // Nothing to do rather than a failure: a deployment (compose) may run it with the archive off.
+  if (!archive.url) return 'no archive configured (REIN_ARCHIVE_URL is unset): nothing to migrate';
   const pool = createArchivePool(archive.url, { max: 1, applicationName: 'rein-migrate' });
   try {
     const ran = await migrateArchive(pool);

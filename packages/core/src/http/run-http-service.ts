@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../app/define-app.js';
-import type { Config } from '../config.js';
 import { ArchiveSchemaError } from '../archive/migrations.js';
+import type { Config } from '../config.js';
 import { ArchiveUnavailableError, ConfigError, McpServerStartError } from '../errors.js';
 import { compileOptions, loadOptionsOrExit, optionsFromConfig, type PartialReinOptions, type ReinOptions } from '../options.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime.js';

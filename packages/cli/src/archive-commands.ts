@@ -6,7 +6,7 @@ export async function migrate(): Promise<string> {
   const { archive } = loadOptionsOrExit();
   // Nothing to do rather than a failure: a deployment (compose) may run it with the archive off.
   if (!archive.url) return 'no archive configured (REIN_ARCHIVE_URL is unset): nothing to migrate';
-  const pool = createArchivePool(archive.url, { max: 1, applicationName: 'rein-migrate' });
+  const pool = createArchivePool(archive.url, { max: 1, applicationName: 'rein-migrate', statementTimeoutMs: 0 });
   try {
     const ran = await migrateArchive(pool);
     const latest = loadMigrations().length;

@@ -16,6 +16,8 @@ export interface ArchivePoolOptions {
   max?: number;
   /** How long a query waits for a connection before failing (default 5 s). */
   connectTimeoutMs?: number;
+  /** The longest one statement may run, server side (default 15 s: a slow archive fails reads with 503 rather than hanging them); 0: none (migrations). */
+  statementTimeoutMs?: number;
   /** Shown in pg_stat_activity. */
   applicationName?: string;
   /** Called when an idle connection fails (the server restarted, the network dropped). */
@@ -28,14 +30,16 @@ export type Queryable = Pick<pg.Pool, 'query'>;
 
 /**
  * The pool as its readers see it: a query that cannot reach PostgreSQL (refused, timed
- * out, cut) fails as ArchiveUnavailableError (503, try again); an error PostgreSQL itself
- * answered (it has a SQLSTATE) stays what it is.
+ * out, cut, cancelled by the statement timeout) fails as ArchiveUnavailableError (503, try
+ * again); any other error PostgreSQL answered stays what it is.
  */
 export function guardedQueries(pool: pg.Pool): Queryable {
   return {
     query: ((...args: Parameters<pg.Pool['query']>) =>
       (pool.query as (...a: unknown[]) => Promise<unknown>)(...args).catch((err: unknown) => {
-        throw err instanceof pg.DatabaseError ? err : new ArchiveUnavailableError(err);
+        // SQLSTATE classes 08 (connection), 53 (resources) and 57 (cancelled: the statement timeout, a shutdown) are the server's unavailability too.
+        const answered = err instanceof pg.DatabaseError && !/^(08|53|57)/.test(err.code ?? '');
+        throw answered ? err : new ArchiveUnavailableError(err);
       })) as pg.Pool['query'],
   };
 }
@@ -46,6 +50,7 @@ export function createArchivePool(url: string, opts: ArchivePoolOptions = {}): A
     max: opts.max ?? 5,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 5_000,
     idleTimeoutMillis: 30_000,
+    statement_timeout: opts.statementTimeoutMs ?? 15_000,
     application_name: opts.applicationName ?? 'rein',
   });
   // Without a listener an idle connection's error would end the process.

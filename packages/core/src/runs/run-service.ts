@@ -191,6 +191,7 @@ export function createRunService(deps: RunServiceDeps) {
               deps.store,
               { tenantId: principal.tenantId, userId: principal.userId, sessionId: body.sessionId },
               deps.sessions,
+              (ids) => runsById(principal.tenantId, ids),
             )
           : [];
         if (body.sessionId) run = { ...fresh, historyMessages: history.length };

@@ -1,15 +1,20 @@
-import { type AgentProfile, HANDOFF_ANSWER } from '../agents/agent-profile.js';
-import { READ_RESULT_TOOL } from '../engine/context-policy.js';
-import { ConfigError } from '../errors.js';
-import { type InputRules, inputRulesSchema } from '../guards/input-filter.js';
-import { type PiiRules, piiRulesSchema } from '../guards/pii-masker.js';
-import { type McpServers, mcpServersSchema } from '../mcp/mcp-server-config.js';
-import type { RedisClient } from '../redis.js';
-import { type Tool, toolValueSchema } from '../tools/tool.js';
+import { type AgentProfile, HANDOFF_ANSWER } from './agent-profile.js';
+import { READ_RESULT_TOOL } from './context-policy.js';
+import { ConfigError } from './errors.js';
+import { type InputRules, inputRulesSchema, type PiiRules, piiRulesSchema } from './guard-rules.js';
+import { type McpServers, mcpServersSchema } from './mcp-server-config.js';
+import { type Tool, toolValueSchema } from './tool.js';
+
+/**
+ * The types of the services Rein hands an app, filled in by the server package: `@rein/core`
+ * declares `redis` its ioredis client (this package knows no server). Without it, `unknown`.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: declaration merging fills it in
+export interface AppServiceTypes {}
 
 /** What an app's tool factory gets: Rein's Redis (a Cluster client in cluster mode), for tools that keep state (name keys with `appStateKey`: one tenant's keys share a slot). */
 export interface AppServices {
-  redis: RedisClient;
+  redis: AppServiceTypes extends { redis: infer R } ? R : unknown;
 }
 
 export interface AppDefinition {

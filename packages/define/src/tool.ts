@@ -1,9 +1,17 @@
+import { type Principal, type Risk, type Role, roleSchema } from '@rein/contract';
 import { z } from 'zod';
-import { zodSchemaProblem } from '../app/zod-schema.js';
-import { ConfigError, ToolError } from '../errors.js';
-import type { Logger } from '../logger.js';
-import type { Risk } from '../schemas/approval.js';
-import { type Principal, type Role, roleSchema } from '../schemas/identity.js';
+import { ConfigError, ToolError } from './errors.js';
+import { zodSchemaProblem } from './zod-schema.js';
+
+type LogFn = { (obj: object, msg?: string): void; (msg: string): void };
+
+/** What a tool logs through: the part of a pino logger tools use (Rein passes its own, bound to the call). */
+export interface ToolLogger {
+  debug: LogFn;
+  info: LogFn;
+  warn: LogFn;
+  error: LogFn;
+}
 
 /** Trusted context a tool runs with: identity from the run record, never from the model (I8). */
 export interface ToolContext extends Principal {
@@ -14,7 +22,7 @@ export interface ToolContext extends Principal {
   idempotencyKey: string;
   signal: AbortSignal;
   /** Bound to the run and step; PII in what it logs is masked. */
-  logger: Logger;
+  logger: ToolLogger;
 }
 
 /** What an approval policy asks for; `null` means the call needs no approval. */

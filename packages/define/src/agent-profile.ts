@@ -1,10 +1,10 @@
+import { type Limits, limitsSchema } from '@rein/contract';
 import { z } from 'zod';
-import { zodSchemaProblem } from '../app/zod-schema.js';
-import { type ContextPolicy, contextPolicySchema, READ_RESULT_TOOL } from '../engine/context-policy.js';
-import { type PlanOptions, planOptionsSchema } from '../engine/plan.js';
-import { type OutputSpec, outputSpec } from '../engine/structured-output.js';
-import { ConfigError, InvalidRequestError } from '../errors.js';
-import { type Limits, limitsSchema } from '../schemas/run.js';
+import { type ContextPolicy, contextPolicySchema, READ_RESULT_TOOL } from './context-policy.js';
+import { ConfigError, InvalidRequestError } from './errors.js';
+import { type OutputSpec, outputSpec } from './output-spec.js';
+import { type PlanOptions, planOptionsSchema } from './plan-options.js';
+import { zodSchemaProblem } from './zod-schema.js';
 
 /** An agent as the runtime holds it: `defineAgent`'s value, with its defaults filled in. */
 export interface AgentProfile {

@@ -1,6 +1,5 @@
+import { riskSchema, roleSchema } from '@rein/contract';
 import { z } from 'zod';
-import { riskSchema } from '../schemas/approval.js';
-import { roleSchema } from '../schemas/identity.js';
 
 /** How an app may override what a server's annotations say about one of its tools. */
 export const mcpToolOverrideSchema = z.strictObject({

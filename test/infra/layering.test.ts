@@ -32,7 +32,8 @@ function lint(files: Record<string, string>): { rules: string[]; ok: boolean } {
   }
 }
 
-describe('the layering rule is checked by lint', () => {
+// Each case runs biome on a copy of the repository: seconds each on a busy machine.
+describe('the layering rule is checked by lint', { timeout: 60_000 }, () => {
   it('fails on an import cycle, type-only imports included', () => {
     const { ok, rules } = lint({
       'packages/core/src/store/a.ts': "import type { B } from './b.js';\nexport type A = { b?: B };\n",

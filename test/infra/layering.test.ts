@@ -67,6 +67,13 @@ describe('the layering rule is checked by lint', { timeout: 60_000 }, () => {
     ).toEqual({ rules: [], ok: true });
   });
 
+  it('fails when @rein/define imports the server (it takes zod and the contract only)', () => {
+    for (const target of ['@rein/core', '../../core/src/logger.js', 'node:fs', 'pino']) {
+      const { rules } = lint({ 'packages/define/src/tool.ts': `import { x } from '${target}';\nexport const y = x;\n` });
+      expect(rules, target).toContain('lint/style/noRestrictedImports');
+    }
+  });
+
   it('fails when @rein/client imports @rein/core (it takes the contract only)', () => {
     for (const target of ['@rein/core/schemas', 'node:http']) {
       const { rules } = lint({ 'packages/client/src/index.ts': `import { x } from '${target}';\nexport const y = x;\n` });

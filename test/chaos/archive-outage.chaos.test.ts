@@ -1,4 +1,4 @@
-import { optionsFromEnv } from '@rein/core';
+import { optionsFromEnv, type Principal } from '@rein/core';
 import { ARCHIVE_BACKLOG_KEY, createArchivePool, createRuntime, migrateArchive, type Runtime, runKeys } from '@rein/core/internal';
 import { createFakeModel, hasPostgresBinaries, LocalPostgres, startTestRedis, type TestRedis, toolCall } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
@@ -6,7 +6,7 @@ import { startWorker } from '@rein/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const RUNS = Number(process.env.ARCHIVE_CHAOS_RUNS ?? 30);
-const USER = { tenantId: 'acme', userId: 'alice', roles: ['user'] };
+const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user'] };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**

@@ -104,7 +104,7 @@ describe.skipIf(!db)('the run archive, end to end (Redis + PostgreSQL)', () => {
     });
     const parked = await rt.store.get(id);
     if (parked?.status === 'pending_approval') {
-      await rt.approvals.decide({ tenantId: USER.tenantId, userId: USER.userId, roles: USER.roles }, parked.pendingApprovals[0]!, {
+      await rt.approvals.decide({ tenantId: USER.tenantId, userId: USER.userId, roles: ['user'] }, parked.pendingApprovals[0]!, {
         kind: 'approve',
       });
       await until('the approved run to finish', async () => (await rt.store.get(id))?.status === 'succeeded');

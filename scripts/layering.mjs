@@ -24,7 +24,7 @@ const LAYERS = [
 const POLICY = 3;
 const PIPELINE = 4;
 /** Beside the stack: they may use the layers below pure policy and each other; the pipeline and above may use them. */
-const ADAPTERS = ['model/', 'redis.ts', 'store/', 'queue/', 'mcp/', 'resilience/', 'tracing/'];
+const ADAPTERS = ['model/', 'redis.ts', 'store/', 'queue/', 'mcp/', 'resilience/', 'tracing/', 'archive/'];
 
 /** Pure policy files in folders of other layers: checked one by one. */
 const PURE_POLICY = [

@@ -45,4 +45,5 @@ export type ReinErrorCode =
   | 'webhook_url_unresolvable'
   | 'unavailable'
   | 'redis_unavailable'
+  | 'archive_unavailable'
   | (string & {});

@@ -181,6 +181,15 @@ export const configSchema = z.object({
   REIN_MAX_TOOL_RESULT_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_MAX_TOOL_RESULT_BYTES),
   APPROVAL_TTL_MS: z.coerce.number().int().positive().default(900_000),
   REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
+  /** The archive of finished runs (PostgreSQL, `postgres://…`); unset: no archive, runs live in Redis for REIN_TRACE_TTL_DAYS. */
+  REIN_ARCHIVE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'a postgres:// URL')
+    .optional(),
+  /** With the archive on: how long a finished, archived run's keys stay in Redis before they are dropped (reads then go to the archive). */
+  REIN_HOT_RETENTION_MS: z.coerce.number().int().min(0).default(3_600_000),
+  /** With the archive on: archived runs older than this many days are deleted from PostgreSQL; unset: kept. */
+  REIN_ARCHIVE_RETENTION_DAYS: z.coerce.number().int().positive().optional(),
   REIN_MAX_BODY_BYTES: z.coerce
     .number()
     .int()

@@ -60,6 +60,12 @@ export const APPROVAL_OUTBOX_KEY = 'rein:approval-outbox';
 /** Every non-terminal run by last change (ms): what the reaper scans. */
 export const ACTIVE_RUNS_KEY = 'rein:active-runs';
 
+/** With the archive on: finished runs not yet confirmed archived, by finish time (ms): the archive backlog the reaper re-drives. */
+export const ARCHIVE_BACKLOG_KEY = 'rein:archive-backlog';
+
+/** With the archive on: archived runs whose keys are still in Redis, by finish time (ms): what hot retention drops. */
+export const ARCHIVE_HOT_KEY = 'rein:archive-hot';
+
 /** BullMQ prefix with a hash tag, so each queue's keys live in one cluster slot. */
 export const QUEUE_PREFIX = '{rein}';
 

@@ -113,6 +113,14 @@ export interface ReinOptions {
     /** REIN_TRACE_TTL_DAYS. @default 30 */
     traceTtlDays: Config['REIN_TRACE_TTL_DAYS'];
   };
+  archive: {
+    /** REIN_ARCHIVE_URL: the PostgreSQL archive of finished runs. @default undefined (no archive) */
+    url: Config['REIN_ARCHIVE_URL'];
+    /** REIN_HOT_RETENTION_MS: an archived run's keys stay in Redis this long after its finish. @default 3600000 */
+    hotRetentionMs: Config['REIN_HOT_RETENTION_MS'];
+    /** REIN_ARCHIVE_RETENTION_DAYS: archived runs older than this are deleted. @default undefined (kept) */
+    retentionDays: Config['REIN_ARCHIVE_RETENTION_DAYS'];
+  };
   http: {
     /** REIN_API_KEYS. @default undefined (required by services that authenticate) */
     apiKeys: Config['REIN_API_KEYS'];
@@ -246,6 +254,9 @@ export const envOptionPaths = {
   REIN_REAPER_STALE_MS: 'maintenance.reaperStaleMs',
   REIN_SWEEP_INTERVAL_MS: 'maintenance.sweepIntervalMs',
   REIN_TRACE_TTL_DAYS: 'retention.traceTtlDays',
+  REIN_ARCHIVE_URL: 'archive.url',
+  REIN_HOT_RETENTION_MS: 'archive.hotRetentionMs',
+  REIN_ARCHIVE_RETENTION_DAYS: 'archive.retentionDays',
   REIN_API_KEYS: 'http.apiKeys',
   REIN_METRICS_TOKEN: 'http.metricsToken',
   REIN_BIND_HOST: 'http.bindHost',

@@ -2,10 +2,14 @@ import type { AgentCatalog } from './agents/agent-profile.js';
 import type { App } from './app/define-app.js';
 import { createRegistry, type Registry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
+import { type ArchivePool, createArchivePool } from './archive/archive-pool.js';
+import { checkArchiveSchema } from './archive/migrations.js';
+import { RunArchive } from './archive/run-archive.js';
 import { checkPrices } from './budgets/cost.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
+import { ArchiveUnavailableError, ReinError } from './errors.js';
 import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
@@ -16,10 +20,12 @@ import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from './redis.js';
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
+import { createRunArchiving, type RunArchiving } from './runs/run-archiving.js';
 import { createRunService, type RunService } from './runs/run-service.js';
 import { ApprovalFeed } from './store/approval-feed.js';
 import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
+import { HotRuns } from './store/hot-runs.js';
 import { RunStore } from './store/run-store.js';
 import type { Tool } from './tools/tool.js';
 import { setupTracing, type Tracing } from './tracing/tracing-setup.js';
@@ -58,6 +64,8 @@ export interface Runtime {
   webhookStore: WebhookStore;
   dispatcher: WebhookDispatcher;
   compensator: Compensator;
+  /** The PostgreSQL archive of finished runs, when REIN_ARCHIVE_URL is set. */
+  archive?: { pool: ArchivePool; runs: RunArchive; archiving: RunArchiving };
   close(): Promise<void>;
 }
 
@@ -159,6 +167,18 @@ async function buildRuntime<X extends Extras>(
   const journal = new DecisionJournal(redis);
   const quotas = new TenantQuotas(redis, options.quotas);
   const enqueue = scheduler.enqueue;
+  let archive: Runtime['archive'];
+  try {
+    archive = options.archive.url ? await openArchive(options, service, store, redis, enqueue, metrics, logger) : undefined;
+  } catch (err) {
+    await mcp.close();
+    await scheduler.close();
+    await dispatcher.close();
+    bull.disconnect();
+    redis.disconnect();
+    await tracing.shutdown();
+    throw err;
+  }
   // The compensator commits through the applier whose finish hook it is: bound once both exist.
   let compensator: Compensator | undefined;
   const applier = createTransitionApplier({
@@ -175,6 +195,8 @@ async function buildRuntime<X extends Extras>(
         await compensator
           ?.onRunFinished(run)
           .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+        // Last: the archive job reads what the hooks before it wrote. A failure keeps the run in the active-runs index (the reaper runs the hooks again).
+        await archive?.archiving.finished(run);
       },
       decided: async (run) => compensator?.decided(run),
     },
@@ -223,8 +245,22 @@ async function buildRuntime<X extends Extras>(
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, applier, journal, agents, enqueue, metrics, quotas, ceilings, sessions, masker, compensator }),
-    approvals: createApprovalService({ store, applier, tools }),
+    runs: createRunService({
+      store,
+      applier,
+      journal,
+      agents,
+      enqueue,
+      metrics,
+      quotas,
+      ceilings,
+      sessions,
+      masker,
+      compensator,
+      ...(archive ? { archive: archive.runs } : {}),
+    }),
+    approvals: createApprovalService({ store, applier, tools, ...(archive ? { archive: archive.runs } : {}) }),
+    ...(archive ? { archive } : {}),
     inputFilter,
     masker,
     tracing,
@@ -240,7 +276,46 @@ async function buildRuntime<X extends Extras>(
       await dispatcher.close();
       bull.disconnect();
       redis.disconnect();
+      await archive?.pool.end();
       await tracing.shutdown(); // flush the last spans
     },
   };
+}
+
+/**
+ * The archive's pool, its schema checked (a service does not start on a schema it does
+ * not fit: ArchiveSchemaError says what to do), and the archiving built over it.
+ */
+async function openArchive(
+  options: ReinOptions,
+  service: string,
+  store: RunStore,
+  redis: RedisClient,
+  enqueue: Enqueue,
+  metrics: Metrics,
+  logger: Logger,
+): Promise<NonNullable<Runtime['archive']>> {
+  const pool = createArchivePool(options.archive.url as string, {
+    applicationName: service,
+    onError: (err) => logger.warn({ err: err.message }, 'archive connection lost'),
+  });
+  try {
+    await checkArchiveSchema(pool);
+  } catch (err) {
+    await pool.end();
+    // Said in one line by the service's start (exitOnStartError): a schema to migrate, or a server that does not answer.
+    throw err instanceof ReinError ? err : new ArchiveUnavailableError(err);
+  }
+  const runs = new RunArchive(pool);
+  const archiving = createRunArchiving({
+    hot: new HotRuns(redis, store),
+    archive: runs,
+    enqueue,
+    metrics,
+    logger,
+    hotRetentionMs: options.archive.hotRetentionMs,
+    retentionDays: options.archive.retentionDays,
+    staleMs: options.maintenance.reaperStaleMs,
+  });
+  return { pool, runs, archiving };
 }

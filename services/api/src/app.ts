@@ -12,7 +12,13 @@ import {
   streamCaps,
   submitSpan,
 } from '@rein/core/internal';
-import { createWebhookBodySchema, idempotencyKeySchema, listRunsQuerySchema, submitRunBodySchema } from '@rein/core/schemas';
+import {
+  createWebhookBodySchema,
+  idempotencyKeySchema,
+  listRunsQuerySchema,
+  submitRunBodySchema,
+  usageQuerySchema,
+} from '@rein/core/schemas';
 import type { FastifyInstance } from 'fastify';
 import { mountQueueBoard } from './queue-board.js';
 
@@ -46,6 +52,10 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
     v1.get('/v1/runs', { schema: schemas.listRuns }, async (req) =>
       runs.list(req.principal, parseInput(listRunsQuerySchema, req.query, 'query')),
+    );
+
+    v1.get('/v1/usage', { schema: schemas.getUsage }, async (req) =>
+      runs.usage(req.principal, parseInput(usageQuerySchema, req.query, 'query')),
     );
 
     v1.get('/v1/sessions/:id', { schema: schemas.getSession }, async (req) => runs.session(req.principal, id(req.params)));

@@ -1,5 +1,6 @@
 import { ReinError } from '@rein/core';
 import {
+  archiveJobSchema,
   Bulkhead,
   bullConnection,
   compensateJobSchema,
@@ -179,6 +180,8 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
         `compensation ${await rt.compensator.process(payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`,
       onFinalFailure: (payload, err) => rt.compensator.giveUp(payload, err.message),
     },
+    // With the archive off, a job left by a fleet that had it on has nothing to write to: the run stays in Redis until its TTL.
+    archive: { schema: archiveJobSchema, run: async ({ runId }) => (rt.archive ? rt.archive.archiving.archive(runId) : 'no archive') },
     [DEADLINE_SWEEP.name]: {
       schema: housekeepingJobSchema,
       run: async () => `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`,
@@ -197,7 +200,8 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
           logger,
           staleMs: options.maintenance.reaperStaleMs,
         });
-        return `repaired ${repaired}`;
+        const retired = rt.archive ? await rt.archive.archiving.sweep() : 0;
+        return `repaired ${repaired}, retired ${retired}`;
       },
     },
   };

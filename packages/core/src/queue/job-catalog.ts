@@ -37,6 +37,24 @@ export const compensateJobSchema = z.object({
 });
 export type CompensateJob = z.infer<typeof compensateJobSchema>;
 
+/** Writes a finished run to the PostgreSQL archive (runs/run-archiving.ts); any number of them write it once. */
+export const archiveJobSchema = z.object({
+  runId: z.string().min(1),
+  traceparent: traceparentSchema.optional(),
+});
+export type ArchiveJob = z.infer<typeof archiveJobSchema>;
+
+/**
+ * An archive job waits out a PostgreSQL outage: retried with backoff (2 s, doubling, about
+ * two hours in all), then removed rather than kept failed, so that the reaper's next pass
+ * over the archive backlog enqueues it again under the same id.
+ */
+const ARCHIVE_JOB_OPTIONS: JobsOptions = {
+  attempts: 12,
+  backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 },
+  removeOnFail: true,
+};
+
 /**
  * Every job Rein enqueues: name → payload schema and deterministic id (I1).
  * Both names run the same idempotent step processor; "resume" exists so that a
@@ -51,6 +69,8 @@ export const jobCatalog = {
   repair: { schema: repairJobSchema, id: (j: RepairJob) => `${j.runId}-${j.step}-repair-${j.version}` },
   /** Undoes a finished run's completed writes in reverse order (engine/compensation.ts); a killed worker's job is taken up again. */
   compensate: { schema: compensateJobSchema, id: (j: CompensateJob) => `${j.runId}-compensate-${j.round}` },
+  /** Archives a finished run (with the archive on), off the step's path; enqueued again by a change after the finish. */
+  archive: { schema: archiveJobSchema, id: (j: ArchiveJob) => `${j.runId}-archive`, opts: ARCHIVE_JOB_OPTIONS },
 } as const;
 
 /** The repeating job (a BullMQ job scheduler) that fails runs past their deadline. */
@@ -126,13 +146,18 @@ export class StepScheduler {
 
   readonly enqueue: Enqueue = async (name, job, opts) => {
     // The catalog entry matches `name`; TypeScript cannot correlate the union, hence the widening.
-    const entry = jobCatalog[name] as unknown as { schema: z.ZodType<JobPayload<typeof name>>; id: (j: JobPayload<typeof name>) => string };
+    const entry = jobCatalog[name] as unknown as {
+      schema: z.ZodType<JobPayload<typeof name>>;
+      id: (j: JobPayload<typeof name>) => string;
+      opts?: JobsOptions;
+    };
     // A job enqueued inside a span (the next step, from the step's span) continues it unless told otherwise.
     const traceparent = job.traceparent ?? activeTraceparent();
     const payload = entry.schema.parse(traceparent ? { ...job, traceparent } : job);
     const delay = Math.max(0, Math.ceil(opts?.delayMs ?? 0));
     await this.queueOf(payload.runId).add(name, payload, {
       ...stepJobOptions(this.attempts),
+      ...entry.opts,
       jobId: entry.id(payload),
       ...(delay ? { delay } : {}),
     });

@@ -431,8 +431,14 @@ export class RunStore {
    * The tenant's runs matching every filter, newest first, a page at a time, read
    * from the per-filter indexes. A run whose status changed a moment ago may still sit
    * in its old status index: its document decides, so it is left out rather than mislabelled.
+   * `byId`: where the documents are read (with the archive on, also where Redis has none).
    */
-  async list(tenantId: string, filter: RunFilter, page: PageQuery): Promise<{ runs: RunRecord[]; next?: PageCursor }> {
+  async list(
+    tenantId: string,
+    filter: RunFilter,
+    page: PageQuery,
+    byId: (ids: string[]) => Promise<Array<RunRecord | null>> = (ids) => this.getMany(ids),
+  ): Promise<{ runs: RunRecord[]; next?: PageCursor }> {
     const t = tenantKeys(tenantId);
     const keys = [
       ...(filter.status ? [t.runsByStatus(filter.status)] : []),
@@ -440,7 +446,7 @@ export class RunStore {
       ...(filter.userId ? [t.runsByUser(filter.userId)] : []),
     ];
     const { ids, next } = await pageIndexes(this.redis, keys.length ? keys : [t.runs], page);
-    const runs = (await this.getMany(ids)).filter((r): r is RunRecord => r !== null && (!filter.status || r.status === filter.status));
+    const runs = (await byId(ids)).filter((r): r is RunRecord => r !== null && (!filter.status || r.status === filter.status));
     return { runs, ...(next ? { next } : {}) };
   }
 

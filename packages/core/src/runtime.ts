@@ -6,7 +6,10 @@ import { checkPrices } from './budgets/cost.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import type { Config } from './config.js';
 import { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
+import type { DelegationLimits } from './engine/call-plan.js';
+import { createChildRuns, type SpawnChild } from './engine/child-runs.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
+import { createRunTree, type RunTree } from './engine/run-tree.js';
 import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
@@ -57,6 +60,10 @@ export interface Runtime {
   webhookStore: WebhookStore;
   dispatcher: WebhookDispatcher;
   compensator: Compensator;
+  /** Starts `call_<agent>` children (the workers' step processors). */
+  spawnChild: SpawnChild;
+  /** REIN_MAX_AGENT_DEPTH, REIN_MAX_CHILDREN_PER_STEP. */
+  delegation: DelegationLimits;
   close(): Promise<void>;
 }
 
@@ -131,6 +138,8 @@ export async function createRuntime(
   const enqueue = scheduler.enqueue;
   // The compensator commits through the applier whose finish hook it is: bound once both exist.
   let compensator: Compensator | undefined;
+  // Likewise the tree, which cancels a finished run's children through the applier.
+  let tree: RunTree | undefined;
   const applier = createTransitionApplier({
     store,
     quotas,
@@ -145,6 +154,7 @@ export async function createRuntime(
         await compensator
           ?.onRunFinished(run)
           .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+        await tree?.finished(run);
       },
       decided: async (run) => compensator?.decided(run),
     },
@@ -159,6 +169,7 @@ export async function createRuntime(
     toolTraffic: config.REIN_SESSION_TOOL_TRAFFIC,
     model: config.REIN_MODEL,
   };
+  tree = createRunTree({ store, applier, enqueue, logger });
   compensator = createCompensator({
     store,
     applier,
@@ -204,6 +215,8 @@ export async function createRuntime(
     webhookStore,
     dispatcher,
     compensator,
+    spawnChild: createChildRuns({ store, ledger, agents, enqueue }),
+    delegation: { maxDepth: config.REIN_MAX_AGENT_DEPTH, maxChildrenPerStep: config.REIN_MAX_CHILDREN_PER_STEP },
     async close() {
       breakers.shutdown();
       await mcp.close();

@@ -104,6 +104,8 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     modelTimeoutMs: config.REIN_MODEL_TIMEOUT_MS,
     modelIdleTimeoutMs: config.REIN_MODEL_IDLE_TIMEOUT_MS,
     approvalTtlMs: config.APPROVAL_TTL_MS,
+    spawnChild: rt.spawnChild,
+    delegation: rt.delegation,
   });
 
   /** Puts the step back for later, or ends the run if "later" is past its deadline. */
@@ -190,7 +192,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
           .catch((e: Error) => logger.error({ err: e.message }, 'could not mark the compensation failed'));
         return;
       }
-      if (!final || !['step', 'resume', 'repair'].includes(job.name)) return;
+      if (!final || !['step', 'resume', 'repair', 'wake'].includes(job.name)) return;
       const { runId, step } = job.data as StepJob;
       steps
         .fail(runId, terminalReason(err instanceof UnrecoverableStepError ? err.error : err), err.message, (run) => run.step === step)

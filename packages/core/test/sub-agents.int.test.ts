@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { defineAgent } from '../src/agents/agent-profile.js';
+import { type Compensator, createCompensator } from '../src/engine/compensation.js';
 import { childRunId } from '../src/engine/sub-agents.js';
 import type { ModelRequest } from '../src/model/model-gateway.js';
+import { compensateJobSchema } from '../src/queue/job-catalog.js';
 import type { RunRecord } from '../src/schemas/run.js';
 import type { Commit } from '../src/store/run-store.js';
 import { createFakeModel, type FakeTurn, toolCall } from '../src/testing/index.js';
@@ -238,6 +240,56 @@ describe('one budget for the tree', () => {
     expect(view.usage.totalTokens).toBe(110);
     expect(view.treeUsage?.totalTokens).toBe(110 + 2410 + 2410);
     expect(view.treeUsage?.totalTokens).toBeLessThanOrEqual(5000);
+  });
+});
+
+describe('compensation of the tree', () => {
+  it("undoes a child's refund with its parent's saga (the child's writes are the tree's)", async () => {
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('c1', 'call_refunds', { input: 'refund 100 on 2024001' })] }],
+      refunds: [
+        { toolCalls: [toolCall('r1', 'submit_refund', { orderNo: '2024001', amount: 100, reason: 'late' })] },
+        { content: 'Refunded 100.' },
+      ],
+    });
+    let compensator: Compensator | undefined;
+    const t = tree(model, {
+      profile: { agents: ['refunds'], compensation: 'auto' },
+      onFinished: (run) => compensator?.onRunFinished(run) ?? Promise.resolve(),
+    });
+    compensator = createCompensator({
+      store: t.store,
+      applier: t.applier,
+      ledger: t.ledger,
+      tools: t.tools,
+      agents: t.agents,
+      enqueue: t.enqueue,
+      metrics: t.metrics,
+      logger: t.logger,
+      emit: async () => undefined,
+      toolTimeoutMs: 2000,
+      approvalTtlMs: 60_000,
+    });
+    // One step: the parent fails max_steps once its child answered.
+    const { run } = await t.runs.submit(USER_ALICE, { input: 'refund it', limits: { maxSteps: 1 } });
+    await t.drain();
+    const childId = childRunId(run.id, 0, 'c1');
+    const [approval] = await t.store.approvals(childId);
+    await t.approvals.decide(APPROVER, approval!.id, { kind: 'approve' });
+    await t.drain();
+    expect(await t.store.require(childId)).toMatchObject({ status: 'succeeded' });
+    expect(await t.store.require(run.id)).toMatchObject({ status: 'failed', reason: 'max_steps' });
+    expect((await t.demo.refunds('acme')).map((r) => r.status)).toEqual(['submitted']);
+    // The child's success started no saga of its own; the parent's holds the child's refund.
+    expect(await t.store.compensation(childId)).toBeNull();
+    expect(await t.store.compensation(run.id)).toMatchObject({
+      status: 'running',
+      steps: [{ runId: childId, step: 0, toolCallId: 'r1', tool: 'submit_refund', status: 'pending' }],
+    });
+    const job = t.queue.find((q) => q.name === 'compensate');
+    expect(await compensator.process(compensateJobSchema.parse(job?.job), false)).toBeTruthy();
+    expect((await t.demo.refunds('acme')).map((r) => r.status)).toEqual(['reversed']);
+    expect(await t.store.compensation(run.id)).toMatchObject({ status: 'done' });
   });
 });
 

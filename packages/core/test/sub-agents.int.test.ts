@@ -194,6 +194,32 @@ describe('sub-agents as child runs', () => {
     expect(model.requests.filter((r) => String(r.messages[0]?.content).startsWith('You are the researcher'))).toHaveLength(1);
   });
 
+  it("never reads or waits for another tenant's run that happens to have the child's id", async () => {
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('c1', 'call_researcher', { input: 'q' })] }, { content: 'done' }],
+      researcher: [{ content: 'secret of the parent' }],
+    });
+    const t = tree(model);
+    const id = await t.submit('ask');
+    const squatter = {
+      ...(await t.store.require(id)),
+      id: childRunId(id, 0, 'c1'),
+      tenantId: 'evil',
+      finalAnswer: 'evil secret',
+      status: 'succeeded' as const,
+    };
+    const { parentRunId: _p, ...foreign } = squatter;
+    await t.store.create(
+      foreign,
+      { role: 'user', content: 'x' },
+      { type: 'run.queued', runId: foreign.id, at: foreign.createdAt, data: {} },
+    );
+    await t.drain();
+    const call = (await t.store.steps(id))[0]?.toolCalls[0];
+    expect(JSON.parse(call?.observation ?? '{}')).toEqual({ error: 'subagent_failed', reason: 'id_collision' });
+    expect(await t.store.require(foreign.id)).toMatchObject({ tenantId: 'evil', finalAnswer: 'evil secret', version: 0 });
+  });
+
   it('refuses sub-agent calls beyond the per-step limit and the depth limit, as observations', async () => {
     const many = Array.from({ length: 1000 }, (_, i) => toolCall(`c${i}`, 'call_researcher', { input: `q${i}` }));
     const model = byAgent({ parent: [{ toolCalls: many }, { content: 'enough' }], researcher: [{ content: 'a' }] });

@@ -64,7 +64,12 @@ export function createChildRuns(deps: ChildRunsDeps) {
       });
       await deps.ledger.recordResult(parent.id, key, p.call.name, true, child.id);
     }
-    const child = await deps.store.get(p.childId);
+    const found = await deps.store.get(p.childId);
+    // A run by that id that is not this call's child (an id collision): never read as the child, never waited for.
+    if (found && (found.parentRunId !== parent.id || found.tenantId !== parent.tenantId)) {
+      return record('error', JSON.stringify({ error: 'subagent_failed', reason: 'id_collision' }));
+    }
+    const child = found;
     if (child && !TERMINAL_STATUSES.includes(child.status)) {
       return record('awaiting_child', `Waiting for the "${p.agent}" agent (run ${p.childId}).`);
     }

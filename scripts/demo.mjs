@@ -14,6 +14,7 @@ const labels = {
 // `--tree`: the order desk asks its refunds sub-agent (a child run, whose refund is approved); the parent's stream shows the child's events too.
 const tree = process.argv.includes('--tree');
 const words = process.argv.slice(2).filter((a) => a !== '--tree');
-const input = words.join(' ') || (tree ? 'Ask the refunds agent about late order 2024001' : '客户张三投诉订单 2024001 一直没发货，帮他处理一下');
+const input =
+  words.join(' ') || (tree ? 'Ask the refunds agent about late order 2024001' : '客户张三投诉订单 2024001 一直没发货，帮他处理一下');
 await run(input, { approve: true, startFleet: true, labels, ...(tree ? { agent: 'order-desk' } : {}) });
 process.exit(0);

@@ -78,7 +78,7 @@ describe('sub-agents as child runs', () => {
     });
     expect(child.traceId).toBe(parent.traceId);
     // The child's approval names the tree, in the approver's list.
-    const { approvals } = await t.approvals.list(APPROVER, {});
+    const { approvals } = await t.approvals.list(APPROVER, { limit: 50 });
     expect(approvals).toHaveLength(1);
     expect(approvals[0]).toMatchObject({ runId: childId, parentRunId: id, rootRunId: id, toolName: 'submit_refund' });
     // The view shows the tree.

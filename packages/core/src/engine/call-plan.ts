@@ -46,7 +46,7 @@ export type PlannedCall =
   /** Do not run it: the observation tells the model why. */
   | (Planned & {
       kind: 'refuse';
-      outcome: Exclude<ToolOutcome, 'ok' | 'uncertain' | 'repeated' | 'awaiting_approval'>;
+      outcome: Exclude<ToolOutcome, 'ok' | 'uncertain' | 'repeated' | 'awaiting_approval' | 'awaiting_child'>;
       observation: string;
     })
   /** Park the step on its approval; `newApproval` is the approval to ask for when none exists yet. */
@@ -90,9 +90,6 @@ export function transferRecord(p: Extract<PlannedCall, { kind: 'transfer' }>): T
   const observation = `Transferred to the "${p.agent}" agent.`;
   return { id: p.call.id, name: p.call.name, arguments: p.args, outcome: 'ok', observation, durationMs: 0, ...p.extra };
 }
-
-/** The calls the tool executor carries out: everything but sub-agent calls and hand-offs. */
-export type ToolPlannedCall = Exclude<PlannedCall, { kind: 'spawn' | 'transfer' }>;
 
 /** One entry per call, in the calls' order. The arguments of each call are parsed once, here. */
 export function planCalls(input: CallPlanInput): PlannedCall[] {

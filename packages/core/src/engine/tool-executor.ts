@@ -11,7 +11,7 @@ import { resultText, type Tool, toolDependency } from '../tools/tool.js';
 import { type CaptureContent, toolSpan } from '../tracing/genai.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
-import { type CallContext, plannedRecord, type ToolPlannedCall } from './call-plan.js';
+import { type CallContext, type PlannedCall, plannedRecord } from './call-plan.js';
 import { errorObservation } from './tool-observation.js';
 import { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './tool-result-cap.js';
 
@@ -135,9 +135,11 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
   }
 
   /** Carries out one entry of the call plan: refused and waiting calls are recorded as they are, the others run. */
-  async function execute(planned: ToolPlannedCall, breakerStates?: BreakerStates): Promise<ToolCallResult> {
+  async function execute(planned: PlannedCall, breakerStates?: BreakerStates): Promise<ToolCallResult> {
     for (const w of planned.warnings) deps.logger.warn(w.fields, w.msg);
     if (planned.approvalDecision) annotateActiveSpan({ [REIN_ATTR.approvalDecision]: planned.approvalDecision });
+    // Not tools: the step processor carries them out (engine/child-runs.ts, the hand-off in afterTools).
+    if (planned.kind === 'spawn' || planned.kind === 'transfer') throw new Error(`${planned.call.name} is not a tool call`);
     if (planned.kind !== 'run') {
       const record = plannedRecord(planned);
       return planned.kind === 'await_approval' && planned.newApproval ? { record, newApproval: planned.newApproval } : { record };
@@ -148,7 +150,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
   }
 
   /** One `execute_tool <tool>` span per call, whatever the call turns into. */
-  return (planned: ToolPlannedCall, breakerStates?: BreakerStates) =>
+  return (planned: PlannedCall, breakerStates?: BreakerStates) =>
     toolSpan(planned.call, deps.captureContent, () => execute(planned, breakerStates));
 }
 

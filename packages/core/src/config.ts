@@ -173,6 +173,10 @@ export const configSchema = z.object({
   REIN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(200).default(5000),
   /** The N-th repeat of an identical tool call ends the run (`repeated_call`). */
   REIN_REPEAT_LIMIT: z.coerce.number().int().min(1).default(2),
+  /** How deep a tree of sub-agent runs may grow: a run at this depth is offered no `call_<agent>` that runs. */
+  REIN_MAX_AGENT_DEPTH: z.coerce.number().int().min(1).max(16).default(3),
+  /** The most sub-agent runs one step may start; further calls are refused with an observation. */
+  REIN_MAX_CHILDREN_PER_STEP: z.coerce.number().int().min(1).max(64).default(4),
   /** N consecutive failures of one tool end the run (`tool_failures`). */
   REIN_TOOL_FAILURE_LIMIT: z.coerce.number().int().min(1).default(3),
   /** Tool results longer than this reach the model cut (head and tail kept); the trace keeps all. */

@@ -129,6 +129,8 @@ export {
   stepJobOptions,
   stepJobSchema,
   stepQueue,
+  type WakeJob,
+  wakeJobSchema,
 } from './queue/job-catalog.js';
 export {
   failJob,

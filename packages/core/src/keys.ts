@@ -17,6 +17,10 @@ export const runKeys = (runId: string) => {
     blobs: `${p}:blobs`,
     /** The run's saga compensation (engine/compensation.ts): its plan and each undo's state. */
     compensation: `${p}:compensation`,
+    /** Sub-agent runs it started: child id → `{agent, step, toolCallId}` (written before the child exists). */
+    children: `${p}:children`,
+    /** What its descendants spent: descendant id → that run's usage and cost (each the run's total: writes are idempotent). */
+    tree: `${p}:tree`,
   };
 };
 export type RunKeys = ReturnType<typeof runKeys>;

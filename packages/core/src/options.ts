@@ -80,6 +80,10 @@ export interface ReinOptions {
     timeoutCeilingMs: Config['REIN_TIMEOUT_CEILING_MS'];
     /** REIN_REPEAT_LIMIT. @default 2 */
     repeatLimit: Config['REIN_REPEAT_LIMIT'];
+    /** REIN_MAX_AGENT_DEPTH: how deep a tree of sub-agent runs may grow. @default 3 */
+    maxAgentDepth: Config['REIN_MAX_AGENT_DEPTH'];
+    /** REIN_MAX_CHILDREN_PER_STEP: sub-agent runs one step may start. @default 4 */
+    maxChildrenPerStep: Config['REIN_MAX_CHILDREN_PER_STEP'];
   };
   /** REIN_TENANT_QUOTAS. @default the built-in default quota */
   quotas: Config['REIN_TENANT_QUOTAS'];
@@ -243,6 +247,8 @@ export const envOptionPaths = {
   REIN_MAX_TOKENS_CEILING: 'limits.maxTokensCeiling',
   REIN_TIMEOUT_CEILING_MS: 'limits.timeoutCeilingMs',
   REIN_REPEAT_LIMIT: 'limits.repeatLimit',
+  REIN_MAX_AGENT_DEPTH: 'limits.maxAgentDepth',
+  REIN_MAX_CHILDREN_PER_STEP: 'limits.maxChildrenPerStep',
   REIN_TENANT_QUOTAS: 'quotas',
   REIN_BREAKER_ERROR_PERCENT: 'resilience.breakerErrorPercent',
   REIN_BREAKER_RESET_MS: 'resilience.breakerResetMs',

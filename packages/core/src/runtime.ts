@@ -8,7 +8,10 @@ import { RunArchive } from './archive/run-archive.js';
 import { checkPrices } from './budgets/cost.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
+import type { DelegationLimits } from './engine/call-plan.js';
+import { createChildRuns, type SpawnChild } from './engine/child-runs.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
+import { createRunTree, type RunTree } from './engine/run-tree.js';
 import { ArchiveUnavailableError, ReinError } from './errors.js';
 import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
@@ -66,6 +69,10 @@ export interface Runtime {
   compensator: Compensator;
   /** The PostgreSQL archive of finished runs, when REIN_ARCHIVE_URL is set. */
   archive?: { pool: ArchivePool; runs: RunArchive; archiving: RunArchiving };
+  /** Starts `call_<agent>` children (the workers' step processors). */
+  spawnChild: SpawnChild;
+  /** REIN_MAX_AGENT_DEPTH, REIN_MAX_CHILDREN_PER_STEP. */
+  delegation: DelegationLimits;
   close(): Promise<void>;
 }
 
@@ -181,6 +188,8 @@ async function buildRuntime<X extends Extras>(
   }
   // The compensator commits through the applier whose finish hook it is: bound once both exist.
   let compensator: Compensator | undefined;
+  // Likewise the tree, which cancels a finished run's children through the applier.
+  let tree: RunTree | undefined;
   const applier = createTransitionApplier({
     store,
     quotas,
@@ -195,6 +204,7 @@ async function buildRuntime<X extends Extras>(
         await compensator
           ?.onRunFinished(run)
           .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+        await tree?.finished(run);
         // Last: the archive job reads what the hooks before it wrote. A failure keeps the run in the active-runs index (the reaper runs the hooks again).
         await archive?.archiving.finished(run);
       },
@@ -211,6 +221,7 @@ async function buildRuntime<X extends Extras>(
     toolTraffic: options.sessions.toolTraffic,
     model: options.model.name,
   };
+  tree = createRunTree({ store, applier, enqueue, logger });
   compensator = createCompensator({
     store,
     applier,
@@ -268,6 +279,8 @@ async function buildRuntime<X extends Extras>(
     webhookStore,
     dispatcher,
     compensator,
+    spawnChild: createChildRuns({ store, ledger, agents, enqueue }),
+    delegation: { maxDepth: options.limits.maxAgentDepth, maxChildrenPerStep: options.limits.maxChildrenPerStep },
     ...added,
     async close() {
       added.breakers?.shutdown();

@@ -6,6 +6,7 @@ import {
   housekeepingJobSchema,
   repairJobSchema,
   stepJobSchema,
+  wakeJobSchema,
 } from '../src/queue/job-catalog.js';
 import { failJob, InvalidJobError, type JobTable, runJob } from '../src/queue/job-table.js';
 
@@ -17,6 +18,7 @@ function table() {
     step: { schema: stepJobSchema, run: (p) => ran('step', p), onFinalFailure: ended },
     resume: { schema: stepJobSchema, run: (p) => ran('resume', p), onFinalFailure: ended },
     repair: { schema: repairJobSchema, run: (p) => ran('repair', p), onFinalFailure: ended },
+    wake: { schema: wakeJobSchema, run: (p) => ran('wake', p), onFinalFailure: ended },
     expire: { schema: expireJobSchema, run: (p) => ran('expire', p) },
     compensate: { schema: compensateJobSchema, run: (p) => ran('compensate', p) },
     archive: { schema: archiveJobSchema, run: (p) => ran('archive', p) },

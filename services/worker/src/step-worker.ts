@@ -28,6 +28,7 @@ import {
   sweepDeadlines,
   terminalReason,
   type WorkerRuntime,
+  wakeJobSchema,
   workerShards,
 } from '@rein/core/internal';
 import type { RunReason } from '@rein/core/schemas';
@@ -119,6 +120,8 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     modelTimeoutMs: models.timeoutMs,
     modelIdleTimeoutMs: models.idleTimeoutMs,
     approvalTtlMs: options.approvals.ttlMs,
+    spawnChild: rt.spawnChild,
+    delegation: rt.delegation,
   });
 
   /** Puts the step back for later, or ends the run if "later" is past its deadline. */
@@ -138,9 +141,9 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     throw new DelayedError();
   }
 
-  /** One step (step, resume or repair): the processor, in the step's span, delayed when a dependency is busy. */
+  /** One step (step, resume, wake or repair): the processor, in the step's span, delayed when a dependency is busy. */
   const runStep =
-    (name: 'step' | 'resume' | 'repair') =>
+    (name: 'step' | 'resume' | 'wake' | 'repair') =>
     async (payload: StepJob, { job, token }: Dequeued) => {
       rt.metrics.jobWait.observe({ job: name }, Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000);
       return stepSpan(name, payload, async () => {
@@ -172,6 +175,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
   const jobs: JobTable<Dequeued> = {
     step: { schema: stepJobSchema, run: runStep('step'), onFinalFailure: endRun },
     resume: { schema: stepJobSchema, run: runStep('resume'), onFinalFailure: endRun },
+    wake: { schema: wakeJobSchema, run: runStep('wake'), onFinalFailure: endRun },
     repair: { schema: repairJobSchema, run: runStep('repair'), onFinalFailure: endRun },
     expire: { schema: expireJobSchema, run: async ({ runId, step }) => `expired ${await rt.approvals.expireDue(runId, step)}` },
     compensate: {

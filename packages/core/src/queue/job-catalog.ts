@@ -29,6 +29,10 @@ export type ExpireJob = z.infer<typeof expireJobSchema>;
 export const repairJobSchema = stepJobSchema.extend({ version: z.number().int().min(0) });
 export type RepairJob = z.infer<typeof repairJobSchema>;
 
+/** `child`: the sub-agent run whose end wakes its parent's waiting step (one job per child, so no wake-up is lost to another's). */
+export const wakeJobSchema = stepJobSchema.extend({ child: z.string().min(1) });
+export type WakeJob = z.infer<typeof wakeJobSchema>;
+
 /** `round`: the compensation's round (a new request after a declined plan is a new round, so a new job). */
 export const compensateJobSchema = z.object({
   runId: z.string().min(1),
@@ -65,6 +69,8 @@ export const jobCatalog = {
   resume: { schema: stepJobSchema, id: (j: StepJob) => `${j.runId}-${j.step}-resume` },
   /** Fires when the step's approvals expire: enforced by the system, not by the next click. */
   expire: { schema: expireJobSchema, id: (j: ExpireJob) => `${j.runId}-${j.step}-expire-${j.at}` },
+  /** A child's end resumes its parent's waiting step (the step itself checks that every child ended). */
+  wake: { schema: wakeJobSchema, id: (j: WakeJob) => `${j.runId}-${j.step}-wake-${j.child}` },
   /** The reaper's re-kick of a stuck step: one per run version, so a repair is never a no-op on a finished job id. */
   repair: { schema: repairJobSchema, id: (j: RepairJob) => `${j.runId}-${j.step}-repair-${j.version}` },
   /** Undoes a finished run's completed writes in reverse order (engine/compensation.ts); a killed worker's job is taken up again. */

@@ -6,7 +6,8 @@ import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { TransitionApplier } from '../engine/apply-transition.js';
 import type { Compensator } from '../engine/compensation.js';
 import { runEvent } from '../engine/run-event.js';
-import { finishRun, retryOnStale } from '../engine/run-transitions.js';
+import { cancelRun, retryOnStale } from '../engine/run-transitions.js';
+import { treeTotal } from '../engine/sub-agents.js';
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../errors.js';
 import type { PiiMasker } from '../guards/pii-masker.js';
 import type { SseSource } from '../http/sse.js';
@@ -18,11 +19,11 @@ import type { Approval } from '../schemas/approval.js';
 import type { Compensation } from '../schemas/compensation.js';
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
-import type { ApprovalView, RunTrace, RunView } from '../schemas/views.js';
+import type { ApprovalView, RunTrace, RunView, TreeUsage } from '../schemas/views.js';
 import { approvalEvent } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
-import type { RunStore } from '../store/run-store.js';
+import type { RunStore, StoredEvent } from '../store/run-store.js';
 import { newTraceparent, traceIdOf } from '../tracing/trace-context.js';
 import { bodyHash, replayOf } from './idempotency.js';
 import { type SessionSettings, sessionHistory } from './session-history.js';
@@ -61,7 +62,13 @@ export interface RunServiceDeps {
 /** An approval as callers see it, with who may decide it (what `mayDecide` enforces). */
 export const approvalView = ({ schemaVersion: _v, ...a }: Approval): ApprovalView => ({ ...a, deciders: decisionRights(a) });
 
-export function runView(run: RunRecord, approvals: Approval[]): RunView {
+/** A run's place in its tree, for its view: the sub-agent runs it started and what the tree spent. */
+export interface TreeFacts {
+  children: NonNullable<RunView['children']>;
+  treeUsage: TreeUsage;
+}
+
+export function runView(run: RunRecord, approvals: Approval[], tree?: TreeFacts): RunView {
   const pending = approvals.filter((a) => run.pendingApprovals.includes(a.id));
   return {
     id: run.id,
@@ -76,6 +83,9 @@ export function runView(run: RunRecord, approvals: Approval[]): RunView {
     step: run.step,
     usage: run.usage,
     costUsd: run.costUsd,
+    ...(tree ? { treeUsage: tree.treeUsage } : {}),
+    ...(run.parentRunId ? { parentRunId: run.parentRunId, rootRunId: run.rootRunId ?? run.parentRunId } : {}),
+    ...(tree?.children.length ? { children: tree.children } : {}),
     limits: run.limits,
     metadata: run.metadata,
     pendingApprovals: pending.map(approvalView),
@@ -120,8 +130,24 @@ export function createRunService(deps: RunServiceDeps) {
     return hot.map((r, i) => r ?? cold.get(ids[i] as string) ?? null);
   }
 
+  /** A run of a tree (it has a parent or children): its children with their status, its tree's spending. */
+  async function treeFacts(run: RunRecord): Promise<TreeFacts | undefined> {
+    const [entries, [node]] = await Promise.all([deps.store.children(run.id), deps.store.treeNodes([run.id])]);
+    if (entries.length === 0 && !run.parentRunId) return undefined;
+    const docs = await deps.store.getMany(entries.map((e) => e.id));
+    const children = entries
+      .flatMap((e, i) => {
+        const doc = docs[i];
+        return doc ? [{ id: e.id, agent: doc.agent, status: doc.status, createdAt: doc.createdAt }] : [];
+      })
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
+      .map(({ createdAt: _at, ...c }) => c);
+    return { children, treeUsage: treeTotal(run, node?.descendants ?? []) };
+  }
+
   async function view(run: RunRecord) {
-    return runView(run, run.pendingApprovals.length ? await deps.store.approvals(run.id) : []);
+    const [approvals, tree] = await Promise.all([run.pendingApprovals.length ? deps.store.approvals(run.id) : [], treeFacts(run)]);
+    return runView(run, approvals, tree);
   }
 
   return {
@@ -235,7 +261,7 @@ export function createRunService(deps: RunServiceDeps) {
      * final answer (deltas are masked when published, where a match cannot be cut in two),
      * ending at run.finished, or at once for a finished run whatever cursor the reader resumes from.
      */
-    async events(principal: Principal, id: string): Promise<SseSource> {
+    async events(principal: Principal, id: string): Promise<SseSource<StoredEvent>> {
       const { archived } = await locate(principal, id); // 404 before the stream opens
       const archive = archived ? deps.archive : undefined;
       return {
@@ -247,7 +273,8 @@ export function createRunService(deps: RunServiceDeps) {
               event: { ...event, data: deps.masker.maskDeep(event.data) as typeof event.data },
             }),
           ),
-        isLast: (entry) => entry.event.type === 'run.finished',
+        // A descendant's events are copied into this stream too (with their own run id): only this run's finish ends it.
+        isLast: (entry) => entry.event.type === 'run.finished' && entry.event.runId === id,
         ended: async () => {
           if (archive) return true;
           const run = await deps.store.get(id);
@@ -268,10 +295,12 @@ export function createRunService(deps: RunServiceDeps) {
         status: run.status,
         ...(run.reason ? { reason: run.reason } : {}),
         input: run.input,
+        ...(run.parentRunId ? { parentRunId: run.parentRunId, rootRunId: run.rootRunId ?? run.parentRunId } : {}),
         // Plan mode: the plan, its decision, and which steps the run's tool calls (`planStep`) carried out.
         ...(run.plan ? { plan: { ...run.plan, ...(run.plan.approvalId ? { approval: byId.get(run.plan.approvalId) } : {}) } } : {}),
         steps: steps.map((s) => ({
           index: s.index,
+          ...(s.agent ? { agent: s.agent } : {}),
           model: s.model,
           thought: s.thought,
           toolCalls: s.toolCalls.map((c) => ({ ...c, ...(c.approvalId ? { approval: byId.get(c.approvalId) } : {}) })),
@@ -346,10 +375,7 @@ export function createRunService(deps: RunServiceDeps) {
         const run = await visibleRun(principal, id);
         if (TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_finished', `run ${id} already ${run.status}`);
         const at = new Date(now()).toISOString();
-        const withdrawn = (await deps.store.approvals(id))
-          .filter((a) => a.status === 'pending')
-          .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: principal.userId, decidedAt: at, comment: 'run cancelled' }));
-        const change = finishRun(run, { status: 'cancelled', reason: 'cancelled', by: principal.userId }, {}, { approvals: withdrawn }, at);
+        const { change, withdrawn } = cancelRun(run, await deps.store.approvals(id), principal.userId, at);
         const next = await deps.applier.apply(run, {
           kind: 'cancel',
           change,

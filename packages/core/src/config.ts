@@ -205,6 +205,8 @@ export const configSchema = z.object({
   REIN_SESSION_WINDOW_TOKENS: z.coerce.number().int().min(0).default(8_000),
   /** Carry earlier runs' tool calls and results into a session, not only inputs and answers. */
   REIN_SESSION_TOOL_TRAFFIC: flag.default(false),
+  /** Schedules one tenant may hold (`POST /v1/schedules` answers 409 too_many_schedules beyond). */
+  REIN_SCHEDULES_PER_TENANT: z.coerce.number().int().min(0).default(100),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**
    * OpenTelemetry, by the standard names. Without an endpoint no SDK is registered:

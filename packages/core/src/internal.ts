@@ -72,7 +72,16 @@ export { apiRoutes, approverRoutes, idParamsSchema } from './http/route-schemas.
 export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
-export { FAULTS_KEY, QUEUE_PREFIX, queuePrefix, runKeys, tenantKeys, WEBHOOK_QUEUE_PREFIX } from './keys.js';
+export {
+  FAULTS_KEY,
+  QUEUE_PREFIX,
+  queuePrefix,
+  runKeys,
+  SCHEDULE_QUEUE_PREFIX,
+  scheduleKeys,
+  tenantKeys,
+  WEBHOOK_QUEUE_PREFIX,
+} from './keys.js';
 export { createLogger } from './logger.js';
 export { type McpGovernance, mcpGovernance } from './mcp/mcp-governance.js';
 export { McpManager, type McpManagerDeps } from './mcp/mcp-manager.js';
@@ -126,6 +135,15 @@ export {
   type WorkerJobPayload,
 } from './queue/job-table.js';
 export {
+  type FireJob,
+  fireJobSchema,
+  fireTimeOf,
+  SCHEDULE_FIRE,
+  SCHEDULE_QUEUE,
+  ScheduleQueue,
+  type ScheduleTimers,
+} from './queue/schedule-queue.js';
+export {
   bullConnection,
   checkRedisSettings,
   connectRedis,
@@ -141,6 +159,8 @@ export { withFaultInjection } from './resilience/fault-injection.js';
 export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './runs/run-service.js';
+export { checkCron, isMissed, latestFireAt, nextFireAt, scheduledRunId } from './runs/schedule-cron.js';
+export { createScheduleService, type FireResult, type ScheduleService } from './runs/schedule-service.js';
 export { type SessionSettings, sessionHistory } from './runs/session-history.js';
 export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './runtime.js';
 export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
@@ -150,6 +170,7 @@ export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
 export { type RunFilter, RunStore } from './store/run-store.js';
+export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './store/schedule-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
 export { parseToolArguments, toolSpec } from './tools/tool.js';

@@ -51,6 +51,22 @@ export const tenantKeys = (tenantId: string) => {
   };
 };
 
+/**
+ * Schedules (runs/schedule-service.ts): one hash tag for all, so a schedule, its
+ * firings' history and its last run share a slot; a firing's run lives under its own tag.
+ */
+export const scheduleKeys = {
+  /** Schedule id → record (JSON). */
+  all: 'rein:{schedules}:all',
+  /** The latest firings of one schedule, newest first (a capped list). */
+  history: (scheduleId: string) => `rein:{schedules}:history:${scheduleId}`,
+  /** The run the schedule's latest firing started: what `overlap: skip` looks at. */
+  lastRun: (scheduleId: string) => `rein:{schedules}:last:${scheduleId}`,
+};
+
+/** The schedule queue's prefix (its BullMQ job schedulers and their firings): a hash tag of its own. */
+export const SCHEDULE_QUEUE_PREFIX = '{rein-schedules}';
+
 /** Non-terminal, non-parked runs by deadline (ms): what the deadline sweeper scans. */
 export const DEADLINES_KEY = 'rein:deadlines';
 

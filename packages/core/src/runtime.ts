@@ -13,14 +13,17 @@ import { McpManager } from './mcp/mcp-manager.js';
 import { createMetrics, type Metrics, registerRedisUp } from './metrics.js';
 import type { ReinOptions } from './options.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
+import { ScheduleQueue } from './queue/schedule-queue.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from './redis.js';
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
 import { createRunService, type RunService } from './runs/run-service.js';
+import { createScheduleService, type ScheduleService } from './runs/schedule-service.js';
 import { ApprovalFeed } from './store/approval-feed.js';
 import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { RunStore } from './store/run-store.js';
+import { ScheduleStore } from './store/schedule-store.js';
 import type { Tool } from './tools/tool.js';
 import { setupTracing, type Tracing } from './tracing/tracing-setup.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
@@ -50,6 +53,9 @@ export interface Runtime {
   agents: AgentCatalog;
   quotas: TenantQuotas;
   runs: RunService;
+  /** Agents on a schedule: CRUD, and the firings workers take from `scheduleQueue`. */
+  schedules: ScheduleService;
+  scheduleQueue: ScheduleQueue;
   approvals: ApprovalService;
   inputFilter: InputFilter;
   masker: PiiMasker;
@@ -131,7 +137,9 @@ async function buildRuntime<X extends Extras>(
   registerRedisUp(metrics, redis);
   const bull = bullConnection(options.redis, role, logger);
   const scheduler = new StepScheduler(bull, options.queue.stepAttempts, options.queue.shards);
-  for (const queue of scheduler.queues) queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
+  const scheduleQueue = new ScheduleQueue(bull);
+  for (const queue of [...scheduler.queues, scheduleQueue.queue])
+    queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
   let registry: Registry;
   let mcp: McpManager;
   try {
@@ -141,6 +149,7 @@ async function buildRuntime<X extends Extras>(
   } catch (err) {
     // A bad tools factory or an MCP server that cannot start: leave no connection behind.
     await scheduler.close();
+    await scheduleQueue.close();
     bull.disconnect();
     redis.disconnect();
     await tracing.shutdown();
@@ -152,7 +161,7 @@ async function buildRuntime<X extends Extras>(
   const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger);
   dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
   // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
-  await Promise.all([...scheduler.queues.map((q) => q.waitUntilReady()), dispatcher.queue.waitUntilReady()]);
+  await Promise.all([...scheduler.queues, scheduleQueue.queue, dispatcher.queue].map((q) => q.waitUntilReady()));
   const store = new RunStore(redis, options.retention.traceTtlDays * 86_400, metrics);
   const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
   const ledger = new EffectLedger(redis);
@@ -207,6 +216,17 @@ async function buildRuntime<X extends Extras>(
     // Only the worker runs undo calls; elsewhere the compensator only requests and records.
     ...(added.breakers ? { breakers: added.breakers } : {}),
   });
+  const runs = createRunService({ store, applier, journal, agents, enqueue, metrics, quotas, ceilings, sessions, masker, compensator });
+  const schedules = createScheduleService({
+    store: new ScheduleStore(redis),
+    timers: scheduleQueue,
+    runs,
+    runStore: store,
+    agents,
+    metrics,
+    logger,
+    perTenant: options.schedules.perTenant,
+  });
   return {
     options,
     app,
@@ -223,7 +243,9 @@ async function buildRuntime<X extends Extras>(
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, applier, journal, agents, enqueue, metrics, quotas, ceilings, sessions, masker, compensator }),
+    runs,
+    schedules,
+    scheduleQueue,
     approvals: createApprovalService({ store, applier, tools }),
     inputFilter,
     masker,
@@ -237,6 +259,7 @@ async function buildRuntime<X extends Extras>(
       added.breakers?.shutdown();
       await mcp.close();
       await scheduler.close();
+      await scheduleQueue.close();
       await dispatcher.close();
       bull.disconnect();
       redis.disconnect();

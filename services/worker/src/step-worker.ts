@@ -8,6 +8,8 @@ import {
   DEADLINE_SWEEP,
   expireJobSchema,
   failJob,
+  fireJobSchema,
+  fireTimeOf,
   HOUSEKEEPING_QUEUE,
   housekeepingJobSchema,
   InvalidJobError,
@@ -20,6 +22,9 @@ import {
   reap,
   repairJobSchema,
   runJob,
+  SCHEDULE_FIRE,
+  SCHEDULE_QUEUE,
+  SCHEDULE_QUEUE_PREFIX,
   STEP_QUEUE,
   type StepJob,
   stepJobSchema,
@@ -179,6 +184,11 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
         `compensation ${await rt.compensator.process(payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`,
       onFinalFailure: (payload, err) => rt.compensator.giveUp(payload, err.message),
     },
+    // A schedule's firing: its run's id comes from the schedule and the fire time, so a firing taken twice starts one run.
+    [SCHEDULE_FIRE.name]: {
+      schema: fireJobSchema,
+      run: async ({ scheduleId }, { job }) => `firing ${await rt.schedules.fire(scheduleId, fireTimeOf(job))}`,
+    },
     [DEADLINE_SWEEP.name]: {
       schema: housekeepingJobSchema,
       run: async () => `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`,
@@ -248,6 +258,14 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     worker.on('error', (err) => logger.warn({ err: err.message, shard }, 'housekeeping worker error'));
     return worker;
   });
+  // Schedule firings have a worker of their own too: a firing only submits a run, and full step slots must not delay it.
+  const scheduleWorker = new Worker(SCHEDULE_QUEUE, processJob, {
+    connection,
+    prefix: SCHEDULE_QUEUE_PREFIX,
+    concurrency: 4,
+    lockDuration: queue.jobLockMs,
+  });
+  scheduleWorker.on('error', (err) => logger.warn({ err: err.message }, 'schedule worker error'));
   // Exported at 0 from the start, so that the first replacement shows as an increase.
   for (const shard of shards) rt.metrics.fetchLoopRestarts.inc({ shard: String(shard) }, 0);
   rt.scheduler
@@ -271,10 +289,10 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
   });
   return {
     workers,
-    isRunning: () => [...workers, ...housekeepers].every((w) => w.isRunning()),
+    isRunning: () => [...workers, ...housekeepers, scheduleWorker].every((w) => w.isRunning()),
     async close(force = false) {
       watchdog.stop();
-      await Promise.all([...workers, ...housekeepers].map((w) => w.close(force)));
+      await Promise.all([...workers, ...housekeepers, scheduleWorker].map((w) => w.close(force)));
       // Not disconnected here: a closed BullMQ worker may still finish an in-flight command
       // (e.g. rescheduling a job scheduler), and on a closed connection it retries without
       // pause, for ever. Let it end on a live connection and go with the process.

@@ -103,12 +103,17 @@ export function createRunService(deps: RunServiceDeps) {
   }
 
   return {
-    /** `traceparent`: the trace the run belongs to (see `submitSpan`); a new one when omitted. */
+    /**
+     * `traceparent`: the trace the run belongs to (see `submitSpan`); a new one when omitted.
+     * `runId`: the id to create it under (a schedule's firing); a run that already has it is
+     * answered as it is, so firing twice creates one run.
+     */
     async submit(
       principal: Principal,
       body: SubmitRunBody,
       idempotencyKey?: string,
       traceparent = newTraceparent(),
+      opts: { runId?: string } = {},
     ): Promise<{ run: RunView; created: boolean }> {
       const profile = deps.agents.get(body.agent ?? deps.agents.defaultAgent);
       const limits = { ...profile.limits, ...body.limits };
@@ -117,7 +122,8 @@ export function createRunService(deps: RunServiceDeps) {
           throw new InvalidRequestError(`limits.${name} may be at most ${ceiling} (the operator's ceiling)`, 'limit_above_ceiling');
       }
       const replay = async (runId: string) => ({ run: await view(await visibleRun(principal, runId)), created: false });
-      const id = randomUUID();
+      if (opts.runId && (await deps.store.get(opts.runId))) return replay(opts.runId);
+      const id = opts.runId ?? randomUUID();
       const idem = idempotencyKey
         ? {
             key: tenantKeys(principal.tenantId).idempotency(principal.userId, idempotencyKey),
@@ -153,6 +159,7 @@ export function createRunService(deps: RunServiceDeps) {
         deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
       };
       let admitted = false;
+      let created = false;
       let run = fresh;
       try {
         await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
@@ -174,7 +181,7 @@ export function createRunService(deps: RunServiceDeps) {
         if (body.sessionId) run = { ...fresh, historyMessages: history.length };
         // Renew the claim just before creating: a claim only lapses after SESSION_CLAIM_MS without a run.
         await claimSession();
-        await deps.store.create(
+        created = await deps.store.create(
           run,
           { role: 'user', content: body.input },
           runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId }),
@@ -187,6 +194,8 @@ export function createRunService(deps: RunServiceDeps) {
         if (idem) await deps.store.releaseIdempotencyKey(idem.key, idem.claim).catch(() => {});
         throw err;
       }
+      // Another process created this id first (a firing taken twice): its run holds the quota slot.
+      if (!created) return replay(id);
       if (idem) await deps.store.bindIdempotencyKey(idem.key, idem.claim, deps.idempotencyTtlSeconds ?? 86_400);
       await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });

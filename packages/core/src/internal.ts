@@ -102,6 +102,8 @@ export {
 export { createProviderCompletion, DEFAULT_PROVIDER, type Provider, parseModelId, providerSchema } from './model/providers.js';
 export { loadOptionsOrExit } from './options.js';
 export {
+  type AdmitJob,
+  admitJobSchema,
   type CancelExpiry,
   type CompensateJob,
   compensateJobSchema,
@@ -161,7 +163,8 @@ export { createResilientModelGateway, type ModelProtection } from './resilience/
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './runs/run-service.js';
 export { checkCron, isMissed, latestFireAt, nextFireAt, scheduledRunId } from './runs/schedule-cron.js';
 export { createScheduleService, type FireResult, type ScheduleService } from './runs/schedule-service.js';
-export { type SessionSettings, sessionHistory } from './runs/session-history.js';
+export { INTERRUPTED_TURN, type SessionSettings, sessionHistory } from './runs/session-history.js';
+export { type AdmitResult, createSessionQueue, type SessionQueue } from './runs/session-queue.js';
 export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './runtime.js';
 export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
 export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';

@@ -44,6 +44,8 @@ export const tenantKeys = (tenantId: string) => {
     /** A user's session: its run ids by creation time, and the one still active (if any). */
     sessionRuns: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:runs`,
     sessionActive: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:active`,
+    /** Runs waiting for the session to be free (`ifBusy`), in submission order. */
+    sessionQueue: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:queue`,
     /** Webhook id → webhook JSON (with its secret). */
     webhooks: `${p}:webhooks`,
     /** The last delivery attempts of one webhook, newest first (a capped list). */

@@ -19,6 +19,7 @@ import { CircuitBreakers } from './resilience/circuit-breakers.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
 import { createRunService, type RunService } from './runs/run-service.js';
 import { createScheduleService, type ScheduleService } from './runs/schedule-service.js';
+import { createSessionQueue, type SessionQueue } from './runs/session-queue.js';
 import { ApprovalFeed } from './store/approval-feed.js';
 import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
@@ -56,6 +57,8 @@ export interface Runtime {
   /** Agents on a schedule: CRUD, and the firings workers take from `scheduleQueue`. */
   schedules: ScheduleService;
   scheduleQueue: ScheduleQueue;
+  /** Runs queued for a busy session (`ifBusy`), admitted one at a time by `admit` jobs. */
+  sessionQueue: SessionQueue;
   approvals: ApprovalService;
   inputFilter: InputFilter;
   masker: PiiMasker;
@@ -184,6 +187,8 @@ async function buildRuntime<X extends Extras>(
         await compensator
           ?.onRunFinished(run)
           .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+        // Its session may be free now: the next run queued for it (if any) starts.
+        if (run.sessionId) await enqueue('admit', { runId: run.id, cause: 'finished', traceparent: run.traceparent });
       },
       decided: async (run) => compensator?.decided(run),
     },
@@ -213,6 +218,11 @@ async function buildRuntime<X extends Extras>(
     toolTimeoutMs: options.tools.timeoutMs,
     approvalTtlMs: options.approvals.ttlMs,
     maxResultBytes: options.tools.maxResultBytes,
+    // A rolled-back run's session waits for its undo: once it ends, the next queued run may start.
+    onSettled: async (run) => {
+      if (run.interruption?.rollback && run.sessionId)
+        await enqueue('admit', { runId: run.id, cause: 'undone', traceparent: run.traceparent });
+    },
     // Only the worker runs undo calls; elsewhere the compensator only requests and records.
     ...(added.breakers ? { breakers: added.breakers } : {}),
   });
@@ -226,6 +236,13 @@ async function buildRuntime<X extends Extras>(
     metrics,
     logger,
     perTenant: options.schedules.perTenant,
+  });
+  const sessionQueue = createSessionQueue({
+    store,
+    applier,
+    sessions,
+    undoSettled: (run) => (compensator as Compensator).settled(run),
+    logger,
   });
   return {
     options,
@@ -246,6 +263,7 @@ async function buildRuntime<X extends Extras>(
     runs,
     schedules,
     scheduleQueue,
+    sessionQueue,
     approvals: createApprovalService({ store, applier, tools }),
     inputFilter,
     masker,

@@ -1,5 +1,6 @@
 import { ReinError } from '@rein/core';
 import {
+  admitJobSchema,
   Bulkhead,
   bullConnection,
   compensateJobSchema,
@@ -185,6 +186,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
       onFinalFailure: (payload, err) => rt.compensator.giveUp(payload, err.message),
     },
     // A schedule's firing: its run's id comes from the schedule and the fire time, so a firing taken twice starts one run.
+    admit: { schema: admitJobSchema, run: async ({ runId }) => `session ${await rt.sessionQueue.admitNext(runId)}` },
     [SCHEDULE_FIRE.name]: {
       schema: fireJobSchema,
       run: async ({ scheduleId }, { job }) => `firing ${await rt.schedules.fire(scheduleId, fireTimeOf(job))}`,

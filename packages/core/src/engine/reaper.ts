@@ -130,6 +130,12 @@ async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Pro
   const life = (id: string) => jobLife(queue, id, now, deps.staleMs);
   const repairJob = await life(jobCatalog.repair.id(repair));
   if (repairJob !== 'gone') return repairJob === 'promoted' ? 'stranded_delayed_job' : null;
+  // Queued behind its session: no step job until it is admitted. Waiting is not stuck (no repair
+  // counted), but a lost admit job would be: look at its session again (idempotent).
+  if (run.queuedBehind) {
+    await deps.enqueue('admit', { runId: run.id, cause: 'queued' });
+    return null;
+  }
   if (run.status === 'queued' || run.status === 'running') {
     const stepJob = await life(jobCatalog.step.id(step));
     if (stepJob !== 'gone') return stepJob === 'promoted' ? 'stranded_delayed_job' : null;

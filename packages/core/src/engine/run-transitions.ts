@@ -37,6 +37,24 @@ export function startRun(run: RunRecord, at: string): Change {
   return { to: { ...run, status: 'running', updatedAt: at } };
 }
 
+/**
+ * A run queued behind its session (`ifBusy`) starts: it gets the session's history as it
+ * is now, then its input, and its time limit counts from here. Still `queued`: its first
+ * step starts it.
+ */
+export function admitQueuedRun(run: RunRecord, history: ChatMessage[], now: number): Change {
+  const { queuedBehind: _behind, ...admitted } = run;
+  return {
+    to: {
+      ...admitted,
+      historyMessages: history.length,
+      updatedAt: new Date(now).toISOString(),
+      deadlineAt: new Date(now + run.limits.timeoutMs).toISOString(),
+    },
+    messages: [...history, { role: 'user', content: run.input }],
+  };
+}
+
 /** The step is done and the run goes on with the next one. Time spent parked does not count against the deadline. */
 export function continueRun(run: RunRecord, patch: Partial<RunRecord>, change: RunChange, now: number): Change {
   const parkedFor = run.parkedAt ? now - Date.parse(run.parkedAt) : 0;

@@ -38,6 +38,18 @@ export const compensateJobSchema = z.object({
 export type CompensateJob = z.infer<typeof compensateJobSchema>;
 
 /**
+ * A session may have freed up: start the run first in line for it, if the session is free
+ * (runs/session-queue.ts). `runId`: the run whose change prompted it (it finished, its undo
+ * ended, or it joined the queue); `cause` keeps the three apart, one job each.
+ */
+export const admitJobSchema = z.object({
+  runId: z.string().min(1),
+  cause: z.enum(['finished', 'undone', 'queued']),
+  traceparent: traceparentSchema.optional(),
+});
+export type AdmitJob = z.infer<typeof admitJobSchema>;
+
+/**
  * Every job Rein enqueues: name → payload schema and deterministic id (I1).
  * Both names run the same idempotent step processor; "resume" exists so that a
  * decision's resume job never collides with the step's original job id.
@@ -51,6 +63,8 @@ export const jobCatalog = {
   repair: { schema: repairJobSchema, id: (j: RepairJob) => `${j.runId}-${j.step}-repair-${j.version}` },
   /** Undoes a finished run's completed writes in reverse order (engine/compensation.ts); a killed worker's job is taken up again. */
   compensate: { schema: compensateJobSchema, id: (j: CompensateJob) => `${j.runId}-compensate-${j.round}` },
+  /** Starts the next run queued for a session (`ifBusy`); idempotent, so a duplicate only finds the session taken. */
+  admit: { schema: admitJobSchema, id: (j: AdmitJob) => `${j.runId}-admit-${j.cause}` },
 } as const;
 
 /** The repeating job (a BullMQ job scheduler) that fails runs past their deadline. */

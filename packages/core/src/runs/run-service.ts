@@ -68,6 +68,8 @@ export function runView(run: RunRecord, approvals: Approval[]): RunView {
     agent: run.agent,
     input: run.input,
     ...(run.sessionId ? { sessionId: run.sessionId } : {}),
+    ...(run.queuedBehind ? { queuedBehind: run.queuedBehind } : {}),
+    ...(run.interruption ? { interruption: run.interruption } : {}),
     ...(run.finalAnswer !== undefined ? { finalAnswer: run.finalAnswer } : {}),
     ...(run.output !== undefined ? { output: run.output } : {}),
     step: run.step,
@@ -96,6 +98,49 @@ export function createRunService(deps: RunServiceDeps) {
     const run = await deps.store.get(id);
     if (!run || !mayReadRun(principal, run)) throw new NotFoundError(`run ${id}`);
     return run;
+  }
+
+  const sessionOf = (run: RunRecord) => ({ tenantId: run.tenantId, userId: run.userId, sessionId: run.sessionId ?? '' });
+
+  /**
+   * Ends a live run by a caller's word: cancelled, or interrupted by a new run of its
+   * session (which, with `rollback`, undoes its writes: the finish hook starts its saga).
+   * Its pending approvals are withdrawn in the same commit; a tool call in flight finishes
+   * and is recorded after the finish (`recordAfterFinish`).
+   */
+  async function end(
+    principal: Principal,
+    id: string,
+    reason: 'cancelled' | 'interrupted',
+    interruption?: RunRecord['interruption'],
+  ): Promise<RunRecord> {
+    // A worker may commit meanwhile: look again (bounded).
+    return retryOnStale(async () => {
+      const run = await visibleRun(principal, id);
+      if (TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_finished', `run ${id} already ${run.status}`);
+      const at = new Date(now()).toISOString();
+      const comment = reason === 'cancelled' ? 'run cancelled' : `run interrupted by ${interruption?.by}`;
+      const withdrawn = (await deps.store.approvals(id))
+        .filter((a) => a.status === 'pending')
+        .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: principal.userId, decidedAt: at, comment }));
+      const change = finishRun(
+        run,
+        { status: 'cancelled', reason, by: principal.userId },
+        interruption ? { interruption } : {},
+        { approvals: withdrawn },
+        at,
+      );
+      return deps.applier.apply(run, { kind: 'cancel', change, followUps: { feed: withdrawn.map((a) => approvalEvent(a, true)) } });
+    });
+  }
+
+  /** `ifBusy: interrupt | rollback`: the session's active run ends `interrupted`; one that finished meanwhile is left as it is. */
+  async function interrupt(principal: Principal, active: string, by: string, rollback: boolean): Promise<void> {
+    try {
+      await end(principal, active, 'interrupted', { by, rollback });
+    } catch (err) {
+      if (!(err instanceof ConflictError) && !(err instanceof NotFoundError)) throw err;
+    }
   }
 
   async function view(run: RunRecord) {
@@ -161,30 +206,35 @@ export function createRunService(deps: RunServiceDeps) {
       let admitted = false;
       let created = false;
       let run = fresh;
+      const ifBusy = body.ifBusy ?? 'reject';
+      // The run this one waits behind, when its session is busy and the policy queues it.
+      let behind: string | null = null;
       try {
         await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
         admitted = true;
         // One active run per session: the next one must see this one's answer.
         const claimSession = async () => {
           const holder = await deps.store.claimSession(fresh);
-          if (holder) throw new ConflictError('session_busy', `run ${holder} of session ${body.sessionId} is still active`);
+          if (holder && ifBusy === 'reject')
+            throw new ConflictError('session_busy', `run ${holder} of session ${body.sessionId} is still active`);
+          return holder;
         };
-        await claimSession();
+        behind = await claimSession();
         // Read after the claim, so the previous run of the session has finished and is seen.
-        const history = body.sessionId
-          ? await sessionHistory(
-              deps.store,
-              { tenantId: principal.tenantId, userId: principal.userId, sessionId: body.sessionId },
-              deps.sessions,
-            )
-          : [];
-        if (body.sessionId) run = { ...fresh, historyMessages: history.length };
+        let history = !behind && body.sessionId ? await sessionHistory(deps.store, sessionOf(fresh), deps.sessions) : [];
         // Renew the claim just before creating: a claim only lapses after SESSION_CLAIM_MS without a run.
-        await claimSession();
+        if (!behind) behind = await claimSession();
+        if (behind) {
+          history = [];
+          // Interrupting: it waits behind the active run it cancels, not behind a queued one.
+          if (ifBusy === 'interrupt' || ifBusy === 'rollback') behind = (await deps.store.sessionHolder(fresh)) ?? behind;
+          run = { ...fresh, queuedBehind: behind };
+        } else if (body.sessionId) run = { ...fresh, historyMessages: history.length };
         created = await deps.store.create(
           run,
-          { role: 'user', content: body.input },
-          runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId }),
+          // A queued run gets its history and input when it is admitted (runs/session-queue.ts).
+          behind ? null : { role: 'user', content: body.input },
+          runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId, ...(behind ? { behind } : {}) }),
           history,
         );
       } catch (err) {
@@ -197,7 +247,12 @@ export function createRunService(deps: RunServiceDeps) {
       // Another process created this id first (a firing taken twice): its run holds the quota slot.
       if (!created) return replay(id);
       if (idem) await deps.store.bindIdempotencyKey(idem.key, idem.claim, deps.idempotencyTtlSeconds ?? 86_400);
-      await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId });
+      if (behind) {
+        await deps.store.joinSessionQueue(run);
+        if (ifBusy === 'interrupt' || ifBusy === 'rollback') await interrupt(principal, behind, id, ifBusy === 'rollback');
+        // The run ahead may have finished before this one joined the queue: look once now.
+        await deps.enqueue('admit', { runId: id, cause: 'queued', traceparent });
+      } else await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };
     },
@@ -296,22 +351,7 @@ export function createRunService(deps: RunServiceDeps) {
 
     /** Cancels a non-terminal run; its pending approvals are withdrawn in the same commit. */
     async cancel(principal: Principal, id: string) {
-      // A worker may commit meanwhile: look again (bounded).
-      return retryOnStale(async () => {
-        const run = await visibleRun(principal, id);
-        if (TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_finished', `run ${id} already ${run.status}`);
-        const at = new Date(now()).toISOString();
-        const withdrawn = (await deps.store.approvals(id))
-          .filter((a) => a.status === 'pending')
-          .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: principal.userId, decidedAt: at, comment: 'run cancelled' }));
-        const change = finishRun(run, { status: 'cancelled', reason: 'cancelled', by: principal.userId }, {}, { approvals: withdrawn }, at);
-        const next = await deps.applier.apply(run, {
-          kind: 'cancel',
-          change,
-          followUps: { feed: withdrawn.map((a) => approvalEvent(a, true)) },
-        });
-        return view(next);
-      });
+      return view(await end(principal, id, 'cancelled'));
     },
   };
 }

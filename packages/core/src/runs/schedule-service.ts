@@ -141,7 +141,8 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
       const at = now();
       deps.metrics.scheduleLag.observe(Math.max(0, at - scheduledFor) / 1000);
       let fireAt = scheduledFor;
-      if (isMissed(s.cron, s.timezone, scheduledFor, at)) {
+      const missed = isMissed(s.cron, s.timezone, scheduledFor, at);
+      if (missed) {
         if (s.catchUp === 'none') {
           await record(s, { scheduledFor: iso(scheduledFor), at: iso(at), outcome: 'missed', reason: 'catchUp none' });
           return 'missed';
@@ -173,7 +174,12 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
         );
         await deps.store.setLastRun(s.id, runId);
         if (!created) return 'replayed';
-        await record(s, { ...base, outcome: 'started', runId });
+        await record(s, {
+          ...base,
+          outcome: 'started',
+          runId,
+          ...(missed ? { reason: `catch-up of the firing due ${iso(scheduledFor)}` } : {}),
+        });
         return 'started';
       } catch (err) {
         // A refusal (quota, ceiling, unknown agent) will not change on a retry of this firing: record it.

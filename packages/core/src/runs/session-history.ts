@@ -12,16 +12,21 @@ export interface SessionSettings {
   model: string;
 }
 
-/** One earlier run as conversation: its input and answer, or its whole exchange with tool traffic. */
+/** What the next run reads where an interrupted turn's answer would be. */
+export const INTERRUPTED_TURN = '[interrupted: the user wrote again before this was answered]';
+
+/** One earlier run as conversation: its input and answer, or its whole exchange with tool traffic; an interrupted one says so. */
 async function turnOf(store: RunStore, run: RunRecord, toolTraffic: boolean): Promise<ChatMessage[]> {
-  if (toolTraffic) return (await store.messages(run.id)).slice(run.historyMessages ?? 0);
-  const answer: ChatMessage[] = run.finalAnswer !== undefined ? [{ role: 'assistant', content: run.finalAnswer }] : [];
+  const mark: ChatMessage[] = run.interruption ? [{ role: 'assistant', content: INTERRUPTED_TURN }] : [];
+  // A turn cut mid-step may end on tool calls without results: only its input goes with the mark.
+  if (toolTraffic && !run.interruption) return (await store.messages(run.id)).slice(run.historyMessages ?? 0);
+  const answer: ChatMessage[] = run.finalAnswer !== undefined ? [{ role: 'assistant', content: run.finalAnswer }] : mark;
   return [{ role: 'user', content: run.input }, ...answer];
 }
 
 /**
  * The conversation a new run of a session starts with: the session's finished runs,
- * oldest first, keeping the newest turns that fit the token window (a turn is kept
+ * oldest first (a rolled-back run's turn left out: its writes were undone; so is one that ended still queued), keeping the newest turns that fit the token window (a turn is kept
  * whole or dropped whole, so a tool call never loses its result).
  */
 export async function sessionHistory(
@@ -30,7 +35,9 @@ export async function sessionHistory(
   settings: SessionSettings,
 ): Promise<ChatMessage[]> {
   const ids = await store.sessionRunIds(session.tenantId, session.userId, session.sessionId);
-  const runs = (await store.getMany(ids)).filter((r): r is RunRecord => r !== null && TERMINAL_STATUSES.includes(r.status));
+  const runs = (await store.getMany(ids)).filter(
+    (r): r is RunRecord => r !== null && TERMINAL_STATUSES.includes(r.status) && !r.interruption?.rollback && !r.queuedBehind,
+  );
   const turns = await Promise.all(runs.map((r) => turnOf(store, r, settings.toolTraffic)));
   const kept: ChatMessage[][] = [];
   let tokens = 0;

@@ -42,6 +42,12 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
     env: CLIENT_ENV,
   },
   watch: { usage: 'rein watch <runId>', summary: 'follow a run live', details: '', env: CLIENT_ENV },
+  schedules: {
+    usage: 'rein schedules [<scheduleId>]',
+    summary: "the caller's schedules (an admin's: the tenant's); with an id, its latest firings",
+    details: '',
+    env: CLIENT_ENV,
+  },
 } as const;
 
 export type CommandName = keyof typeof COMMANDS;

@@ -8,6 +8,7 @@ import { dev } from './dev.js';
 import { fleetClient } from './fleet-client.js';
 import { type CommandName, commandHelp, isCommand, USAGE } from './help.js';
 import { follow, run } from './run.js';
+import { renderSchedule, renderSchedules } from './schedules.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 const [command, ...rest] = process.argv.slice(2);
@@ -87,6 +88,15 @@ try {
         approve: values.approve === true,
         startFleet: values['start-fleet'] === true,
       });
+      process.exit(0);
+      break;
+    }
+    case 'schedules': {
+      const { positionals } = options('schedules', {});
+      const { rein } = fleetClient();
+      process.stdout.write(
+        positionals[0] ? renderSchedule(await rein.schedules.get(positionals[0])) : renderSchedules(await rein.schedules.list()),
+      );
       process.exit(0);
       break;
     }

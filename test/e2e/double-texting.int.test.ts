@@ -12,6 +12,10 @@ const fleet = fleetPerFile({ modelLatencyMs: 1_500 });
 
 let redis: Redis | undefined;
 afterAll(() => redis?.disconnect());
+const backOffice = () => {
+  redis ??= new Redis(fleet().redisUrl);
+  return new DemoStore(redis);
+};
 
 type Snapshot = { step: number; request: { messages: Array<{ role: string; content?: string | null }> } };
 /** What the model was sent at a run's first step (admins read snapshots). */
@@ -75,7 +79,7 @@ describe('double-texting: a second message while a run of the session is active'
   it('rollback: the interrupted run’s ticket is undone through its saga, and the new run starts after, without that turn', async () => {
     const user = fleet().client();
     const approver = fleet().client(KEYS.approver.key);
-    const tickets = () => new DemoStore((redis ??= new Redis(fleet().redisUrl))).tickets(KEYS.user.tenantId, '2024001');
+    const tickets = () => backOffice().tickets(KEYS.user.tenantId, '2024001');
     const before = (await tickets()).length;
     const a = await user.runs.create({ input: LATE_ORDER, sessionId: 'dt-rollback' });
     const parked = await fleet().waitForRun(a.id, (r) => r.status === 'pending_approval');

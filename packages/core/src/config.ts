@@ -76,6 +76,8 @@ export const quotaSchema = z.object({
   maxParkedRuns: z.number().int().min(1).optional(),
   tokensPerDay: z.number().int().min(1),
   costPerDayUsd: z.number().min(0),
+  /** Fair share: runs over maxConcurrentRuns wait in the tenant's own line (started oldest first as its slots free) instead of a 429. */
+  queueBeyondLimit: z.boolean().optional(),
 });
 export type Quota = z.infer<typeof quotaSchema>;
 const quotasSchema = z.object({ default: quotaSchema, tenants: z.record(z.string(), quotaSchema).default({}) });
@@ -148,12 +150,13 @@ export const configSchema = z.object({
   /** Refuse to start when a model the fleet may call has no price (else it warns, and those calls cost 0). */
   REIN_REQUIRE_PRICES: flag.default(false),
   /** Per-tenant quotas, enforced across the fleet: `{default: {...}, tenants: {"<id>": {...}}}`. */
-  REIN_TENANT_QUOTAS: jsonOf(quotasSchema, '{default: {maxConcurrentRuns, maxParkedRuns?, tokensPerDay, costPerDayUsd}, tenants?}').default(
-    {
-      default: { maxConcurrentRuns: 100, tokensPerDay: 5_000_000, costPerDayUsd: 100 },
-      tenants: {},
-    },
-  ),
+  REIN_TENANT_QUOTAS: jsonOf(
+    quotasSchema,
+    '{default: {maxConcurrentRuns, maxParkedRuns?, tokensPerDay, costPerDayUsd, queueBeyondLimit?}, tenants?}',
+  ).default({
+    default: { maxConcurrentRuns: 100, tokensPerDay: 5_000_000, costPerDayUsd: 100 },
+    tenants: {},
+  }),
   /** Circuit breakers (one per model and per tool, state shared by the fleet). */
   REIN_BREAKER_ERROR_PERCENT: z.coerce.number().min(1).max(100).default(50),
   REIN_BREAKER_RESET_MS: z.coerce.number().int().min(100).default(10_000),

@@ -118,10 +118,12 @@ export {
   REAPER,
   type RepairJob,
   repairJobSchema,
+  type SlotJob,
   STEP_QUEUE,
   type StepJob,
   StepScheduler,
   shardOf,
+  slotJobSchema,
   stepJobOptions,
   stepJobSchema,
   stepQueue,
@@ -160,6 +162,7 @@ export { type BreakerOptions, CircuitBreakers } from './resilience/circuit-break
 export { withFaultInjection } from './resilience/fault-injection.js';
 export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
+export { createFairShare, type FairShare } from './runs/fair-share.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './runs/run-service.js';
 export { checkCron, isMissed, latestFireAt, nextFireAt, scheduledRunId } from './runs/schedule-cron.js';
 export { createScheduleService, type FireResult, type ScheduleService } from './runs/schedule-service.js';

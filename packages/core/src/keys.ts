@@ -30,6 +30,8 @@ export const tenantKeys = (tenantId: string) => {
     /** Runs queued or running (parked ones move to `parked` while they wait for a person). */
     active: `${p}:active`,
     parked: `${p}:parked`,
+    /** Fair share (`queueBeyondLimit`): runs over the concurrency limit, oldest first, waiting for a slot. */
+    waiting: `${p}:waiting`,
     usage: (day: string) => `${p}:usage:${day}`,
     /** Per day: run id → the usage (`tokens:costMicros`) already added to that day's usage, for idempotent charges. */
     charged: (day: string) => `${p}:charged:${day}`,

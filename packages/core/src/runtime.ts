@@ -17,6 +17,7 @@ import { ScheduleQueue } from './queue/schedule-queue.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from './redis.js';
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
+import { createFairShare, type FairShare } from './runs/fair-share.js';
 import { createRunService, type RunService } from './runs/run-service.js';
 import { createScheduleService, type ScheduleService } from './runs/schedule-service.js';
 import { createSessionQueue, type SessionQueue } from './runs/session-queue.js';
@@ -59,6 +60,8 @@ export interface Runtime {
   scheduleQueue: ScheduleQueue;
   /** Runs queued for a busy session (`ifBusy`), admitted one at a time by `admit` jobs. */
   sessionQueue: SessionQueue;
+  /** Tenants' runs waiting for a concurrency slot (`queueBeyondLimit`), started by `slot` jobs. */
+  fairShare: FairShare;
   approvals: ApprovalService;
   inputFilter: InputFilter;
   masker: PiiMasker;
@@ -189,6 +192,9 @@ async function buildRuntime<X extends Extras>(
           .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
         // Its session may be free now: the next run queued for it (if any) starts.
         if (run.sessionId) await enqueue('admit', { runId: run.id, cause: 'finished', traceparent: run.traceparent });
+        // Its slot is free: the tenant's oldest waiting run (fair share) takes it.
+        if (quotas.quotaOf(run.tenantId).queueBeyondLimit)
+          await enqueue('slot', { runId: run.id, tenantId: run.tenantId, freed: true, traceparent: run.traceparent });
       },
       decided: async (run) => compensator?.decided(run),
     },
@@ -242,6 +248,7 @@ async function buildRuntime<X extends Extras>(
     applier,
     sessions,
     undoSettled: (run) => (compensator as Compensator).settled(run),
+    waitingForSlot: (run) => quotas.waiting(run.tenantId, run.id),
     logger,
   });
   return {
@@ -264,6 +271,7 @@ async function buildRuntime<X extends Extras>(
     schedules,
     scheduleQueue,
     sessionQueue,
+    fairShare: createFairShare({ store, quotas, enqueue }),
     approvals: createApprovalService({ store, applier, tools }),
     inputFilter,
     masker,

@@ -28,6 +28,7 @@ import {
   SCHEDULE_QUEUE_PREFIX,
   STEP_QUEUE,
   type StepJob,
+  slotJobSchema,
   stepJobSchema,
   stepSpan,
   sweepDeadlines,
@@ -186,6 +187,10 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
       onFinalFailure: (payload, err) => rt.compensator.giveUp(payload, err.message),
     },
     // A schedule's firing: its run's id comes from the schedule and the fire time, so a firing taken twice starts one run.
+    slot: {
+      schema: slotJobSchema,
+      run: async ({ tenantId, runId, freed }) => `started ${await rt.fairShare.fill(tenantId, freed ? runId : undefined)}`,
+    },
     admit: { schema: admitJobSchema, run: async ({ runId }) => `session ${await rt.sessionQueue.admitNext(runId)}` },
     [SCHEDULE_FIRE.name]: {
       schema: fireJobSchema,
@@ -207,6 +212,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
           applier: rt.applier,
           metrics: rt.metrics,
           logger,
+          quotas: rt.quotas,
           staleMs: options.maintenance.reaperStaleMs,
         });
         return `repaired ${repaired}`;

@@ -209,8 +209,10 @@ export function createRunService(deps: RunServiceDeps) {
       const ifBusy = body.ifBusy ?? 'reject';
       // The run this one waits behind, when its session is busy and the policy queues it.
       let behind: string | null = null;
+      // `waiting`: over the tenant's concurrency limit, in its fair-share line (`queueBeyondLimit`).
+      let admission: 'admitted' | 'waiting' = 'admitted';
       try {
-        await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
+        admission = await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
         admitted = true;
         // One active run per session: the next one must see this one's answer.
         const claimSession = async () => {
@@ -252,7 +254,10 @@ export function createRunService(deps: RunServiceDeps) {
         if (ifBusy === 'interrupt' || ifBusy === 'rollback') await interrupt(principal, behind, id, ifBusy === 'rollback');
         // The run ahead may have finished before this one joined the queue: look once now.
         await deps.enqueue('admit', { runId: id, cause: 'queued', traceparent });
-      } else await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId });
+      }
+      // A slot may have freed before it joined the line: look once now.
+      if (admission === 'waiting') await deps.enqueue('slot', { runId: id, tenantId: principal.tenantId, freed: false, traceparent });
+      else if (!behind) await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };
     },

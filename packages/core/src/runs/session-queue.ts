@@ -12,6 +12,8 @@ export interface SessionQueueDeps {
   sessions: SessionSettings;
   /** Whether a rolled-back run's undo has finished or been declined (engine/compensation.ts). */
   undoSettled: (run: RunRecord) => Promise<boolean>;
+  /** Whether the run still waits for a slot of its tenant (fair share): then that slot, not the session, starts it. */
+  waitingForSlot: (run: RunRecord) => Promise<boolean>;
   logger: Logger;
   now?: () => number;
 }
@@ -49,11 +51,12 @@ export function createSessionQueue(deps: SessionQueueDeps) {
         if (behind?.interruption?.rollback && !(await deps.undoSettled(behind))) return 'undoing';
         if (await deps.store.claimSession(next)) return 'busy';
         const history = await sessionHistory(deps.store, session, deps.sessions);
+        const step = { name: 'step' as const, payload: { runId: next.id, step: 0, tenantId: next.tenantId } };
         try {
           await deps.applier.apply(next, {
             kind: 'admit',
             change: admitQueuedRun(next, history, now()),
-            followUps: { jobs: [{ name: 'step', payload: { runId: next.id, step: 0, tenantId: next.tenantId } }] },
+            followUps: { jobs: (await deps.waitingForSlot(next)) ? [] : [step] },
           });
         } catch (err) {
           if (!(err instanceof StaleStepError)) throw err;

@@ -61,6 +61,7 @@ const scripts = {
   createRun: { file: 'create-run-3.lua', keys: 3 },
   commitRun: { file: 'commit-run-9.lua', keys: 9 },
   admitRun: { file: 'admit-run-3.lua', keys: 3 },
+  takeSlot: { file: 'take-slot-2.lua', keys: 2 },
   acquireLease: { file: 'acquire-lease-3.lua', keys: 3 },
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
   claimSession: { file: 'claim-session-2.lua', keys: 2 },
@@ -75,6 +76,7 @@ export interface ReinScripts {
   createRun(k1: string, k2: string, k3: string, ...argv: string[]): Promise<number>;
   commitRun(...keysAndArgs: string[]): Promise<number>;
   admitRun(active: string, usage: string, parked: string, ...argv: string[]): Promise<number>;
+  takeSlot(active: string, waiting: string, max: string, freed: string): Promise<string | null>;
   acquireLease(leases: string, open: string, tripped: string, ...argv: string[]): Promise<[LeaseResult, string | null, string | null]>;
   settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
   claimSession(active: string, queue: string, runId: string, ttlSeconds: string, replace: string): Promise<[ClaimResult, string, number]>;

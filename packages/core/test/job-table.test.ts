@@ -1,6 +1,15 @@
 import { describe, expect, it, vi } from 'vitest';
-import { compensateJobSchema, expireJobSchema, housekeepingJobSchema, repairJobSchema, stepJobSchema } from '../src/queue/job-catalog.js';
+import {
+  admitJobSchema,
+  compensateJobSchema,
+  expireJobSchema,
+  housekeepingJobSchema,
+  repairJobSchema,
+  slotJobSchema,
+  stepJobSchema,
+} from '../src/queue/job-catalog.js';
 import { failJob, InvalidJobError, type JobTable, runJob } from '../src/queue/job-table.js';
+import { fireJobSchema } from '../src/queue/schedule-queue.js';
 
 /** A table whose handlers say which ran and with what. */
 function table() {
@@ -12,6 +21,9 @@ function table() {
     repair: { schema: repairJobSchema, run: (p) => ran('repair', p), onFinalFailure: ended },
     expire: { schema: expireJobSchema, run: (p) => ran('expire', p) },
     compensate: { schema: compensateJobSchema, run: (p) => ran('compensate', p) },
+    admit: { schema: admitJobSchema, run: (p) => ran('admit', p) },
+    slot: { schema: slotJobSchema, run: (p) => ran('slot', p) },
+    fire: { schema: fireJobSchema, run: (p) => ran('fire', p) },
     sweep: { schema: housekeepingJobSchema, run: (p) => ran('sweep', p) },
     reap: { schema: housekeepingJobSchema, run: (p) => ran('reap', p) },
   };

@@ -137,7 +137,11 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
         await deps.timers.remove(scheduleId).catch(() => {});
         return 'gone';
       }
-      if (!s.enabled) return 'disabled';
+      if (!s.enabled) {
+        // A PATCH that lost a race with another left its timer on: a disabled schedule keeps none.
+        await deps.timers.remove(scheduleId).catch(() => {});
+        return 'disabled';
+      }
       const at = now();
       deps.metrics.scheduleLag.observe(Math.max(0, at - scheduledFor) / 1000);
       let fireAt = scheduledFor;
@@ -150,7 +154,9 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
         // One run for everything missed: the latest fire time that has passed.
         fireAt = latestFireAt(s.cron, s.timezone, at);
       }
-      const runId = scheduledRunId(s.id, fireAt);
+      // By the firing's own fire time, not the catch-up's: a retry of this job later on computes
+      // another latest fire time, but must find the run it may already have created.
+      const runId = scheduledRunId(s.id, scheduledFor);
       const base = { scheduledFor: iso(fireAt), at: iso(at) };
       if (s.overlap === 'skip') {
         const busy = await activeRun(s);

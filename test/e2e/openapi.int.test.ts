@@ -115,6 +115,17 @@ describe('GET /openapi.json', () => {
     const approve = approver?.paths['/v1/approvals/{id}/approve']?.post;
     expect(approve?.requestBody).toMatchObject({ content: { 'application/json': { schema: { properties: { arguments: {} } } } } });
     expect(Object.keys(approve?.responses ?? {})).toEqual(expect.arrayContaining(['200', '403', '404', '409', '410']));
+    // Schedules, and the double-texting policy of a submit.
+    expect(submit?.requestBody).toMatchObject({
+      content: { 'application/json': { schema: { properties: { ifBusy: { enum: ['reject', 'enqueue', 'interrupt', 'rollback'] } } } } },
+    });
+    const createSchedule = api?.paths['/v1/schedules']?.post;
+    expect(createSchedule?.requestBody).toMatchObject({
+      content: { 'application/json': { schema: { required: expect.arrayContaining(['input', 'cron']) } } },
+    });
+    expect(Object.keys(createSchedule?.responses ?? {})).toEqual(expect.arrayContaining(['201', '400', '409']));
+    expect(Object.keys(api?.paths['/v1/schedules/{id}'] ?? {}).sort()).toEqual(['delete', 'get', 'patch']);
+    expect(api?.paths['/v1/schedules']?.get?.responses?.['200']).toBeDefined();
   });
 
   it('names its licence and its server, and every POST declares the 413 and 415 a body can earn', async () => {

@@ -19,6 +19,8 @@ export interface FleetOptions {
   /** REDIS_CLUSTER_NODES: run the fleet on this Redis Cluster instead (REDIS_URL is then ignored). */
   clusterNodes?: string;
   workers?: number;
+  /** API processes (default 1); the others listen on ports of their own (`apis`). */
+  apis?: number;
   modelLatencyMs?: number;
   /** Environment of the API, workers and approver. */
   env?: Record<string, string>;
@@ -80,6 +82,8 @@ export async function startFleet(opts: FleetOptions) {
     ...opts.modelEnv,
   });
   spawnService('api', entry('api'));
+  const extraApiPorts = await Promise.all(Array.from({ length: (opts.apis ?? 1) - 1 }, () => freePort()));
+  for (const [i, port] of extraApiPorts.entries()) spawnService(`api-${i + 2}`, entry('api'), { API_PORT: String(port) });
   spawnService('approver', entry('approver'));
   const workers: ChildProcess[] = [];
   const workerMetricsPorts: number[] = [];
@@ -103,7 +107,7 @@ export async function startFleet(opts: FleetOptions) {
     );
   try {
     // Generous: on a loaded machine a service's start (imports, Redis checks) can take a while.
-    await Promise.all([waitForPort(modelPort, 60_000), waitForPort(apiPort, 60_000), waitForPort(approverPort, 60_000)]);
+    await Promise.all([modelPort, apiPort, approverPort, ...extraApiPorts].map((port) => waitForPort(port, 60_000)));
   } catch (err) {
     await stop(); // a fleet that did not come up leaves no process behind
     throw new Error(`${(err as Error).message}\n${logs.slice(-20).join('\n')}`);
@@ -126,7 +130,10 @@ export async function startFleet(opts: FleetOptions) {
 
   return {
     api,
+    /** Every API process's base URL, the first being `api`. */
+    apis: [api, ...extraApiPorts.map((port) => `http://127.0.0.1:${port}`)],
     approver,
+    redisUrl: opts.redisUrl,
     model: `http://127.0.0.1:${modelPort}`,
     logs,
     workers,

@@ -9,6 +9,7 @@ import { dev } from './dev.js';
 import { fleetClient } from './fleet-client.js';
 import { type CommandName, commandHelp, isCommand, USAGE } from './help.js';
 import { follow, run } from './run.js';
+import { renderSchedule, renderSchedules } from './schedules.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 const [command, ...rest] = process.argv.slice(2);
@@ -100,6 +101,12 @@ try {
       const { values } = options('usage', { from: { type: 'string' }, to: { type: 'string' }, 'group-by': { type: 'string' } });
       const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
       process.stdout.write(`${await usage({ from: str(values.from), to: str(values.to), groupBy: str(values['group-by']) })}\n`);
+    case 'schedules': {
+      const { positionals } = options('schedules', {});
+      const { rein } = fleetClient();
+      process.stdout.write(
+        positionals[0] ? renderSchedule(await rein.schedules.get(positionals[0])) : renderSchedules(await rein.schedules.list()),
+      );
       process.exit(0);
       break;
     }
@@ -114,10 +121,9 @@ try {
       break;
     }
   }
-} catch (err) {
+} catch (err) 
   process.stderr.write(`rein: ${describeError(err)}\n`);
   process.exit(1);
-}
 
 /** What went wrong, in the user's terms: no API at the URL is a hint to start one, not `fetch failed`. */
 function describeError(err: unknown): string {

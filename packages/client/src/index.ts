@@ -12,6 +12,8 @@ export type {
   RunStatus,
   RunTrace,
   RunView,
+  ScheduleDetail,
+  ScheduleView,
   SessionView,
   TypedRunEvent as RunEvent,
   UsageQueryParams,

@@ -5,14 +5,18 @@ import type {
   ApproveBody,
   CompensationView,
   CreatedWebhook,
+  CreateScheduleInput,
   CreateWebhookBody,
   DeliveryLog,
   ListApprovalsParams,
   ListRunsParams,
+  PatchScheduleBody,
   Principal,
   RunList,
   RunTrace,
   RunView,
+  ScheduleDetail,
+  ScheduleView,
   SessionView,
   SnapshotList,
   SubmitRunInput,
@@ -169,6 +173,18 @@ export class ReinClient {
   usage(params: UsageQueryParams): Promise<UsageResponse> {
     return this.call(this.apiUrl, 'GET', '/v1/usage', { query: params });
   }
+  /** Agents on a cron schedule, each firing a run as their creator (a user's own; an admin's: the tenant's). */
+  readonly schedules = {
+    create: (body: CreateScheduleInput): Promise<ScheduleView> => this.call(this.apiUrl, 'POST', '/v1/schedules', { body }),
+    list: async (): Promise<ScheduleView[]> =>
+      (await this.call<{ schedules: ScheduleView[] }>(this.apiUrl, 'GET', '/v1/schedules')).schedules,
+    get: (id: string): Promise<ScheduleDetail> => this.call(this.apiUrl, 'GET', `/v1/schedules/${enc(id)}`),
+    update: (id: string, body: PatchScheduleBody): Promise<ScheduleView> =>
+      this.call(this.apiUrl, 'PATCH', `/v1/schedules/${enc(id)}`, { body }),
+    delete: async (id: string): Promise<void> => {
+      await this.call(this.apiUrl, 'DELETE', `/v1/schedules/${enc(id)}`);
+    },
+  };
 
   /** Tenant admins only. */
   readonly webhooks = {

@@ -17,6 +17,10 @@ export const addressableIdSchema = z
   .max(MAX_ID_LENGTH)
   .regex(/^(?!\.\.?$)[A-Za-z0-9._~-]+$/, 'letters, digits, ".", "_", "~" or "-" (not "." or "..")');
 
+/** The double-texting policies of `POST /v1/runs` (see `ifBusy`). */
+export const ifBusySchema = z.enum(['reject', 'enqueue', 'interrupt', 'rollback']);
+export type IfBusy = z.infer<typeof ifBusySchema>;
+
 export const submitRunBodySchema = z
   .object({
     agent: z.string().min(1).max(64).optional(),
@@ -37,6 +41,13 @@ export const submitRunBodySchema = z
       .strict()
       .optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
+    /**
+     * What to do when a run of `sessionId` is still active (default `reject`: 409
+     * session_busy). `enqueue`: wait behind it; `interrupt`: cancel it (reason
+     * `interrupted`) and start after it; `rollback`: interrupt it, undo its compensable
+     * writes, leave its turn out of the session, then start.
+     */
+    ifBusy: ifBusySchema.optional(),
   })
   .strict();
 export type SubmitRunBody = z.infer<typeof submitRunBodySchema>;

@@ -11,6 +11,7 @@ export * from './event.js';
 export * from './identity.js';
 export * from './message.js';
 export * from './run.js';
+export * from './schedule.js';
 export * from './verify-webhook.js';
 export * from './views.js';
 export * from './webhook.js';

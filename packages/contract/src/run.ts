@@ -28,6 +28,8 @@ export const runReasonSchema = z.enum([
   'input_rejected',
   'plan_invalid',
   'cancelled',
+  /** Cancelled because a new run of its session interrupted it (`ifBusy: interrupt | rollback`). */
+  'interrupted',
   'internal_error',
 ]);
 export type RunReason = z.infer<typeof runReasonSchema>;
@@ -89,6 +91,9 @@ export const loopGuardStateSchema = z.object({
 });
 export type LoopGuardState = z.infer<typeof loopGuardStateSchema>;
 
+export const interruptionSchema = z.object({ by: z.string(), rollback: z.boolean() });
+export type Interruption = z.infer<typeof interruptionSchema>;
+
 export const runRecordSchema = z.object({
   schemaVersion,
   id: z.string(),
@@ -104,6 +109,10 @@ export const runRecordSchema = z.object({
   sessionId: z.string().optional(),
   /** How many of the run's first messages are its session's earlier turns (they precede its input). */
   historyMessages: z.number().int().min(0).optional(),
+  /** Waiting for its session (`ifBusy` enqueue, interrupt, rollback): the run it was queued behind. No messages until it starts. */
+  queuedBehind: z.string().optional(),
+  /** Interrupted by a new run of its session: which one, and whether its writes are rolled back (its turn then leaves the session). */
+  interruption: interruptionSchema.optional(),
   metadata: z.record(z.string(), z.unknown()),
   limits: limitsSchema,
   status: runStatusSchema,

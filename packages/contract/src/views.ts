@@ -4,6 +4,7 @@ import { compensationSchema } from './compensation.js';
 import { approvalFeedEventSchema } from './event.js';
 import { principalSchema, roleSchema } from './identity.js';
 import {
+  interruptionSchema,
   limitsSchema,
   runPlanSchema,
   runReasonSchema,
@@ -46,6 +47,10 @@ export const runViewSchema = z.object({
   agent: z.string(),
   input: z.string(),
   sessionId: z.string().optional(),
+  /** Waiting for its session to be free: the run it is queued behind. */
+  queuedBehind: z.string().optional(),
+  /** A new run of its session interrupted it (and, with `rollback`, undid its writes). */
+  interruption: interruptionSchema.optional(),
   finalAnswer: z.string().optional(),
   /** The final answer parsed by the agent's `output` schema (agents that declare one). */
   output: z.unknown().optional(),

@@ -76,6 +76,8 @@ export const quotaSchema = z.object({
   maxParkedRuns: z.number().int().min(1).optional(),
   tokensPerDay: z.number().int().min(1),
   costPerDayUsd: z.number().min(0),
+  /** Fair share: runs over maxConcurrentRuns wait in the tenant's own line (started oldest first as its slots free) instead of a 429. */
+  queueBeyondLimit: z.boolean().optional(),
 });
 export type Quota = z.infer<typeof quotaSchema>;
 const quotasSchema = z.object({ default: quotaSchema, tenants: z.record(z.string(), quotaSchema).default({}) });
@@ -148,12 +150,13 @@ export const configSchema = z.object({
   /** Refuse to start when a model the fleet may call has no price (else it warns, and those calls cost 0). */
   REIN_REQUIRE_PRICES: flag.default(false),
   /** Per-tenant quotas, enforced across the fleet: `{default: {...}, tenants: {"<id>": {...}}}`. */
-  REIN_TENANT_QUOTAS: jsonOf(quotasSchema, '{default: {maxConcurrentRuns, maxParkedRuns?, tokensPerDay, costPerDayUsd}, tenants?}').default(
-    {
-      default: { maxConcurrentRuns: 100, tokensPerDay: 5_000_000, costPerDayUsd: 100 },
-      tenants: {},
-    },
-  ),
+  REIN_TENANT_QUOTAS: jsonOf(
+    quotasSchema,
+    '{default: {maxConcurrentRuns, maxParkedRuns?, tokensPerDay, costPerDayUsd, queueBeyondLimit?}, tenants?}',
+  ).default({
+    default: { maxConcurrentRuns: 100, tokensPerDay: 5_000_000, costPerDayUsd: 100 },
+    tenants: {},
+  }),
   /** Circuit breakers (one per model and per tool, state shared by the fleet). */
   REIN_BREAKER_ERROR_PERCENT: z.coerce.number().min(1).max(100).default(50),
   REIN_BREAKER_RESET_MS: z.coerce.number().int().min(100).default(10_000),
@@ -218,6 +221,8 @@ export const configSchema = z.object({
   REIN_SESSION_WINDOW_TOKENS: z.coerce.number().int().min(0).default(8_000),
   /** Carry earlier runs' tool calls and results into a session, not only inputs and answers. */
   REIN_SESSION_TOOL_TRAFFIC: flag.default(false),
+  /** Schedules one tenant may hold (`POST /v1/schedules` answers 409 too_many_schedules beyond). */
+  REIN_SCHEDULES_PER_TENANT: z.coerce.number().int().min(0).default(100),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**
    * OpenTelemetry, by the standard names. Without an endpoint no SDK is registered:

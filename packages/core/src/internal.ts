@@ -83,6 +83,8 @@ export {
   QUEUE_PREFIX,
   queuePrefix,
   runKeys,
+  SCHEDULE_QUEUE_PREFIX,
+  scheduleKeys,
   tenantKeys,
   WEBHOOK_QUEUE_PREFIX,
 } from './keys.js';
@@ -106,7 +108,9 @@ export {
 export { createProviderCompletion, DEFAULT_PROVIDER, type Provider, parseModelId, providerSchema } from './model/providers.js';
 export { loadOptionsOrExit } from './options.js';
 export {
+  type AdmitJob,
   type ArchiveJob,
+  admitJobSchema,
   archiveJobSchema,
   type CancelExpiry,
   type CompensateJob,
@@ -122,10 +126,12 @@ export {
   REAPER,
   type RepairJob,
   repairJobSchema,
+  type SlotJob,
   STEP_QUEUE,
   type StepJob,
   StepScheduler,
   shardOf,
+  slotJobSchema,
   stepJobOptions,
   stepJobSchema,
   stepQueue,
@@ -143,6 +149,15 @@ export {
   type WorkerJobPayload,
 } from './queue/job-table.js';
 export {
+  type FireJob,
+  fireJobSchema,
+  fireTimeOf,
+  SCHEDULE_FIRE,
+  SCHEDULE_QUEUE,
+  ScheduleQueue,
+  type ScheduleTimers,
+} from './queue/schedule-queue.js';
+export {
   bullConnection,
   checkRedisSettings,
   connectRedis,
@@ -157,9 +172,13 @@ export { type BreakerOptions, CircuitBreakers } from './resilience/circuit-break
 export { withFaultInjection } from './resilience/fault-injection.js';
 export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
+export { createFairShare, type FairShare } from './runs/fair-share.js';
 export { createRunArchiving, type RunArchiving, retirable } from './runs/run-archiving.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './runs/run-service.js';
-export { type SessionSettings, sessionHistory } from './runs/session-history.js';
+export { checkCron, isMissed, latestFireAt, nextFireAt, scheduledRunId } from './runs/schedule-cron.js';
+export { createScheduleService, type FireResult, type ScheduleService } from './runs/schedule-service.js';
+export { INTERRUPTED_TURN, type SessionSettings, sessionHistory } from './runs/session-history.js';
+export { type AdmitResult, createSessionQueue, type SessionQueue } from './runs/session-queue.js';
 export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './runtime.js';
 export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
 export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';
@@ -169,6 +188,7 @@ export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { HotRuns, type RunSnapshot, revisionOf, sameRevision } from './store/hot-runs.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
 export { type RunFilter, RunStore } from './store/run-store.js';
+export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './store/schedule-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
 export { parseToolArguments, toolSpec } from './tools/tool.js';

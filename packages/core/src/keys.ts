@@ -34,6 +34,8 @@ export const tenantKeys = (tenantId: string) => {
     /** Runs queued or running (parked ones move to `parked` while they wait for a person). */
     active: `${p}:active`,
     parked: `${p}:parked`,
+    /** Fair share (`queueBeyondLimit`): runs over the concurrency limit, oldest first, waiting for a slot. */
+    waiting: `${p}:waiting`,
     usage: (day: string) => `${p}:usage:${day}`,
     /** Per day: run id → the usage (`tokens:costMicros`) already added to that day's usage, for idempotent charges. */
     charged: (day: string) => `${p}:charged:${day}`,
@@ -48,12 +50,30 @@ export const tenantKeys = (tenantId: string) => {
     /** A user's session: its run ids by creation time, and the one still active (if any). */
     sessionRuns: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:runs`,
     sessionActive: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:active`,
+    /** Runs waiting for the session to be free (`ifBusy`), in submission order. */
+    sessionQueue: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:queue`,
     /** Webhook id → webhook JSON (with its secret). */
     webhooks: `${p}:webhooks`,
     /** The last delivery attempts of one webhook, newest first (a capped list). */
     webhookDeliveries: (webhookId: string) => `${p}:webhook:${webhookId}:deliveries`,
   };
 };
+
+/**
+ * Schedules (runs/schedule-service.ts): one hash tag for all, so a schedule, its
+ * firings' history and its last run share a slot; a firing's run lives under its own tag.
+ */
+export const scheduleKeys = {
+  /** Schedule id → record (JSON). */
+  all: 'rein:{schedules}:all',
+  /** The latest firings of one schedule, newest first (a capped list). */
+  history: (scheduleId: string) => `rein:{schedules}:history:${scheduleId}`,
+  /** The run the schedule's latest firing started: what `overlap: skip` looks at. */
+  lastRun: (scheduleId: string) => `rein:{schedules}:last:${scheduleId}`,
+};
+
+/** The schedule queue's prefix (its BullMQ job schedulers and their firings): a hash tag of its own. */
+export const SCHEDULE_QUEUE_PREFIX = '{rein-schedules}';
 
 /** Non-terminal, non-parked runs by deadline (ms): what the deadline sweeper scans. */
 export const DEADLINES_KEY = 'rein:deadlines';

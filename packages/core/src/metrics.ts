@@ -85,6 +85,18 @@ export function createMetrics(service: string) {
       labelNames: ['tool', 'outcome'],
       registers,
     }),
+    scheduleFirings: new Counter({
+      name: 'rein_schedule_firings_total',
+      help: 'Schedule firings by outcome: started, skipped (overlap), missed (catchUp none), failed (refused)',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    scheduleLag: new Histogram({
+      name: 'rein_schedule_lag_seconds',
+      help: 'From a schedule firing’s fire time to a worker taking it up',
+      buckets: exponentialBuckets(0.01, 2, 16),
+      registers,
+    }),
     approvalsCreated: new Counter({
       name: 'rein_approvals_created_total',
       help: 'Approvals requested',

@@ -165,6 +165,10 @@ export interface ReinOptions {
     /** REIN_SESSION_TOOL_TRAFFIC. @default false */
     toolTraffic: Config['REIN_SESSION_TOOL_TRAFFIC'];
   };
+  schedules: {
+    /** REIN_SCHEDULES_PER_TENANT. @default 100 */
+    perTenant: Config['REIN_SCHEDULES_PER_TENANT'];
+  };
   /** LOG_LEVEL. @default 'info' */
   logLevel: Config['LOG_LEVEL'];
   tracing: {
@@ -277,6 +281,7 @@ export const envOptionPaths = {
   REIN_WEBHOOK_RETRY_BASE_MS: 'webhooks.retryBaseMs',
   REIN_SESSION_WINDOW_TOKENS: 'sessions.windowTokens',
   REIN_SESSION_TOOL_TRAFFIC: 'sessions.toolTraffic',
+  REIN_SCHEDULES_PER_TENANT: 'schedules.perTenant',
   LOG_LEVEL: 'logLevel',
   OTEL_SDK_DISABLED: 'tracing.sdkDisabled',
   OTEL_EXPORTER_OTLP_ENDPOINT: 'tracing.endpoint',

@@ -20,16 +20,21 @@ import { McpManager } from './mcp/mcp-manager.js';
 import { createMetrics, type Metrics, registerRedisUp } from './metrics.js';
 import type { ReinOptions } from './options.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
+import { ScheduleQueue } from './queue/schedule-queue.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from './redis.js';
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
+import { createFairShare, type FairShare } from './runs/fair-share.js';
 import { createRunArchiving, type RunArchiving } from './runs/run-archiving.js';
 import { createRunService, type RunService } from './runs/run-service.js';
+import { createScheduleService, type ScheduleService } from './runs/schedule-service.js';
+import { createSessionQueue, type SessionQueue } from './runs/session-queue.js';
 import { ApprovalFeed } from './store/approval-feed.js';
 import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { HotRuns } from './store/hot-runs.js';
 import { RunStore } from './store/run-store.js';
+import { ScheduleStore } from './store/schedule-store.js';
 import type { Tool } from './tools/tool.js';
 import { setupTracing, type Tracing } from './tracing/tracing-setup.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
@@ -59,6 +64,13 @@ export interface Runtime {
   agents: AgentCatalog;
   quotas: TenantQuotas;
   runs: RunService;
+  /** Agents on a schedule: CRUD, and the firings workers take from `scheduleQueue`. */
+  schedules: ScheduleService;
+  scheduleQueue: ScheduleQueue;
+  /** Runs queued for a busy session (`ifBusy`), admitted one at a time by `admit` jobs. */
+  sessionQueue: SessionQueue;
+  /** Tenants' runs waiting for a concurrency slot (`queueBeyondLimit`), started by `slot` jobs. */
+  fairShare: FairShare;
   approvals: ApprovalService;
   inputFilter: InputFilter;
   masker: PiiMasker;
@@ -146,7 +158,9 @@ async function buildRuntime<X extends Extras>(
   registerRedisUp(metrics, redis);
   const bull = bullConnection(options.redis, role, logger);
   const scheduler = new StepScheduler(bull, options.queue.stepAttempts, options.queue.shards);
-  for (const queue of scheduler.queues) queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
+  const scheduleQueue = new ScheduleQueue(bull);
+  for (const queue of [...scheduler.queues, scheduleQueue.queue])
+    queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
   let registry: Registry;
   let mcp: McpManager;
   try {
@@ -156,6 +170,7 @@ async function buildRuntime<X extends Extras>(
   } catch (err) {
     // A bad tools factory or an MCP server that cannot start: leave no connection behind.
     await scheduler.close();
+    await scheduleQueue.close();
     bull.disconnect();
     redis.disconnect();
     await tracing.shutdown();
@@ -167,7 +182,7 @@ async function buildRuntime<X extends Extras>(
   const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger);
   dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
   // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
-  await Promise.all([...scheduler.queues.map((q) => q.waitUntilReady()), dispatcher.queue.waitUntilReady()]);
+  await Promise.all([...scheduler.queues, scheduleQueue.queue, dispatcher.queue].map((q) => q.waitUntilReady()));
   const store = new RunStore(redis, options.retention.traceTtlDays * 86_400, metrics);
   const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
   const ledger = new EffectLedger(redis);
@@ -205,6 +220,11 @@ async function buildRuntime<X extends Extras>(
           ?.onRunFinished(run)
           .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
         await tree?.finished(run);
+        // Its session may be free now: the next run queued for it (if any) starts.
+        if (run.sessionId) await enqueue('admit', { runId: run.id, cause: 'finished', traceparent: run.traceparent });
+        // Its slot is free: the tenant's oldest waiting run (fair share) takes it.
+        if (quotas.quotaOf(run.tenantId).queueBeyondLimit)
+          await enqueue('slot', { runId: run.id, tenantId: run.tenantId, freed: true, traceparent: run.traceparent });
         // Last: the archive job reads what the hooks before it wrote. A failure keeps the run in the active-runs index (the reaper runs the hooks again).
         await archive?.archiving.finished(run);
       },
@@ -237,8 +257,45 @@ async function buildRuntime<X extends Extras>(
     toolTimeoutMs: options.tools.timeoutMs,
     approvalTtlMs: options.approvals.ttlMs,
     maxResultBytes: options.tools.maxResultBytes,
+    // A rolled-back run's session waits for its undo: once it ends, the next queued run may start.
+    onSettled: async (run) => {
+      if (run.interruption?.rollback && run.sessionId)
+        await enqueue('admit', { runId: run.id, cause: 'undone', traceparent: run.traceparent });
+    },
     // Only the worker runs undo calls; elsewhere the compensator only requests and records.
     ...(added.breakers ? { breakers: added.breakers } : {}),
+  });
+  const runs = createRunService({
+    store,
+    applier,
+    journal,
+    agents,
+    enqueue,
+    metrics,
+    quotas,
+    ceilings,
+    sessions,
+    masker,
+    compensator,
+    ...(archive ? { archive: archive.runs } : {}),
+  });
+  const schedules = createScheduleService({
+    store: new ScheduleStore(redis),
+    timers: scheduleQueue,
+    runs,
+    runStore: store,
+    agents,
+    metrics,
+    logger,
+    perTenant: options.schedules.perTenant,
+  });
+  const sessionQueue = createSessionQueue({
+    store,
+    applier,
+    sessions,
+    undoSettled: (run) => (compensator as Compensator).settled(run),
+    waitingForSlot: (run) => quotas.waiting(run.tenantId, run.id),
+    logger,
   });
   return {
     options,
@@ -256,20 +313,11 @@ async function buildRuntime<X extends Extras>(
     tools,
     agents,
     quotas,
-    runs: createRunService({
-      store,
-      applier,
-      journal,
-      agents,
-      enqueue,
-      metrics,
-      quotas,
-      ceilings,
-      sessions,
-      masker,
-      compensator,
-      ...(archive ? { archive: archive.runs } : {}),
-    }),
+    runs,
+    schedules,
+    scheduleQueue,
+    sessionQueue,
+    fairShare: createFairShare({ store, quotas, enqueue }),
     approvals: createApprovalService({ store, applier, tools, ...(archive ? { archive: archive.runs } : {}) }),
     ...(archive ? { archive } : {}),
     inputFilter,
@@ -286,6 +334,7 @@ async function buildRuntime<X extends Extras>(
       added.breakers?.shutdown();
       await mcp.close();
       await scheduler.close();
+      await scheduleQueue.close();
       await dispatcher.close();
       bull.disconnect();
       redis.disconnect();

@@ -1,14 +1,17 @@
 import { describe, expect, it, vi } from 'vitest';
 import {
+  admitJobSchema,
   archiveJobSchema,
   compensateJobSchema,
   expireJobSchema,
   housekeepingJobSchema,
   repairJobSchema,
+  slotJobSchema,
   stepJobSchema,
   wakeJobSchema,
 } from '../src/queue/job-catalog.js';
 import { failJob, InvalidJobError, type JobTable, runJob } from '../src/queue/job-table.js';
+import { fireJobSchema } from '../src/queue/schedule-queue.js';
 
 /** A table whose handlers say which ran and with what. */
 function table() {
@@ -22,6 +25,9 @@ function table() {
     expire: { schema: expireJobSchema, run: (p) => ran('expire', p) },
     compensate: { schema: compensateJobSchema, run: (p) => ran('compensate', p) },
     archive: { schema: archiveJobSchema, run: (p) => ran('archive', p) },
+    admit: { schema: admitJobSchema, run: (p) => ran('admit', p) },
+    slot: { schema: slotJobSchema, run: (p) => ran('slot', p) },
+    fire: { schema: fireJobSchema, run: (p) => ran('fire', p) },
     sweep: { schema: housekeepingJobSchema, run: (p) => ran('sweep', p) },
     reap: { schema: housekeepingJobSchema, run: (p) => ran('reap', p) },
   };

@@ -13,9 +13,11 @@ import {
   submitSpan,
 } from '@rein/core/internal';
 import {
+  createScheduleBodySchema,
   createWebhookBodySchema,
   idempotencyKeySchema,
   listRunsQuerySchema,
+  patchScheduleBodySchema,
   submitRunBodySchema,
   usageQuerySchema,
 } from '@rein/core/schemas';
@@ -59,6 +61,20 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     );
 
     v1.get('/v1/sessions/:id', { schema: schemas.getSession }, async (req) => runs.session(req.principal, id(req.params)));
+
+    v1.post('/v1/schedules', { schema: schemas.createSchedule }, async (req, reply) => {
+      const schedule = await rt.schedules.create(req.principal, parseInput(createScheduleBodySchema, req.body, 'body'));
+      return reply.status(201).header('location', `/v1/schedules/${schedule.id}`).send(schedule);
+    });
+    v1.get('/v1/schedules', { schema: schemas.listSchedules }, async (req) => rt.schedules.list(req.principal));
+    v1.get('/v1/schedules/:id', { schema: schemas.getSchedule }, async (req) => rt.schedules.get(req.principal, id(req.params)));
+    v1.patch('/v1/schedules/:id', { schema: schemas.patchSchedule }, async (req) =>
+      rt.schedules.patch(req.principal, id(req.params), parseInput(patchScheduleBodySchema, req.body, 'body')),
+    );
+    v1.delete('/v1/schedules/:id', { schema: schemas.deleteSchedule }, async (req, reply) => {
+      await rt.schedules.remove(req.principal, id(req.params));
+      return reply.status(204).send();
+    });
 
     v1.post('/v1/webhooks', { schema: schemas.createWebhook }, async (req, reply) => {
       const hook = await rt.webhooks.create(req.principal, parseInput(createWebhookBodySchema, req.body, 'body'));

@@ -1,5 +1,6 @@
 import { ReinError } from '@rein/core';
 import {
+  admitJobSchema,
   archiveJobSchema,
   Bulkhead,
   bullConnection,
@@ -9,6 +10,8 @@ import {
   DEADLINE_SWEEP,
   expireJobSchema,
   failJob,
+  fireJobSchema,
+  fireTimeOf,
   HOUSEKEEPING_QUEUE,
   housekeepingJobSchema,
   InvalidJobError,
@@ -21,8 +24,12 @@ import {
   reap,
   repairJobSchema,
   runJob,
+  SCHEDULE_FIRE,
+  SCHEDULE_QUEUE,
+  SCHEDULE_QUEUE_PREFIX,
   STEP_QUEUE,
   type StepJob,
+  slotJobSchema,
   stepJobSchema,
   stepSpan,
   sweepDeadlines,
@@ -186,6 +193,16 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     },
     // With the archive off, a job left by a fleet that had it on has nothing to write to: the run stays in Redis until its TTL.
     archive: { schema: archiveJobSchema, run: async ({ runId }) => (rt.archive ? rt.archive.archiving.archive(runId) : 'no archive') },
+    // A schedule's firing: its run's id comes from the schedule and the fire time, so a firing taken twice starts one run.
+    slot: {
+      schema: slotJobSchema,
+      run: async ({ tenantId, runId, freed }) => `started ${await rt.fairShare.fill(tenantId, freed ? runId : undefined)}`,
+    },
+    admit: { schema: admitJobSchema, run: async ({ runId }) => `session ${await rt.sessionQueue.admitNext(runId)}` },
+    [SCHEDULE_FIRE.name]: {
+      schema: fireJobSchema,
+      run: async ({ scheduleId }, { job }) => `firing ${await rt.schedules.fire(scheduleId, fireTimeOf(job))}`,
+    },
     [DEADLINE_SWEEP.name]: {
       schema: housekeepingJobSchema,
       run: async () => `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`,
@@ -202,6 +219,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
           applier: rt.applier,
           metrics: rt.metrics,
           logger,
+          quotas: rt.quotas,
           staleMs: options.maintenance.reaperStaleMs,
         });
         const retired = rt.archive ? await rt.archive.archiving.sweep() : 0;
@@ -256,6 +274,14 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     worker.on('error', (err) => logger.warn({ err: err.message, shard }, 'housekeeping worker error'));
     return worker;
   });
+  // Schedule firings have a worker of their own too: a firing only submits a run, and full step slots must not delay it.
+  const scheduleWorker = new Worker(SCHEDULE_QUEUE, processJob, {
+    connection,
+    prefix: SCHEDULE_QUEUE_PREFIX,
+    concurrency: 4,
+    lockDuration: queue.jobLockMs,
+  });
+  scheduleWorker.on('error', (err) => logger.warn({ err: err.message }, 'schedule worker error'));
   // Exported at 0 from the start, so that the first replacement shows as an increase.
   for (const shard of shards) rt.metrics.fetchLoopRestarts.inc({ shard: String(shard) }, 0);
   rt.scheduler
@@ -279,10 +305,10 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
   });
   return {
     workers,
-    isRunning: () => [...workers, ...housekeepers].every((w) => w.isRunning()),
+    isRunning: () => [...workers, ...housekeepers, scheduleWorker].every((w) => w.isRunning()),
     async close(force = false) {
       watchdog.stop();
-      await Promise.all([...workers, ...housekeepers].map((w) => w.close(force)));
+      await Promise.all([...workers, ...housekeepers, scheduleWorker].map((w) => w.close(force)));
       // Not disconnected here: a closed BullMQ worker may still finish an in-flight command
       // (e.g. rescheduling a job scheduler), and on a closed connection it retries without
       // pause, for ever. Let it end on a live connection and go with the process.

@@ -45,8 +45,12 @@ export class TenantQuotas {
     return tenantKeys(tenantId).usage(day(this.now()));
   }
 
-  /** Admits a new run or throws 429 naming the quota. */
-  async admit(tenantId: string, runId: string): Promise<void> {
+  /**
+   * Admits a new run or throws 429 naming the quota. Over the concurrency limit of a
+   * tenant with `queueBeyondLimit`, the run joins the tenant's waiting line instead and
+   * the answer is `waiting` (takeSlot starts it later); the other quotas still refuse.
+   */
+  async admit(tenantId: string, runId: string): Promise<'admitted' | 'waiting'> {
     const q = this.quotaOf(tenantId);
     const result = await this.redis.admitRun(
       tenantKeys(tenantId).active,
@@ -58,6 +62,10 @@ export class TenantQuotas {
       String(Math.round(q.costPerDayUsd * 1_000_000)),
       String(maxParkedRuns(q)),
     );
+    if (result === AdmitResult.TooManyRuns && q.queueBeyondLimit) {
+      await this.redis.rpush(tenantKeys(tenantId).waiting, runId);
+      return 'waiting';
+    }
     if (result === AdmitResult.TooManyRuns) {
       throw new QuotaExceededError(
         'quota_concurrent_runs',
@@ -76,6 +84,21 @@ export class TenantQuotas {
     if (result === AdmitResult.CostUsedUp) {
       throw new QuotaExceededError('quota_cost', `tenant ${tenantId} spent its ${q.costPerDayUsd} USD for today (UTC)`);
     }
+    return 'admitted';
+  }
+
+  /**
+   * Fair share: the run first in the tenant's waiting line, now holding a freed slot; null
+   * when none is free or nobody waits. `freed`: a finished run of the tenant, out of the active set first.
+   */
+  async takeSlot(tenantId: string, freed?: string): Promise<string | null> {
+    const t = tenantKeys(tenantId);
+    return this.redis.takeSlot(t.active, t.waiting, String(this.quotaOf(tenantId).maxConcurrentRuns), freed ?? '');
+  }
+
+  /** Whether the run is waiting in its tenant's line for a slot. */
+  async waiting(tenantId: string, runId: string): Promise<boolean> {
+    return (await this.redis.lpos(tenantKeys(tenantId).waiting, runId)) !== null;
   }
 
   async release(tenantId: string, runId: string): Promise<void> {
@@ -83,6 +106,7 @@ export class TenantQuotas {
     await sendCommands(this.redis, [
       ['srem', t.active, runId],
       ['srem', t.parked, runId],
+      ['lrem', t.waiting, 0, runId],
     ]);
   }
 

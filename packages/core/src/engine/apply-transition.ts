@@ -28,12 +28,13 @@ type Change = Omit<Commit, 'from'>;
 /**
  * What a writer hands the applier: a step's Transition, or one of the other ways a run
  * changes — its first step starts it, an approver decides (or a timer expires) approvals,
- * a caller cancels it, its saga asks for a plan's approval.
+ * a caller cancels it, its saga asks for a plan's approval, a run queued behind its
+ * session is admitted (its history and input written, its first step enqueued).
  */
 export type Outcome =
   | { kind: 'step'; transition: Transition; log: Logger }
   | { kind: 'start'; change: Change }
-  | { kind: 'decide' | 'cancel' | 'compensate'; change: Change; followUps: FollowUps };
+  | { kind: 'decide' | 'cancel' | 'compensate' | 'admit'; change: Change; followUps: FollowUps };
 
 /** The hooks of a run's end; each may run more than once (the reaper runs them again), so each is idempotent. */
 export interface FinishHooks {

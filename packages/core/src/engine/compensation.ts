@@ -41,6 +41,8 @@ export interface CompensatorDeps {
   approvalTtlMs: number;
   /** REIN_MAX_TOOL_RESULT_BYTES: an undo's result is cut like any tool result. */
   maxResultBytes?: number;
+  /** A compensation ended (done, failed or declined): a session waiting on a rolled-back run may go on. */
+  onSettled?: (run: RunRecord) => Promise<void>;
   /** The tools' breakers (workers); omitted, undo calls run unguarded (engine tests). */
   breakers?: CircuitBreakers;
   now?: () => number;
@@ -264,15 +266,21 @@ export function createCompensator(deps: CompensatorDeps) {
     await deps.emit(run.tenantId, failed ? 'compensation.failed' : 'run.compensated', `${run.id}:${c.round}`, data);
     const log = failed ? deps.logger.error.bind(deps.logger) : deps.logger.info.bind(deps.logger);
     log({ runId: run.id, round: c.round }, failed ? 'compensation failed: a person must finish it' : 'run compensated');
+    await deps.onSettled?.(run);
   }
 
   return {
-    /** A finish hook (the applier's): a failed or cancelled run with completed writes is compensated by its agent's policy. */
+    /**
+     * A finish hook (the applier's): a failed or cancelled run with completed writes is
+     * compensated by its agent's policy. A run rolled back by a new run of its session
+     * (`ifBusy: rollback`) is compensated whatever the policy: `ask` still asks, otherwise it runs.
+     */
     async onRunFinished(run: RunRecord): Promise<void> {
       if (run.status !== 'failed' && run.status !== 'cancelled') return;
       // A sub-agent's writes are its tree's: the root's saga undoes them with its own (one plan, one approval).
       if (run.parentRunId) return;
-      const policy = deps.agents.get(run.agent).compensation;
+      const agentPolicy = deps.agents.get(run.agent).compensation;
+      const policy = run.interruption?.rollback && agentPolicy === 'never' ? 'auto' : agentPolicy;
       if (policy === 'never') return;
       // Called again by the reaper when a crash cut the first call short: a compensation
       // already started is left as it is (its plan's approval, once decided, stays decided).
@@ -287,6 +295,13 @@ export function createCompensator(deps: CompensatorDeps) {
       }
       const approval = await askApproval(run, { ...base, status: 'pending' });
       await start(run, { ...base, status: 'pending', approvalId: approval.id });
+    },
+
+    /** Whether the run's undo is over (done, failed or declined), or it has nothing to undo. */
+    async settled(run: RunRecord): Promise<boolean> {
+      const c = await deps.store.compensation(run.id);
+      if (c) return c.status === 'done' || c.status === 'failed' || c.status === 'declined';
+      return (await plan(run)).length === 0;
     },
 
     /** `POST /v1/runs/:id/compensate`: an approver undoes a finished run (their request is the decision). */
@@ -332,6 +347,7 @@ export function createCompensator(deps: CompensatorDeps) {
         if (approval?.status === 'pending') return 'waiting';
         if (approval?.status !== 'approved') {
           await save(run, { ...c, status: 'declined', updatedAt: iso() }, 'compensation.finished', { approval: approval?.status ?? null });
+          await deps.onSettled?.(run);
           return 'declined';
         }
         c = { ...c, status: 'running', updatedAt: iso() };

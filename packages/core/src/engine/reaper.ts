@@ -1,5 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { ApprovalService } from '../approvals/approval-service.js';
+import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { type Enqueue, jobCatalog } from '../queue/job-catalog.js';
@@ -20,6 +21,8 @@ export interface ReaperDeps {
   applier: Pick<TransitionApplier, 'completeFinish'>;
   metrics: Metrics;
   logger: Logger;
+  /** Fair share: whether a queued run waits for a slot of its tenant (then it has no step job on purpose); omitted, none does. */
+  quotas?: Pick<TenantQuotas, 'waiting'>;
   /** A run unchanged for less than this is left alone (its job may simply be running). */
   staleMs: number;
   now?: () => number;
@@ -130,9 +133,20 @@ async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Pro
   const life = (id: string) => jobLife(queue, id, now, deps.staleMs);
   const repairJob = await life(jobCatalog.repair.id(repair));
   if (repairJob !== 'gone') return repairJob === 'promoted' ? 'stranded_delayed_job' : null;
+  // Queued behind its session: no step job until it is admitted. Waiting is not stuck (no repair
+  // counted), but a lost admit job would be: look at its session again (idempotent).
+  if (run.queuedBehind) {
+    await deps.enqueue('admit', { runId: run.id, cause: 'queued' });
+    return null;
+  }
   if (run.status === 'queued' || run.status === 'running') {
     const stepJob = await life(jobCatalog.step.id(step));
     if (stepJob !== 'gone') return stepJob === 'promoted' ? 'stranded_delayed_job' : null;
+    // Waiting for a slot of its tenant (fair share): not stuck, but a slot a parked run freed is handed out here.
+    if (await deps.quotas?.waiting(run.tenantId, run.id)) {
+      await deps.enqueue('slot', { runId: run.id, tenantId: run.tenantId, freed: false });
+      return null;
+    }
     await deps.enqueue('repair', repair);
     return 'lost_step_job';
   }

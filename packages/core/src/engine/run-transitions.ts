@@ -37,6 +37,24 @@ export function startRun(run: RunRecord, at: string): Change {
   return { to: { ...run, status: 'running', updatedAt: at } };
 }
 
+/**
+ * A run queued behind its session (`ifBusy`) starts: it gets the session's history as it
+ * is now, then its input, and its time limit counts from here. Still `queued`: its first
+ * step starts it.
+ */
+export function admitQueuedRun(run: RunRecord, history: ChatMessage[], now: number): Change {
+  const { queuedBehind: _behind, ...admitted } = run;
+  return {
+    to: {
+      ...admitted,
+      historyMessages: history.length,
+      updatedAt: new Date(now).toISOString(),
+      deadlineAt: new Date(now + run.limits.timeoutMs).toISOString(),
+    },
+    messages: [...history, { role: 'user', content: run.input }],
+  };
+}
+
 /** The step is done and the run goes on with the next one. Time spent parked does not count against the deadline. */
 export function continueRun(run: RunRecord, patch: Partial<RunRecord>, change: RunChange, now: number): Change {
   const parkedFor = run.parkedAt ? now - Date.parse(run.parkedAt) : 0;
@@ -102,7 +120,8 @@ export function finishRun(run: RunRecord, ending: Ending, patch: Partial<RunReco
 }
 
 /**
- * A cancel (by a caller, or by the tree when an ancestor ended): the run ends `cancelled`
+ * A cancel (by a caller, by the tree when an ancestor ended, or by a new run of its session:
+ * `interruption`, reason `interrupted`): the run ends `cancelled`
  * and its pending approvals are withdrawn in the same commit.
  */
 export function cancelRun(
@@ -110,11 +129,17 @@ export function cancelRun(
   approvals: readonly Approval[],
   by: string,
   at: string,
+  interruption?: NonNullable<RunRecord['interruption']>,
 ): { change: Change; withdrawn: Approval[] } {
+  const comment = interruption ? `run interrupted by ${interruption.by}` : 'run cancelled';
   const withdrawn = approvals
     .filter((a) => a.status === 'pending')
-    .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: by, decidedAt: at, comment: 'run cancelled' }));
-  return { change: finishRun(run, { status: 'cancelled', reason: 'cancelled', by }, {}, { approvals: withdrawn }, at), withdrawn };
+    .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: by, decidedAt: at, comment }));
+  const reason = interruption ? 'interrupted' : 'cancelled';
+  return {
+    change: finishRun(run, { status: 'cancelled', reason, by }, interruption ? { interruption } : {}, { approvals: withdrawn }, at),
+    withdrawn,
+  };
 }
 
 /** Approvals of a parked step change status (decided, expired); the run stays parked until its step resumes. */

@@ -11,6 +11,13 @@ import {
 import { approveBodySchema, rejectBodySchema } from '../schemas/approval.js';
 import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
 import {
+  createScheduleBodySchema,
+  patchScheduleBodySchema,
+  scheduleDetailSchema,
+  scheduleListSchema,
+  scheduleViewSchema,
+} from '../schemas/schedule.js';
+import {
   approvalListSchema,
   approvalViewSchema,
   compensationViewSchema,
@@ -142,6 +149,37 @@ export const apiRoutes = {
   getSession: route('sessions', 'getSession', 'A session’s runs, oldest first (sessions are per tenant and user)', {
     params: idParamsSchema,
     response: { 200: sessionViewSchema, ...errors({ 404: ERROR_CODES[404] }) },
+  }),
+  createSchedule: route('schedules', 'createSchedule', 'Run an agent on a cron schedule, as the caller', {
+    body: createScheduleBodySchema,
+    response: {
+      201: scheduleViewSchema.describe('the schedule, with its next fire time'),
+      ...errors({
+        400: `${ERROR_CODES[400]}, invalid_cron, invalid_timezone, unknown_agent`,
+        409: 'too_many_schedules',
+        413: ERROR_CODES[413],
+        415: ERROR_CODES[415],
+      }),
+    },
+  }),
+  listSchedules: route('schedules', 'listSchedules', 'The caller’s schedules (an admin’s: the tenant’s)', {
+    response: { 200: scheduleListSchema, ...errors() },
+  }),
+  getSchedule: route('schedules', 'getSchedule', 'A schedule, its latest firings (newest first) and the runs they started', {
+    params: idParamsSchema,
+    response: { 200: scheduleDetailSchema, ...errors({ 404: ERROR_CODES[404] }) },
+  }),
+  patchSchedule: route('schedules', 'updateSchedule', 'Enable, disable or change a schedule’s cron, time zone or input', {
+    params: idParamsSchema,
+    body: patchScheduleBodySchema,
+    response: {
+      200: scheduleViewSchema,
+      ...errors({ 400: `${ERROR_CODES[400]}, invalid_cron, invalid_timezone`, 404: ERROR_CODES[404], 415: ERROR_CODES[415] }),
+    },
+  }),
+  deleteSchedule: route('schedules', 'deleteSchedule', 'Remove a schedule (runs it started stay)', {
+    params: idParamsSchema,
+    response: { 204: z.null().describe('removed'), ...errors({ 404: ERROR_CODES[404] }) },
   }),
   createWebhook: route('webhooks', 'createWebhook', 'Register a webhook (tenant admins); the answer is the only one with its secret', {
     body: createWebhookBodySchema,

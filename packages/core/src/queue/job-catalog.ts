@@ -60,6 +60,30 @@ const ARCHIVE_JOB_OPTIONS: JobsOptions = {
 };
 
 /**
+ * A session may have freed up: start the run first in line for it, if the session is free
+ * (runs/session-queue.ts). `runId`: the run whose change prompted it (it finished, its undo
+ * ended, or it joined the queue); `cause` keeps the three apart, one job each.
+ */
+export const admitJobSchema = z.object({
+  runId: z.string().min(1),
+  cause: z.enum(['finished', 'undone', 'queued']),
+  traceparent: traceparentSchema.optional(),
+});
+export type AdmitJob = z.infer<typeof admitJobSchema>;
+
+/**
+ * Fair share: a slot of the tenant may be free; start the runs first in its waiting line
+ * (runs/fair-share.ts). `runId`: the run that finished (`freed`) or joined the line.
+ */
+export const slotJobSchema = z.object({
+  runId: z.string().min(1),
+  tenantId: z.string().min(1),
+  freed: z.boolean(),
+  traceparent: traceparentSchema.optional(),
+});
+export type SlotJob = z.infer<typeof slotJobSchema>;
+
+/**
  * Every job Rein enqueues: name → payload schema and deterministic id (I1).
  * Both names run the same idempotent step processor; "resume" exists so that a
  * decision's resume job never collides with the step's original job id.
@@ -77,6 +101,10 @@ export const jobCatalog = {
   compensate: { schema: compensateJobSchema, id: (j: CompensateJob) => `${j.runId}-compensate-${j.round}` },
   /** Archives a finished run (with the archive on), off the step's path; enqueued again by a change after the finish. */
   archive: { schema: archiveJobSchema, id: (j: ArchiveJob) => `${j.runId}-archive`, opts: ARCHIVE_JOB_OPTIONS },
+  /** Starts the next run queued for a session (`ifBusy`); idempotent, so a duplicate only finds the session taken. */
+  admit: { schema: admitJobSchema, id: (j: AdmitJob) => `${j.runId}-admit-${j.cause}` },
+  /** Hands a tenant's freed slots to its waiting runs, oldest first (`queueBeyondLimit`). */
+  slot: { schema: slotJobSchema, id: (j: SlotJob) => `${j.runId}-slot-${j.freed ? 'freed' : 'joined'}` },
 } as const;
 
 /** The repeating job (a BullMQ job scheduler) that fails runs past their deadline. */

@@ -1,11 +1,16 @@
 import { z } from 'zod';
 import { ReinError } from '../errors.js';
 import type { DEADLINE_SWEEP, JobName, JobPayload, REAPER } from './job-catalog.js';
+import type { FireJob, SCHEDULE_FIRE } from './schedule-queue.js';
 
-/** Every job name a worker takes: the catalog's enqueued jobs, and the two housekeeping passes. */
-export type WorkerJobName = JobName | typeof DEADLINE_SWEEP.name | typeof REAPER.name;
-/** A housekeeping pass carries nothing: its scheduler's data is `{}`, read as `null`. */
-export type WorkerJobPayload<N extends WorkerJobName> = N extends JobName ? JobPayload<N> : null;
+/** Every job name a worker takes: the catalog's enqueued jobs, the two housekeeping passes, and schedule firings. */
+export type WorkerJobName = JobName | typeof DEADLINE_SWEEP.name | typeof REAPER.name | typeof SCHEDULE_FIRE.name;
+/** A housekeeping pass carries nothing: its scheduler's data is `{}`, read as `null`. A firing names its schedule. */
+export type WorkerJobPayload<N extends WorkerJobName> = N extends JobName
+  ? JobPayload<N>
+  : N extends typeof SCHEDULE_FIRE.name
+    ? FireJob
+    : null;
 
 /** A job no worker can take: an unknown name or a malformed payload is a bug upstream, not something to retry. */
 export class InvalidJobError extends ReinError {

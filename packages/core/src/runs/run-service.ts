@@ -78,6 +78,8 @@ export function runView(run: RunRecord, approvals: Approval[], tree?: TreeFacts)
     agent: run.agent,
     input: run.input,
     ...(run.sessionId ? { sessionId: run.sessionId } : {}),
+    ...(run.queuedBehind ? { queuedBehind: run.queuedBehind } : {}),
+    ...(run.interruption ? { interruption: run.interruption } : {}),
     ...(run.finalAnswer !== undefined ? { finalAnswer: run.finalAnswer } : {}),
     ...(run.output !== undefined ? { output: run.output } : {}),
     step: run.step,
@@ -145,18 +147,51 @@ export function createRunService(deps: RunServiceDeps) {
     return { children, treeUsage: treeTotal(run, node?.descendants ?? []) };
   }
 
+  const sessionOf = (run: RunRecord) => ({ tenantId: run.tenantId, userId: run.userId, sessionId: run.sessionId ?? '' });
+
+  /**
+   * Ends a live run by a caller's word: cancelled, or interrupted by a new run of its
+   * session (which, with `rollback`, undoes its writes: the finish hook starts its saga).
+   * Its pending approvals are withdrawn in the same commit; a tool call in flight finishes
+   * and is recorded after the finish (`recordAfterFinish`).
+   */
+  async function end(principal: Principal, id: string, interruption?: RunRecord['interruption']): Promise<RunRecord> {
+    // A worker may commit meanwhile: look again (bounded).
+    return retryOnStale(async () => {
+      const run = await visibleRun(principal, id);
+      if (TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_finished', `run ${id} already ${run.status}`);
+      const at = new Date(now()).toISOString();
+      const { change, withdrawn } = cancelRun(run, await deps.store.approvals(id), principal.userId, at, interruption);
+      return deps.applier.apply(run, { kind: 'cancel', change, followUps: { feed: withdrawn.map((a) => approvalEvent(a, true)) } });
+    });
+  }
+
+  /** `ifBusy: interrupt | rollback`: the session's active run ends `interrupted`; one that finished meanwhile is left as it is. */
+  async function interrupt(principal: Principal, active: string, by: string, rollback: boolean): Promise<void> {
+    try {
+      await end(principal, active, { by, rollback });
+    } catch (err) {
+      if (!(err instanceof ConflictError) && !(err instanceof NotFoundError)) throw err;
+    }
+  }
+
   async function view(run: RunRecord) {
     const [approvals, tree] = await Promise.all([run.pendingApprovals.length ? deps.store.approvals(run.id) : [], treeFacts(run)]);
     return runView(run, approvals, tree);
   }
 
   return {
-    /** `traceparent`: the trace the run belongs to (see `submitSpan`); a new one when omitted. */
+    /**
+     * `traceparent`: the trace the run belongs to (see `submitSpan`); a new one when omitted.
+     * `runId`: the id to create it under (a schedule's firing); a run that already has it is
+     * answered as it is, so firing twice creates one run.
+     */
     async submit(
       principal: Principal,
       body: SubmitRunBody,
       idempotencyKey?: string,
       traceparent = newTraceparent(),
+      opts: { runId?: string } = {},
     ): Promise<{ run: RunView; created: boolean }> {
       const profile = deps.agents.get(body.agent ?? deps.agents.defaultAgent);
       const limits = { ...profile.limits, ...body.limits };
@@ -165,7 +200,8 @@ export function createRunService(deps: RunServiceDeps) {
           throw new InvalidRequestError(`limits.${name} may be at most ${ceiling} (the operator's ceiling)`, 'limit_above_ceiling');
       }
       const replay = async (runId: string) => ({ run: await view(await visibleRun(principal, runId)), created: false });
-      const id = randomUUID();
+      if (opts.runId && (await deps.store.get(opts.runId))) return replay(opts.runId);
+      const id = opts.runId ?? randomUUID();
       const idem = idempotencyKey
         ? {
             key: tenantKeys(principal.tenantId).idempotency(principal.userId, idempotencyKey),
@@ -201,32 +237,42 @@ export function createRunService(deps: RunServiceDeps) {
         deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
       };
       let admitted = false;
+      let created = false;
       let run = fresh;
+      const ifBusy = body.ifBusy ?? 'reject';
+      // The run this one waits behind, when its session is busy and the policy queues it.
+      let behind: string | null = null;
+      // `waiting`: over the tenant's concurrency limit, in its fair-share line (`queueBeyondLimit`).
+      let admission: 'admitted' | 'waiting' = 'admitted';
       try {
-        await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
+        admission = await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
         admitted = true;
         // One active run per session: the next one must see this one's answer.
         const claimSession = async () => {
           const holder = await deps.store.claimSession(fresh);
-          if (holder) throw new ConflictError('session_busy', `run ${holder} of session ${body.sessionId} is still active`);
+          if (holder && ifBusy === 'reject')
+            throw new ConflictError('session_busy', `run ${holder} of session ${body.sessionId} is still active`);
+          return holder;
         };
-        await claimSession();
+        behind = await claimSession();
         // Read after the claim, so the previous run of the session has finished and is seen.
-        const history = body.sessionId
-          ? await sessionHistory(
-              deps.store,
-              { tenantId: principal.tenantId, userId: principal.userId, sessionId: body.sessionId },
-              deps.sessions,
-              (ids) => runsById(principal.tenantId, ids),
-            )
-          : [];
-        if (body.sessionId) run = { ...fresh, historyMessages: history.length };
+        let history =
+          !behind && body.sessionId
+            ? await sessionHistory(deps.store, sessionOf(fresh), deps.sessions, (ids) => runsById(principal.tenantId, ids))
+            : [];
         // Renew the claim just before creating: a claim only lapses after SESSION_CLAIM_MS without a run.
-        await claimSession();
-        await deps.store.create(
+        if (!behind) behind = await claimSession();
+        if (behind) {
+          history = [];
+          // Interrupting: it waits behind the active run it cancels, not behind a queued one.
+          if (ifBusy === 'interrupt' || ifBusy === 'rollback') behind = (await deps.store.sessionHolder(fresh)) ?? behind;
+          run = { ...fresh, queuedBehind: behind };
+        } else if (body.sessionId) run = { ...fresh, historyMessages: history.length };
+        created = await deps.store.create(
           run,
-          { role: 'user', content: body.input },
-          runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId }),
+          // A queued run gets its history and input when it is admitted (runs/session-queue.ts).
+          behind ? null : { role: 'user', content: body.input },
+          runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId, ...(behind ? { behind } : {}) }),
           history,
         );
       } catch (err) {
@@ -236,8 +282,18 @@ export function createRunService(deps: RunServiceDeps) {
         if (idem) await deps.store.releaseIdempotencyKey(idem.key, idem.claim).catch(() => {});
         throw err;
       }
+      // Another process created this id first (a firing taken twice): its run holds the quota slot.
+      if (!created) return replay(id);
       if (idem) await deps.store.bindIdempotencyKey(idem.key, idem.claim, deps.idempotencyTtlSeconds ?? 86_400);
-      await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId });
+      if (behind) {
+        await deps.store.joinSessionQueue(run);
+        if (ifBusy === 'interrupt' || ifBusy === 'rollback') await interrupt(principal, behind, id, ifBusy === 'rollback');
+        // The run ahead may have finished before this one joined the queue: look once now.
+        await deps.enqueue('admit', { runId: id, cause: 'queued', traceparent });
+      }
+      // A slot may have freed before it joined the line: look once now.
+      if (admission === 'waiting') await deps.enqueue('slot', { runId: id, tenantId: principal.tenantId, freed: false, traceparent });
+      else if (!behind) await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };
     },
@@ -370,19 +426,7 @@ export function createRunService(deps: RunServiceDeps) {
 
     /** Cancels a non-terminal run; its pending approvals are withdrawn in the same commit. */
     async cancel(principal: Principal, id: string) {
-      // A worker may commit meanwhile: look again (bounded).
-      return retryOnStale(async () => {
-        const run = await visibleRun(principal, id);
-        if (TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_finished', `run ${id} already ${run.status}`);
-        const at = new Date(now()).toISOString();
-        const { change, withdrawn } = cancelRun(run, await deps.store.approvals(id), principal.userId, at);
-        const next = await deps.applier.apply(run, {
-          kind: 'cancel',
-          change,
-          followUps: { feed: withdrawn.map((a) => approvalEvent(a, true)) },
-        });
-        return view(next);
-      });
+      return view(await end(principal, id));
     },
   };
 }

@@ -12,18 +12,24 @@ export interface SessionSettings {
   model: string;
 }
 
-/** One earlier run as conversation: its input and answer, or its whole exchange with tool traffic. */
+/** What the next run reads where an interrupted turn's answer would be. */
+export const INTERRUPTED_TURN = '[interrupted: the user wrote again before this was answered]';
+
+/** One earlier run as conversation: its input and answer, or its whole exchange with tool traffic; an interrupted one says so. */
 async function turnOf(store: RunStore, run: RunRecord, toolTraffic: boolean): Promise<ChatMessage[]> {
+  const mark: ChatMessage[] = run.interruption ? [{ role: 'assistant', content: INTERRUPTED_TURN }] : [];
+  // A turn cut mid-step may end on tool calls without results: only its input goes with the mark.
   // An archived run's message log is gone with its keys: its turn is its input and answer.
-  const log = toolTraffic ? (await store.messages(run.id)).slice(run.historyMessages ?? 0) : [];
+  const log = toolTraffic && !run.interruption ? (await store.messages(run.id)).slice(run.historyMessages ?? 0) : [];
   if (log.length) return log;
-  const answer: ChatMessage[] = run.finalAnswer !== undefined ? [{ role: 'assistant', content: run.finalAnswer }] : [];
+  const answer: ChatMessage[] = run.finalAnswer !== undefined ? [{ role: 'assistant', content: run.finalAnswer }] : mark;
   return [{ role: 'user', content: run.input }, ...answer];
 }
 
 /**
  * The conversation a new run of a session starts with: the session's finished runs,
- * oldest first, keeping the newest turns that fit the token window (a turn is kept
+ * oldest first (a rolled-back run's turn left out: its writes were undone; so is one that
+ * ended still queued), keeping the newest turns that fit the token window (a turn is kept
  * whole or dropped whole, so a tool call never loses its result). `byId`: where the run
  * documents are read (with the archive on, also where Redis has none).
  */
@@ -34,7 +40,9 @@ export async function sessionHistory(
   byId: (ids: string[]) => Promise<Array<RunRecord | null>> = (ids) => store.getMany(ids),
 ): Promise<ChatMessage[]> {
   const ids = await store.sessionRunIds(session.tenantId, session.userId, session.sessionId);
-  const runs = (await byId(ids)).filter((r): r is RunRecord => r !== null && TERMINAL_STATUSES.includes(r.status));
+  const runs = (await byId(ids)).filter(
+    (r): r is RunRecord => r !== null && TERMINAL_STATUSES.includes(r.status) && !r.interruption?.rollback && !r.queuedBehind,
+  );
   const turns = await Promise.all(runs.map((r) => turnOf(store, r, settings.toolTraffic)));
   const kept: ChatMessage[][] = [];
   let tokens = 0;

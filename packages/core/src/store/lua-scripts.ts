@@ -36,10 +36,11 @@ export enum SettleResult {
   NotOurs = 0,
 }
 
-/** Return codes of claim-session-1.lua (the first element of its reply). */
+/** Return codes of claim-session-2.lua (the first element of its reply). */
 export enum ClaimResult {
   Claimed = 1,
   Held = 0,
+  Queued = 2,
 }
 
 /** Return codes of acquire-lease-3.lua (the first element of its reply). */
@@ -60,9 +61,10 @@ const scripts = {
   createRun: { file: 'create-run-3.lua', keys: 3 },
   commitRun: { file: 'commit-run-9.lua', keys: 9 },
   admitRun: { file: 'admit-run-3.lua', keys: 3 },
+  takeSlot: { file: 'take-slot-2.lua', keys: 2 },
   acquireLease: { file: 'acquire-lease-3.lua', keys: 3 },
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
-  claimSession: { file: 'claim-session-1.lua', keys: 1 },
+  claimSession: { file: 'claim-session-2.lua', keys: 2 },
   releaseSession: { file: 'release-session-1.lua', keys: 1 },
   chargeUsage: { file: 'charge-usage-3.lua', keys: 3 },
   addWebhook: { file: 'add-webhook-1.lua', keys: 1 },
@@ -74,9 +76,10 @@ export interface ReinScripts {
   createRun(k1: string, k2: string, k3: string, ...argv: string[]): Promise<number>;
   commitRun(...keysAndArgs: string[]): Promise<number>;
   admitRun(active: string, usage: string, parked: string, ...argv: string[]): Promise<number>;
+  takeSlot(active: string, waiting: string, max: string, freed: string): Promise<string | null>;
   acquireLease(leases: string, open: string, tripped: string, ...argv: string[]): Promise<[LeaseResult, string | null, string | null]>;
   settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
-  claimSession(active: string, runId: string, ttlSeconds: string, replace: string): Promise<[ClaimResult, string, number]>;
+  claimSession(active: string, queue: string, runId: string, ttlSeconds: string, replace: string): Promise<[ClaimResult, string, number]>;
   releaseSession(active: string, runId: string): Promise<number>;
   chargeUsage(usage: string, charged: string, chargedBefore: string, ...argv: string[]): Promise<number>;
   addWebhook(webhooks: string, id: string, json: string, max: string): Promise<number>;

@@ -116,7 +116,7 @@ export class RunStore {
    * Creates the run unless one with the same id exists; returns whether it did.
    * `history` (a session's earlier turns) goes before the input in the conversation.
    */
-  async create(run: RunRecord, firstMessage: ChatMessage, event: RunEvent, history: ChatMessage[] = []): Promise<boolean> {
+  async create(run: RunRecord, firstMessage: ChatMessage | null, event: RunEvent, history: ChatMessage[] = []): Promise<boolean> {
     const k = runKeys(run.id);
     const created = await this.redis.createRun(
       k.run,
@@ -124,7 +124,7 @@ export class RunStore {
       k.events,
       JSON.stringify(runRecordSchema.parse(run)),
       storedEvent(event),
-      ...[...history, firstMessage].map((m) => JSON.stringify(m)),
+      ...[...history, ...(firstMessage ? [firstMessage] : [])].map((m) => JSON.stringify(m)),
     );
     if (created === CreateResult.Created) {
       const t = tenantKeys(run.tenantId);
@@ -593,11 +593,19 @@ export class RunStore {
    */
   async claimSession(run: RunRecord): Promise<string | null> {
     if (!run.sessionId) return null;
-    const key = tenantKeys(run.tenantId).sessionActive(run.userId, run.sessionId);
+    const t = tenantKeys(run.tenantId);
+    const key = t.sessionActive(run.userId, run.sessionId);
     let replace = '';
     for (let tries = 0; tries < 3; tries++) {
-      const [result, marker, nowMs] = await this.redis.claimSession(key, run.id, String(this.traceTtlSeconds), replace);
+      const [result, marker, nowMs] = await this.redis.claimSession(
+        key,
+        t.sessionQueue(run.userId, run.sessionId),
+        run.id,
+        String(this.traceTtlSeconds),
+        replace,
+      );
       if (result === ClaimResult.Claimed) return null;
+      if (result === ClaimResult.Queued) return marker; // runs wait for the session: this one goes behind them
       const [holder = '', claimedAt] = marker.split(' ');
       const held = await this.get(holder);
       if (held ? !TERMINAL_STATUSES.includes(held.status) : nowMs - Number(claimedAt ?? 0) < SESSION_CLAIM_MS) return holder;
@@ -605,6 +613,29 @@ export class RunStore {
     }
     // Lost three races in a row: someone else keeps starting runs in this session.
     return 'another run';
+  }
+
+  /** The run holding the session's marker, if any ("<runId> <claimedAtMs>"). */
+  async sessionHolder(run: Pick<RunRecord, 'tenantId' | 'userId' | 'sessionId'>): Promise<string | null> {
+    if (!run.sessionId) return null;
+    const marker = await this.redis.get(tenantKeys(run.tenantId).sessionActive(run.userId, run.sessionId));
+    return marker ? (marker.split(' ')[0] ?? null) : null;
+  }
+
+  /** Queues a run for its session (`ifBusy`), behind the ones already waiting. */
+  async joinSessionQueue(run: Pick<RunRecord, 'id' | 'tenantId' | 'userId' | 'sessionId'>): Promise<void> {
+    if (!run.sessionId) return;
+    const key = tenantKeys(run.tenantId).sessionQueue(run.userId, run.sessionId);
+    await this.redis.multi().rpush(key, run.id).expire(key, this.traceTtlSeconds).exec();
+  }
+
+  /** The run first in line for the session, if any. */
+  async sessionQueueHead(session: { tenantId: string; userId: string; sessionId: string }): Promise<string | null> {
+    return this.redis.lindex(tenantKeys(session.tenantId).sessionQueue(session.userId, session.sessionId), 0);
+  }
+
+  async leaveSessionQueue(run: Pick<RunRecord, 'id' | 'tenantId' | 'userId' | 'sessionId'>): Promise<void> {
+    if (run.sessionId) await this.redis.lrem(tenantKeys(run.tenantId).sessionQueue(run.userId, run.sessionId), 0, run.id);
   }
 
   /** Frees the session if this run still holds it (compare-and-delete). */

@@ -54,6 +54,8 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
     details: `  --from ISO               runs created at or after (default: 7 days before --to)
   --to ISO                 runs created before (default: now)
   --group-by KEY           agent, model, user or day (default: day)`,
+    env: CLIENT_ENV,
+  },
   schedules: {
     usage: 'rein schedules [<scheduleId>]',
     summary: "the caller's schedules (an admin's: the tenant's); with an id, its latest firings",

@@ -101,6 +101,9 @@ try {
       const { values } = options('usage', { from: { type: 'string' }, to: { type: 'string' }, 'group-by': { type: 'string' } });
       const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
       process.stdout.write(`${await usage({ from: str(values.from), to: str(values.to), groupBy: str(values['group-by']) })}\n`);
+      process.exit(0);
+      break;
+    }
     case 'schedules': {
       const { positionals } = options('schedules', {});
       const { rein } = fleetClient();
@@ -121,9 +124,10 @@ try {
       break;
     }
   }
-} catch (err) 
+} catch (err) {
   process.stderr.write(`rein: ${describeError(err)}\n`);
   process.exit(1);
+}
 
 /** What went wrong, in the user's terms: no API at the URL is a hint to start one, not `fetch failed`. */
 function describeError(err: unknown): string {

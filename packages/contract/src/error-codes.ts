@@ -45,4 +45,6 @@ export type ReinErrorCode =
   | 'webhook_url_unresolvable'
   | 'unavailable'
   | 'redis_unavailable'
+  | 'version_not_live'
+  | 'version_not_upgradable'
   | (string & {});

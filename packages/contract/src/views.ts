@@ -40,6 +40,8 @@ export const runViewSchema = z.object({
   status: runStatusSchema,
   reason: runReasonSchema.optional(),
   agent: z.string(),
+  /** The app version its steps run on. */
+  appVersion: z.string().optional(),
   input: z.string(),
   sessionId: z.string().optional(),
   finalAnswer: z.string().optional(),
@@ -74,11 +76,13 @@ export const runTraceSchema = z.object({
   traceId: z.string(),
   status: runStatusSchema,
   reason: runReasonSchema.optional(),
+  /** The app version the run is on now; each step says which version ran it. */
+  appVersion: z.string().optional(),
   input: z.string(),
   /** Plan mode: the plan, its decision and the steps carried out. */
   plan: runPlanSchema.extend({ approval: approvalViewSchema.optional() }).optional(),
   steps: z.array(
-    stepRecordSchema.pick({ index: true, model: true, thought: true, usage: true, costUsd: true, durationMs: true }).extend({
+    stepRecordSchema.pick({ index: true, model: true, thought: true, usage: true, costUsd: true, durationMs: true, appVersion: true }).extend({
       toolCalls: z.array(toolCallRecordSchema.extend({ approval: approvalViewSchema.optional() })),
     }),
   ),

@@ -68,11 +68,21 @@ export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, pub
 export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';
 export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
 export { OPENAPI_PATH } from './http/openapi.js';
-export { apiRoutes, approverRoutes, idParamsSchema } from './http/route-schemas.js';
+export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
 export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
-export { FAULTS_KEY, QUEUE_PREFIX, queuePrefix, runKeys, tenantKeys, WEBHOOK_QUEUE_PREFIX } from './keys.js';
+export {
+  FAULTS_KEY,
+  QUEUE_PREFIX,
+  queuePrefix,
+  runKeys,
+  stepQueuePrefix,
+  tenantKeys,
+  VERSION_KEYS,
+  versionRunsKey,
+  WEBHOOK_QUEUE_PREFIX,
+} from './keys.js';
 export { createLogger } from './logger.js';
 export { type McpGovernance, mcpGovernance } from './mcp/mcp-governance.js';
 export { McpManager, type McpManagerDeps } from './mcp/mcp-manager.js';
@@ -80,7 +90,7 @@ export { mcpObservation } from './mcp/mcp-result.js';
 export { mcpServerSchema, mcpServersSchema } from './mcp/mcp-server-config.js';
 export { createMcpTool } from './mcp/mcp-tool.js';
 export { mcpToolName } from './mcp/mcp-tool-name.js';
-export { createMetrics, type Metrics, registerQueueDepth, registerRedisUp } from './metrics.js';
+export { createMetrics, type Metrics, registerQueueDepth, registerRedisUp, registerVersionGauges } from './metrics.js';
 export {
   type CompleteWith,
   chatCompletionBody,
@@ -103,7 +113,9 @@ export {
   HOUSEKEEPING_QUEUE,
   housekeepingJobSchema,
   type JobName,
+  type JobRoute,
   jobCatalog,
+  jobRoute,
   REAPER,
   type RepairJob,
   repairJobSchema,
@@ -142,6 +154,7 @@ export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './runs/run-service.js';
 export { type SessionSettings, sessionHistory } from './runs/session-history.js';
+export { createVersionService, type VersionService } from './runs/version-service.js';
 export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './runtime.js';
 export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
 export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';
@@ -151,6 +164,10 @@ export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
 export { type RunFilter, RunStore } from './store/run-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
+export { HEARTBEAT_TTL_MS, type VersionFacts, VersionDirectory } from './store/version-directory.js';
+export { contentVersion, type FleetVersions, resolveAppVersion } from './app/app-version.js';
+export { currentVersion, routeVersion, versionVerdict, withdrawnOnMove } from './engine/version-route.js';
+export { toolDigest } from './tools/tool-digest.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
 export { parseToolArguments, toolSpec } from './tools/tool.js';
 export type { CaptureContent } from './tracing/genai.js';

@@ -186,6 +186,11 @@ export function createMetrics(service: string) {
       help: 'Approvals waiting for a decision (as of the last reaper pass)',
       registers,
     }),
+    versionReroutes: new Counter({
+      name: 'rein_version_reroutes_total',
+      help: "Step jobs a worker found on its queue for a run of another app version, and sent on to that version's workers",
+      registers,
+    }),
     jobWait: new Histogram({
       name: 'rein_queue_job_wait_seconds',
       help: 'Time a step job waited in the queue before a worker took it (after any intended delay)',
@@ -265,4 +270,44 @@ export function registerRedisUp(metrics: Metrics, redis: { ping(): Promise<unkno
       );
     },
   });
+}
+
+/** What the version gauges read: each known version's live workers and unfinished runs (store/version-directory.ts). */
+export interface VersionCensus {
+  list(): Promise<Array<{ version: string; workers: number; runs: Partial<Record<string, number>>; onQueue: number }>>;
+}
+
+/**
+ * Per app version, read at scrape time by the API: live workers, unfinished runs by
+ * status, and the runs waiting for a version no worker runs (queued, running or resuming
+ * ones of a version with no live worker: their jobs sit on a queue nobody takes). The versions are
+ * the directory's, at most MAX_LISTED_VERSIONS of them: the label cannot explode.
+ */
+export function registerVersionGauges(metrics: Metrics, census: VersionCensus) {
+  const registers = [metrics.registry];
+  const runs = new Gauge({ name: 'rein_version_runs', help: 'Unfinished runs per app version and status', labelNames: ['version', 'status'], registers: [] });
+  const waiting = new Gauge({
+    name: 'rein_runs_waiting_for_version',
+    help: 'Runs waiting on a job of an app version no live worker runs (queued, running, or resuming): until one starts or an upgrade moves them',
+    labelNames: ['version'],
+    registers: [],
+  });
+  // Registered first, it reads the census once per scrape and sets the two after it.
+  new Gauge({
+    name: 'rein_version_workers',
+    help: 'Live workers per app version',
+    labelNames: ['version'],
+    registers,
+    async collect() {
+      for (const g of [this, runs, waiting]) g.reset();
+      const versions = await withinScrape(census.list()).catch(() => []);
+      for (const v of versions) {
+        this.set({ version: v.version }, v.workers);
+        for (const [status, n] of Object.entries(v.runs)) runs.set({ version: v.version, status }, n ?? 0);
+        waiting.set({ version: v.version }, v.workers > 0 ? 0 : v.onQueue);
+      }
+    },
+  });
+  metrics.registry.registerMetric(runs);
+  metrics.registry.registerMetric(waiting);
 }

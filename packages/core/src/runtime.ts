@@ -1,11 +1,13 @@
 import type { AgentCatalog } from './agents/agent-profile.js';
 import type { App } from './app/define-app.js';
+import { resolveAppVersion } from './app/app-version.js';
 import { createRegistry, type Registry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
 import { checkPrices } from './budgets/cost.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
+import { currentVersion, routeVersion } from './engine/version-route.js';
 import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
@@ -21,6 +23,7 @@ import { ApprovalFeed } from './store/approval-feed.js';
 import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { RunStore } from './store/run-store.js';
+import { VersionDirectory } from './store/version-directory.js';
 import type { Tool } from './tools/tool.js';
 import { setupTracing, type Tracing } from './tracing/tracing-setup.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
@@ -35,6 +38,10 @@ import { WebhookStore } from './webhooks/webhook-store.js';
 export interface Runtime {
   options: ReinOptions;
   app: App;
+  /** The app version this process runs (REIN_APP_VERSION, the app's `version`, or its content hash). */
+  version: string;
+  /** The fleet's versions: promoted, upgrading, alive (store/version-directory.ts). */
+  versions: VersionDirectory;
   logger: Logger;
   metrics: Metrics;
   redis: RedisClient;
@@ -130,17 +137,27 @@ async function buildRuntime<X extends Extras>(
   await checkRedisSettings(redis, logger);
   registerRedisUp(metrics, redis);
   const bull = bullConnection(options.redis, role, logger);
-  const scheduler = new StepScheduler(bull, options.queue.stepAttempts, options.queue.shards);
-  for (const queue of scheduler.queues) queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
   let registry: Registry;
   let mcp: McpManager;
+  let versions: VersionDirectory;
+  let scheduler: StepScheduler | undefined;
   try {
     registry = createRegistry(app, { redis }, { faultInjection: options.resilience.faultInjection === 'on' });
+    // Before MCP servers join: a server's tools are stood for by its declaration.
+    const version = resolveAppVersion(app, [...registry.tools.values()], options.appVersion);
+    versions = new VersionDirectory(redis, version, role === 'worker' ? 'worker' : service === 'approver' ? 'approver' : 'api', logger);
+    const directory = versions;
+    scheduler = new StepScheduler(bull, options.queue.stepAttempts, options.queue.shards, {
+      own: version,
+      route: (job) => routeVersion(job, directory.known(), version),
+    });
+    for (const queue of scheduler.queues) queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
     mcp = new McpManager(app.mcpServers, registry.tools, { logger, metrics });
     if (connectMcp) await mcp.start();
+    await versions.start();
   } catch (err) {
     // A bad tools factory or an MCP server that cannot start: leave no connection behind.
-    await scheduler.close();
+    await scheduler?.close();
     bull.disconnect();
     redis.disconnect();
     await tracing.shutdown();
@@ -210,6 +227,8 @@ async function buildRuntime<X extends Extras>(
   return {
     options,
     app,
+    version: versions.own,
+    versions,
     logger,
     metrics,
     redis,
@@ -223,7 +242,20 @@ async function buildRuntime<X extends Extras>(
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, applier, journal, agents, enqueue, metrics, quotas, ceilings, sessions, masker, compensator }),
+    runs: createRunService({
+      store,
+      applier,
+      journal,
+      agents,
+      enqueue,
+      metrics,
+      quotas,
+      ceilings,
+      sessions,
+      masker,
+      compensator,
+      currentVersion: () => currentVersion(versions.known(), versions.own),
+    }),
     approvals: createApprovalService({ store, applier, tools }),
     inputFilter,
     masker,
@@ -235,6 +267,7 @@ async function buildRuntime<X extends Extras>(
     ...added,
     async close() {
       added.breakers?.shutdown();
+      await versions.stop();
       await mcp.close();
       await scheduler.close();
       await dispatcher.close();

@@ -13,6 +13,7 @@ import {
   InvalidJobError,
   isDelaying,
   type JobTable,
+  jobRoute,
   type ModelGateway,
   ModelUnavailableError,
   queuePrefix,
@@ -22,6 +23,7 @@ import {
   runJob,
   STEP_QUEUE,
   type StepJob,
+  stepQueuePrefix,
   stepJobSchema,
   stepSpan,
   sweepDeadlines,
@@ -118,6 +120,12 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     modelTimeoutMs: models.timeoutMs,
     modelIdleTimeoutMs: models.idleTimeoutMs,
     approvalTtlMs: options.approvals.ttlMs,
+    versions: {
+      own: rt.version,
+      known: () => rt.versions.known(),
+      fresh: () => rt.versions.fresh(),
+      enqueue: rt.enqueue,
+    },
   });
 
   /** Puts the step back for later, or ends the run if "later" is past its deadline. */
@@ -159,7 +167,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
           );
           throw err;
         }
-      });
+      }, rt.version);
     };
   /** A step's final failure ends its run, with the reason its error names (if the run is still at that step). */
   const endRun = async ({ runId, step }: StepJob, err: Error) => {
@@ -188,7 +196,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
       run: async () => {
         const repaired = await reap({
           store: rt.store,
-          queueOf: (runId) => rt.scheduler.queueOf(runId),
+          queueOf: (run) => rt.scheduler.queueFor(run.id, jobRoute(run)),
           enqueue: rt.enqueue,
           approvals: rt.approvals,
           feed: rt.feed,
@@ -214,10 +222,11 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
 
   // One connection for every shard's worker; BullMQ adds a blocking one per worker.
   const connection = bullConnection(options.redis, 'worker', logger);
+  // A worker takes its own version's step queues only: a job of a run on another version never reaches it (routing by version).
   const startShard = (shard: number) => {
     const worker = new Worker(STEP_QUEUE, processJob, {
       connection,
-      prefix: queuePrefix(shard),
+      prefix: stepQueuePrefix(shard, rt.version),
       concurrency: queue.workerConcurrency,
       lockDuration: queue.jobLockMs,
       stalledInterval: Math.max(1000, Math.floor(queue.jobLockMs / 2)),

@@ -5,6 +5,7 @@ import { type PlanOptions, planOptionsSchema } from '../engine/plan.js';
 import { type OutputSpec, outputSpec } from '../engine/structured-output.js';
 import { ConfigError, InvalidRequestError } from '../errors.js';
 import { type Limits, limitsSchema } from '../schemas/run.js';
+import { type Versioning, versioningSchema } from '../schemas/version.js';
 
 /** An agent as the runtime holds it: `defineAgent`'s value, with its defaults filled in. */
 export interface AgentProfile {
@@ -28,6 +29,8 @@ export interface AgentProfile {
   plan?: PlanOptions;
   /** The final answer's shape: asked for with `response_format` where the provider can, always validated. */
   output?: OutputSpec;
+  /** `pinned` (default): its runs keep the app version they started with; `upgrade`: each step runs on the current version. */
+  versioning?: Versioning;
 }
 
 /**
@@ -56,6 +59,8 @@ export interface AgentDefinition {
   plan?: z.input<typeof planOptionsSchema>;
   /** A zod schema the final answer must match (JSON); the run view carries the parsed value as `output`. */
   output?: z.ZodType;
+  /** `pinned` (default): a run stays on the app version it started with; `upgrade`: it moves to the current one at its next step. */
+  versioning?: Versioning;
 }
 
 const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 };
@@ -75,6 +80,7 @@ const definitionSchema = z.object({
   mode: z.enum(['react', 'plan']).optional(),
   plan: planOptionsSchema.optional(),
   output: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'must be a zod schema').optional(),
+  versioning: versioningSchema.optional(),
 });
 
 /** An agent of an app: instructions, the tools it may call (by name), its model and limits. */
@@ -106,6 +112,7 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
     ...(a.context ? { context: a.context } : {}),
     ...(a.mode === 'plan' ? { plan: a.plan ?? planOptionsSchema.parse({}) } : {}),
     ...(a.output ? { output: outputSpec(a.name, a.output) } : {}),
+    ...(a.versioning === 'upgrade' ? { versioning: a.versioning } : {}),
   };
 }
 

@@ -5,6 +5,7 @@ import { type InputRules, inputRulesSchema } from '../guards/input-filter.js';
 import { type PiiRules, piiRulesSchema } from '../guards/pii-masker.js';
 import { type McpServers, mcpServersSchema } from '../mcp/mcp-server-config.js';
 import type { RedisClient } from '../redis.js';
+import { appVersionSchema } from '../schemas/version.js';
 import { type Tool, toolValueSchema } from '../tools/tool.js';
 
 /** What an app's tool factory gets: Rein's Redis (a Cluster client in cluster mode), for tools that keep state (name keys with `appStateKey`: one tenant's keys share a slot). */
@@ -13,6 +14,12 @@ export interface AppServices {
 }
 
 export interface AppDefinition {
+  /**
+   * The app's version (an image tag, a commit): every run records the version it started
+   * on, and its steps run only on workers of that version. REIN_APP_VERSION overrides it;
+   * without either, a hash of what the app declares (`c-…`).
+   */
+  version?: string;
   agents: readonly AgentProfile[];
   /** The tools, or a factory building them over Rein's services (called once per process). */
   tools: readonly Tool[] | ((services: AppServices) => readonly Tool[]);
@@ -39,6 +46,7 @@ export interface AppDefinition {
 /** An app: what `REIN_APP`'s default export is, and what `startApi`/`startWorker`/`startApprover` take. */
 export interface App {
   readonly kind: 'rein-app';
+  readonly version?: string;
   readonly agents: readonly AgentProfile[];
   readonly tools: AppDefinition['tools'];
   readonly defaultAgent: string;
@@ -64,8 +72,11 @@ export function defineApp(def: AppDefinition): App {
     ...(def.guards?.input ? { input: parseRules(inputRulesSchema, def.guards.input, 'guards.input') } : {}),
     ...(def.guards?.pii ? { pii: parseRules(piiRulesSchema, def.guards.pii, 'guards.pii') } : {}),
   };
+  if (def.version !== undefined && !appVersionSchema.safeParse(def.version).success)
+    throw new ConfigError(`app: version "${def.version}" is not 1-64 letters, digits, ".", "_" or "-"`);
   const app: App = {
     kind: 'rein-app',
+    ...(def.version !== undefined ? { version: def.version } : {}),
     agents: def.agents,
     tools: def.tools,
     defaultAgent,

@@ -1,7 +1,14 @@
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import type { CancelExpiry, ExpireJob, JobName, JobPayload } from '../queue/job-catalog.js';
+import {
+  type CancelExpiry,
+  type EnqueueOptions,
+  type ExpireJob,
+  type JobName,
+  type JobPayload,
+  jobRoute,
+} from '../queue/job-catalog.js';
 import type { Approval } from '../schemas/approval.js';
 import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import { type ApprovalEvent, type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
@@ -28,12 +35,12 @@ type Change = Omit<Commit, 'from'>;
 /**
  * What a writer hands the applier: a step's Transition, or one of the other ways a run
  * changes — its first step starts it, an approver decides (or a timer expires) approvals,
- * a caller cancels it, its saga asks for a plan's approval.
+ * a caller cancels it, its saga asks for a plan's approval, it moves to another app version.
  */
 export type Outcome =
   | { kind: 'step'; transition: Transition; log: Logger }
   | { kind: 'start'; change: Change }
-  | { kind: 'decide' | 'cancel' | 'compensate'; change: Change; followUps: FollowUps };
+  | { kind: 'decide' | 'cancel' | 'compensate' | 'upgrade'; change: Change; followUps: FollowUps };
 
 /** The hooks of a run's end; each may run more than once (the reaper runs them again), so each is idempotent. */
 export interface FinishHooks {
@@ -48,7 +55,7 @@ export interface ApplierDeps {
   quotas: TenantQuotas;
   feed: ApprovalFeed;
   /** An Enqueue, seen as taking any job: a follow-up's name and payload were checked together when it was built. */
-  enqueue: (name: JobName, job: JobPayload<JobName>, opts?: { delayMs?: number }) => Promise<void>;
+  enqueue: (name: JobName, job: JobPayload<JobName>, opts?: EnqueueOptions) => Promise<void>;
   cancelExpiry?: CancelExpiry;
   metrics: Metrics;
   now?: () => number;
@@ -64,7 +71,8 @@ const changeOf = (o: Outcome): Change => (o.kind === 'step' ? o.transition.chang
 /** A step's follow-ups (pure): the next step, or the parked step's approvals announced and timed. */
 function stepFollowUps(t: Transition): FollowUps {
   const to = t.change.to;
-  if (t.kind === 'continue') return { jobs: [{ name: 'step', payload: { runId: to.id, step: to.step, tenantId: to.tenantId } }] };
+  if (t.kind === 'continue')
+    return { jobs: [{ name: 'step', payload: { runId: to.id, step: to.step, tenantId: to.tenantId } }] };
   if (t.kind === 'park') return { feed: t.newApprovals.map((a) => approvalEvent(a, false)), expiry: t.newApprovals };
   return {};
 }
@@ -86,12 +94,12 @@ export function createTransitionApplier(deps: ApplierDeps) {
   /** After a commit (ours or someone else's), make sure the job that advances the run exists. */
   async function ensureNext(run: RunRecord, approvals?: Approval[]): Promise<void> {
     if (run.status === 'queued' || run.status === 'running') {
-      await deps.enqueue('step', { runId: run.id, step: run.step, tenantId: run.tenantId });
+      await deps.enqueue('step', { runId: run.id, step: run.step, tenantId: run.tenantId }, { route: jobRoute(run) });
     } else if (run.status === 'pending_approval') {
       const ofStep = (approvals ?? (await deps.store.approvals(run.id))).filter((a) => a.step === run.step);
       const pending = ofStep.filter((a) => a.status === 'pending');
       if (ofStep.length > 0 && pending.length === 0) {
-        await deps.enqueue('resume', { runId: run.id, step: run.step });
+        await deps.enqueue('resume', { runId: run.id, step: run.step }, { route: jobRoute(run) });
       }
       await scheduleExpiry(pending);
     }
@@ -133,7 +141,8 @@ export function createTransitionApplier(deps: ApplierDeps) {
     }
     if (o.kind === 'step') countStep(from, o.transition, o.log);
     for (const e of followUps.feed ?? []) await deps.feed.publish(from.tenantId, e);
-    for (const j of followUps.jobs ?? []) await deps.enqueue(j.name, j.payload);
+    // A follow-up job is the committed run's: it goes to the workers of the version the run is on.
+    for (const j of followUps.jobs ?? []) await deps.enqueue(j.name, j.payload, { route: jobRoute(next) });
     await scheduleExpiry(followUps.expiry ?? []);
     for (const e of followUps.cancelExpiry ?? []) await deps.cancelExpiry?.(e);
     if (o.kind === 'decide' && TERMINAL_STATUSES.includes(from.status)) await deps.hooks?.decided?.(next);

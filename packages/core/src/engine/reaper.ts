@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import type { ApprovalService } from '../approvals/approval-service.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { type Enqueue, jobCatalog } from '../queue/job-catalog.js';
+import { type Enqueue, jobCatalog, jobRoute } from '../queue/job-catalog.js';
 import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
@@ -11,7 +11,8 @@ import type { TransitionApplier } from './apply-transition.js';
 export interface ReaperDeps {
   store: RunStore;
   /** The step-queue shard that holds a run's jobs. */
-  queueOf: (runId: string) => Queue;
+  /** The queue a run's next job is in: its shard's, for the version that runs it. */
+  queueOf: (run: RunRecord) => Queue;
   enqueue: Enqueue;
   approvals: ApprovalService;
   /** Its outbox holds approval events a crash kept from being published. */
@@ -126,14 +127,15 @@ async function reapOne(deps: ReaperDeps, runId: string, since: number, now: numb
 async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Promise<string | null> {
   const step = { runId: run.id, step: run.step };
   const repair = { ...step, version: run.version, traceparent: run.traceparent };
-  const queue = deps.queueOf(run.id);
+  const route = { route: jobRoute(run) };
+  const queue = deps.queueOf(run);
   const life = (id: string) => jobLife(queue, id, now, deps.staleMs);
   const repairJob = await life(jobCatalog.repair.id(repair));
   if (repairJob !== 'gone') return repairJob === 'promoted' ? 'stranded_delayed_job' : null;
   if (run.status === 'queued' || run.status === 'running') {
     const stepJob = await life(jobCatalog.step.id(step));
     if (stepJob !== 'gone') return stepJob === 'promoted' ? 'stranded_delayed_job' : null;
-    await deps.enqueue('repair', repair);
+    await deps.enqueue('repair', repair, route);
     return 'lost_step_job';
   }
   const ofStep = (await deps.store.approvals(run.id)).filter((a) => a.step === run.step);
@@ -145,6 +147,6 @@ async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Pro
   const resumeJob = await life(jobCatalog.resume.id(step));
   if (resumeJob === 'promoted') return 'stranded_delayed_job';
   if (resumeJob === 'live') return null;
-  await deps.enqueue('repair', repair);
+  await deps.enqueue('repair', repair, route);
   return 'lost_resume_job';
 }

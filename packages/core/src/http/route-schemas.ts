@@ -21,6 +21,8 @@ import {
   snapshotListSchema,
   uncertainEffectListSchema,
 } from '../schemas/views.js';
+import { appVersionSchema } from '../schemas/version.js';
+import { promoteBodySchema, upgradeAnswerSchema, upgradeBodySchema, versionListSchema } from '../schemas/version.js';
 import { createdWebhookSchema, createWebhookBodySchema, deliveryLogSchema, webhookListSchema } from '../schemas/webhook.js';
 
 /**
@@ -29,6 +31,8 @@ import { createdWebhookSchema, createWebhookBodySchema, deliveryLogSchema, webho
  */
 
 export const idParamsSchema = z.object({ id: addressableIdSchema });
+/** `/v1/versions/:version/…`: a well-formed version (the service then 404s one no process ever ran). */
+export const versionParamsSchema = z.object({ version: appVersionSchema });
 
 /** Error answers by status, each with the codes a client can match on. */
 const ERROR_CODES = {
@@ -145,6 +149,29 @@ export const apiRoutes = {
   deleteWebhook: route('webhooks', 'deleteWebhook', 'Remove a webhook (tenant admins)', {
     params: idParamsSchema,
     response: { 204: z.null().describe('removed'), ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },
+  }),
+  listVersions: route('versions', 'listVersions', 'The fleet’s app versions: current, live workers, unfinished runs (admins)', {
+    response: { 200: versionListSchema, ...errors({ 403: ERROR_CODES[403] }) },
+  }),
+  promoteVersion: route('versions', 'promoteVersion', 'New runs go to this app version, on every API process (admins); also the rollback', {
+    params: versionParamsSchema,
+    body: promoteBodySchema,
+    response: {
+      200: versionListSchema,
+      ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'version_not_live (no worker runs it; force to promote anyway)' }),
+    },
+  }),
+  upgradeVersion: route('versions', 'upgradeVersion', 'Move every unfinished run of this app version to another at its next step (admins)', {
+    params: versionParamsSchema,
+    body: upgradeBodySchema,
+    response: {
+      202: upgradeAnswerSchema,
+      ...errors({
+        403: ERROR_CODES[403],
+        404: ERROR_CODES[404],
+        409: 'version_not_upgradable (it is the target), version_not_live (no worker runs the target)',
+      }),
+    },
   }),
   webhookDeliveries: route('webhooks', 'listWebhookDeliveries', 'A webhook’s latest delivery attempts, newest first (tenant admins)', {
     params: idParamsSchema,

@@ -11,7 +11,7 @@ import type { PiiMasker } from '../guards/pii-masker.js';
 import type { SseSource } from '../http/sse.js';
 import { runKeys, tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
-import type { Enqueue } from '../queue/job-catalog.js';
+import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
 import type { ListRunsQuery, SubmitRunBody } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Compensation } from '../schemas/compensation.js';
@@ -52,6 +52,8 @@ export interface RunServiceDeps {
   /** Undo of finished runs (`POST /v1/runs/:id/compensate`). */
   compensator?: Pick<Compensator, 'request'>;
   idempotencyTtlSeconds?: number;
+  /** The app version new runs are pinned to (the promoted one, else this process's); none: runs record no version. */
+  currentVersion?: () => string;
   now?: () => number;
 }
 
@@ -66,6 +68,7 @@ export function runView(run: RunRecord, approvals: Approval[]): RunView {
     status: run.status,
     ...(run.reason ? { reason: run.reason } : {}),
     agent: run.agent,
+    ...(run.appVersion ? { appVersion: run.appVersion } : {}),
     input: run.input,
     ...(run.sessionId ? { sessionId: run.sessionId } : {}),
     ...(run.finalAnswer !== undefined ? { finalAnswer: run.finalAnswer } : {}),
@@ -138,6 +141,8 @@ export function createRunService(deps: RunServiceDeps) {
         userId: principal.userId,
         roles: principal.roles,
         agent: profile.name,
+        ...(deps.currentVersion ? { appVersion: deps.currentVersion() } : {}),
+        ...(profile.versioning === 'upgrade' ? { versioning: 'upgrade' as const } : {}),
         input: body.input,
         ...(body.sessionId ? { sessionId: body.sessionId } : {}),
         metadata: body.metadata ?? {},
@@ -177,7 +182,7 @@ export function createRunService(deps: RunServiceDeps) {
         await deps.store.create(
           run,
           { role: 'user', content: body.input },
-          runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId }),
+          runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId, ...(run.appVersion ? { appVersion: run.appVersion } : {}) }),
           history,
         );
       } catch (err) {
@@ -188,7 +193,7 @@ export function createRunService(deps: RunServiceDeps) {
         throw err;
       }
       if (idem) await deps.store.bindIdempotencyKey(idem.key, idem.claim, deps.idempotencyTtlSeconds ?? 86_400);
-      await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId });
+      await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId }, { route: jobRoute(run) });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };
     },
@@ -238,6 +243,7 @@ export function createRunService(deps: RunServiceDeps) {
         traceId: run.traceId,
         status: run.status,
         ...(run.reason ? { reason: run.reason } : {}),
+        ...(run.appVersion ? { appVersion: run.appVersion } : {}),
         input: run.input,
         // Plan mode: the plan, its decision, and which steps the run's tool calls (`planStep`) carried out.
         ...(run.plan ? { plan: { ...run.plan, ...(run.plan.approvalId ? { approval: byId.get(run.plan.approvalId) } : {}) } } : {}),
@@ -249,6 +255,8 @@ export function createRunService(deps: RunServiceDeps) {
           usage: s.usage,
           costUsd: s.costUsd,
           durationMs: s.durationMs,
+          // Where it differs from the step before, the run moved to another app version.
+          ...(s.appVersion ? { appVersion: s.appVersion } : {}),
         })),
         finalAnswer: run.finalAnswer ?? null,
         elapsedMs: end - Date.parse(run.createdAt),

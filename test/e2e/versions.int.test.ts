@@ -35,7 +35,10 @@ async function parkedRun(): Promise<RunView> {
   const { id } = await fleet().client().runs.create({ agent: 'deployer', input: 'Deploy "billing"' });
   return fleet().waitForRun(id, (r) => r.status === 'pending_approval');
 }
-const approve = (run: RunView) => fleet().client(KEYS.approver.key).approvals.approve(run.pendingApprovals[0]?.id ?? '');
+const approve = (run: RunView) =>
+  fleet()
+    .client(KEYS.approver.key)
+    .approvals.approve(run.pendingApprovals[0]?.id ?? '');
 const finished = (id: string) => fleet().waitForRun(id, (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status), 60_000);
 const trace = (id: string) => fleet().client().runs.trace(id);
 
@@ -83,7 +86,13 @@ describe('a run keeps the app version it started with', () => {
     for (let i = 0; i < 100; i++) {
       const metrics = await (await fetch(`${fleet().api}/metrics`)).text();
       if (/rein_runs_waiting_for_version\{[^}]*version="v1"[^}]*\} 1/.test(metrics)) break;
-      if (i === 99) throw new Error(`never counted as waiting:\n${metrics.split('\n').filter((l) => l.includes('version')).join('\n')}`);
+      if (i === 99)
+        throw new Error(
+          `never counted as waiting:\n${metrics
+            .split('\n')
+            .filter((l) => l.includes('version'))
+            .join('\n')}`,
+        );
       await sleep(100);
     }
     expect((await fleet().client().runs.get(id)).status).toBe('queued');

@@ -7,8 +7,7 @@ import { z } from 'zod';
 
 const flavour = process.env.VERSIONED_APP ?? 'v1';
 const writeName = flavour === 'v4' ? 'apply_change_v4' : 'apply_change';
-const writeParams =
-  flavour === 'v3' ? z.object({ target: z.string(), note: z.string().optional() }) : z.object({ target: z.string() });
+const writeParams = flavour === 'v3' ? z.object({ target: z.string(), note: z.string().optional() }) : z.object({ target: z.string() });
 
 export default defineApp({
   agents: [

@@ -103,7 +103,10 @@ try {
     }
     case 'versions': {
       const { values, positionals } = options('versions', { force: { type: 'boolean' }, to: { type: 'string' } });
-      await versions(fleetClient().rein, positionals, { force: values.force === true, ...(typeof values.to === 'string' ? { to: values.to } : {}) });
+      await versions(fleetClient().rein, positionals, {
+        force: values.force === true,
+        ...(typeof values.to === 'string' ? { to: values.to } : {}),
+      });
       process.exit(0);
       break;
     }

@@ -29,5 +29,11 @@ function print(list: VersionList): void {
   ]);
   const head = ['  version', 'workers', 'unfinished runs', 'approvals', '', 'last seen'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  for (const row of [head, ...rows]) process.stdout.write(`${row.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()}\n`);
+  for (const row of [head, ...rows])
+    process.stdout.write(
+      `${row
+        .map((c, i) => c.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd()}\n`,
+    );
 }

@@ -12,4 +12,3 @@ export type AppVersion = z.infer<typeof appVersionSchema>;
 /** Per agent: whether its runs stay on the version they started with (default) or follow the current one at each step. */
 export const versioningSchema = z.enum(['pinned', 'upgrade']);
 export type Versioning = z.infer<typeof versioningSchema>;
-

@@ -82,9 +82,11 @@ export const runTraceSchema = z.object({
   /** Plan mode: the plan, its decision and the steps carried out. */
   plan: runPlanSchema.extend({ approval: approvalViewSchema.optional() }).optional(),
   steps: z.array(
-    stepRecordSchema.pick({ index: true, model: true, thought: true, usage: true, costUsd: true, durationMs: true, appVersion: true }).extend({
-      toolCalls: z.array(toolCallRecordSchema.extend({ approval: approvalViewSchema.optional() })),
-    }),
+    stepRecordSchema
+      .pick({ index: true, model: true, thought: true, usage: true, costUsd: true, durationMs: true, appVersion: true })
+      .extend({
+        toolCalls: z.array(toolCallRecordSchema.extend({ approval: approvalViewSchema.optional() })),
+      }),
   ),
   finalAnswer: z.string().nullable(),
   elapsedMs: z.number(),

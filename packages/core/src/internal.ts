@@ -6,7 +6,9 @@
  * `@rein/core/schemas` (the HTTP contract); see docs/design.md, "Public surface".
  */
 export { AgentCatalog, HANDOFF_ANSWER } from './agents/agent-profile.js';
+export { contentVersion, resolveAppVersion } from './app/app-version.js';
 export { isApp } from './app/define-app.js';
+export type { FleetVersions } from './app/fleet-versions.js';
 export { loadApp, loadAppOrExit } from './app/load-app.js';
 export { createRegistry, type Registry } from './app/registry.js';
 export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
@@ -38,6 +40,7 @@ export { createStepProcessor, type StepOutcome as StepDisposition, type StepOutc
 export { createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
 export { escapeMarkup, toolMessageContent, truncateObservation } from './engine/tool-observation.js';
 export { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
+export { currentVersion, routeVersion, versionVerdict, withdrawnOnMove } from './engine/version-route.js';
 export {
   BreakerOpenError,
   BulkheadFullError,
@@ -164,12 +167,10 @@ export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
 export { type RunFilter, RunStore } from './store/run-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
-export { HEARTBEAT_TTL_MS, type VersionFacts, VersionDirectory } from './store/version-directory.js';
-export { contentVersion, type FleetVersions, resolveAppVersion } from './app/app-version.js';
-export { currentVersion, routeVersion, versionVerdict, withdrawnOnMove } from './engine/version-route.js';
-export { toolDigest } from './tools/tool-digest.js';
+export { HEARTBEAT_TTL_MS, VersionDirectory, type VersionFacts } from './store/version-directory.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
 export { parseToolArguments, toolSpec } from './tools/tool.js';
+export { toolDigest } from './tools/tool-digest.js';
 export type { CaptureContent } from './tracing/genai.js';
 export { REIN_ATTR, stepSpan, submitSpan } from './tracing/rein-spans.js';
 export { parseTraceparent, traceparentSchema } from './tracing/trace-context.js';

@@ -274,7 +274,13 @@ export function registerRedisUp(metrics: Metrics, redis: { ping(): Promise<unkno
 
 /** What the version gauges read: each known version's live workers and unfinished runs (store/version-directory.ts). */
 export interface VersionCensus {
-  list(): Promise<Array<{ version: string; workers: number; runs: Partial<Record<string, number>>; onQueue: number }>>;
+  list(): Promise<VersionCount[]>;
+}
+interface VersionCount {
+  version: string;
+  workers: number;
+  runs: Partial<Record<string, number>>;
+  onQueue: number;
 }
 
 /**
@@ -284,30 +290,42 @@ export interface VersionCensus {
  * the directory's, at most MAX_LISTED_VERSIONS of them: the label cannot explode.
  */
 export function registerVersionGauges(metrics: Metrics, census: VersionCensus) {
-  const registers = [metrics.registry];
-  const runs = new Gauge({ name: 'rein_version_runs', help: 'Unfinished runs per app version and status', labelNames: ['version', 'status'], registers: [] });
-  const waiting = new Gauge({
-    name: 'rein_runs_waiting_for_version',
-    help: 'Runs waiting on a job of an app version no live worker runs (queued, running, or resuming): until one starts or an upgrade moves them',
-    labelNames: ['version'],
-    registers: [],
+  // The gauges are collected side by side: they share one read of the census per scrape.
+  let reading: Promise<VersionCount[]> | undefined;
+  const read = () => {
+    reading ??= withinScrape(census.list())
+      .catch((): VersionCount[] => [])
+      .finally(() => {
+        reading = undefined;
+      });
+    return reading;
+  };
+  const gauge = (name: string, help: string, labelNames: string[], set: (g: Gauge, v: VersionCount) => void) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [metrics.registry],
+      async collect() {
+        const versions = await read();
+        this.reset();
+        for (const v of versions) set(this, v);
+      },
+    });
+  gauge('rein_version_workers', 'Live workers per app version', ['version'], (g, v) => g.set({ version: v.version }, v.workers));
+  gauge('rein_version_runs', 'Unfinished runs per app version and status', ['version', 'status'], (g, v) => {
+    for (const [status, n] of Object.entries(v.runs)) g.set({ version: v.version, status }, n ?? 0);
   });
-  // Registered first, it reads the census once per scrape and sets the two after it.
-  new Gauge({
-    name: 'rein_version_workers',
-    help: 'Live workers per app version',
-    labelNames: ['version'],
-    registers,
-    async collect() {
-      for (const g of [this, runs, waiting]) g.reset();
-      const versions = await withinScrape(census.list()).catch(() => []);
-      for (const v of versions) {
-        this.set({ version: v.version }, v.workers);
-        for (const [status, n] of Object.entries(v.runs)) runs.set({ version: v.version, status }, n ?? 0);
-        waiting.set({ version: v.version }, v.workers > 0 ? 0 : v.onQueue);
-      }
-    },
-  });
-  metrics.registry.registerMetric(runs);
-  metrics.registry.registerMetric(waiting);
+  gauge(
+    'rein_version_backlog',
+    "Runs waiting on a job of an app version (queued, running, or resuming): what each version's workers scale on",
+    ['version'],
+    (g, v) => g.set({ version: v.version }, v.onQueue),
+  );
+  gauge(
+    'rein_runs_waiting_for_version',
+    'Runs waiting on a job of an app version no live worker runs (queued, running, or resuming): until one starts or an upgrade moves them',
+    ['version'],
+    (g, v) => g.set({ version: v.version }, v.workers > 0 ? 0 : v.onQueue),
+  );
 }

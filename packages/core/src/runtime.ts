@@ -1,6 +1,6 @@
 import type { AgentCatalog } from './agents/agent-profile.js';
-import type { App } from './app/define-app.js';
 import { resolveAppVersion } from './app/app-version.js';
+import type { App } from './app/define-app.js';
 import { createRegistry, type Registry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
 import { checkPrices } from './budgets/cost.js';

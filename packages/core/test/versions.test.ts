@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent } from '../src/agents/agent-profile.js';
-import { contentVersion, type FleetVersions, resolveAppVersion } from '../src/app/app-version.js';
+import { contentVersion, resolveAppVersion } from '../src/app/app-version.js';
 import { defineApp } from '../src/app/define-app.js';
+import type { FleetVersions } from '../src/app/fleet-versions.js';
 import { routeVersion, versionVerdict, withdrawnOnMove } from '../src/engine/version-route.js';
 import { ConfigError } from '../src/errors.js';
 import type { Approval } from '../src/schemas/approval.js';

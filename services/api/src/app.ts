@@ -81,7 +81,9 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       versions.promote(req.principal, version(req.params), parseInput(promoteBodySchema, req.body ?? {}, 'body')),
     );
     v1.post('/v1/versions/:version/upgrade', { schema: schemas.upgradeVersion }, async (req, reply) =>
-      reply.code(202).send(await versions.upgrade(req.principal, version(req.params), parseInput(upgradeBodySchema, req.body ?? {}, 'body'))),
+      reply
+        .code(202)
+        .send(await versions.upgrade(req.principal, version(req.params), parseInput(upgradeBodySchema, req.body ?? {}, 'body'))),
     );
 
     v1.get('/v1/runs/:id', { schema: schemas.getRun }, async (req) => runs.get(req.principal, id(req.params)));

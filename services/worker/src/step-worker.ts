@@ -23,8 +23,8 @@ import {
   runJob,
   STEP_QUEUE,
   type StepJob,
-  stepQueuePrefix,
   stepJobSchema,
+  stepQueuePrefix,
   stepSpan,
   sweepDeadlines,
   terminalReason,
@@ -150,24 +150,29 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     (name: 'step' | 'resume' | 'repair') =>
     async (payload: StepJob, { job, token }: Dequeued) => {
       rt.metrics.jobWait.observe({ job: name }, Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000);
-      return stepSpan(name, payload, async () => {
-        const started = performance.now();
-        try {
-          const outcome = await steps.process(payload);
-          // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
-          if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
-          rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
-          return outcome;
-        } catch (err) {
-          if (isDelaying(err)) return delay(job, token, payload, err);
-          if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
-          logger.warn(
-            { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
-            'step failed; will retry',
-          );
-          throw err;
-        }
-      }, rt.version);
+      return stepSpan(
+        name,
+        payload,
+        async () => {
+          const started = performance.now();
+          try {
+            const outcome = await steps.process(payload);
+            // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
+            if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
+            rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
+            return outcome;
+          } catch (err) {
+            if (isDelaying(err)) return delay(job, token, payload, err);
+            if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
+            logger.warn(
+              { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
+              'step failed; will retry',
+            );
+            throw err;
+          }
+        },
+        rt.version,
+      );
     };
   /** A step's final failure ends its run, with the reason its error names (if the run is still at that step). */
   const endRun = async ({ runId, step }: StepJob, err: Error) => {

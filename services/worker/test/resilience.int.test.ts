@@ -64,7 +64,9 @@ describe('the model gateway', () => {
 describe('a flaky model provider costs time, never runs', () => {
   it('opens the breaker on 500s, delays steps without spending them, and finishes once the model recovers', async () => {
     await faults({ mode: 'error', status: 500, untilMs: Date.now() + 1500 });
-    const t0 = Date.now(); const f = await start({ model: resilientModel(["rein-scripted"]), env: BREAKER_ENV }); console.log("STARTMS", Date.now() - t0);
+    const t0 = Date.now();
+    const f = await start({ model: resilientModel(['rein-scripted']), env: BREAKER_ENV });
+    console.log('STARTMS', Date.now() - t0);
     const run = await f.finished(await f.submit('支持 7 天无理由退货吗？'));
     expect(run).toMatchObject({ status: 'succeeded', step: 2 });
     const metrics = await f.rt.metrics.registry.metrics();

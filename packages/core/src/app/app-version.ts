@@ -7,19 +7,6 @@ import type { Tool } from '../tools/tool.js';
 import { toolDigest } from '../tools/tool-digest.js';
 import type { App } from './define-app.js';
 
-/**
- * What the fleet knows of its versions (store/version-directory.ts reads it; engine/version-route.ts routes by it), as a value: the
- * promoted version, the upgrades asked for (`from` → `to`), and the newest version an
- * API process runs (by when it was first seen).
- */
-export interface FleetVersions {
-  promoted?: string;
-  upgrades: Readonly<Record<string, string>>;
-  newestApi?: string;
-}
-
-export const NO_FLEET_VERSIONS: FleetVersions = { upgrades: {} };
-
 /** A content version: `c-` and 12 hex digits of the hash of what the app declares. */
 export const CONTENT_VERSION_PREFIX = 'c-';
 

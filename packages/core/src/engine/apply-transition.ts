@@ -1,14 +1,7 @@
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import {
-  type CancelExpiry,
-  type EnqueueOptions,
-  type ExpireJob,
-  type JobName,
-  type JobPayload,
-  jobRoute,
-} from '../queue/job-catalog.js';
+import { type CancelExpiry, type EnqueueOptions, type ExpireJob, type JobName, type JobPayload, jobRoute } from '../queue/job-catalog.js';
 import type { Approval } from '../schemas/approval.js';
 import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import { type ApprovalEvent, type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
@@ -71,8 +64,7 @@ const changeOf = (o: Outcome): Change => (o.kind === 'step' ? o.transition.chang
 /** A step's follow-ups (pure): the next step, or the parked step's approvals announced and timed. */
 function stepFollowUps(t: Transition): FollowUps {
   const to = t.change.to;
-  if (t.kind === 'continue')
-    return { jobs: [{ name: 'step', payload: { runId: to.id, step: to.step, tenantId: to.tenantId } }] };
+  if (t.kind === 'continue') return { jobs: [{ name: 'step', payload: { runId: to.id, step: to.step, tenantId: to.tenantId } }] };
   if (t.kind === 'park') return { feed: t.newApprovals.map((a) => approvalEvent(a, false)), expiry: t.newApprovals };
   return {};
 }

@@ -6,8 +6,8 @@ import type { ModelToolCall } from '../schemas/message.js';
 import type { RunRecord, ToolCallRecord, ToolOutcome } from '../schemas/run.js';
 import { idempotencyKey } from '../store/effect-ledger.js';
 import { hashArguments } from '../tools/argument-hash.js';
-import { toolDigest } from '../tools/tool-digest.js';
 import { agentTool, parseToolArguments, requirementOf, type Tool, type ToolContext, thrownMessage } from '../tools/tool.js';
+import { toolDigest } from '../tools/tool-digest.js';
 import { linkParsedCallsToPlan, planCoverProblem } from './plan.js';
 import { errorObservation } from './tool-observation.js';
 

@@ -109,7 +109,8 @@ export function createCompensator(deps: CompensatorDeps) {
     await deps.store.appendEvent(
       runEvent('compensation.started', run.id, undefined, { round: c.round, status: c.status, trigger: c.trigger, steps: c.steps.length }),
     );
-    if (c.status === 'running') await deps.enqueue('compensate', { runId: run.id, round: c.round, traceparent: run.traceparent }, { route: jobRoute(run) });
+    if (c.status === 'running')
+      await deps.enqueue('compensate', { runId: run.id, round: c.round, traceparent: run.traceparent }, { route: jobRoute(run) });
     return true;
   }
 
@@ -287,7 +288,8 @@ export function createCompensator(deps: CompensatorDeps) {
     /** The approval service: a plan's approval was decided; its job applies (or drops) the plan. */
     async decided(run: RunRecord): Promise<void> {
       const c = await deps.store.compensation(run.id);
-      if (c?.status === 'pending') await deps.enqueue('compensate', { runId: run.id, round: c.round, traceparent: run.traceparent }, { route: jobRoute(run) });
+      if (c?.status === 'pending')
+        await deps.enqueue('compensate', { runId: run.id, round: c.round, traceparent: run.traceparent }, { route: jobRoute(run) });
     },
 
     /** The `compensate` job: resumes wherever a killed worker left it; each undo runs at most once. */

@@ -138,7 +138,13 @@ export function moveRun(run: RunRecord, appVersion: string, withdrawn: Approval[
     to: { ...run, appVersion, pendingApprovals: run.pendingApprovals.filter((p) => !ids.has(p)), updatedAt: at },
     approvals: withdrawn,
     events: withdrawn.map((a) =>
-      runEvent('approval.withdrawn', run.id, a.step, { approvalId: a.id, toolName: a.toolName, reason: 'version_changed', from: run.appVersion ?? null, to: appVersion }),
+      runEvent('approval.withdrawn', run.id, a.step, {
+        approvalId: a.id,
+        toolName: a.toolName,
+        reason: 'version_changed',
+        from: run.appVersion ?? null,
+        to: appVersion,
+      }),
     ),
   };
 }

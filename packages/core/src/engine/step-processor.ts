@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
 import type { AgentCatalog, AgentProfile } from '../agents/agent-profile.js';
+import type { FleetVersions } from '../app/fleet-versions.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { estimatePromptTokens } from '../budgets/token-estimator.js';
 import { auditUsage } from '../budgets/usage-audit.js';
@@ -19,7 +20,6 @@ import { type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { eventCommand, type RunStore } from '../store/run-store.js';
 import { agentTool, type Tool, toolDependency, toolSpec } from '../tools/tool.js';
-import type { FleetVersions } from '../app/app-version.js';
 import type { TransitionApplier } from './apply-transition.js';
 import { distinctCallIds } from './call-identity.js';
 import { type PlannedCall, planCalls } from './call-plan.js';
@@ -307,10 +307,18 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     if (!v || versionVerdict(run, v.known(), v.own).kind === 'own') return 'own';
     const verdict = versionVerdict(run, await v.fresh(), v.own);
     if (verdict.kind === 'own') return 'own';
-    const log = deps.logger.child({ runId: run.id, traceId: run.traceId, step: run.step, tenantId: run.tenantId, appVersion: run.appVersion });
+    const log = deps.logger.child({
+      runId: run.id,
+      traceId: run.traceId,
+      step: run.step,
+      tenantId: run.tenantId,
+      appVersion: run.appVersion,
+    });
     if (verdict.kind === 'reroute') {
       const repair = { runId: run.id, step: run.step, version: run.version, tenantId: run.tenantId };
-      await v.enqueue('repair', run.traceparent ? { ...repair, traceparent: run.traceparent } : repair, { route: { appVersion: verdict.to } });
+      await v.enqueue('repair', run.traceparent ? { ...repair, traceparent: run.traceparent } : repair, {
+        route: { appVersion: verdict.to },
+      });
       deps.metrics.versionReroutes.inc();
       log.warn({ to: verdict.to, own: v.own }, 'step job reached a worker of another version; sent on');
       return 'rerouted';

@@ -1,4 +1,4 @@
-import type { FleetVersions } from '../app/app-version.js';
+import type { FleetVersions } from '../app/fleet-versions.js';
 import type { Approval } from '../schemas/approval.js';
 import type { RunRecord } from '../schemas/run.js';
 import type { Versioning } from '../schemas/version.js';
@@ -61,5 +61,12 @@ export function withdrawnOnMove(approvals: readonly Approval[], tools: ReadonlyM
       const tool = tools.get(a.toolName);
       return !tool || a.toolDigest === undefined || a.toolDigest !== toolDigest(tool);
     })
-    .map((a) => ({ ...a, status: 'withdrawn', reason: 'version_changed', decidedBy: 'rein', decidedAt: at, comment: 'the app version changed' }));
+    .map((a) => ({
+      ...a,
+      status: 'withdrawn',
+      reason: 'version_changed',
+      decidedBy: 'rein',
+      decidedAt: at,
+      comment: 'the app version changed',
+    }));
 }

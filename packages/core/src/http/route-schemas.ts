@@ -8,6 +8,7 @@ import {
 } from '../schemas/api.js';
 import { approveBodySchema, rejectBodySchema } from '../schemas/approval.js';
 import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
+import { appVersionSchema, promoteBodySchema, upgradeAnswerSchema, upgradeBodySchema, versionListSchema } from '../schemas/version.js';
 import {
   approvalListSchema,
   approvalViewSchema,
@@ -21,8 +22,6 @@ import {
   snapshotListSchema,
   uncertainEffectListSchema,
 } from '../schemas/views.js';
-import { appVersionSchema } from '../schemas/version.js';
-import { promoteBodySchema, upgradeAnswerSchema, upgradeBodySchema, versionListSchema } from '../schemas/version.js';
 import { createdWebhookSchema, createWebhookBodySchema, deliveryLogSchema, webhookListSchema } from '../schemas/webhook.js';
 
 /**
@@ -161,18 +160,23 @@ export const apiRoutes = {
       ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'version_not_live (no worker runs it; force to promote anyway)' }),
     },
   }),
-  upgradeVersion: route('versions', 'upgradeVersion', 'Move every unfinished run of this app version to another at its next step (admins)', {
-    params: versionParamsSchema,
-    body: upgradeBodySchema,
-    response: {
-      202: upgradeAnswerSchema,
-      ...errors({
-        403: ERROR_CODES[403],
-        404: ERROR_CODES[404],
-        409: 'version_not_upgradable (it is the target), version_not_live (no worker runs the target)',
-      }),
+  upgradeVersion: route(
+    'versions',
+    'upgradeVersion',
+    'Move every unfinished run of this app version to another at its next step (admins)',
+    {
+      params: versionParamsSchema,
+      body: upgradeBodySchema,
+      response: {
+        202: upgradeAnswerSchema,
+        ...errors({
+          403: ERROR_CODES[403],
+          404: ERROR_CODES[404],
+          409: 'version_not_upgradable (it is the target), version_not_live (no worker runs the target)',
+        }),
+      },
     },
-  }),
+  ),
   webhookDeliveries: route('webhooks', 'listWebhookDeliveries', 'A webhook’s latest delivery attempts, newest first (tenant admins)', {
     params: idParamsSchema,
     response: { 200: deliveryLogSchema, ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },

@@ -182,7 +182,11 @@ export function createRunService(deps: RunServiceDeps) {
         await deps.store.create(
           run,
           { role: 'user', content: body.input },
-          runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId, ...(run.appVersion ? { appVersion: run.appVersion } : {}) }),
+          runEvent('run.queued', id, 0, {
+            agent: run.agent,
+            traceId: run.traceId,
+            ...(run.appVersion ? { appVersion: run.appVersion } : {}),
+          }),
           history,
         );
       } catch (err) {

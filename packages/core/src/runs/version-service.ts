@@ -68,7 +68,10 @@ export function createVersionService(deps: VersionServiceDeps) {
       admin(principal);
       await known(version);
       if (!body.force && (await liveWorkers(version)) === 0)
-        throw new ConflictError('version_not_live', `no worker of app version ${version} is alive; send {"force": true} to promote it anyway`);
+        throw new ConflictError(
+          'version_not_live',
+          `no worker of app version ${version} is alive; send {"force": true} to promote it anyway`,
+        );
       await directory.promote(version);
       deps.logger.warn({ version, by: principal.userId }, 'app version promoted');
       return list(principal);
@@ -91,7 +94,11 @@ export function createVersionService(deps: VersionServiceDeps) {
         const batch = await Promise.all(ids.slice(i, i + UPGRADE_BATCH).map((id) => deps.store.get(id)));
         for (const run of batch) {
           if (!run || TERMINAL_STATUSES.includes(run.status)) continue;
-          await deps.enqueue('repair', { runId: run.id, step: run.step, version: run.version, tenantId: run.tenantId }, { route: jobRoute(run) });
+          await deps.enqueue(
+            'repair',
+            { runId: run.id, step: run.step, version: run.version, tenantId: run.tenantId },
+            { route: jobRoute(run) },
+          );
           runs++;
         }
       }

@@ -2,7 +2,6 @@ import { NotFoundError, StaleStepError } from '../errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys, versionRunsKey } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
-import { versionRunEntry } from './version-directory.js';
 import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
 import { type Approval, type ApprovalStatus, approvalSchema, approvalStatusSchema } from '../schemas/approval.js';
 import { type Compensation, type CompensationStatus, compensationSchema } from '../schemas/compensation.js';
@@ -22,6 +21,7 @@ import {
 import { type Page, type PageCursor, type PageQuery, pageIndexes } from './index-pager.js';
 import { ClaimResult, CommitResult, CreateResult, withScripts } from './lua-scripts.js';
 import { runFootprint } from './run-footprint.js';
+import { versionRunEntry } from './version-directory.js';
 
 /**
  * How long a session claim whose run has no record yet counts as busy: far longer than

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { FleetVersions } from '../app/app-version.js';
+import type { FleetVersions } from '../app/fleet-versions.js';
 import { VERSION_KEYS, versionRunsKey } from '../keys.js';
 import type { Logger } from '../logger.js';
 import { type RedisClient, sendCommands } from '../redis.js';

@@ -130,7 +130,12 @@ describe('a run keeps the app version it started with', () => {
     await versionUntil('v2', workersOf(0));
     await worker('v3');
     await approve(run);
-    expect((await fleet().callApi('POST', '/v1/versions/v2/upgrade', KEYS.admin.key, { to: 'v3' })).status).toBe(202);
+    // The promoted version cannot be upgraded away from (its new runs would move at once): promote v3, then retire v2.
+    expect((await fleet().callApi('POST', '/v1/versions/v2/upgrade', KEYS.admin.key, { to: 'v3' })).body.error.code).toBe(
+      'version_not_upgradable',
+    );
+    expect((await fleet().callApi('POST', '/v1/versions/v3/promote', KEYS.admin.key, {})).status).toBe(200);
+    expect((await fleet().callApi('POST', '/v1/versions/v2/upgrade', KEYS.admin.key, {})).body).toMatchObject({ to: 'v3' });
     const done = await finished(run.id);
     expect(done.finalAnswer).not.toContain('applied by');
     const steps = (await trace(run.id)).steps;
@@ -153,7 +158,8 @@ describe('a run keeps the app version it started with', () => {
     await versionUntil('v1', workersOf(0));
     await worker('v4');
     await approve(run);
-    expect((await fleet().callApi('POST', '/v1/versions/v1/upgrade', KEYS.admin.key, { to: 'v4' })).status).toBe(202);
+    expect((await fleet().callApi('POST', '/v1/versions/v4/promote', KEYS.admin.key, {})).status).toBe(200);
+    expect((await fleet().callApi('POST', '/v1/versions/v1/upgrade', KEYS.admin.key, {})).status).toBe(202);
     const again = await fleet().waitForRun(run.id, (r) => r.pendingApprovals[0]?.toolName === 'apply_change_v4');
     expect(again.appVersion).toBe('v4');
     const call = (await trace(run.id)).steps.flatMap((s) => s.toolCalls).find((c) => c.name === 'apply_change');

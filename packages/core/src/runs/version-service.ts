@@ -81,9 +81,12 @@ export function createVersionService(deps: VersionServiceDeps) {
     async upgrade(principal: Principal, from: string, body: UpgradeBody): Promise<UpgradeAnswer> {
       admin(principal);
       await known(from);
-      const to = body.to ?? currentVersion(await directory.fresh(), directory.own);
-      if (to !== from) await known(to);
-      if (to === from) throw new ConflictError('version_not_upgradable', `app version ${from} is the current one: promote another first`);
+      const fleet = await directory.fresh();
+      const to = body.to ?? currentVersion(fleet, directory.own);
+      // New runs of the promoted version would be moved away at once: promote the target instead.
+      if (to === from || fleet.promoted === from)
+        throw new ConflictError('version_not_upgradable', `app version ${from} is where new runs go: promote another first`);
+      await known(to);
       if ((await liveWorkers(to)) === 0)
         throw new ConflictError('version_not_live', `no worker of app version ${to} is alive to take the runs of ${from}`);
       await directory.upgrade(from, to);

@@ -119,9 +119,13 @@ export class VersionDirectory {
     await this.fresh();
   }
 
-  /** Runs of `from` move to `to` at their next step (routing follows it; the worker of `to` moves each run). */
+  /**
+   * Runs of `from` move to `to` at their next step (routing follows it; the worker of `to`
+   * moves each run). `to` is where they land: an upgrade of `to` itself is called off, so
+   * two upgrades cannot send runs back and forth.
+   */
   async upgrade(from: string, to: string): Promise<void> {
-    await this.redis.hset(VERSION_KEYS.state, `upgrade:${from}`, to);
+    await this.redis.multi().hset(VERSION_KEYS.state, `upgrade:${from}`, to).hdel(VERSION_KEYS.state, `upgrade:${to}`).exec();
     await this.fresh();
   }
 

@@ -51,6 +51,20 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
   upgrade <version>        its unfinished runs move to the current version (or --to V) at their next step`,
     env: CLIENT_ENV,
   },
+  migrate: {
+    usage: 'rein migrate',
+    summary: "apply the run archive's schema migrations (PostgreSQL; safe to run from several places at once)",
+    details: '',
+    env: [['REIN_ARCHIVE_URL', 'the archive, a postgres:// URL']],
+  },
+  usage: {
+    usage: 'rein usage [--from ISO] [--to ISO] [--group-by agent|model|user|day]',
+    summary: "the tenant's usage from the run archive (approver or admin key)",
+    details: `  --from ISO               runs created at or after (default: 7 days before --to)
+  --to ISO                 runs created before (default: now)
+  --group-by KEY           agent, model, user or day (default: day)`,
+    env: CLIENT_ENV,
+  },
 } as const;
 
 export type CommandName = keyof typeof COMMANDS;

@@ -20,6 +20,8 @@ import type {
   UncertainEffectList,
   UpgradeAnswer,
   UpgradeBody,
+  UsageQueryParams,
+  UsageResponse,
   VersionList,
   WebhookView,
 } from '@rein/contract';
@@ -165,6 +167,11 @@ export class ReinClient {
         this.policy,
       ),
   };
+
+  /** Usage of the tenant's archived runs, summed by agent, model, user or day (approvers and admins; needs the run archive). */
+  usage(params: UsageQueryParams): Promise<UsageResponse> {
+    return this.call(this.apiUrl, 'GET', '/v1/usage', { query: params });
+  }
 
   /** Tenant admins only. */
   readonly webhooks = {

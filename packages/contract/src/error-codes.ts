@@ -45,6 +45,7 @@ export type ReinErrorCode =
   | 'webhook_url_unresolvable'
   | 'unavailable'
   | 'redis_unavailable'
+  | 'archive_unavailable'
   | 'version_not_live'
   | 'version_not_upgradable'
   | (string & {});

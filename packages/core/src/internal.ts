@@ -21,6 +21,9 @@ export {
 } from './approvals/approval-service.js';
 export { type DecisionRights, decisionRights, holdsRole, mayDecide, mayReadRun, ROLE_RANK } from './approvals/decision-rights.js';
 export { feedVisibleTo, type RunOwners } from './approvals/feed-visibility.js';
+export { type ArchivePool, createArchivePool } from './archive/archive-pool.js';
+export { ArchiveSchemaError, checkArchiveSchema, loadMigrations, migrateArchive } from './archive/migrations.js';
+export { type ArchiveDoc, RunArchive } from './archive/run-archive.js';
 export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
@@ -42,6 +45,7 @@ export { escapeMarkup, toolMessageContent, truncateObservation } from './engine/
 export { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
 export { currentVersion, routeVersion, versionVerdict, withdrawnOnMove } from './engine/version-route.js';
 export {
+  ArchiveUnavailableError,
   BreakerOpenError,
   BulkheadFullError,
   ConflictError,
@@ -76,6 +80,8 @@ export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
 export {
+  ARCHIVE_BACKLOG_KEY,
+  ARCHIVE_HOT_KEY,
   FAULTS_KEY,
   QUEUE_PREFIX,
   queuePrefix,
@@ -106,6 +112,8 @@ export {
 export { createProviderCompletion, DEFAULT_PROVIDER, type Provider, parseModelId, providerSchema } from './model/providers.js';
 export { loadOptionsOrExit } from './options.js';
 export {
+  type ArchiveJob,
+  archiveJobSchema,
   type CancelExpiry,
   type CompensateJob,
   compensateJobSchema,
@@ -129,6 +137,8 @@ export {
   stepJobOptions,
   stepJobSchema,
   stepQueue,
+  type WakeJob,
+  wakeJobSchema,
 } from './queue/job-catalog.js';
 export {
   failJob,
@@ -155,6 +165,7 @@ export { type BreakerOptions, CircuitBreakers } from './resilience/circuit-break
 export { withFaultInjection } from './resilience/fault-injection.js';
 export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
+export { createRunArchiving, type RunArchiving, retirable } from './runs/run-archiving.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './runs/run-service.js';
 export { type SessionSettings, sessionHistory } from './runs/session-history.js';
 export { createVersionService, type VersionService } from './runs/version-service.js';
@@ -164,6 +175,7 @@ export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schem
 export { ApprovalFeed } from './store/approval-feed.js';
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
+export { HotRuns, type RunSnapshot, revisionOf, sameRevision } from './store/hot-runs.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
 export { type RunFilter, RunStore } from './store/run-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';

@@ -9,6 +9,9 @@ import { createApprovalService } from '../src/approvals/approval-service.js';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import { loadConfig, type Price, type Quotas } from '../src/config.js';
 import { createTransitionApplier, type FinishHooks } from '../src/engine/apply-transition.js';
+import type { DelegationLimits } from '../src/engine/call-plan.js';
+import { createChildRuns } from '../src/engine/child-runs.js';
+import { createRunTree, type RunTree } from '../src/engine/run-tree.js';
 import type { GuardLimits } from '../src/engine/step-processor.js';
 import { createStepProcessor } from '../src/engine/step-processor.js';
 import { createToolExecutor } from '../src/engine/tool-executor.js';
@@ -50,8 +53,11 @@ export interface HarnessOptions {
   /** The clock of the engine and approval service; tests advance it instead of sleeping. */
   now?: () => number;
   sessions?: Partial<SessionSettings>;
-  /** The applier's finish hook (the runtime's is webhooks and compensation). */
+  /** The applier's finish hook (the runtime's is webhooks and compensation); the run tree's hook runs after it. */
   onFinished?: FinishHooks['finished'];
+  /** More agents beside the default one (sub-agents, hand-off targets). */
+  agents?: AgentProfile[];
+  delegation?: DelegationLimits;
 }
 
 export function createHarness(url: string, model: ModelGateway, opts: HarnessOptions = {}) {
@@ -69,7 +75,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   };
   const baseTools = orderApp.tools as (s: AppServices) => Tool[];
   const app = defineApp({
-    agents: [profile],
+    agents: [profile, ...(opts.agents ?? [])],
     tools: (services) => [...baseTools(services), ...(opts.extraTools ?? [])],
     guards: orderApp.guards,
     handoffAnswer: orderApp.handoffAnswer,
@@ -98,9 +104,15 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     cancelExpiry,
     metrics,
     knownTool: (name) => tools.has(name),
-    ...(opts.onFinished ? { hooks: { finished: opts.onFinished } } : {}),
+    hooks: {
+      async finished(run) {
+        await opts.onFinished?.(run);
+        await tree?.finished(run);
+      },
+    },
     ...clock,
   });
+  const tree: RunTree | undefined = createRunTree({ store, applier, enqueue, logger, ...clock });
   const executeTool = createToolExecutor({
     ledger,
     metrics,
@@ -128,6 +140,8 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     toolConcurrency: 4,
     modelTimeoutMs: 5000,
     approvalTtlMs: opts.approvalTtlMs ?? 60_000,
+    spawnChild: createChildRuns({ store, ledger, agents, enqueue, ...clock }),
+    ...(opts.delegation ? { delegation: opts.delegation } : {}),
     ...(opts.now ? { now: opts.now } : {}),
   });
   const runs = createRunService({

@@ -22,6 +22,7 @@ import {
   promoteBodySchema,
   submitRunBodySchema,
   upgradeBodySchema,
+  usageQuerySchema,
 } from '@rein/core/schemas';
 import type { FastifyInstance } from 'fastify';
 import { mountQueueBoard } from './queue-board.js';
@@ -59,6 +60,10 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
     v1.get('/v1/runs', { schema: schemas.listRuns }, async (req) =>
       runs.list(req.principal, parseInput(listRunsQuerySchema, req.query, 'query')),
+    );
+
+    v1.get('/v1/usage', { schema: schemas.getUsage }, async (req) =>
+      runs.usage(req.principal, parseInput(usageQuerySchema, req.query, 'query')),
     );
 
     v1.get('/v1/sessions/:id', { schema: schemas.getSession }, async (req) => runs.session(req.principal, id(req.params)));

@@ -46,12 +46,19 @@ describe('Kubernetes manifests', () => {
     ).toEqual(['api', 'approver', 'redis', 'scripted-model']);
   });
 
-  it('autoscale workers with KEDA on waiting + prioritized + active steps, not on the wait list alone', () => {
+  it('autoscale workers with KEDA on their own app version’s backlog, the version their pods carry', () => {
     const scaled = all.find((d) => d.kind === 'ScaledObject');
     expect(scaled.spec.scaleTargetRef.name).toBe('worker');
-    expect(scaled.spec.triggers[0].metadata.query).toBe(
-      'sum(max by (state, shard) (rein_queue_jobs{state=~"waiting|prioritized|active"}))',
-    );
+    const worker = deployments.find((d) => d.metadata.name === 'worker');
+    const version = worker.spec.template.metadata.labels['app.kubernetes.io/version'];
+    expect(scaled.spec.triggers[0].metadata.query).toBe(`max(rein_version_backlog{version="${version}"})`);
+    for (const d of deployments.filter((x) => x.metadata.name !== 'scripted-model')) {
+      const [container] = d.spec.template.spec.containers;
+      expect(container.env, d.metadata.name).toContainEqual({
+        name: 'REIN_APP_VERSION',
+        valueFrom: { fieldRef: { fieldPath: "metadata.labels['app.kubernetes.io/version']" } },
+      });
+    }
   });
 
   it('run Redis with AOF and noeviction, its maxmemory below the container limit (writes refused, not the pod killed)', () => {

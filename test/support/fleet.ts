@@ -87,10 +87,25 @@ export async function startFleet(opts: FleetOptions) {
   spawnService('approver', entry('approver'));
   const workers: ChildProcess[] = [];
   const workerMetricsPorts: number[] = [];
-  const startWorker = async () => {
+  /** `extra`: this worker's own environment on top of the fleet's (e.g. another app version). */
+  const startWorker = async (extra: Record<string, string> = {}) => {
     const port = await freePort();
     workerMetricsPorts.push(port);
-    workers.push(spawnService(`worker-${workers.length + 1}`, entry('worker'), { WORKER_METRICS_PORT: String(port) }, opts.workerNodeArgs));
+    const worker = spawnService(
+      `worker-${workers.length + 1}`,
+      entry('worker'),
+      { WORKER_METRICS_PORT: String(port), ...extra },
+      opts.workerNodeArgs,
+    );
+    workers.push(worker);
+    return worker;
+  };
+  /** One more API process on the fleet's Redis (its URL), e.g. to see that a promotion reaches every API process. */
+  const startApi = async (extra: Record<string, string> = {}) => {
+    const port = await freePort();
+    spawnService('api-extra', entry('api'), { API_PORT: String(port), ...extra });
+    await waitForPort(port, 60_000);
+    return `http://127.0.0.1:${port}`;
   };
   for (let i = 0; i < (opts.workers ?? 2); i++) await startWorker();
   const stop = () =>
@@ -139,8 +154,11 @@ export async function startFleet(opts: FleetOptions) {
     workers,
     workerMetricsPorts,
     startWorker,
+    startApi,
     client,
     callApi: (method: string, path: string, key = KEYS.user.key, body?: unknown) => call(api, method, path, key, body),
+    /** A raw request to any of the fleet's HTTP services (an extra API process). */
+    callAt: (base: string, method: string, path: string, key = KEYS.user.key, body?: unknown) => call(base, method, path, key, body),
     callApprover: (method: string, path: string, key = KEYS.user.key, body?: unknown) => call(approver, method, path, key, body),
     /** Polls a run until `done` holds (or fails after a generous bound, printing the fleet's logs). */
     async waitForRun(id: string, done: (run: RunView) => boolean, timeoutMs = 45_000): Promise<RunView> {

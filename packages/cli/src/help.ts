@@ -42,6 +42,15 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
     env: CLIENT_ENV,
   },
   watch: { usage: 'rein watch <runId>', summary: 'follow a run live', details: '', env: CLIENT_ENV },
+  versions: {
+    usage: 'rein versions [promote <version> [--force] | upgrade <version> [--to V]]',
+    summary: "the fleet's app versions (admin key); promote one, or move a version's runs",
+    details: `  (no subcommand)          each version: current, live workers, unfinished runs, pending approvals
+  promote <version>        new runs go to it on every API process (also the rollback)
+  --force                  promote a version no worker runs (its new runs wait for one)
+  upgrade <version>        its unfinished runs move to the current version (or --to V) at their next step`,
+    env: CLIENT_ENV,
+  },
   migrate: {
     usage: 'rein migrate',
     summary: "apply the run archive's schema migrations (PostgreSQL; safe to run from several places at once)",

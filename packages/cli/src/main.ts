@@ -10,6 +10,7 @@ import { fleetClient } from './fleet-client.js';
 import { type CommandName, commandHelp, isCommand, USAGE } from './help.js';
 import { follow, run } from './run.js';
 import { renderSchedule, renderSchedules } from './schedules.js';
+import { versions } from './versions.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 const [command, ...rest] = process.argv.slice(2);
@@ -120,6 +121,15 @@ try {
       const current = await fleetClient().rein.runs.get(runId);
       process.stdout.write(`input: ${current.input}\nrun ${current.id}  trace ${current.traceId}  status ${current.status}\n\n`);
       await follow(runId);
+      process.exit(0);
+      break;
+    }
+    case 'versions': {
+      const { values, positionals } = options('versions', { force: { type: 'boolean' }, to: { type: 'string' } });
+      await versions(fleetClient().rein, positionals, {
+        force: values.force === true,
+        ...(typeof values.to === 'string' ? { to: values.to } : {}),
+      });
       process.exit(0);
       break;
     }

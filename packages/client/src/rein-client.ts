@@ -22,8 +22,11 @@ import type {
   SubmitRunInput,
   TypedRunEvent,
   UncertainEffectList,
+  UpgradeAnswer,
+  UpgradeBody,
   UsageQueryParams,
   UsageResponse,
+  VersionList,
   WebhookView,
 } from '@rein/contract';
 import { reconnectingStream, type StreamedEvent, type StreamOptions } from './event-stream.js';
@@ -195,6 +198,15 @@ export class ReinClient {
       await this.call(this.apiUrl, 'DELETE', `/v1/webhooks/${enc(id)}`);
     },
     deliveries: (id: string): Promise<DeliveryLog> => this.call(this.apiUrl, 'GET', `/v1/webhooks/${enc(id)}/deliveries`),
+  };
+
+  /** The fleet's app versions (admin keys): list, promote (where new runs go; also the rollback), upgrade (move a version's runs). */
+  readonly versions = {
+    list: (): Promise<VersionList> => this.call(this.apiUrl, 'GET', '/v1/versions'),
+    promote: (version: string, opts: { force?: boolean } = {}): Promise<VersionList> =>
+      this.call(this.apiUrl, 'POST', `/v1/versions/${enc(version)}/promote`, { body: opts }),
+    upgrade: (version: string, body: UpgradeBody = {}): Promise<UpgradeAnswer> =>
+      this.call(this.apiUrl, 'POST', `/v1/versions/${enc(version)}/upgrade`, { body }),
   };
 
   private async call<T>(

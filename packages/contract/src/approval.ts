@@ -42,6 +42,10 @@ export const approvalSchema = z.object({
   decidedBy: z.string().optional(),
   decidedAt: z.string().optional(),
   comment: z.string().optional(),
+  /** Why a `withdrawn` approval was: `version_changed`, its tool changed when the run moved to another app version. */
+  reason: z.enum(['version_changed']).optional(),
+  /** The fingerprint of the tool's definition it was asked under (tools/tool-digest.ts): an upgrade keeps it only if unchanged. */
+  toolDigest: z.string().optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 

@@ -46,4 +46,6 @@ export type ReinErrorCode =
   | 'unavailable'
   | 'redis_unavailable'
   | 'archive_unavailable'
+  | 'version_not_live'
+  | 'version_not_upgradable'
   | (string & {});

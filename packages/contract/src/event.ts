@@ -12,6 +12,8 @@ export const runEventTypeSchema = z.enum([
   'tool.result',
   'approval.requested',
   'approval.decided',
+  /** Its run moved to an app version whose tool changed: the call must be asked again. */
+  'approval.withdrawn',
   'run.finished',
   'compensation.started',
   'compensation.step',
@@ -44,7 +46,7 @@ const event = <T extends RunEventType, D extends z.ZodRawShape>(type: T, data: D
   });
 
 export const typedRunEventSchema = z.discriminatedUnion('type', [
-  event('run.queued', { agent: z.string(), traceId: z.string() }),
+  event('run.queued', { agent: z.string(), traceId: z.string(), appVersion: z.string().optional() }),
   event('step.started', {}),
   event('step.finished', {
     /** `answered`, `continued`, `parked`, `output_repair`, `plan_invalid`, `plan_repair`, … */
@@ -83,6 +85,13 @@ export const typedRunEventSchema = z.discriminatedUnion('type', [
     comment: z.string().nullable(),
     edited: z.boolean(),
   }),
+  event('approval.withdrawn', {
+    approvalId: z.string(),
+    toolName: z.string(),
+    reason: z.literal('version_changed'),
+    from: z.string().nullable(),
+    to: z.string(),
+  }),
   event('run.finished', {
     status: runStatusSchema,
     reason: runReasonSchema,
@@ -109,7 +118,8 @@ export type RunEventData<T extends RunEventType> = Extract<TypedRunEvent, { type
 /** One entry of a tenant's approval feed (`GET /v1/approvals/events`): ids and statuses only. */
 export const approvalFeedEventSchema = z.discriminatedUnion('type', [
   z.object({
-    type: z.enum(['approval.requested', 'approval.decided']),
+    /** `approval.withdrawn`: its run moved to an app version whose tool changed (`reason: version_changed`). */
+    type: z.enum(['approval.requested', 'approval.decided', 'approval.withdrawn']),
     approvalId: z.string(),
     runId: z.string(),
     status: z.string(),

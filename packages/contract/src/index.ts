@@ -4,6 +4,7 @@
  * is typed by and the services validate with (`@rein/core/schemas` re-exports it).
  */
 export * from './api.js';
+export * from './app-version.js';
 export * from './approval.js';
 export * from './compensation.js';
 export * from './error-codes.js';
@@ -13,5 +14,6 @@ export * from './message.js';
 export * from './run.js';
 export * from './schedule.js';
 export * from './verify-webhook.js';
+export * from './version.js';
 export * from './views.js';
 export * from './webhook.js';

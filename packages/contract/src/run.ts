@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { appVersionSchema, versioningSchema } from './app-version.js';
 import { principalSchema, riskSchema, roleSchema } from './identity.js';
 import { modelToolCallSchema } from './message.js';
 
@@ -105,6 +106,10 @@ export const runRecordSchema = z.object({
   userId: principalSchema.shape.userId,
   roles: principalSchema.shape.roles,
   agent: z.string(),
+  /** The app version that runs its steps (set at creation; moved only by an upgrade). Absent on runs created before versions. */
+  appVersion: appVersionSchema.optional(),
+  /** Its agent's `versioning` when it was created: `upgrade` follows the current version at each step. */
+  versioning: versioningSchema.optional(),
   input: z.string(),
   sessionId: z.string().optional(),
   /** How many of the run's first messages are its session's earlier turns (they precede its input). */
@@ -227,6 +232,8 @@ export const stepRecordSchema = z.object({
   costUsd: z.number().min(0),
   durationMs: z.number().min(0),
   finishedAt: z.string(),
+  /** The app version whose worker ran the step: where it differs from the step before, the run changed version. */
+  appVersion: appVersionSchema.optional(),
 });
 export type StepRecord = z.infer<typeof stepRecordSchema>;
 

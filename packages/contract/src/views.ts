@@ -45,6 +45,8 @@ export const runViewSchema = z.object({
   status: runStatusSchema,
   reason: runReasonSchema.optional(),
   agent: z.string(),
+  /** The app version its steps run on. */
+  appVersion: z.string().optional(),
   input: z.string(),
   sessionId: z.string().optional(),
   /** Waiting for its session to be free: the run it is queued behind. */
@@ -90,6 +92,8 @@ export const runTraceSchema = z.object({
   traceId: z.string(),
   status: runStatusSchema,
   reason: runReasonSchema.optional(),
+  /** The app version the run is on now; each step says which version ran it. */
+  appVersion: z.string().optional(),
   input: z.string(),
   /** A sub-agent's run: the run whose call started it (its tool call record names this run as `childRunId`). */
   parentRunId: z.string().optional(),
@@ -97,9 +101,11 @@ export const runTraceSchema = z.object({
   /** Plan mode: the plan, its decision and the steps carried out. */
   plan: runPlanSchema.extend({ approval: approvalViewSchema.optional() }).optional(),
   steps: z.array(
-    stepRecordSchema.pick({ index: true, agent: true, model: true, thought: true, usage: true, costUsd: true, durationMs: true }).extend({
-      toolCalls: z.array(toolCallRecordSchema.extend({ approval: approvalViewSchema.optional() })),
-    }),
+    stepRecordSchema
+      .pick({ index: true, agent: true, model: true, thought: true, usage: true, costUsd: true, durationMs: true, appVersion: true })
+      .extend({
+        toolCalls: z.array(toolCallRecordSchema.extend({ approval: approvalViewSchema.optional() })),
+      }),
   ),
   finalAnswer: z.string().nullable(),
   elapsedMs: z.number(),

@@ -4,6 +4,7 @@ import { DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
 import { ConfigError } from './errors.js';
 import { providersSchema, resolveProviderKeys } from './model/providers.js';
 import { apiKeySchema } from './schemas/identity.js';
+import { appVersionSchema } from './schemas/version.js';
 
 const csv = z.string().transform((s) =>
   s
@@ -105,6 +106,8 @@ export const configSchema = z.object({
   OPENAI_API_KEY: z.string().min(1).default('not-needed-for-the-scripted-model'),
   /** The app every service runs (file path or package; default export `defineApp(...)`); default: the order-assistant example. */
   REIN_APP: z.string().min(1).default('@rein/example-order-assistant'),
+  /** The app's version (a deploy sets it to the image tag or commit): overrides `defineApp({version})`; default: that, or the app's content hash. */
+  REIN_APP_VERSION: appVersionSchema.optional(),
   REIN_MODEL: z.string().min(1).default('rein-scripted'),
   REIN_FALLBACK_MODELS: csv.default([]),
   /**

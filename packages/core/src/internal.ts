@@ -6,7 +6,9 @@
  * `@rein/core/schemas` (the HTTP contract); see docs/design.md, "Public surface".
  */
 export { AgentCatalog, HANDOFF_ANSWER } from './agents/agent-profile.js';
+export { contentVersion, resolveAppVersion } from './app/app-version.js';
 export { isApp } from './app/define-app.js';
+export type { FleetVersions } from './app/fleet-versions.js';
 export { loadApp, loadAppOrExit } from './app/load-app.js';
 export { createRegistry, type Registry } from './app/registry.js';
 export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
@@ -41,6 +43,7 @@ export { createStepProcessor, type StepOutcome as StepDisposition, type StepOutc
 export { createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
 export { escapeMarkup, toolMessageContent, truncateObservation } from './engine/tool-observation.js';
 export { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
+export { currentVersion, routeVersion, versionVerdict, withdrawnOnMove } from './engine/version-route.js';
 export {
   ArchiveUnavailableError,
   BreakerOpenError,
@@ -72,7 +75,7 @@ export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, pub
 export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';
 export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
 export { OPENAPI_PATH } from './http/openapi.js';
-export { apiRoutes, approverRoutes, idParamsSchema } from './http/route-schemas.js';
+export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
 export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
@@ -85,7 +88,10 @@ export {
   runKeys,
   SCHEDULE_QUEUE_PREFIX,
   scheduleKeys,
+  stepQueuePrefix,
   tenantKeys,
+  VERSION_KEYS,
+  versionRunsKey,
   WEBHOOK_QUEUE_PREFIX,
 } from './keys.js';
 export { createLogger } from './logger.js';
@@ -95,7 +101,7 @@ export { mcpObservation } from './mcp/mcp-result.js';
 export { mcpServerSchema, mcpServersSchema } from './mcp/mcp-server-config.js';
 export { createMcpTool } from './mcp/mcp-tool.js';
 export { mcpToolName } from './mcp/mcp-tool-name.js';
-export { createMetrics, type Metrics, registerQueueDepth, registerRedisUp } from './metrics.js';
+export { createMetrics, type Metrics, registerQueueDepth, registerRedisUp, registerVersionGauges } from './metrics.js';
 export {
   type CompleteWith,
   chatCompletionBody,
@@ -122,7 +128,9 @@ export {
   HOUSEKEEPING_QUEUE,
   housekeepingJobSchema,
   type JobName,
+  type JobRoute,
   jobCatalog,
+  jobRoute,
   REAPER,
   type RepairJob,
   repairJobSchema,
@@ -179,6 +187,7 @@ export { checkCron, isMissed, latestFireAt, nextFireAt, scheduledRunId } from '.
 export { createScheduleService, type FireResult, type ScheduleService } from './runs/schedule-service.js';
 export { INTERRUPTED_TURN, type SessionSettings, sessionHistory } from './runs/session-history.js';
 export { type AdmitResult, createSessionQueue, type SessionQueue } from './runs/session-queue.js';
+export { createVersionService, type VersionService } from './runs/version-service.js';
 export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './runtime.js';
 export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
 export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';
@@ -190,8 +199,10 @@ export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './stor
 export { type RunFilter, RunStore } from './store/run-store.js';
 export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './store/schedule-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
+export { HEARTBEAT_TTL_MS, VersionDirectory, type VersionFacts } from './store/version-directory.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
 export { parseToolArguments, toolSpec } from './tools/tool.js';
+export { toolDigest } from './tools/tool-digest.js';
 export type { CaptureContent } from './tracing/genai.js';
 export { REIN_ATTR, stepSpan, submitSpan } from './tracing/rein-spans.js';
 export { parseTraceparent, traceparentSchema } from './tracing/trace-context.js';

@@ -99,6 +99,13 @@ export const QUEUE_PREFIX = '{rein}';
  */
 export const queuePrefix = (shard: number) => (shard === 0 ? QUEUE_PREFIX : `{rein-${shard}}`);
 
+/**
+ * The prefix of the step queue of shard `shard` for the workers of app version `version`:
+ * the shard's hash tag, then the version (`{rein}@v42`), so every version's queue of a
+ * shard shares its slot. No version: the shard's queue of a deployment before versions.
+ */
+export const stepQueuePrefix = (shard: number, version?: string) => (version ? `${queuePrefix(shard)}@${version}` : queuePrefix(shard));
+
 /** The webhook queue's prefix: a hash tag of its own, so deliveries never share a step shard's slot whatever the shard count. */
 export const WEBHOOK_QUEUE_PREFIX = '{rein-webhooks}';
 
@@ -116,3 +123,18 @@ export const FAULTS_KEY = 'rein:faults';
 
 /** State an app keeps in Rein's Redis: the key lives with the definition API. */
 export { appStateKey } from '@rein/define/internal';
+
+/**
+ * The fleet's app versions (store/version-directory.ts), under one hash tag: `state`
+ * (`promoted` → a version, `upgrade:<from>` → the version its runs move to), `live`
+ * (member `<role>|<version>|<instance>`, scored by when its heartbeat lapses, ms) and
+ * `seen` (`first:<version>`, `last:<version>`, ms).
+ */
+export const VERSION_KEYS = {
+  state: 'rein:{versions}:state',
+  live: 'rein:{versions}:live',
+  seen: 'rein:{versions}:seen',
+} as const;
+
+/** A version's runs that are not finished: run id → `<status>|<pending approvals>`. */
+export const versionRunsKey = (version: string) => `rein:version:{${version}}:runs`;

@@ -221,6 +221,11 @@ export function createMetrics(service: string) {
       help: 'Approvals waiting for a decision (as of the last reaper pass)',
       registers,
     }),
+    versionReroutes: new Counter({
+      name: 'rein_version_reroutes_total',
+      help: "Step jobs a worker found on its queue for a run of another app version, and sent on to that version's workers",
+      registers,
+    }),
     jobWait: new Histogram({
       name: 'rein_queue_job_wait_seconds',
       help: 'Time a step job waited in the queue before a worker took it (after any intended delay)',
@@ -300,4 +305,62 @@ export function registerRedisUp(metrics: Metrics, redis: { ping(): Promise<unkno
       );
     },
   });
+}
+
+/** What the version gauges read: each known version's live workers and unfinished runs (store/version-directory.ts). */
+export interface VersionCensus {
+  list(): Promise<VersionCount[]>;
+}
+interface VersionCount {
+  version: string;
+  workers: number;
+  runs: Partial<Record<string, number>>;
+  onQueue: number;
+}
+
+/**
+ * Per app version, read at scrape time by the API: live workers, unfinished runs by
+ * status, and the runs waiting for a version no worker runs (queued, running or resuming
+ * ones of a version with no live worker: their jobs sit on a queue nobody takes). The versions are
+ * the directory's, at most MAX_LISTED_VERSIONS of them: the label cannot explode.
+ */
+export function registerVersionGauges(metrics: Metrics, census: VersionCensus) {
+  // The gauges are collected side by side: they share one read of the census per scrape.
+  let reading: Promise<VersionCount[]> | undefined;
+  const read = () => {
+    reading ??= withinScrape(census.list())
+      .catch((): VersionCount[] => [])
+      .finally(() => {
+        reading = undefined;
+      });
+    return reading;
+  };
+  const gauge = (name: string, help: string, labelNames: string[], set: (g: Gauge, v: VersionCount) => void) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [metrics.registry],
+      async collect() {
+        const versions = await read();
+        this.reset();
+        for (const v of versions) set(this, v);
+      },
+    });
+  gauge('rein_version_workers', 'Live workers per app version', ['version'], (g, v) => g.set({ version: v.version }, v.workers));
+  gauge('rein_version_runs', 'Unfinished runs per app version and status', ['version', 'status'], (g, v) => {
+    for (const [status, n] of Object.entries(v.runs)) g.set({ version: v.version, status }, n ?? 0);
+  });
+  gauge(
+    'rein_version_backlog',
+    "Runs waiting on a job of an app version (queued, running, or resuming): what each version's workers scale on",
+    ['version'],
+    (g, v) => g.set({ version: v.version }, v.onQueue),
+  );
+  gauge(
+    'rein_runs_waiting_for_version',
+    'Runs waiting on a job of an app version no live worker runs (queued, running, or resuming): until one starts or an upgrade moves them',
+    ['version'],
+    (g, v) => g.set({ version: v.version }, v.workers > 0 ? 0 : v.onQueue),
+  );
 }

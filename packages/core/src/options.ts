@@ -33,6 +33,8 @@ export interface ReinOptions {
   };
   /** REIN_APP: the app module to load. @default '@rein/example-order-assistant' */
   app: Config['REIN_APP'];
+  /** REIN_APP_VERSION: the version this process runs; overrides the app's own. @default the app's version, else its content hash */
+  appVersion: Config['REIN_APP_VERSION'];
   model: {
     /** REIN_MODEL. @default 'rein-scripted' */
     name: Config['REIN_MODEL'];
@@ -232,6 +234,7 @@ export const envOptionPaths = {
   WORKER_METRICS_PORT: 'http.workerMetricsPort',
   APPROVAL_TTL_MS: 'approvals.ttlMs',
   REIN_APP: 'app',
+  REIN_APP_VERSION: 'appVersion',
   REIN_MODEL: 'model.name',
   REIN_FALLBACK_MODELS: 'model.fallbacks',
   REIN_PROVIDERS: 'model.providers',

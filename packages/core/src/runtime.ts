@@ -1,4 +1,5 @@
 import type { AgentCatalog } from './agents/agent-profile.js';
+import { resolveAppVersion } from './app/app-version.js';
 import type { App } from './app/define-app.js';
 import { createRegistry, type Registry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
@@ -12,6 +13,7 @@ import type { DelegationLimits } from './engine/call-plan.js';
 import { createChildRuns, type SpawnChild } from './engine/child-runs.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
 import { createRunTree, type RunTree } from './engine/run-tree.js';
+import { currentVersion, routeVersion } from './engine/version-route.js';
 import { ArchiveUnavailableError, ReinError } from './errors.js';
 import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
@@ -35,6 +37,7 @@ import { EffectLedger } from './store/effect-ledger.js';
 import { HotRuns } from './store/hot-runs.js';
 import { RunStore } from './store/run-store.js';
 import { ScheduleStore } from './store/schedule-store.js';
+import { VersionDirectory } from './store/version-directory.js';
 import type { Tool } from './tools/tool.js';
 import { setupTracing, type Tracing } from './tracing/tracing-setup.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
@@ -49,6 +52,10 @@ import { WebhookStore } from './webhooks/webhook-store.js';
 export interface Runtime {
   options: ReinOptions;
   app: App;
+  /** The app version this process runs (REIN_APP_VERSION, the app's `version`, or its content hash). */
+  version: string;
+  /** The fleet's versions: promoted, upgrading, alive (store/version-directory.ts). */
+  versions: VersionDirectory;
   logger: Logger;
   metrics: Metrics;
   redis: RedisClient;
@@ -157,19 +164,29 @@ async function buildRuntime<X extends Extras>(
   await checkRedisSettings(redis, logger);
   registerRedisUp(metrics, redis);
   const bull = bullConnection(options.redis, role, logger);
-  const scheduler = new StepScheduler(bull, options.queue.stepAttempts, options.queue.shards);
   const scheduleQueue = new ScheduleQueue(bull);
-  for (const queue of [...scheduler.queues, scheduleQueue.queue])
-    queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
+  scheduleQueue.queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
   let registry: Registry;
   let mcp: McpManager;
+  let versions: VersionDirectory;
+  let scheduler: StepScheduler | undefined;
   try {
     registry = createRegistry(app, { redis }, { faultInjection: options.resilience.faultInjection === 'on' });
+    // Before MCP servers join: a server's tools are stood for by its declaration.
+    const version = resolveAppVersion(app, [...registry.tools.values()], options.appVersion);
+    versions = new VersionDirectory(redis, version, role === 'worker' ? 'worker' : service === 'approver' ? 'approver' : 'api', logger);
+    const directory = versions;
+    scheduler = new StepScheduler(bull, options.queue.stepAttempts, options.queue.shards, {
+      own: version,
+      route: (job) => routeVersion(job, directory.known(), version),
+    });
+    for (const queue of scheduler.queues) queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
     mcp = new McpManager(app.mcpServers, registry.tools, { logger, metrics });
     if (connectMcp) await mcp.start();
+    await versions.start();
   } catch (err) {
     // A bad tools factory or an MCP server that cannot start: leave no connection behind.
-    await scheduler.close();
+    await scheduler?.close();
     await scheduleQueue.close();
     bull.disconnect();
     redis.disconnect();
@@ -277,6 +294,7 @@ async function buildRuntime<X extends Extras>(
     sessions,
     masker,
     compensator,
+    currentVersion: () => currentVersion(versions.known(), versions.own),
     ...(archive ? { archive: archive.runs } : {}),
   });
   const schedules = createScheduleService({
@@ -300,6 +318,8 @@ async function buildRuntime<X extends Extras>(
   return {
     options,
     app,
+    version: versions.own,
+    versions,
     logger,
     metrics,
     redis,
@@ -332,6 +352,7 @@ async function buildRuntime<X extends Extras>(
     ...added,
     async close() {
       added.breakers?.shutdown();
+      await versions.stop();
       await mcp.close();
       await scheduler.close();
       await scheduleQueue.close();

@@ -67,6 +67,17 @@ describe('a child run (pure)', () => {
     });
   });
 
+  it("runs a child on its parent's app version; the child's own agent says whether it upgrades", () => {
+    const limits = { maxSteps: 5, maxTokens: 100, timeoutMs: 30_000 };
+    const parent = run({ appVersion: 'v1' });
+    const pinned = childRecord(parent, { id: 'kid', agent: 'worker', input: 'do it', limits }, NOW);
+    expect(pinned.appVersion).toBe('v1');
+    expect(pinned.versioning).toBeUndefined();
+    const upgrading = childRecord(parent, { id: 'kid', agent: 'worker', input: 'do it', limits, versioning: 'upgrade' }, NOW);
+    expect(upgrading).toMatchObject({ appVersion: 'v1', versioning: 'upgrade' });
+    expect(childRecord(run(), { id: 'kid', agent: 'worker', input: 'do it', limits }, NOW).appVersion).toBeUndefined();
+  });
+
   it('tells the parent its output, its answer, or subagent_failed with the reason', () => {
     expect(childObservation(run({ status: 'succeeded', finalAnswer: 'done' }))).toEqual({ outcome: 'ok', observation: 'done' });
     expect(childObservation(run({ status: 'succeeded', finalAnswer: '{}', output: { a: 1 } }))).toEqual({

@@ -1,4 +1,4 @@
-import { type Limits, limitsSchema } from '@rein/contract';
+import { type Limits, limitsSchema, type Versioning, versioningSchema } from '@rein/contract';
 import { z } from 'zod';
 import { type ContextPolicy, contextPolicySchema, READ_RESULT_TOOL } from './context-policy.js';
 import { ConfigError, InvalidRequestError } from './errors.js';
@@ -28,6 +28,8 @@ export interface AgentProfile {
   plan?: PlanOptions;
   /** The final answer's shape: asked for with `response_format` where the provider can, always validated. */
   output?: OutputSpec;
+  /** `upgrade`: its runs follow the current app version at each step; absent (`pinned`): they keep the version they started with. */
+  versioning?: Versioning;
   /** What the agent does, as a caller's model reads it in the `call_<agent>` / `transfer_to_<agent>` tool. */
   description?: string;
   /** Sub-agents it may call, each offered as the tool `call_<agent>` (a child run). */
@@ -62,6 +64,8 @@ export interface AgentDefinition {
   plan?: z.input<typeof planOptionsSchema>;
   /** A zod schema the final answer must match (JSON); the run view carries the parsed value as `output`. */
   output?: z.ZodType;
+  /** `pinned` (default): a run stays on the app version it started with; `upgrade`: it moves to the current one at its next step. */
+  versioning?: Versioning;
   /** What the agent does, for the models of the agents that call it or hand off to it. */
   description?: string;
   /** Sub-agents it may call: each becomes the tool `call_<agent>` with `{input}`, run as a child run. */
@@ -87,6 +91,7 @@ const definitionSchema = z.object({
   mode: z.enum(['react', 'plan']).optional(),
   plan: planOptionsSchema.optional(),
   output: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'must be a zod schema').optional(),
+  versioning: versioningSchema.optional(),
   description: z.string().trim().min(1).max(1024).optional(),
   agents: z.array(z.string().regex(AGENT_NAME)).optional(),
   handoffs: z.array(z.string().regex(AGENT_NAME)).optional(),
@@ -129,6 +134,7 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
     ...(a.context ? { context: a.context } : {}),
     ...(a.mode === 'plan' ? { plan: a.plan ?? planOptionsSchema.parse({}) } : {}),
     ...(a.output ? { output: outputSpec(a.name, a.output) } : {}),
+    ...(a.versioning === 'upgrade' ? { versioning: a.versioning } : {}),
     ...(a.description ? { description: a.description } : {}),
     ...(a.agents?.length ? { agents: a.agents } : {}),
     ...(a.handoffs?.length ? { handoffs: a.handoffs } : {}),

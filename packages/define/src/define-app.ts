@@ -1,3 +1,4 @@
+import { appVersionSchema } from '@rein/contract';
 import { type AgentProfile, HANDOFF_ANSWER } from './agent-profile.js';
 import { READ_RESULT_TOOL } from './context-policy.js';
 import { CALL_PREFIX, checkDelegation, isDelegationName, TRANSFER_PREFIX } from './delegation.js';
@@ -19,6 +20,12 @@ export interface AppServices {
 }
 
 export interface AppDefinition {
+  /**
+   * The app's version (an image tag, a commit): every run records the version it started
+   * on, and its steps run only on workers of that version. REIN_APP_VERSION overrides it;
+   * without either, a hash of what the app declares (`c-…`).
+   */
+  version?: string;
   agents: readonly AgentProfile[];
   /** The tools, or a factory building them over Rein's services (called once per process). */
   tools: readonly Tool[] | ((services: AppServices) => readonly Tool[]);
@@ -45,6 +52,7 @@ export interface AppDefinition {
 /** An app: what `REIN_APP`'s default export is, and what `startApi`/`startWorker`/`startApprover` take. */
 export interface App {
   readonly kind: 'rein-app';
+  readonly version?: string;
   readonly agents: readonly AgentProfile[];
   readonly tools: AppDefinition['tools'];
   readonly defaultAgent: string;
@@ -71,8 +79,11 @@ export function defineApp(def: AppDefinition): App {
     ...(def.guards?.input ? { input: parseRules(inputRulesSchema, def.guards.input, 'guards.input') } : {}),
     ...(def.guards?.pii ? { pii: parseRules(piiRulesSchema, def.guards.pii, 'guards.pii') } : {}),
   };
+  if (def.version !== undefined && !appVersionSchema.safeParse(def.version).success)
+    throw new ConfigError(`app: version "${def.version}" is not 1-64 letters, digits, ".", "_" or "-"`);
   const app: App = {
     kind: 'rein-app',
+    ...(def.version !== undefined ? { version: def.version } : {}),
     agents: def.agents,
     tools: def.tools,
     defaultAgent,

@@ -54,6 +54,8 @@ export interface Tool<A = unknown> {
   /** The arguments' JSON Schema when `parameters` cannot produce it (MCP tools bring the server's own). */
   jsonSchema?: Record<string, unknown>;
   approval(args: A, ctx: Omit<ToolContext, 'signal' | 'logger'>): ApprovalRequirement | null;
+  /** The approval policy's source text as written (defineTool wraps it): part of the tool's digest (core's tools/tool-digest.ts). */
+  policySource?: string;
   execute(args: A, ctx: ToolContext): Promise<unknown>;
   /**
    * Undoes a completed call (saga compensation): gets the call's arguments and result
@@ -148,6 +150,7 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): Tool {
     ...(def.timeoutMs !== undefined ? { timeoutMs: def.timeoutMs } : {}),
     ...(def.policyVersion !== undefined ? { policyVersion: def.policyVersion } : {}),
     ...(def.approvalTtlMs !== undefined ? { approvalTtlMs: def.approvalTtlMs } : {}),
+    policySource: approval ? approval.toString() : '',
     approval: (args, ctx) => {
       const wanted = approval?.(args as z.infer<S>, ctx);
       return wanted ? { risk: wanted.risk, summary: wanted.summary, requiredRole: wanted.requiredRole ?? 'approver' } : null;

@@ -1,5 +1,6 @@
 import {
   createServiceApp,
+  createVersionService,
   EventStreams,
   InvalidRequestError,
   idParamsSchema,
@@ -8,9 +9,11 @@ import {
   REIN_ATTR,
   type Runtime,
   registerQueueDepth,
+  registerVersionGauges,
   apiRoutes as schemas,
   streamCaps,
   submitSpan,
+  versionParamsSchema,
 } from '@rein/core/internal';
 import {
   createScheduleBodySchema,
@@ -18,7 +21,9 @@ import {
   idempotencyKeySchema,
   listRunsQuerySchema,
   patchScheduleBodySchema,
+  promoteBodySchema,
   submitRunBodySchema,
+  upgradeBodySchema,
   usageQuerySchema,
 } from '@rein/core/schemas';
 import type { FastifyInstance } from 'fastify';
@@ -31,7 +36,10 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     rt.metrics,
     rt.scheduler.queues.map((queue) => () => queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed')),
   );
+  registerVersionGauges(rt.metrics, rt.versions);
+  const versions = createVersionService({ directory: rt.versions, store: rt.store, enqueue: rt.enqueue, logger: rt.logger });
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
+  const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
 
   const app = createServiceApp(rt, (v1) => {
@@ -87,6 +95,16 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     });
     v1.get('/v1/webhooks/:id/deliveries', { schema: schemas.webhookDeliveries }, async (req) =>
       rt.webhooks.deliveries(req.principal, id(req.params)),
+    );
+
+    v1.get('/v1/versions', { schema: schemas.listVersions }, async (req) => versions.list(req.principal));
+    v1.post('/v1/versions/:version/promote', { schema: schemas.promoteVersion }, async (req) =>
+      versions.promote(req.principal, version(req.params), parseInput(promoteBodySchema, req.body ?? {}, 'body')),
+    );
+    v1.post('/v1/versions/:version/upgrade', { schema: schemas.upgradeVersion }, async (req, reply) =>
+      reply
+        .code(202)
+        .send(await versions.upgrade(req.principal, version(req.params), parseInput(upgradeBodySchema, req.body ?? {}, 'body'))),
     );
 
     v1.get('/v1/runs/:id', { schema: schemas.getRun }, async (req) => runs.get(req.principal, id(req.params)));

@@ -17,6 +17,7 @@ import {
   InvalidJobError,
   isDelaying,
   type JobTable,
+  jobRoute,
   type ModelGateway,
   ModelUnavailableError,
   queuePrefix,
@@ -31,6 +32,7 @@ import {
   type StepJob,
   slotJobSchema,
   stepJobSchema,
+  stepQueuePrefix,
   stepSpan,
   sweepDeadlines,
   terminalReason,
@@ -127,6 +129,12 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     modelTimeoutMs: models.timeoutMs,
     modelIdleTimeoutMs: models.idleTimeoutMs,
     approvalTtlMs: options.approvals.ttlMs,
+    versions: {
+      own: rt.version,
+      known: () => rt.versions.known(),
+      fresh: () => rt.versions.fresh(),
+      enqueue: rt.enqueue,
+    },
     spawnChild: rt.spawnChild,
     delegation: rt.delegation,
   });
@@ -153,24 +161,29 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     (name: 'step' | 'resume' | 'wake' | 'repair') =>
     async (payload: StepJob, { job, token }: Dequeued) => {
       rt.metrics.jobWait.observe({ job: name }, Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000);
-      return stepSpan(name, payload, async () => {
-        const started = performance.now();
-        try {
-          const outcome = await steps.process(payload);
-          // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
-          if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
-          rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
-          return outcome;
-        } catch (err) {
-          if (isDelaying(err)) return delay(job, token, payload, err);
-          if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
-          logger.warn(
-            { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
-            'step failed; will retry',
-          );
-          throw err;
-        }
-      });
+      return stepSpan(
+        name,
+        payload,
+        async () => {
+          const started = performance.now();
+          try {
+            const outcome = await steps.process(payload);
+            // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
+            if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
+            rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
+            return outcome;
+          } catch (err) {
+            if (isDelaying(err)) return delay(job, token, payload, err);
+            if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
+            logger.warn(
+              { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
+              'step failed; will retry',
+            );
+            throw err;
+          }
+        },
+        rt.version,
+      );
     };
   /** A step's final failure ends its run, with the reason its error names (if the run is still at that step). */
   const endRun = async ({ runId, step }: StepJob, err: Error) => {
@@ -212,7 +225,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
       run: async () => {
         const repaired = await reap({
           store: rt.store,
-          queueOf: (runId) => rt.scheduler.queueOf(runId),
+          queueOf: (run) => rt.scheduler.queueFor(run.id, jobRoute(run)),
           enqueue: rt.enqueue,
           approvals: rt.approvals,
           feed: rt.feed,
@@ -240,10 +253,11 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
 
   // One connection for every shard's worker; BullMQ adds a blocking one per worker.
   const connection = bullConnection(options.redis, 'worker', logger);
+  // A worker takes its own version's step queues only: a job of a run on another version never reaches it (routing by version).
   const startShard = (shard: number) => {
     const worker = new Worker(STEP_QUEUE, processJob, {
       connection,
-      prefix: queuePrefix(shard),
+      prefix: stepQueuePrefix(shard, rt.version),
       concurrency: queue.workerConcurrency,
       lockDuration: queue.jobLockMs,
       stalledInterval: Math.max(1000, Math.floor(queue.jobLockMs / 2)),

@@ -1,7 +1,7 @@
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import type { CancelExpiry, ExpireJob, JobName, JobPayload } from '../queue/job-catalog.js';
+import { type CancelExpiry, type EnqueueOptions, type ExpireJob, type JobName, type JobPayload, jobRoute } from '../queue/job-catalog.js';
 import type { Approval } from '../schemas/approval.js';
 import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import { type ApprovalEvent, type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
@@ -29,12 +29,13 @@ type Change = Omit<Commit, 'from'>;
  * What a writer hands the applier: a step's Transition, or one of the other ways a run
  * changes — its first step starts it, an approver decides (or a timer expires) approvals,
  * a caller cancels it, its saga asks for a plan's approval, a run queued behind its
- * session is admitted (its history and input written, its first step enqueued).
+ * session is admitted (its history and input written, its first step enqueued), it moves
+ * to another app version.
  */
 export type Outcome =
   | { kind: 'step'; transition: Transition; log: Logger }
   | { kind: 'start'; change: Change }
-  | { kind: 'decide' | 'cancel' | 'compensate' | 'admit'; change: Change; followUps: FollowUps };
+  | { kind: 'decide' | 'cancel' | 'compensate' | 'admit' | 'upgrade'; change: Change; followUps: FollowUps };
 
 /** The hooks of a run's end; each may run more than once (the reaper runs them again), so each is idempotent. */
 export interface FinishHooks {
@@ -49,7 +50,7 @@ export interface ApplierDeps {
   quotas: TenantQuotas;
   feed: ApprovalFeed;
   /** An Enqueue, seen as taking any job: a follow-up's name and payload were checked together when it was built. */
-  enqueue: (name: JobName, job: JobPayload<JobName>, opts?: { delayMs?: number }) => Promise<void>;
+  enqueue: (name: JobName, job: JobPayload<JobName>, opts?: EnqueueOptions) => Promise<void>;
   cancelExpiry?: CancelExpiry;
   metrics: Metrics;
   now?: () => number;
@@ -87,19 +88,19 @@ export function createTransitionApplier(deps: ApplierDeps) {
   /** After a commit (ours or someone else's), make sure the job that advances the run exists. */
   async function ensureNext(run: RunRecord, approvals?: Approval[]): Promise<void> {
     if (run.status === 'queued' || run.status === 'running') {
-      await deps.enqueue('step', { runId: run.id, step: run.step, tenantId: run.tenantId });
+      await deps.enqueue('step', { runId: run.id, step: run.step, tenantId: run.tenantId }, { route: jobRoute(run) });
     } else if (run.status === 'pending_approval') {
       const ofStep = (approvals ?? (await deps.store.approvals(run.id))).filter((a) => a.step === run.step);
       const pending = ofStep.filter((a) => a.status === 'pending');
       if (ofStep.length > 0 && pending.length === 0) {
-        await deps.enqueue('resume', { runId: run.id, step: run.step });
+        await deps.enqueue('resume', { runId: run.id, step: run.step }, { route: jobRoute(run) });
       }
       await scheduleExpiry(pending);
     } else if (run.status === 'waiting') {
       // Every child of the step ended (or is gone): the step resumes.
       const children = await deps.store.getMany(run.pendingChildren ?? []);
       if (children.every((c) => c === null || TERMINAL_STATUSES.includes(c.status))) {
-        await deps.enqueue('resume', { runId: run.id, step: run.step });
+        await deps.enqueue('resume', { runId: run.id, step: run.step }, { route: jobRoute(run) });
       }
     }
   }
@@ -148,7 +149,8 @@ export function createTransitionApplier(deps: ApplierDeps) {
     }
     if (o.kind === 'step') countStep(from, o.transition, o.log);
     for (const e of followUps.feed ?? []) await deps.feed.publish(from.tenantId, e);
-    for (const j of followUps.jobs ?? []) await deps.enqueue(j.name, j.payload);
+    // A follow-up job is the committed run's: it goes to the workers of the version the run is on.
+    for (const j of followUps.jobs ?? []) await deps.enqueue(j.name, j.payload, { route: jobRoute(next) });
     await scheduleExpiry(followUps.expiry ?? []);
     for (const e of followUps.cancelExpiry ?? []) await deps.cancelExpiry?.(e);
     if (o.kind === 'decide' && TERMINAL_STATUSES.includes(from.status)) await deps.hooks?.decided?.(next);

@@ -9,6 +9,7 @@ import type { RunRecord, ToolCallRecord, ToolOutcome } from '../schemas/run.js';
 import { idempotencyKey } from '../store/effect-ledger.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import { agentTool, parseToolArguments, requirementOf, type Tool, type ToolContext, thrownMessage } from '../tools/tool.js';
+import { toolDigest } from '../tools/tool-digest.js';
 import { linkParsedCallsToPlan, planCoverProblem } from './plan.js';
 import { childRunId, depthOf } from './sub-agents.js';
 import { errorObservation } from './tool-observation.js';
@@ -240,6 +241,7 @@ function planCall(input: CallPlanInput, index: number, call: ModelToolCall, tool
       arguments: args,
       argsHash: hashArguments(args),
       policyVersion: tool.policyVersion ?? 1,
+      toolDigest: toolDigest(tool),
       summary: requirement.summary,
       risk: requirement.risk,
       requiredRole: requirement.requiredRole,
@@ -271,6 +273,10 @@ function planCall(input: CallPlanInput, index: number, call: ModelToolCall, tool
     case 'expired':
       return rejected(`Not executed: nobody decided before the approval expired at ${approval.expiresAt}.`);
     case 'withdrawn':
-      return rejected('Not executed: the approval was withdrawn.');
+      return rejected(
+        approval.reason === 'version_changed'
+          ? `Not executed: the app moved to a new version in which ${tool.name} changed, so its approval was withdrawn. Call it again if it is still needed (it will be judged, and approved, under the new definition).`
+          : 'Not executed: the approval was withdrawn.',
+      );
   }
 }

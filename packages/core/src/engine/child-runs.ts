@@ -1,5 +1,5 @@
 import type { AgentCatalog } from '../agents/agent-profile.js';
-import type { Enqueue } from '../queue/job-catalog.js';
+import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
 import { type RunRecord, TERMINAL_STATUSES, type ToolCallRecord } from '../schemas/run.js';
 import type { EffectLedger } from '../store/effect-ledger.js';
 import type { RunStore } from '../store/run-store.js';
@@ -46,6 +46,7 @@ export function createChildRuns(deps: ChildRunsDeps) {
           agent: p.agent,
           input: p.input,
           limits: childLimits(parent, deps.agents.get(p.agent).limits, now()),
+          ...(deps.agents.get(p.agent).versioning === 'upgrade' ? { versioning: 'upgrade' as const } : {}),
           ...(traceparent ? { traceparent } : {}),
         },
         now(),
@@ -56,12 +57,11 @@ export function createChildRuns(deps: ChildRunsDeps) {
         runEvent('run.queued', child.id, 0, { agent: child.agent, traceId: child.traceId, parentRunId: parent.id }),
       );
       // The first step's job is enqueued before the ledger says done: a crash in between starts it again (a no-op if it exists).
-      await deps.enqueue('step', {
-        runId: child.id,
-        step: 0,
-        tenantId: child.tenantId,
-        ...(child.traceparent ? { traceparent: child.traceparent } : {}),
-      });
+      await deps.enqueue(
+        'step',
+        { runId: child.id, step: 0, tenantId: child.tenantId, ...(child.traceparent ? { traceparent: child.traceparent } : {}) },
+        { route: jobRoute(child) },
+      );
       await deps.ledger.recordResult(parent.id, key, p.call.name, true, child.id);
     }
     const found = await deps.store.get(p.childId);

@@ -61,9 +61,13 @@ export function commitFacts(t: Transition, known: (name: string) => boolean): Co
 
 /**
  * What a committed change other than a step counts (pure): the approvals a decision (or an
- * expiry) decided, the one a saga's plan asks for. A cancel's withdrawn approvals are not decisions.
+ * expiry) decided, the one a saga's plan asks for. A cancel's or an upgrade's withdrawn approvals are not decisions.
  */
-export function changeFacts(kind: 'start' | 'decide' | 'cancel' | 'compensate' | 'admit', approvals: Approval[], now: number): CommitFacts {
+export function changeFacts(
+  kind: 'start' | 'decide' | 'cancel' | 'compensate' | 'admit' | 'upgrade',
+  approvals: Approval[],
+  now: number,
+): CommitFacts {
   return {
     toolCalls: [],
     effectsUncertain: [],

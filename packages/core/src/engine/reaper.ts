@@ -3,7 +3,7 @@ import type { ApprovalService } from '../approvals/approval-service.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { type Enqueue, jobCatalog } from '../queue/job-catalog.js';
+import { type Enqueue, jobCatalog, jobRoute } from '../queue/job-catalog.js';
 import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
@@ -12,7 +12,8 @@ import type { TransitionApplier } from './apply-transition.js';
 export interface ReaperDeps {
   store: RunStore;
   /** The step-queue shard that holds a run's jobs. */
-  queueOf: (runId: string) => Queue;
+  /** The queue a run's next job is in: its shard's, for the version that runs it. */
+  queueOf: (run: RunRecord) => Queue;
   enqueue: Enqueue;
   approvals: ApprovalService;
   /** Its outbox holds approval events a crash kept from being published. */
@@ -129,7 +130,8 @@ async function reapOne(deps: ReaperDeps, runId: string, since: number, now: numb
 async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Promise<string | null> {
   const step = { runId: run.id, step: run.step };
   const repair = { ...step, version: run.version, traceparent: run.traceparent };
-  const queue = deps.queueOf(run.id);
+  const route = { route: jobRoute(run) };
+  const queue = deps.queueOf(run);
   const life = (id: string) => jobLife(queue, id, now, deps.staleMs);
   const repairJob = await life(jobCatalog.repair.id(repair));
   if (repairJob !== 'gone') return repairJob === 'promoted' ? 'stranded_delayed_job' : null;
@@ -147,7 +149,7 @@ async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Pro
       await deps.enqueue('slot', { runId: run.id, tenantId: run.tenantId, freed: false });
       return null;
     }
-    await deps.enqueue('repair', repair);
+    await deps.enqueue('repair', repair, route);
     return 'lost_step_job';
   }
   if (run.status === 'waiting') {
@@ -156,7 +158,7 @@ async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Pro
     if (children.some((c) => c !== null && !TERMINAL_STATUSES.includes(c.status))) return null;
     const resumeJob = await life(jobCatalog.resume.id(step));
     if (resumeJob !== 'gone') return resumeJob === 'promoted' ? 'stranded_delayed_job' : null;
-    await deps.enqueue('repair', repair);
+    await deps.enqueue('repair', repair, route);
     return 'lost_wake_job';
   }
   const ofStep = (await deps.store.approvals(run.id)).filter((a) => a.step === run.step);
@@ -168,6 +170,6 @@ async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Pro
   const resumeJob = await life(jobCatalog.resume.id(step));
   if (resumeJob === 'promoted') return 'stranded_delayed_job';
   if (resumeJob === 'live') return null;
-  await deps.enqueue('repair', repair);
+  await deps.enqueue('repair', repair, route);
   return 'lost_resume_job';
 }

@@ -177,3 +177,24 @@ export async function retryOnStale<T>(attempt: () => Promise<T>, attempts = STAL
     }
   }
 }
+
+/**
+ * The run moves to app version `appVersion` (an upgrade, at a step boundary): the
+ * approvals whose tool changed are withdrawn in the same commit and leave its pending list.
+ */
+export function moveRun(run: RunRecord, appVersion: string, withdrawn: Approval[], at: string): Change {
+  const ids = new Set(withdrawn.map((a) => a.id));
+  return {
+    to: { ...run, appVersion, pendingApprovals: run.pendingApprovals.filter((p) => !ids.has(p)), updatedAt: at },
+    approvals: withdrawn,
+    events: withdrawn.map((a) =>
+      runEvent('approval.withdrawn', run.id, a.step, {
+        approvalId: a.id,
+        toolName: a.toolName,
+        reason: 'version_changed',
+        from: run.appVersion ?? null,
+        to: appVersion,
+      }),
+    ),
+  };
+}

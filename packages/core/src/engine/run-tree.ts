@@ -1,5 +1,5 @@
 import type { Logger } from '../logger.js';
-import type { Enqueue } from '../queue/job-catalog.js';
+import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
 import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import { approvalEvent } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
@@ -35,7 +35,10 @@ export function createRunTree(deps: RunTreeDeps) {
 
   async function finished(run: RunRecord): Promise<void> {
     if (run.parentRunId && run.parentStep !== undefined) {
-      await deps.enqueue('wake', { runId: run.parentRunId, step: run.parentStep, tenantId: run.tenantId, child: run.id });
+      // A step of the parent's: routed to its version's workers (read, as an upgrade may have moved the parent off the child's).
+      const parent = await deps.store.get(run.parentRunId);
+      const wake = { runId: run.parentRunId, step: run.parentStep, tenantId: run.tenantId, child: run.id };
+      await deps.enqueue('wake', wake, { route: jobRoute(parent ?? run) });
     }
     for (const child of await deps.store.children(run.id)) {
       try {

@@ -1,6 +1,7 @@
 import pLimit from 'p-limit';
 import type { AgentCatalog, AgentProfile } from '../agents/agent-profile.js';
 import { delegationSpecs } from '../agents/delegation.js';
+import type { FleetVersions } from '../app/fleet-versions.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { estimatePromptTokens } from '../budgets/token-estimator.js';
 import { auditUsage } from '../budgets/usage-audit.js';
@@ -11,7 +12,7 @@ import type { PiiMasker } from '../guards/pii-masker.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelGateway } from '../model/model-gateway.js';
-import type { StepJob } from '../queue/job-catalog.js';
+import type { Enqueue, StepJob } from '../queue/job-catalog.js';
 import { CircuitBreakers, type FleetBreakerState } from '../resilience/circuit-breakers.js';
 import type { Approval } from '../schemas/approval.js';
 import type { ChatMessage } from '../schemas/message.js';
@@ -31,7 +32,7 @@ import { type EarlierCall, guardFromHistory } from './loop-guard.js';
 import { modelSummary } from './model-summary.js';
 import { isPlanning, planOutcome, planResponseFormat } from './plan.js';
 import { runEvent } from './run-event.js';
-import { cancelRun, retryOnStale, startRun } from './run-transitions.js';
+import { cancelRun, moveRun, retryOnStale, startRun } from './run-transitions.js';
 import {
   afterDecision,
   afterPlan,
@@ -48,6 +49,7 @@ import {
 } from './step-policy.js';
 import { boundedByTree, treeTotal } from './sub-agents.js';
 import type { BreakerStates, ToolCallResult, ToolExecutor } from './tool-executor.js';
+import { versionVerdict, withdrawnOnMove } from './version-route.js';
 
 export type { GuardLimits } from './step-policy.js';
 
@@ -77,6 +79,12 @@ export interface StepProcessorDeps {
   modelIdleTimeoutMs?: number;
   /** How long a plan's or a call's approval stays decidable unless its tool says otherwise (APPROVAL_TTL_MS). */
   approvalTtlMs: number;
+  /**
+   * The app version this worker runs and what it knows of the fleet's: a job of a run on
+   * another version is sent on to that version's workers, or (an upgrade routed it here)
+   * the run is moved to this version first. None (engine tests): every run is this worker's.
+   */
+  versions?: StepVersions;
   /** Starts `call_<agent>` children (engine/child-runs.ts); absent, sub-agent calls are refused. */
   spawnChild?: SpawnChild;
   /** REIN_MAX_AGENT_DEPTH, REIN_MAX_CHILDREN_PER_STEP. */
@@ -84,7 +92,16 @@ export interface StepProcessorDeps {
   now?: () => number;
 }
 
-export type StepOutcome = 'continued' | 'parked' | 'waiting' | 'finished' | 'already_committed' | 'skipped';
+export interface StepVersions {
+  own: string;
+  known(): FleetVersions;
+  fresh(): Promise<FleetVersions>;
+  /** Hands a run's step to the workers of another version (a repair job on their queue). */
+  enqueue: Enqueue;
+}
+
+/** `rerouted`: the job reached a worker of another version than its run's, which sent it on. */
+export type StepOutcome = 'continued' | 'parked' | 'waiting' | 'finished' | 'already_committed' | 'skipped' | 'rerouted';
 
 const OUTCOME = { continue: 'continued', park: 'parked', wait: 'waiting', finish: 'finished' } as const;
 
@@ -292,8 +309,50 @@ export function createStepProcessor(deps: StepProcessorDeps) {
   }
 
   async function applied(run: RunRecord, t: Transition, log: Logger): Promise<StepOutcome> {
-    await applier.apply(run, { kind: 'step', transition: t, log });
+    await applier.apply(run, { kind: 'step', transition: stamped(t), log });
     return OUTCOME[t.kind];
+  }
+
+  /** The step record says which version ran it: the trace shows where a run changed version. */
+  const stamped = (t: Transition): Transition =>
+    deps.versions && t.change.step ? { ...t, change: { ...t.change, step: { ...t.change.step, appVersion: deps.versions.own } } } : t;
+
+  /**
+   * Whether this worker runs the run's step (`own`), sent it on to its version's workers
+   * (`rerouted`), or moved the run to its own version first (`moved`: an upgrade), with the
+   * approvals whose tool changed withdrawn in the same commit. The cached fleet state is
+   * read again before anything but `own`: it may be up to a second behind an upgrade.
+   */
+  async function placeRun(run: RunRecord, approvals: Approval[]): Promise<'own' | 'rerouted' | 'moved'> {
+    const v = deps.versions;
+    if (!v || versionVerdict(run, v.known(), v.own).kind === 'own') return 'own';
+    const verdict = versionVerdict(run, await v.fresh(), v.own);
+    if (verdict.kind === 'own') return 'own';
+    const log = deps.logger.child({
+      runId: run.id,
+      traceId: run.traceId,
+      step: run.step,
+      tenantId: run.tenantId,
+      appVersion: run.appVersion,
+    });
+    if (verdict.kind === 'reroute') {
+      const repair = { runId: run.id, step: run.step, version: run.version, tenantId: run.tenantId };
+      await v.enqueue('repair', run.traceparent ? { ...repair, traceparent: run.traceparent } : repair, {
+        route: { appVersion: verdict.to },
+      });
+      deps.metrics.versionReroutes.inc();
+      log.warn({ to: verdict.to, own: v.own }, 'step job reached a worker of another version; sent on');
+      return 'rerouted';
+    }
+    const at = iso();
+    const withdrawn = withdrawnOnMove(approvals, deps.tools, at);
+    await applier.apply(run, {
+      kind: 'upgrade',
+      change: moveRun(run, v.own, withdrawn, at),
+      followUps: { feed: withdrawn.map((a) => approvalEvent(a, true)) },
+    });
+    log.info({ to: v.own, withdrawn: withdrawn.map((a) => a.id) }, 'run moved to another app version');
+    return 'moved';
   }
 
   async function attempt(job: StepJob): Promise<StepOutcome> {
@@ -303,6 +362,11 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     const g = gate(read.run, job.step, read.approvals, read.decision, read.children);
     if (g.kind === 'skip' || !read.run) return 'skipped';
     let run = read.run;
+    if (g.kind !== 'already_committed') {
+      const placed = await placeRun(run, read.approvals);
+      if (placed === 'rerouted') return 'rerouted';
+      if (placed === 'moved') return attempt(job); // read again, as the new version's
+    }
     if (g.kind === 'already_committed') {
       await applier.ensureNext(run);
       return 'already_committed';
@@ -311,7 +375,13 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       await applier.ensureNext(run, read.approvals);
       return 'skipped';
     }
-    const log = deps.logger.child({ runId: run.id, traceId: run.traceId, step: run.step, tenantId: run.tenantId });
+    const log = deps.logger.child({
+      runId: run.id,
+      traceId: run.traceId,
+      step: run.step,
+      tenantId: run.tenantId,
+      ...(run.appVersion ? { appVersion: run.appVersion } : {}),
+    });
     const profile = deps.agents.get(run.agent);
     let decision: Decision;
     // Known when this attempt made the decision (read with its journal write); else each tool reads its own.
@@ -544,7 +614,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
           msg: 'run failed',
           fields: { reason, detail },
         });
-        await applier.apply(run, { kind: 'step', transition, log });
+        await applier.apply(run, { kind: 'step', transition: stamped(transition), log });
         return true;
       });
     } catch (err) {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Limits, RunRecord } from '../schemas/run.js';
+import type { Versioning } from '../schemas/version.js';
 import type { TreeUsage } from '../schemas/views.js';
 
 /**
@@ -34,10 +35,10 @@ export function childLimits(parent: RunRecord, agentLimits: Limits, now: number)
   };
 }
 
-/** A new child run (queued): the parent's tenant, user, roles and trace; its place in the tree. */
+/** A new child run (queued): the parent's tenant, user, roles, trace and app version; its place in the tree. */
 export function childRecord(
   parent: RunRecord,
-  child: { id: string; agent: string; input: string; limits: Limits; traceparent?: string },
+  child: { id: string; agent: string; input: string; limits: Limits; traceparent?: string; versioning?: Versioning },
   now: number,
 ): RunRecord {
   const at = new Date(now).toISOString();
@@ -60,6 +61,9 @@ export function childRecord(
     usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
     costUsd: 0,
     pendingApprovals: [],
+    // A child runs on its parent's version (the tools and agents the parent was started with); its own agent says whether it upgrades.
+    ...(parent.appVersion ? { appVersion: parent.appVersion } : {}),
+    ...(child.versioning === 'upgrade' ? { versioning: 'upgrade' as const } : {}),
     parentRunId: parent.id,
     parentStep: parent.step,
     rootRunId: parent.rootRunId ?? parent.id,

@@ -17,6 +17,7 @@ import {
   scheduleListSchema,
   scheduleViewSchema,
 } from '../schemas/schedule.js';
+import { appVersionSchema, promoteBodySchema, upgradeAnswerSchema, upgradeBodySchema, versionListSchema } from '../schemas/version.js';
 import {
   approvalListSchema,
   approvalViewSchema,
@@ -38,6 +39,8 @@ import { createdWebhookSchema, createWebhookBodySchema, deliveryLogSchema, webho
  */
 
 export const idParamsSchema = z.object({ id: addressableIdSchema });
+/** `/v1/versions/:version/…`: a well-formed version (the service then 404s one no process ever ran). */
+export const versionParamsSchema = z.object({ version: appVersionSchema });
 
 /** Error answers by status, each with the codes a client can match on. */
 const ERROR_CODES = {
@@ -195,6 +198,34 @@ export const apiRoutes = {
     params: idParamsSchema,
     response: { 204: z.null().describe('removed'), ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },
   }),
+  listVersions: route('versions', 'listVersions', 'The fleet’s app versions: current, live workers, unfinished runs (admins)', {
+    response: { 200: versionListSchema, ...errors({ 403: ERROR_CODES[403] }) },
+  }),
+  promoteVersion: route('versions', 'promoteVersion', 'New runs go to this app version, on every API process (admins); also the rollback', {
+    params: versionParamsSchema,
+    body: promoteBodySchema,
+    response: {
+      200: versionListSchema,
+      ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'version_not_live (no worker runs it; force to promote anyway)' }),
+    },
+  }),
+  upgradeVersion: route(
+    'versions',
+    'upgradeVersion',
+    'Move every unfinished run of this app version to another at its next step (admins)',
+    {
+      params: versionParamsSchema,
+      body: upgradeBodySchema,
+      response: {
+        202: upgradeAnswerSchema,
+        ...errors({
+          403: ERROR_CODES[403],
+          404: ERROR_CODES[404],
+          409: 'version_not_upgradable (it is the target), version_not_live (no worker runs the target)',
+        }),
+      },
+    },
+  ),
   webhookDeliveries: route('webhooks', 'listWebhookDeliveries', 'A webhook’s latest delivery attempts, newest first (tenant admins)', {
     params: idParamsSchema,
     response: { 200: deliveryLogSchema, ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },

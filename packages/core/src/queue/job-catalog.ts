@@ -1,6 +1,7 @@
 import { type ConnectionOptions, type JobsOptions, Queue } from 'bullmq';
 import { z } from 'zod';
-import { queuePrefix } from '../keys.js';
+import { queuePrefix, stepQueuePrefix } from '../keys.js';
+import type { Versioning } from '../schemas/version.js';
 import { activeTraceparent, traceparentSchema } from '../tracing/trace-context.js';
 
 export const STEP_QUEUE = 'rein-steps';
@@ -15,6 +16,20 @@ export const HOUSEKEEPING_QUEUE = 'rein-housekeeping';
  * `traceparent`: the trace context the job continues (W3C), so that every span of a run
  * shares its trace id whichever worker takes the step and however long it waited.
  */
+/**
+ * What routes a run's job to the workers of a version: the run's `appVersion` and its
+ * agent's `versioning` (`upgrade` follows the current version). Taken from the run record
+ * the enqueuer holds (`jobRoute`), so routing reads nothing more; not part of the payload
+ * (the worker checks the run record it reads anyway).
+ */
+export type JobRoute = { appVersion?: string; versioning?: Versioning };
+
+/** The route of a run's jobs, from its record. */
+export const jobRoute = (run: { appVersion?: string | undefined; versioning?: string | undefined }): JobRoute => ({
+  ...(run.appVersion ? { appVersion: run.appVersion } : {}),
+  ...(run.versioning === 'upgrade' ? { versioning: 'upgrade' as const } : {}),
+});
+
 export const stepJobSchema = z.object({
   runId: z.string().min(1),
   step: z.number().int().min(0),
@@ -117,7 +132,12 @@ export type JobName = keyof typeof jobCatalog;
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]['schema']>;
 
 /** How core schedules work; BullMQ in the services, an in-memory list in engine tests. */
-export type Enqueue = <N extends JobName>(name: N, job: JobPayload<N>, opts?: { delayMs?: number }) => Promise<void>;
+/** `route`: the run's, for a job of a run on a version (absent: this process's version's queue). */
+export type Enqueue = <N extends JobName>(name: N, job: JobPayload<N>, opts?: EnqueueOptions) => Promise<void>;
+export interface EnqueueOptions {
+  delayMs?: number;
+  route?: JobRoute;
+}
 
 /** Drops a scheduled expiry timer that has nothing left to expire (its approvals were decided). */
 export type CancelExpiry = (job: ExpireJob) => Promise<void>;
@@ -145,9 +165,20 @@ export function shardOf(runId: string, shards: number): number {
   return (hash >>> 0) % shards;
 }
 
-/** One step queue per shard, each under its own hash tag (so, on a cluster, its own slot). */
-export function stepQueue(connection: ConnectionOptions, shard: number): Queue {
-  return new Queue(STEP_QUEUE, { connection, prefix: queuePrefix(shard) });
+/**
+ * One step queue per shard and app version, each shard under its own hash tag (so, on a
+ * cluster, its own slot): a worker consumes only its own version's queues. No version:
+ * the queues of a deployment from before versions.
+ */
+export function stepQueue(connection: ConnectionOptions, shard: number, version?: string): Queue {
+  return new Queue(STEP_QUEUE, { connection, prefix: stepQueuePrefix(shard, version) });
+}
+
+/** Which version's workers take a job: the runtime's routing over the fleet's version state (engine/version-route.ts). */
+export interface JobRouter {
+  /** The version of this process: its queues are `queues`. */
+  own: string;
+  route(job: JobRoute): string;
 }
 
 /**
@@ -158,24 +189,53 @@ export function stepQueue(connection: ConnectionOptions, shard: number): Queue {
  * its own.
  */
 export class StepScheduler {
+  /** This process's own version's step queues, one per shard. */
   readonly queues: Queue[];
   readonly housekeepingQueues: Queue[];
+  /** Other versions' step queues, opened on first use (a fleet runs a few versions at a time). */
+  private readonly others = new Map<string, Queue[]>();
 
   constructor(
-    connection: ConnectionOptions,
+    private readonly connection: ConnectionOptions,
     private readonly attempts: number,
-    shards = 1,
+    private readonly shards = 1,
+    private readonly router?: JobRouter,
   ) {
-    this.queues = Array.from({ length: shards }, (_, shard) => stepQueue(connection, shard));
+    this.queues = this.open(router?.own);
     this.housekeepingQueues = Array.from(
       { length: shards },
       (_, shard) => new Queue(HOUSEKEEPING_QUEUE, { connection, prefix: queuePrefix(shard) }),
     );
   }
 
-  /** The queue holding `runId`'s jobs. */
-  queueOf(runId: string): Queue {
-    return this.queues[shardOf(runId, this.queues.length)] as Queue;
+  private open(version: string | undefined): Queue[] {
+    return Array.from({ length: this.shards }, (_, shard) => stepQueue(this.connection, shard, version));
+  }
+
+  private queuesOf(version: string | undefined): Queue[] {
+    if (version === this.router?.own) return this.queues;
+    const key = version ?? '';
+    let queues = this.others.get(key);
+    if (!queues) {
+      queues = this.open(version);
+      this.others.set(key, queues);
+    }
+    return queues;
+  }
+
+  /** The queue holding `runId`'s jobs for the workers of `version` (default: this process's). */
+  queueOf(runId: string, version = this.router?.own): Queue {
+    return this.queuesOf(version)[shardOf(runId, this.shards)] as Queue;
+  }
+
+  /** The queue a run's next job goes to: its shard, for the version its route names. */
+  queueFor(runId: string, route: JobRoute): Queue {
+    return this.queueOf(runId, this.router ? this.router.route(route) : undefined);
+  }
+
+  /** An expiry timer waits on its shard's housekeeping queue, which workers of every version take: expiry applies while no worker of the run's version lives. */
+  private expiryQueueOf(runId: string): Queue {
+    return this.housekeepingQueues[shardOf(runId, this.shards)] as Queue;
   }
 
   readonly enqueue: Enqueue = async (name, job, opts) => {
@@ -189,7 +249,8 @@ export class StepScheduler {
     const traceparent = job.traceparent ?? activeTraceparent();
     const payload = entry.schema.parse(traceparent ? { ...job, traceparent } : job);
     const delay = Math.max(0, Math.ceil(opts?.delayMs ?? 0));
-    await this.queueOf(payload.runId).add(name, payload, {
+    const queue = name === 'expire' ? this.expiryQueueOf(payload.runId) : this.queueFor(payload.runId, opts?.route ?? {});
+    await queue.add(name, payload, {
       ...stepJobOptions(this.attempts),
       ...entry.opts,
       jobId: entry.id(payload),
@@ -200,7 +261,7 @@ export class StepScheduler {
   /** Removes a delayed expiry job, best effort: one already running (locked) or gone is left alone, and firing late it does nothing. */
   readonly cancelExpiry: CancelExpiry = async (job) => {
     const payload = expireJobSchema.parse(job);
-    await this.queueOf(payload.runId)
+    await this.expiryQueueOf(payload.runId)
       .remove(jobCatalog.expire.id(payload))
       .catch(() => 0);
   };
@@ -211,7 +272,7 @@ export class StepScheduler {
    */
   async scheduleHousekeeping(sweepEveryMs: number, reapEveryMs: number): Promise<void> {
     const opts = { removeOnComplete: true, removeOnFail: 100 };
-    const legacy = this.queues[0] as Queue;
+    const legacy = this.queuesOf(undefined)[0] as Queue;
     // Shard by shard: one whose master is down does not keep the others from being scheduled.
     const done = await Promise.allSettled([
       legacy.removeJobScheduler(DEADLINE_SWEEP.scheduler),
@@ -226,6 +287,6 @@ export class StepScheduler {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.queues, ...this.housekeepingQueues].map((q) => q.close()));
+    await Promise.all([...this.queues, ...[...this.others.values()].flat(), ...this.housekeepingQueues].map((q) => q.close()));
   }
 }

@@ -1,5 +1,5 @@
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
-import type { Enqueue } from '../queue/job-catalog.js';
+import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
 import { TERMINAL_STATUSES } from '../schemas/run.js';
 import type { RunStore } from '../store/run-store.js';
 
@@ -27,7 +27,8 @@ export function createFairShare(deps: FairShareDeps) {
           continue;
         }
         // A run also queued behind its session gets its first step when the session admits it.
-        if (!run.queuedBehind) await deps.enqueue('step', { runId: run.id, step: run.step, tenantId, traceparent: run.traceparent });
+        if (!run.queuedBehind)
+          await deps.enqueue('step', { runId: run.id, step: run.step, tenantId, traceparent: run.traceparent }, { route: jobRoute(run) });
         started++;
       }
       return started;

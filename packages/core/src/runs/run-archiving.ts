@@ -1,7 +1,7 @@
 import type { RunArchive } from '../archive/run-archive.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import type { Enqueue } from '../queue/job-catalog.js';
+import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
 import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import { type HotRuns, type RunSnapshot, sameRevision } from '../store/hot-runs.js';
 
@@ -51,7 +51,8 @@ export function createRunArchiving(deps: RunArchivingDeps) {
     /** The finish hook (run again for changes after the finish): idempotent. */
     async finished(run: RunRecord): Promise<void> {
       await deps.hot.pending(run);
-      await deps.enqueue('archive', { runId: run.id, traceparent: run.traceparent });
+      // To the run's version's workers, which ran it; the reaper's re-enqueues go to its own (any version's worker archives).
+      await deps.enqueue('archive', { runId: run.id, traceparent: run.traceparent }, { route: jobRoute(run) });
     },
 
     /** The archive job. Throws (the job retries with backoff) while PostgreSQL cannot take the write. */

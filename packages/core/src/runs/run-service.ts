@@ -13,7 +13,7 @@ import type { PiiMasker } from '../guards/pii-masker.js';
 import type { SseSource } from '../http/sse.js';
 import { runKeys, tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
-import type { Enqueue } from '../queue/job-catalog.js';
+import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
 import type { ListRunsQuery, SubmitRunBody, UsageQuery, UsageResponse } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Compensation } from '../schemas/compensation.js';
@@ -54,6 +54,8 @@ export interface RunServiceDeps {
   /** Undo of finished runs (`POST /v1/runs/:id/compensate`). */
   compensator?: Pick<Compensator, 'request'>;
   idempotencyTtlSeconds?: number;
+  /** The app version new runs are pinned to (the promoted one, else this process's); none: runs record no version. */
+  currentVersion?: () => string;
   /** The archive of finished runs: what Redis no longer holds is read there, with the same rules. */
   archive?: RunArchive;
   now?: () => number;
@@ -76,6 +78,7 @@ export function runView(run: RunRecord, approvals: Approval[], tree?: TreeFacts)
     status: run.status,
     ...(run.reason ? { reason: run.reason } : {}),
     agent: run.agent,
+    ...(run.appVersion ? { appVersion: run.appVersion } : {}),
     input: run.input,
     ...(run.sessionId ? { sessionId: run.sessionId } : {}),
     ...(run.queuedBehind ? { queuedBehind: run.queuedBehind } : {}),
@@ -222,6 +225,8 @@ export function createRunService(deps: RunServiceDeps) {
         userId: principal.userId,
         roles: principal.roles,
         agent: profile.name,
+        ...(deps.currentVersion ? { appVersion: deps.currentVersion() } : {}),
+        ...(profile.versioning === 'upgrade' ? { versioning: 'upgrade' as const } : {}),
         input: body.input,
         ...(body.sessionId ? { sessionId: body.sessionId } : {}),
         metadata: body.metadata ?? {},
@@ -272,7 +277,12 @@ export function createRunService(deps: RunServiceDeps) {
           run,
           // A queued run gets its history and input when it is admitted (runs/session-queue.ts).
           behind ? null : { role: 'user', content: body.input },
-          runEvent('run.queued', id, 0, { agent: run.agent, traceId: run.traceId, ...(behind ? { behind } : {}) }),
+          runEvent('run.queued', id, 0, {
+            agent: run.agent,
+            traceId: run.traceId,
+            ...(run.appVersion ? { appVersion: run.appVersion } : {}),
+            ...(behind ? { behind } : {}),
+          }),
           history,
         );
       } catch (err) {
@@ -293,7 +303,8 @@ export function createRunService(deps: RunServiceDeps) {
       }
       // A slot may have freed before it joined the line: look once now.
       if (admission === 'waiting') await deps.enqueue('slot', { runId: id, tenantId: principal.tenantId, freed: false, traceparent });
-      else if (!behind) await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId });
+      else if (!behind)
+        await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId }, { route: jobRoute(run) });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };
     },
@@ -350,6 +361,7 @@ export function createRunService(deps: RunServiceDeps) {
         traceId: run.traceId,
         status: run.status,
         ...(run.reason ? { reason: run.reason } : {}),
+        ...(run.appVersion ? { appVersion: run.appVersion } : {}),
         input: run.input,
         ...(run.parentRunId ? { parentRunId: run.parentRunId, rootRunId: run.rootRunId ?? run.parentRunId } : {}),
         // Plan mode: the plan, its decision, and which steps the run's tool calls (`planStep`) carried out.
@@ -363,6 +375,8 @@ export function createRunService(deps: RunServiceDeps) {
           usage: s.usage,
           costUsd: s.costUsd,
           durationMs: s.durationMs,
+          // Where it differs from the step before, the run moved to another app version.
+          ...(s.appVersion ? { appVersion: s.appVersion } : {}),
         })),
         finalAnswer: run.finalAnswer ?? null,
         elapsedMs: end - Date.parse(run.createdAt),

@@ -5,21 +5,27 @@ import type { Approval } from '../schemas/approval.js';
 import { type ApprovalFeedEvent, approvalFeedEventSchema } from '../schemas/event.js';
 
 export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncertain' }>;
-export type ApprovalEvent = Extract<ApprovalFeedEvent, { type: 'approval.requested' | 'approval.decided' }>;
+export type ApprovalEvent = Extract<ApprovalFeedEvent, { type: 'approval.requested' | 'approval.decided' | 'approval.withdrawn' }>;
 
-/** The feed event of an approval's request, or of its decision (`decided`). */
+/** The feed event of an approval's request, or of its decision (`decided`); a withdrawal on a version change has its own type. */
 export const approvalEvent = (a: Approval, decided: boolean): ApprovalEvent =>
   decided
-    ? { type: 'approval.decided', approvalId: a.id, runId: a.runId, status: a.status, at: a.decidedAt ?? '' }
+    ? {
+        type: a.reason === 'version_changed' ? 'approval.withdrawn' : 'approval.decided',
+        approvalId: a.id,
+        runId: a.runId,
+        status: a.status,
+        at: a.decidedAt ?? '',
+      }
     : { type: 'approval.requested', approvalId: a.id, runId: a.runId, status: a.status, at: a.createdAt };
 
-const isApprovalEvent = (e: ApprovalFeedEvent): e is ApprovalEvent => e.type === 'approval.requested' || e.type === 'approval.decided';
+const isApprovalEvent = (e: ApprovalFeedEvent): e is ApprovalEvent => e.type !== 'effect.uncertain';
 
 /** An outbox entry is the event itself, so staging and publishing name the same member. */
 const outboxMember = (tenantId: string, e: ApprovalEvent) => JSON.stringify([tenantId, e.type, e.approvalId, e.runId, e.status, e.at]);
 const outboxEntrySchema = z.tuple([
   z.string(),
-  z.enum(['approval.requested', 'approval.decided']),
+  z.enum(['approval.requested', 'approval.decided', 'approval.withdrawn']),
   z.string(),
   z.string(),
   z.string(),

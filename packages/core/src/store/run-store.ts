@@ -1,5 +1,5 @@
 import { NotFoundError, StaleStepError } from '../errors.js';
-import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys } from '../keys.js';
+import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys, versionRunsKey } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
@@ -22,6 +22,7 @@ import { type TreeUsage, treeUsageSchema } from '../schemas/views.js';
 import { type Page, type PageCursor, type PageQuery, pageIndexes } from './index-pager.js';
 import { ClaimResult, CommitResult, CreateResult, withScripts } from './lua-scripts.js';
 import { runFootprint } from './run-footprint.js';
+import { versionRunEntry } from './version-directory.js';
 
 /**
  * How long a session claim whose run has no record yet counts as busy: far longer than
@@ -142,6 +143,7 @@ export class RunStore {
         ['zadd', DEADLINES_KEY, Date.parse(run.deadlineAt), run.id],
         ['zadd', ACTIVE_RUNS_KEY, Date.parse(run.updatedAt), run.id],
       );
+      if (run.appVersion) commands.push(['hset', versionRunsKey(run.appVersion), run.id, versionRunEntry(run.status, 0)]);
       // Keys in three slots (tenant, deadlines, active runs): no MULTI, which a cluster refuses, and none needed (the reaper heals a missing entry).
       await sendCommands(this.redis, commands);
     }
@@ -337,6 +339,9 @@ export class RunStore {
       approvals,
       deadlineMoved: from.status !== next.status || from.deadlineAt !== next.deadlineAt,
       finishing,
+      ...(from.appVersion !== next.appVersion || from.pendingApprovals.length !== next.pendingApprovals.length
+        ? { versionFrom: from.appVersion ?? '' }
+        : {}),
     });
   }
 
@@ -394,7 +399,14 @@ export class RunStore {
    */
   private async writeIndexes(
     next: RunRecord,
-    how: { left: RunStatus[]; approvals: Approval[]; deadlineMoved: boolean; finishing: boolean },
+    how: {
+      left: RunStatus[];
+      approvals: Approval[];
+      deadlineMoved: boolean;
+      finishing: boolean;
+      /** Set when the version index must be written though the status did not change: the version it was under (or ''). */
+      versionFrom?: string;
+    },
   ): Promise<void> {
     const t = tenantKeys(next.tenantId);
     const commands: RedisCommand[] = [];
@@ -414,6 +426,12 @@ export class RunStore {
     else if (how.left.some(isParked)) commands.push(['srem', t.parked, next.id], ['sadd', t.active, next.id]);
     // Scored by its last status change, not touched on every step (the reaper re-scores it).
     else if (how.left.length) commands.push(['zadd', ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id]);
+    // The version's unfinished runs, by status (GET /v1/versions, upgrades, the waiting metric).
+    if (next.appVersion && (how.left.length || how.versionFrom !== undefined)) {
+      if (terminal) commands.push(['hdel', versionRunsKey(next.appVersion), next.id]);
+      else commands.push(['hset', versionRunsKey(next.appVersion), next.id, versionRunEntry(next.status, next.pendingApprovals.length)]);
+    }
+    if (how.versionFrom && how.versionFrom !== next.appVersion) commands.push(['hdel', versionRunsKey(how.versionFrom), next.id]);
     if (terminal || isParked(next.status)) commands.push(['zrem', DEADLINES_KEY, next.id]);
     else if (how.deadlineMoved) commands.push(['zadd', DEADLINES_KEY, Date.parse(next.deadlineAt), next.id]);
     await sendCommands(this.redis, commands);

@@ -17,6 +17,8 @@ export const REIN_ATTR = {
   approvalEdited: 'rein.approval.edited',
   effectOutcome: 'rein.effect.outcome',
   breakerState: 'rein.breaker.state',
+  /** The app version of the worker that ran the step. */
+  appVersion: 'rein.app.version',
 } as const;
 
 /**
@@ -36,8 +38,13 @@ export function submitSpan<T>(callerTraceparent: string | undefined, fn: (runTra
  * does (model call, tools, the next job it enqueues) nests under it. A step put back
  * for later (BullMQ's DelayedError) is not a failure.
  */
-export function stepSpan<T>(job: string, payload: StepJob, fn: () => Promise<T>): Promise<T> {
-  const attributes = { [REIN_ATTR.runId]: payload.runId, [REIN_ATTR.step]: payload.step, [REIN_ATTR.job]: job };
+export function stepSpan<T>(job: string, payload: StepJob, fn: () => Promise<T>, appVersion?: string): Promise<T> {
+  const attributes = {
+    [REIN_ATTR.runId]: payload.runId,
+    [REIN_ATTR.step]: payload.step,
+    [REIN_ATTR.job]: job,
+    ...(appVersion ? { [REIN_ATTR.appVersion]: appVersion } : {}),
+  };
   const opts = { kind: SpanKind.CONSUMER, parent: contextOf(payload.traceparent), attributes, notFailures: ['DelayedError'] };
   return inSpan('rein.step', opts, async (span) => {
     const outcome = await fn();

@@ -1,0 +1,114 @@
+import { currentVersion } from '../engine/version-route.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
+import type { Principal } from '../schemas/identity.js';
+import { TERMINAL_STATUSES } from '../schemas/run.js';
+import type { PromoteBody, UpgradeAnswer, UpgradeBody, VersionList, VersionView } from '../schemas/version.js';
+import type { RunStore } from '../store/run-store.js';
+import type { VersionDirectory } from '../store/version-directory.js';
+
+export interface VersionServiceDeps {
+  directory: VersionDirectory;
+  store: Pick<RunStore, 'get'>;
+  enqueue: Enqueue;
+  logger: Logger;
+}
+
+/** Runs kicked per round trip by an upgrade. */
+const UPGRADE_BATCH = 50;
+
+/**
+ * The fleet's app versions for operators (admin keys, like the queue board: versions are
+ * fleet-wide): list them, promote one (where new runs go, instant rollback), upgrade one
+ * (its runs move to another version at their next step). A version must have been seen
+ * (some process ran it) to be named: a made-up string is a 404, never a queue or a label.
+ */
+export function createVersionService(deps: VersionServiceDeps) {
+  const { directory } = deps;
+  const admin = (principal: Principal) => {
+    if (!principal.roles.includes('admin')) throw new ForbiddenError('app versions are managed by admins');
+  };
+  const known = async (version: string) => {
+    if (!(await directory.seen(version))) throw new NotFoundError(`app version ${version}`);
+  };
+
+  async function list(principal: Principal): Promise<VersionList> {
+    admin(principal);
+    const [facts, fleet] = await Promise.all([directory.list(), directory.fresh()]);
+    const current = currentVersion(fleet, directory.own);
+    return {
+      current,
+      versions: facts.map(
+        (f): VersionView => ({
+          version: f.version,
+          current: f.version === current,
+          promoted: f.version === fleet.promoted,
+          workers: f.workers,
+          apis: f.apis,
+          runs: f.runs,
+          pendingApprovals: f.pendingApprovals,
+          ...(fleet.upgrades[f.version] ? { upgradingTo: fleet.upgrades[f.version] } : {}),
+          firstSeen: new Date(f.firstSeen).toISOString(),
+          lastSeen: new Date(f.lastSeen).toISOString(),
+        }),
+      ),
+    };
+  }
+
+  /** A version no worker runs now gets new runs only with `force` (they would wait for one). */
+  async function liveWorkers(version: string): Promise<number> {
+    return (await directory.list()).find((f) => f.version === version)?.workers ?? 0;
+  }
+
+  return {
+    list,
+
+    async promote(principal: Principal, version: string, body: PromoteBody): Promise<VersionList> {
+      admin(principal);
+      await known(version);
+      if (!body.force && (await liveWorkers(version)) === 0)
+        throw new ConflictError(
+          'version_not_live',
+          `no worker of app version ${version} is alive; send {"force": true} to promote it anyway`,
+        );
+      await directory.promote(version);
+      deps.logger.warn({ version, by: principal.userId }, 'app version promoted');
+      return list(principal);
+    },
+
+    /** Every unfinished run of `from` moves to `to` (default: the current version) at its next step; each is kicked so that it does. */
+    async upgrade(principal: Principal, from: string, body: UpgradeBody): Promise<UpgradeAnswer> {
+      admin(principal);
+      await known(from);
+      const fleet = await directory.fresh();
+      const to = body.to ?? currentVersion(fleet, directory.own);
+      // New runs of the promoted version would be moved away at once: promote the target instead.
+      if (to === from || fleet.promoted === from)
+        throw new ConflictError('version_not_upgradable', `app version ${from} is where new runs go: promote another first`);
+      await known(to);
+      if ((await liveWorkers(to)) === 0)
+        throw new ConflictError('version_not_live', `no worker of app version ${to} is alive to take the runs of ${from}`);
+      await directory.upgrade(from, to);
+      // Queued jobs wait on the old version's queue and a parked run has none: a repair job per run (routed to `to`) moves each now.
+      const ids = await directory.runIds(from);
+      let runs = 0;
+      for (let i = 0; i < ids.length; i += UPGRADE_BATCH) {
+        const batch = await Promise.all(ids.slice(i, i + UPGRADE_BATCH).map((id) => deps.store.get(id)));
+        for (const run of batch) {
+          if (!run || TERMINAL_STATUSES.includes(run.status)) continue;
+          await deps.enqueue(
+            'repair',
+            { runId: run.id, step: run.step, version: run.version, tenantId: run.tenantId },
+            { route: jobRoute(run) },
+          );
+          runs++;
+        }
+      }
+      deps.logger.warn({ from, to, runs, by: principal.userId }, 'app version upgrade requested');
+      return { from, to, runs };
+    },
+  };
+}
+
+export type VersionService = ReturnType<typeof createVersionService>;

@@ -1,0 +1,34 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { canonicalJson } from './argument-hash.js';
+import type { Tool } from './tool.js';
+
+/**
+ * What an approver saw of a tool, as one hash: its name, kind, argument schema (JSON
+ * Schema), roles and approval policy (its version and its source text). An approval
+ * records it; when its run moves to another app version, the approval is kept only if
+ * the new version's tool has the same digest (engine/version-route.ts).
+ */
+export function toolDigest(tool: Tool): string {
+  const known = digests.get(tool);
+  if (known) return known;
+  const { $schema: _ignored, ...schema } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);
+  const digest = createHash('sha256')
+    .update(
+      canonicalJson({
+        name: tool.name,
+        kind: tool.kind,
+        schema,
+        roles: tool.allowedRoles ?? null,
+        policyVersion: tool.policyVersion ?? 1,
+        policy: tool.policySource ?? tool.approval.toString(),
+      }),
+    )
+    .digest('hex')
+    .slice(0, 32);
+  digests.set(tool, digest);
+  return digest;
+}
+
+/** Tools are values built once per process: each is hashed once. */
+const digests = new WeakMap<Tool, string>();

@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineAgent } from '../src/agents/agent-profile.js';
+import { contentVersion, resolveAppVersion } from '../src/app/app-version.js';
+import { defineApp } from '../src/app/define-app.js';
+import type { FleetVersions } from '../src/app/fleet-versions.js';
+import { routeVersion, versionVerdict, withdrawnOnMove } from '../src/engine/version-route.js';
+import { ConfigError } from '../src/errors.js';
+import type { Approval } from '../src/schemas/approval.js';
+import type { RunRecord } from '../src/schemas/run.js';
+import { approvalEvent } from '../src/store/approval-feed.js';
+import { defineTool, type Tool } from '../src/tools/tool.js';
+import { toolDigest } from '../src/tools/tool-digest.js';
+
+/** App versions as values (no Redis): the content version, routing by version, and what an upgrade keeps. */
+
+const write = (params: z.ZodObject = z.object({ target: z.string() }), stricter = false) =>
+  defineTool({
+    name: 'apply',
+    description: 'applies a change',
+    kind: 'write',
+    parameters: params,
+    approval: stricter ? () => ({ risk: 'critical', summary: 'apply' }) : () => ({ risk: 'high', summary: 'apply' }),
+    execute: () => 'done',
+  });
+const app = (instructions = 'Apply changes.', tools: Tool[] = [write()], version?: string) =>
+  defineApp({ ...(version ? { version } : {}), agents: [defineAgent({ name: 'a', instructions, tools: ['apply'] })], tools });
+
+describe('the content version', () => {
+  it('is the same for two builds of one app, and changes with a prompt or a tool schema', () => {
+    const v1 = contentVersion(app(), [write()]);
+    expect(v1).toMatch(/^c-[0-9a-f]{12}$/);
+    expect(contentVersion(app(), [write()])).toBe(v1);
+    expect(contentVersion(app('Apply changes carefully.'), [write()])).not.toBe(v1);
+    const wider = write(z.object({ target: z.string(), note: z.string().optional() }));
+    expect(contentVersion(app('Apply changes.', [wider]), [wider])).not.toBe(v1);
+  });
+
+  it('gives way to the app’s own version, and REIN_APP_VERSION to both; a malformed one is a ConfigError', () => {
+    expect(resolveAppVersion(app(undefined, undefined, 'v7'), [write()])).toBe('v7');
+    expect(resolveAppVersion(app(undefined, undefined, 'v7'), [write()], 'sha-1a2b')).toBe('sha-1a2b');
+    expect(() => resolveAppVersion(app(), [write()], '{rein}')).toThrow(ConfigError);
+    expect(() => app(undefined, undefined, 'v 1')).toThrow(ConfigError);
+  });
+});
+
+describe('routing by version', () => {
+  const fleet: FleetVersions = { upgrades: { v1: 'v2', v2: 'v3', loop: 'loop2', loop2: 'loop' }, newestApi: 'v9' };
+  it('keeps a pinned run on its version, follows upgrades (chains, not cycles), and sends an upgrade agent to the current one', () => {
+    expect(routeVersion({ appVersion: 'v0' }, fleet, 'own')).toBe('v0');
+    expect(routeVersion({ appVersion: 'v1' }, fleet, 'own')).toBe('v3');
+    expect(['loop', 'loop2']).toContain(routeVersion({ appVersion: 'loop' }, fleet, 'own'));
+    expect(routeVersion({}, fleet, 'own')).toBe('own'); // a run from before versions
+    expect(routeVersion({ appVersion: 'v0', versioning: 'upgrade' }, fleet, 'own')).toBe('v9');
+    expect(routeVersion({ appVersion: 'v0', versioning: 'upgrade' }, { ...fleet, promoted: 'v5' }, 'own')).toBe('v5');
+  });
+
+  it('tells a worker to run, reroute or move a run', () => {
+    const run = (appVersion: string) => ({ appVersion }) as RunRecord;
+    expect(versionVerdict(run('v3'), fleet, 'v3')).toEqual({ kind: 'own' });
+    expect(versionVerdict(run('v0'), fleet, 'v3')).toEqual({ kind: 'reroute', to: 'v0' });
+    expect(versionVerdict(run('v1'), fleet, 'v3')).toEqual({ kind: 'move' });
+    expect(versionVerdict(run('v1'), fleet, 'v2')).toEqual({ kind: 'reroute', to: 'v3' });
+  });
+});
+
+describe('an upgrade re-checks approvals against the new version’s tools', () => {
+  const old = write();
+  const approval = (status: Approval['status'], toolName = 'apply'): Approval => ({
+    schemaVersion: 1,
+    id: `r.1.${status}`,
+    runId: 'r',
+    step: 1,
+    toolCallId: 'c',
+    tenantId: 't',
+    requestedBy: 'u',
+    toolName,
+    arguments: { target: 'x' },
+    argsHash: '0'.repeat(64),
+    policyVersion: 1,
+    toolDigest: toolDigest(old),
+    summary: 's',
+    risk: 'high',
+    requiredRole: 'approver',
+    status,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    expiresAt: '2026-01-01T01:00:00.000Z',
+  });
+  const all = [approval('pending'), approval('approved'), approval('rejected')];
+  const at = '2026-01-01T00:30:00.000Z';
+
+  it('keeps pending and approved ones whose tool is unchanged (same schema and policy, rebuilt)', () => {
+    expect(withdrawnOnMove(all, new Map([['apply', write()]]), at)).toEqual([]);
+  });
+
+  it('withdraws them when the schema, the policy or the name changed; a decided refusal stays', () => {
+    for (const tools of [
+      new Map([['apply', write(z.object({ target: z.string(), note: z.string().optional() }))]]),
+      new Map([['apply', write(undefined, true)]]),
+      new Map<string, Tool>(),
+    ]) {
+      const withdrawn = withdrawnOnMove(all, tools, at);
+      expect(withdrawn.map((a) => [a.id, a.status, a.reason])).toEqual([
+        ['r.1.pending', 'withdrawn', 'version_changed'],
+        ['r.1.approved', 'withdrawn', 'version_changed'],
+      ]);
+    }
+  });
+
+  it('announces such a withdrawal as approval.withdrawn (a cancel’s stays approval.decided)', () => {
+    const [w] = withdrawnOnMove([approval('approved')], new Map(), at);
+    expect(approvalEvent(w as Approval, true)).toMatchObject({ type: 'approval.withdrawn', status: 'withdrawn' });
+    expect(approvalEvent({ ...approval('withdrawn') }, true).type).toBe('approval.decided');
+  });
+});

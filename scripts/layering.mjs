@@ -42,6 +42,8 @@ const PURE_POLICY = [
   'approvals/decision-rights.ts',
   'approvals/approval-binding.ts',
   'approvals/approval-id.ts',
+  'approvals/quorum.ts',
+  'approvals/escalation.ts',
   'budgets/cost.ts',
   'budgets/price.ts',
   'budgets/token-estimator.ts',

@@ -30,6 +30,7 @@ export type ReinErrorCode =
   | 'nothing_to_compensate'
   | 'compensation_exists'
   | 'approval_decided'
+  | 'approval_already_approved'
   | 'too_many_webhooks'
   | 'approval_expired'
   | 'payload_too_large'

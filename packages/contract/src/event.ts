@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { approvalStatusSchema, riskSchema } from './approval.js';
+import { roleSchema } from './identity.js';
 import { runReasonSchema, runStatusSchema, toolOutcomeSchema, usageSchema } from './run.js';
 
 export const runEventTypeSchema = z.enum([
@@ -12,6 +13,7 @@ export const runEventTypeSchema = z.enum([
   'tool.result',
   'approval.requested',
   'approval.decided',
+  'approval.escalated',
   'run.finished',
   'compensation.started',
   'compensation.step',
@@ -83,6 +85,7 @@ export const typedRunEventSchema = z.discriminatedUnion('type', [
     comment: z.string().nullable(),
     edited: z.boolean(),
   }),
+  event('approval.escalated', { approvalId: z.string(), from: roleSchema, to: roleSchema, expiresAt: z.string() }),
   event('run.finished', {
     status: runStatusSchema,
     reason: runReasonSchema,
@@ -109,7 +112,7 @@ export type RunEventData<T extends RunEventType> = Extract<TypedRunEvent, { type
 /** One entry of a tenant's approval feed (`GET /v1/approvals/events`): ids and statuses only. */
 export const approvalFeedEventSchema = z.discriminatedUnion('type', [
   z.object({
-    type: z.enum(['approval.requested', 'approval.decided']),
+    type: z.enum(['approval.requested', 'approval.decided', 'approval.escalated']),
     approvalId: z.string(),
     runId: z.string(),
     status: z.string(),

@@ -26,7 +26,11 @@ export const decisionRightsSchema = z.object({
 });
 
 /** An approval as callers see it. */
-export const approvalViewSchema = approvalSchema.omit({ schemaVersion: true }).extend({ deciders: decisionRightsSchema });
+export const approvalViewSchema = approvalSchema.omit({ schemaVersion: true }).extend({
+  deciders: decisionRightsSchema,
+  /** A quorum approval's approvals still needed (0 once decided). */
+  approvalsNeeded: z.number().int().min(0).optional(),
+});
 export type ApprovalView = z.infer<typeof approvalViewSchema>;
 
 /** A run's saga compensation as callers see it (`POST /v1/runs/:id/compensate`, `compensation` of a run). */

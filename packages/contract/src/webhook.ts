@@ -4,6 +4,7 @@ export const webhookEventTypeSchema = z.enum([
   'run.finished',
   'approval.requested',
   'approval.decided',
+  'approval.escalated',
   'effect.uncertain',
   'run.compensated',
   'compensation.failed',

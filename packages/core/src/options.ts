@@ -108,6 +108,8 @@ export interface ReinOptions {
   approvals: {
     /** APPROVAL_TTL_MS: how long a pending approval waits. @default 900000 */
     ttlMs: Config['APPROVAL_TTL_MS'];
+    /** REIN_APPROVAL_ESCALATION: escalation by required role, for policies that name none. @default {} */
+    escalation: Config['REIN_APPROVAL_ESCALATION'];
   };
   retention: {
     /** REIN_TRACE_TTL_DAYS. @default 30 */
@@ -215,6 +217,7 @@ export const envOptionPaths = {
   APPROVER_PORT: 'http.approverPort',
   WORKER_METRICS_PORT: 'http.workerMetricsPort',
   APPROVAL_TTL_MS: 'approvals.ttlMs',
+  REIN_APPROVAL_ESCALATION: 'approvals.escalation',
   REIN_APP: 'app',
   REIN_MODEL: 'model.name',
   REIN_FALLBACK_MODELS: 'model.fallbacks',

@@ -193,7 +193,7 @@ export async function createRuntime(
     agents,
     quotas,
     runs: createRunService({ store, applier, journal, agents, enqueue, metrics, quotas, ceilings, sessions, masker, compensator }),
-    approvals: createApprovalService({ store, applier, tools }),
+    approvals: createApprovalService({ store, applier, tools, escalation: config.REIN_APPROVAL_ESCALATION }),
     inputFilter,
     masker,
     breakers,

@@ -6,6 +6,7 @@ import type { AgentProfile } from '../src/agents/agent-profile.js';
 import { type AppServices, defineApp } from '../src/app/define-app.js';
 import { createRegistry } from '../src/app/registry.js';
 import { createApprovalService } from '../src/approvals/approval-service.js';
+import type { EscalationDefaults } from '../src/approvals/escalation.js';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import { loadConfig, type Price, type Quotas } from '../src/config.js';
 import { createTransitionApplier, type FinishHooks } from '../src/engine/apply-transition.js';
@@ -44,6 +45,8 @@ export interface HarnessOptions {
   extraTools?: Tool[];
   profile?: Partial<AgentProfile>;
   approvalTtlMs?: number;
+  /** The app-wide escalation by role (REIN_APPROVAL_ESCALATION). */
+  escalation?: EscalationDefaults;
   quotas?: Quotas;
   prices?: Record<string, Price>;
   guards?: Partial<GuardLimits>;
@@ -128,6 +131,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     toolConcurrency: 4,
     modelTimeoutMs: 5000,
     approvalTtlMs: opts.approvalTtlMs ?? 60_000,
+    ...(opts.escalation ? { escalation: opts.escalation } : {}),
     ...(opts.now ? { now: opts.now } : {}),
   });
   const runs = createRunService({
@@ -143,7 +147,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     masker: createPiiMasker(app.guards.pii),
     ...clock,
   });
-  const approvals = createApprovalService({ store, applier, tools, ...clock });
+  const approvals = createApprovalService({ store, applier, tools, ...clock, ...(opts.escalation ? { escalation: opts.escalation } : {}) });
 
   return {
     redis,
@@ -166,8 +170,8 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     /** Processes queued jobs until none are left (or `max` were run). */
     async drain(max = 50) {
       let ran = 0;
-      // Expiry jobs are delayed by design, and compensations are not steps: they stay queued, and tests run them explicitly.
-      const runnable = () => queue.find((q) => q.name !== 'expire' && q.name !== 'compensate');
+      // Expiry and escalation jobs are delayed by design, and compensations are not steps: they stay queued, and tests run them explicitly.
+      const runnable = () => queue.find((q) => q.name !== 'expire' && q.name !== 'escalate' && q.name !== 'compensate');
       for (let next = runnable(); next && ran < max; next = runnable()) {
         queue.splice(queue.indexOf(next), 1);
         await steps.process(stepJobSchema.parse(next.job));

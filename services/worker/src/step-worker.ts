@@ -104,6 +104,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     modelTimeoutMs: config.REIN_MODEL_TIMEOUT_MS,
     modelIdleTimeoutMs: config.REIN_MODEL_IDLE_TIMEOUT_MS,
     approvalTtlMs: config.APPROVAL_TTL_MS,
+    escalation: config.REIN_APPROVAL_ESCALATION,
   });
 
   /** Puts the step back for later, or ends the run if "later" is past its deadline. */
@@ -128,6 +129,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     if (parsed.name === 'compensate')
       return `compensation ${await rt.compensator.process(parsed.payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`;
     if (parsed.name === 'expire') return `expired ${await rt.approvals.expireDue(parsed.payload.runId, parsed.payload.step)}`;
+    if (parsed.name === 'escalate') return `escalated ${await rt.approvals.escalateDue(parsed.payload.runId, parsed.payload.step)}`;
     if (parsed.name === DEADLINE_SWEEP.name) return `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`;
     if (parsed.name === REAPER.name) {
       const repaired = await reap({

@@ -8,7 +8,7 @@ import type { ListApprovalsQuery } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
 import { planStepSchema, type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
-import { approvalEvent } from '../store/approval-feed.js';
+import { approvalEvent, escalationEvent } from '../store/approval-feed.js';
 import { idempotencyKey } from '../store/effect-ledger.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
@@ -18,6 +18,8 @@ import { decisionSpan, REIN_ATTR } from '../tracing/rein-spans.js';
 import { stricterOf } from './approval-binding.js';
 import { runOfApproval } from './approval-id.js';
 import { decisionRefusal, mayDecide, overseesTenant } from './decision-rights.js';
+import { type EscalationDefaults, escalated } from './escalation.js';
+import { type Tally, tallyApproval } from './quorum.js';
 
 export type Decision = { kind: 'approve'; comment?: string; arguments?: Record<string, unknown> } | { kind: 'reject'; reason: string };
 
@@ -26,6 +28,8 @@ export interface ApprovalServiceDeps {
   /** Commits the decisions, counts them, announces them, resumes the step (and tells a finished run's saga). */
   applier: Pick<TransitionApplier, 'apply'>;
   tools: Map<string, Tool>;
+  /** The app-wide escalation by role (REIN_APPROVAL_ESCALATION): the next link of an escalation chain. */
+  escalation?: EscalationDefaults;
   now?: () => number;
 }
 
@@ -52,14 +56,17 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
    * Commits approval transitions on a run (through the applier, which counts them); resumes
    * the step when none is left pending. `approvals`: the run's, as read with it.
    */
-  async function transition(run: RunRecord, approvals: Approval[], changed: Approval[]): Promise<void> {
-    const change = decideApprovals(run, changed, new Date(now()).toISOString());
+  async function transition(run: RunRecord, approvals: Approval[], changed: Approval[], at = now()): Promise<void> {
+    const change = decideApprovals(run, changed, new Date(at).toISOString());
     const step = changed[0]?.step;
     const resumes = change.to.pendingApprovals.length === 0 && run.status === 'pending_approval' && step !== undefined;
     // Every approval of the step is decided: its expiry timers have nothing left to do.
     const instants = new Set(approvals.filter((a) => a.step === step).map((a) => Date.parse(a.expiresAt)));
+    // A quorum's approval counted announces nothing; an escalation is announced and timed again.
+    const escalated = changed.filter((a) => a.status === 'pending' && a.escalatedAt === change.to.updatedAt);
     const followUps: FollowUps = {
-      feed: changed.map((a) => approvalEvent(a, true)),
+      feed: [...escalated.map(escalationEvent), ...changed.filter((a) => a.status !== 'pending').map((a) => approvalEvent(a, true))],
+      ...(escalated.length ? { expiry: escalated } : {}),
       // The resume continues the run's trace, not the approver's request.
       ...(resumes ? { jobs: [{ name: 'resume', payload: { runId: run.id, step, traceparent: run.traceparent } }] } : {}),
       ...(resumes ? { cancelExpiry: [...instants].map((at) => ({ runId: run.id, step, at })) } : {}),
@@ -145,17 +152,24 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
           decision.kind === 'approve' && decision.arguments ? applyEdit(principal, run, approval, decision.arguments) : approval;
         const withEdits = judged.editedBy !== undefined;
         if (!mayDecide(principal, judged, { withEdits })) throw new ForbiddenError(decisionRefusal(judged, withEdits));
-        const comment = decision.kind === 'approve' ? decision.comment : decision.reason;
-        const decided: Approval = {
-          ...judged,
-          status: decision.kind === 'approve' ? 'approved' : 'rejected',
-          decidedBy: principal.userId,
-          decidedAt: new Date(at).toISOString(),
-          ...(comment ? { comment } : {}),
-        };
+        const decidedAt = new Date(at).toISOString();
+        const tally: Tally =
+          decision.kind === 'approve'
+            ? tallyApproval(approval, judged, {
+                by: principal.userId,
+                at: decidedAt,
+                ...(decision.comment ? { comment: decision.comment } : {}),
+              })
+            : {
+                kind: 'decided',
+                approval: { ...judged, status: 'rejected', decidedBy: principal.userId, decidedAt, comment: decision.reason },
+              };
+        if (tally.kind === 'already_approved')
+          throw new ConflictError('approval_already_approved', `${principal.userId} already approved ${id}; it needs someone else`);
+        const decided = tally.approval;
         await decisionSpan(run, decided, principal.userId, async (span) => {
           span.setAttributes({ [REIN_ATTR.approvalDecision]: decided.status, [REIN_ATTR.approvalEdited]: withEdits });
-          await transition(run, approvals, [decided]);
+          await transition(run, approvals, [decided], at);
         });
         return approvalView(decided);
       });
@@ -178,6 +192,23 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
           .map((a): Approval => ({ ...a, status: 'expired', decidedAt: new Date(at).toISOString() }));
         if (due.length === 0) return 0;
         await transition(run, approvals, due);
+        return due.length;
+      });
+    },
+
+    /** Escalates the step's approvals whose escalation is due (the `escalate` timer); announced and timed again. */
+    async escalateDue(runId: string, step: number): Promise<number> {
+      return retryOnStale(async () => {
+        const run = await deps.store.get(runId);
+        if (run?.status !== 'pending_approval' || run.step !== step) return 0;
+        const at = now();
+        const approvals = await deps.store.approvals(runId);
+        const due = approvals
+          .filter((a) => a.step === step)
+          .map((a) => escalated(a, at, deps.escalation ?? {}))
+          .filter((a): a is Approval => a !== null);
+        if (due.length === 0) return 0;
+        await transition(run, approvals, due, at);
         return due.length;
       });
     },

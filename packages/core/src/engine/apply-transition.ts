@@ -1,3 +1,4 @@
+import { escalationDueAt } from '../approvals/escalation.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -17,7 +18,7 @@ export interface FollowUps {
   /** Approval events: staged before the commit (the outbox the reaper redelivers), published after it. */
   feed?: ApprovalEvent[];
   jobs?: FollowUpJob[];
-  /** Pending approvals whose expiry timers start (one delayed job per distinct instant). */
+  /** Pending approvals whose expiry (and escalation) timers start (one delayed job per distinct instant). */
   expiry?: Approval[];
   /** Expiry timers that have nothing left to expire. */
   cancelExpiry?: ExpireJob[];
@@ -97,11 +98,15 @@ export function createTransitionApplier(deps: ApplierDeps) {
     }
   }
 
-  /** One delayed job per distinct expiry instant: expiry is enforced even if nobody ever looks. */
+  /** One delayed job per distinct expiry (and escalation) instant: both are enforced even if nobody ever looks. */
   async function scheduleExpiry(pending: Approval[]): Promise<void> {
     for (const at of new Set(pending.map((a) => Date.parse(a.expiresAt)))) {
       const first = pending.find((a) => Date.parse(a.expiresAt) === at);
       if (first) await deps.enqueue('expire', { runId: first.runId, step: first.step, at }, { delayMs: at - now() });
+    }
+    for (const a of pending) {
+      const at = escalationDueAt(a);
+      if (at !== undefined) await deps.enqueue('escalate', { runId: a.runId, step: a.step, at }, { delayMs: at - now() });
     }
   }
 

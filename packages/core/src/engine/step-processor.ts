@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
 import type { AgentCatalog, AgentProfile } from '../agents/agent-profile.js';
+import type { EscalationDefaults } from '../approvals/escalation.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { estimatePromptTokens } from '../budgets/token-estimator.js';
 import { auditUsage } from '../budgets/usage-audit.js';
@@ -72,6 +73,8 @@ export interface StepProcessorDeps {
   modelIdleTimeoutMs?: number;
   /** How long a plan's or a call's approval stays decidable unless its tool says otherwise (APPROVAL_TTL_MS). */
   approvalTtlMs: number;
+  /** The app-wide escalation by required role (REIN_APPROVAL_ESCALATION). */
+  escalation?: EscalationDefaults;
   now?: () => number;
 }
 
@@ -404,6 +407,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       approvals,
       now: now(),
       approvalTtlMs: deps.approvalTtlMs,
+      ...(deps.escalation ? { escalation: deps.escalation } : {}),
     });
     const results = await runCalls(run, planned, first.earlier, breakerStates);
     const records: ToolCallRecord[] = results.map((r) => r.record);

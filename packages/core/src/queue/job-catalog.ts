@@ -47,6 +47,8 @@ export const jobCatalog = {
   resume: { schema: stepJobSchema, id: (j: StepJob) => `${j.runId}-${j.step}-resume` },
   /** Fires when the step's approvals expire: enforced by the system, not by the next click. */
   expire: { schema: expireJobSchema, id: (j: ExpireJob) => `${j.runId}-${j.step}-expire-${j.at}` },
+  /** Fires when approvals of the step are due to escalate (`at`: the instant; one job per distinct instant). */
+  escalate: { schema: expireJobSchema, id: (j: ExpireJob) => `${j.runId}-${j.step}-escalate-${j.at}` },
   /** The reaper's re-kick of a stuck step: one per run version, so a repair is never a no-op on a finished job id. */
   repair: { schema: repairJobSchema, id: (j: RepairJob) => `${j.runId}-${j.step}-repair-${j.version}` },
   /** Undoes a finished run's completed writes in reverse order (engine/compensation.ts); a killed worker's job is taken up again. */
@@ -85,14 +87,14 @@ export function parseJob(
   data: unknown,
 ):
   | { name: 'step' | 'resume' | 'repair'; payload: StepJob }
-  | { name: 'expire'; payload: ExpireJob }
+  | { name: 'expire' | 'escalate'; payload: ExpireJob }
   | { name: 'compensate'; payload: CompensateJob }
   | { name: typeof DEADLINE_SWEEP.name; payload: null }
   | { name: typeof REAPER.name; payload: null } {
   if (name === DEADLINE_SWEEP.name) return { name, payload: null };
   if (name === REAPER.name) return { name, payload: null };
   if (name === 'repair') return { name, payload: repairJobSchema.parse(data) };
-  if (name === 'expire') return { name, payload: expireJobSchema.parse(data) };
+  if (name === 'expire' || name === 'escalate') return { name, payload: expireJobSchema.parse(data) };
   if (name === 'compensate') return { name, payload: compensateJobSchema.parse(data) };
   if (name === 'step' || name === 'resume') return { name, payload: stepJobSchema.parse(data) };
   throw new Error(`unknown job name "${name}"`);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentCatalog } from '../agents/agent-profile.js';
 import { decisionRights, mayReadRun, overseesTenant } from '../approvals/decision-rights.js';
+import { approvalsNeeded } from '../approvals/quorum.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { TransitionApplier } from '../engine/apply-transition.js';
 import type { Compensator } from '../engine/compensation.js';
@@ -56,7 +57,11 @@ export interface RunServiceDeps {
 }
 
 /** An approval as callers see it, with who may decide it (what `mayDecide` enforces). */
-export const approvalView = ({ schemaVersion: _v, ...a }: Approval): ApprovalView => ({ ...a, deciders: decisionRights(a) });
+export const approvalView = ({ schemaVersion: _v, ...a }: Approval): ApprovalView => ({
+  ...a,
+  deciders: decisionRights(a),
+  ...(a.quorum !== undefined ? { approvalsNeeded: a.status === 'pending' ? approvalsNeeded(a) : 0 } : {}),
+});
 
 export function runView(run: RunRecord, approvals: Approval[]): RunView {
   const pending = approvals.filter((a) => run.pendingApprovals.includes(a.id));

@@ -39,6 +39,7 @@ const PURE_POLICY = [
   'engine/tool-result-cap.ts',
   'engine/tool-observation.ts',
   'engine/run-event.ts',
+  'engine/commit-audit.ts',
   'approvals/decision-rights.ts',
   'approvals/approval-binding.ts',
   'approvals/approval-id.ts',

@@ -42,6 +42,13 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
     env: CLIENT_ENV,
   },
   watch: { usage: 'rein watch <runId>', summary: 'follow a run live', details: '', env: CLIENT_ENV },
+  audit: {
+    usage: 'rein audit verify',
+    summary: "recompute the tenant's decision log hash chain; names the first broken entry",
+    details: `Reads GET /v1/audit as REIN_API_KEY (a tenant admin) from the first entry on.
+Exits 0 when the chain holds, 1 naming the first entry altered, removed or moved.`,
+    env: CLIENT_ENV,
+  },
 } as const;
 
 export type CommandName = keyof typeof COMMANDS;

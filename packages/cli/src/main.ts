@@ -4,6 +4,7 @@ import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ReinNetworkError } from '@rein/client';
 import type { App, RunningService, ServiceOptions } from '@rein/core';
 import { loadAppOrExit, loadConfigOrExit } from '@rein/core/internal';
+import { auditVerify } from './audit-verify.js';
 import { dev } from './dev.js';
 import { fleetClient } from './fleet-client.js';
 import { type CommandName, commandHelp, isCommand, USAGE } from './help.js';
@@ -88,6 +89,14 @@ try {
         startFleet: values['start-fleet'] === true,
       });
       process.exit(0);
+      break;
+    }
+    case 'audit': {
+      const { positionals } = options('audit', {});
+      if (positionals[0] !== 'verify') throw new Error(`rein audit needs a subcommand\n${commandHelp('audit')}`);
+      const result = await auditVerify(fleetClient().rein);
+      (result.ok ? process.stdout : process.stderr).write(`${result.message}\n`);
+      process.exit(result.ok ? 0 : 1);
       break;
     }
     case 'watch': {

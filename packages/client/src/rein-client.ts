@@ -3,6 +3,7 @@ import type {
   ApprovalList,
   ApprovalView,
   ApproveBody,
+  AuditPage,
   CompensationView,
   CreatedWebhook,
   CreateWebhookBody,
@@ -172,6 +173,12 @@ export class ReinClient {
       await this.call(this.apiUrl, 'DELETE', `/v1/webhooks/${enc(id)}`);
     },
     deliveries: (id: string): Promise<DeliveryLog> => this.call(this.apiUrl, 'GET', `/v1/webhooks/${enc(id)}/deliveries`),
+  };
+
+  /** Tenant admins only: the decision log, oldest first (`rein audit verify` checks its chain). */
+  readonly audit = {
+    page: (params: { from?: string; to?: string; cursor?: string; limit?: number } = {}): Promise<AuditPage> =>
+      this.call(this.apiUrl, 'GET', '/v1/audit', { query: params }),
   };
 
   private async call<T>(

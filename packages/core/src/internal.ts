@@ -17,6 +17,7 @@ export {
   type Decision as ApprovalDecision,
   type Decision as ApprovalVerdict,
 } from './approvals/approval-service.js';
+export { createDecisionLog } from './approvals/decision-log.js';
 export { type DecisionRights, decisionRights, holdsRole, mayDecide, mayReadRun, ROLE_RANK } from './approvals/decision-rights.js';
 export { feedVisibleTo, type RunOwners } from './approvals/feed-visibility.js';
 export { costOf } from './budgets/cost.js';
@@ -134,6 +135,7 @@ export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
 export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
 export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';
 export { ApprovalFeed } from './store/approval-feed.js';
+export { AuditLog, auditHash, type ChainCheck, GENESIS_HASH, verifyAuditChain } from './store/audit-log.js';
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';

@@ -44,6 +44,10 @@ export const tenantKeys = (tenantId: string) => {
     /** A user's session: its run ids by creation time, and the one still active (if any). */
     sessionRuns: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:runs`,
     sessionActive: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:active`,
+    /** The decision log (a hash chain): seq → entry JSON, seqs by time (ms), and the head (`<seq> <hash> <at ms>`). */
+    audit: `${p}:audit`,
+    auditByTime: `${p}:audit:at`,
+    auditHead: `${p}:audit:head`,
     /** Webhook id → webhook JSON (with its secret). */
     webhooks: `${p}:webhooks`,
     /** The last delivery attempts of one webhook, newest first (a capped list). */

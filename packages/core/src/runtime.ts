@@ -2,6 +2,7 @@ import type { AgentCatalog } from './agents/agent-profile.js';
 import type { App } from './app/define-app.js';
 import { createRegistry, type Registry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
+import { createDecisionLog, type DecisionLog } from './approvals/decision-log.js';
 import { checkPrices } from './budgets/cost.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import type { Config } from './config.js';
@@ -18,6 +19,7 @@ import { CircuitBreakers } from './resilience/circuit-breakers.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
 import { createRunService, type RunService } from './runs/run-service.js';
 import { ApprovalFeed } from './store/approval-feed.js';
+import { AuditLog } from './store/audit-log.js';
 import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { RunStore } from './store/run-store.js';
@@ -54,6 +56,9 @@ export interface Runtime {
   mcp: McpManager;
   tracing: Tracing;
   webhooks: WebhookService;
+  /** The tenants' decision logs (hash chains): appended by the applier and the webhook service. */
+  audit: AuditLog;
+  decisionLog: DecisionLog;
   webhookStore: WebhookStore;
   dispatcher: WebhookDispatcher;
   compensator: Compensator;
@@ -128,6 +133,7 @@ export async function createRuntime(
   const ledger = new EffectLedger(redis);
   const journal = new DecisionJournal(redis);
   const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
+  const audit = new AuditLog(redis, logger);
   const enqueue = scheduler.enqueue;
   // The compensator commits through the applier whose finish hook it is: bound once both exist.
   let compensator: Compensator | undefined;
@@ -139,6 +145,7 @@ export async function createRuntime(
     cancelExpiry: scheduler.cancelExpiry,
     metrics,
     knownTool: (name) => tools.has(name),
+    audit,
     hooks: {
       async finished(run) {
         await dispatcher.onRunFinished(run);
@@ -200,7 +207,9 @@ export async function createRuntime(
     fleetLimit: new FleetLimit(redis),
     mcp,
     tracing,
-    webhooks: createWebhookService({ store: webhookStore, allowPrivate: config.REIN_WEBHOOK_ALLOW_PRIVATE }),
+    webhooks: createWebhookService({ store: webhookStore, allowPrivate: config.REIN_WEBHOOK_ALLOW_PRIVATE, audit }),
+    audit,
+    decisionLog: createDecisionLog(audit),
     webhookStore,
     dispatcher,
     compensator,

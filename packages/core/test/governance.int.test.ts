@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { tenantKeys } from '../src/keys.js';
 import type { Escalation } from '../src/schemas/approval.js';
 import type { Principal } from '../src/schemas/identity.js';
+import { auditHash, verifyAuditChain } from '../src/store/audit-log.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { defineTool } from '../src/tools/tool.js';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
@@ -201,5 +203,100 @@ describe('a policy asking for a quorum or an escalation it cannot have', () => {
     await t.drain();
     const call = (await t.store.steps(id))[0]?.toolCalls[0];
     expect(call?.observation).toContain('quorum must be an integer from 2');
+  });
+});
+
+describe('the decision log, a per-tenant hash chain', () => {
+  it('records every governance event of a run in order, verifies, and names an entry altered in Redis', async () => {
+    const { tool } = transferTool();
+    const t = use(transferThenDone(100), { extraTools: [tool] });
+    const { id, approval } = await parked(t);
+    await t.approvals.decide(APPROVER, approval.id, { kind: 'approve' });
+    await t.approvals.decide(APPROVER_2, approval.id, { kind: 'approve', arguments: { amount: 40 } });
+    await t.approvals.decide(APPROVER, approval.id, { kind: 'approve', comment: 'fine' });
+    const { entries } = await t.audit.page('acme', { limit: 100 });
+    expect(entries.map((e) => [e.seq, e.action, e.actor])).toEqual([
+      [1, 'approval.requested', 'alice'],
+      [2, 'approval.voted', 'bob'],
+      [3, 'approval.voted', 'dave'],
+      [4, 'approval.approved', 'bob'],
+    ]);
+    expect(entries[3]).toMatchObject({
+      subject: { runId: id, approvalId: approval.id },
+      data: { editedBy: 'dave', approvedArguments: { amount: 40 }, approvedBy: ['dave', 'bob'], comment: 'fine' },
+    });
+    expect(verifyAuditChain(entries)).toMatchObject({ ok: true, entries: 4 });
+    // Another tenant's chain is its own.
+    expect((await t.audit.page('other', { limit: 10 })).entries).toEqual([]);
+
+    // Alter entry 2 (who voted) in Redis, as someone with Redis access might.
+    const key = tenantKeys('acme').audit;
+    const stored = JSON.parse((await t.redis.hget(key, '2')) ?? '{}');
+    await t.redis.hset(key, '2', JSON.stringify({ ...stored, actor: 'mallory' }));
+    const altered = await t.audit.page('acme', { limit: 100 });
+    expect(verifyAuditChain(altered.entries)).toMatchObject({ ok: false, seq: 2, problem: expect.stringContaining('altered') });
+    // Recomputing its hash too breaks the link to entry 3.
+    const forged = { ...stored, actor: 'mallory' };
+    await t.redis.hset(key, '2', JSON.stringify({ ...forged, hash: auditHash(forged) }));
+    expect(verifyAuditChain((await t.audit.page('acme', { limit: 100 })).entries)).toMatchObject({ ok: false, seq: 3 });
+    // Swapping two entries is a reorder.
+    await t.redis.hset(key, '2', JSON.stringify(stored));
+    const [e3, e4] = await t.redis.hmget(key, '3', '4');
+    await t.redis.hset(key, '3', e4 ?? '', '4', e3 ?? '');
+    expect(verifyAuditChain((await t.audit.page('acme', { limit: 100 })).entries)).toMatchObject({ ok: false, seq: 3 });
+  });
+
+  it('logs a cancel with the approvals it withdrew, and an expiry and an escalation as the system', async () => {
+    let clock = Date.parse('2026-01-01T00:00:00Z');
+    const { tool } = transferTool({ escalate: { afterMs: 1000, toRole: 'supervisor' } });
+    // The model asks again after the expiry: the run parks a second time, and is cancelled.
+    const model = createFakeModel([
+      { toolCalls: [toolCall('w1', 'wire_transfer', { amount: 1 })] },
+      { toolCalls: [toolCall('w2', 'wire_transfer', { amount: 2 })] },
+    ]);
+    const t = use(model, { extraTools: [tool], now: () => clock, approvalTtlMs: 5000 });
+    const { id } = await parked(t);
+    clock += 1000;
+    await t.approvals.escalateDue(id, 0);
+    clock += 5000;
+    await t.approvals.expireDue(id, 0);
+    await t.drain();
+    await t.runs.cancel(REQUESTER, id);
+    const { entries } = await t.audit.page('acme', { limit: 100 });
+    expect(entries.map((e) => [e.action, e.actor])).toEqual([
+      ['approval.requested', 'alice'],
+      ['approval.escalated', 'system'],
+      ['approval.expired', 'system'],
+      ['approval.requested', 'alice'],
+      ['approval.withdrawn', 'alice'],
+      ['run.cancelled', 'alice'],
+    ]);
+    expect(entries[1]?.data).toMatchObject({ from: 'approver', to: 'supervisor' });
+    expect(verifyAuditChain(entries).ok).toBe(true);
+  });
+
+  it('pages by time and cursor, and never forks the chain under concurrent appends', async () => {
+    let clock = Date.parse('2026-01-01T00:00:00Z');
+    const t = use(createFakeModel([]), { now: () => clock });
+    const record = (n: number) => ({
+      tenantId: 'acme',
+      actor: `u${n}`,
+      action: 'webhook.deleted' as const,
+      subject: { webhookId: `wh_${n}` },
+    });
+    await Promise.all(Array.from({ length: 30 }, (_, n) => t.audit.append([record(n)])));
+    clock += 60_000;
+    await t.audit.append([record(99)]);
+    const all = await t.audit.page('acme', { limit: 1000 });
+    expect(all.entries).toHaveLength(31);
+    expect(verifyAuditChain(all.entries).ok).toBe(true);
+    const first = await t.audit.page('acme', { limit: 10 });
+    expect(first.nextCursor).toBe('10');
+    const next = await t.audit.page('acme', { limit: 10, cursor: 10 });
+    expect(next.entries[0]?.seq).toBe(11);
+    const late = await t.audit.page('acme', { limit: 10, from: clock });
+    expect(late.entries.map((e) => e.actor)).toEqual(['u99']);
+    const early = await t.audit.page('acme', { limit: 100, to: clock - 1 });
+    expect(early.entries).toHaveLength(30);
   });
 });

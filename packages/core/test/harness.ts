@@ -21,6 +21,7 @@ import { createRunService } from '../src/runs/run-service.js';
 import type { SessionSettings } from '../src/runs/session-history.js';
 import type { Principal } from '../src/schemas/identity.js';
 import { ApprovalFeed } from '../src/store/approval-feed.js';
+import { AuditLog } from '../src/store/audit-log.js';
 import { DecisionJournal } from '../src/store/decision-journal.js';
 import { EffectLedger } from '../src/store/effect-ledger.js';
 import { RunStore } from '../src/store/run-store.js';
@@ -91,6 +92,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     if (at >= 0) queue.splice(at, 1);
   };
   const feed = new ApprovalFeed(redis);
+  const audit = new AuditLog(redis, logger, opts.now);
   const clock = opts.now ? { now: opts.now } : {};
   const quotas = new TenantQuotas(redis, opts.quotas ?? loadConfig({}).REIN_TENANT_QUOTAS, opts.now);
   const applier = createTransitionApplier({
@@ -101,6 +103,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     cancelExpiry,
     metrics,
     knownTool: (name) => tools.has(name),
+    audit,
     ...(opts.onFinished ? { hooks: { finished: opts.onFinished } } : {}),
     ...clock,
   });
@@ -152,6 +155,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   return {
     redis,
     feed,
+    audit,
     quotas,
     store,
     applier,

@@ -12,7 +12,13 @@ import {
   streamCaps,
   submitSpan,
 } from '@rein/core/internal';
-import { createWebhookBodySchema, idempotencyKeySchema, listRunsQuerySchema, submitRunBodySchema } from '@rein/core/schemas';
+import {
+  auditQuerySchema,
+  createWebhookBodySchema,
+  idempotencyKeySchema,
+  listRunsQuerySchema,
+  submitRunBodySchema,
+} from '@rein/core/schemas';
 import type { FastifyInstance } from 'fastify';
 import { mountQueueBoard } from './queue-board.js';
 
@@ -63,6 +69,9 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       rt.webhooks.deliveries(req.principal, id(req.params)),
     );
 
+    v1.get('/v1/audit', { schema: schemas.getAudit }, async (req) =>
+      rt.decisionLog.page(req.principal, parseInput(auditQuerySchema, req.query, 'query')),
+    );
     v1.get('/v1/runs/:id', { schema: schemas.getRun }, async (req) => runs.get(req.principal, id(req.params)));
 
     v1.get('/v1/runs/:id/trace', { schema: schemas.getTrace }, async (req) => runs.trace(req.principal, id(req.params)));

@@ -6,7 +6,9 @@ import type { CancelExpiry, ExpireJob, JobName, JobPayload } from '../queue/job-
 import type { Approval } from '../schemas/approval.js';
 import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import { type ApprovalEvent, type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
+import type { AuditLog } from '../store/audit-log.js';
 import type { Commit, RunStore } from '../store/run-store.js';
+import { commitAudit } from './commit-audit.js';
 import { type CommitFacts, changeFacts, commitFacts, finishFact, type RecordFacts, recordFacts } from './commit-facts.js';
 import type { Transition } from './step-policy.js';
 
@@ -56,6 +58,8 @@ export interface ApplierDeps {
   /** Whether a tool name is registered (an unknown one is counted as `unknown`). */
   knownTool: (name: string) => boolean;
   hooks?: FinishHooks;
+  /** The tenants' decision logs: what each commit decided is appended after it landed. */
+  audit?: Pick<AuditLog, 'append'>;
 }
 
 const STEP_OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished' } as const;
@@ -137,6 +141,8 @@ export function createTransitionApplier(deps: ApplierDeps) {
       if (finished.status === 'failed' && finished.reason !== 'input_rejected') deps.metrics.budgetStops.inc({ reason: finished.reason });
     }
     if (o.kind === 'step') countStep(from, o.transition, o.log);
+    const created = o.kind === 'step' && o.transition.kind === 'park' ? o.transition.newApprovals : [];
+    await deps.audit?.append(commitAudit(o.kind, from, change, created));
     for (const e of followUps.feed ?? []) await deps.feed.publish(from.tenantId, e);
     for (const j of followUps.jobs ?? []) await deps.enqueue(j.name, j.payload);
     await scheduleExpiry(followUps.expiry ?? []);

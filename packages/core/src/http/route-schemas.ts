@@ -8,6 +8,7 @@ import {
 } from '../schemas/api.js';
 import { approveBodySchema, rejectBodySchema } from '../schemas/approval.js';
 import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
+import { auditPageSchema, auditQuerySchema } from '../schemas/index.js';
 import {
   approvalListSchema,
   approvalViewSchema,
@@ -150,6 +151,15 @@ export const apiRoutes = {
     params: idParamsSchema,
     response: { 200: deliveryLogSchema, ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },
   }),
+  getAudit: route(
+    'audit',
+    'getAudit',
+    'The tenant’s decision log, a hash chain, oldest first (tenant admins); `rein audit verify` checks it',
+    {
+      querystring: auditQuerySchema,
+      response: { 200: auditPageSchema, ...errors({ 403: ERROR_CODES[403] }) },
+    },
+  ),
 };
 
 const decided = {
@@ -160,7 +170,7 @@ const decided = {
       400: `${ERROR_CODES[400]}, invalid_arguments (edited arguments the tool refuses)`,
       403: ERROR_CODES[403],
       404: ERROR_CODES[404],
-      409: 'approval_decided',
+      409: 'approval_decided, approval_already_approved (a quorum counts each person once)',
       410: 'approval_expired',
     }),
   },

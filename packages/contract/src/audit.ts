@@ -53,7 +53,12 @@ export const auditQuerySchema = z
   .strict();
 export type AuditQuery = z.infer<typeof auditQuerySchema>;
 
-export const auditPageSchema = z.object({ entries: z.array(auditEntrySchema), nextCursor: z.string().optional() });
+export const auditPageSchema = z.object({
+  entries: z.array(auditEntrySchema),
+  /** The chain's last entry when the page was read: a verifier that stops short of it was given a truncated log. */
+  head: z.object({ seq: z.number().int().min(0), hash: sha256Hex }),
+  nextCursor: z.string().optional(),
+});
 export type AuditPage = z.infer<typeof auditPageSchema>;
 
 /** What a writer records; the log adds `seq`, `at`, `prevHash` and `hash`. */

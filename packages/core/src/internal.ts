@@ -135,7 +135,7 @@ export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
 export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
 export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';
 export { ApprovalFeed } from './store/approval-feed.js';
-export { AuditLog, auditHash, type ChainCheck, GENESIS_HASH, verifyAuditChain } from './store/audit-log.js';
+export { AuditLog, auditHash, type ChainCheck, GENESIS_HASH, truncation, verifyAuditChain } from './store/audit-log.js';
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';

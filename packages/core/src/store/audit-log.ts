@@ -23,6 +23,7 @@ export type ChainCheck = { ok: true; entries: number; head: string } | { ok: fal
 export function verifyAuditChain(entries: readonly AuditEntry[], from = { seq: 1, prevHash: GENESIS_HASH }): ChainCheck {
   let { seq, prevHash } = from;
   for (const e of entries) {
+    if (e.data?.missing === true && e.hash === GENESIS_HASH) return { ok: false, seq, problem: `entry ${seq} was removed` };
     if (e.seq !== seq) return { ok: false, seq, problem: `expected entry ${seq}, found ${e.seq} (an entry is missing or moved)` };
     if (e.prevHash !== prevHash) return { ok: false, seq, problem: `entry ${seq} does not follow entry ${seq - 1} (prevHash differs)` };
     if (auditHash(e) !== e.hash) return { ok: false, seq, problem: `entry ${seq} was altered (its hash does not match its content)` };
@@ -30,6 +31,12 @@ export function verifyAuditChain(entries: readonly AuditEntry[], from = { seq: 1
     seq++;
   }
   return { ok: true, entries: entries.length, head: prevHash };
+}
+
+/** Whether a verified chain ending at `last` reached the log's head: one that stops short was truncated. */
+export function truncation(last: { seq: number; hash: string }, head: { seq: number; hash: string }): string | undefined {
+  if (last.seq === head.seq && last.hash === head.hash) return undefined;
+  return `the chain ends at entry ${last.seq} but the log's head is entry ${head.seq} (entries removed)`;
 }
 
 /** A loser of the head race retries; this many lost in a row means something is wrong. */
@@ -84,25 +91,35 @@ export class AuditLog {
    */
   async page(tenantId: string, q: { from?: number; to?: number; cursor?: number; limit: number }) {
     const k = tenantKeys(tenantId);
+    const head = await this.head(tenantId);
     let start = (q.cursor ?? 0) + 1;
     if (q.from !== undefined) {
       const [first] = await this.redis.zrangebyscore(k.auditByTime, q.from, '+inf', 'LIMIT', 0, 1);
       start = Math.max(start, first ? Number(first) : Number.POSITIVE_INFINITY);
     }
-    if (!Number.isFinite(start)) return { entries: [] as AuditEntry[] };
-    const seqs = Array.from({ length: q.limit }, (_, i) => String(start + i));
+    const count = Math.min(q.limit, head.seq - start + 1);
+    if (!Number.isFinite(start) || count <= 0) return { entries: [] as AuditEntry[], head };
+    const seqs = Array.from({ length: count }, (_, i) => String(start + i));
     const raw = await this.redis.hmget(k.audit, ...seqs);
     const entries: AuditEntry[] = [];
     let more = false;
     for (const [i, json] of raw.entries()) {
-      if (json === null) break;
+      // Below the head nothing may be missing: a hole shows, as an entry that cannot verify.
       const entry = parseEntry(tenantId, start + i, json);
       if (q.to !== undefined && Date.parse(entry.at) > q.to) break;
       entries.push(entry);
-      more = entries.length === q.limit;
+      more = entries.length === count && entry.seq < head.seq;
     }
     const last = entries.at(-1);
-    return { entries, ...(more && last ? { nextCursor: String(last.seq) } : {}) };
+    return { entries, head, ...(more && last ? { nextCursor: String(last.seq) } : {}) };
+  }
+
+  /** The chain's last entry (`seq` 0 and the genesis hash for an empty log). */
+  async head(tenantId: string): Promise<{ seq: number; hash: string }> {
+    const head = await this.redis.get(tenantKeys(tenantId).auditHead);
+    if (!head) return { seq: 0, hash: GENESIS_HASH };
+    const [seq, hash] = head.split(' ');
+    return { seq: Number(seq), hash: hash ?? '' };
   }
 }
 
@@ -110,10 +127,10 @@ export class AuditLog {
  * A stored entry exactly as stored (extra fields included: they are hashed too). One altered
  * into something that is not an entry still shows, with what was stored, so `verify` names it.
  */
-function parseEntry(tenantId: string, seq: number, json: string): AuditEntry {
+function parseEntry(tenantId: string, seq: number, json: string | null): AuditEntry {
   let value: unknown;
   try {
-    value = JSON.parse(json);
+    value = json === null ? undefined : JSON.parse(json);
   } catch {
     value = undefined;
   }
@@ -125,7 +142,7 @@ function parseEntry(tenantId: string, seq: number, json: string): AuditEntry {
     actor: '',
     action: 'approval.requested',
     subject: {},
-    data: { unparseable: json },
+    data: json === null ? { missing: true } : { unparseable: json },
     prevHash: GENESIS_HASH,
     hash: GENESIS_HASH,
   };

@@ -1,4 +1,5 @@
-import { createRuntime, loadConfig, type Runtime } from '@rein/core/internal';
+import { optionsFromEnv } from '@rein/core';
+import { createRuntime, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import fc from 'fast-check';
@@ -23,7 +24,7 @@ const services: Array<{ name: string; rt: Runtime; app: FastifyInstance }> = [];
 
 beforeAll(async () => {
   redis = await startTestRedis();
-  const config = loadConfig({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([USER, ADMIN]), LOG_LEVEL: 'silent' });
+  const config = optionsFromEnv({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([USER, ADMIN]), LOG_LEVEL: 'silent' });
   for (const [name, create] of [
     ['api', createApiApp],
     ['approver', createApproverApp],

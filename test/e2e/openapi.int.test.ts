@@ -1,6 +1,7 @@
 import { createApiApp } from '@rein/api';
 import { createApproverApp } from '@rein/approver';
-import { createRuntime, loadConfig, type Runtime } from '@rein/core/internal';
+import { optionsFromEnv } from '@rein/core';
+import { createRuntime, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import { Validator } from '@seriousme/openapi-schema-validator';
@@ -29,7 +30,7 @@ const services: Array<{ name: string; app: FastifyInstance; routes: Array<{ meth
 beforeAll(async () => {
   redis = await startTestRedis();
   rt = await createRuntime(
-    loadConfig({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([KEY]), LOG_LEVEL: 'silent' }),
+    optionsFromEnv({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([KEY]), LOG_LEVEL: 'silent' }),
     'openapi-test',
     'producer',
     orderApp,

@@ -29,7 +29,7 @@ export interface TopologyOptions {
 export async function startTopology(kind: TopologyKind, opts: TopologyOptions = {}): Promise<Topology> {
   if (kind === 'single') {
     const redis: TestRedis = opts.local ?? (await startTestRedis({ appendOnly: opts.appendOnly ?? false }));
-    const client = createRedisClient({ REDIS_URL: redis.url, REDIS_TLS: 'off' }, { maxRetriesPerRequest: null });
+    const client = createRedisClient({ url: redis.url, tls: 'off' }, { maxRetriesPerRequest: null });
     client.on('error', () => {}); // fault scenarios stop Redis on purpose
     return {
       kind,
@@ -45,10 +45,7 @@ export async function startTopology(kind: TopologyKind, opts: TopologyOptions = 
   }
   const cluster = await startTestCluster({ appendOnly: opts.appendOnly ?? false, replicas: opts.replicas ?? 0 });
   const seeds = cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port }));
-  const client = createRedisClient(
-    { REDIS_URL: 'redis://127.0.0.1:6379', REDIS_CLUSTER_NODES: seeds, REDIS_TLS: 'off' },
-    { maxRetriesPerRequest: null },
-  );
+  const client = createRedisClient({ url: 'redis://127.0.0.1:6379', clusterNodes: seeds, tls: 'off' }, { maxRetriesPerRequest: null });
   client.on('error', () => {});
   return {
     kind,

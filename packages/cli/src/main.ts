@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ReinNetworkError } from '@rein/client';
 import type { App, RunningService, ServiceOptions } from '@rein/core';
-import { loadAppOrExit, loadConfigOrExit } from '@rein/core/internal';
+import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
 import { auditVerify } from './audit-verify.js';
 import { dev } from './dev.js';
 import { fleetClient } from './fleet-client.js';
@@ -17,9 +17,9 @@ type Start = (app: App, options: ServiceOptions) => Promise<RunningService>;
 
 /** One stock service; each loads only its own package, so a process starts no faster than it must. */
 async function service(load: () => Promise<Start>) {
-  const config = loadConfigOrExit();
+  const options = loadOptionsOrExit();
   const start = await load();
-  await start(await loadAppOrExit(config), { config });
+  await start(await loadAppOrExit(options), { options });
 }
 
 /** The options of `name`, with `--help` and `--version` on every command. */

@@ -251,8 +251,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /** The shards a worker consumes: REIN_WORKER_SHARDS, or all of 0..REIN_QUEUE_SHARDS-1. */
-export function workerShards(config: Pick<Config, 'REIN_QUEUE_SHARDS' | 'REIN_WORKER_SHARDS'>): number[] {
-  return config.REIN_WORKER_SHARDS ?? Array.from({ length: config.REIN_QUEUE_SHARDS }, (_, i) => i);
+export function workerShards(queue: { shards: number; workerShards?: number[] | undefined }): number[] {
+  return queue.workerShards ?? Array.from({ length: queue.shards }, (_, i) => i);
 }
 
 /** For process entry points: parse or print the problem and exit 1. */
@@ -266,9 +266,9 @@ export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /** Services that authenticate callers need REIN_API_KEYS; say so by name if absent. */
-export function requireApiKeys(config: Config) {
-  if (!config.REIN_API_KEYS?.length) {
+export function requireApiKeys(http: { apiKeys: Config['REIN_API_KEYS'] }) {
+  if (!http.apiKeys?.length) {
     throw new ConfigError('invalid environment:\n  REIN_API_KEYS: required (a JSON array of {key, tenantId, userId, roles})');
   }
-  return config.REIN_API_KEYS;
+  return http.apiKeys;
 }

@@ -70,7 +70,7 @@ export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } fro
 export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
 export { OPENAPI_PATH } from './http/openapi.js';
 export { apiRoutes, approverRoutes, idParamsSchema } from './http/route-schemas.js';
-export { closeOnSignals, exitOnStartError, runHttpService, serviceConfig } from './http/run-http-service.js';
+export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
 export { FAULTS_KEY, QUEUE_PREFIX, queuePrefix, runKeys, tenantKeys, WEBHOOK_QUEUE_PREFIX } from './keys.js';
@@ -92,6 +92,7 @@ export {
   type ModelRequest,
 } from './model/model-gateway.js';
 export { createProviderCompletion, DEFAULT_PROVIDER, type Provider, parseModelId, providerSchema } from './model/providers.js';
+export { loadOptionsOrExit } from './options.js';
 export {
   type CancelExpiry,
   type CompensateJob,
@@ -101,9 +102,9 @@ export {
   type ExpireJob,
   expireJobSchema,
   HOUSEKEEPING_QUEUE,
+  housekeepingJobSchema,
   type JobName,
   jobCatalog,
-  parseJob,
   REAPER,
   type RepairJob,
   repairJobSchema,
@@ -112,8 +113,19 @@ export {
   StepScheduler,
   shardOf,
   stepJobOptions,
+  stepJobSchema,
   stepQueue,
 } from './queue/job-catalog.js';
+export {
+  failJob,
+  InvalidJobError,
+  type JobHandler,
+  type JobTable,
+  runJob,
+  takeJob,
+  type WorkerJobName,
+  type WorkerJobPayload,
+} from './queue/job-table.js';
 export {
   bullConnection,
   checkRedisSettings,
@@ -131,7 +143,7 @@ export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './runs/run-service.js';
 export { type SessionSettings, sessionHistory } from './runs/session-history.js';
-export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
+export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './runtime.js';
 export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
 export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';
 export { ApprovalFeed } from './store/approval-feed.js';

@@ -1,4 +1,4 @@
-import { type Config, configSchema, loadConfig } from './config.js';
+import { type Config, configSchema, loadConfig, loadConfigOrExit } from './config.js';
 
 /**
  * The typed, nested options of a Rein process: what components take, compiled once.
@@ -296,6 +296,11 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ReinOption
   return optionsFromConfig(loadConfig(env));
 }
 
+/** For process entry points: the environment's options, or print what is wrong with it and exit 1. */
+export function loadOptionsOrExit(env: NodeJS.ProcessEnv = process.env): ReinOptions {
+  return optionsFromConfig(loadConfigOrExit(env));
+}
+
 /** Fills every left-out field with its default (the defaults of configSchema), section by section. */
 export function compileOptions(partial: PartialReinOptions = {}): ReinOptions {
   const defaults = optionsFromConfig(configSchema.parse({}));
@@ -307,13 +312,4 @@ export function compileOptions(partial: PartialReinOptions = {}): ReinOptions {
     out[key] = isSection ? { ...(base as object), ...(value as object) } : value;
   }
   return out as unknown as ReinOptions;
-}
-
-/** The environment-shaped view of options, for the components that still take `Config`. */
-export function configFromOptions(options: ReinOptions): Config {
-  const config: Record<string, unknown> = {};
-  for (const [name, path] of Object.entries(envOptionPaths)) {
-    config[name] = path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown>)[k], options);
-  }
-  return config as Config;
 }

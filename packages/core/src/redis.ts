@@ -1,6 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
+import type { ReinOptions } from './options.js';
 
 /**
  * Producers (API, approver) fail fast while Redis is away so callers get a 503 at
@@ -12,7 +12,7 @@ export type RedisRole = 'producer' | 'worker';
 export type RedisClient = Redis | Cluster;
 
 /** The settings that say where Redis is and how to log in. */
-export type RedisSettings = Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER_NODES' | 'REDIS_USERNAME' | 'REDIS_PASSWORD' | 'REDIS_TLS'>;
+export type RedisSettings = Pick<ReinOptions['redis'], 'url' | 'tls'> & Partial<ReinOptions['redis']>;
 
 export function redisOptions(role: RedisRole): RedisOptions {
   return role === 'producer'
@@ -20,12 +20,12 @@ export function redisOptions(role: RedisRole): RedisOptions {
     : { maxRetriesPerRequest: null, lazyConnect: true };
 }
 
-/** ACL user, password and TLS from the environment; they win over what REDIS_URL carries. */
+/** ACL user, password and TLS; they win over what the URL carries. */
 function loginOptions(settings: RedisSettings): RedisOptions {
   return {
-    ...(settings.REDIS_USERNAME ? { username: settings.REDIS_USERNAME } : {}),
-    ...(settings.REDIS_PASSWORD ? { password: settings.REDIS_PASSWORD } : {}),
-    ...(settings.REDIS_TLS === 'on' ? { tls: {} } : {}),
+    ...(settings.username ? { username: settings.username } : {}),
+    ...(settings.password ? { password: settings.password } : {}),
+    ...(settings.tls === 'on' ? { tls: {} } : {}),
   };
 }
 
@@ -36,9 +36,9 @@ function loginOptions(settings: RedisSettings): RedisOptions {
  */
 export function createRedisClient(settings: RedisSettings, options: RedisOptions): RedisClient {
   const login = loginOptions(settings);
-  if (!settings.REDIS_CLUSTER_NODES) return coalesceWrites(new Redis(settings.REDIS_URL, { ...login, ...options }));
+  if (!settings.clusterNodes) return coalesceWrites(new Redis(settings.url, { ...login, ...options }));
   const { enableOfflineQueue = true, lazyConnect = false, ...perNode } = options;
-  const cluster = new Cluster(settings.REDIS_CLUSTER_NODES, {
+  const cluster = new Cluster(settings.clusterNodes, {
     redisOptions: { ...login, ...perNode },
     enableOfflineQueue,
     lazyConnect,

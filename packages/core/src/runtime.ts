@@ -5,7 +5,6 @@ import { type ApprovalService, createApprovalService } from './approvals/approva
 import { createDecisionLog, type DecisionLog } from './approvals/decision-log.js';
 import { checkPrices } from './budgets/cost.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
-import type { Config } from './config.js';
 import { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
 import type { InputFilter } from './guards/input-filter.js';
@@ -13,6 +12,7 @@ import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
 import { McpManager } from './mcp/mcp-manager.js';
 import { createMetrics, type Metrics, registerRedisUp } from './metrics.js';
+import type { ReinOptions } from './options.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from './redis.js';
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
@@ -29,8 +29,13 @@ import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
 import { createWebhookService, type WebhookService } from './webhooks/webhook-service.js';
 import { WebhookStore } from './webhooks/webhook-store.js';
 
+/**
+ * What every Rein process shares: the API and the approver run on it as is. The worker's
+ * extra pieces are in WorkerRuntime. The runtime is built from compiled options; no
+ * component here reads an environment variable.
+ */
 export interface Runtime {
-  config: Config;
+  options: ReinOptions;
   app: App;
   logger: Logger;
   metrics: Metrics;
@@ -50,10 +55,6 @@ export interface Runtime {
   approvals: ApprovalService;
   inputFilter: InputFilter;
   masker: PiiMasker;
-  breakers: CircuitBreakers;
-  fleetLimit: FleetLimit;
-  /** The app's MCP servers; their tools live in `tools` while connected (see RuntimeOptions.mcp). */
-  mcp: McpManager;
   tracing: Tracing;
   webhooks: WebhookService;
   /** The tenants' decision logs (hash chains): appended by the applier and the webhook service. */
@@ -65,43 +66,83 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+/** The worker's runtime: the shared one plus what guards the calls it makes (breakers, the fleet-wide model limit). */
+export interface WorkerRuntime extends Runtime {
+  breakers: CircuitBreakers;
+  fleetLimit: FleetLimit;
+}
+
 export interface RuntimeOptions {
   /**
-   * Connect the app's MCP servers before the runtime is returned: the processes that run
-   * tool calls (workers) or judge edited arguments (approver) do; the API does not need them.
+   * Connect the app's MCP servers before the runtime is returned (their tools live in
+   * `tools` while connected): the processes that run tool calls (workers) or judge edited
+   * arguments (approver) do; the API does not need them.
    */
   mcp?: boolean;
 }
 
 /**
- * Wires the shared pieces of a Rein process from its config and the app it runs;
- * services add their own edges. Every service and test harness builds its agents and
- * tools here, through `createRegistry`.
+ * Wires the shared pieces of a Rein process (API, approver, test harnesses) from its
+ * compiled options and the app it runs; services add their own edges. Every service and
+ * test harness builds its agents and tools here, through `createRegistry`.
  */
-export async function createRuntime(
-  config: Config,
+export function createRuntime(
+  options: ReinOptions,
   service: string,
   role: RedisRole,
   app: App,
   opts: RuntimeOptions = {},
 ): Promise<Runtime> {
+  return buildRuntime(options, service, role, app, opts.mcp ?? false, () => ({}));
+}
+
+/** The worker's runtime: MCP servers connected, and breakers guarding tool, model and undo calls. */
+export async function createWorkerRuntime(options: ReinOptions, service: string, app: App): Promise<WorkerRuntime> {
+  return buildRuntime(options, service, 'worker', app, true, (redis, logger, metrics) => ({
+    breakers: new CircuitBreakers(
+      redis,
+      {
+        errorThresholdPercentage: options.resilience.breakerErrorPercent,
+        resetTimeoutMs: options.resilience.breakerResetMs,
+        volumeThreshold: options.resilience.breakerVolume,
+        rollingCountTimeoutMs: options.resilience.breakerWindowMs,
+        probeTimeoutMs: options.model.timeoutMs + 5_000,
+      },
+      logger,
+      metrics,
+    ),
+    fleetLimit: new FleetLimit(redis),
+  }));
+}
+
+/** What a role adds to the shared runtime; the breakers, when present, also guard the compensator's undo calls. */
+type Extras = Partial<Pick<WorkerRuntime, 'breakers'>>;
+
+async function buildRuntime<X extends Extras>(
+  options: ReinOptions,
+  service: string,
+  role: RedisRole,
+  app: App,
+  connectMcp: boolean,
+  extras: (redis: RedisClient, logger: Logger, metrics: Metrics) => X,
+): Promise<Runtime & X> {
   const masker = createPiiMasker(app.guards.pii);
-  const logger = createLogger(config.LOG_LEVEL, service, masker);
-  checkPrices(config, app.agents, logger);
-  const tracing = setupTracing(config, service, masker, logger);
+  const logger = createLogger(options.logLevel, service, masker);
+  checkPrices(options.model, app.agents, logger);
+  const tracing = setupTracing(options.tracing, service, masker, logger);
   const metrics = createMetrics(service);
-  const redis = await connectRedis(config, role, logger);
+  const redis = await connectRedis(options.redis, role, logger);
   await checkRedisSettings(redis, logger);
   registerRedisUp(metrics, redis);
-  const bull = bullConnection(config, role, logger);
-  const scheduler = new StepScheduler(bull, config.REIN_STEP_ATTEMPTS, config.REIN_QUEUE_SHARDS);
+  const bull = bullConnection(options.redis, role, logger);
+  const scheduler = new StepScheduler(bull, options.queue.stepAttempts, options.queue.shards);
   for (const queue of scheduler.queues) queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
   let registry: Registry;
   let mcp: McpManager;
   try {
-    registry = createRegistry(app, { redis }, { faultInjection: config.REIN_FAULT_INJECTION === 'on' });
+    registry = createRegistry(app, { redis }, { faultInjection: options.resilience.faultInjection === 'on' });
     mcp = new McpManager(app.mcpServers, registry.tools, { logger, metrics });
-    if (opts.mcp) await mcp.start();
+    if (connectMcp) await mcp.start();
   } catch (err) {
     // A bad tools factory or an MCP server that cannot start: leave no connection behind.
     await scheduler.close();
@@ -111,28 +152,17 @@ export async function createRuntime(
     throw err;
   }
   const { tools, agents, inputFilter } = registry;
-  const breakers = new CircuitBreakers(
-    redis,
-    {
-      errorThresholdPercentage: config.REIN_BREAKER_ERROR_PERCENT,
-      resetTimeoutMs: config.REIN_BREAKER_RESET_MS,
-      volumeThreshold: config.REIN_BREAKER_VOLUME,
-      rollingCountTimeoutMs: config.REIN_BREAKER_WINDOW_MS,
-      probeTimeoutMs: config.REIN_MODEL_TIMEOUT_MS + 5_000,
-    },
-    logger,
-    metrics,
-  );
+  const added = extras(redis, logger, metrics);
   const webhookStore = new WebhookStore(redis);
   const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger);
   dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
   // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
   await Promise.all([...scheduler.queues.map((q) => q.waitUntilReady()), dispatcher.queue.waitUntilReady()]);
-  const store = new RunStore(redis, config.REIN_TRACE_TTL_DAYS * 86_400, metrics);
+  const store = new RunStore(redis, options.retention.traceTtlDays * 86_400, metrics);
   const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
   const ledger = new EffectLedger(redis);
   const journal = new DecisionJournal(redis);
-  const quotas = new TenantQuotas(redis, config.REIN_TENANT_QUOTAS);
+  const quotas = new TenantQuotas(redis, options.quotas);
   const audit = new AuditLog(redis, logger);
   const enqueue = scheduler.enqueue;
   // The compensator commits through the applier whose finish hook it is: bound once both exist.
@@ -157,14 +187,14 @@ export async function createRuntime(
     },
   });
   const ceilings = {
-    maxSteps: config.REIN_MAX_STEPS_CEILING,
-    maxTokens: config.REIN_MAX_TOKENS_CEILING,
-    timeoutMs: config.REIN_TIMEOUT_CEILING_MS,
+    maxSteps: options.limits.maxStepsCeiling,
+    maxTokens: options.limits.maxTokensCeiling,
+    timeoutMs: options.limits.timeoutCeilingMs,
   };
   const sessions = {
-    windowTokens: config.REIN_SESSION_WINDOW_TOKENS,
-    toolTraffic: config.REIN_SESSION_TOOL_TRAFFIC,
-    model: config.REIN_MODEL,
+    windowTokens: options.sessions.windowTokens,
+    toolTraffic: options.sessions.toolTraffic,
+    model: options.model.name,
   };
   compensator = createCompensator({
     store,
@@ -178,13 +208,14 @@ export async function createRuntime(
     emit: async (tenantId, type, key, data) => {
       await dispatcher.emit(tenantId, type, key, data);
     },
-    toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
-    approvalTtlMs: config.APPROVAL_TTL_MS,
-    maxResultBytes: config.REIN_MAX_TOOL_RESULT_BYTES,
-    breakers,
+    toolTimeoutMs: options.tools.timeoutMs,
+    approvalTtlMs: options.approvals.ttlMs,
+    maxResultBytes: options.tools.maxResultBytes,
+    // Only the worker runs undo calls; elsewhere the compensator only requests and records.
+    ...(added.breakers ? { breakers: added.breakers } : {}),
   });
   return {
-    config,
+    options,
     app,
     logger,
     metrics,
@@ -200,21 +231,19 @@ export async function createRuntime(
     agents,
     quotas,
     runs: createRunService({ store, applier, journal, agents, enqueue, metrics, quotas, ceilings, sessions, masker, compensator }),
-    approvals: createApprovalService({ store, applier, tools, escalation: config.REIN_APPROVAL_ESCALATION }),
+    approvals: createApprovalService({ store, applier, tools, escalation: options.approvals.escalation }),
     inputFilter,
     masker,
-    breakers,
-    fleetLimit: new FleetLimit(redis),
-    mcp,
     tracing,
-    webhooks: createWebhookService({ store: webhookStore, allowPrivate: config.REIN_WEBHOOK_ALLOW_PRIVATE, audit }),
+    webhooks: createWebhookService({ store: webhookStore, allowPrivate: options.webhooks.allowPrivate, audit }),
     audit,
     decisionLog: createDecisionLog(audit),
     webhookStore,
     dispatcher,
     compensator,
+    ...added,
     async close() {
-      breakers.shutdown();
+      added.breakers?.shutdown();
       await mcp.close();
       await scheduler.close();
       await dispatcher.close();

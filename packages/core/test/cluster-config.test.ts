@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig, workerShards } from '../src/config.js';
 import { ConfigError } from '../src/errors.js';
 import { queuePrefix } from '../src/keys.js';
+import { optionsFromEnv } from '../src/options.js';
 import { shardOf } from '../src/queue/job-catalog.js';
 
 describe('Redis Cluster settings', () => {
@@ -30,8 +31,8 @@ describe('Redis Cluster settings', () => {
 
 describe('step-queue shards', () => {
   it('consumes every shard by default, or the listed ones and ranges', () => {
-    expect(workerShards(loadConfig({ REIN_QUEUE_SHARDS: '4' }))).toEqual([0, 1, 2, 3]);
-    expect(workerShards(loadConfig({ REIN_QUEUE_SHARDS: '8', REIN_WORKER_SHARDS: '5-6,0,6' }))).toEqual([0, 5, 6]);
+    expect(workerShards(optionsFromEnv({ REIN_QUEUE_SHARDS: '4' }).queue)).toEqual([0, 1, 2, 3]);
+    expect(workerShards(optionsFromEnv({ REIN_QUEUE_SHARDS: '8', REIN_WORKER_SHARDS: '5-6,0,6' }).queue)).toEqual([0, 5, 6]);
     expect(() => loadConfig({ REIN_WORKER_SHARDS: '3-1' })).toThrow(/REIN_WORKER_SHARDS/);
     expect(() => loadConfig({ REIN_WORKER_SHARDS: ',' })).toThrow(/REIN_WORKER_SHARDS/);
   });

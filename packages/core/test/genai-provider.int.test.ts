@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
 import { createPiiMasker } from '../src/guards/pii-masker.js';
 import { createLogger } from '../src/logger.js';
 import { createMetrics } from '../src/metrics.js';
+import { optionsFromEnv } from '../src/options.js';
 import { CircuitBreakers } from '../src/resilience/circuit-breakers.js';
 import { FleetLimit } from '../src/resilience/fleet-limit.js';
 import { createResilientModelGateway } from '../src/resilience/resilient-model.js';
@@ -19,8 +19,8 @@ beforeAll(async () => {
   server = await startTestRedis();
   redis = new Redis(server.url);
   receiver = await startOtlpReceiver();
-  const config = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' });
-  tracing = setupTracing(config, 'worker', createPiiMasker(), logger);
+  const options = optionsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' });
+  tracing = setupTracing(options.tracing, 'worker', createPiiMasker(), logger);
 });
 afterAll(async () => {
   await tracing.shutdown();

@@ -15,9 +15,9 @@ let settings: RedisSettings;
 beforeAll(async () => {
   cluster = await startTestCluster(); // no AOF: the settings check must say so, node by node
   settings = {
-    REDIS_URL: 'redis://127.0.0.1:1',
-    REDIS_CLUSTER_NODES: cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
-    REDIS_TLS: 'off',
+    url: 'redis://127.0.0.1:1',
+    clusterNodes: cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+    tls: 'off',
   };
   redis = await connectRedis(settings, 'producer', silent);
 });
@@ -44,8 +44,8 @@ describe('on a Redis Cluster', () => {
       await admin.acl('SETUSER', 'rein', 'on', '>s3cret', '~*', '&*', '+@all');
       admin.disconnect();
     }
-    const seedOnly = { ...settings, REDIS_CLUSTER_NODES: settings.REDIS_CLUSTER_NODES?.slice(0, 1) };
-    const asRein = await connectRedis({ ...seedOnly, REDIS_USERNAME: 'rein', REDIS_PASSWORD: 's3cret' }, 'producer', silent);
+    const seedOnly = { ...settings, clusterNodes: settings.clusterNodes?.slice(0, 1) };
+    const asRein = await connectRedis({ ...seedOnly, username: 'rein', password: 's3cret' }, 'producer', silent);
     try {
       const [a, b, c] = await idsOnDistinctNodes(3);
       for (const id of [a, b, c]) await asRein.set(runKeys(id as string).run, 'x');
@@ -54,7 +54,7 @@ describe('on a Redis Cluster', () => {
     } finally {
       asRein.disconnect();
     }
-    const wrong = connectRedis({ ...seedOnly, REDIS_USERNAME: 'rein', REDIS_PASSWORD: 'wrong' }, 'producer', silent);
+    const wrong = connectRedis({ ...seedOnly, username: 'rein', password: 'wrong' }, 'producer', silent);
     await expect(wrong).rejects.toThrow();
   });
 
@@ -129,9 +129,9 @@ describe('on a Redis Cluster with a master down and no replica', () => {
     const down = await startTestCluster();
     const client = createRedisClient(
       {
-        REDIS_URL: 'redis://127.0.0.1:1',
-        REDIS_CLUSTER_NODES: down.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
-        REDIS_TLS: 'off',
+        url: 'redis://127.0.0.1:1',
+        clusterNodes: down.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+        tls: 'off',
       },
       { maxRetriesPerRequest: null, lazyConnect: true },
     );

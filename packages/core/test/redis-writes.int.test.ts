@@ -12,7 +12,7 @@ let redis: RedisClient;
 beforeAll(async () => {
   server = await startTestRedis();
   admin = new Redis(server.url);
-  redis = await connectRedis({ REDIS_URL: server.url, REDIS_TLS: 'off' }, 'worker', pino({ level: 'silent' }));
+  redis = await connectRedis({ url: server.url, tls: 'off' }, 'worker', pino({ level: 'silent' }));
 });
 afterAll(async () => {
   redis?.disconnect();

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { createPiiMasker } from '../src/guards/pii-masker.js';
 import { createLogger } from '../src/logger.js';
+import { optionsFromEnv } from '../src/options.js';
 import { chatSpan } from '../src/tracing/genai.js';
 import { stepSpan, submitSpan } from '../src/tracing/rein-spans.js';
 import { activeTraceparent, parseTraceparent } from '../src/tracing/trace-context.js';
@@ -12,7 +13,12 @@ const logger = createLogger('silent', 'test');
 const CALLER = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
 describe('tracing with no OTLP endpoint', () => {
-  const tracing = setupTracing(loadConfig({ OTEL_SERVICE_NAME: 'x', REIN_OTEL_CAPTURE_CONTENT: 'true' }), 'api', createPiiMasker(), logger);
+  const tracing = setupTracing(
+    optionsFromEnv({ OTEL_SERVICE_NAME: 'x', REIN_OTEL_CAPTURE_CONTENT: 'true' }).tracing,
+    'api',
+    createPiiMasker(),
+    logger,
+  );
 
   it('registers no SDK: spans are non-recording no-ops and nothing can be exported', () => {
     expect(tracing).toMatchObject({ enabled: false });
@@ -49,7 +55,7 @@ describe('OpenTelemetry settings', () => {
   });
 
   it('are off by a switch even with an endpoint', () => {
-    const config = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_SDK_DISABLED: 'true' });
-    expect(setupTracing(config, 'worker', createPiiMasker(), logger).enabled).toBe(false);
+    const { tracing: off } = optionsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_SDK_DISABLED: 'true' });
+    expect(setupTracing(off, 'worker', createPiiMasker(), logger).enabled).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
 import { createPiiMasker } from '../src/guards/pii-masker.js';
 import { createLogger, logTraceFields } from '../src/logger.js';
+import { optionsFromEnv } from '../src/options.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../src/testing/otlp-receiver.js';
 import { chatSpan, toolSpan } from '../src/tracing/genai.js';
 import { stepSpan, submitSpan } from '../src/tracing/rein-spans.js';
@@ -17,8 +17,8 @@ let receiver: OtlpReceiver;
 let tracing: Tracing;
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
-  const config = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' });
-  tracing = setupTracing(config, 'worker', createPiiMasker(), logger);
+  const options = optionsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' });
+  tracing = setupTracing(options.tracing, 'worker', createPiiMasker(), logger);
 });
 afterAll(async () => {
   await tracing.shutdown();

@@ -30,7 +30,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     rt.scheduler.queues.map((queue) => () => queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed')),
   );
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
-  const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.config));
+  const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
 
   const app = createServiceApp(rt, (v1) => {
     v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {

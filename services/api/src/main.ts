@@ -1,5 +1,5 @@
-import { loadAppOrExit, loadConfigOrExit } from '@rein/core/internal';
+import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
 import { startApi } from './start-api.js';
 
-const config = loadConfigOrExit();
-await startApi(await loadAppOrExit(config), { config });
+const options = loadOptionsOrExit();
+await startApi(await loadAppOrExit(options), { options });

@@ -23,7 +23,7 @@ const isEnvelope = (payload: unknown) => typeof payload === 'string' && payload.
  * envelope, without Bull Board's or Redis's messages.
  */
 export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promise<void> {
-  const keys = requireApiKeys(rt.config);
+  const keys = requireApiKeys(rt.options.http);
   // One board entry per shard; they share the queue name, so the board tells them apart by prefix.
   const shards = rt.scheduler.queues.length;
   const adapters = rt.scheduler.queues.map((queue, shard) => {

@@ -1,4 +1,5 @@
-import { createRuntime, loadConfig, type Runtime, runKeys } from '@rein/core/internal';
+import { optionsFromEnv } from '@rein/core';
+import { createRuntime, type Runtime, runKeys } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
@@ -15,7 +16,7 @@ let app: FastifyInstance;
 beforeAll(async () => {
   redis = await startTestRedis();
   rt = await createRuntime(
-    loadConfig({
+    optionsFromEnv({
       REDIS_URL: redis.url,
       REIN_API_KEYS: JSON.stringify([USER, OTHER, ADMIN]),
       LOG_LEVEL: 'silent',

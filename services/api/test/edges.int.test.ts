@@ -1,3 +1,4 @@
+import { optionsFromEnv } from '@rein/core';
 import { createRuntime, createServiceApp, loadConfig, type Runtime } from '@rein/core/internal';
 import { MAX_ID_LENGTH } from '@rein/core/schemas';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
@@ -18,7 +19,7 @@ let app: FastifyInstance;
 beforeAll(async () => {
   redis = await startTestRedis();
   rt = await createRuntime(
-    loadConfig({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([ALICE, ADMIN]), LOG_LEVEL: 'silent' }),
+    optionsFromEnv({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([ALICE, ADMIN]), LOG_LEVEL: 'silent' }),
     'api-edges-test',
     'producer',
     orderApp,
@@ -105,7 +106,10 @@ describe('REIN_METRICS_TOKEN guards /metrics (issue 24 item 13)', () => {
   });
 
   it('set: /metrics needs Bearer <token>; an API key or a wrong token is 401', async () => {
-    const guarded = createServiceApp({ ...rt, config: { ...rt.config, REIN_METRICS_TOKEN: METRICS_TOKEN } }, () => {});
+    const guarded = createServiceApp(
+      { ...rt, options: { ...rt.options, http: { ...rt.options.http, metricsToken: METRICS_TOKEN } } },
+      () => {},
+    );
     try {
       for (const authorization of [undefined, `Bearer ${ADMIN.key}`, `Bearer ${METRICS_TOKEN}x`, `Basic ${METRICS_TOKEN}`]) {
         const res = await guarded.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
-import { createLogger, createRuntime, createServiceApp, loadConfig, type Runtime } from '@rein/core/internal';
+import { optionsFromEnv } from '@rein/core';
+import { createLogger, createRuntime, createServiceApp, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
@@ -18,7 +19,7 @@ const logLines: Array<Record<string, unknown>> = [];
 beforeAll(async () => {
   redis = await startTestRedis();
   const base = await createRuntime(
-    loadConfig({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([ALICE, BOB, ADMIN]), LOG_LEVEL: 'info' }),
+    optionsFromEnv({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([ALICE, BOB, ADMIN]), LOG_LEVEL: 'info' }),
     'api-sec-test',
     'producer',
     orderApp,

@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net';
-import { createRuntime, loadConfig, type Runtime } from '@rein/core/internal';
+import { optionsFromEnv } from '@rein/core';
+import { createRuntime, type Runtime } from '@rein/core/internal';
 import { LocalRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
@@ -15,7 +16,7 @@ let port: number;
 beforeAll(async () => {
   redis = await LocalRedis.start();
   rt = await createRuntime(
-    loadConfig({
+    optionsFromEnv({
       REDIS_URL: redis.url,
       REIN_API_KEYS: JSON.stringify([USER]),
       LOG_LEVEL: 'silent',

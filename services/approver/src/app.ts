@@ -19,7 +19,7 @@ import { mountConsole } from './console.js';
 export function createApproverApp(rt: Runtime): FastifyInstance {
   const { approvals, runs } = rt;
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
-  const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.config));
+  const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
   // A plain user sees the feed of their own runs only, as with GET /v1/runs/:id.
   const visibleTo = (principal: Principal) => feedVisibleTo(principal, (ids) => rt.store.getMany(ids));
 

@@ -1,5 +1,5 @@
-import { loadAppOrExit, loadConfigOrExit } from '@rein/core/internal';
+import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
 import { startApprover } from './start-approver.js';
 
-const config = loadConfigOrExit();
-await startApprover(await loadAppOrExit(config), { config });
+const options = loadOptionsOrExit();
+await startApprover(await loadAppOrExit(options), { options });

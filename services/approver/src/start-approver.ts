@@ -7,5 +7,5 @@ import { createApproverApp } from './app.js';
  * listens on APPROVER_PORT. It connects the app's MCP servers: an edit is re-judged by the tool's schema and policy.
  */
 export function startApprover(app: App, options: ServiceOptions = {}): Promise<RunningService> {
-  return runHttpService('approver', app, options, (c) => c.APPROVER_PORT, createApproverApp, { mcp: true });
+  return runHttpService('approver', app, options, (http) => http.approverPort, createApproverApp, { mcp: true });
 }

@@ -1,5 +1,5 @@
-import type { Principal } from '@rein/core';
-import { createRuntime, loadConfig, type Runtime } from '@rein/core/internal';
+import { optionsFromEnv, type Principal } from '@rein/core';
+import { createRuntime, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
@@ -25,7 +25,7 @@ const at = () => new Date().toISOString();
 beforeAll(async () => {
   redis = await startTestRedis();
   rt = await createRuntime(
-    loadConfig({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([ALICE, BOB, CAROL]), LOG_LEVEL: 'silent' }),
+    optionsFromEnv({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([ALICE, BOB, CAROL]), LOG_LEVEL: 'silent' }),
     'approver-feed-test',
     'producer',
     orderApp,

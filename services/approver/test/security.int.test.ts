@@ -1,4 +1,5 @@
-import { createRuntime, loadConfig, type Runtime } from '@rein/core/internal';
+import { optionsFromEnv } from '@rein/core';
+import { createRuntime, type Runtime } from '@rein/core/internal';
 import { LocalRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
@@ -13,7 +14,7 @@ let app: FastifyInstance;
 beforeAll(async () => {
   redis = await LocalRedis.start();
   rt = await createRuntime(
-    loadConfig({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([APPROVER]), LOG_LEVEL: 'silent' }),
+    optionsFromEnv({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([APPROVER]), LOG_LEVEL: 'silent' }),
     'approver-sec-test',
     'producer',
     orderApp,

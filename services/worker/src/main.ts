@@ -1,5 +1,5 @@
-import { loadAppOrExit, loadConfigOrExit } from '@rein/core/internal';
+import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
 import { startWorker } from './start-worker.js';
 
-const config = loadConfigOrExit();
-await startWorker(await loadAppOrExit(config), { config });
+const options = loadOptionsOrExit();
+await startWorker(await loadAppOrExit(options), { options });

@@ -4,37 +4,37 @@ import {
   closeOnSignals,
   createProviderCompletion,
   createResilientModelGateway,
-  createRuntime,
+  createWorkerRuntime,
   envelope,
   exitOnStartError,
   type ModelGateway,
   metricsAuthorized,
-  type Runtime,
-  serviceConfig,
+  serviceOptions,
+  type WorkerRuntime,
 } from '@rein/core/internal';
 import { createStepWorker, type StepWorkers } from './step-worker.js';
 import { createWebhookWorker } from './webhook-worker.js';
 
 export interface WorkerOptions extends ServiceOptions {
   /** The model the steps call; default: REIN_MODEL and its fallbacks at their providers, behind breakers and bulkheads. */
-  model?: (rt: Runtime) => ModelGateway;
+  model?: (rt: WorkerRuntime) => ModelGateway;
 }
 
 /** The model gateway of the stock worker: the configured models at their providers, each behind its breaker and bulkheads. */
-export function configuredModel(rt: Runtime): ModelGateway {
-  const { config } = rt;
+export function configuredModel(rt: WorkerRuntime): ModelGateway {
+  const { model } = rt.options;
   return createResilientModelGateway(
-    [config.REIN_MODEL, ...config.REIN_FALLBACK_MODELS],
-    createProviderCompletion(config.REIN_PROVIDERS, { baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY }),
+    [model.name, ...model.fallbacks],
+    createProviderCompletion(model.providers, { baseURL: model.openaiBaseUrl, apiKey: model.openaiApiKey }),
     {
       breakers: rt.breakers,
       fleetLimit: rt.fleetLimit,
       metrics: rt.metrics,
-      processConcurrency: config.REIN_MODEL_PROCESS_CONCURRENCY,
-      fleetConcurrency: config.REIN_MODEL_FLEET_CONCURRENCY,
-      maxWaitMs: config.REIN_BULKHEAD_WAIT_MS,
+      processConcurrency: model.processConcurrency,
+      fleetConcurrency: model.fleetConcurrency,
+      maxWaitMs: rt.options.resilience.bulkheadWaitMs,
       captureContent: rt.tracing.capture,
-      providers: config.REIN_PROVIDERS,
+      providers: model.providers,
     },
   );
 }
@@ -44,14 +44,18 @@ export function configuredModel(rt: Runtime): ModelGateway {
  * from the queue, serves /metrics and /healthz on WORKER_METRICS_PORT, and on close
  * stops taking jobs and lets the steps in hand finish (or their locks lapse).
  */
-export async function startWorker(app: App, options: WorkerOptions = {}): Promise<RunningService & { worker: StepWorkers }> {
-  const config = serviceConfig(options);
-  const rt = await createRuntime(config, 'worker', 'worker', app, { mcp: true }).catch(exitOnStartError);
+export async function startWorker(
+  app: App,
+  options: WorkerOptions = {},
+): Promise<RunningService & { runtime: WorkerRuntime; worker: StepWorkers }> {
+  const compiled = serviceOptions(options);
+  const { http } = compiled;
+  const rt = await createWorkerRuntime(compiled, 'worker', app).catch(exitOnStartError);
   const worker = createStepWorker(rt, (options.model ?? configuredModel)(rt));
   const webhookWorker = createWebhookWorker(rt);
 
   const metrics = createServer(async (req, res) => {
-    if (req.url === '/metrics' && !metricsAuthorized(config.REIN_METRICS_TOKEN, req.headers.authorization)) {
+    if (req.url === '/metrics' && !metricsAuthorized(http.metricsToken, req.headers.authorization)) {
       res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
       res.end(JSON.stringify(envelope('unauthorized', 'a metrics token is required')));
     } else if (req.url === '/metrics') {
@@ -64,9 +68,9 @@ export async function startWorker(app: App, options: WorkerOptions = {}): Promis
       res.writeHead(404).end();
     }
   });
-  await new Promise<void>((resolve) => metrics.listen(config.WORKER_METRICS_PORT, config.REIN_BIND_HOST, resolve));
+  await new Promise<void>((resolve) => metrics.listen(http.workerMetricsPort, http.bindHost, resolve));
   rt.logger.info(
-    { concurrency: config.WORKER_CONCURRENCY, metricsPort: config.WORKER_METRICS_PORT, model: config.REIN_MODEL },
+    { concurrency: compiled.queue.workerConcurrency, metricsPort: http.workerMetricsPort, model: compiled.model.name },
     'worker started',
   );
   const running = {

@@ -6,27 +6,40 @@ import {
   createStepProcessor,
   createToolExecutor,
   DEADLINE_SWEEP,
+  expireJobSchema,
+  failJob,
   HOUSEKEEPING_QUEUE,
+  housekeepingJobSchema,
+  InvalidJobError,
   isDelaying,
+  type JobTable,
   type ModelGateway,
   ModelUnavailableError,
-  parseJob,
   queuePrefix,
   REAPER,
-  type Runtime,
   reap,
+  repairJobSchema,
+  runJob,
   STEP_QUEUE,
   type StepJob,
+  stepJobSchema,
   stepSpan,
   sweepDeadlines,
   terminalReason,
+  type WorkerRuntime,
   workerShards,
 } from '@rein/core/internal';
 import type { RunReason } from '@rein/core/schemas';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import { watchFetchLoops } from './fetch-watchdog.js';
 
-/** A non-retryable step failure, for BullMQ; it keeps the typed error so the run's reason comes from it. */
+/** What BullMQ hands a job's handler beside its payload. */
+interface Dequeued {
+  job: Job;
+  token: string | undefined;
+}
+
+/** A non-retryable job failure, for BullMQ; it keeps the typed error so the run's reason comes from it. */
 class UnrecoverableStepError extends UnrecoverableError {
   constructor(readonly error: ReinError) {
     super(`${error.code}: ${error.message}`);
@@ -48,28 +61,29 @@ export interface StepWorkers {
 
 /**
  * The BullMQ workers: one job = one ReAct step; one Worker per consumed shard, each
- * with WORKER_CONCURRENCY (the model bulkhead still caps the process's model calls).
+ * with `queue.workerConcurrency` (the model bulkhead still caps the process's model calls).
  * A busy or broken dependency (open breaker, full bulkhead, model down) puts the step
  * back on the queue for later without spending an attempt, until the run's deadline;
  * other failures are retried by BullMQ, and a non-retryable error or the last attempt
  * ends the run with a reason.
  */
-export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers {
-  const { config, logger } = rt;
+export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWorkers {
+  const { options, logger } = rt;
+  const { queue, tools, model: models } = options;
   const toolBulkheads = new Map<string, Bulkhead>();
   const executeTool = createToolExecutor({
     ledger: rt.ledger,
     metrics: rt.metrics,
     logger,
-    toolTimeoutMs: config.REIN_TOOL_TIMEOUT_MS,
-    maxResultBytes: config.REIN_MAX_TOOL_RESULT_BYTES,
+    toolTimeoutMs: tools.timeoutMs,
+    maxResultBytes: tools.maxResultBytes,
     captureContent: rt.tracing.capture,
     protection: {
       breakers: rt.breakers,
       bulkhead: (dependency) => {
         let b = toolBulkheads.get(dependency);
         if (!b) {
-          b = new Bulkhead(dependency, config.REIN_TOOL_PROCESS_CONCURRENCY, config.REIN_BULKHEAD_WAIT_MS, (inFlight, rejected) => {
+          b = new Bulkhead(dependency, tools.processConcurrency, options.resilience.bulkheadWaitMs, (inFlight, rejected) => {
             rt.metrics.bulkheadInFlight.set({ dependency }, inFlight);
             if (rejected) rt.metrics.bulkheadRejections.inc({ dependency, scope: 'process' });
           });
@@ -85,26 +99,26 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     feed: rt.feed,
     journal: rt.journal,
     model,
-    modelName: config.REIN_MODEL,
+    modelName: models.name,
     tools: rt.tools,
     agents: rt.agents,
     executeTool,
     quotas: rt.quotas,
-    prices: config.REIN_MODEL_PRICES,
+    prices: models.prices,
     inputFilter: rt.inputFilter,
     masker: rt.masker,
     guards: {
-      repeatLimit: config.REIN_REPEAT_LIMIT,
-      toolFailureLimit: config.REIN_TOOL_FAILURE_LIMIT,
-      toolResultMaxChars: config.REIN_TOOL_RESULT_MAX_CHARS,
+      repeatLimit: options.limits.repeatLimit,
+      toolFailureLimit: tools.failureLimit,
+      toolResultMaxChars: tools.resultMaxChars,
     },
     metrics: rt.metrics,
     logger,
-    toolConcurrency: config.REIN_TOOL_CONCURRENCY,
-    modelTimeoutMs: config.REIN_MODEL_TIMEOUT_MS,
-    modelIdleTimeoutMs: config.REIN_MODEL_IDLE_TIMEOUT_MS,
-    approvalTtlMs: config.APPROVAL_TTL_MS,
-    escalation: config.REIN_APPROVAL_ESCALATION,
+    toolConcurrency: tools.concurrency,
+    modelTimeoutMs: models.timeoutMs,
+    modelIdleTimeoutMs: models.idleTimeoutMs,
+    approvalTtlMs: options.approvals.ttlMs,
+    escalation: options.approvals.escalation,
   });
 
   /** Puts the step back for later, or ends the run if "later" is past its deadline. */
@@ -124,61 +138,91 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     throw new DelayedError();
   }
 
-  const processJob = async (job: Job, token?: string) => {
-    const parsed = parseJob(job.name, job.data);
-    if (parsed.name === 'compensate')
-      return `compensation ${await rt.compensator.process(parsed.payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`;
-    if (parsed.name === 'expire') return `expired ${await rt.approvals.expireDue(parsed.payload.runId, parsed.payload.step)}`;
-    if (parsed.name === 'escalate') return `escalated ${await rt.approvals.escalateDue(parsed.payload.runId, parsed.payload.step)}`;
-    if (parsed.name === DEADLINE_SWEEP.name) return `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`;
-    if (parsed.name === REAPER.name) {
-      const repaired = await reap({
-        store: rt.store,
-        queueOf: (runId) => rt.scheduler.queueOf(runId),
-        enqueue: rt.enqueue,
-        approvals: rt.approvals,
-        feed: rt.feed,
-        applier: rt.applier,
-        metrics: rt.metrics,
-        logger,
-        staleMs: config.REIN_REAPER_STALE_MS,
+  /** One step (step, resume or repair): the processor, in the step's span, delayed when a dependency is busy. */
+  const runStep =
+    (name: 'step' | 'resume' | 'repair') =>
+    async (payload: StepJob, { job, token }: Dequeued) => {
+      rt.metrics.jobWait.observe({ job: name }, Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000);
+      return stepSpan(name, payload, async () => {
+        const started = performance.now();
+        try {
+          const outcome = await steps.process(payload);
+          // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
+          if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
+          rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
+          return outcome;
+        } catch (err) {
+          if (isDelaying(err)) return delay(job, token, payload, err);
+          if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
+          logger.warn(
+            { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
+            'step failed; will retry',
+          );
+          throw err;
+        }
       });
-      return `repaired ${repaired}`;
+    };
+  /** A step's final failure ends its run, with the reason its error names (if the run is still at that step). */
+  const endRun = async ({ runId, step }: StepJob, err: Error) => {
+    const cause = err instanceof UnrecoverableStepError ? err.error : err;
+    await steps.fail(runId, terminalReason(cause), err.message, (run) => run.step === step);
+  };
+
+  /** Every job this worker takes: what it carries, how it runs, and what its final failure does. */
+  const jobs: JobTable<Dequeued> = {
+    step: { schema: stepJobSchema, run: runStep('step'), onFinalFailure: endRun },
+    resume: { schema: stepJobSchema, run: runStep('resume'), onFinalFailure: endRun },
+    repair: { schema: repairJobSchema, run: runStep('repair'), onFinalFailure: endRun },
+    expire: { schema: expireJobSchema, run: async ({ runId, step }) => `expired ${await rt.approvals.expireDue(runId, step)}` },
+    escalate: { schema: expireJobSchema, run: async ({ runId, step }) => `escalated ${await rt.approvals.escalateDue(runId, step)}` },
+    compensate: {
+      schema: compensateJobSchema,
+      run: async (payload, { job }) =>
+        `compensation ${await rt.compensator.process(payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`,
+      onFinalFailure: (payload, err) => rt.compensator.giveUp(payload, err.message),
+    },
+    [DEADLINE_SWEEP.name]: {
+      schema: housekeepingJobSchema,
+      run: async () => `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`,
+    },
+    [REAPER.name]: {
+      schema: housekeepingJobSchema,
+      run: async () => {
+        const repaired = await reap({
+          store: rt.store,
+          queueOf: (runId) => rt.scheduler.queueOf(runId),
+          enqueue: rt.enqueue,
+          approvals: rt.approvals,
+          feed: rt.feed,
+          applier: rt.applier,
+          metrics: rt.metrics,
+          logger,
+          staleMs: options.maintenance.reaperStaleMs,
+        });
+        return `repaired ${repaired}`;
+      },
+    },
+  };
+
+  const processJob = async (job: Job, token?: string) => {
+    try {
+      return await runJob(jobs, job.name, job.data, { job, token });
+    } catch (err) {
+      // An unknown or malformed job cannot succeed on a retry.
+      if (err instanceof InvalidJobError) throw new UnrecoverableStepError(err);
+      throw err;
     }
-    const { payload } = parsed;
-    rt.metrics.jobWait.observe(
-      { job: parsed.name },
-      Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000,
-    );
-    return stepSpan(parsed.name, payload, async () => {
-      const started = performance.now();
-      try {
-        const outcome = await steps.process(payload);
-        // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
-        if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
-        rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
-        return outcome;
-      } catch (err) {
-        if (isDelaying(err)) return delay(job, token, payload, err);
-        if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
-        logger.warn(
-          { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
-          'step failed; will retry',
-        );
-        throw err;
-      }
-    });
   };
 
   // One connection for every shard's worker; BullMQ adds a blocking one per worker.
-  const connection = bullConnection(config, 'worker', logger);
+  const connection = bullConnection(options.redis, 'worker', logger);
   const startShard = (shard: number) => {
     const worker = new Worker(STEP_QUEUE, processJob, {
       connection,
       prefix: queuePrefix(shard),
-      concurrency: config.WORKER_CONCURRENCY,
-      lockDuration: config.REIN_JOB_LOCK_MS,
-      stalledInterval: Math.max(1000, Math.floor(config.REIN_JOB_LOCK_MS / 2)),
+      concurrency: queue.workerConcurrency,
+      lockDuration: queue.jobLockMs,
+      stalledInterval: Math.max(1000, Math.floor(queue.jobLockMs / 2)),
       // A step killed with its worker is picked up again; a step that kills every worker is not.
       maxStalledCount: 3,
     });
@@ -186,21 +230,14 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
     worker.on('failed', (job, err) => {
       if (!job || err.name === 'DelayedError') return;
       const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
-      if (final && job.name === 'compensate') {
-        rt.compensator
-          .giveUp(compensateJobSchema.parse(job.data), err.message)
-          .catch((e: Error) => logger.error({ err: e.message }, 'could not mark the compensation failed'));
-        return;
-      }
-      if (!final || !['step', 'resume', 'repair'].includes(job.name)) return;
-      const { runId, step } = job.data as StepJob;
-      steps
-        .fail(runId, terminalReason(err instanceof UnrecoverableStepError ? err.error : err), err.message, (run) => run.step === step)
-        .catch((e: Error) => logger.error({ err: e.message }, 'could not end the run'));
+      if (!final) return;
+      failJob(jobs, job.name, job.data, err).catch((e: Error) =>
+        logger.error({ job: job.name, err: e.message }, 'could not act on the final failure of a job'),
+      );
     });
     return worker;
   };
-  const shards = workerShards(config);
+  const shards = workerShards(queue);
   const workers = shards.map(startShard);
   // Housekeeping has workers of its own (sweep and reap side by side), so full step slots cannot starve it.
   const housekeepers = shards.map((shard) => {
@@ -208,7 +245,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
       connection,
       prefix: queuePrefix(shard),
       concurrency: 2,
-      lockDuration: config.REIN_JOB_LOCK_MS,
+      lockDuration: queue.jobLockMs,
     });
     worker.on('error', (err) => logger.warn({ err: err.message, shard }, 'housekeeping worker error'));
     return worker;
@@ -216,7 +253,7 @@ export function createStepWorker(rt: Runtime, model: ModelGateway): StepWorkers 
   // Exported at 0 from the start, so that the first replacement shows as an increase.
   for (const shard of shards) rt.metrics.fetchLoopRestarts.inc({ shard: String(shard) }, 0);
   rt.scheduler
-    .scheduleHousekeeping(config.REIN_SWEEP_INTERVAL_MS, config.REIN_REAPER_INTERVAL_MS)
+    .scheduleHousekeeping(options.maintenance.sweepIntervalMs, options.maintenance.reaperIntervalMs)
     .catch((err: Error) => logger.error({ err: err.message }, 'could not schedule the deadline sweeper and the reaper'));
 
   // A worker whose fetch loop hung is replaced by a fresh one on the same shard. The old

@@ -2,9 +2,9 @@ import {
   bullConnection,
   createWebhookDelivery,
   deliveryJobSchema,
-  type Runtime,
   WEBHOOK_QUEUE,
   WEBHOOK_QUEUE_PREFIX,
+  type WorkerRuntime,
   webhookRetryDelayMs,
 } from '@rein/core/internal';
 import { type Job, Worker } from 'bullmq';
@@ -14,14 +14,15 @@ import { type Job, Worker } from 'bullmq';
  * throws, and BullMQ retries the same job (same `webhook-id`) on the webhook backoff
  * schedule; the job's last attempt is logged as `gave_up`.
  */
-export function createWebhookWorker(rt: Runtime): Worker {
-  const { config, logger } = rt;
+export function createWebhookWorker(rt: WorkerRuntime): Worker {
+  const { options, logger } = rt;
+  const { webhooks } = options;
   const deliver = createWebhookDelivery({
     hooks: rt.webhookStore,
     metrics: rt.metrics,
     logger,
-    timeoutMs: config.REIN_WEBHOOK_TIMEOUT_MS,
-    allowPrivate: config.REIN_WEBHOOK_ALLOW_PRIVATE,
+    timeoutMs: webhooks.timeoutMs,
+    allowPrivate: webhooks.allowPrivate,
   });
   const worker = new Worker(
     WEBHOOK_QUEUE,
@@ -30,10 +31,10 @@ export function createWebhookWorker(rt: Runtime): Worker {
       return deliver(deliveryJobSchema.parse(job.data), attempt, attempt >= (job.opts.attempts ?? 1));
     },
     {
-      connection: bullConnection(config, 'worker', logger),
+      connection: bullConnection(options.redis, 'worker', logger),
       prefix: WEBHOOK_QUEUE_PREFIX,
-      concurrency: config.WORKER_CONCURRENCY,
-      settings: { backoffStrategy: (attemptsMade: number) => webhookRetryDelayMs(attemptsMade, config.REIN_WEBHOOK_RETRY_BASE_MS) },
+      concurrency: options.queue.workerConcurrency,
+      settings: { backoffStrategy: (attemptsMade: number) => webhookRetryDelayMs(attemptsMade, webhooks.retryBaseMs) },
     },
   );
   worker.on('error', (err) => logger.warn({ err: err.message }, 'webhook worker error'));

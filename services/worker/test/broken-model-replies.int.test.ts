@@ -5,7 +5,7 @@ import {
   type ModelGateway,
   type ModelReply,
   type ModelRequest,
-  type Runtime,
+  type WorkerRuntime,
 } from '@rein/core/internal';
 import { createScriptedModelServer } from '@rein/scripted-model';
 import type { FastifyInstance } from 'fastify';
@@ -93,7 +93,7 @@ describe('a reply is complete only when the wire says so', () => {
 
 const start = workerPerTest();
 const BREAKER_ENV = { REIN_BREAKER_VOLUME: '2', REIN_MODEL: 'rein-scripted', REIN_STEP_ATTEMPTS: '3' };
-const resilientModel = (rt: Runtime) =>
+const resilientModel = (rt: WorkerRuntime) =>
   createResilientModelGateway(['rein-scripted'], createOpenAICompletion({ baseURL, apiKey: 'test' }), {
     breakers: rt.breakers,
     fleetLimit: rt.fleetLimit,

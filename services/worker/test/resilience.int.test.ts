@@ -2,9 +2,9 @@ import {
   createOpenAICompletion,
   createResilientModelGateway,
   type ModelRequest,
-  type Runtime,
   reap,
   tenantKeys,
+  type WorkerRuntime,
 } from '@rein/core/internal';
 import { createScriptedModelServer } from '@rein/scripted-model';
 import type { FastifyInstance } from 'fastify';
@@ -30,7 +30,7 @@ const faults = async (fault: Record<string, unknown>) => {
 beforeEach(() => faults({ mode: 'none' }));
 
 const start = workerPerTest();
-const resilientModel = (models: string[]) => (rt: Runtime) =>
+const resilientModel = (models: string[]) => (rt: WorkerRuntime) =>
   createResilientModelGateway(models, createOpenAICompletion({ baseURL, apiKey: 'test' }), {
     breakers: rt.breakers,
     fleetLimit: rt.fleetLimit,
@@ -95,7 +95,7 @@ describe('a flaky model provider costs time, never runs', () => {
 });
 
 /** One pass of the reaper over the worker's runtime, counting every run as stale. */
-const reapNow = (rt: Runtime) =>
+const reapNow = (rt: WorkerRuntime) =>
   reap({
     store: rt.store,
     queueOf: () => rt.scheduler.queues[0]!, // the only shard here

@@ -39,3 +39,23 @@ describe('a step that fails for good ends its run with a reason taken from the e
     expect(run).toMatchObject({ status: 'failed', reason: 'internal_error' });
   });
 });
+
+describe('a job the table cannot take', () => {
+  it('fails at once, not retried, naming what is wrong: an unknown name or a malformed payload', async () => {
+    const f = await start({ model: failing(() => new Error('no model call expected')) });
+    const queue = f.rt.scheduler.queues[0];
+    if (!queue) throw new Error('no step queue');
+    await queue.add('mystery', {}, { jobId: 'unknown', attempts: 2 });
+    await queue.add('step', { runId: 'r1', step: 'one' }, { jobId: 'malformed', attempts: 2 });
+    for (const [id, reason] of [
+      ['unknown', /^invalid_job: unknown job name "mystery"$/],
+      ['malformed', /^invalid_job: malformed "step" job: .*step/s],
+    ] as const) {
+      const until = Date.now() + 10_000;
+      while (Date.now() < until && !(await queue.getJob(id))?.failedReason) await new Promise((r) => setTimeout(r, 50));
+      const job = await queue.getJob(id);
+      expect(job?.failedReason, id).toMatch(reason);
+      expect(job?.attemptsMade, id).toBe(1);
+    }
+  });
+});

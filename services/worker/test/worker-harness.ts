@@ -1,5 +1,5 @@
 import { type AgentProfile, defineApp, type Principal, type RedisClient, type Tool } from '@rein/core';
-import { loadConfig, type ModelGateway, type Runtime } from '@rein/core/internal';
+import { loadConfig, type ModelGateway, type WorkerRuntime } from '@rein/core/internal';
 import type { RunRecord } from '@rein/core/schemas';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
@@ -11,7 +11,7 @@ export const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['use
 
 export interface WorkerFleetOptions {
   /** A model, or a factory given the runtime (to build the resilient gateway over its breakers). */
-  model: ModelGateway | ((rt: Runtime) => ModelGateway);
+  model: ModelGateway | ((rt: WorkerRuntime) => ModelGateway);
   env?: Record<string, string>;
   tools?: Tool[];
   agents?: AgentProfile[];
@@ -25,7 +25,7 @@ export interface WorkerFleetOptions {
  */
 export function workerPerTest() {
   let redis: TestRedis;
-  let current: { rt: Runtime; worker: StepWorkers; close(): Promise<void> } | undefined;
+  let current: { rt: WorkerRuntime; worker: StepWorkers; close(): Promise<void> } | undefined;
   beforeAll(async () => {
     redis = await startTestRedis();
   });

@@ -44,10 +44,10 @@ export async function loadApp(spec: string, cwd: string = process.cwd()): Promis
   return mod.default;
 }
 
-/** For process entry points: the app of REIN_APP, or print why not and exit 1. */
-export async function loadAppOrExit(config: { REIN_APP: string }, cwd?: string): Promise<App> {
+/** For process entry points: the app of `options.app` (REIN_APP), or print why not and exit 1. */
+export async function loadAppOrExit(options: { app: string }, cwd?: string): Promise<App> {
   try {
-    return await loadApp(config.REIN_APP, cwd);
+    return await loadApp(options.app, cwd);
   } catch (err) {
     process.stderr.write(`rein: ${(err as Error).message}\n`);
     process.exit(1);

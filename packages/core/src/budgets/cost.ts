@@ -1,6 +1,6 @@
-import type { Config } from '../config.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { ReinOptions } from '../options.js';
 import type { Price } from './price.js';
 
 /** The part of an agent profile the price check reads (declared here so budgets need not import agents). */
@@ -17,22 +17,22 @@ export function costOf(prices: Record<string, Price>, model: string, usage: { pr
 
 /** The models the fleet may call (REIN_MODEL, its fallbacks, every agent's own) that the price table lacks. */
 export function unpricedModels(
-  config: Pick<Config, 'REIN_MODEL' | 'REIN_FALLBACK_MODELS' | 'REIN_MODEL_PRICES'>,
+  model: Pick<ReinOptions['model'], 'name' | 'fallbacks' | 'prices'>,
   agents: readonly PricedAgent[],
 ): string[] {
-  const models = new Set([config.REIN_MODEL, ...config.REIN_FALLBACK_MODELS]);
+  const models = new Set([model.name, ...model.fallbacks]);
   for (const a of agents) for (const m of a.models ?? []) models.add(m);
-  return [...models].filter((m) => !Object.hasOwn(config.REIN_MODEL_PRICES, m));
+  return [...models].filter((m) => !Object.hasOwn(model.prices, m));
 }
 
 /**
  * At start: a model without a price costs 0, so cost budgets and quotas never stop it.
  * Warns naming the models, or (REIN_REQUIRE_PRICES=true) refuses to start.
  */
-export function checkPrices(config: Config, agents: readonly PricedAgent[], logger: Logger): void {
-  const missing = unpricedModels(config, agents);
+export function checkPrices(model: ReinOptions['model'], agents: readonly PricedAgent[], logger: Logger): void {
+  const missing = unpricedModels(model, agents);
   if (missing.length === 0) return;
   const line = `REIN_MODEL_PRICES has no price for ${missing.join(', ')}: their calls cost 0, so cost budgets and quotas never stop them`;
-  if (config.REIN_REQUIRE_PRICES) throw new ConfigError(`${line} (REIN_REQUIRE_PRICES=true): add their prices`);
+  if (model.requirePrices) throw new ConfigError(`${line} (REIN_REQUIRE_PRICES=true): add their prices`);
   logger.warn({ models: missing }, line);
 }

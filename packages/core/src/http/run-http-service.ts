@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../app/define-app.js';
-import { type Config, loadConfigOrExit } from '../config.js';
+import type { Config } from '../config.js';
 import { ConfigError, McpServerStartError } from '../errors.js';
-import { compileOptions, configFromOptions, type PartialReinOptions } from '../options.js';
+import { compileOptions, loadOptionsOrExit, optionsFromConfig, type PartialReinOptions, type ReinOptions } from '../options.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime.js';
 
 /** How `startApi` / `startWorker` / `startApprover` run: config (default: the environment) and signal handling. */
@@ -15,10 +15,10 @@ export interface ServiceOptions {
   handleSignals?: boolean;
 }
 
-/** The settings a service runs with: typed options compiled once, else `config`, else the environment. */
-export function serviceConfig(options: Pick<ServiceOptions, 'options' | 'config'>): Config {
-  if (options.options) return configFromOptions(compileOptions(options.options));
-  return options.config ?? loadConfigOrExit();
+/** The options a service runs with, compiled once: `options`, else the deprecated `config`, else the environment. */
+export function serviceOptions(options: Pick<ServiceOptions, 'options' | 'config'>): ReinOptions {
+  if (options.options) return compileOptions(options.options);
+  return options.config ? optionsFromConfig(options.config) : loadOptionsOrExit();
 }
 
 /** A started service: its runtime, and a graceful close. */
@@ -57,12 +57,12 @@ export async function runHttpService(
   service: string,
   app: App,
   options: ServiceOptions,
-  port: (c: Config) => number,
+  port: (http: ReinOptions['http']) => number,
   build: (rt: Runtime) => FastifyInstance,
   runtime: RuntimeOptions = {},
 ): Promise<RunningService & { http: FastifyInstance }> {
-  const config = serviceConfig(options);
-  const rt = await createRuntime(config, service, 'producer', app, runtime).catch(exitOnStartError);
+  const compiled = serviceOptions(options);
+  const rt = await createRuntime(compiled, service, 'producer', app, runtime).catch(exitOnStartError);
   let http: FastifyInstance;
   try {
     http = build(rt);
@@ -70,7 +70,7 @@ export async function runHttpService(
     process.stderr.write(`rein: ${(err as Error).message}\n`);
     process.exit(1);
   }
-  await http.listen({ port: port(config), host: config.REIN_BIND_HOST });
+  await http.listen({ port: port(compiled.http), host: compiled.http.bindHost });
   const running = {
     runtime: rt,
     http,

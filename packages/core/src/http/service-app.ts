@@ -8,17 +8,18 @@ import { createHttpApp } from './http-app.js';
  * `routes` registers the service's authenticated `/v1` routes.
  */
 export function createServiceApp(rt: Runtime, routes: (v1: FastifyInstance) => void | Promise<void>): FastifyInstance {
+  const { http } = rt.options;
   return createHttpApp({
     logger: rt.logger,
-    apiKeys: requireApiKeys(rt.config),
+    apiKeys: requireApiKeys(http),
     registry: rt.metrics.registry,
     redis: rt.redis,
-    bodyLimit: rt.config.REIN_MAX_BODY_BYTES,
-    ...(rt.config.REIN_METRICS_TOKEN ? { metricsToken: rt.config.REIN_METRICS_TOKEN } : {}),
+    bodyLimit: http.maxBodyBytes,
+    ...(http.metricsToken ? { metricsToken: http.metricsToken } : {}),
     timeouts: {
-      requestMs: rt.config.REIN_HTTP_REQUEST_TIMEOUT_MS,
-      idleMs: rt.config.REIN_HTTP_IDLE_TIMEOUT_MS,
-      keepAliveMs: rt.config.REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      requestMs: http.requestTimeoutMs,
+      idleMs: http.idleTimeoutMs,
+      keepAliveMs: http.keepAliveTimeoutMs,
     },
     // The OpenAPI document is named after the service the runtime was created for.
     title: `Rein ${String(rt.logger.bindings().service ?? '')}`.trim(),

@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
-import type { Config } from '../config.js';
 import { TooManyStreamsError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { ReinOptions } from '../options.js';
 import type { RedisClient } from '../redis.js';
 import type { Principal } from '../schemas/identity.js';
 import { StreamHub } from '../store/stream-hub.js';
@@ -36,9 +36,9 @@ export interface StreamCaps {
   perUser: number;
 }
 
-export const streamCaps = (config: Pick<Config, 'REIN_MAX_STREAMS_PER_TENANT' | 'REIN_MAX_STREAMS_PER_USER'>): StreamCaps => ({
-  perTenant: config.REIN_MAX_STREAMS_PER_TENANT,
-  perUser: config.REIN_MAX_STREAMS_PER_USER,
+export const streamCaps = (http: Pick<ReinOptions['http'], 'maxStreamsPerTenant' | 'maxStreamsPerUser'>): StreamCaps => ({
+  perTenant: http.maxStreamsPerTenant,
+  perUser: http.maxStreamsPerUser,
 });
 
 /**

@@ -59,6 +59,8 @@ export const jobCatalog = {
 export const DEADLINE_SWEEP = { scheduler: 'deadline-sweep', name: 'sweep' } as const;
 /** The repeating job that finds runs no job will ever advance, and repairs them. */
 export const REAPER = { scheduler: 'reaper', name: 'reap' } as const;
+/** The payload of a housekeeping pass (sweep, reap): nothing, whatever the scheduler stored. */
+export const housekeepingJobSchema = z.unknown().transform(() => null);
 export type JobName = keyof typeof jobCatalog;
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]['schema']>;
 
@@ -79,25 +81,6 @@ export function stepJobOptions(attempts: number): JobsOptions {
     removeOnComplete: true,
     removeOnFail: { age: 7 * 24 * 3600 },
   };
-}
-
-/** Parses a dequeued payload; a malformed one is a bug upstream, not something to retry. */
-export function parseJob(
-  name: string,
-  data: unknown,
-):
-  | { name: 'step' | 'resume' | 'repair'; payload: StepJob }
-  | { name: 'expire' | 'escalate'; payload: ExpireJob }
-  | { name: 'compensate'; payload: CompensateJob }
-  | { name: typeof DEADLINE_SWEEP.name; payload: null }
-  | { name: typeof REAPER.name; payload: null } {
-  if (name === DEADLINE_SWEEP.name) return { name, payload: null };
-  if (name === REAPER.name) return { name, payload: null };
-  if (name === 'repair') return { name, payload: repairJobSchema.parse(data) };
-  if (name === 'expire' || name === 'escalate') return { name, payload: expireJobSchema.parse(data) };
-  if (name === 'compensate') return { name, payload: compensateJobSchema.parse(data) };
-  if (name === 'step' || name === 'resume') return { name, payload: stepJobSchema.parse(data) };
-  throw new Error(`unknown job name "${name}"`);
 }
 
 /**

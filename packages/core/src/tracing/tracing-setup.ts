@@ -12,9 +12,9 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import type { Config } from '../config.js';
 import type { PiiMasker } from '../guards/pii-masker.js';
 import type { Logger } from '../logger.js';
+import type { ReinOptions } from '../options.js';
 import type { CaptureContent } from './genai.js';
 
 /** What a process's tracing is: whether spans are exported, whether contents go with them, and how to flush on exit. */
@@ -24,11 +24,13 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
+type TracingOptions = ReinOptions['tracing'];
+
 const OFF: Tracing = { enabled: false, shutdown: async () => {} };
 
-function sampler(config: Config): Sampler {
-  const ratio = () => new TraceIdRatioBasedSampler(config.OTEL_TRACES_SAMPLER_ARG);
-  switch (config.OTEL_TRACES_SAMPLER) {
+function sampler(tracing: TracingOptions): Sampler {
+  const ratio = () => new TraceIdRatioBasedSampler(tracing.samplerArg);
+  switch (tracing.sampler) {
     case 'always_on':
       return new AlwaysOnSampler();
     case 'always_off':
@@ -45,10 +47,10 @@ function sampler(config: Config): Sampler {
 }
 
 /** The OTLP/HTTP traces URL: the per-signal endpoint as is, or the base endpoint plus `/v1/traces`. */
-function tracesUrl(config: Config): string | undefined {
-  if (config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-  if (!config.OTEL_EXPORTER_OTLP_ENDPOINT) return undefined;
-  return `${config.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`;
+function tracesUrl(tracing: TracingOptions): string | undefined {
+  if (tracing.tracesEndpoint) return tracing.tracesEndpoint;
+  if (!tracing.endpoint) return undefined;
+  return `${tracing.endpoint.replace(/\/+$/, '')}/v1/traces`;
 }
 
 /** What an operator who opted into content capture gets: the payload as JSON, PII masked like a log line. */
@@ -63,36 +65,36 @@ export const maskedContent =
  * AsyncLocalStorage context so spans nest across awaits. Without an endpoint nothing is
  * registered: every span Rein starts is the API's no-op, and the cost is nil.
  */
-export function setupTracing(config: Config, service: string, masker: PiiMasker, logger: Logger): Tracing {
-  const url = tracesUrl(config);
-  if (!url || config.OTEL_SDK_DISABLED === 'true') return OFF;
-  const protocol = config.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? config.OTEL_EXPORTER_OTLP_PROTOCOL;
+export function setupTracing(tracing: TracingOptions, service: string, masker: PiiMasker, logger: Logger): Tracing {
+  const url = tracesUrl(tracing);
+  if (!url || tracing.sdkDisabled === 'true') return OFF;
+  const protocol = tracing.tracesProtocol ?? tracing.protocol;
   const exporter = protocol === 'http/json' ? new JsonExporter({ url }) : new ProtobufExporter({ url });
   const resource = defaultResource()
     .merge(detectResources({ detectors: [envDetector] }))
     .merge(
       resourceFromAttributes({
-        [ATTR_SERVICE_NAME]: config.OTEL_SERVICE_NAME ?? `rein-${service}`,
+        [ATTR_SERVICE_NAME]: tracing.serviceName ?? `rein-${service}`,
         [ATTR_SERVICE_INSTANCE_ID]: randomUUID(),
       }),
     );
   const provider = new NodeTracerProvider({
     resource,
-    sampler: sampler(config),
+    sampler: sampler(tracing),
     spanProcessors: [
       new BatchSpanProcessor(exporter, {
-        scheduledDelayMillis: config.OTEL_BSP_SCHEDULE_DELAY,
-        exportTimeoutMillis: config.OTEL_BSP_EXPORT_TIMEOUT,
-        maxQueueSize: config.OTEL_BSP_MAX_QUEUE_SIZE,
-        maxExportBatchSize: config.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
+        scheduledDelayMillis: tracing.scheduleDelayMs,
+        exportTimeoutMillis: tracing.exportTimeoutMs,
+        maxQueueSize: tracing.maxQueueSize,
+        maxExportBatchSize: tracing.maxExportBatchSize,
       }),
     ],
   });
   provider.register();
-  logger.info({ url, protocol, sampler: config.OTEL_TRACES_SAMPLER }, 'exporting traces over OTLP');
+  logger.info({ url, protocol, sampler: tracing.sampler }, 'exporting traces over OTLP');
   return {
     enabled: true,
-    ...(config.REIN_OTEL_CAPTURE_CONTENT === 'true' ? { capture: maskedContent(masker) } : {}),
+    ...(tracing.captureContent === 'true' ? { capture: maskedContent(masker) } : {}),
     shutdown: () => provider.shutdown().catch((err: Error) => logger.warn({ err: err.message }, 'could not flush traces')),
   };
 }

@@ -45,6 +45,7 @@ const PURE_POLICY = [
   'approvals/approval-id.ts',
   'approvals/quorum.ts',
   'approvals/escalation.ts',
+  'approvals/link-token.ts',
   'budgets/cost.ts',
   'budgets/price.ts',
   'budgets/token-estimator.ts',

@@ -73,3 +73,10 @@ export const approveBodySchema = z
   .strict();
 export type ApproveBody = z.infer<typeof approveBodySchema>;
 export const rejectBodySchema = z.object({ reason: z.string().min(1).max(2000) }).strict();
+
+/** `POST /v1/approvals/:id/links`: for the caller, or (a tenant admin) for `userId`. */
+export const createLinksBodySchema = z.object({ userId: z.string().min(1).max(128).optional() }).strict();
+export type CreateLinksBody = z.infer<typeof createLinksBodySchema>;
+/** Single-use links deciding as one user; `GET` shows a confirmation page, only `POST` decides. */
+export const approvalLinksSchema = z.object({ approveUrl: z.string(), rejectUrl: z.string(), expiresAt: z.string() });
+export type ApprovalLinks = z.infer<typeof approvalLinksSchema>;

@@ -31,6 +31,8 @@ export type ReinErrorCode =
   | 'compensation_exists'
   | 'approval_decided'
   | 'approval_already_approved'
+  | 'link_used'
+  | 'link_expired'
   | 'too_many_webhooks'
   | 'approval_expired'
   | 'payload_too_large'

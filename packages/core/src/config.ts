@@ -185,6 +185,11 @@ export const configSchema = z.object({
    * The app-wide escalation of approvals by the role they need, for policies that name none,
    * and the next link of every escalation chain: `{"approver": {"afterMs": 600000, "toRole": "supervisor"}}`.
    */
+  /**
+   * Signs one-click approval links (HMAC-SHA256), at least 32 characters; every approver
+   * process must share it. Unset: derived from REIN_API_KEYS (changing the keys voids every link).
+   */
+  REIN_LINK_SECRET: z.string().min(32).optional(),
   REIN_APPROVAL_ESCALATION: jsonOf(z.partialRecord(roleSchema, escalationSchema), '{"<role>": {"afterMs", "toRole"}}').default({}),
   REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
   REIN_MAX_BODY_BYTES: z.coerce

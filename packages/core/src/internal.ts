@@ -11,6 +11,7 @@ export { loadApp, loadAppOrExit } from './app/load-app.js';
 export { createRegistry, type Registry } from './app/registry.js';
 export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
 export { approvalId, runOfApproval } from './approvals/approval-id.js';
+export { type ApprovalLinks, createApprovalLinks, type LinkPreview } from './approvals/approval-links.js';
 export {
   type ApprovalService,
   createApprovalService,
@@ -20,6 +21,7 @@ export {
 export { createDecisionLog } from './approvals/decision-log.js';
 export { type DecisionRights, decisionRights, holdsRole, mayDecide, mayReadRun, ROLE_RANK } from './approvals/decision-rights.js';
 export { feedVisibleTo, type RunOwners } from './approvals/feed-visibility.js';
+export { linkSecret } from './approvals/link-token.js';
 export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
@@ -151,6 +153,7 @@ export { AuditLog, auditHash, type ChainCheck, GENESIS_HASH, truncation, verifyA
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
+export { LinkUses } from './store/link-uses.js';
 export { type RunFilter, RunStore } from './store/run-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';

@@ -93,3 +93,6 @@ export const FAULTS_KEY = 'rein:faults';
  * and hash-tagged by tenant, so one tenant's keys share a slot and never another's.
  */
 export const appStateKey = (app: string, tenantId: string, name: string) => `rein:app:${app}:{${tenantId}}:${name}`;
+
+/** A spent one-click approval link (its nonce), kept until the link would have expired. */
+export const linkUseKey = (nonce: string) => `rein:link:{${nonce}}`;

@@ -110,6 +110,8 @@ export interface ReinOptions {
     ttlMs: Config['APPROVAL_TTL_MS'];
     /** REIN_APPROVAL_ESCALATION: escalation by required role, for policies that name none. @default {} */
     escalation: Config['REIN_APPROVAL_ESCALATION'];
+    /** REIN_LINK_SECRET: signs one-click links. @default derived from REIN_API_KEYS */
+    linkSecret: Config['REIN_LINK_SECRET'];
   };
   retention: {
     /** REIN_TRACE_TTL_DAYS. @default 30 */
@@ -218,6 +220,7 @@ export const envOptionPaths = {
   WORKER_METRICS_PORT: 'http.workerMetricsPort',
   APPROVAL_TTL_MS: 'approvals.ttlMs',
   REIN_APPROVAL_ESCALATION: 'approvals.escalation',
+  REIN_LINK_SECRET: 'approvals.linkSecret',
   REIN_APP: 'app',
   REIN_MODEL: 'model.name',
   REIN_FALLBACK_MODELS: 'model.fallbacks',

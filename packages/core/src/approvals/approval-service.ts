@@ -21,7 +21,10 @@ import { decisionRefusal, mayDecide, overseesTenant } from './decision-rights.js
 import { type EscalationDefaults, escalated } from './escalation.js';
 import { type Tally, tallyApproval } from './quorum.js';
 
-export type Decision = { kind: 'approve'; comment?: string; arguments?: Record<string, unknown> } | { kind: 'reject'; reason: string };
+/** `argsHash`: decide only if the approval still binds these arguments (a link minted for them). */
+export type Decision = ({ kind: 'approve'; comment?: string; arguments?: Record<string, unknown> } | { kind: 'reject'; reason: string }) & {
+  argsHash?: string;
+};
 
 export interface ApprovalServiceDeps {
   store: RunStore;
@@ -141,6 +144,8 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         const { run, approval, approvals } = await find(principal, id);
         if (approval.status === 'expired') throw new GoneError('approval_expired', `approval ${id} expired at ${approval.expiresAt}`);
         if (approval.status !== 'pending') throw new ConflictError('approval_decided', `approval ${id} is already ${approval.status}`);
+        if (decision.argsHash !== undefined && decision.argsHash !== approval.argsHash)
+          throw new ConflictError('approval_decided', `the arguments of approval ${id} were edited since`);
         const at = now();
         if (at >= Date.parse(approval.expiresAt)) {
           await transition(run, approvals, [{ ...approval, status: 'expired', decidedAt: new Date(at).toISOString() }]).catch((err) => {

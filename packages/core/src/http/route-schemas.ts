@@ -6,7 +6,7 @@ import {
   listRunsQuerySchema,
   submitRunBodySchema,
 } from '../schemas/api.js';
-import { approveBodySchema, rejectBodySchema } from '../schemas/approval.js';
+import { approvalLinksSchema, approveBodySchema, createLinksBodySchema, rejectBodySchema } from '../schemas/approval.js';
 import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
 import { auditPageSchema, auditQuerySchema } from '../schemas/index.js';
 import {
@@ -202,5 +202,15 @@ export const approverRoutes = {
     ...decided,
     body: approveBodySchema,
   }),
+  createLinks: route(
+    'approvals',
+    'createApprovalLinks',
+    'Single-use approve and reject links for one user (self, or a named user by an admin)',
+    {
+      params: idParamsSchema,
+      body: createLinksBodySchema,
+      response: { 200: approvalLinksSchema, ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'approval_decided' }) },
+    },
+  ),
   reject: route('approvals', 'reject', 'Reject with a reason (the model hears it)', { ...decided, body: rejectBodySchema }),
 };

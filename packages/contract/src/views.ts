@@ -114,3 +114,16 @@ export const meSchema = principalSchema;
 export const errorEnvelopeSchema = z.object({
   error: z.object({ code: z.string(), message: z.string() }),
 });
+
+/** One result per id of `POST /v1/approvals/decide`, in the order asked. */
+export const batchDecisionSchema = z.object({
+  results: z.array(
+    z.object({
+      id: z.string(),
+      ok: z.boolean(),
+      approval: approvalViewSchema.optional(),
+      error: z.object({ code: z.string(), message: z.string() }).optional(),
+    }),
+  ),
+});
+export type BatchDecision = z.infer<typeof batchDecisionSchema>;

@@ -15,7 +15,13 @@ import {
   streamCaps,
   tenantKeys,
 } from '@rein/core/internal';
-import { approveBodySchema, createLinksBodySchema, listApprovalsQuerySchema, rejectBodySchema } from '@rein/core/schemas';
+import {
+  approveBodySchema,
+  batchDecideBodySchema,
+  createLinksBodySchema,
+  listApprovalsQuerySchema,
+  rejectBodySchema,
+} from '@rein/core/schemas';
 import type { FastifyInstance } from 'fastify';
 import { mountConsole } from './console.js';
 import { mountLinkPages } from './link-pages.js';
@@ -60,6 +66,11 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
         visibleTo(req.principal)(effects, (effect) => effect.runId),
       ),
     }));
+    // Before /:id routes of the same shape: "decide" is no approval id.
+    v1.post('/v1/approvals/decide', { schema: schemas.decideMany }, async (req) => {
+      const body = parseInput(batchDecideBodySchema, req.body, 'body');
+      return approvals.decideMany(req.principal, body.ids, body.verdict, body.comment);
+    });
     v1.get('/v1/approvals/:id', { schema: schemas.getApproval }, async (req) => approvals.get(req.principal, id(req.params)));
     // The run as the approver sees it when deciding: the trace so far, same tenant only.
     v1.get('/v1/approvals/:id/trace', { schema: schemas.approvalTrace }, async (req) => {

@@ -149,3 +149,54 @@ describe('one-click links', () => {
     expect((await submitForm(forDave.approveUrl)).status).toBe(409);
   });
 });
+
+describe('triage at scale', () => {
+  it('filters the list, and decides a batch id by id with each one’s own rights', async () => {
+    const high = await parkedRefund(120);
+    const critical = await parkedRefund(900);
+    const list = async (q: string) =>
+      (
+        (await (await call(BOB.key, 'GET', `/v1/approvals?status=pending&${q}`)).json()) as { approvals: Array<{ id: string }> }
+      ).approvals.map((a) => a.id);
+    expect(await list('risk=critical')).toContain(critical.approvalId);
+    expect(await list('risk=critical')).not.toContain(high.approvalId);
+    expect(await list('tool=submit_refund&requestedBy=alice')).toEqual(expect.arrayContaining([high.approvalId, critical.approvalId]));
+    expect(await list('requestedBy=bob')).toEqual([]);
+    expect(await list('agent=no-such-agent')).toEqual([]);
+    expect(await list(`agent=${(await high.t.store.require(high.id)).agent}`)).toContain(high.approvalId);
+    expect(await list('createdBefore=2000-01-01T00:00:00Z')).toEqual([]);
+
+    const globexLike = `${high.id.slice(0, -1)}0.0.0`;
+    const res = await call(BOB.key, 'POST', '/v1/approvals/decide', {
+      ids: [high.approvalId, critical.approvalId, globexLike],
+      verdict: 'approve',
+      comment: 'batch',
+    });
+    expect(res.status).toBe(200);
+    const { results } = (await res.json()) as {
+      results: Array<{ id: string; ok: boolean; approval?: { status: string }; error?: { code: string } }>;
+    };
+    expect(results.map((r) => [r.id, r.ok, r.approval?.status ?? r.error?.code])).toEqual([
+      [high.approvalId, true, 'approved'],
+      [critical.approvalId, false, 'forbidden'],
+      [globexLike, false, 'not_found'],
+    ]);
+    // Another tenant's admin deciding our ids: not found, each.
+    const foreign = (await (
+      await call(GUS.key, 'POST', '/v1/approvals/decide', { ids: [critical.approvalId], verdict: 'reject', comment: 'x' })
+    ).json()) as {
+      results: Array<{ error?: { code: string } }>;
+    };
+    expect(foreign.results[0]?.error?.code).toBe('not_found');
+    // Malformed and oversized bodies are refused at the boundary.
+    for (const body of [
+      { ids: [], verdict: 'approve' },
+      { ids: Array.from({ length: 101 }, (_, i) => `x${i}`), verdict: 'approve' },
+      { ids: ['a', 'a'], verdict: 'approve' },
+      { ids: ['a'], verdict: 'reject' },
+      { ids: ['a'], verdict: 'maybe' },
+      { ids: ['a'], verdict: 'approve', extra: 1 },
+    ])
+      expect((await call(BOB.key, 'POST', '/v1/approvals/decide', body)).status).toBe(400);
+  });
+});

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { FollowUps, TransitionApplier } from '../engine/apply-transition.js';
 import { editPlan, planHash } from '../engine/plan.js';
 import { decideApprovals, retryOnStale } from '../engine/run-transitions.js';
-import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
+import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, ReinError, StaleStepError } from '../errors.js';
 import { approvalView } from '../runs/run-service.js';
 import type { ListApprovalsQuery } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
@@ -115,7 +115,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     return { ...approval, ...requirement, approvedArguments: parsed.data, editedBy: principal.userId, argsHash };
   }
 
-  return {
+  const service = {
     /**
      * The tenant's approvals, newest first, from the per-status index. Someone who does
      * not oversee the tenant sees only the ones their own runs asked for; their page may
@@ -126,10 +126,16 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         limit: q.limit,
         cursor: q.cursor ? decodeCursor(q.cursor) : undefined,
       });
-      const approvals = (await deps.store.approvalsById(ids)).filter(
+      const found = (await deps.store.approvalsById(ids)).filter(
         (a): a is Approval =>
-          a !== null && (!q.status || a.status === q.status) && (overseesTenant(principal) || a.requestedBy === principal.userId),
+          a !== null &&
+          (!q.status || a.status === q.status) &&
+          (overseesTenant(principal) || a.requestedBy === principal.userId) &&
+          matchesTriage(a, q),
       );
+      // The agent is the run's: read only when asked for.
+      const agents = q.agent ? await deps.store.getMany([...new Set(found.map((a) => a.runId))]) : [];
+      const approvals = q.agent ? found.filter((a) => agents.find((r) => r?.id === a.runId)?.agent === q.agent) : found;
       return { approvals: approvals.map(approvalView), ...(next ? { nextCursor: encodeCursor(next) } : {}) };
     },
 
@@ -180,6 +186,22 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
       });
     },
 
+    /** `POST /v1/approvals/decide`: each id decided on its own, with its own rights; one result per id, in order. */
+    async decideMany(principal: Principal, ids: readonly string[], verdict: 'approve' | 'reject', comment?: string) {
+      const decision: Decision =
+        verdict === 'approve' ? { kind: 'approve', ...(comment ? { comment } : {}) } : { kind: 'reject', reason: comment ?? '' };
+      const results = [];
+      for (const id of ids) {
+        try {
+          results.push({ id, ok: true, approval: await service.decide(principal, id, decision) });
+        } catch (err) {
+          if (!(err instanceof ReinError) || err.status >= 500) throw err;
+          results.push({ id, ok: false, error: { code: err.code, message: err.message } });
+        }
+      }
+      return { results };
+    },
+
     /**
      * Turns the step's overdue approvals EXPIRED, whether or not anyone is looking;
      * the model is told on resume and the run goes on.
@@ -218,6 +240,14 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
       });
     },
   };
+  return service;
 }
 
 export type ApprovalService = ReturnType<typeof createApprovalService>;
+
+/** The triage filters of `GET /v1/approvals` an approval itself can answer (the agent is its run's). */
+const matchesTriage = (a: Approval, q: ListApprovalsQuery) =>
+  (!q.risk || a.risk === q.risk) &&
+  (!q.tool || a.toolName === q.tool) &&
+  (!q.requestedBy || a.requestedBy === q.requestedBy) &&
+  (!q.createdBefore || Date.parse(a.createdAt) < Date.parse(q.createdBefore));

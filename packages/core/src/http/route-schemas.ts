@@ -1,6 +1,7 @@
 import { type ZodType, z } from 'zod';
 import {
   addressableIdSchema,
+  batchDecideBodySchema,
   idempotencyKeySchema,
   listApprovalsQuerySchema,
   listRunsQuerySchema,
@@ -12,6 +13,7 @@ import { auditPageSchema, auditQuerySchema } from '../schemas/index.js';
 import {
   approvalListSchema,
   approvalViewSchema,
+  batchDecisionSchema,
   compensationViewSchema,
   errorEnvelopeSchema,
   meSchema,
@@ -202,6 +204,15 @@ export const approverRoutes = {
     ...decided,
     body: approveBodySchema,
   }),
+  decideMany: route(
+    'approvals',
+    'decideApprovals',
+    'Approve or reject several approvals at once, each checked on its own (a result per id)',
+    {
+      body: batchDecideBodySchema,
+      response: { 200: batchDecisionSchema, ...errors() },
+    },
+  ),
   createLinks: route(
     'approvals',
     'createApprovalLinks',

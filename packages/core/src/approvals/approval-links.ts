@@ -31,10 +31,10 @@ export interface LinkPreview {
 export function createApprovalLinks(deps: ApprovalLinksDeps) {
   const now = deps.now ?? Date.now;
 
-  /** The user as their key says, now: a user without a key (removed) decides nothing. */
+  /** The user as their keys say, now (a person with several keys holds all their roles); without a key, nobody. */
   function principalOf(tenantId: string, userId: string): Principal | undefined {
-    const key = deps.keys.find((k) => k.tenantId === tenantId && k.userId === userId);
-    return key ? { tenantId, userId, roles: key.roles } : undefined;
+    const roles = [...new Set(deps.keys.filter((k) => k.tenantId === tenantId && k.userId === userId).flatMap((k) => k.roles))];
+    return roles.length ? { tenantId, userId, roles } : undefined;
   }
 
   /** A link's payload and approval, checked: signed by us, not expired, not spent, same arguments, still pending. */

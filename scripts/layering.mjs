@@ -74,11 +74,8 @@ const ALLOWED = [
   ['config.ts', 'engine/'],
   ['config.ts', 'model/'],
   ['tools/', 'engine/'],
-  ['agents/', 'engine/'],
-  ['app/define-app.ts', 'engine/'],
   ['app/', 'store/'],
   ['app/', 'redis.ts'],
-  ['app/', 'mcp/'],
   ['app/', 'resilience/'],
   ['budgets/tenant-quotas.ts', 'store/'],
   ['budgets/tenant-quotas.ts', 'redis.ts'],
@@ -96,6 +93,11 @@ const PACKAGES = [
     dir: 'packages/contract/src',
     allowed: ['zod', 'standardwebhooks'],
     message: 'the contract imports only zod, standardwebhooks and itself: nothing of Rein, no Node builtins, no server packages',
+  },
+  {
+    dir: 'packages/define/src',
+    allowed: ['zod', '@rein/contract'],
+    message: 'the definition API imports only zod, @rein/contract and itself: an app installs it without the server',
   },
   {
     dir: 'packages/client/src',

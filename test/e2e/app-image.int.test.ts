@@ -76,7 +76,18 @@ afterAll(async () => {
 describe("Rein's image file tree, with a user's app on top", () => {
   it('holds the installed packages and the licence, not the repository', () => {
     expect(readdirSync(image).sort()).toEqual(['LICENSE', 'app', 'node_modules', 'package.json']);
-    for (const name of ['api', 'approver', 'cli', 'client', 'contract', 'core', 'example-order-assistant', 'scripted-model', 'worker']) {
+    for (const name of [
+      'api',
+      'approver',
+      'cli',
+      'client',
+      'contract',
+      'core',
+      'define',
+      'example-order-assistant',
+      'scripted-model',
+      'worker',
+    ]) {
       const dir = join(image, 'node_modules', '@rein', name);
       expect(lstatSync(dir).isSymbolicLink(), name).toBe(false); // installed from its tarball, not linked to the checkout
       expect(existsSync(join(dir, 'src')), name).toBe(false);

@@ -125,6 +125,7 @@ describe('a packed install outside the repository', () => {
       'rein-client-0.1.0.tgz',
       'rein-contract-0.1.0.tgz',
       'rein-core-0.1.0.tgz',
+      'rein-define-0.1.0.tgz',
       'rein-example-order-assistant-0.1.0.tgz',
       'rein-scripted-model-0.1.0.tgz',
       'rein-worker-0.1.0.tgz',
@@ -172,6 +173,45 @@ describe('a packed install outside the repository', () => {
       { cwd: app },
     );
     expect(loaded.trim()).toBe('function function');
+  }, 300_000);
+
+  it('installs an app that imports only @rein/define from its tarballs without any server package (and it defines the app)', async () => {
+    const app = join(work, 'definitions-only');
+    const tarballs = join(project, 'tarballs');
+    const npm = (args: string[]) =>
+      run('npm', args, { cwd: app, env: { ...process.env, npm_config_prefer_offline: 'true' }, timeout: 300_000 });
+    mkdirSync(app);
+    await npm(['init', '-y']);
+    await npm(['pkg', 'set', 'type=module']);
+    await npm([
+      'install',
+      '--no-audit',
+      '--no-fund',
+      join(tarballs, 'rein-define-0.1.0.tgz'),
+      join(tarballs, 'rein-contract-0.1.0.tgz'),
+      'zod@4',
+    ]);
+    const { stdout } = await npm(['ls', '--omit=dev', '--all', '--parseable']);
+    const installed = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.slice(app.length + 1));
+    expect(installed).toEqual(expect.arrayContaining(['node_modules/@rein/define', 'node_modules/@rein/contract', 'node_modules/zod']));
+    expect(
+      installed.filter((p) =>
+        /node_modules\/(fastify|@fastify|bullmq|ioredis|@opentelemetry|@modelcontextprotocol|pino|openai|@rein\/core)(\/|$)/.test(p),
+      ),
+    ).toEqual([]);
+    writeFileSync(join(app, 'app.mjs'), APP.replace("from '@rein/core'", "from '@rein/define'"));
+    const { stdout: loaded } = await run(
+      process.execPath,
+      [
+        '-e',
+        "import('./app.mjs').then(({ default: app }) => console.log(app.kind, app.defaultAgent, app.tools.map((t) => t.name).join()))",
+      ],
+      { cwd: app },
+    );
+    expect(loaded.trim()).toBe('rein-app inviter lookup_contact,send_invite');
   }, 300_000);
 
   it("runs the user's own agent on the stock services, through an approval", async () => {

@@ -42,7 +42,7 @@ function changed(change: (biome: Biome) => void): string {
 const patternOf = (biome: Biome, includes: string) =>
   biome.overrides.find((o) => o.includes[0] === includes)?.linter?.rules.style.noRestrictedImports.options.patterns[0];
 
-describe('biome.json and scripts/layering.mjs', () => {
+describe('biome.json and scripts/layering.mjs', { timeout: 60_000 }, () => {
   it('are in sync (else run `npm run layering`)', () => {
     expect(inSync()).toBe(true);
   });

@@ -32,7 +32,8 @@ function lint(files: Record<string, string>): { rules: string[]; ok: boolean } {
   }
 }
 
-describe('the layering rule is checked by lint', () => {
+// Each case runs biome on a copy of the repository: seconds each on a busy machine.
+describe('the layering rule is checked by lint', { timeout: 60_000 }, () => {
   it('fails on an import cycle, type-only imports included', () => {
     const { ok, rules } = lint({
       'packages/core/src/store/a.ts': "import type { B } from './b.js';\nexport type A = { b?: B };\n",
@@ -64,6 +65,13 @@ describe('the layering rule is checked by lint', () => {
         'packages/contract/src/run.ts': "import { z } from 'zod';\nimport { role } from './identity.js';\nexport const run = [z, role];\n",
       }),
     ).toEqual({ rules: [], ok: true });
+  });
+
+  it('fails when @rein/define imports the server (it takes zod and the contract only)', () => {
+    for (const target of ['@rein/core', '../../core/src/logger.js', 'node:fs', 'pino']) {
+      const { rules } = lint({ 'packages/define/src/tool.ts': `import { x } from '${target}';\nexport const y = x;\n` });
+      expect(rules, target).toContain('lint/style/noRestrictedImports');
+    }
   });
 
   it('fails when @rein/client imports @rein/core (it takes the contract only)', () => {

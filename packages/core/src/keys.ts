@@ -88,11 +88,8 @@ export const fleetLimitKey = (dependency: string) => `rein:limit:{${dependency}}
 /** Where the chaos suite switches faults on: `toolHangUntil` (ms epoch) makes every tool hang until then. */
 export const FAULTS_KEY = 'rein:faults';
 
-/**
- * State an app keeps in Rein's Redis (the example's back office): namespaced by app
- * and hash-tagged by tenant, so one tenant's keys share a slot and never another's.
- */
-export const appStateKey = (app: string, tenantId: string, name: string) => `rein:app:${app}:{${tenantId}}:${name}`;
+/** State an app keeps in Rein's Redis: the key lives with the definition API. */
+export { appStateKey } from '@rein/define/internal';
 
 /** A spent one-click approval link (its nonce), kept until the link would have expired. */
 export const linkUseKey = (nonce: string) => `rein:link:{${nonce}}`;

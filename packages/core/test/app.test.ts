@@ -182,3 +182,16 @@ describe('defineApp({ trustAnnotations })', () => {
     ).toBeUndefined();
   });
 });
+
+describe('the definition API in @rein/define', () => {
+  it("is what core's root and old module paths re-export: the same functions and classes, so instanceof holds across both", async () => {
+    const define = await import('@rein/define');
+    const root = await import('../src/index.js');
+    for (const name of ['defineTool', 'defineAgent', 'defineApp', 'appStateKey', 'ToolError', 'ConfigError', 'ReinError'] as const) {
+      expect(root[name], name).toBe(define[name]);
+    }
+    expect(defineTool).toBe(define.defineTool);
+    expect(new define.ToolError('x', 'y')).toBeInstanceOf(ToolError);
+    expect(() => defineApp({ agents: [], tools: [] })).toThrow(define.ConfigError);
+  });
+});

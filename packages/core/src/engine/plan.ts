@@ -1,3 +1,4 @@
+import type { PlanOptions } from '@rein/define/internal';
 import { z } from 'zod';
 import { exceeds, stricterOf } from '../approvals/approval-binding.js';
 import { approvalId } from '../approvals/approval-id.js';
@@ -17,13 +18,8 @@ import type { PlanOutcome } from './step-policy.js';
  * the approved plan (drift detection by canonical arguments hash).
  */
 
-export const planOptionsSchema = z
-  .object({
-    minSteps: z.number().int().min(1).max(50).default(2),
-    maxSteps: z.number().int().min(1).max(50).default(6),
-  })
-  .refine((o) => o.minSteps <= o.maxSteps, 'minSteps must not exceed maxSteps');
-export type PlanOptions = z.infer<typeof planOptionsSchema>;
+/** The plan options an agent declares live with the definition API. */
+export { type PlanOptions, planOptionsSchema } from '@rein/define/internal';
 
 /** Name of the plan approval's "tool" (metrics, console); no tool may be called so. */
 export const PLAN_APPROVAL = 'plan';

@@ -1,19 +1,11 @@
-import { z } from 'zod';
+import type { OutputSpec } from '@rein/define/internal';
+import type { z } from 'zod';
 
-/** An agent's declared answer shape, with the JSON Schema the provider is asked to follow. */
-export interface OutputSpec {
-  schema: z.ZodType;
-  /** `response_format.json_schema` as OpenAI-compatible endpoints take it. */
-  jsonSchema: { name: string; schema: Record<string, unknown> };
-}
+/** An agent's declared answer shape lives with the definition API. */
+export { type OutputSpec, outputSpec } from '@rein/define/internal';
 
 /** One repair turn, then `output_invalid`: a model that cannot follow the schema twice will not a third time. */
 export const OUTPUT_REPAIR_TURNS = 1;
-
-export function outputSpec(agent: string, schema: z.ZodType): OutputSpec {
-  const { $schema: _drop, ...json } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
-  return { schema, jsonSchema: { name: `${agent.replace(/-/g, '_')}_output`, schema: json } };
-}
 
 export type OutputCheck = { ok: true; value: unknown } | { ok: false; error: string };
 

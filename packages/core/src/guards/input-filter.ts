@@ -1,11 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import { type InputRules, inputRulesSchema } from '@rein/define/internal';
 
-export const inputRulesSchema = z.object({
-  answer: z.object({ zh: z.string(), en: z.string() }),
-  rules: z.array(z.object({ id: z.string(), kind: z.enum(['injection', 'out_of_scope']), pattern: z.string(), flags: z.string() })),
-});
-export type InputRules = z.infer<typeof inputRulesSchema>;
+/** The rules' schema lives with the definition API (an app declares its own rules). */
+export { type InputRules, inputRulesSchema } from '@rein/define/internal';
 
 export type InputVerdict = { ok: true } | { ok: false; ruleId: string; kind: 'injection' | 'out_of_scope'; answer: string };
 

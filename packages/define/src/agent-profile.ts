@@ -1,0 +1,138 @@
+import { type Limits, limitsSchema } from '@rein/contract';
+import { z } from 'zod';
+import { type ContextPolicy, contextPolicySchema, READ_RESULT_TOOL } from './context-policy.js';
+import { ConfigError, InvalidRequestError } from './errors.js';
+import { type OutputSpec, outputSpec } from './output-spec.js';
+import { type PlanOptions, planOptionsSchema } from './plan-options.js';
+import { zodSchemaProblem } from './zod-schema.js';
+
+/** An agent as the runtime holds it: `defineAgent`'s value, with its defaults filled in. */
+export interface AgentProfile {
+  name: string;
+  /** The system prompt: role and behaviour boundary (soft; the runtime enforces the hard ones). */
+  instructions: string;
+  /** Tool names this agent may call; anything else the model asks for is refused (I7). */
+  tools: readonly string[];
+  /** Models in order, instead of REIN_MODEL and REIN_FALLBACK_MODELS; absent means those. */
+  models?: readonly string[];
+  limits: Limits;
+  /** Upper bound of one completion, further capped by what the token budget has left. */
+  maxCompletionTokens: number;
+  /** The answer a run gets when it stops without one (budget, deadline, failures); absent means the app's. */
+  handoffAnswer?: string;
+  /** What happens to the completed writes of a run that fails or is cancelled (see `CompensationPolicy`). */
+  compensation: CompensationPolicy;
+  /** What of the run the prompt keeps: large tool results as summary + handle, old turns summarised. */
+  context?: ContextPolicy;
+  /** Plan mode: the first model call returns a plan, approved once as a whole and then followed. */
+  plan?: PlanOptions;
+  /** The final answer's shape: asked for with `response_format` where the provider can, always validated. */
+  output?: OutputSpec;
+}
+
+/**
+ * `auto`: undo them at once; `ask` (default): an approver approves the plan of undo
+ * actions first; `never`: leave them (an approver can still ask for an undo).
+ * `ask` is the default because an undo is itself a real-world write: declaring
+ * `compensate` on a tool says how, a person still says whether.
+ */
+export const compensationPolicySchema = z.enum(['auto', 'ask', 'never']);
+export type CompensationPolicy = z.infer<typeof compensationPolicySchema>;
+
+export interface AgentDefinition {
+  name: string;
+  instructions: string;
+  tools: readonly string[];
+  model?: string;
+  fallbackModels?: readonly string[];
+  limits?: Partial<Limits>;
+  maxCompletionTokens?: number;
+  handoffAnswer?: string;
+  compensation?: CompensationPolicy;
+  context?: z.input<typeof contextPolicySchema>;
+  /** `plan`: plan, then execute (see `plan`); `react` (default): decide step by step. */
+  mode?: 'react' | 'plan';
+  /** Bounds of a plan-mode agent's plan (default 2 to 6 steps). */
+  plan?: z.input<typeof planOptionsSchema>;
+  /** A zod schema the final answer must match (JSON); the run view carries the parsed value as `output`. */
+  output?: z.ZodType;
+}
+
+const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 };
+const AGENT_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+const definitionSchema = z.object({
+  name: z.string().regex(AGENT_NAME, 'lower-case letters, digits, "_" or "-", at most 64'),
+  instructions: z.string().trim().min(1),
+  tools: z.array(z.string().min(1)),
+  model: z.string().min(1).optional(),
+  fallbackModels: z.array(z.string().min(1)).optional(),
+  limits: limitsSchema.partial().optional(),
+  maxCompletionTokens: z.number().int().min(16).max(1_000_000).optional(),
+  handoffAnswer: z.string().trim().min(1).optional(),
+  compensation: compensationPolicySchema.optional(),
+  context: contextPolicySchema.optional(),
+  mode: z.enum(['react', 'plan']).optional(),
+  plan: planOptionsSchema.optional(),
+  output: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'must be a zod schema').optional(),
+});
+
+/** An agent of an app: instructions, the tools it may call (by name), its model and limits. */
+export function defineAgent(def: AgentDefinition): AgentProfile {
+  const outputProblem = def?.output === undefined ? undefined : zodSchemaProblem(def.output);
+  if (outputProblem) throw new ConfigError(`agent "${String(def.name)}": output ${outputProblem}`);
+  const parsed = definitionSchema.safeParse(def);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new ConfigError(`agent "${String(def?.name)}": ${problems}`);
+  }
+  const a = parsed.data;
+  if (!a.model && a.fallbackModels?.length) throw new ConfigError(`agent "${a.name}": fallbackModels needs a model`);
+  if (a.plan && a.mode !== 'plan') throw new ConfigError(`agent "${a.name}": plan options need mode: 'plan'`);
+  const duplicate = a.tools.find((t, i) => a.tools.indexOf(t) !== i);
+  if (duplicate) throw new ConfigError(`agent "${a.name}": tool "${duplicate}" is listed twice`);
+  if (a.tools.includes(READ_RESULT_TOOL) && !a.context)
+    throw new ConfigError(`agent "${a.name}": ${READ_RESULT_TOOL} is built in, and only for agents with a context policy`);
+  return {
+    name: a.name,
+    instructions: a.instructions,
+    // A context policy brings the tool that reads summarised results back, allowed and unapproved.
+    tools: a.context && !a.tools.includes(READ_RESULT_TOOL) ? [...a.tools, READ_RESULT_TOOL] : a.tools,
+    ...(a.model ? { models: [a.model, ...(a.fallbackModels ?? [])] } : {}),
+    limits: { ...DEFAULT_LIMITS, ...a.limits },
+    maxCompletionTokens: a.maxCompletionTokens ?? 1024,
+    ...(a.handoffAnswer ? { handoffAnswer: a.handoffAnswer } : {}),
+    compensation: a.compensation ?? 'ask',
+    ...(a.context ? { context: a.context } : {}),
+    ...(a.mode === 'plan' ? { plan: a.plan ?? planOptionsSchema.parse({}) } : {}),
+    ...(a.output ? { output: outputSpec(a.name, a.output) } : {}),
+  };
+}
+
+/** Core's neutral hand-off; an app or agent with a domain says it in its own words. */
+export const HANDOFF_ANSWER = 'Sorry, I could not finish this request automatically. It has been handed to a person, who will follow up.';
+
+export class AgentCatalog {
+  private readonly profiles: Map<string, AgentProfile>;
+
+  constructor(
+    profiles: readonly AgentProfile[],
+    readonly defaultAgent: string,
+    private readonly defaultHandoff: string = HANDOFF_ANSWER,
+  ) {
+    this.profiles = new Map(profiles.map((p) => [p.name, p]));
+  }
+
+  /** What a run of `agent` answers when it stops without an answer of its own. */
+  handoffAnswer(agent: string): string {
+    return this.profiles.get(agent)?.handoffAnswer ?? this.defaultHandoff;
+  }
+
+  get(name: string): AgentProfile {
+    const profile = this.profiles.get(name);
+    if (!profile) {
+      throw new InvalidRequestError(`unknown agent "${name}"; available: ${[...this.profiles.keys()].join(', ')}`, 'unknown_agent');
+    }
+    return profile;
+  }
+}

@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import type { Approval, RunEvent, RunRecord, StepRecord } from '@rein/contract';
+import { NotFoundError, RunStore, StaleStepError } from '@rein/core/internal';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTopology, type Topology, type TopologyKind } from '../support/topology.js';
+
+/**
+ * The run store's behaviours, written once and run on one Redis and on a 3-master cluster:
+ * a run's keys share its slot, its tenant's indexes another, so every multi-slot read and
+ * write is exercised on the cluster as it is in production.
+ */
+const TTL_SECONDS = 3600;
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function runRecord(over: Partial<RunRecord> = {}): RunRecord {
+  return {
+    schemaVersion: 1,
+    id: randomUUID(),
+    traceId: '0'.repeat(32),
+    tenantId: 'acme',
+    userId: 'alice',
+    roles: ['user'],
+    agent: 'helper',
+    input: 'hi',
+    metadata: {},
+    limits: { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 },
+    status: 'queued',
+    step: 0,
+    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+    costUsd: 0,
+    pendingApprovals: [],
+    version: 0,
+    createdAt: iso(T0),
+    updatedAt: iso(T0),
+    deadlineAt: iso(T0 + 300_000),
+    ...over,
+  };
+}
+
+const event = (run: RunRecord, type: string): RunEvent =>
+  ({ type, runId: run.id, step: run.step, at: run.updatedAt, data: {} }) as RunEvent;
+
+const stepRecord = (index: number): StepRecord => ({
+  schemaVersion: 1,
+  index,
+  model: 'fake-model',
+  thought: `step ${index}`,
+  toolCalls: [],
+  usage: { promptTokens: 10, completionTokens: 1, totalTokens: 11 },
+  costUsd: 0,
+  durationMs: 1,
+  finishedAt: iso(T0 + 1000),
+});
+
+const approval = (run: RunRecord, over: Partial<Approval> = {}): Approval => ({
+  schemaVersion: 1,
+  id: `${run.id}.${run.step}.0`,
+  kind: 'tool',
+  runId: run.id,
+  step: run.step,
+  toolCallId: 'c1',
+  tenantId: run.tenantId,
+  requestedBy: run.userId,
+  toolName: 'send_invite',
+  arguments: { name: 'Grace' },
+  argsHash: 'a'.repeat(64),
+  policyVersion: 1,
+  summary: 'Invite Grace',
+  risk: 'high',
+  requiredRole: 'approver',
+  status: 'pending',
+  createdAt: iso(T0 + 2000),
+  expiresAt: iso(T0 + 3_600_000),
+  ...over,
+});
+
+describe.each<TopologyKind>(['single', 'cluster'])('the run store on %s Redis', (kind) => {
+  let topology: Topology;
+  let store: RunStore;
+  beforeAll(async () => {
+    topology = await startTopology(kind);
+    store = new RunStore(topology.client, TTL_SECONDS);
+  }, 120_000);
+  afterAll(async () => topology?.stop());
+  beforeEach(async () => topology.flush());
+
+  /** A created run moved to `running` by one commit, as the first step does. */
+  async function running(over: Partial<RunRecord> = {}): Promise<RunRecord> {
+    const run = runRecord(over);
+    expect(await store.create(run, { role: 'user', content: run.input }, event(run, 'run.queued'))).toBe(true);
+    const next = await store.compareAndSet({ from: run, to: { ...run, status: 'running' } });
+    await store.afterCommit(run, next, []);
+    return next;
+  }
+
+  it('creates a run once: a second create of the same id changes nothing', async () => {
+    const run = runRecord();
+    expect(await store.create(run, { role: 'user', content: 'hi' }, event(run, 'run.queued'))).toBe(true);
+    expect(await store.create({ ...run, input: 'other' }, { role: 'user', content: 'other' }, event(run, 'run.queued'))).toBe(false);
+    expect(await store.get(run.id)).toEqual(run);
+    expect(await store.messages(run.id)).toEqual([{ role: 'user', content: 'hi' }]);
+    expect((await store.readEvents(run.id, '0-0')).map((e) => e.event.type)).toEqual(['run.queued']);
+  });
+
+  it('commits when the run is still at the version read: the step, messages and events land with version + 1', async () => {
+    const run = await running();
+    const next = await store.compareAndSet({
+      from: run,
+      to: { ...run, step: 1 },
+      step: stepRecord(0),
+      messages: [{ role: 'assistant', content: 'thinking' }],
+      events: [event(run, 'step.finished')],
+    });
+    expect(next.version).toBe(run.version + 1);
+    expect(await store.get(run.id)).toEqual(next);
+    expect((await store.steps(run.id)).map((s) => s.thought)).toEqual(['step 0']);
+    expect((await store.messages(run.id)).at(-1)).toEqual({ role: 'assistant', content: 'thinking' });
+    const read = await store.readStep(run.id, 0);
+    expect(read.run).toEqual(next);
+    expect(read.messages).toHaveLength(2);
+  });
+
+  it('lets exactly one of two commits from the same version win; the loser writes nothing', async () => {
+    const run = await running();
+    const results = await Promise.allSettled(
+      ['a', 'b'].map((who) =>
+        store.compareAndSet({ from: run, to: { ...run, step: 1, finalAnswer: who }, messages: [{ role: 'assistant', content: who }] }),
+      ),
+    );
+    const won = results.filter((r) => r.status === 'fulfilled');
+    const lost = results.filter((r) => r.status === 'rejected');
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(1);
+    expect((lost[0] as PromiseRejectedResult).reason).toBeInstanceOf(StaleStepError);
+    const winner = (won[0] as PromiseFulfilledResult<RunRecord>).value;
+    expect(await store.get(run.id)).toEqual(winner);
+    expect((await store.messages(run.id)).filter((m) => m.role === 'assistant')).toEqual([
+      { role: 'assistant', content: winner.finalAnswer },
+    ]);
+  });
+
+  it('refuses a stale step (a commit from an older version) and keeps the newer state', async () => {
+    const run = await running();
+    const newer = await store.compareAndSet({ from: run, to: { ...run, step: 1 }, step: stepRecord(0) });
+    await expect(store.compareAndSet({ from: run, to: { ...run, status: 'failed', reason: 'internal_error' } })).rejects.toBeInstanceOf(
+      StaleStepError,
+    );
+    expect(await store.get(run.id)).toEqual(newer);
+    expect(await store.steps(run.id)).toHaveLength(1);
+    await expect(store.compareAndSet({ from: runRecord(), to: runRecord() })).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('keeps the indexes: a run leaves its old status index, and a finished one leaves the deadline and active indexes', async () => {
+    const run = await running();
+    const byStatus = async (status: RunRecord['status']) => (await store.list('acme', { status }, { limit: 10 })).runs.map((r) => r.id);
+    expect(await byStatus('running')).toEqual([run.id]);
+    expect(await byStatus('queued')).toEqual([]);
+    expect((await store.activeRuns()).map((a) => a.runId)).toEqual([run.id]);
+    const finished = await store.compareAndSet({ from: run, to: { ...run, status: 'succeeded', finalAnswer: 'done' } });
+    await store.afterCommit(run, finished, []);
+    expect(await byStatus('running')).toEqual([]);
+    expect(await byStatus('succeeded')).toEqual([run.id]);
+    expect(await store.overdue(T0 + 10 * 300_000)).toEqual([]);
+    expect(await store.activeRuns()).toEqual([]);
+  });
+
+  it('stores approvals with their run and indexes them by tenant and status', async () => {
+    const run = await running();
+    const asked = approval(run);
+    const parked = await store.compareAndSet({
+      from: run,
+      to: { ...run, status: 'pending_approval', pendingApprovals: [asked.id], parkedAt: asked.createdAt },
+      approvals: [asked],
+    });
+    await store.afterCommit(run, parked, [asked]);
+    expect(await store.approvals(run.id)).toEqual([asked]);
+    expect((await store.readStep(run.id, run.step)).approvals).toEqual([asked]);
+    expect((await store.pageApprovals('acme', 'pending', { limit: 10 })).ids).toEqual([asked.id]);
+    const decided = { ...asked, status: 'approved' as const, decidedBy: 'bob', decidedAt: iso(T0 + 3000) };
+    const resumed = await store.compareAndSet({
+      from: parked,
+      to: { ...parked, status: 'running', pendingApprovals: [] },
+      approvals: [decided],
+    });
+    await store.afterCommit(parked, resumed, [decided]);
+    expect((await store.pageApprovals('acme', 'pending', { limit: 10 })).ids).toEqual([]);
+    expect((await store.pageApprovals('acme', 'approved', { limit: 10 })).ids).toEqual([asked.id]);
+    expect(await store.approvalsById([asked.id, `${randomUUID()}.0.0`])).toEqual([decided, null]);
+  });
+
+  it("lists a tenant's runs newest first, a page at a time, by agent and user, never another tenant's", async () => {
+    const made: RunRecord[] = [];
+    for (let i = 0; i < 5; i++) {
+      made.push(await running({ createdAt: iso(T0 + i * 1000), agent: i % 2 ? 'odd' : 'even', userId: i < 3 ? 'alice' : 'carol' }));
+    }
+    await running({ tenantId: 'other' });
+    const first = await store.list('acme', {}, { limit: 3 });
+    expect(first.runs.map((r) => r.id)).toEqual(
+      made
+        .slice(2)
+        .reverse()
+        .map((r) => r.id),
+    );
+    const second = await store.list('acme', {}, { limit: 3, ...(first.next ? { cursor: first.next } : {}) });
+    expect(second.runs.map((r) => r.id)).toEqual(
+      made
+        .slice(0, 2)
+        .reverse()
+        .map((r) => r.id),
+    );
+    expect(second.next).toBeUndefined();
+    expect((await store.list('acme', { agent: 'odd' }, { limit: 10 })).runs.map((r) => r.id)).toEqual([made[3]?.id, made[1]?.id]);
+    expect((await store.list('acme', { userId: 'carol', agent: 'even' }, { limit: 10 })).runs.map((r) => r.id)).toEqual([made[4]?.id]);
+    expect(await store.getMany([made[0]?.id as string, randomUUID()])).toEqual([made[0], null]);
+  });
+});

@@ -94,5 +94,5 @@ describe('rein audit verify against a running API (issue 31)', () => {
     } finally {
       admin.disconnect();
     }
-  }, 60_000);
+  }, 240_000);
 });

@@ -11,6 +11,7 @@ function table() {
     resume: { schema: stepJobSchema, run: (p) => ran('resume', p), onFinalFailure: ended },
     repair: { schema: repairJobSchema, run: (p) => ran('repair', p), onFinalFailure: ended },
     expire: { schema: expireJobSchema, run: (p) => ran('expire', p) },
+    escalate: { schema: expireJobSchema, run: (p) => ran('escalate', p) },
     compensate: { schema: compensateJobSchema, run: (p) => ran('compensate', p) },
     sweep: { schema: housekeepingJobSchema, run: (p) => ran('sweep', p) },
     reap: { schema: housekeepingJobSchema, run: (p) => ran('reap', p) },

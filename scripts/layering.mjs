@@ -24,7 +24,7 @@ const LAYERS = [
 const POLICY = 3;
 const PIPELINE = 4;
 /** Beside the stack: they may use the layers below pure policy and each other; the pipeline and above may use them. */
-const ADAPTERS = ['model/', 'redis.ts', 'store/', 'queue/', 'mcp/', 'resilience/', 'tracing/'];
+const ADAPTERS = ['model/', 'redis.ts', 'store/', 'queue/', 'mcp/', 'resilience/', 'tracing/', 'archive/'];
 
 /** Pure policy files in folders of other layers: checked one by one. */
 const PURE_POLICY = [
@@ -40,6 +40,7 @@ const PURE_POLICY = [
   'engine/tool-observation.ts',
   'engine/run-event.ts',
   'engine/commit-audit.ts',
+  'engine/sub-agents.ts',
   'approvals/decision-rights.ts',
   'approvals/approval-binding.ts',
   'approvals/approval-id.ts',
@@ -60,6 +61,8 @@ const NOT_FOR_PURE_POLICY = [
   'engine/compensation.ts',
   'engine/reaper.ts',
   'engine/deadline-sweeper.ts',
+  'engine/child-runs.ts',
+  'engine/run-tree.ts',
   'approvals/approval-service.ts',
   'approvals/feed-visibility.ts',
   'budgets/tenant-quotas.ts',

@@ -103,7 +103,12 @@ describe('GET /openapi.json', () => {
     expect(submit?.parameters?.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['header:idempotency-key']));
     expect(Object.keys(submit?.responses ?? {})).toEqual(expect.arrayContaining(['200', '202', '409', '422', '429']));
     const list = api?.paths['/v1/runs']?.get;
-    expect(list?.parameters?.map((p) => p.name)).toEqual(expect.arrayContaining(['status', 'cursor', 'limit', 'createdAfter']));
+    expect(list?.parameters?.map((p) => p.name)).toEqual(
+      expect.arrayContaining(['status', 'cursor', 'limit', 'createdAfter', 'q', 'from', 'to']),
+    );
+    const usage = api?.paths['/v1/usage']?.get;
+    expect(usage?.parameters?.map((p) => p.name)).toEqual(expect.arrayContaining(['from', 'to', 'groupBy']));
+    expect(Object.keys(usage?.responses ?? {})).toEqual(expect.arrayContaining(['200', '403', '409']));
     const events = api?.paths['/v1/runs/{id}/events']?.get;
     expect(events?.parameters?.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['header:last-event-id', 'path:id']));
     expect(events?.responses?.['200']?.content?.['text/event-stream']).toBeDefined();

@@ -97,7 +97,9 @@ describe('docker compose', () => {
       'approver',
       'grafana',
       'jaeger',
+      'migrate',
       'model',
+      'postgres',
       'prometheus',
       'redis',
       'worker',
@@ -125,6 +127,15 @@ describe('docker compose', () => {
 describe('Grafana and traces', () => {
   const jaeger = parse(readFileSync(join(infra, 'grafana', 'provisioning', 'datasources', 'jaeger.yml'), 'utf8')).datasources[0];
   const dashboard = (f: string) => JSON.parse(readFileSync(join(infra, 'grafana', 'dashboards', f), 'utf8'));
+
+  it('provisions the run archive (PostgreSQL) as a data source, migrated before any service starts', () => {
+    const archive = parse(readFileSync(join(infra, 'grafana', 'provisioning', 'datasources', 'postgres.yml'), 'utf8')).datasources[0];
+    expect(archive).toMatchObject({ type: 'grafana-postgresql-datasource', uid: 'rein-archive', url: 'postgres:5432' });
+    const compose = parse(readFileSync(join(infra, 'docker-compose.yml'), 'utf8'), { merge: true });
+    expect(compose.services.migrate.command).toEqual(['rein', 'migrate']);
+    for (const name of ['api', 'worker', 'approver'])
+      expect(compose.services[name].depends_on.migrate, name).toEqual({ condition: 'service_completed_successfully' });
+  });
 
   it('provisions Jaeger as a data source', () => {
     expect(jaeger).toMatchObject({ type: 'jaeger', uid: 'rein-jaeger', url: 'http://jaeger:16686' });

@@ -49,6 +49,20 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
 Exits 0 when the chain holds, 1 naming the first entry altered, removed or moved.`,
     env: CLIENT_ENV,
   },
+  migrate: {
+    usage: 'rein migrate',
+    summary: "apply the run archive's schema migrations (PostgreSQL; safe to run from several places at once)",
+    details: '',
+    env: [['REIN_ARCHIVE_URL', 'the archive, a postgres:// URL']],
+  },
+  usage: {
+    usage: 'rein usage [--from ISO] [--to ISO] [--group-by agent|model|user|day]',
+    summary: "the tenant's usage from the run archive (approver or admin key)",
+    details: `  --from ISO               runs created at or after (default: 7 days before --to)
+  --to ISO                 runs created before (default: now)
+  --group-by KEY           agent, model, user or day (default: day)`,
+    env: CLIENT_ENV,
+  },
 } as const;
 
 export type CommandName = keyof typeof COMMANDS;

@@ -4,6 +4,7 @@ import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ReinNetworkError } from '@rein/client';
 import type { App, RunningService, ServiceOptions } from '@rein/core';
 import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
+import { migrate, usage } from './archive-commands.js';
 import { auditVerify } from './audit-verify.js';
 import { dev } from './dev.js';
 import { fleetClient } from './fleet-client.js';
@@ -88,6 +89,18 @@ try {
         approve: values.approve === true,
         startFleet: values['start-fleet'] === true,
       });
+      process.exit(0);
+      break;
+    }
+    case 'migrate':
+      options('migrate', {});
+      process.stdout.write(`${await migrate()}\n`);
+      process.exit(0);
+      break;
+    case 'usage': {
+      const { values } = options('usage', { from: { type: 'string' }, to: { type: 'string' }, 'group-by': { type: 'string' } });
+      const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+      process.stdout.write(`${await usage({ from: str(values.from), to: str(values.to), groupBy: str(values['group-by']) })}\n`);
       process.exit(0);
       break;
     }

@@ -19,6 +19,8 @@ import type {
   SubmitRunInput,
   TypedRunEvent,
   UncertainEffectList,
+  UsageQueryParams,
+  UsageResponse,
   WebhookView,
 } from '@rein/contract';
 import { reconnectingStream, type StreamedEvent, type StreamOptions } from './event-stream.js';
@@ -163,6 +165,11 @@ export class ReinClient {
         this.policy,
       ),
   };
+
+  /** Usage of the tenant's archived runs, summed by agent, model, user or day (approvers and admins; needs the run archive). */
+  usage(params: UsageQueryParams): Promise<UsageResponse> {
+    return this.call(this.apiUrl, 'GET', '/v1/usage', { query: params });
+  }
 
   /** Tenant admins only. */
   readonly webhooks = {

@@ -62,12 +62,44 @@ export const listRunsQuerySchema = z.object({
   userId: z.string().min(1).max(128).optional(),
   createdAfter: instant.optional(),
   createdBefore: instant.optional(),
+  /** A search (served by the run archive, finished runs only): text the run's input or final answer contains, any script. */
+  q: z.string().trim().min(1).max(200).optional(),
+  /** A search's window: created at or after `from`, before `to`. */
+  from: instant.optional(),
+  to: instant.optional(),
   cursor: z.string().min(1).max(500).optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 export type ListRunsQuery = z.infer<typeof listRunsQuerySchema>;
 /** The filters of `GET /v1/runs` as a caller writes them (instants as ISO 8601 strings). */
 export type ListRunsParams = Omit<z.input<typeof listRunsQuerySchema>, 'limit'> & { limit?: number };
+
+/** `GET /v1/usage`: the tenant's runs created in [from, to), summed by one key. */
+export const usageGroupSchema = z.enum(['agent', 'model', 'user', 'day']);
+export type UsageGroup = z.infer<typeof usageGroupSchema>;
+export const usageQuerySchema = z.object({
+  from: z.string().datetime({ offset: true }),
+  to: z.string().datetime({ offset: true }),
+  groupBy: usageGroupSchema.default('day'),
+});
+export type UsageQueryParams = z.input<typeof usageQuerySchema>;
+export type UsageQuery = z.infer<typeof usageQuerySchema>;
+
+/** One row of `GET /v1/usage`: `key` is the agent, model, user id or UTC day (YYYY-MM-DD). */
+export const usageRowSchema = z.object({
+  key: z.string(),
+  runs: z.number(),
+  failed: z.number(),
+  steps: z.number(),
+  promptTokens: z.number(),
+  completionTokens: z.number(),
+  costUsd: z.number(),
+  p50DurationMs: z.number(),
+  p95DurationMs: z.number(),
+});
+export type UsageRow = z.infer<typeof usageRowSchema>;
+export const usageResponseSchema = z.object({ from: z.string(), to: z.string(), groupBy: z.string(), rows: z.array(usageRowSchema) });
+export type UsageResponse = z.infer<typeof usageResponseSchema>;
 
 /** `GET /v1/approvals`. */
 export const listApprovalsQuerySchema = z.object({

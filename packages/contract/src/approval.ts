@@ -26,6 +26,9 @@ export const approvalSchema = z.object({
   /** A tool call's approval, or a plan-mode run's whole plan (`arguments` holds its steps). */
   kind: z.enum(['tool', 'plan']).optional(),
   runId: z.string(),
+  /** A sub-agent's approval: the run that called the sub-agent, and the first run of the tree. */
+  parentRunId: z.string().optional(),
+  rootRunId: z.string().optional(),
   step: z.number().int().min(0),
   toolCallId: z.string(),
   tenantId: z.string(),

@@ -3,6 +3,8 @@ import { SCHEMA_VERSION } from './run.js';
 
 /** One undo action of a compensation plan: the completed write it undoes, and where it got to. */
 export const compensationStepSchema = z.object({
+  /** The run whose write it is, when a descendant's (a sub-agent run of the tree); absent for the run's own. */
+  runId: z.string().optional(),
   /** Step and tool call of the write being undone. */
   step: z.number().int().min(0),
   toolCallId: z.string(),

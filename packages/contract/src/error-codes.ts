@@ -48,4 +48,5 @@ export type ReinErrorCode =
   | 'webhook_url_unresolvable'
   | 'unavailable'
   | 'redis_unavailable'
+  | 'archive_unavailable'
   | (string & {});

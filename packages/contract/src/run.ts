@@ -7,7 +7,8 @@ export const SUPPORTED_SCHEMA_VERSIONS = [1] as const;
 export const SCHEMA_VERSION = 1;
 const schemaVersion = z.literal(SCHEMA_VERSION);
 
-export const runStatusSchema = z.enum(['queued', 'running', 'pending_approval', 'succeeded', 'failed', 'cancelled']);
+/** `waiting`: parked until every sub-agent run its step started has ended (like `pending_approval` for approvals). */
+export const runStatusSchema = z.enum(['queued', 'running', 'pending_approval', 'waiting', 'succeeded', 'failed', 'cancelled']);
 export type RunStatus = z.infer<typeof runStatusSchema>;
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled'];
 
@@ -126,6 +127,15 @@ export const runRecordSchema = z.object({
   plan: runPlanSchema.optional(),
   /** Content hashes of the system prompts and tool lists its snapshots refer to, stored once per run (store/decision-journal.ts). */
   snapshotBlobs: z.array(z.string()).optional(),
+  /** A sub-agent's run: the run whose tool call started it, and the step of that call. */
+  parentRunId: z.string().optional(),
+  parentStep: z.number().int().min(0).optional(),
+  /** The first run of the tree (absent on a run that is its own root). */
+  rootRunId: z.string().optional(),
+  /** Every ancestor, root first, parent last: whose budgets bound this run and whose trees it is charged to. */
+  ancestors: z.array(z.string()).optional(),
+  /** A `waiting` run's children of its current step that have not all ended. */
+  pendingChildren: z.array(z.string()).optional(),
   /** Bumped by every commit; the compare-and-set token. */
   version: z.number().int().min(0),
   createdAt: z.string(),
@@ -175,6 +185,7 @@ export const toolOutcomeSchema = z.enum([
   'rejected',
   'uncertain',
   'repeated',
+  'awaiting_child',
 ]);
 export type ToolOutcome = z.infer<typeof toolOutcomeSchema>;
 
@@ -190,12 +201,16 @@ export const toolCallRecordSchema = z.object({
   fromSnapshot: z.boolean().optional(),
   /** The step of the run's approved plan this call carried out. */
   planStep: z.number().int().min(1).optional(),
+  /** A `call_<agent>` call: the child run it started (its steps are that run's trace). */
+  childRunId: z.string().optional(),
 });
 export type ToolCallRecord = z.infer<typeof toolCallRecordSchema>;
 
 export const stepRecordSchema = z.object({
   schemaVersion,
   index: z.number().int().min(0),
+  /** The agent that took the step (a hand-off changes it mid-run); absent on records written before it was kept. */
+  agent: z.string().optional(),
   model: z.string(),
   thought: z.string().nullable(),
   toolCalls: z.array(toolCallRecordSchema),

@@ -37,6 +37,10 @@ export type ApprovalView = z.infer<typeof approvalViewSchema>;
 export const compensationViewSchema = compensationSchema.omit({ schemaVersion: true });
 export type CompensationView = z.infer<typeof compensationViewSchema>;
 
+/** What a run and its descendants spent together. */
+export const treeUsageSchema = usageSchema.extend({ costUsd: z.number().min(0) });
+export type TreeUsage = z.infer<typeof treeUsageSchema>;
+
 /** `GET /v1/runs/:id` and every other answer that carries a run. */
 export const runViewSchema = z.object({
   id: z.string(),
@@ -52,6 +56,13 @@ export const runViewSchema = z.object({
   step: z.number().int().min(0),
   usage: usageSchema,
   costUsd: z.number().min(0),
+  /** A run of a tree (it has a parent or children): its own usage plus every descendant's. */
+  treeUsage: treeUsageSchema.optional(),
+  /** A sub-agent's run: the run that called it, and the first run of the tree. */
+  parentRunId: z.string().optional(),
+  rootRunId: z.string().optional(),
+  /** The sub-agent runs this run started. */
+  children: z.array(z.object({ id: z.string(), agent: z.string(), status: runStatusSchema })).optional(),
   limits: limitsSchema,
   metadata: z.record(z.string(), z.unknown()),
   /** The approvals the run is parked on. */
@@ -79,10 +90,13 @@ export const runTraceSchema = z.object({
   status: runStatusSchema,
   reason: runReasonSchema.optional(),
   input: z.string(),
+  /** A sub-agent's run: the run whose call started it (its tool call record names this run as `childRunId`). */
+  parentRunId: z.string().optional(),
+  rootRunId: z.string().optional(),
   /** Plan mode: the plan, its decision and the steps carried out. */
   plan: runPlanSchema.extend({ approval: approvalViewSchema.optional() }).optional(),
   steps: z.array(
-    stepRecordSchema.pick({ index: true, model: true, thought: true, usage: true, costUsd: true, durationMs: true }).extend({
+    stepRecordSchema.pick({ index: true, agent: true, model: true, thought: true, usage: true, costUsd: true, durationMs: true }).extend({
       toolCalls: z.array(toolCallRecordSchema.extend({ approval: approvalViewSchema.optional() })),
     }),
   ),

@@ -174,6 +174,10 @@ export const configSchema = z.object({
   REIN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(200).default(5000),
   /** The N-th repeat of an identical tool call ends the run (`repeated_call`). */
   REIN_REPEAT_LIMIT: z.coerce.number().int().min(1).default(2),
+  /** How deep a tree of sub-agent runs may grow: a run at this depth is offered no `call_<agent>` that runs. */
+  REIN_MAX_AGENT_DEPTH: z.coerce.number().int().min(1).max(16).default(3),
+  /** The most sub-agent runs one step may start; further calls are refused with an observation. */
+  REIN_MAX_CHILDREN_PER_STEP: z.coerce.number().int().min(1).max(64).default(4),
   /** N consecutive failures of one tool end the run (`tool_failures`). */
   REIN_TOOL_FAILURE_LIMIT: z.coerce.number().int().min(1).default(3),
   /** Tool results longer than this reach the model cut (head and tail kept); the trace keeps all. */
@@ -192,6 +196,15 @@ export const configSchema = z.object({
   REIN_LINK_SECRET: z.string().min(32).optional(),
   REIN_APPROVAL_ESCALATION: jsonOf(z.partialRecord(roleSchema, escalationSchema), '{"<role>": {"afterMs", "toRole"}}').default({}),
   REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
+  /** The archive of finished runs (PostgreSQL, `postgres://…`); unset: no archive, runs live in Redis for REIN_TRACE_TTL_DAYS. */
+  REIN_ARCHIVE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'a postgres:// URL')
+    .optional(),
+  /** With the archive on: how long a finished, archived run's keys stay in Redis before they are dropped (reads then go to the archive). */
+  REIN_HOT_RETENTION_MS: z.coerce.number().int().min(0).default(3_600_000),
+  /** With the archive on: archived runs older than this many days are deleted from PostgreSQL; unset: kept. */
+  REIN_ARCHIVE_RETENTION_DAYS: z.coerce.number().int().positive().optional(),
   REIN_MAX_BODY_BYTES: z.coerce
     .number()
     .int()

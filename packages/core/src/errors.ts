@@ -95,6 +95,18 @@ export class ModelReplyInvalidError extends ReinError {
 }
 
 /** A compare-and-set commit lost: someone else already moved the run on. */
+/** The run archive (PostgreSQL) did not answer: a read of an archived run, a search or usage may be tried again. */
+export class ArchiveUnavailableError extends ReinError {
+  override readonly name = 'ArchiveUnavailableError';
+  constructor(cause: unknown) {
+    super('archive_unavailable', `the run archive is unavailable: ${(cause as Error)?.message ?? cause}`, {
+      retryable: true,
+      status: 503,
+      cause,
+    });
+  }
+}
+
 export class StaleStepError extends ReinError {
   override readonly name = 'StaleStepError';
   constructor(message: string) {

@@ -22,6 +22,9 @@ export { createDecisionLog } from './approvals/decision-log.js';
 export { type DecisionRights, decisionRights, holdsRole, mayDecide, mayReadRun, ROLE_RANK } from './approvals/decision-rights.js';
 export { feedVisibleTo, type RunOwners } from './approvals/feed-visibility.js';
 export { linkSecret } from './approvals/link-token.js';
+export { type ArchivePool, createArchivePool } from './archive/archive-pool.js';
+export { ArchiveSchemaError, checkArchiveSchema, loadMigrations, migrateArchive } from './archive/migrations.js';
+export { type ArchiveDoc, RunArchive } from './archive/run-archive.js';
 export { costOf } from './budgets/cost.js';
 export { QuotaExceededError, TenantQuotas } from './budgets/tenant-quotas.js';
 export { estimatePromptTokens } from './budgets/token-estimator.js';
@@ -42,6 +45,7 @@ export { createToolExecutor, type ToolExecutor } from './engine/tool-executor.js
 export { escapeMarkup, toolMessageContent, truncateObservation } from './engine/tool-observation.js';
 export { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
 export {
+  ArchiveUnavailableError,
   BreakerOpenError,
   BulkheadFullError,
   ConflictError,
@@ -75,7 +79,16 @@ export { apiRoutes, approverRoutes, idParamsSchema } from './http/route-schemas.
 export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
-export { FAULTS_KEY, QUEUE_PREFIX, queuePrefix, runKeys, tenantKeys, WEBHOOK_QUEUE_PREFIX } from './keys.js';
+export {
+  ARCHIVE_BACKLOG_KEY,
+  ARCHIVE_HOT_KEY,
+  FAULTS_KEY,
+  QUEUE_PREFIX,
+  queuePrefix,
+  runKeys,
+  tenantKeys,
+  WEBHOOK_QUEUE_PREFIX,
+} from './keys.js';
 export { createLogger } from './logger.js';
 export { type McpGovernance, mcpGovernance } from './mcp/mcp-governance.js';
 export { McpManager, type McpManagerDeps } from './mcp/mcp-manager.js';
@@ -96,6 +109,8 @@ export {
 export { createProviderCompletion, DEFAULT_PROVIDER, type Provider, parseModelId, providerSchema } from './model/providers.js';
 export { loadOptionsOrExit } from './options.js';
 export {
+  type ArchiveJob,
+  archiveJobSchema,
   type CancelExpiry,
   type CompensateJob,
   compensateJobSchema,
@@ -117,6 +132,8 @@ export {
   stepJobOptions,
   stepJobSchema,
   stepQueue,
+  type WakeJob,
+  wakeJobSchema,
 } from './queue/job-catalog.js';
 export {
   failJob,
@@ -143,6 +160,7 @@ export { type BreakerOptions, CircuitBreakers } from './resilience/circuit-break
 export { withFaultInjection } from './resilience/fault-injection.js';
 export { FleetLimit } from './resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './resilience/resilient-model.js';
+export { createRunArchiving, type RunArchiving, retirable } from './runs/run-archiving.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './runs/run-service.js';
 export { type SessionSettings, sessionHistory } from './runs/session-history.js';
 export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './runtime.js';
@@ -152,6 +170,7 @@ export { ApprovalFeed } from './store/approval-feed.js';
 export { AuditLog, auditHash, type ChainCheck, GENESIS_HASH, truncation, verifyAuditChain } from './store/audit-log.js';
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
+export { HotRuns, type RunSnapshot, revisionOf, sameRevision } from './store/hot-runs.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
 export { LinkUses } from './store/link-uses.js';
 export { type RunFilter, RunStore } from './store/run-store.js';

@@ -17,6 +17,10 @@ export const runKeys = (runId: string) => {
     blobs: `${p}:blobs`,
     /** The run's saga compensation (engine/compensation.ts): its plan and each undo's state. */
     compensation: `${p}:compensation`,
+    /** Sub-agent runs it started: child id → `{agent, step, toolCallId}` (written before the child exists). */
+    children: `${p}:children`,
+    /** What its descendants spent: descendant id → that run's usage and cost (each the run's total: writes are idempotent). */
+    tree: `${p}:tree`,
   };
 };
 export type RunKeys = ReturnType<typeof runKeys>;
@@ -63,6 +67,12 @@ export const APPROVAL_OUTBOX_KEY = 'rein:approval-outbox';
 
 /** Every non-terminal run by last change (ms): what the reaper scans. */
 export const ACTIVE_RUNS_KEY = 'rein:active-runs';
+
+/** With the archive on: finished runs not yet confirmed archived, by finish time (ms): the archive backlog the reaper re-drives. */
+export const ARCHIVE_BACKLOG_KEY = 'rein:archive-backlog';
+
+/** With the archive on: archived runs whose keys are still in Redis, by finish time (ms): what hot retention drops. */
+export const ARCHIVE_HOT_KEY = 'rein:archive-hot';
 
 /** BullMQ prefix with a hash tag, so each queue's keys live in one cluster slot. */
 export const QUEUE_PREFIX = '{rein}';

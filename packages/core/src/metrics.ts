@@ -151,6 +151,29 @@ export function createMetrics(service: string) {
       labelNames: ['cause'],
       registers,
     }),
+    archiveBacklog: new Gauge({
+      name: 'rein_archive_backlog',
+      help: 'Finished runs not yet confirmed archived in PostgreSQL (set by the reaper pass)',
+      registers,
+    }),
+    archiveWrites: new Counter({
+      name: 'rein_archive_writes_total',
+      help: 'Archive jobs that reached PostgreSQL, by result (written, unchanged = that revision was already there)',
+      labelNames: ['result'],
+      registers,
+    }),
+    archiveErrors: new Counter({
+      name: 'rein_archive_errors_total',
+      help: 'Archive operations that failed (write, retire = the hot-retention check, retention), retried later',
+      labelNames: ['operation'],
+      registers,
+    }),
+    archiveRetired: new Counter({
+      name: 'rein_archive_retired_total',
+      help: "Archived runs whose Redis keys hot retention dropped, or runs deleted by the archive's retention",
+      labelNames: ['where'],
+      registers,
+    }),
     reaperRepairs: new Counter({
       name: 'rein_reaper_repairs_total',
       help: 'Runs the reaper found stuck and repaired',

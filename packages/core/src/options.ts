@@ -80,6 +80,10 @@ export interface ReinOptions {
     timeoutCeilingMs: Config['REIN_TIMEOUT_CEILING_MS'];
     /** REIN_REPEAT_LIMIT. @default 2 */
     repeatLimit: Config['REIN_REPEAT_LIMIT'];
+    /** REIN_MAX_AGENT_DEPTH: how deep a tree of sub-agent runs may grow. @default 3 */
+    maxAgentDepth: Config['REIN_MAX_AGENT_DEPTH'];
+    /** REIN_MAX_CHILDREN_PER_STEP: sub-agent runs one step may start. @default 4 */
+    maxChildrenPerStep: Config['REIN_MAX_CHILDREN_PER_STEP'];
   };
   /** REIN_TENANT_QUOTAS. @default the built-in default quota */
   quotas: Config['REIN_TENANT_QUOTAS'];
@@ -116,6 +120,14 @@ export interface ReinOptions {
   retention: {
     /** REIN_TRACE_TTL_DAYS. @default 30 */
     traceTtlDays: Config['REIN_TRACE_TTL_DAYS'];
+  };
+  archive: {
+    /** REIN_ARCHIVE_URL: the PostgreSQL archive of finished runs. @default undefined (no archive) */
+    url: Config['REIN_ARCHIVE_URL'];
+    /** REIN_HOT_RETENTION_MS: an archived run's keys stay in Redis this long after its finish. @default 3600000 */
+    hotRetentionMs: Config['REIN_HOT_RETENTION_MS'];
+    /** REIN_ARCHIVE_RETENTION_DAYS: archived runs older than this are deleted. @default undefined (kept) */
+    retentionDays: Config['REIN_ARCHIVE_RETENTION_DAYS'];
   };
   http: {
     /** REIN_API_KEYS. @default undefined (required by services that authenticate) */
@@ -241,6 +253,8 @@ export const envOptionPaths = {
   REIN_MAX_TOKENS_CEILING: 'limits.maxTokensCeiling',
   REIN_TIMEOUT_CEILING_MS: 'limits.timeoutCeilingMs',
   REIN_REPEAT_LIMIT: 'limits.repeatLimit',
+  REIN_MAX_AGENT_DEPTH: 'limits.maxAgentDepth',
+  REIN_MAX_CHILDREN_PER_STEP: 'limits.maxChildrenPerStep',
   REIN_TENANT_QUOTAS: 'quotas',
   REIN_BREAKER_ERROR_PERCENT: 'resilience.breakerErrorPercent',
   REIN_BREAKER_RESET_MS: 'resilience.breakerResetMs',
@@ -252,6 +266,9 @@ export const envOptionPaths = {
   REIN_REAPER_STALE_MS: 'maintenance.reaperStaleMs',
   REIN_SWEEP_INTERVAL_MS: 'maintenance.sweepIntervalMs',
   REIN_TRACE_TTL_DAYS: 'retention.traceTtlDays',
+  REIN_ARCHIVE_URL: 'archive.url',
+  REIN_HOT_RETENTION_MS: 'archive.hotRetentionMs',
+  REIN_ARCHIVE_RETENTION_DAYS: 'archive.retentionDays',
   REIN_API_KEYS: 'http.apiKeys',
   REIN_METRICS_TOKEN: 'http.metricsToken',
   REIN_BIND_HOST: 'http.bindHost',

@@ -3,10 +3,17 @@ import type { App } from './app/define-app.js';
 import { createRegistry, type Registry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
 import { createDecisionLog, type DecisionLog } from './approvals/decision-log.js';
+import { type ArchivePool, createArchivePool } from './archive/archive-pool.js';
+import { checkArchiveSchema } from './archive/migrations.js';
+import { RunArchive } from './archive/run-archive.js';
 import { checkPrices } from './budgets/cost.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
+import type { DelegationLimits } from './engine/call-plan.js';
+import { createChildRuns, type SpawnChild } from './engine/child-runs.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
+import { createRunTree, type RunTree } from './engine/run-tree.js';
+import { ArchiveUnavailableError, ReinError } from './errors.js';
 import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
@@ -17,11 +24,13 @@ import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from './redis.js';
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
+import { createRunArchiving, type RunArchiving } from './runs/run-archiving.js';
 import { createRunService, type RunService } from './runs/run-service.js';
 import { ApprovalFeed } from './store/approval-feed.js';
 import { AuditLog } from './store/audit-log.js';
 import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
+import { HotRuns } from './store/hot-runs.js';
 import { RunStore } from './store/run-store.js';
 import type { Tool } from './tools/tool.js';
 import { setupTracing, type Tracing } from './tracing/tracing-setup.js';
@@ -63,6 +72,12 @@ export interface Runtime {
   webhookStore: WebhookStore;
   dispatcher: WebhookDispatcher;
   compensator: Compensator;
+  /** The PostgreSQL archive of finished runs, when REIN_ARCHIVE_URL is set. */
+  archive?: { pool: ArchivePool; runs: RunArchive; archiving: RunArchiving };
+  /** Starts `call_<agent>` children (the workers' step processors). */
+  spawnChild: SpawnChild;
+  /** REIN_MAX_AGENT_DEPTH, REIN_MAX_CHILDREN_PER_STEP. */
+  delegation: DelegationLimits;
   close(): Promise<void>;
 }
 
@@ -165,8 +180,22 @@ async function buildRuntime<X extends Extras>(
   const quotas = new TenantQuotas(redis, options.quotas);
   const audit = new AuditLog(redis, logger);
   const enqueue = scheduler.enqueue;
+  let archive: Runtime['archive'];
+  try {
+    archive = options.archive.url ? await openArchive(options, service, store, redis, enqueue, metrics, logger) : undefined;
+  } catch (err) {
+    await mcp.close();
+    await scheduler.close();
+    await dispatcher.close();
+    bull.disconnect();
+    redis.disconnect();
+    await tracing.shutdown();
+    throw err;
+  }
   // The compensator commits through the applier whose finish hook it is: bound once both exist.
   let compensator: Compensator | undefined;
+  // Likewise the tree, which cancels a finished run's children through the applier.
+  let tree: RunTree | undefined;
   const applier = createTransitionApplier({
     store,
     quotas,
@@ -182,6 +211,9 @@ async function buildRuntime<X extends Extras>(
         await compensator
           ?.onRunFinished(run)
           .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+        await tree?.finished(run);
+        // Last: the archive job reads what the hooks before it wrote. A failure keeps the run in the active-runs index (the reaper runs the hooks again).
+        await archive?.archiving.finished(run);
       },
       decided: async (run) => compensator?.decided(run),
     },
@@ -196,6 +228,7 @@ async function buildRuntime<X extends Extras>(
     toolTraffic: options.sessions.toolTraffic,
     model: options.model.name,
   };
+  tree = createRunTree({ store, applier, enqueue, logger });
   compensator = createCompensator({
     store,
     applier,
@@ -230,8 +263,28 @@ async function buildRuntime<X extends Extras>(
     tools,
     agents,
     quotas,
-    runs: createRunService({ store, applier, journal, agents, enqueue, metrics, quotas, ceilings, sessions, masker, compensator }),
-    approvals: createApprovalService({ store, applier, tools, escalation: options.approvals.escalation }),
+    runs: createRunService({
+      store,
+      applier,
+      journal,
+      agents,
+      enqueue,
+      metrics,
+      quotas,
+      ceilings,
+      sessions,
+      masker,
+      compensator,
+      ...(archive ? { archive: archive.runs } : {}),
+    }),
+    approvals: createApprovalService({
+      store,
+      applier,
+      tools,
+      escalation: options.approvals.escalation,
+      ...(archive ? { archive: archive.runs } : {}),
+    }),
+    ...(archive ? { archive } : {}),
     inputFilter,
     masker,
     tracing,
@@ -241,6 +294,8 @@ async function buildRuntime<X extends Extras>(
     webhookStore,
     dispatcher,
     compensator,
+    spawnChild: createChildRuns({ store, ledger, agents, enqueue }),
+    delegation: { maxDepth: options.limits.maxAgentDepth, maxChildrenPerStep: options.limits.maxChildrenPerStep },
     ...added,
     async close() {
       added.breakers?.shutdown();
@@ -249,7 +304,46 @@ async function buildRuntime<X extends Extras>(
       await dispatcher.close();
       bull.disconnect();
       redis.disconnect();
+      await archive?.pool.end();
       await tracing.shutdown(); // flush the last spans
     },
   };
+}
+
+/**
+ * The archive's pool, its schema checked (a service does not start on a schema it does
+ * not fit: ArchiveSchemaError says what to do), and the archiving built over it.
+ */
+async function openArchive(
+  options: ReinOptions,
+  service: string,
+  store: RunStore,
+  redis: RedisClient,
+  enqueue: Enqueue,
+  metrics: Metrics,
+  logger: Logger,
+): Promise<NonNullable<Runtime['archive']>> {
+  const pool = createArchivePool(options.archive.url as string, {
+    applicationName: service,
+    onError: (err) => logger.warn({ err: err.message }, 'archive connection lost'),
+  });
+  try {
+    await checkArchiveSchema(pool);
+  } catch (err) {
+    await pool.end();
+    // Said in one line by the service's start (exitOnStartError): a schema to migrate, or a server that does not answer.
+    throw err instanceof ReinError ? err : new ArchiveUnavailableError(err);
+  }
+  const runs = new RunArchive(pool);
+  const archiving = createRunArchiving({
+    hot: new HotRuns(redis, store),
+    archive: runs,
+    enqueue,
+    metrics,
+    logger,
+    hotRetentionMs: options.archive.hotRetentionMs,
+    retentionDays: options.archive.retentionDays,
+    staleMs: options.maintenance.reaperStaleMs,
+  });
+  return { pool, runs, archiving };
 }

@@ -137,7 +137,10 @@ describe('planCalls', () => {
       createdAt: new Date(NOW).toISOString(),
       expiresAt: new Date(NOW + 60_000).toISOString(),
     });
-    expect(plannedRecord(p as Exclude<PlannedCall, { kind: 'run' }>)).toMatchObject({ outcome: 'awaiting_approval', approvalId: id });
+    expect(plannedRecord(p as Extract<PlannedCall, { kind: 'await_approval' }>)).toMatchObject({
+      outcome: 'awaiting_approval',
+      approvalId: id,
+    });
   });
 
   describe('with the call’s own approval', () => {

@@ -10,6 +10,9 @@ import type { EscalationDefaults } from '../src/approvals/escalation.js';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import { loadConfig, type Price, type Quotas } from '../src/config.js';
 import { createTransitionApplier, type FinishHooks } from '../src/engine/apply-transition.js';
+import type { DelegationLimits } from '../src/engine/call-plan.js';
+import { createChildRuns } from '../src/engine/child-runs.js';
+import { createRunTree, type RunTree } from '../src/engine/run-tree.js';
 import type { GuardLimits } from '../src/engine/step-processor.js';
 import { createStepProcessor } from '../src/engine/step-processor.js';
 import { createToolExecutor } from '../src/engine/tool-executor.js';
@@ -54,8 +57,11 @@ export interface HarnessOptions {
   /** The clock of the engine and approval service; tests advance it instead of sleeping. */
   now?: () => number;
   sessions?: Partial<SessionSettings>;
-  /** The applier's finish hook (the runtime's is webhooks and compensation). */
+  /** The applier's finish hook (the runtime's is webhooks and compensation); the run tree's hook runs after it. */
   onFinished?: FinishHooks['finished'];
+  /** More agents beside the default one (sub-agents, hand-off targets). */
+  agents?: AgentProfile[];
+  delegation?: DelegationLimits;
 }
 
 export function createHarness(url: string, model: ModelGateway, opts: HarnessOptions = {}) {
@@ -73,7 +79,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   };
   const baseTools = orderApp.tools as (s: AppServices) => Tool[];
   const app = defineApp({
-    agents: [profile],
+    agents: [profile, ...(opts.agents ?? [])],
     tools: (services) => [...baseTools(services), ...(opts.extraTools ?? [])],
     guards: orderApp.guards,
     handoffAnswer: orderApp.handoffAnswer,
@@ -105,8 +111,15 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     knownTool: (name) => tools.has(name),
     audit,
     ...(opts.onFinished ? { hooks: { finished: opts.onFinished } } : {}),
+    hooks: {
+      async finished(run) {
+        await opts.onFinished?.(run);
+        await tree?.finished(run);
+      },
+    },
     ...clock,
   });
+  const tree: RunTree | undefined = createRunTree({ store, applier, enqueue, logger, ...clock });
   const executeTool = createToolExecutor({
     ledger,
     metrics,
@@ -135,6 +148,8 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     modelTimeoutMs: 5000,
     approvalTtlMs: opts.approvalTtlMs ?? 60_000,
     ...(opts.escalation ? { escalation: opts.escalation } : {}),
+    spawnChild: createChildRuns({ store, ledger, agents, enqueue, ...clock }),
+    ...(opts.delegation ? { delegation: opts.delegation } : {}),
     ...(opts.now ? { now: opts.now } : {}),
   });
   const runs = createRunService({

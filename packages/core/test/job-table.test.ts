@@ -1,5 +1,13 @@
 import { describe, expect, it, vi } from 'vitest';
-import { compensateJobSchema, expireJobSchema, housekeepingJobSchema, repairJobSchema, stepJobSchema } from '../src/queue/job-catalog.js';
+import {
+  archiveJobSchema,
+  compensateJobSchema,
+  expireJobSchema,
+  housekeepingJobSchema,
+  repairJobSchema,
+  stepJobSchema,
+  wakeJobSchema,
+} from '../src/queue/job-catalog.js';
 import { failJob, InvalidJobError, type JobTable, runJob } from '../src/queue/job-table.js';
 
 /** A table whose handlers say which ran and with what. */
@@ -10,9 +18,11 @@ function table() {
     step: { schema: stepJobSchema, run: (p) => ran('step', p), onFinalFailure: ended },
     resume: { schema: stepJobSchema, run: (p) => ran('resume', p), onFinalFailure: ended },
     repair: { schema: repairJobSchema, run: (p) => ran('repair', p), onFinalFailure: ended },
+    wake: { schema: wakeJobSchema, run: (p) => ran('wake', p), onFinalFailure: ended },
     expire: { schema: expireJobSchema, run: (p) => ran('expire', p) },
     escalate: { schema: expireJobSchema, run: (p) => ran('escalate', p) },
     compensate: { schema: compensateJobSchema, run: (p) => ran('compensate', p) },
+    archive: { schema: archiveJobSchema, run: (p) => ran('archive', p) },
     sweep: { schema: housekeepingJobSchema, run: (p) => ran('sweep', p) },
     reap: { schema: housekeepingJobSchema, run: (p) => ran('reap', p) },
   };

@@ -28,6 +28,12 @@ export interface AgentProfile {
   plan?: PlanOptions;
   /** The final answer's shape: asked for with `response_format` where the provider can, always validated. */
   output?: OutputSpec;
+  /** What the agent does, as a caller's model reads it in the `call_<agent>` / `transfer_to_<agent>` tool. */
+  description?: string;
+  /** Sub-agents it may call, each offered as the tool `call_<agent>` (a child run). */
+  agents?: readonly string[];
+  /** Agents it may hand the run to, each offered as the tool `transfer_to_<agent>` (the same run goes on). */
+  handoffs?: readonly string[];
 }
 
 /**
@@ -56,6 +62,12 @@ export interface AgentDefinition {
   plan?: z.input<typeof planOptionsSchema>;
   /** A zod schema the final answer must match (JSON); the run view carries the parsed value as `output`. */
   output?: z.ZodType;
+  /** What the agent does, for the models of the agents that call it or hand off to it. */
+  description?: string;
+  /** Sub-agents it may call: each becomes the tool `call_<agent>` with `{input}`, run as a child run. */
+  agents?: readonly string[];
+  /** Agents it may hand the run to: each becomes the tool `transfer_to_<agent>` with `{reason?}`. */
+  handoffs?: readonly string[];
 }
 
 const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 };
@@ -75,6 +87,9 @@ const definitionSchema = z.object({
   mode: z.enum(['react', 'plan']).optional(),
   plan: planOptionsSchema.optional(),
   output: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'must be a zod schema').optional(),
+  description: z.string().trim().min(1).max(1024).optional(),
+  agents: z.array(z.string().regex(AGENT_NAME)).optional(),
+  handoffs: z.array(z.string().regex(AGENT_NAME)).optional(),
 });
 
 /** An agent of an app: instructions, the tools it may call (by name), its model and limits. */
@@ -91,6 +106,14 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
   if (a.plan && a.mode !== 'plan') throw new ConfigError(`agent "${a.name}": plan options need mode: 'plan'`);
   const duplicate = a.tools.find((t, i) => a.tools.indexOf(t) !== i);
   if (duplicate) throw new ConfigError(`agent "${a.name}": tool "${duplicate}" is listed twice`);
+  for (const [field, names] of [
+    ['agents', a.agents ?? []],
+    ['handoffs', a.handoffs ?? []],
+  ] as const) {
+    if (names.includes(a.name)) throw new ConfigError(`agent "${a.name}": ${field} names the agent itself`);
+    const twice = names.find((n, i) => names.indexOf(n) !== i);
+    if (twice) throw new ConfigError(`agent "${a.name}": ${field} lists "${twice}" twice`);
+  }
   if (a.tools.includes(READ_RESULT_TOOL) && !a.context)
     throw new ConfigError(`agent "${a.name}": ${READ_RESULT_TOOL} is built in, and only for agents with a context policy`);
   return {
@@ -106,6 +129,9 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
     ...(a.context ? { context: a.context } : {}),
     ...(a.mode === 'plan' ? { plan: a.plan ?? planOptionsSchema.parse({}) } : {}),
     ...(a.output ? { output: outputSpec(a.name, a.output) } : {}),
+    ...(a.description ? { description: a.description } : {}),
+    ...(a.agents?.length ? { agents: a.agents } : {}),
+    ...(a.handoffs?.length ? { handoffs: a.handoffs } : {}),
   };
 }
 
@@ -126,6 +152,11 @@ export class AgentCatalog {
   /** What a run of `agent` answers when it stops without an answer of its own. */
   handoffAnswer(agent: string): string {
     return this.profiles.get(agent)?.handoffAnswer ?? this.defaultHandoff;
+  }
+
+  /** Whether the app defines the agent. */
+  has(name: string): boolean {
+    return this.profiles.has(name);
   }
 
   get(name: string): AgentProfile {

@@ -1,5 +1,6 @@
 import { type AgentProfile, HANDOFF_ANSWER } from './agent-profile.js';
 import { READ_RESULT_TOOL } from './context-policy.js';
+import { CALL_PREFIX, checkDelegation, isDelegationName, TRANSFER_PREFIX } from './delegation.js';
 import { ConfigError } from './errors.js';
 import { type InputRules, inputRulesSchema, type PiiRules, piiRulesSchema } from './guard-rules.js';
 import { type McpServers, mcpServersSchema } from './mcp-server-config.js';
@@ -65,6 +66,7 @@ export function defineApp(def: AppDefinition): App {
   const defaultAgent = def.defaultAgent ?? (def.agents[0] as AgentProfile).name;
   if (!def.agents.some((a) => a.name === defaultAgent))
     throw new ConfigError(`app: defaultAgent "${defaultAgent}" is not one of its agents`);
+  checkDelegation(def.agents);
   const guards = {
     ...(def.guards?.input ? { input: parseRules(inputRulesSchema, def.guards.input, 'guards.input') } : {}),
     ...(def.guards?.pii ? { pii: parseRules(piiRulesSchema, def.guards.pii, 'guards.pii') } : {}),
@@ -130,6 +132,10 @@ export function checkTools(app: App, tools: readonly Tool[]): void {
       throw new ConfigError(`app: tools[${i}]${name} is not a tool (${problem}); build tools with defineTool`);
     }
     if (tool.name === READ_RESULT_TOOL) throw new ConfigError(`app: tool name "${READ_RESULT_TOOL}" is Rein's own`);
+    if (isDelegationName(tool.name))
+      throw new ConfigError(
+        `app: tool name "${tool.name}" has the form of a sub-agent call or hand-off (${CALL_PREFIX}…, ${TRANSFER_PREFIX}…)`,
+      );
     if (names.has(tool.name)) throw new ConfigError(`app: tool "${tool.name}" is defined twice`);
     names.add(tool.name);
   }

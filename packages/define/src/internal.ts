@@ -6,6 +6,7 @@ export * from './agent-profile.js';
 export * from './app-state-key.js';
 export * from './context-policy.js';
 export * from './define-app.js';
+export * from './delegation.js';
 export * from './errors.js';
 export * from './guard-rules.js';
 export * from './mcp-server-config.js';

@@ -347,7 +347,53 @@ function makeGood(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
   );
 }
 
-export function playOrderAssistant(messages: ScriptMessage[]): ScriptReply {
+/**
+ * "Ask the refunds agent about late order 2024001": the order assistant calls its refunds
+ * sub-agent (`call_refunds`, a child run) and answers with what it reports.
+ */
+function askRefunds(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
+  const reported = seen.find((o) => o.name === 'call_refunds');
+  if (!reported) {
+    return call(say(lang, '交给退款专员。', 'Asking the refunds agent.'), {
+      name: 'call_refunds',
+      arguments: { input: `refund the late-shipment compensation on order ${orderNo}` },
+    });
+  }
+  const failed = (reported.json as { error?: string } | null)?.error === 'subagent_failed';
+  return answer(
+    failed
+      ? say(
+          lang,
+          `退款专员未能完成订单 ${orderNo} 的退款，已转人工。`,
+          `The refunds agent could not refund order ${orderNo}; a person will follow up.`,
+        )
+      : say(lang, `退款专员回复：${reported.raw}`, `The refunds agent reports: ${reported.raw}`),
+  );
+}
+
+/** The refunds agent's part: "refund the late-shipment compensation on order N" → query → refund (approved) → answer. */
+function refundCompensation(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
+  const order = seen.find((o) => o.name === 'query_order');
+  if (!order) return call(say(lang, '先查订单。', 'First, the order.'), { name: 'query_order', arguments: { orderNo } });
+  const o = order.json as OrderView | { error: string } | null;
+  if (!o || 'error' in o) return answer(say(lang, `没有查到订单 ${orderNo}。`, `Order ${orderNo} does not exist.`));
+  const amount = Math.min(Math.round(o.amount * 5) / 100, 50);
+  const refund = seen.find((s) => s.name === 'submit_refund');
+  if (!refund) {
+    return call(say(lang, '提交补偿退款。', 'Refund the compensation.'), {
+      name: 'submit_refund',
+      arguments: { orderNo, amount, reason: say(lang, '超时发货补偿', 'late shipment compensation') },
+    });
+  }
+  const id = (refund.json as { refundId?: string } | null)?.refundId;
+  return answer(
+    id
+      ? say(lang, `已为订单 ${orderNo} 退款 ${amount} 元（${id}）。`, `Refunded ${amount} on order ${orderNo} (${id}).`)
+      : say(lang, `订单 ${orderNo} 的退款未执行：${refund.raw}`, `The refund on order ${orderNo} did not go through: ${refund.raw}`),
+  );
+}
+
+export function playOrderAssistant(messages: ScriptMessage[], tools: readonly string[] = []): ScriptReply {
   // The current turn starts at the last user message; what precedes it is a session's history.
   const start = messages.findLastIndex((m) => m.role === 'user');
   const input = messages[start]?.content ?? '';
@@ -361,6 +407,8 @@ export function playOrderAssistant(messages: ScriptMessage[]): ScriptReply {
   if (/删除|删掉|delete|remove/i.test(input)) return deleteOrder(lang, orderNo, seen);
   if (orderNo && /一直查|反复查|盯着|keep checking|until it ships/i.test(input)) return keepChecking(lang, orderNo);
   if (orderNo && /make good|补救/i.test(input)) return makeGood(lang, orderNo, seen);
+  if (orderNo && tools.includes('call_refunds') && /refunds agent|退款专员/i.test(input)) return askRefunds(lang, orderNo, seen);
+  if (orderNo && /^refund the late-shipment compensation/i.test(input)) return refundCompensation(lang, orderNo, seen);
   if (orderNo && /没发货|未发货|不发货|投诉|催|not (been )?shipped|hasn'?t shipped|late|complain/i.test(input))
     return lateOrder(lang, orderNo, seen, /备注|note it|add a note/i.test(input));
   if (orderNos.length > 1) return compareOrders(lang, orderNos, seen);

@@ -44,7 +44,11 @@ function play(messages: z.infer<typeof requestSchema>['messages'], tools: Offere
   }
   const planned = followPlan(messages);
   if (planned) return planned;
-  if (tools.length === 0 || tools.some((t) => t.name === 'query_order')) return playOrderAssistant(messages);
+  if (tools.length === 0 || tools.some((t) => t.name === 'query_order'))
+    return playOrderAssistant(
+      messages,
+      tools.map((t) => t.name),
+    );
   return playAnyTools(messages, tools);
 }
 

@@ -18,6 +18,7 @@ import {
   idempotencyKeySchema,
   listRunsQuerySchema,
   submitRunBodySchema,
+  usageQuerySchema,
 } from '@rein/core/schemas';
 import type { FastifyInstance } from 'fastify';
 import { mountQueueBoard } from './queue-board.js';
@@ -52,6 +53,10 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
     v1.get('/v1/runs', { schema: schemas.listRuns }, async (req) =>
       runs.list(req.principal, parseInput(listRunsQuerySchema, req.query, 'query')),
+    );
+
+    v1.get('/v1/usage', { schema: schemas.getUsage }, async (req) =>
+      runs.usage(req.principal, parseInput(usageQuerySchema, req.query, 'query')),
     );
 
     v1.get('/v1/sessions/:id', { schema: schemas.getSession }, async (req) => runs.session(req.principal, id(req.params)));

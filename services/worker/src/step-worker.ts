@@ -1,5 +1,6 @@
 import { ReinError } from '@rein/core';
 import {
+  archiveJobSchema,
   Bulkhead,
   bullConnection,
   compensateJobSchema,
@@ -27,6 +28,7 @@ import {
   sweepDeadlines,
   terminalReason,
   type WorkerRuntime,
+  wakeJobSchema,
   workerShards,
 } from '@rein/core/internal';
 import type { RunReason } from '@rein/core/schemas';
@@ -119,6 +121,8 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     modelIdleTimeoutMs: models.idleTimeoutMs,
     approvalTtlMs: options.approvals.ttlMs,
     escalation: options.approvals.escalation,
+    spawnChild: rt.spawnChild,
+    delegation: rt.delegation,
   });
 
   /** Puts the step back for later, or ends the run if "later" is past its deadline. */
@@ -138,9 +142,9 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     throw new DelayedError();
   }
 
-  /** One step (step, resume or repair): the processor, in the step's span, delayed when a dependency is busy. */
+  /** One step (step, resume, wake or repair): the processor, in the step's span, delayed when a dependency is busy. */
   const runStep =
-    (name: 'step' | 'resume' | 'repair') =>
+    (name: 'step' | 'resume' | 'wake' | 'repair') =>
     async (payload: StepJob, { job, token }: Dequeued) => {
       rt.metrics.jobWait.observe({ job: name }, Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000);
       return stepSpan(name, payload, async () => {
@@ -172,6 +176,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
   const jobs: JobTable<Dequeued> = {
     step: { schema: stepJobSchema, run: runStep('step'), onFinalFailure: endRun },
     resume: { schema: stepJobSchema, run: runStep('resume'), onFinalFailure: endRun },
+    wake: { schema: wakeJobSchema, run: runStep('wake'), onFinalFailure: endRun },
     repair: { schema: repairJobSchema, run: runStep('repair'), onFinalFailure: endRun },
     expire: { schema: expireJobSchema, run: async ({ runId, step }) => `expired ${await rt.approvals.expireDue(runId, step)}` },
     escalate: { schema: expireJobSchema, run: async ({ runId, step }) => `escalated ${await rt.approvals.escalateDue(runId, step)}` },
@@ -181,6 +186,8 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
         `compensation ${await rt.compensator.process(payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`,
       onFinalFailure: (payload, err) => rt.compensator.giveUp(payload, err.message),
     },
+    // With the archive off, a job left by a fleet that had it on has nothing to write to: the run stays in Redis until its TTL.
+    archive: { schema: archiveJobSchema, run: async ({ runId }) => (rt.archive ? rt.archive.archiving.archive(runId) : 'no archive') },
     [DEADLINE_SWEEP.name]: {
       schema: housekeepingJobSchema,
       run: async () => `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`,
@@ -199,7 +206,8 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
           logger,
           staleMs: options.maintenance.reaperStaleMs,
         });
-        return `repaired ${repaired}`;
+        const retired = rt.archive ? await rt.archive.archiving.sweep() : 0;
+        return `repaired ${repaired}, retired ${retired}`;
       },
     },
   };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { RunArchive } from '../archive/run-archive.js';
 import type { FollowUps, TransitionApplier } from '../engine/apply-transition.js';
 import { editPlan, planHash } from '../engine/plan.js';
 import { decideApprovals, retryOnStale } from '../engine/run-transitions.js';
@@ -33,6 +34,8 @@ export interface ApprovalServiceDeps {
   tools: Map<string, Tool>;
   /** The app-wide escalation by role (REIN_APPROVAL_ESCALATION): the next link of an escalation chain. */
   escalation?: EscalationDefaults;
+  /** The archive of finished runs: a listed approval whose run's keys are gone is read there. */
+  archive?: Pick<RunArchive, 'approvalsById'>;
   now?: () => number;
 }
 
@@ -43,6 +46,15 @@ export interface ApprovalServiceDeps {
  */
 export function createApprovalService(deps: ApprovalServiceDeps) {
   const now = deps.now ?? Date.now;
+
+  /** Approvals by id, Redis first, the rest from the tenant's archive. */
+  async function approvalsById(tenantId: string, ids: string[]): Promise<Array<Approval | null>> {
+    const hot = await deps.store.approvalsById(ids);
+    const missing = ids.filter((_, i) => hot[i] === null);
+    if (!deps.archive || missing.length === 0) return hot;
+    const cold = new Map((await deps.archive.approvalsById(tenantId, missing)).map((a) => [a.id, a]));
+    return hot.map((a, i) => a ?? cold.get(ids[i] as string) ?? null);
+  }
 
   async function find(principal: Principal, id: string) {
     const runId = runOfApproval(id);
@@ -126,7 +138,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         limit: q.limit,
         cursor: q.cursor ? decodeCursor(q.cursor) : undefined,
       });
-      const found = (await deps.store.approvalsById(ids)).filter(
+      const found = (await approvalsById(principal.tenantId, ids)).filter(
         (a): a is Approval =>
           a !== null &&
           (!q.status || a.status === q.status) &&

@@ -62,7 +62,7 @@ export interface ApplierDeps {
   audit?: Pick<AuditLog, 'append'>;
 }
 
-const STEP_OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished' } as const;
+const STEP_OUTCOME = { continue: 'continued', park: 'parked', wait: 'waiting', finish: 'finished' } as const;
 
 const changeOf = (o: Outcome): Change => (o.kind === 'step' ? o.transition.change : o.change);
 
@@ -99,6 +99,12 @@ export function createTransitionApplier(deps: ApplierDeps) {
         await deps.enqueue('resume', { runId: run.id, step: run.step });
       }
       await scheduleExpiry(pending);
+    } else if (run.status === 'waiting') {
+      // Every child of the step ended (or is gone): the step resumes.
+      const children = await deps.store.getMany(run.pendingChildren ?? []);
+      if (children.every((c) => c === null || TERMINAL_STATUSES.includes(c.status))) {
+        await deps.enqueue('resume', { runId: run.id, step: run.step });
+      }
     }
   }
 
@@ -125,8 +131,12 @@ export function createTransitionApplier(deps: ApplierDeps) {
     // cancel, after the model was paid. Charges are idempotent per run total. A finish
     // charges too: it makes up a charge an earlier step lost in a crash.
     const t = o.kind === 'step' ? o.transition : undefined;
-    const charged = t && (t.charge || t.kind === 'finish') ? deps.quotas.charge(t.change.to) : undefined;
+    const charging = t && (t.charge || t.kind === 'finish');
+    const charged = charging ? deps.quotas.charge(t.change.to) : undefined;
     charged?.catch(() => undefined); // awaited below, once the commit has landed
+    // A sub-agent's spending is charged to its ancestors' trees the same way (totals: idempotent).
+    const treeCharged = charging && t.change.to.ancestors?.length ? deps.store.chargeTree(t.change.to as RunRecord) : undefined;
+    treeCharged?.catch(() => undefined);
     const next = await deps.store.compareAndSet({ from, ...change });
     // A finished run's charge lands before its finish hooks and its indexes: a crash before
     // it leaves the run in the active-runs index, where the reaper charges it.
@@ -134,7 +144,11 @@ export function createTransitionApplier(deps: ApplierDeps) {
     if (TERMINAL_STATUSES.includes(next.status)) await charged;
     // A hook that commits (a saga's plan approval) applies an outcome on the finished run: no finish, no hooks again.
     if (finished) await deps.hooks?.finished(next);
-    await Promise.all([charged, deps.store.afterCommit(from, next, change.approvals ?? [])]);
+    await Promise.all([charged, treeCharged, deps.store.afterCommit(from, next, change.approvals ?? [])]);
+    // A sub-agent's committed events also reach its ancestors' streams (a reader of the root sees the tree).
+    // Best effort: the copies are a convenience of the stream, the child's own stream and trace keep everything.
+    if (next.ancestors?.length && change.events?.length)
+      await deps.store.mirrorEvents(next.ancestors, change.events).catch(() => undefined);
     count(o.kind === 'step' ? commitFacts(o.transition, deps.knownTool) : changeFacts(o.kind, change.approvals ?? [], now()));
     if (finished) {
       deps.metrics.runsFinished.inc({ ...finished });

@@ -1,4 +1,6 @@
+import type { z } from 'zod';
 import type { AgentProfile } from '../agents/agent-profile.js';
+import { callArgumentsSchema, delegationOf, transferArgumentsSchema } from '../agents/delegation.js';
 import { verifyBinding } from '../approvals/approval-binding.js';
 import { approvalId } from '../approvals/approval-id.js';
 import { type EscalationDefaults, firstEscalation } from '../approvals/escalation.js';
@@ -9,6 +11,7 @@ import { idempotencyKey } from '../store/effect-ledger.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import { agentTool, parseToolArguments, requirementOf, type Tool, type ToolContext, thrownMessage } from '../tools/tool.js';
 import { linkParsedCallsToPlan, planCoverProblem } from './plan.js';
+import { childRunId, depthOf } from './sub-agents.js';
 import { errorObservation } from './tool-observation.js';
 
 /**
@@ -32,7 +35,7 @@ interface Planned {
   /** The arguments the call is recorded with: as parsed, or as the model sent them when they do not parse. */
   args: unknown;
   /** What the call's record carries besides its outcome: the plan step it carries out, the approval that gates it. */
-  extra: Pick<ToolCallRecord, 'planStep' | 'approvalId'>;
+  extra: Pick<ToolCallRecord, 'planStep' | 'approvalId' | 'childRunId'>;
   warnings: CallWarning[];
   /** The state of the call's own approval, when it is gated by one (a span attribute). */
   approvalDecision?: ApprovalStatus;
@@ -44,11 +47,15 @@ export type PlannedCall =
   /** Do not run it: the observation tells the model why. */
   | (Planned & {
       kind: 'refuse';
-      outcome: Exclude<ToolOutcome, 'ok' | 'uncertain' | 'repeated' | 'awaiting_approval'>;
+      outcome: Exclude<ToolOutcome, 'ok' | 'uncertain' | 'repeated' | 'awaiting_approval' | 'awaiting_child'>;
       observation: string;
     })
   /** Park the step on its approval; `newApproval` is the approval to ask for when none exists yet. */
-  | (Planned & { kind: 'await_approval'; observation: string; newApproval?: Approval });
+  | (Planned & { kind: 'await_approval'; observation: string; newApproval?: Approval })
+  /** `call_<agent>`: start (or find) the child run `childId` of `agent` with `input`; its end is the observation. */
+  | (Planned & { kind: 'spawn'; agent: string; input: string; childId: string; ctx: CallContext })
+  /** `transfer_to_<agent>`: the run goes on with `agent` (the first transfer of a reply wins). */
+  | (Planned & { kind: 'transfer'; agent: string });
 
 export interface CallPlanInput {
   run: RunRecord;
@@ -63,12 +70,28 @@ export interface CallPlanInput {
   approvalTtlMs: number;
   /** The app-wide escalation by required role, for policies that name none. */
   escalation?: EscalationDefaults;
+  /** REIN_MAX_AGENT_DEPTH and REIN_MAX_CHILDREN_PER_STEP. */
+  delegation?: DelegationLimits;
 }
 
+export interface DelegationLimits {
+  /** A run this deep in its tree (a root is 0) starts no child. */
+  maxDepth: number;
+  maxChildrenPerStep: number;
+}
+
+export const DEFAULT_DELEGATION_LIMITS: DelegationLimits = { maxDepth: 3, maxChildrenPerStep: 4 };
+
 /** The record of a call that is not run. */
-export function plannedRecord(p: Exclude<PlannedCall, { kind: 'run' }>): ToolCallRecord {
+export function plannedRecord(p: Extract<PlannedCall, { kind: 'refuse' | 'await_approval' }>): ToolCallRecord {
   const outcome = p.kind === 'refuse' ? p.outcome : 'awaiting_approval';
   return { id: p.call.id, name: p.call.name, arguments: p.args, outcome, observation: p.observation, durationMs: 0, ...p.extra };
+}
+
+/** The record of a hand-off: the run goes on with `agent`. */
+export function transferRecord(p: Extract<PlannedCall, { kind: 'transfer' }>): ToolCallRecord {
+  const observation = `Transferred to the "${p.agent}" agent.`;
+  return { id: p.call.id, name: p.call.name, arguments: p.args, outcome: 'ok', observation, durationMs: 0, ...p.extra };
 }
 
 /** One entry per call, in the calls' order. The arguments of each call are parsed once, here. */
@@ -83,7 +106,43 @@ export function planCalls(input: CallPlanInput): PlannedCall[] {
     run.plan,
     parsed.map((p, i) => (p.parsed?.ok ? { name: calls[i]!.name, args: p.parsed.args } : null)),
   );
+  const limits = input.delegation ?? DEFAULT_DELEGATION_LIMITS;
+  let children = 0;
+  let transferred = false;
   return calls.map((call, index) => {
+    const delegation = delegationOf(profile, call.name);
+    if (delegation?.kind === 'transfer') {
+      const args = parseJson(call.arguments, transferArgumentsSchema);
+      if (!args.ok) return refuse(call, call.arguments, 'invalid_arguments', args.problem);
+      if (transferred) return refuse(call, args.value, 'rejected', 'Not executed: this reply already handed the conversation over.');
+      transferred = true;
+      return { kind: 'transfer', call, args: args.value, agent: delegation.agent, extra: {}, warnings: [] };
+    }
+    if (delegation?.kind === 'call') {
+      const args = parseJson(call.arguments, callArgumentsSchema);
+      if (!args.ok) return refuse(call, call.arguments, 'invalid_arguments', args.problem);
+      if (depthOf(run) + 1 > limits.maxDepth)
+        return refuse(call, args.value, 'forbidden', `Not started: sub-agents may nest at most ${limits.maxDepth} deep.`);
+      if (++children > limits.maxChildrenPerStep)
+        return refuse(
+          call,
+          args.value,
+          'forbidden',
+          `Not started: one step may start at most ${limits.maxChildrenPerStep} sub-agent runs.`,
+        );
+      const childId = childRunId(run.id, run.step, call.id);
+      return {
+        kind: 'spawn',
+        call,
+        args: args.value,
+        agent: delegation.agent,
+        input: args.value.input,
+        childId,
+        ctx: callContext(run, call),
+        extra: { childRunId: childId },
+        warnings: [],
+      };
+    }
     const { tool, parsed: args } = parsed[index]!;
     if (!tool || !args) {
       const observation = `Tool "${call.name}" is not available to this agent. Available tools: ${profile.tools.join(', ')}.`;
@@ -103,19 +162,37 @@ const refuse = (
   warnings: CallWarning[] = [],
 ): PlannedCall => ({ kind: 'refuse', call, args, outcome, observation, extra, warnings });
 
+/** A call's arguments as JSON checked by `schema`, or why not. */
+function parseJson<T>(raw: string, schema: z.ZodType<T>): { ok: true; value: T } | { ok: false; problem: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw || '{}');
+  } catch {
+    return { ok: false, problem: 'Invalid arguments: not JSON.' };
+  }
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return {
+    ok: false,
+    problem: `Invalid arguments: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+  };
+}
+
+const callContext = (run: RunRecord, call: ModelToolCall): CallContext => ({
+  tenantId: run.tenantId,
+  userId: run.userId,
+  roles: run.roles,
+  runId: run.id,
+  step: run.step,
+  toolCallId: call.id,
+  idempotencyKey: idempotencyKey(run.id, run.step, call.id),
+  deadlineMs: Date.parse(run.deadlineAt),
+});
+
 function planCall(input: CallPlanInput, index: number, call: ModelToolCall, tool: Tool, args: unknown, planStep?: number): PlannedCall {
   const { run } = input;
   const step = run.step;
-  const ctx: CallContext = {
-    tenantId: run.tenantId,
-    userId: run.userId,
-    roles: run.roles,
-    runId: run.id,
-    step,
-    toolCallId: call.id,
-    idempotencyKey: idempotencyKey(run.id, step, call.id),
-    deadlineMs: Date.parse(run.deadlineAt),
-  };
+  const ctx = callContext(run, call);
   if (tool.allowedRoles && !run.roles.some((r) => tool.allowedRoles?.includes(r))) {
     const observation = `You are not permitted to use ${tool.name} for this user (needs one of: ${tool.allowedRoles.join(', ')}).`;
     return refuse(call, args, 'forbidden', observation, {}, [
@@ -158,6 +235,7 @@ function planCall(input: CallPlanInput, index: number, call: ModelToolCall, tool
       schemaVersion: 1,
       id,
       runId: run.id,
+      ...(run.parentRunId ? { parentRunId: run.parentRunId, rootRunId: run.rootRunId ?? run.parentRunId } : {}),
       step,
       toolCallId: call.id,
       tenantId: run.tenantId,

@@ -73,18 +73,39 @@ export function createCompensator(deps: CompensatorDeps) {
   const undoOf = (tool: Tool | undefined) =>
     tool?.kind === 'write' && (tool.compensate || tool.compensateWith) ? (tool.compensateWith?.tool ?? tool.name) : null;
 
-  /** The undo plan of a run: its successful calls of compensable write tools, latest first. */
+  /**
+   * The undo plan of a run: its successful calls of compensable write tools and its
+   * sub-agent runs' (the whole tree below it), latest first.
+   */
   async function plan(run: RunRecord): Promise<CompensationStep[]> {
-    const steps = await deps.store.steps(run.id);
-    const writes: CompensationStep[] = [];
-    for (const s of steps) {
-      for (const call of s.toolCalls) {
-        const undoTool = call.outcome === 'ok' && !call.fromSnapshot ? undoOf(deps.tools.get(call.name)) : null;
-        if (undoTool)
-          writes.push({ step: s.index, toolCallId: call.id, tool: call.name, undoTool, arguments: call.arguments, status: 'pending' });
+    const writes: Array<CompensationStep & { finishedAt: string }> = [];
+    const collect = async (runId: string, depth: number): Promise<void> => {
+      for (const s of await deps.store.steps(runId)) {
+        for (const call of s.toolCalls) {
+          const undoTool = call.outcome === 'ok' && !call.fromSnapshot ? undoOf(deps.tools.get(call.name)) : null;
+          if (!undoTool) continue;
+          const own = runId === run.id ? {} : { runId };
+          writes.push({
+            ...own,
+            step: s.index,
+            toolCallId: call.id,
+            tool: call.name,
+            undoTool,
+            arguments: call.arguments,
+            status: 'pending',
+            finishedAt: s.finishedAt,
+          });
+        }
       }
-    }
-    return writes.reverse();
+      // Bounded: a tree is at most REIN_MAX_AGENT_DEPTH deep; the guard only protects against a corrupt index.
+      if (depth < 16) for (const child of await deps.store.children(runId)) await collect(child.id, depth + 1);
+    };
+    await collect(run.id, 0);
+    // Latest first across the tree; within one step, the later call first (as for a run alone).
+    return writes
+      .map((w, i) => ({ w, i }))
+      .sort((a, b) => b.w.finishedAt.localeCompare(a.w.finishedAt) || b.i - a.i)
+      .map(({ w: { finishedAt: _at, ...step } }) => step);
   }
 
   /**
@@ -116,7 +137,14 @@ export function createCompensator(deps: CompensatorDeps) {
   /** The approval of a plan: one approval of the whole list of undo actions, on the finished run. */
   async function askApproval(run: RunRecord, c: Compensation): Promise<Approval> {
     const at = now();
-    const undo = c.steps.map((s) => ({ tool: s.undoTool, undoes: s.tool, arguments: s.arguments, step: s.step, toolCallId: s.toolCallId }));
+    const undo = c.steps.map((s) => ({
+      tool: s.undoTool,
+      undoes: s.tool,
+      arguments: s.arguments,
+      ...(s.runId ? { runId: s.runId } : {}),
+      step: s.step,
+      toolCallId: s.toolCallId,
+    }));
     const approval: Approval = {
       schemaVersion: 1,
       // A step index no step of the finished run reached: never another approval's id.
@@ -160,8 +188,10 @@ export function createCompensator(deps: CompensatorDeps) {
     const tool = deps.tools.get(s.tool);
     const undoTool = deps.tools.get(s.undoTool);
     if (!tool || !undoTool) return { status: 'failed', observation: `tool ${s.undoTool} is not available in this app` };
-    const key = compensationKey(run.id, s.step, s.toolCallId, s.retry);
-    const prior = await deps.ledger.recordIntent(run.id, key, s.undoTool, 'undo');
+    // A descendant's write is undone in the descendant's name: its ledger, its step record, its run id.
+    const owner = s.runId ?? run.id;
+    const key = compensationKey(owner, s.step, s.toolCallId, s.retry);
+    const prior = await deps.ledger.recordIntent(owner, key, s.undoTool, 'undo');
     if (prior?.state === 'done') return { status: prior.ok ? 'done' : 'failed', observation: prior.observation, replayed: true };
     if (prior?.state === 'intent' && !undoTool.honoursIdempotencyKey) {
       deps.metrics.effectsUncertain.inc({ tool: s.undoTool });
@@ -170,7 +200,7 @@ export function createCompensator(deps: CompensatorDeps) {
         observation: 'a worker stopped while this undo ran, and it is not safe to run it again: check by hand',
       };
     }
-    const step = await deps.store.stepRecord(run.id, s.step);
+    const step = await deps.store.stepRecord(owner, s.step);
     const result = parseResult(step?.toolCalls.find((c) => c.id === s.toolCallId)?.observation ?? 'null');
     const timeoutMs = undoTool.timeoutMs ?? deps.toolTimeoutMs;
     const signal = AbortSignal.timeout(timeoutMs);
@@ -178,12 +208,12 @@ export function createCompensator(deps: CompensatorDeps) {
       tenantId: run.tenantId,
       userId: run.userId,
       roles: run.roles,
-      runId: run.id,
+      runId: owner,
       step: s.step,
       toolCallId: s.toolCallId,
       idempotencyKey: key,
       signal,
-      logger: deps.logger.child({ runId: run.id, step: s.step, tool: s.undoTool, compensation: true }),
+      logger: deps.logger.child({ runId: owner, step: s.step, tool: s.undoTool, compensation: true }),
     };
     const call = () =>
       tool.compensateWith
@@ -200,7 +230,7 @@ export function createCompensator(deps: CompensatorDeps) {
       const dependency = toolDependency(undoTool);
       const value = deps.breakers ? await deps.breakers.call(dependency, invoke) : await invoke();
       const observation = capToolResult(resultText(undoTool, value), deps.maxResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES);
-      await deps.ledger.recordResult(run.id, key, s.undoTool, true, observation, 'undo');
+      await deps.ledger.recordResult(owner, key, s.undoTool, true, observation, 'undo');
       return { status: 'done', observation };
     } catch (err) {
       if (err instanceof ToolOutcomeUnknownError) {
@@ -212,11 +242,11 @@ export function createCompensator(deps: CompensatorDeps) {
       const retryable = err instanceof BreakerOpenError || err instanceof BulkheadFullError || toolSays === true;
       if (retryable && !lastAttempt) {
         // It did not run, or its tool says running it again is safe: withdraw the intent and let BullMQ retry.
-        await deps.ledger.clearIntent(run.id, key);
+        await deps.ledger.clearIntent(owner, key);
         throw err;
       }
       const observation = JSON.stringify({ error: typeof code === 'string' ? code : 'tool_failed', message: thrownMessage(err) });
-      await deps.ledger.recordResult(run.id, key, s.undoTool, false, observation, 'undo');
+      await deps.ledger.recordResult(owner, key, s.undoTool, false, observation, 'undo');
       return { status: 'failed', observation };
     }
   }
@@ -240,6 +270,8 @@ export function createCompensator(deps: CompensatorDeps) {
     /** A finish hook (the applier's): a failed or cancelled run with completed writes is compensated by its agent's policy. */
     async onRunFinished(run: RunRecord): Promise<void> {
       if (run.status !== 'failed' && run.status !== 'cancelled') return;
+      // A sub-agent's writes are its tree's: the root's saga undoes them with its own (one plan, one approval).
+      if (run.parentRunId) return;
       const policy = deps.agents.get(run.agent).compensation;
       if (policy === 'never') return;
       // Called again by the reaper when a crash cut the first call short: a compensation

@@ -1,11 +1,12 @@
 import type { Logger } from '../logger.js';
-import type { RunStore } from '../store/run-store.js';
+import { isParked, type RunStore } from '../store/run-store.js';
 import type { StepProcessor } from './step-processor.js';
 
 /**
  * Fails runs whose deadline passed, even when no worker is looking at them (their job
  * was lost, or backs off for a long time). Parked runs are not in the index: their
  * approvals' expiry governs them, and parked time does not count against the deadline.
+ * Neither do `waiting` runs: their children's deadlines (capped to the parent's) end them.
  */
 export async function sweepDeadlines(deps: { store: RunStore; steps: StepProcessor; logger: Logger; now?: () => number }): Promise<number> {
   const now = deps.now ?? Date.now;
@@ -26,12 +27,11 @@ async function sweepOne(deps: { store: RunStore; steps: StepProcessor }, runId: 
     runId,
     await deps.steps.deadlineReason(runId),
     'the deadline sweeper found the run past its deadline',
-    (run) => run.status !== 'pending_approval' && now() >= Date.parse(run.deadlineAt),
+    (run) => !isParked(run.status) && now() >= Date.parse(run.deadlineAt),
   );
   if (ended) return true;
   const run = await deps.store.get(runId);
   // Gone, finished or parked: drop it. A moved deadline was re-indexed by its commit.
-  if (!run || run.status === 'pending_approval' || ['succeeded', 'failed', 'cancelled'].includes(run.status))
-    await deps.store.forgetDeadline(runId);
+  if (!run || isParked(run.status) || ['succeeded', 'failed', 'cancelled'].includes(run.status)) await deps.store.forgetDeadline(runId);
   return false;
 }

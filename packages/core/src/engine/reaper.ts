@@ -51,7 +51,7 @@ async function jobLife(queue: Queue, id: string, now: number, staleMs: number): 
 
 /**
  * Finds runs that no job will ever advance — running or queued with no live step job,
- * or parked with every approval decided and no live resume job, or with an approval
+ * or parked with every approval decided (or waiting with every child ended) and no live resume job, or with an approval
  * past its expiry that nobody expired — and finished runs whose follow-ups a crash cut
  * short, and repairs them, counting each repair; publishes approval events a crash kept
  * in the feed's outbox. Also
@@ -75,7 +75,7 @@ export async function reap(deps: ReaperDeps): Promise<number> {
   if (announced) deps.metrics.reaperRepairs.inc({ kind: 'unpublished_approval_event' }, announced);
   repaired += announced;
   deps.metrics.approvalsPending.set(tally.pendingApprovals);
-  for (const status of ['queued', 'running', 'pending_approval']) {
+  for (const status of ['queued', 'running', 'pending_approval', 'waiting']) {
     deps.metrics.runsInState.set({ status }, tally.counts.get(status) ?? 0);
     deps.metrics.oldestInState.set({ status }, tally.oldest.get(status) ?? 0);
   }
@@ -135,6 +135,15 @@ async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Pro
     if (stepJob !== 'gone') return stepJob === 'promoted' ? 'stranded_delayed_job' : null;
     await deps.enqueue('repair', repair);
     return 'lost_step_job';
+  }
+  if (run.status === 'waiting') {
+    // Every child of the step ended (or is gone) and nothing resumes the step: its wake-up was lost.
+    const children = await deps.store.getMany(run.pendingChildren ?? []);
+    if (children.some((c) => c !== null && !TERMINAL_STATUSES.includes(c.status))) return null;
+    const resumeJob = await life(jobCatalog.resume.id(step));
+    if (resumeJob !== 'gone') return resumeJob === 'promoted' ? 'stranded_delayed_job' : null;
+    await deps.enqueue('repair', repair);
+    return 'lost_wake_job';
   }
   const ofStep = (await deps.store.approvals(run.id)).filter((a) => a.step === run.step);
   const pending = ofStep.filter((a) => a.status === 'pending');

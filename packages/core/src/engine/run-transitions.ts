@@ -40,7 +40,7 @@ export function startRun(run: RunRecord, at: string): Change {
 /** The step is done and the run goes on with the next one. Time spent parked does not count against the deadline. */
 export function continueRun(run: RunRecord, patch: Partial<RunRecord>, change: RunChange, now: number): Change {
   const parkedFor = run.parkedAt ? now - Date.parse(run.parkedAt) : 0;
-  const { parkedAt: _parked, ...unparked } = run;
+  const { parkedAt: _parked, pendingChildren: _children, ...unparked } = run;
   return {
     to: {
       ...unparked,
@@ -59,6 +59,14 @@ export function continueRun(run: RunRecord, patch: Partial<RunRecord>, change: R
 export function parkRun(run: RunRecord, patch: Partial<RunRecord>, pendingIds: string[], change: RunChange, at: string): Change {
   return {
     to: { ...run, ...patch, status: 'pending_approval', pendingApprovals: pendingIds, parkedAt: run.parkedAt ?? at, updatedAt: at },
+    ...change,
+  };
+}
+
+/** The step waits for the sub-agent runs it started; it runs again (resumes) once every one has ended. */
+export function waitRun(run: RunRecord, patch: Partial<RunRecord>, childIds: string[], change: RunChange, at: string): Change {
+  return {
+    to: { ...run, ...patch, status: 'waiting', pendingChildren: childIds, parkedAt: run.parkedAt ?? at, updatedAt: at },
     ...change,
   };
 }
@@ -85,11 +93,28 @@ export function finishRun(run: RunRecord, ending: Ending, patch: Partial<RunReco
       reason: ending.reason,
       ...(ending.finalAnswer !== undefined ? { finalAnswer: ending.finalAnswer } : {}),
       pendingApprovals: [],
+      ...(run.pendingChildren ? { pendingChildren: [] } : {}),
       updatedAt: at,
     },
     ...change,
     events: [...(change.events ?? []), runEvent('run.finished', run.id, run.step, data)],
   };
+}
+
+/**
+ * A cancel (by a caller, or by the tree when an ancestor ended): the run ends `cancelled`
+ * and its pending approvals are withdrawn in the same commit.
+ */
+export function cancelRun(
+  run: RunRecord,
+  approvals: readonly Approval[],
+  by: string,
+  at: string,
+): { change: Change; withdrawn: Approval[] } {
+  const withdrawn = approvals
+    .filter((a) => a.status === 'pending')
+    .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: by, decidedAt: at, comment: 'run cancelled' }));
+  return { change: finishRun(run, { status: 'cancelled', reason: 'cancelled', by }, {}, { approvals: withdrawn }, at), withdrawn };
 }
 
 /**

@@ -1,13 +1,14 @@
+import { TRANSFER_PREFIX } from '../agents/delegation.js';
 import { costOf } from '../budgets/cost.js';
 import type { Price } from '../config.js';
 import type { Approval } from '../schemas/approval.js';
 import type { ChatMessage } from '../schemas/message.js';
-import type { Decision, LoopGuardState, RunPlan, RunReason, RunRecord, StepRecord, ToolCallRecord } from '../schemas/run.js';
+import type { Decision, Limits, LoopGuardState, RunPlan, RunReason, RunRecord, StepRecord, ToolCallRecord } from '../schemas/run.js';
 import { TERMINAL_STATUSES } from '../schemas/run.js';
 import { type ContextPolicy, observationContent } from './context-policy.js';
 import { advanceGuard, checkRepeats, type EarlierCall, failingTool } from './loop-guard.js';
 import { runEvent } from './run-event.js';
-import { type Charge, continueRun, finishRun, parkRun } from './run-transitions.js';
+import { type Charge, continueRun, finishRun, parkRun, waitRun } from './run-transitions.js';
 import { checkOutput, OUTPUT_REPAIR_TURNS, type OutputCheck, type OutputSpec, repairMessage } from './structured-output.js';
 
 /**
@@ -41,6 +42,8 @@ type Change = ReturnType<typeof continueRun>;
 export type Transition =
   | { kind: 'continue'; change: Change; charge?: Charge; log?: LogLine }
   | { kind: 'park'; change: Change; charge?: Charge; newApprovals: Approval[]; log: LogLine }
+  /** The step waits (status `waiting`) for the sub-agent runs it started. */
+  | { kind: 'wait'; change: Change; charge?: Charge; children: string[]; log: LogLine }
   | { kind: 'finish'; change: Change; charge?: Charge; status: 'succeeded' | 'failed'; reason: RunReason; log: LogLine };
 
 export interface LogLine {
@@ -58,10 +61,18 @@ export type Gate =
   | { kind: 'act'; decision: Decision }
   | { kind: 'decide' };
 
-export function gate(run: RunRecord | null, jobStep: number, approvals: Approval[], decision: Decision | null): Gate {
+export function gate(
+  run: RunRecord | null,
+  jobStep: number,
+  approvals: Approval[],
+  decision: Decision | null,
+  children: ReadonlyArray<Pick<RunRecord, 'status'> | null> = [],
+): Gate {
   if (!run || TERMINAL_STATUSES.includes(run.status) || run.step < jobStep) return { kind: 'skip' };
   if (run.step > jobStep) return { kind: 'already_committed' };
   if (run.status === 'pending_approval' && approvals.some((a) => a.step === jobStep && a.status === 'pending')) return { kind: 'parked' };
+  // A child that is gone (expired) has ended as far as its parent is concerned.
+  if (run.status === 'waiting' && children.some((c) => c !== null && !TERMINAL_STATUSES.includes(c.status))) return { kind: 'parked' };
   return decision ? { kind: 'act', decision } : { kind: 'decide' };
 }
 
@@ -133,6 +144,8 @@ export interface StepFacts {
   context?: ContextPolicy;
   /** The agent's declared answer shape, if any. */
   output?: OutputSpec;
+  /** Another agent's limits, for a hand-off to it. */
+  limitsOf?: (agent: string) => Limits | undefined;
 }
 
 /** The step's parts that do not depend on its tools. */
@@ -140,8 +153,8 @@ function parts(f: StepFacts) {
   const { run, decision } = f;
   const usage = { ...decision.usage, totalTokens: decision.usage.promptTokens + decision.usage.completionTokens };
   const costUsd = costOf(f.prices, decision.model, decision.usage);
-  // A resumed step was charged when it parked; it must not be charged again.
-  const charged = run.status !== 'pending_approval';
+  // A resumed step was charged when it parked (or waited for its children); it must not be charged again.
+  const charged = run.status !== 'pending_approval' && run.status !== 'waiting';
   const spent: Partial<RunRecord> = charged
     ? {
         usage: {
@@ -165,6 +178,7 @@ function parts(f: StepFacts) {
   const stepRecord = (records: ToolCallRecord[]): StepRecord => ({
     schemaVersion: 1,
     index: run.step,
+    agent: run.agent,
     model: decision.model,
     thought: decision.toolCalls.length ? decision.content : null,
     toolCalls: records,
@@ -173,7 +187,8 @@ function parts(f: StepFacts) {
     durationMs: Math.round(f.durationMs),
     finishedAt: at,
   });
-  const stepFinished = (outcome: string) => runEvent('step.finished', run.id, run.step, { outcome, thought: decision.content, usage });
+  const stepFinished = (outcome: string, more: Record<string, unknown> = {}) =>
+    runEvent('step.finished', run.id, run.step, { outcome, thought: decision.content, usage, ...more });
   // Events announce results; the trace keeps them whole (storing them twice made a run's Redis footprint grow).
   const toolEvents = (records: ToolCallRecord[]) =>
     records.map((r) =>
@@ -224,6 +239,9 @@ function parts(f: StepFacts) {
   };
   return { spent, charge, at, assistant, stepRecord, stepFinished, toolEvents, stop, answer };
 }
+
+/** The run with its step's reply paid for (as the step's commit will record it): what a child's limits are capped to. */
+export const afterReply = (f: StepFacts): RunRecord => ({ ...f.run, ...parts(f).spent });
 
 /** Whether the run's deadline passed (time parked for approval does not count, as in continueRun). */
 function pastDeadline(f: StepFacts): boolean {
@@ -323,16 +341,36 @@ export function afterTools(f: StepFacts, records: ToolCallRecord[], newApprovals
       log: { level: 'info', msg: 'run parked for approval', fields: { approvals: pendingIds } },
     };
   }
+  const children = records.filter((r) => r.outcome === 'awaiting_child');
+  if (children.length > 0) {
+    const ids = children.map((r) => r.childRunId as string);
+    return {
+      kind: 'wait',
+      charge: p.charge,
+      children: ids,
+      change: waitRun(
+        run,
+        p.spent,
+        ids,
+        { step: p.stepRecord(records), events: [...p.toolEvents(records), p.stepFinished('waiting')] },
+        p.at,
+      ),
+      log: { level: 'info', msg: 'run waiting for its sub-agents', fields: { children: ids } },
+    };
+  }
   const guard = advanceGuard(f.guard, run.step, records);
   if (failingTool(guard, f.limits.toolFailureLimit)) return p.stop('tool_failures', records);
+  const transfer = handedTo(records);
   const carriedOut = records.flatMap((r) => (r.planStep !== undefined && r.outcome === 'ok' ? [r.planStep] : []));
   const plan = run.plan && carriedOut.length ? { plan: { ...run.plan, done: [...run.plan.done, ...carriedOut] } } : {};
+  const transferred = transfer ? { agent: transfer, limits: tighter(run.limits, f.limitsOf?.(transfer)) } : {};
   return {
     kind: 'continue',
     charge: p.charge,
+    ...(transfer ? { log: { level: 'info' as const, msg: 'run handed off', fields: { from: run.agent, to: transfer } } } : {}),
     change: continueRun(
       run,
-      { ...p.spent, guard, ...plan },
+      { ...p.spent, guard, ...plan, ...transferred },
       {
         step: p.stepRecord(records),
         messages: [
@@ -345,10 +383,31 @@ export function afterTools(f: StepFacts, records: ToolCallRecord[], newApprovals
             }),
           ),
         ],
-        events: [...p.toolEvents(records), p.stepFinished('continued')],
+        events: [
+          ...p.toolEvents(records),
+          transfer ? p.stepFinished('handed_off', { from: run.agent, to: transfer }) : p.stepFinished('continued'),
+        ],
       },
       f.now,
     ),
+  };
+}
+
+/** The agent a step's `transfer_to_<agent>` call handed the run to (the call plan lets one through per reply). */
+function handedTo(records: readonly ToolCallRecord[]): string | undefined {
+  const r = records.find((x) => x.outcome === 'ok' && x.name.startsWith(TRANSFER_PREFIX));
+  return r?.name.slice(TRANSFER_PREFIX.length);
+}
+
+/** After a hand-off the run goes on under the tighter of both agents' limits (a caller's limits are never loosened). */
+function tighter(current: Limits, target: Limits | undefined): Limits {
+  if (!target) return current;
+  const cost = [current.maxCostUsd, target.maxCostUsd].filter((c): c is number => c !== undefined);
+  return {
+    maxSteps: Math.min(current.maxSteps, target.maxSteps),
+    maxTokens: Math.min(current.maxTokens, target.maxTokens),
+    timeoutMs: Math.min(current.timeoutMs, target.timeoutMs),
+    ...(cost.length ? { maxCostUsd: Math.min(...cost) } : {}),
   };
 }
 

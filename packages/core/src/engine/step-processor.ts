@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
 import type { AgentCatalog, AgentProfile } from '../agents/agent-profile.js';
+import { delegationSpecs } from '../agents/delegation.js';
 import type { EscalationDefaults } from '../approvals/escalation.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { estimatePromptTokens } from '../budgets/token-estimator.js';
@@ -16,23 +17,26 @@ import { CircuitBreakers, type FleetBreakerState } from '../resilience/circuit-b
 import type { Approval } from '../schemas/approval.js';
 import type { ChatMessage } from '../schemas/message.js';
 import { type Decision, type RunReason, type RunRecord, TERMINAL_STATUSES, type ToolCallRecord } from '../schemas/run.js';
-import type { ApprovalFeed } from '../store/approval-feed.js';
+import { type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { eventCommand, type RunStore } from '../store/run-store.js';
 import { agentTool, type Tool, toolDependency, toolSpec } from '../tools/tool.js';
+import { toolSpan } from '../tracing/genai.js';
 import type { TransitionApplier } from './apply-transition.js';
 import { distinctCallIds } from './call-identity.js';
-import { type PlannedCall, planCalls } from './call-plan.js';
+import { type DelegationLimits, type PlannedCall, planCalls, transferRecord } from './call-plan.js';
+import type { SpawnChild } from './child-runs.js';
 import { compaction, READ_RESULT_TOOL, withModelSummary } from './context-policy.js';
 import { createDeltaPublisher } from './delta-publisher.js';
 import { type EarlierCall, guardFromHistory } from './loop-guard.js';
 import { modelSummary } from './model-summary.js';
 import { isPlanning, planOutcome, planResponseFormat } from './plan.js';
 import { runEvent } from './run-event.js';
-import { retryOnStale, startRun } from './run-transitions.js';
+import { cancelRun, retryOnStale, startRun } from './run-transitions.js';
 import {
   afterDecision,
   afterPlan,
+  afterReply,
   afterTools,
   completionRoom,
   deadlineReason,
@@ -43,6 +47,7 @@ import {
   type StepFacts,
   type Transition,
 } from './step-policy.js';
+import { boundedByTree, treeTotal } from './sub-agents.js';
 import type { BreakerStates, ToolCallResult, ToolExecutor } from './tool-executor.js';
 
 export type { GuardLimits } from './step-policy.js';
@@ -75,12 +80,16 @@ export interface StepProcessorDeps {
   approvalTtlMs: number;
   /** The app-wide escalation by required role (REIN_APPROVAL_ESCALATION). */
   escalation?: EscalationDefaults;
+  /** Starts `call_<agent>` children (engine/child-runs.ts); absent, sub-agent calls are refused. */
+  spawnChild?: SpawnChild;
+  /** REIN_MAX_AGENT_DEPTH, REIN_MAX_CHILDREN_PER_STEP. */
+  delegation?: DelegationLimits;
   now?: () => number;
 }
 
-export type StepOutcome = 'continued' | 'parked' | 'finished' | 'already_committed' | 'skipped';
+export type StepOutcome = 'continued' | 'parked' | 'waiting' | 'finished' | 'already_committed' | 'skipped';
 
-const OUTCOME = { continue: 'continued', park: 'parked', finish: 'finished' } as const;
+const OUTCOME = { continue: 'continued', park: 'parked', wait: 'waiting', finish: 'finished' } as const;
 
 /** Outcomes of a write call whose effect happened or may have happened. */
 const EFFECT_OUTCOMES: readonly ToolCallRecord['outcome'][] = ['ok', 'error', 'uncertain'];
@@ -104,8 +113,18 @@ export function createStepProcessor(deps: StepProcessorDeps) {
   // …and an agent's list stays the same array while its tools do (an MCP server's list may
   // change between steps), so what is derived from the list (its token count) is kept too.
   const specLists = new WeakMap<AgentProfile, Array<ReturnType<typeof toolSpec>>>();
+  // Sub-agents and hand-offs are tools too, as the model sees them: fixed per agent.
+  const delegationSpecsOf = new WeakMap<AgentProfile, ReturnType<typeof delegationSpecs>>();
+  const delegationOfProfile = (profile: AgentProfile) => {
+    let list = delegationSpecsOf.get(profile);
+    if (!list) {
+      list = delegationSpecs(profile, (agent) => (deps.agents.has(agent) ? deps.agents.get(agent).description : undefined));
+      delegationSpecsOf.set(profile, list);
+    }
+    return list;
+  };
   const toolSpecsOf = (profile: AgentProfile) => {
-    const list = profile.tools.flatMap((name) => {
+    const own = profile.tools.flatMap((name) => {
       const tool = deps.tools.get(name);
       if (!tool) return [];
       let spec = specs.get(tool);
@@ -115,6 +134,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       }
       return [spec];
     });
+    const list = [...own, ...delegationOfProfile(profile)];
     const last = specLists.get(profile);
     if (last && last.length === list.length && last.every((spec, i) => spec === list[i])) return last;
     specLists.set(profile, list);
@@ -158,6 +178,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     profile: AgentProfile,
     history: ChatMessage[],
     log: Logger,
+    budget: RunRecord = run,
   ): Promise<{ decision: Decision; run: RunRecord; breakerStates: BreakerStates } | null> {
     const tools = toolSpecsOf(profile);
     const timeoutMs = Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now()));
@@ -175,7 +196,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     const sent = compacted ? (summary ? withModelSummary(compacted, summary.text) : compacted.sent) : history;
     const messages: ChatMessage[] = [systemMessageOf(profile), ...sent];
     const spent = summary ? summary.usage.promptTokens + summary.usage.completionTokens : 0;
-    const budgeted = spent ? { ...run, usage: { ...run.usage, totalTokens: run.usage.totalTokens + spent } } : run;
+    const budgeted = spent ? { ...budget, usage: { ...budget.usage, totalTokens: budget.usage.totalTokens + spent } } : budget;
     const maxTokens = completionRoom(budgeted, profile.maxCompletionTokens, estimatePromptTokens(deps.modelName, messages, tools));
     if (maxTokens === null) return null;
     const started = performance.now();
@@ -282,7 +303,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     // A job that names the run's tenant has its quota read beside the run (another slot, same round trip).
     const quota = job.tenantId ? deps.quotas.usageRead(job.tenantId) : undefined;
     const read = await deps.store.readStep(job.runId, job.step, quota ? [quota.command] : []);
-    const g = gate(read.run, job.step, read.approvals, read.decision);
+    const g = gate(read.run, job.step, read.approvals, read.decision, read.children);
     if (g.kind === 'skip' || !read.run) return 'skipped';
     let run = read.run;
     if (g.kind === 'already_committed') {
@@ -302,7 +323,15 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     else {
       const quotaExhausted =
         quota && job.tenantId === run.tenantId ? quota.exhausted(read.reads[0]) : await deps.quotas.exhausted(run.tenantId);
-      const exhausted = exhaustedBudget(run, { now: now(), quotaExhausted, waitingOn: read.waitingOn });
+      // A run of a tree is bounded by its ancestors too: it ends with them, and spends within what each has left.
+      const ancestors = await deps.store.treeNodes(run.ancestors ?? []);
+      const ended = ancestors.find((a) => !a.run || TERMINAL_STATUSES.includes(a.run.status));
+      if (ended) return cancelled(run, `run:${ended.id}`, log);
+      const budget = boundedByTree(run, [
+        ...(read.descendants.length ? [{ limits: run.limits, spent: treeTotal(run, read.descendants) }] : []),
+        ...ancestors.map((a) => ({ limits: (a.run as RunRecord).limits, spent: treeTotal(a.run as RunRecord, a.descendants) })),
+      ]);
+      const exhausted = exhaustedBudget(budget, { now: now(), quotaExhausted, waitingOn: read.waitingOn });
       if (exhausted) {
         return applied(
           run,
@@ -333,7 +362,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       deps.store
         .appendEvent(runEvent('step.started', run.id, run.step))
         .catch((err: Error) => log.warn({ err: err.message }, 'step.started not written'));
-      const made = await decide(run, profile, read.messages, log);
+      const made = await decide(run, profile, read.messages, log, { ...run, limits: budget.limits });
       if (!made) {
         return applied(
           run,
@@ -384,6 +413,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       durationMs: performance.now() - started + decision.durationMs,
       ...(profile.context ? { context: profile.context } : {}),
       ...(profile.output ? { output: profile.output } : {}),
+      limitsOf: (agent) => (deps.agents.has(agent) ? deps.agents.get(agent).limits : undefined),
     });
     if (profile.plan && isPlanning(profile.plan, run)) {
       const outcome = planOutcome({
@@ -408,8 +438,9 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       now: now(),
       approvalTtlMs: deps.approvalTtlMs,
       ...(deps.escalation ? { escalation: deps.escalation } : {}),
+      ...(deps.delegation ? { delegation: deps.delegation } : {}),
     });
-    const results = await runCalls(run, planned, first.earlier, breakerStates);
+    const results = await runCalls(run, planned, first.earlier, breakerStates, afterReply(facts()));
     const records: ToolCallRecord[] = results.map((r) => r.record);
     const newApprovals = results.flatMap((r) => (r.newApproval ? [r.newApproval] : []));
     return applyAfterTools(run, afterTools(facts(), records, newApprovals), records, log);
@@ -425,10 +456,21 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     planned: PlannedCall[],
     earlierCalls: ReadonlyMap<number, EarlierCall>,
     breakerStates?: BreakerStates,
+    /** The run as its children see it: its step's reply paid for. */
+    parent: RunRecord = run,
   ): Promise<ToolCallResult[]> {
     const limit = pLimit(deps.toolConcurrency);
     const results = await Promise.all(
       planned.map(async (p, index): Promise<ToolCallResult> => {
+        if (p.kind === 'transfer') return { record: transferRecord(p) };
+        if (p.kind === 'spawn') {
+          const spawn = deps.spawnChild;
+          if (!spawn) {
+            const observation = 'Not started: this process cannot start sub-agent runs.';
+            return { record: { id: p.call.id, name: p.call.name, arguments: p.args, outcome: 'forbidden', observation, durationMs: 0 } };
+          }
+          return limit(() => toolSpan(p.call, undefined, () => spawn(parent, p)));
+        }
         const earlier = earlierCalls.get(index);
         if (earlier && deps.tools.get(p.call.name)?.kind === 'read') {
           const answered = await fromEarlier(run.id, earlier, p.call.id);
@@ -448,6 +490,14 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       });
     }
     return results;
+  }
+
+  /** A sub-agent's run inherits its ancestor's end: cancelled, its approvals withdrawn. */
+  async function cancelled(run: RunRecord, by: string, log: Logger): Promise<StepOutcome> {
+    const { change, withdrawn } = cancelRun(run, await deps.store.approvals(run.id), by, iso());
+    await applier.apply(run, { kind: 'cancel', change, followUps: { feed: withdrawn.map((a) => approvalEvent(a, true)) } });
+    log.info({ by }, 'sub-agent run cancelled: an ancestor ended');
+    return 'finished';
   }
 
   /** Applies the step's conclusion after its calls ran. */

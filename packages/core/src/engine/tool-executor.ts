@@ -138,6 +138,8 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
   async function execute(planned: PlannedCall, breakerStates?: BreakerStates): Promise<ToolCallResult> {
     for (const w of planned.warnings) deps.logger.warn(w.fields, w.msg);
     if (planned.approvalDecision) annotateActiveSpan({ [REIN_ATTR.approvalDecision]: planned.approvalDecision });
+    // Not tools: the step processor carries them out (engine/child-runs.ts, the hand-off in afterTools).
+    if (planned.kind === 'spawn' || planned.kind === 'transfer') throw new Error(`${planned.call.name} is not a tool call`);
     if (planned.kind !== 'run') {
       const record = plannedRecord(planned);
       return planned.kind === 'await_approval' && planned.newApproval ? { record, newApproval: planned.newApproval } : { record };

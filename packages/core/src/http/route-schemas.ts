@@ -6,6 +6,8 @@ import {
   listApprovalsQuerySchema,
   listRunsQuerySchema,
   submitRunBodySchema,
+  usageQuerySchema,
+  usageResponseSchema,
 } from '../schemas/api.js';
 import { approvalLinksSchema, approveBodySchema, createLinksBodySchema, rejectBodySchema } from '../schemas/approval.js';
 import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
@@ -98,9 +100,18 @@ export const apiRoutes = {
       }),
     },
   }),
-  listRuns: route('runs', 'listRuns', 'Runs of the caller’s tenant, newest first (their own unless approver or above)', {
-    querystring: listRunsQuerySchema,
-    response: { 200: runListSchema, ...errors({ 403: ERROR_CODES[403] }) },
+  listRuns: route(
+    'runs',
+    'listRuns',
+    'Runs of the caller’s tenant, newest first (their own unless approver or above); q, from, to search the archive',
+    {
+      querystring: listRunsQuerySchema,
+      response: { 200: runListSchema, ...errors({ 403: ERROR_CODES[403], 409: 'archive_unavailable (no archive to search)' }) },
+    },
+  ),
+  getUsage: route('runs', 'getUsage', 'Usage of the tenant’s runs by agent, model, user or day, from the archive (approvers and admins)', {
+    querystring: usageQuerySchema,
+    response: { 200: usageResponseSchema, ...errors({ 403: ERROR_CODES[403], 409: 'archive_unavailable (no archive)' }) },
   }),
   getRun: route('runs', 'getRun', 'A run', {
     params: idParamsSchema,

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../app/define-app.js';
+import { ArchiveSchemaError } from '../archive/migrations.js';
 import type { Config } from '../config.js';
-import { ConfigError, McpServerStartError } from '../errors.js';
+import { ArchiveUnavailableError, ConfigError, McpServerStartError } from '../errors.js';
 import { compileOptions, loadOptionsOrExit, optionsFromConfig, type PartialReinOptions, type ReinOptions } from '../options.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime.js';
 
@@ -44,7 +45,8 @@ export function closeOnSignals(service: RunningService, name: string): void {
  * as a bad REIN_APP does.
  */
 export function exitOnStartError(err: unknown): never {
-  if (!(err instanceof McpServerStartError || err instanceof ConfigError)) throw err;
+  const archive = err instanceof ArchiveSchemaError || err instanceof ArchiveUnavailableError;
+  if (!(err instanceof McpServerStartError || err instanceof ConfigError || archive)) throw err;
   process.stderr.write(`rein: ${err.message}\n`);
   process.exit(1);
 }

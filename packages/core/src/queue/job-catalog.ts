@@ -29,6 +29,10 @@ export type ExpireJob = z.infer<typeof expireJobSchema>;
 export const repairJobSchema = stepJobSchema.extend({ version: z.number().int().min(0) });
 export type RepairJob = z.infer<typeof repairJobSchema>;
 
+/** `child`: the sub-agent run whose end wakes its parent's waiting step (one job per child, so no wake-up is lost to another's). */
+export const wakeJobSchema = stepJobSchema.extend({ child: z.string().min(1) });
+export type WakeJob = z.infer<typeof wakeJobSchema>;
+
 /** `round`: the compensation's round (a new request after a declined plan is a new round, so a new job). */
 export const compensateJobSchema = z.object({
   runId: z.string().min(1),
@@ -36,6 +40,24 @@ export const compensateJobSchema = z.object({
   traceparent: traceparentSchema.optional(),
 });
 export type CompensateJob = z.infer<typeof compensateJobSchema>;
+
+/** Writes a finished run to the PostgreSQL archive (runs/run-archiving.ts); any number of them write it once. */
+export const archiveJobSchema = z.object({
+  runId: z.string().min(1),
+  traceparent: traceparentSchema.optional(),
+});
+export type ArchiveJob = z.infer<typeof archiveJobSchema>;
+
+/**
+ * An archive job waits out a PostgreSQL outage: retried with backoff (2 s, doubling, about
+ * two hours in all), then removed rather than kept failed, so that the reaper's next pass
+ * over the archive backlog enqueues it again under the same id.
+ */
+const ARCHIVE_JOB_OPTIONS: JobsOptions = {
+  attempts: 12,
+  backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 },
+  removeOnFail: true,
+};
 
 /**
  * Every job Rein enqueues: name → payload schema and deterministic id (I1).
@@ -49,10 +71,14 @@ export const jobCatalog = {
   expire: { schema: expireJobSchema, id: (j: ExpireJob) => `${j.runId}-${j.step}-expire-${j.at}` },
   /** Fires when approvals of the step are due to escalate (`at`: the instant; one job per distinct instant). */
   escalate: { schema: expireJobSchema, id: (j: ExpireJob) => `${j.runId}-${j.step}-escalate-${j.at}` },
+  /** A child's end resumes its parent's waiting step (the step itself checks that every child ended). */
+  wake: { schema: wakeJobSchema, id: (j: WakeJob) => `${j.runId}-${j.step}-wake-${j.child}` },
   /** The reaper's re-kick of a stuck step: one per run version, so a repair is never a no-op on a finished job id. */
   repair: { schema: repairJobSchema, id: (j: RepairJob) => `${j.runId}-${j.step}-repair-${j.version}` },
   /** Undoes a finished run's completed writes in reverse order (engine/compensation.ts); a killed worker's job is taken up again. */
   compensate: { schema: compensateJobSchema, id: (j: CompensateJob) => `${j.runId}-compensate-${j.round}` },
+  /** Archives a finished run (with the archive on), off the step's path; enqueued again by a change after the finish. */
+  archive: { schema: archiveJobSchema, id: (j: ArchiveJob) => `${j.runId}-archive`, opts: ARCHIVE_JOB_OPTIONS },
 } as const;
 
 /** The repeating job (a BullMQ job scheduler) that fails runs past their deadline. */
@@ -128,13 +154,18 @@ export class StepScheduler {
 
   readonly enqueue: Enqueue = async (name, job, opts) => {
     // The catalog entry matches `name`; TypeScript cannot correlate the union, hence the widening.
-    const entry = jobCatalog[name] as unknown as { schema: z.ZodType<JobPayload<typeof name>>; id: (j: JobPayload<typeof name>) => string };
+    const entry = jobCatalog[name] as unknown as {
+      schema: z.ZodType<JobPayload<typeof name>>;
+      id: (j: JobPayload<typeof name>) => string;
+      opts?: JobsOptions;
+    };
     // A job enqueued inside a span (the next step, from the step's span) continues it unless told otherwise.
     const traceparent = job.traceparent ?? activeTraceparent();
     const payload = entry.schema.parse(traceparent ? { ...job, traceparent } : job);
     const delay = Math.max(0, Math.ceil(opts?.delayMs ?? 0));
     await this.queueOf(payload.runId).add(name, payload, {
       ...stepJobOptions(this.attempts),
+      ...entry.opts,
       jobId: entry.id(payload),
       ...(delay ? { delay } : {}),
     });

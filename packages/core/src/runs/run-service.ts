@@ -2,27 +2,29 @@ import { randomUUID } from 'node:crypto';
 import type { AgentCatalog } from '../agents/agent-profile.js';
 import { decisionRights, mayReadRun, overseesTenant } from '../approvals/decision-rights.js';
 import { approvalsNeeded } from '../approvals/quorum.js';
+import type { ArchivedRun, RunArchive } from '../archive/run-archive.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { TransitionApplier } from '../engine/apply-transition.js';
 import type { Compensator } from '../engine/compensation.js';
 import { runEvent } from '../engine/run-event.js';
-import { finishRun, retryOnStale } from '../engine/run-transitions.js';
+import { cancelRun, retryOnStale } from '../engine/run-transitions.js';
+import { treeTotal } from '../engine/sub-agents.js';
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../errors.js';
 import type { PiiMasker } from '../guards/pii-masker.js';
 import type { SseSource } from '../http/sse.js';
 import { runKeys, tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import type { Enqueue } from '../queue/job-catalog.js';
-import type { ListRunsQuery, SubmitRunBody } from '../schemas/api.js';
+import type { ListRunsQuery, SubmitRunBody, UsageQuery, UsageResponse } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Compensation } from '../schemas/compensation.js';
 import type { Principal } from '../schemas/identity.js';
 import { type RunRecord, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
-import type { ApprovalView, RunTrace, RunView } from '../schemas/views.js';
+import type { ApprovalView, RunTrace, RunView, TreeUsage } from '../schemas/views.js';
 import { approvalEvent } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
-import type { RunStore } from '../store/run-store.js';
+import type { RunStore, StoredEvent } from '../store/run-store.js';
 import { newTraceparent, traceIdOf } from '../tracing/trace-context.js';
 import { bodyHash, replayOf } from './idempotency.js';
 import { type SessionSettings, sessionHistory } from './session-history.js';
@@ -53,6 +55,8 @@ export interface RunServiceDeps {
   /** Undo of finished runs (`POST /v1/runs/:id/compensate`). */
   compensator?: Pick<Compensator, 'request'>;
   idempotencyTtlSeconds?: number;
+  /** The archive of finished runs: what Redis no longer holds is read there, with the same rules. */
+  archive?: RunArchive;
   now?: () => number;
 }
 
@@ -63,7 +67,13 @@ export const approvalView = ({ schemaVersion: _v, ...a }: Approval): ApprovalVie
   ...(a.quorum !== undefined ? { approvalsNeeded: a.status === 'pending' ? approvalsNeeded(a) : 0 } : {}),
 });
 
-export function runView(run: RunRecord, approvals: Approval[]): RunView {
+/** A run's place in its tree, for its view: the sub-agent runs it started and what the tree spent. */
+export interface TreeFacts {
+  children: NonNullable<RunView['children']>;
+  treeUsage: TreeUsage;
+}
+
+export function runView(run: RunRecord, approvals: Approval[], tree?: TreeFacts): RunView {
   const pending = approvals.filter((a) => run.pendingApprovals.includes(a.id));
   return {
     id: run.id,
@@ -78,6 +88,9 @@ export function runView(run: RunRecord, approvals: Approval[]): RunView {
     step: run.step,
     usage: run.usage,
     costUsd: run.costUsd,
+    ...(tree ? { treeUsage: tree.treeUsage } : {}),
+    ...(run.parentRunId ? { parentRunId: run.parentRunId, rootRunId: run.rootRunId ?? run.parentRunId } : {}),
+    ...(tree?.children.length ? { children: tree.children } : {}),
     limits: run.limits,
     metadata: run.metadata,
     pendingApprovals: pending.map(approvalView),
@@ -98,13 +111,48 @@ export function createRunService(deps: RunServiceDeps) {
    * up); anyone else — another user, another tenant — gets a 404 exactly like a missing run.
    */
   async function visibleRun(principal: Principal, id: string): Promise<RunRecord> {
-    const run = await deps.store.get(id);
+    return (await locate(principal, id)).run;
+  }
+
+  /**
+   * The run from Redis, or else (its keys dropped after hot retention) from the archive,
+   * which holds only the caller's tenant's runs; either way the same visibility rule.
+   */
+  async function locate(principal: Principal, id: string): Promise<{ run: RunRecord; archived?: ArchivedRun }> {
+    const hot = await deps.store.get(id);
+    const archived = hot || !deps.archive ? undefined : ((await deps.archive.readRun(principal.tenantId, id)) ?? undefined);
+    const run = hot ?? archived?.run;
     if (!run || !mayReadRun(principal, run)) throw new NotFoundError(`run ${id}`);
-    return run;
+    return { run, ...(archived ? { archived } : {}) };
+  }
+
+  /** Run documents by id, Redis first, the rest from the tenant's archive; null where neither has one. */
+  async function runsById(tenantId: string, ids: string[]): Promise<Array<RunRecord | null>> {
+    const hot = await deps.store.getMany(ids);
+    const missing = ids.filter((_, i) => hot[i] === null);
+    if (!deps.archive || missing.length === 0) return hot;
+    const cold = new Map((await deps.archive.runsById(tenantId, missing)).map((r) => [r.id, r]));
+    return hot.map((r, i) => r ?? cold.get(ids[i] as string) ?? null);
+  }
+
+  /** A run of a tree (it has a parent or children): its children with their status, its tree's spending. */
+  async function treeFacts(run: RunRecord): Promise<TreeFacts | undefined> {
+    const [entries, [node]] = await Promise.all([deps.store.children(run.id), deps.store.treeNodes([run.id])]);
+    if (entries.length === 0 && !run.parentRunId) return undefined;
+    const docs = await deps.store.getMany(entries.map((e) => e.id));
+    const children = entries
+      .flatMap((e, i) => {
+        const doc = docs[i];
+        return doc ? [{ id: e.id, agent: doc.agent, status: doc.status, createdAt: doc.createdAt }] : [];
+      })
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
+      .map(({ createdAt: _at, ...c }) => c);
+    return { children, treeUsage: treeTotal(run, node?.descendants ?? []) };
   }
 
   async function view(run: RunRecord) {
-    return runView(run, run.pendingApprovals.length ? await deps.store.approvals(run.id) : []);
+    const [approvals, tree] = await Promise.all([run.pendingApprovals.length ? deps.store.approvals(run.id) : [], treeFacts(run)]);
+    return runView(run, approvals, tree);
   }
 
   return {
@@ -174,6 +222,7 @@ export function createRunService(deps: RunServiceDeps) {
               deps.store,
               { tenantId: principal.tenantId, userId: principal.userId, sessionId: body.sessionId },
               deps.sessions,
+              (ids) => runsById(principal.tenantId, ids),
             )
           : [];
         if (body.sessionId) run = { ...fresh, historyMessages: history.length };
@@ -200,9 +249,10 @@ export function createRunService(deps: RunServiceDeps) {
 
     /** The run, with its saga compensation when it has one (`status: failed` is the compensation_failed state). */
     async get(principal: Principal, id: string) {
-      const run = await visibleRun(principal, id);
-      const compensation = await deps.store.compensation(id);
-      return { ...(await view(run)), ...(compensation ? { compensation: compensationView(compensation) } : {}) };
+      const { run, archived } = await locate(principal, id);
+      const compensation = archived ? archived.compensation : await deps.store.compensation(id);
+      const shown = archived ? runView(run, archived.approvals) : await view(run);
+      return { ...shown, ...(compensation ? { compensation: compensationView(compensation) } : {}) };
     },
 
     /** An approver undoes a finished run's completed writes, latest first. */
@@ -216,17 +266,22 @@ export function createRunService(deps: RunServiceDeps) {
      * final answer (deltas are masked when published, where a match cannot be cut in two),
      * ending at run.finished, or at once for a finished run whatever cursor the reader resumes from.
      */
-    async events(principal: Principal, id: string): Promise<SseSource> {
-      await visibleRun(principal, id); // 404 before the stream opens
+    async events(principal: Principal, id: string): Promise<SseSource<StoredEvent>> {
+      const { archived } = await locate(principal, id); // 404 before the stream opens
+      const archive = archived ? deps.archive : undefined;
       return {
         key: runKeys(id).events,
         read: async (cursor) =>
-          (await deps.store.readEvents(id, cursor)).map(({ id: at, event }) => ({
-            id: at,
-            event: { ...event, data: deps.masker.maskDeep(event.data) as typeof event.data },
-          })),
-        isLast: (entry) => entry.event.type === 'run.finished',
+          (await (archive ? archive.readEvents(principal.tenantId, id, cursor) : deps.store.readEvents(id, cursor))).map(
+            ({ id: at, event }) => ({
+              id: at,
+              event: { ...event, data: deps.masker.maskDeep(event.data) as typeof event.data },
+            }),
+          ),
+        // A descendant's events are copied into this stream too (with their own run id): only this run's finish ends it.
+        isLast: (entry) => entry.event.type === 'run.finished' && entry.event.runId === id,
         ended: async () => {
+          if (archive) return true;
           const run = await deps.store.get(id);
           return !run || TERMINAL_STATUSES.includes(run.status);
         },
@@ -234,8 +289,9 @@ export function createRunService(deps: RunServiceDeps) {
     },
 
     async trace(principal: Principal, id: string): Promise<RunTrace> {
-      const run = await visibleRun(principal, id);
-      const [steps, approvals] = await Promise.all([deps.store.steps(id), deps.store.approvals(id)]);
+      const { run, archived } = await locate(principal, id);
+      const cold = archived ? await deps.archive?.readTrace(principal.tenantId, id) : undefined;
+      const [steps, approvals] = cold ? [cold.steps, cold.approvals] : await Promise.all([deps.store.steps(id), deps.store.approvals(id)]);
       const byId = new Map(approvals.map((a) => [a.id, approvalView(a)]));
       const end = TERMINAL_STATUSES.includes(run.status) ? Date.parse(run.updatedAt) : now();
       return {
@@ -244,10 +300,12 @@ export function createRunService(deps: RunServiceDeps) {
         status: run.status,
         ...(run.reason ? { reason: run.reason } : {}),
         input: run.input,
+        ...(run.parentRunId ? { parentRunId: run.parentRunId, rootRunId: run.rootRunId ?? run.parentRunId } : {}),
         // Plan mode: the plan, its decision, and which steps the run's tool calls (`planStep`) carried out.
         ...(run.plan ? { plan: { ...run.plan, ...(run.plan.approvalId ? { approval: byId.get(run.plan.approvalId) } : {}) } } : {}),
         steps: steps.map((s) => ({
           index: s.index,
+          ...(s.agent ? { agent: s.agent } : {}),
           model: s.model,
           thought: s.thought,
           toolCalls: s.toolCalls.map((c) => ({ ...c, ...(c.approvalId ? { approval: byId.get(c.approvalId) } : {}) })),
@@ -274,18 +332,43 @@ export function createRunService(deps: RunServiceDeps) {
       if (q.userId && q.userId !== principal.userId && !overseesTenant(principal))
         throw new ForbiddenError("listing another user's runs needs the approver role or above");
       const userId = overseesTenant(principal) ? q.userId : principal.userId;
+      if (q.q !== undefined || q.from !== undefined || q.to !== undefined) {
+        // A search: the archive's finished runs (text in inputs and answers, any script).
+        if (!deps.archive) throw new ConflictError('archive_unavailable', 'q, from and to search the run archive (REIN_ARCHIVE_URL)');
+        const found = await deps.archive.search({
+          tenantId: principal.tenantId,
+          ...(userId ? { userId } : {}),
+          ...(q.q !== undefined ? { q: q.q } : {}),
+          ...(q.agent ? { agent: q.agent } : {}),
+          ...(q.status ? { status: q.status } : {}),
+          ...(q.from !== undefined ? { from: new Date(q.from).toISOString() } : {}),
+          ...(q.to !== undefined ? { to: new Date(q.to).toISOString() } : {}),
+          ...(q.cursor ? { cursor: q.cursor } : {}),
+          limit: q.limit,
+        });
+        return { runs: found.runs.map((r) => runView(r, [])), ...(found.nextCursor ? { nextCursor: found.nextCursor } : {}) };
+      }
       const { runs, next } = await deps.store.list(
         principal.tenantId,
         { status: q.status, agent: q.agent, userId },
         { limit: q.limit, after: q.createdAfter, before: q.createdBefore, cursor: q.cursor ? decodeCursor(q.cursor) : undefined },
+        (ids) => runsById(principal.tenantId, ids),
       );
       return { runs: await Promise.all(runs.map(view)), ...(next ? { nextCursor: encodeCursor(next) } : {}) };
+    },
+
+    /** The tenant's usage from the archive (admins and approvers): runs created in [from, to), summed by one key. */
+    async usage(principal: Principal, q: UsageQuery): Promise<UsageResponse> {
+      if (!overseesTenant(principal)) throw new ForbiddenError('usage is readable by approvers and admins');
+      if (!deps.archive) throw new ConflictError('archive_unavailable', 'usage needs the run archive (REIN_ARCHIVE_URL)');
+      const rows = await deps.archive.usage({ tenantId: principal.tenantId, from: q.from, to: q.to, groupBy: q.groupBy });
+      return { from: q.from, to: q.to, groupBy: q.groupBy, rows };
     },
 
     /** The caller's own session: its runs, oldest first (sessions are per tenant and user). */
     async session(principal: Principal, sessionId: string) {
       const ids = await deps.store.sessionRunIds(principal.tenantId, principal.userId, sessionId);
-      const runs = (await deps.store.getMany(ids)).filter((r): r is RunRecord => r !== null);
+      const runs = (await runsById(principal.tenantId, ids)).filter((r): r is RunRecord => r !== null);
       if (runs.length === 0) throw new NotFoundError(`session ${sessionId}`);
       return { id: sessionId, runs: await Promise.all(runs.map(view)) };
     },
@@ -297,10 +380,7 @@ export function createRunService(deps: RunServiceDeps) {
         const run = await visibleRun(principal, id);
         if (TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_finished', `run ${id} already ${run.status}`);
         const at = new Date(now()).toISOString();
-        const withdrawn = (await deps.store.approvals(id))
-          .filter((a) => a.status === 'pending')
-          .map((a): Approval => ({ ...a, status: 'withdrawn', decidedBy: principal.userId, decidedAt: at, comment: 'run cancelled' }));
-        const change = finishRun(run, { status: 'cancelled', reason: 'cancelled', by: principal.userId }, {}, { approvals: withdrawn }, at);
+        const { change, withdrawn } = cancelRun(run, await deps.store.approvals(id), principal.userId, at);
         const next = await deps.applier.apply(run, {
           kind: 'cancel',
           change,

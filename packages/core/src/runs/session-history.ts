@@ -14,7 +14,9 @@ export interface SessionSettings {
 
 /** One earlier run as conversation: its input and answer, or its whole exchange with tool traffic. */
 async function turnOf(store: RunStore, run: RunRecord, toolTraffic: boolean): Promise<ChatMessage[]> {
-  if (toolTraffic) return (await store.messages(run.id)).slice(run.historyMessages ?? 0);
+  // An archived run's message log is gone with its keys: its turn is its input and answer.
+  const log = toolTraffic ? (await store.messages(run.id)).slice(run.historyMessages ?? 0) : [];
+  if (log.length) return log;
   const answer: ChatMessage[] = run.finalAnswer !== undefined ? [{ role: 'assistant', content: run.finalAnswer }] : [];
   return [{ role: 'user', content: run.input }, ...answer];
 }
@@ -22,15 +24,17 @@ async function turnOf(store: RunStore, run: RunRecord, toolTraffic: boolean): Pr
 /**
  * The conversation a new run of a session starts with: the session's finished runs,
  * oldest first, keeping the newest turns that fit the token window (a turn is kept
- * whole or dropped whole, so a tool call never loses its result).
+ * whole or dropped whole, so a tool call never loses its result). `byId`: where the run
+ * documents are read (with the archive on, also where Redis has none).
  */
 export async function sessionHistory(
   store: RunStore,
   session: { tenantId: string; userId: string; sessionId: string },
   settings: SessionSettings,
+  byId: (ids: string[]) => Promise<Array<RunRecord | null>> = (ids) => store.getMany(ids),
 ): Promise<ChatMessage[]> {
   const ids = await store.sessionRunIds(session.tenantId, session.userId, session.sessionId);
-  const runs = (await store.getMany(ids)).filter((r): r is RunRecord => r !== null && TERMINAL_STATUSES.includes(r.status));
+  const runs = (await byId(ids)).filter((r): r is RunRecord => r !== null && TERMINAL_STATUSES.includes(r.status));
   const turns = await Promise.all(runs.map((r) => turnOf(store, r, settings.toolTraffic)));
   const kept: ChatMessage[][] = [];
   let tokens = 0;

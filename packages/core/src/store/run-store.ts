@@ -18,6 +18,7 @@ import {
   stepRecordSchema,
   TERMINAL_STATUSES,
 } from '../schemas/run.js';
+import { type TreeUsage, treeUsageSchema } from '../schemas/views.js';
 import { type Page, type PageCursor, type PageQuery, pageIndexes } from './index-pager.js';
 import { ClaimResult, CommitResult, CreateResult, withScripts } from './lua-scripts.js';
 import { runFootprint } from './run-footprint.js';
@@ -27,6 +28,11 @@ import { runFootprint } from './run-footprint.js';
  * the few Redis round trips between the claim, its renewal and the run's creation.
  */
 export const SESSION_CLAIM_MS = 30_000;
+
+/** Parked for approvals or waiting for children: out of the deadline index, counted as parked by quotas. */
+export const isParked = (status: RunStatus) => status === 'pending_approval' || status === 'waiting';
+
+const readTreeUsage = (json: string): TreeUsage => treeUsageSchema.parse(JSON.parse(json));
 
 /** An event as its run's stream keeps it: without the run id, which the stream's key already says. */
 const storedEvent = ({ runId: _implied, ...rest }: RunEvent) => JSON.stringify(rest);
@@ -58,6 +64,25 @@ export interface StepRead {
   messages: ChatMessage[];
   /** The replies to the caller's own reads sent with it. */
   reads: unknown[];
+  /** A `waiting` run's pending children (null where gone); empty otherwise. */
+  children: Array<RunRecord | null>;
+  /** What the run's descendants spent, each its total (empty for a run without any). */
+  descendants: TreeUsage[];
+}
+
+/** A sub-agent run as its parent's index keeps it. */
+export interface ChildEntry {
+  id: string;
+  agent: string;
+  step: number;
+  toolCallId: string;
+}
+
+/** A run of a tree with what its descendants spent: what bounds the runs below it. */
+export interface TreeNodeRead {
+  id: string;
+  run: RunRecord | null;
+  descendants: TreeUsage[];
 }
 
 export interface RunFilter {
@@ -143,22 +168,97 @@ export class RunStore {
    */
   async readStep(runId: string, step: number, reads: RedisCommand[] = []): Promise<StepRead> {
     const k = runKeys(runId);
-    const [runFields, decision, messages, ...others] = (await sendCommands(this.redis, [
+    const [runFields, decision, messages, tree, ...others] = (await sendCommands(this.redis, [
       ['hmget', k.run, 'doc', 'waitingOn'],
       ['hget', k.decisions, String(step)],
       ['lrange', k.messages, 0, -1],
+      ['hvals', k.tree],
       ...reads,
-    ])) as [[string | null, string | null], string | null, string[], ...unknown[]];
+    ])) as [[string | null, string | null], string | null, string[], string[], ...unknown[]];
     const [doc, waitingOn] = runFields;
     const run = doc ? runRecordSchema.parse(JSON.parse(doc)) : null;
+    // A waiting run's step may have approvals too (decided ones, which the step must see again).
+    const parked = run?.status === 'pending_approval' || run?.status === 'waiting';
+    const [approvals, children] = await Promise.all([
+      parked ? this.approvals(runId) : [],
+      run?.status === 'waiting' ? this.getMany(run.pendingChildren ?? []) : [],
+    ]);
     return {
       run,
       waitingOn,
-      approvals: run?.status === 'pending_approval' ? await this.approvals(runId) : [],
+      approvals,
       decision: decision ? decisionSchema.parse(JSON.parse(decision)) : null,
       messages: messages.map((m) => JSON.parse(m) as ChatMessage),
       reads: others,
+      children,
+      descendants: tree.map(readTreeUsage),
     };
+  }
+
+  /**
+   * Creates a sub-agent's run: first its entry in the parent's children index (so that a
+   * cancel of the parent finds it even if the parent never commits the step that started
+   * it), then the run itself unless it exists. Returns whether it created the run.
+   */
+  async createChild(child: RunRecord, entry: ChildEntry, event: RunEvent): Promise<boolean> {
+    const parent = runKeys(child.parentRunId as string).children;
+    await sendCommands(this.redis, [
+      ['hset', parent, entry.id, JSON.stringify({ agent: entry.agent, step: entry.step, toolCallId: entry.toolCallId })],
+      ['expire', parent, this.traceTtlSeconds],
+    ]);
+    return this.create(child, { role: 'user', content: child.input }, event);
+  }
+
+  /** The sub-agent runs a run started, in no particular order. */
+  async children(runId: string): Promise<ChildEntry[]> {
+    const raw = await this.redis.hgetall(runKeys(runId).children);
+    return Object.entries(raw).map(([id, json]) => ({ id, ...(JSON.parse(json) as Omit<ChildEntry, 'id'>) }));
+  }
+
+  /**
+   * Charges a run's spending to every ancestor's tree: its totals under its own id, so a
+   * charge sent again (a retried or stale commit) changes nothing. Other slots than the
+   * run's: sent beside its commit, like the tenant's charge.
+   */
+  async chargeTree(run: RunRecord): Promise<void> {
+    const charge = JSON.stringify({ ...run.usage, costUsd: run.costUsd } satisfies TreeUsage);
+    const commands: RedisCommand[] = (run.ancestors ?? []).flatMap((a): RedisCommand[] => [
+      ['hset', runKeys(a).tree, run.id, charge],
+      ['expire', runKeys(a).tree, this.traceTtlSeconds],
+    ]);
+    if (commands.length) await sendCommands(this.redis, commands);
+  }
+
+  /** Runs of a tree (a run's ancestors), each with what its descendants spent, in one round trip. */
+  async treeNodes(ids: readonly string[]): Promise<TreeNodeRead[]> {
+    if (ids.length === 0) return [];
+    const replies = (await sendCommands(
+      this.redis,
+      ids.flatMap((id): RedisCommand[] => [
+        ['hget', runKeys(id).run, 'doc'],
+        ['hvals', runKeys(id).tree],
+      ]),
+    )) as Array<string | null | string[]>;
+    return ids.map((id, i) => {
+      const doc = replies[2 * i] as string | null;
+      return {
+        id,
+        run: doc ? runRecordSchema.parse(JSON.parse(doc)) : null,
+        descendants: ((replies[2 * i + 1] as string[] | null) ?? []).map(readTreeUsage),
+      };
+    });
+  }
+
+  /**
+   * Copies a sub-agent run's committed events into its ancestors' streams (with the
+   * child's run id), so a reader of the parent's stream sees the tree's progress.
+   * Best effort after the commit: a crash in between loses only these copies.
+   */
+  async mirrorEvents(ancestors: readonly string[], events: readonly RunEvent[]): Promise<void> {
+    const commands: RedisCommand[] = ancestors.flatMap((a) =>
+      events.map((e): RedisCommand => ['xadd', runKeys(a).events, '*', 'e', JSON.stringify(runEventSchema.parse(e))]),
+    );
+    if (commands.length) await sendCommands(this.redis, commands);
   }
 
   /** One committed step record (a read tool's earlier result is answered from it). */
@@ -310,11 +410,11 @@ export class RunStore {
     if (terminal && next.sessionId) await this.releaseSession(next);
     // Quotas count running and parked runs apart: a run moves between the tenant's two sets as it parks and resumes.
     if (terminal) commands.push(['srem', t.active, next.id], ['srem', t.parked, next.id]);
-    else if (next.status === 'pending_approval') commands.push(['srem', t.active, next.id], ['sadd', t.parked, next.id]);
-    else if (how.left.includes('pending_approval')) commands.push(['srem', t.parked, next.id], ['sadd', t.active, next.id]);
+    else if (isParked(next.status)) commands.push(['srem', t.active, next.id], ['sadd', t.parked, next.id]);
+    else if (how.left.some(isParked)) commands.push(['srem', t.parked, next.id], ['sadd', t.active, next.id]);
     // Scored by its last status change, not touched on every step (the reaper re-scores it).
     else if (how.left.length) commands.push(['zadd', ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id]);
-    if (terminal || next.status === 'pending_approval') commands.push(['zrem', DEADLINES_KEY, next.id]);
+    if (terminal || isParked(next.status)) commands.push(['zrem', DEADLINES_KEY, next.id]);
     else if (how.deadlineMoved) commands.push(['zadd', DEADLINES_KEY, Date.parse(next.deadlineAt), next.id]);
     await sendCommands(this.redis, commands);
     if (!terminal) return;
@@ -424,15 +524,22 @@ export class RunStore {
     const key = runKeys(runId).events;
     const reply = await this.redis.xread('COUNT', 100, 'STREAMS', key, afterId);
     const entries = reply?.[0]?.[1] ?? [];
-    return entries.map(([id, fields]) => ({ id, event: runEventSchema.parse({ ...JSON.parse(fields[1] ?? '{}'), runId }) }));
+    // An event of the run's own has no run id (the key says it); a descendant's copy keeps its own.
+    return entries.map(([id, fields]) => ({ id, event: runEventSchema.parse({ runId, ...JSON.parse(fields[1] ?? '{}') }) }));
   }
 
   /**
    * The tenant's runs matching every filter, newest first, a page at a time, read
    * from the per-filter indexes. A run whose status changed a moment ago may still sit
    * in its old status index: its document decides, so it is left out rather than mislabelled.
+   * `byId`: where the documents are read (with the archive on, also where Redis has none).
    */
-  async list(tenantId: string, filter: RunFilter, page: PageQuery): Promise<{ runs: RunRecord[]; next?: PageCursor }> {
+  async list(
+    tenantId: string,
+    filter: RunFilter,
+    page: PageQuery,
+    byId: (ids: string[]) => Promise<Array<RunRecord | null>> = (ids) => this.getMany(ids),
+  ): Promise<{ runs: RunRecord[]; next?: PageCursor }> {
     const t = tenantKeys(tenantId);
     const keys = [
       ...(filter.status ? [t.runsByStatus(filter.status)] : []),
@@ -440,7 +547,7 @@ export class RunStore {
       ...(filter.userId ? [t.runsByUser(filter.userId)] : []),
     ];
     const { ids, next } = await pageIndexes(this.redis, keys.length ? keys : [t.runs], page);
-    const runs = (await this.getMany(ids)).filter((r): r is RunRecord => r !== null && (!filter.status || r.status === filter.status));
+    const runs = (await byId(ids)).filter((r): r is RunRecord => r !== null && (!filter.status || r.status === filter.status));
     return { runs, ...(next ? { next } : {}) };
   }
 

@@ -7,5 +7,6 @@ export {
   startMcpFixtureHttp,
 } from './mcp-fixture-server.js';
 export { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './otlp-receiver.js';
+export { hasPostgresBinaries, LocalPostgres, postgresBinDir, startTestPostgres, type TestPostgres } from './postgres-server.js';
 export { startTestCluster, TestCluster, type TestClusterOptions } from './redis-cluster.js';
 export { freePort, LocalRedis, startTestRedis, type TestRedis, type TestRedisOptions, waitForPort } from './redis-server.js';

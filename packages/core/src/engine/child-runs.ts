@@ -1,0 +1,81 @@
+import type { AgentCatalog } from '../agents/agent-profile.js';
+import type { Enqueue } from '../queue/job-catalog.js';
+import { type RunRecord, TERMINAL_STATUSES, type ToolCallRecord } from '../schemas/run.js';
+import type { EffectLedger } from '../store/effect-ledger.js';
+import type { RunStore } from '../store/run-store.js';
+import { activeTraceparent } from '../tracing/trace-context.js';
+import type { PlannedCall } from './call-plan.js';
+import { runEvent } from './run-event.js';
+import { childLimits, childObservation, childRecord } from './sub-agents.js';
+import type { ToolCallResult } from './tool-executor.js';
+
+export interface ChildRunsDeps {
+  store: RunStore;
+  ledger: EffectLedger;
+  agents: AgentCatalog;
+  enqueue: Enqueue;
+  now?: () => number;
+}
+
+type SpawnCall = Extract<PlannedCall, { kind: 'spawn' }>;
+
+/**
+ * Carries out a `call_<agent>` call: the child run is started once, through the effect
+ * ledger like any write (its id is derived from the parent's run, step and call, so an
+ * attempt after a crash finds the same child), and no child starts once the parent has
+ * finished. The call's record is the child's end as an observation, or `awaiting_child`
+ * while it runs: then the parent's step waits (status `waiting`) and is resumed by the
+ * child's end (engine/run-tree.ts).
+ */
+export function createChildRuns(deps: ChildRunsDeps) {
+  const now = deps.now ?? Date.now;
+
+  return async function spawn(parent: RunRecord, p: SpawnCall): Promise<ToolCallResult> {
+    const record = (outcome: ToolCallRecord['outcome'], observation: string): ToolCallResult => ({
+      record: { id: p.call.id, name: p.call.name, arguments: p.args, outcome, observation, durationMs: 0, ...p.extra },
+    });
+    const key = p.ctx.idempotencyKey;
+    const prior = await deps.ledger.recordIntent(parent.id, key, p.call.name);
+    if (prior === 'finished') return record('rejected', `Not started: the run finished before ${p.call.name} started.`);
+    if (prior?.state !== 'done') {
+      const traceparent = activeTraceparent();
+      const child = childRecord(
+        parent,
+        {
+          id: p.childId,
+          agent: p.agent,
+          input: p.input,
+          limits: childLimits(parent, deps.agents.get(p.agent).limits, now()),
+          ...(traceparent ? { traceparent } : {}),
+        },
+        now(),
+      );
+      await deps.store.createChild(
+        child,
+        { id: child.id, agent: child.agent, step: parent.step, toolCallId: p.call.id },
+        runEvent('run.queued', child.id, 0, { agent: child.agent, traceId: child.traceId, parentRunId: parent.id }),
+      );
+      // The first step's job is enqueued before the ledger says done: a crash in between starts it again (a no-op if it exists).
+      await deps.enqueue('step', {
+        runId: child.id,
+        step: 0,
+        tenantId: child.tenantId,
+        ...(child.traceparent ? { traceparent: child.traceparent } : {}),
+      });
+      await deps.ledger.recordResult(parent.id, key, p.call.name, true, child.id);
+    }
+    const found = await deps.store.get(p.childId);
+    // A run by that id that is not this call's child (an id collision): never read as the child, never waited for.
+    if (found && (found.parentRunId !== parent.id || found.tenantId !== parent.tenantId)) {
+      return record('error', JSON.stringify({ error: 'subagent_failed', reason: 'id_collision' }));
+    }
+    const child = found;
+    if (child && !TERMINAL_STATUSES.includes(child.status)) {
+      return record('awaiting_child', `Waiting for the "${p.agent}" agent (run ${p.childId}).`);
+    }
+    const ended = childObservation(child);
+    return record(ended.outcome, ended.observation);
+  };
+}
+
+export type SpawnChild = ReturnType<typeof createChildRuns>;

@@ -1,0 +1,344 @@
+import { describe, expect, it } from 'vitest';
+import { defineAgent } from '../src/agents/agent-profile.js';
+import { type Compensator, createCompensator } from '../src/engine/compensation.js';
+import { childRunId } from '../src/engine/sub-agents.js';
+import type { ModelRequest } from '../src/model/model-gateway.js';
+import { compensateJobSchema } from '../src/queue/job-catalog.js';
+import type { RunRecord } from '../src/schemas/run.js';
+import type { Commit } from '../src/store/run-store.js';
+import { createFakeModel, type FakeTurn, toolCall } from '../src/testing/index.js';
+import { APPROVER, type HarnessOptions, harnessPerTest } from './harness.js';
+
+const use = harnessPerTest();
+
+const refunds = defineAgent({
+  name: 'refunds',
+  description: 'Issues refunds for orders.',
+  instructions: 'You are the refunds agent.',
+  tools: ['query_order', 'submit_refund'],
+});
+const researcher = defineAgent({
+  name: 'researcher',
+  description: 'Looks up policies.',
+  instructions: 'You are the researcher.',
+  tools: ['search_policy'],
+});
+
+/** A model that plays each agent's turns in order, told apart by the system prompt. */
+function byAgent(turns: Record<string, FakeTurn[]>) {
+  const seen = new Map<string, number>();
+  const agentOf = (r: ModelRequest) => {
+    const system = String(r.messages[0]?.content ?? '');
+    if (system.startsWith('You are the refunds agent')) return 'refunds';
+    if (system.startsWith('You are the researcher')) return 'researcher';
+    return 'parent';
+  };
+  return createFakeModel([
+    (request, call) => {
+      const agent = agentOf(request);
+      const n = seen.get(agent) ?? 0;
+      seen.set(agent, n + 1);
+      const list = turns[agent] ?? [];
+      const turn = list[Math.min(n, list.length - 1)];
+      if (!turn) throw new Error(`no turn for ${agent}`);
+      return typeof turn === 'function' ? turn(request, call) : turn;
+    },
+  ]);
+}
+
+const tree = (model: ReturnType<typeof byAgent>, opts: HarnessOptions = {}) =>
+  use(model, { agents: [refunds, researcher], profile: { agents: ['refunds', 'researcher'], handoffs: ['refunds'] }, ...opts });
+
+const children = async (t: ReturnType<typeof tree>, id: string) => (await t.store.children(id)).map((c) => c.id);
+
+describe('sub-agents as child runs', () => {
+  it('parks the parent `waiting` while its child waits for an approval, and resumes it with the answer', async () => {
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('c1', 'call_refunds', { input: 'refund 100 on 2024001' })] }, { content: 'Refund done: R-1' }],
+      refunds: [
+        { toolCalls: [toolCall('r1', 'submit_refund', { orderNo: '2024001', amount: 100, reason: 'late' })] },
+        { content: 'Refunded 100.' },
+      ],
+    });
+    const t = tree(model);
+    const id = await t.submit('please refund order 2024001');
+    await t.drain();
+    const parent = await t.store.require(id);
+    expect(parent.status).toBe('waiting');
+    const childId = childRunId(id, 0, 'c1');
+    expect(parent.pendingChildren).toEqual([childId]);
+    const child = await t.store.require(childId);
+    expect(child).toMatchObject({
+      status: 'pending_approval',
+      parentRunId: id,
+      rootRunId: id,
+      agent: 'refunds',
+      tenantId: 'acme',
+      userId: 'alice',
+    });
+    expect(child.traceId).toBe(parent.traceId);
+    // The child's approval names the tree, in the approver's list.
+    const { approvals } = await t.approvals.list(APPROVER, { limit: 50 });
+    expect(approvals).toHaveLength(1);
+    expect(approvals[0]).toMatchObject({ runId: childId, parentRunId: id, rootRunId: id, toolName: 'submit_refund' });
+    // The view shows the tree.
+    const view = await t.runs.get(USER_ALICE, id);
+    expect(view).toMatchObject({ status: 'waiting', children: [{ id: childId, agent: 'refunds', status: 'pending_approval' }] });
+    expect((await t.runs.get(USER_ALICE, childId)).parentRunId).toBe(id);
+
+    await t.approvals.decide(APPROVER, approvals[0]!.id, { kind: 'approve' });
+    await t.drain();
+    expect(await t.store.require(childId)).toMatchObject({ status: 'succeeded', finalAnswer: 'Refunded 100.' });
+    const done = await t.store.require(id);
+    expect(done).toMatchObject({ status: 'succeeded', finalAnswer: 'Refund done: R-1' });
+    // The parent's model saw the child's answer as the call's observation.
+    const seen = model.requests.at(-1)?.messages.find((m) => m.role === 'tool');
+    expect(seen?.content).toContain('Refunded 100.');
+    const [step] = await t.store.steps(id);
+    expect(step?.toolCalls[0]).toMatchObject({ name: 'call_refunds', outcome: 'ok', childRunId: childId, observation: 'Refunded 100.' });
+    // Usage: the parent's own, and the tree's (its own plus the child's two steps).
+    const final = await t.runs.get(USER_ALICE, id);
+    expect(final.usage.totalTokens).toBe(220);
+    expect(final.treeUsage?.totalTokens).toBe(440);
+    expect(final.children).toEqual([{ id: childId, agent: 'refunds', status: 'succeeded' }]);
+    // The parent's stream carries the child's events (with the child's run id), and ends with its own finish.
+    const events = await t.store.readEvents(id, '0');
+    expect(events.some((e) => e.event.runId === childId && e.event.type === 'run.finished')).toBe(true);
+    expect(events.at(-1)?.event).toMatchObject({ runId: id, type: 'run.finished' });
+  });
+
+  it('runs two sub-agent calls of one reply as parallel children, resuming once both ended', async () => {
+    const model = byAgent({
+      parent: [
+        {
+          toolCalls: [
+            toolCall('a', 'call_researcher', { input: 'returns policy' }),
+            toolCall('b', 'call_researcher', { input: 'shipping policy' }),
+          ],
+        },
+        { content: 'both known' },
+      ],
+      researcher: [(r) => ({ content: `about ${String(r.messages.at(-1)?.content)}` })],
+    });
+    const t = tree(model);
+    const id = await t.submit('tell me the policies');
+    await t.drain(1);
+    const parent = await t.store.require(id);
+    expect(parent.status).toBe('waiting');
+    expect(parent.pendingChildren).toHaveLength(2);
+    await t.drain();
+    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', finalAnswer: 'both known' });
+    const calls = (await t.store.steps(id))[0]?.toolCalls ?? [];
+    expect(calls.map((c) => c.observation).sort()).toEqual(['about returns policy', 'about shipping policy']);
+  });
+
+  it("gives the parent a child's failure as an observation, never a stuck parent", async () => {
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('c', 'call_researcher', { input: 'loop' })] }, { content: 'the researcher failed' }],
+      // Every reply calls the same tool again: the loop guard ends the child `repeated_call`.
+      researcher: [{ toolCalls: [toolCall('s', 'search_policy', { query: 'x' })] }],
+    });
+    const t = tree(model);
+    const id = await t.submit('research');
+    await t.drain();
+    const child = await t.store.require(childRunId(id, 0, 'c'));
+    expect(child).toMatchObject({ status: 'failed', reason: 'repeated_call' });
+    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', finalAnswer: 'the researcher failed' });
+    const call = (await t.store.steps(id))[0]?.toolCalls[0];
+    expect(call?.outcome).toBe('error');
+    expect(JSON.parse(call?.observation ?? '{}')).toEqual({ error: 'subagent_failed', reason: 'repeated_call' });
+  });
+
+  it('cancels the descendants of a cancelled run, its parked child and that child’s approval included', async () => {
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('c1', 'call_refunds', { input: 'refund' })] }],
+      refunds: [{ toolCalls: [toolCall('r1', 'submit_refund', { orderNo: '2024001', amount: 100, reason: 'late' })] }],
+    });
+    const t = tree(model);
+    const id = await t.submit('refund');
+    await t.drain();
+    const childId = childRunId(id, 0, 'c1');
+    expect((await t.store.require(childId)).status).toBe('pending_approval');
+    await t.runs.cancel(USER_ALICE, id);
+    await t.drain();
+    expect(await t.store.require(childId)).toMatchObject({ status: 'cancelled', reason: 'cancelled' });
+    expect((await t.store.approvals(childId))[0]).toMatchObject({ status: 'withdrawn', decidedBy: `run:${id}` });
+    expect(await t.demo.refunds('acme')).toEqual([]);
+  });
+
+  it('creates exactly one child when the worker dies between creating it and parking the parent', async () => {
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('c1', 'call_researcher', { input: 'q' })] }, { content: 'ok' }],
+      researcher: [{ content: 'answer' }],
+    });
+    const t = tree(model);
+    const id = await t.submit('ask');
+    const commit = t.store.compareAndSet.bind(t.store);
+    let killed = false;
+    t.store.compareAndSet = async (c: Commit): Promise<RunRecord> => {
+      if (!killed && c.to.status === 'waiting') {
+        killed = true;
+        throw new Error('worker killed');
+      }
+      return commit(c);
+    };
+    const step0 = t.queue.splice(0, 1)[0]!;
+    await expect(t.steps.process({ runId: id, step: 0, ...(step0.job as object) })).rejects.toThrow('worker killed');
+    // The child exists; BullMQ takes the step up again, on another worker.
+    await t.steps.process({ runId: id, step: 0 });
+    await t.drain();
+    expect(await children(t, id)).toEqual([childRunId(id, 0, 'c1')]);
+    const listed = await t.store.list('acme', {}, { limit: 50 });
+    expect(listed.runs).toHaveLength(2);
+    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', finalAnswer: 'ok' });
+    expect(model.requests.filter((r) => String(r.messages[0]?.content).startsWith('You are the researcher'))).toHaveLength(1);
+  });
+
+  it("never reads or waits for another tenant's run that happens to have the child's id", async () => {
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('c1', 'call_researcher', { input: 'q' })] }, { content: 'done' }],
+      researcher: [{ content: 'secret of the parent' }],
+    });
+    const t = tree(model);
+    const id = await t.submit('ask');
+    const squatter = {
+      ...(await t.store.require(id)),
+      id: childRunId(id, 0, 'c1'),
+      tenantId: 'evil',
+      finalAnswer: 'evil secret',
+      status: 'succeeded' as const,
+    };
+    const { parentRunId: _p, ...foreign } = squatter;
+    await t.store.create(
+      foreign,
+      { role: 'user', content: 'x' },
+      { type: 'run.queued', runId: foreign.id, at: foreign.createdAt, data: {} },
+    );
+    await t.drain();
+    const call = (await t.store.steps(id))[0]?.toolCalls[0];
+    expect(JSON.parse(call?.observation ?? '{}')).toEqual({ error: 'subagent_failed', reason: 'id_collision' });
+    expect(await t.store.require(foreign.id)).toMatchObject({ tenantId: 'evil', finalAnswer: 'evil secret', version: 0 });
+  });
+
+  it('refuses sub-agent calls beyond the per-step limit and the depth limit, as observations', async () => {
+    const many = Array.from({ length: 1000 }, (_, i) => toolCall(`c${i}`, 'call_researcher', { input: `q${i}` }));
+    const model = byAgent({ parent: [{ toolCalls: many }, { content: 'enough' }], researcher: [{ content: 'a' }] });
+    const t = tree(model, { delegation: { maxDepth: 3, maxChildrenPerStep: 2 } });
+    const id = await t.submit('flood');
+    await t.drain(200);
+    expect(await children(t, id)).toHaveLength(2);
+    const calls = (await t.store.steps(id))[0]?.toolCalls ?? [];
+    expect(calls.filter((c) => c.outcome === 'forbidden')).toHaveLength(998);
+    // The flood of observations makes the next prompt too big for the budget: the run ends, nothing hangs.
+    expect(await t.store.require(id)).toMatchObject({ status: 'failed', reason: 'token_budget' });
+
+    const deep = tree(byAgent({ parent: [{ toolCalls: [toolCall('c', 'call_researcher', { input: 'q' })] }, { content: 'x' }] }), {
+      delegation: { maxDepth: 0, maxChildrenPerStep: 4 },
+    });
+    const root = await deep.submit('deep');
+    await deep.drain();
+    expect(await children(deep, root)).toEqual([]);
+    expect((await deep.store.steps(root))[0]?.toolCalls[0]).toMatchObject({ outcome: 'forbidden' });
+  });
+});
+
+describe('one budget for the tree', () => {
+  it('stops children whose spending together would exceed what the parent has left, and charges it to the parent', async () => {
+    const costly = { promptTokens: 2400, completionTokens: 10 };
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('a', 'call_researcher', { input: 'one' }), toolCall('b', 'call_researcher', { input: 'two' })] }],
+      researcher: [{ toolCalls: [toolCall('s', 'search_policy', { query: 'a' })], usage: costly }],
+    });
+    const t = tree(model);
+    const { run } = await t.runs.submit(USER_ALICE, { input: 'dig deep', limits: { maxTokens: 5000 } });
+    await t.drain();
+    const [a, b] = await Promise.all([t.store.require(childRunId(run.id, 0, 'a')), t.store.require(childRunId(run.id, 0, 'b'))]);
+    // Each was capped at creation to what the parent had left (5000 − 110)…
+    expect(a.limits.maxTokens).toBe(4890);
+    // …and both stopped when the tree had no room left, well below their own caps.
+    for (const child of [a, b]) {
+      expect(child).toMatchObject({ status: 'failed', reason: 'token_budget' });
+      expect(child.usage.totalTokens).toBe(2410);
+    }
+    const parent = await t.store.require(run.id);
+    expect(parent).toMatchObject({ status: 'failed', reason: 'token_budget' });
+    const view = await t.runs.get(USER_ALICE, run.id);
+    expect(view.usage.totalTokens).toBe(110);
+    expect(view.treeUsage?.totalTokens).toBe(110 + 2410 + 2410);
+    expect(view.treeUsage?.totalTokens).toBeLessThanOrEqual(5000);
+  });
+});
+
+describe('compensation of the tree', () => {
+  it("undoes a child's refund with its parent's saga (the child's writes are the tree's)", async () => {
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('c1', 'call_refunds', { input: 'refund 100 on 2024001' })] }],
+      refunds: [
+        { toolCalls: [toolCall('r1', 'submit_refund', { orderNo: '2024001', amount: 100, reason: 'late' })] },
+        { content: 'Refunded 100.' },
+      ],
+    });
+    let compensator: Compensator | undefined;
+    const t = tree(model, {
+      profile: { agents: ['refunds'], compensation: 'auto' },
+      onFinished: (run) => compensator?.onRunFinished(run) ?? Promise.resolve(),
+    });
+    compensator = createCompensator({
+      store: t.store,
+      applier: t.applier,
+      ledger: t.ledger,
+      tools: t.tools,
+      agents: t.agents,
+      enqueue: t.enqueue,
+      metrics: t.metrics,
+      logger: t.logger,
+      emit: async () => undefined,
+      toolTimeoutMs: 2000,
+      approvalTtlMs: 60_000,
+    });
+    // One step: the parent fails max_steps once its child answered.
+    const { run } = await t.runs.submit(USER_ALICE, { input: 'refund it', limits: { maxSteps: 1 } });
+    await t.drain();
+    const childId = childRunId(run.id, 0, 'c1');
+    const [approval] = await t.store.approvals(childId);
+    await t.approvals.decide(APPROVER, approval!.id, { kind: 'approve' });
+    await t.drain();
+    expect(await t.store.require(childId)).toMatchObject({ status: 'succeeded' });
+    expect(await t.store.require(run.id)).toMatchObject({ status: 'failed', reason: 'max_steps' });
+    expect((await t.demo.refunds('acme')).map((r) => r.status)).toEqual(['submitted']);
+    // The child's success started no saga of its own; the parent's holds the child's refund.
+    expect(await t.store.compensation(childId)).toBeNull();
+    expect(await t.store.compensation(run.id)).toMatchObject({
+      status: 'running',
+      steps: [{ runId: childId, step: 0, toolCallId: 'r1', tool: 'submit_refund', status: 'pending' }],
+    });
+    const job = t.queue.find((q) => q.name === 'compensate');
+    expect(await compensator.process(compensateJobSchema.parse(job?.job), false)).toBeTruthy();
+    expect((await t.demo.refunds('acme')).map((r) => r.status)).toEqual(['reversed']);
+    expect(await t.store.compensation(run.id)).toMatchObject({ status: 'done' });
+  });
+});
+
+describe('hand-offs', () => {
+  it('continues the same run with the target agent, its instructions and tools, and says which agent took each step', async () => {
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('h', 'transfer_to_refunds', { reason: 'a refund' })] }],
+      refunds: [{ content: 'I am the refunds agent; how much?' }],
+    });
+    const t = tree(model);
+    const id = await t.submit('I want my money back');
+    await t.drain();
+    const run = await t.store.require(id);
+    expect(run).toMatchObject({ status: 'succeeded', agent: 'refunds', finalAnswer: 'I am the refunds agent; how much?' });
+    expect((await t.store.steps(id)).map((s) => s.agent)).toEqual(['order-assistant', 'refunds']);
+    const [first, second] = model.requests;
+    expect(first?.tools.map((x) => x.function.name)).toContain('transfer_to_refunds');
+    expect(second?.tools.map((x) => x.function.name).sort()).toEqual(['query_order', 'submit_refund']);
+    // The conversation so far goes along.
+    expect(second?.messages.some((m) => m.role === 'user' && m.content === 'I want my money back')).toBe(true);
+    const trace = await t.runs.trace(USER_ALICE, id);
+    expect(trace.steps.map((s) => s.agent)).toEqual(['order-assistant', 'refunds']);
+  });
+});
+
+const USER_ALICE = { tenantId: 'acme', userId: 'alice', roles: ['user' as const] };

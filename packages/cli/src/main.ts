@@ -5,6 +5,7 @@ import { ReinNetworkError } from '@rein/client';
 import type { App, RunningService, ServiceOptions } from '@rein/core';
 import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
 import { migrate, usage } from './archive-commands.js';
+import { auditVerify } from './audit-verify.js';
 import { dev } from './dev.js';
 import { fleetClient } from './fleet-client.js';
 import { type CommandName, commandHelp, isCommand, USAGE } from './help.js';
@@ -112,6 +113,12 @@ try {
         positionals[0] ? renderSchedule(await rein.schedules.get(positionals[0])) : renderSchedules(await rein.schedules.list()),
       );
       process.exit(0);
+    case 'audit': {
+      const { positionals } = options('audit', {});
+      if (positionals[0] !== 'verify') throw new Error(`rein audit needs a subcommand\n${commandHelp('audit')}`);
+      const result = await auditVerify(fleetClient().rein);
+      (result.ok ? process.stdout : process.stderr).write(`${result.message}\n`);
+      process.exit(result.ok ? 0 : 1);
       break;
     }
     case 'watch': {
@@ -134,10 +141,9 @@ try {
       break;
     }
   }
-} catch (err) {
+} catch (err) 
   process.stderr.write(`rein: ${describeError(err)}\n`);
   process.exit(1);
-}
 
 /** What went wrong, in the user's terms: no API at the URL is a hint to start one, not `fetch failed`. */
 function describeError(err: unknown): string {

@@ -3,6 +3,7 @@ import type {
   ApprovalList,
   ApprovalView,
   ApproveBody,
+  AuditPage,
   CompensationView,
   CreatedWebhook,
   CreateScheduleInput,
@@ -207,6 +208,10 @@ export class ReinClient {
       this.call(this.apiUrl, 'POST', `/v1/versions/${enc(version)}/promote`, { body: opts }),
     upgrade: (version: string, body: UpgradeBody = {}): Promise<UpgradeAnswer> =>
       this.call(this.apiUrl, 'POST', `/v1/versions/${enc(version)}/upgrade`, { body }),
+  /** Tenant admins only: the decision log, oldest first (`rein audit verify` checks its chain). */
+  readonly audit = {
+    page: (params: { from?: string; to?: string; cursor?: string; limit?: number } = {}): Promise<AuditPage> =>
+      this.call(this.apiUrl, 'GET', '/v1/audit', { query: params }),
   };
 
   private async call<T>(

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { approvalStatusSchema } from './approval.js';
+import { approvalStatusSchema, riskSchema } from './approval.js';
 import { runStatusSchema } from './run.js';
 
 /** The longest id a client can name in a path; the HTTP router (Fastify's maxParamLength) is given the same bound. */
@@ -115,8 +115,30 @@ export type UsageResponse = z.infer<typeof usageResponseSchema>;
 /** `GET /v1/approvals`. */
 export const listApprovalsQuerySchema = z.object({
   status: approvalStatusSchema.optional(),
+  /** Triage filters: applied to each page, so a page may come back short with a cursor to go on. */
+  risk: riskSchema.optional(),
+  tool: z.string().min(1).max(128).optional(),
+  requestedBy: z.string().min(1).max(128).optional(),
+  agent: z.string().min(1).max(128).optional(),
+  /** Only approvals asked for before this instant (ISO): the oldest waiting first to triage. */
+  createdBefore: z.iso.datetime({ offset: true }).optional(),
   cursor: z.string().min(1).max(500).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 export type ListApprovalsQuery = z.infer<typeof listApprovalsQuerySchema>;
 export type ListApprovalsParams = Omit<z.input<typeof listApprovalsQuerySchema>, 'limit'> & { limit?: number };
+
+/** `POST /v1/approvals/decide`: several approvals at once, each decided (and checked) on its own. */
+export const batchDecideBodySchema = z
+  .object({
+    ids: z.array(z.string().min(1).max(200)).min(1).max(100),
+    verdict: z.enum(['approve', 'reject']),
+    comment: z.string().min(1).max(2000).optional(),
+  })
+  .strict()
+  .refine((b) => b.verdict === 'approve' || b.comment !== undefined, {
+    message: 'a rejection needs a comment (the model hears it)',
+    path: ['comment'],
+  })
+  .refine((b) => new Set(b.ids).size === b.ids.length, { message: 'ids must be distinct', path: ['ids'] });
+export type BatchDecideBody = z.infer<typeof batchDecideBodySchema>;

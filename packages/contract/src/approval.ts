@@ -7,6 +7,19 @@ export type ApprovalStatus = z.infer<typeof approvalStatusSchema>;
 
 export { type Risk, riskSchema } from './identity.js';
 
+/** One approver's approval of a quorum approval (`quorum` ≥ 2); `arguments`: their edit, when they made one. */
+export const approvalVoteSchema = z.object({
+  by: z.string(),
+  at: z.string(),
+  comment: z.string().optional(),
+  arguments: z.unknown().optional(),
+});
+export type ApprovalVote = z.infer<typeof approvalVoteSchema>;
+
+/** Undecided after `afterMs`, the approval's `requiredRole` becomes `toRole` (never lower) and its expiry restarts. */
+export const escalationSchema = z.object({ afterMs: z.number().int().positive(), toRole: roleSchema }).strict();
+export type Escalation = z.infer<typeof escalationSchema>;
+
 export const approvalSchema = z.object({
   schemaVersion: z.literal(SCHEMA_VERSION),
   id: z.string(),
@@ -46,6 +59,15 @@ export const approvalSchema = z.object({
   reason: z.enum(['version_changed']).optional(),
   /** The fingerprint of the tool's definition it was asked under (tools/tool-digest.ts): an upgrade keeps it only if unchanged. */
   toolDigest: z.string().optional(),
+  /** Distinct people (never the requester) who must approve; one rejection rejects. Absent: one decides. */
+  quorum: z.number().int().min(2).optional(),
+  /** The approvals so far of a quorum approval; an edit resets the others (they approved other arguments). */
+  approvals: z.array(approvalVoteSchema).optional(),
+  /** The next escalation, counted from `escalatedAt` (or `createdAt`). */
+  escalate: escalationSchema.optional(),
+  escalatedAt: z.string().optional(),
+  /** Every escalation so far, oldest first. */
+  escalations: z.array(z.object({ at: z.string(), from: roleSchema, to: roleSchema })).optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 
@@ -58,3 +80,10 @@ export const approveBodySchema = z
   .strict();
 export type ApproveBody = z.infer<typeof approveBodySchema>;
 export const rejectBodySchema = z.object({ reason: z.string().min(1).max(2000) }).strict();
+
+/** `POST /v1/approvals/:id/links`: for the caller, or (a tenant admin) for `userId`. */
+export const createLinksBodySchema = z.object({ userId: z.string().min(1).max(128).optional() }).strict();
+export type CreateLinksBody = z.infer<typeof createLinksBodySchema>;
+/** Single-use links deciding as one user; `GET` shows a confirmation page, only `POST` decides. */
+export const approvalLinksSchema = z.object({ approveUrl: z.string(), rejectUrl: z.string(), expiresAt: z.string() });
+export type ApprovalLinks = z.infer<typeof approvalLinksSchema>;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { approvalStatusSchema, riskSchema } from './approval.js';
+import { roleSchema } from './identity.js';
 import { runReasonSchema, runStatusSchema, toolOutcomeSchema, usageSchema } from './run.js';
 
 export const runEventTypeSchema = z.enum([
@@ -14,6 +15,7 @@ export const runEventTypeSchema = z.enum([
   'approval.decided',
   /** Its run moved to an app version whose tool changed: the call must be asked again. */
   'approval.withdrawn',
+  'approval.escalated',
   'run.finished',
   'compensation.started',
   'compensation.step',
@@ -92,6 +94,7 @@ export const typedRunEventSchema = z.discriminatedUnion('type', [
     from: z.string().nullable(),
     to: z.string(),
   }),
+  event('approval.escalated', { approvalId: z.string(), from: roleSchema, to: roleSchema, expiresAt: z.string() }),
   event('run.finished', {
     status: runStatusSchema,
     reason: runReasonSchema,
@@ -119,7 +122,7 @@ export type RunEventData<T extends RunEventType> = Extract<TypedRunEvent, { type
 export const approvalFeedEventSchema = z.discriminatedUnion('type', [
   z.object({
     /** `approval.withdrawn`: its run moved to an app version whose tool changed (`reason: version_changed`). */
-    type: z.enum(['approval.requested', 'approval.decided', 'approval.withdrawn']),
+    type: z.enum(['approval.requested', 'approval.decided', 'approval.withdrawn', 'approval.escalated']),
     approvalId: z.string(),
     runId: z.string(),
     status: z.string(),

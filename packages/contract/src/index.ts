@@ -6,6 +6,7 @@
 export * from './api.js';
 export * from './app-version.js';
 export * from './approval.js';
+export * from './audit.js';
 export * from './compensation.js';
 export * from './error-codes.js';
 export * from './event.js';

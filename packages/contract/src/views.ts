@@ -27,7 +27,11 @@ export const decisionRightsSchema = z.object({
 });
 
 /** An approval as callers see it. */
-export const approvalViewSchema = approvalSchema.omit({ schemaVersion: true }).extend({ deciders: decisionRightsSchema });
+export const approvalViewSchema = approvalSchema.omit({ schemaVersion: true }).extend({
+  deciders: decisionRightsSchema,
+  /** A quorum approval's approvals still needed (0 once decided). */
+  approvalsNeeded: z.number().int().min(0).optional(),
+});
 export type ApprovalView = z.infer<typeof approvalViewSchema>;
 
 /** A run's saga compensation as callers see it (`POST /v1/runs/:id/compensate`, `compensation` of a run). */
@@ -135,3 +139,16 @@ export const meSchema = principalSchema;
 export const errorEnvelopeSchema = z.object({
   error: z.object({ code: z.string(), message: z.string() }),
 });
+
+/** One result per id of `POST /v1/approvals/decide`, in the order asked. */
+export const batchDecisionSchema = z.object({
+  results: z.array(
+    z.object({
+      id: z.string(),
+      ok: z.boolean(),
+      approval: approvalViewSchema.optional(),
+      error: z.object({ code: z.string(), message: z.string() }).optional(),
+    }),
+  ),
+});
+export type BatchDecision = z.infer<typeof batchDecisionSchema>;

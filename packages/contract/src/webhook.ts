@@ -5,6 +5,7 @@ export const webhookEventTypeSchema = z.enum([
   'approval.requested',
   'approval.decided',
   'approval.withdrawn',
+  'approval.escalated',
   'effect.uncertain',
   'run.compensated',
   'compensation.failed',

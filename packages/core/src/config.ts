@@ -3,7 +3,8 @@ import { priceSchema } from './budgets/price.js';
 import { DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
 import { ConfigError } from './errors.js';
 import { providersSchema, resolveProviderKeys } from './model/providers.js';
-import { apiKeySchema } from './schemas/identity.js';
+import { escalationSchema } from './schemas/approval.js';
+import { apiKeySchema, roleSchema } from './schemas/identity.js';
 import { appVersionSchema } from './schemas/version.js';
 
 const csv = z.string().transform((s) =>
@@ -190,6 +191,16 @@ export const configSchema = z.object({
   /** The most of one tool result (UTF-8 bytes) Rein keeps: a longer one is cut, with a marker, before the journal, trace and model see it. */
   REIN_MAX_TOOL_RESULT_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_MAX_TOOL_RESULT_BYTES),
   APPROVAL_TTL_MS: z.coerce.number().int().positive().default(900_000),
+  /**
+   * The app-wide escalation of approvals by the role they need, for policies that name none,
+   * and the next link of every escalation chain: `{"approver": {"afterMs": 600000, "toRole": "supervisor"}}`.
+   */
+  /**
+   * Signs one-click approval links (HMAC-SHA256), at least 32 characters; every approver
+   * process must share it. Unset: derived from REIN_API_KEYS (changing the keys voids every link).
+   */
+  REIN_LINK_SECRET: z.string().min(32).optional(),
+  REIN_APPROVAL_ESCALATION: jsonOf(z.partialRecord(roleSchema, escalationSchema), '{"<role>": {"afterMs", "toRole"}}').default({}),
   REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
   /** The archive of finished runs (PostgreSQL, `postgres://…`); unset: no archive, runs live in Redis for REIN_TRACE_TTL_DAYS. */
   REIN_ARCHIVE_URL: z

@@ -13,14 +13,17 @@ export { loadApp, loadAppOrExit } from './app/load-app.js';
 export { createRegistry, type Registry } from './app/registry.js';
 export { stricterOf, verifyBinding } from './approvals/approval-binding.js';
 export { approvalId, runOfApproval } from './approvals/approval-id.js';
+export { type ApprovalLinks, createApprovalLinks, type LinkPreview } from './approvals/approval-links.js';
 export {
   type ApprovalService,
   createApprovalService,
   type Decision as ApprovalDecision,
   type Decision as ApprovalVerdict,
 } from './approvals/approval-service.js';
+export { createDecisionLog } from './approvals/decision-log.js';
 export { type DecisionRights, decisionRights, holdsRole, mayDecide, mayReadRun, ROLE_RANK } from './approvals/decision-rights.js';
 export { feedVisibleTo, type RunOwners } from './approvals/feed-visibility.js';
+export { linkSecret } from './approvals/link-token.js';
 export { type ArchivePool, createArchivePool } from './archive/archive-pool.js';
 export { ArchiveSchemaError, checkArchiveSchema, loadMigrations, migrateArchive } from './archive/migrations.js';
 export { type ArchiveDoc, RunArchive } from './archive/run-archive.js';
@@ -192,10 +195,12 @@ export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, 
 export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
 export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';
 export { ApprovalFeed } from './store/approval-feed.js';
+export { AuditLog, auditHash, type ChainCheck, GENESIS_HASH, truncation, verifyAuditChain } from './store/audit-log.js';
 export { DecisionJournal } from './store/decision-journal.js';
 export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
 export { HotRuns, type RunSnapshot, revisionOf, sameRevision } from './store/hot-runs.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
+export { LinkUses } from './store/link-uses.js';
 export { type RunFilter, RunStore } from './store/run-store.js';
 export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './store/schedule-store.js';
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';

@@ -52,6 +52,10 @@ export const tenantKeys = (tenantId: string) => {
     sessionActive: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:active`,
     /** Runs waiting for the session to be free (`ifBusy`), in submission order. */
     sessionQueue: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:queue`,
+    /** The decision log (a hash chain): seq → entry JSON, seqs by time (ms), and the head (`<seq> <hash> <at ms>`). */
+    audit: `${p}:audit`,
+    auditByTime: `${p}:audit:at`,
+    auditHead: `${p}:audit:head`,
     /** Webhook id → webhook JSON (with its secret). */
     webhooks: `${p}:webhooks`,
     /** The last delivery attempts of one webhook, newest first (a capped list). */
@@ -138,3 +142,5 @@ export const VERSION_KEYS = {
 
 /** A version's runs that are not finished: run id → `<status>|<pending approvals>`. */
 export const versionRunsKey = (version: string) => `rein:version:{${version}}:runs`;
+/** A spent one-click approval link (its nonce), kept until the link would have expired. */
+export const linkUseKey = (nonce: string) => `rein:link:{${nonce}}`;

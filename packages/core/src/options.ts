@@ -114,6 +114,10 @@ export interface ReinOptions {
   approvals: {
     /** APPROVAL_TTL_MS: how long a pending approval waits. @default 900000 */
     ttlMs: Config['APPROVAL_TTL_MS'];
+    /** REIN_APPROVAL_ESCALATION: escalation by required role, for policies that name none. @default {} */
+    escalation: Config['REIN_APPROVAL_ESCALATION'];
+    /** REIN_LINK_SECRET: signs one-click links. @default derived from REIN_API_KEYS */
+    linkSecret: Config['REIN_LINK_SECRET'];
   };
   retention: {
     /** REIN_TRACE_TTL_DAYS. @default 30 */
@@ -233,6 +237,8 @@ export const envOptionPaths = {
   APPROVER_PORT: 'http.approverPort',
   WORKER_METRICS_PORT: 'http.workerMetricsPort',
   APPROVAL_TTL_MS: 'approvals.ttlMs',
+  REIN_APPROVAL_ESCALATION: 'approvals.escalation',
+  REIN_LINK_SECRET: 'approvals.linkSecret',
   REIN_APP: 'app',
   REIN_APP_VERSION: 'appVersion',
   REIN_MODEL: 'model.name',

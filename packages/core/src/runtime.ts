@@ -3,6 +3,7 @@ import { resolveAppVersion } from './app/app-version.js';
 import type { App } from './app/define-app.js';
 import { createRegistry, type Registry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
+import { createDecisionLog, type DecisionLog } from './approvals/decision-log.js';
 import { type ArchivePool, createArchivePool } from './archive/archive-pool.js';
 import { checkArchiveSchema } from './archive/migrations.js';
 import { RunArchive } from './archive/run-archive.js';
@@ -32,6 +33,7 @@ import { createRunService, type RunService } from './runs/run-service.js';
 import { createScheduleService, type ScheduleService } from './runs/schedule-service.js';
 import { createSessionQueue, type SessionQueue } from './runs/session-queue.js';
 import { ApprovalFeed } from './store/approval-feed.js';
+import { AuditLog } from './store/audit-log.js';
 import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { HotRuns } from './store/hot-runs.js';
@@ -83,6 +85,9 @@ export interface Runtime {
   masker: PiiMasker;
   tracing: Tracing;
   webhooks: WebhookService;
+  /** The tenants' decision logs (hash chains): appended by the applier and the webhook service. */
+  audit: AuditLog;
+  decisionLog: DecisionLog;
   webhookStore: WebhookStore;
   dispatcher: WebhookDispatcher;
   compensator: Compensator;
@@ -205,6 +210,7 @@ async function buildRuntime<X extends Extras>(
   const ledger = new EffectLedger(redis);
   const journal = new DecisionJournal(redis);
   const quotas = new TenantQuotas(redis, options.quotas);
+  const audit = new AuditLog(redis, logger);
   const enqueue = scheduler.enqueue;
   let archive: Runtime['archive'];
   try {
@@ -230,6 +236,7 @@ async function buildRuntime<X extends Extras>(
     cancelExpiry: scheduler.cancelExpiry,
     metrics,
     knownTool: (name) => tools.has(name),
+    audit,
     hooks: {
       async finished(run) {
         await dispatcher.onRunFinished(run);
@@ -338,12 +345,20 @@ async function buildRuntime<X extends Extras>(
     scheduleQueue,
     sessionQueue,
     fairShare: createFairShare({ store, quotas, enqueue }),
-    approvals: createApprovalService({ store, applier, tools, ...(archive ? { archive: archive.runs } : {}) }),
+    approvals: createApprovalService({
+      store,
+      applier,
+      tools,
+      escalation: options.approvals.escalation,
+      ...(archive ? { archive: archive.runs } : {}),
+    }),
     ...(archive ? { archive } : {}),
     inputFilter,
     masker,
     tracing,
-    webhooks: createWebhookService({ store: webhookStore, allowPrivate: options.webhooks.allowPrivate }),
+    webhooks: createWebhookService({ store: webhookStore, allowPrivate: options.webhooks.allowPrivate, audit }),
+    audit,
+    decisionLog: createDecisionLog(audit),
     webhookStore,
     dispatcher,
     compensator,

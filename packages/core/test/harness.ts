@@ -6,6 +6,7 @@ import type { AgentProfile } from '../src/agents/agent-profile.js';
 import { type AppServices, defineApp } from '../src/app/define-app.js';
 import { createRegistry } from '../src/app/registry.js';
 import { createApprovalService } from '../src/approvals/approval-service.js';
+import type { EscalationDefaults } from '../src/approvals/escalation.js';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import { loadConfig, type Price, type Quotas } from '../src/config.js';
 import { createTransitionApplier, type FinishHooks } from '../src/engine/apply-transition.js';
@@ -23,6 +24,7 @@ import { createRunService } from '../src/runs/run-service.js';
 import type { SessionSettings } from '../src/runs/session-history.js';
 import type { Principal } from '../src/schemas/identity.js';
 import { ApprovalFeed } from '../src/store/approval-feed.js';
+import { AuditLog } from '../src/store/audit-log.js';
 import { DecisionJournal } from '../src/store/decision-journal.js';
 import { EffectLedger } from '../src/store/effect-ledger.js';
 import { RunStore } from '../src/store/run-store.js';
@@ -47,6 +49,8 @@ export interface HarnessOptions {
   extraTools?: Tool[];
   profile?: Partial<AgentProfile>;
   approvalTtlMs?: number;
+  /** The app-wide escalation by role (REIN_APPROVAL_ESCALATION). */
+  escalation?: EscalationDefaults;
   quotas?: Quotas;
   prices?: Record<string, Price>;
   guards?: Partial<GuardLimits>;
@@ -94,6 +98,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     if (at >= 0) queue.splice(at, 1);
   };
   const feed = new ApprovalFeed(redis);
+  const audit = new AuditLog(redis, logger, opts.now);
   const clock = opts.now ? { now: opts.now } : {};
   const quotas = new TenantQuotas(redis, opts.quotas ?? loadConfig({}).REIN_TENANT_QUOTAS, opts.now);
   const applier = createTransitionApplier({
@@ -104,6 +109,8 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     cancelExpiry,
     metrics,
     knownTool: (name) => tools.has(name),
+    audit,
+    ...(opts.onFinished ? { hooks: { finished: opts.onFinished } } : {}),
     hooks: {
       async finished(run) {
         await opts.onFinished?.(run);
@@ -140,6 +147,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     toolConcurrency: 4,
     modelTimeoutMs: 5000,
     approvalTtlMs: opts.approvalTtlMs ?? 60_000,
+    ...(opts.escalation ? { escalation: opts.escalation } : {}),
     spawnChild: createChildRuns({ store, ledger, agents, enqueue, ...clock }),
     ...(opts.delegation ? { delegation: opts.delegation } : {}),
     ...(opts.now ? { now: opts.now } : {}),
@@ -157,11 +165,12 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     masker: createPiiMasker(app.guards.pii),
     ...clock,
   });
-  const approvals = createApprovalService({ store, applier, tools, ...clock });
+  const approvals = createApprovalService({ store, applier, tools, ...clock, ...(opts.escalation ? { escalation: opts.escalation } : {}) });
 
   return {
     redis,
     feed,
+    audit,
     quotas,
     store,
     applier,
@@ -180,8 +189,8 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     /** Processes queued jobs until none are left (or `max` were run). */
     async drain(max = 50) {
       let ran = 0;
-      // Expiry jobs are delayed by design, and compensations are not steps: they stay queued, and tests run them explicitly.
-      const runnable = () => queue.find((q) => q.name !== 'expire' && q.name !== 'compensate');
+      // Expiry and escalation jobs are delayed by design, and compensations are not steps: they stay queued, and tests run them explicitly.
+      const runnable = () => queue.find((q) => q.name !== 'expire' && q.name !== 'escalate' && q.name !== 'compensate');
       for (let next = runnable(); next && ran < max; next = runnable()) {
         queue.splice(queue.indexOf(next), 1);
         await steps.process(stepJobSchema.parse(next.job));

@@ -23,6 +23,7 @@ function table() {
     repair: { schema: repairJobSchema, run: (p) => ran('repair', p), onFinalFailure: ended },
     wake: { schema: wakeJobSchema, run: (p) => ran('wake', p), onFinalFailure: ended },
     expire: { schema: expireJobSchema, run: (p) => ran('expire', p) },
+    escalate: { schema: expireJobSchema, run: (p) => ran('escalate', p) },
     compensate: { schema: compensateJobSchema, run: (p) => ran('compensate', p) },
     archive: { schema: archiveJobSchema, run: (p) => ran('archive', p) },
     admit: { schema: admitJobSchema, run: (p) => ran('admit', p) },

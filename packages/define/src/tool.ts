@@ -1,4 +1,4 @@
-import { type Principal, type Risk, type Role, roleSchema } from '@rein/contract';
+import { type Escalation, escalationSchema, type Principal, type Risk, type Role, roleSchema } from '@rein/contract';
 import { z } from 'zod';
 import { ConfigError, ToolError } from './errors.js';
 import { zodSchemaProblem } from './zod-schema.js';
@@ -30,6 +30,10 @@ export interface ApprovalRequirement {
   risk: Risk;
   requiredRole: Role;
   summary: string;
+  /** Distinct people (never the requester) who must approve (n ≥ 2); absent: one decides. */
+  quorum?: number;
+  /** Undecided after `afterMs`, `requiredRole` becomes `toRole` (never lower). */
+  escalate?: Escalation;
 }
 
 /** A tool as the runtime holds it: `defineTool`'s value, with its defaults filled in. */
@@ -78,7 +82,10 @@ export interface ToolDefinition<S extends z.ZodType> {
   description: string;
   kind: 'read' | 'write';
   parameters: S;
-  approval?: (args: z.infer<S>, ctx: Omit<ToolContext, 'signal' | 'logger'>) => { risk: Risk; summary: string; requiredRole?: Role } | null;
+  approval?: (
+    args: z.infer<S>,
+    ctx: Omit<ToolContext, 'signal' | 'logger'>,
+  ) => { risk: Risk; summary: string; requiredRole?: Role; quorum?: number; escalate?: Escalation } | null;
   allowedRoles?: readonly Role[];
   /** Say `true` only if `execute` de-duplicates on `ctx.idempotencyKey`: then a call cut off by a crash is re-run. */
   honoursIdempotencyKey?: boolean;
@@ -153,7 +160,9 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): Tool {
     policySource: approval ? approval.toString() : '',
     approval: (args, ctx) => {
       const wanted = approval?.(args as z.infer<S>, ctx);
-      return wanted ? { risk: wanted.risk, summary: wanted.summary, requiredRole: wanted.requiredRole ?? 'approver' } : null;
+      if (!wanted) return null;
+      const { risk, summary, requiredRole = 'approver', quorum, escalate } = wanted;
+      return { risk, summary, requiredRole, ...(quorum !== undefined ? { quorum } : {}), ...(escalate ? { escalate } : {}) };
     },
     execute: async (args, ctx) => def.execute(args as z.infer<S>, ctx),
     ...(compensate
@@ -186,12 +195,28 @@ export const thrownMessage = (err: unknown): string =>
  * crash of the step that would be retried until the deadline.
  */
 export function requirementOf(tool: Tool, args: unknown, ctx: Omit<ToolContext, 'signal' | 'logger'>): ApprovalRequirement | null {
+  let wanted: ApprovalRequirement | null;
   try {
-    return tool.approval(args, ctx);
+    wanted = tool.approval(args, ctx);
   } catch (err) {
     throw new ToolError('approval_policy_failed', `the approval policy of ${tool.name} failed: ${thrownMessage(err)}`, { cause: err });
   }
+  // A quorum or an escalation the approval could not hold is the policy's bug: refused like a throw.
+  const problem = wanted && governanceProblem(wanted);
+  if (problem) throw new ToolError('approval_policy_failed', `the approval policy of ${tool.name} failed: ${problem}`);
+  return wanted;
 }
+
+function governanceProblem(r: ApprovalRequirement): string | undefined {
+  if (r.quorum !== undefined && !(Number.isInteger(r.quorum) && r.quorum >= 2 && r.quorum <= MAX_QUORUM))
+    return `quorum must be an integer from 2 to ${MAX_QUORUM}, got ${String(r.quorum)}`;
+  if (r.escalate !== undefined && !escalationSchema.safeParse(r.escalate).success)
+    return 'escalate must be {afterMs: a positive integer, toRole: a role}';
+  return undefined;
+}
+
+/** More distinct approvers than any team has: a typo, not a policy. */
+export const MAX_QUORUM = 20;
 
 /**
  * A tool's result as observation text: a string as it is, anything else as JSON. A value

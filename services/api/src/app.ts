@@ -16,6 +16,7 @@ import {
   versionParamsSchema,
 } from '@rein/core/internal';
 import {
+  auditQuerySchema,
   createScheduleBodySchema,
   createWebhookBodySchema,
   idempotencyKeySchema,
@@ -107,6 +108,9 @@ export function createApiApp(rt: Runtime): FastifyInstance {
         .send(await versions.upgrade(req.principal, version(req.params), parseInput(upgradeBodySchema, req.body ?? {}, 'body'))),
     );
 
+    v1.get('/v1/audit', { schema: schemas.getAudit }, async (req) =>
+      rt.decisionLog.page(req.principal, parseInput(auditQuerySchema, req.query, 'query')),
+    );
     v1.get('/v1/runs/:id', { schema: schemas.getRun }, async (req) => runs.get(req.principal, id(req.params)));
 
     v1.get('/v1/runs/:id/trace', { schema: schemas.getTrace }, async (req) => runs.trace(req.principal, id(req.params)));

@@ -1,19 +1,30 @@
 import type { Principal } from '@rein/core';
 import {
+  createApprovalLinks,
   createServiceApp,
   EventStreams,
   feedVisibleTo,
   idParamsSchema,
+  LinkUses,
   lastEventId,
+  linkSecret,
   parseInput,
   type Runtime,
+  requireApiKeys,
   approverRoutes as schemas,
   streamCaps,
   tenantKeys,
 } from '@rein/core/internal';
-import { approveBodySchema, listApprovalsQuerySchema, rejectBodySchema } from '@rein/core/schemas';
+import {
+  approveBodySchema,
+  batchDecideBodySchema,
+  createLinksBodySchema,
+  listApprovalsQuerySchema,
+  rejectBodySchema,
+} from '@rein/core/schemas';
 import type { FastifyInstance } from 'fastify';
 import { mountConsole } from './console.js';
+import { mountLinkPages } from './link-pages.js';
 
 /** The approver API: list, read, approve, reject. Who may decide is core's `mayDecide`. */
 export function createApproverApp(rt: Runtime): FastifyInstance {
@@ -22,6 +33,14 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
   // A plain user sees the feed of their own runs only, as with GET /v1/runs/:id.
   const visibleTo = (principal: Principal) => feedVisibleTo(principal, (ids) => rt.store.getMany(ids));
+
+  const keys = requireApiKeys(rt.options.http);
+  const links = createApprovalLinks({
+    approvals,
+    uses: new LinkUses(rt.redis),
+    keys,
+    secret: linkSecret(rt.options.approvals.linkSecret, keys),
+  });
 
   const app = createServiceApp(rt, (v1) => {
     v1.get('/v1/approvals', { schema: schemas.listApprovals }, async (req) =>
@@ -47,6 +66,11 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
         visibleTo(req.principal)(effects, (effect) => effect.runId),
       ),
     }));
+    // Before /:id routes of the same shape: "decide" is no approval id.
+    v1.post('/v1/approvals/decide', { schema: schemas.decideMany }, async (req) => {
+      const body = parseInput(batchDecideBodySchema, req.body, 'body');
+      return approvals.decideMany(req.principal, body.ids, body.verdict, body.comment);
+    });
     v1.get('/v1/approvals/:id', { schema: schemas.getApproval }, async (req) => approvals.get(req.principal, id(req.params)));
     // The run as the approver sees it when deciding: the trace so far, same tenant only.
     v1.get('/v1/approvals/:id/trace', { schema: schemas.approvalTrace }, async (req) => {
@@ -61,6 +85,11 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
     v1.post('/v1/runs/:id/compensate', { schema: schemas.compensateRun }, async (req, reply) =>
       reply.code(202).send(await runs.compensate(req.principal, id(req.params))),
     );
+    // Mint single-use links (for mail and chat); the origin is the one the caller reached us at.
+    v1.post('/v1/approvals/:id/links', { schema: schemas.createLinks }, async (req) => {
+      const body = parseInput(createLinksBodySchema, req.body ?? {}, 'body');
+      return links.mint(req.principal, id(req.params), body, `${req.protocol}://${req.host}`);
+    });
     v1.post('/v1/approvals/:id/reject', { schema: schemas.reject }, async (req) => {
       const body = parseInput(rejectBodySchema, req.body, 'body');
       return approvals.decide(req.principal, id(req.params), { kind: 'reject', reason: body.reason });
@@ -68,5 +97,6 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
   });
   app.addHook('preClose', async () => streams.close());
   mountConsole(app);
+  mountLinkPages(app, links);
   return app;
 }

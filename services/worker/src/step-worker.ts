@@ -135,6 +135,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
       fresh: () => rt.versions.fresh(),
       enqueue: rt.enqueue,
     },
+    escalation: options.approvals.escalation,
     spawnChild: rt.spawnChild,
     delegation: rt.delegation,
   });
@@ -198,6 +199,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     wake: { schema: wakeJobSchema, run: runStep('wake'), onFinalFailure: endRun },
     repair: { schema: repairJobSchema, run: runStep('repair'), onFinalFailure: endRun },
     expire: { schema: expireJobSchema, run: async ({ runId, step }) => `expired ${await rt.approvals.expireDue(runId, step)}` },
+    escalate: { schema: expireJobSchema, run: async ({ runId, step }) => `escalated ${await rt.approvals.escalateDue(runId, step)}` },
     compensate: {
       schema: compensateJobSchema,
       run: async (payload, { job }) =>

@@ -32,10 +32,12 @@ const RISK_RANK = { high: 1, critical: 2 } as const;
 /** An edit is judged again, but can never need less than the original call did. */
 export function stricterOf(original: ApprovalRequirement, edited: ApprovalRequirement | null): ApprovalRequirement {
   if (!edited) return original;
+  const quorum = Math.max(original.quorum ?? 0, edited.quorum ?? 0);
   return {
     risk: RISK_RANK[edited.risk] > RISK_RANK[original.risk] ? edited.risk : original.risk,
     requiredRole: ROLE_RANK[edited.requiredRole] > ROLE_RANK[original.requiredRole] ? edited.requiredRole : original.requiredRole,
     summary: edited.summary,
+    ...(quorum ? { quorum } : {}),
   };
 }
 

@@ -3,13 +3,13 @@ import type { RunArchive } from '../archive/run-archive.js';
 import type { FollowUps, TransitionApplier } from '../engine/apply-transition.js';
 import { editPlan, planHash } from '../engine/plan.js';
 import { decideApprovals, retryOnStale } from '../engine/run-transitions.js';
-import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, StaleStepError } from '../errors.js';
+import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, ReinError, StaleStepError } from '../errors.js';
 import { approvalView } from '../runs/run-service.js';
 import type { ListApprovalsQuery } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
 import { planStepSchema, type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
-import { approvalEvent } from '../store/approval-feed.js';
+import { approvalEvent, escalationEvent } from '../store/approval-feed.js';
 import { idempotencyKey } from '../store/effect-ledger.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
@@ -19,14 +19,21 @@ import { decisionSpan, REIN_ATTR } from '../tracing/rein-spans.js';
 import { stricterOf } from './approval-binding.js';
 import { runOfApproval } from './approval-id.js';
 import { decisionRefusal, mayDecide, overseesTenant } from './decision-rights.js';
+import { type EscalationDefaults, escalated } from './escalation.js';
+import { type Tally, tallyApproval } from './quorum.js';
 
-export type Decision = { kind: 'approve'; comment?: string; arguments?: Record<string, unknown> } | { kind: 'reject'; reason: string };
+/** `argsHash`: decide only if the approval still binds these arguments (a link minted for them). */
+export type Decision = ({ kind: 'approve'; comment?: string; arguments?: Record<string, unknown> } | { kind: 'reject'; reason: string }) & {
+  argsHash?: string;
+};
 
 export interface ApprovalServiceDeps {
   store: RunStore;
   /** Commits the decisions, counts them, announces them, resumes the step (and tells a finished run's saga). */
   applier: Pick<TransitionApplier, 'apply'>;
   tools: Map<string, Tool>;
+  /** The app-wide escalation by role (REIN_APPROVAL_ESCALATION): the next link of an escalation chain. */
+  escalation?: EscalationDefaults;
   /** The archive of finished runs: a listed approval whose run's keys are gone is read there. */
   archive?: Pick<RunArchive, 'approvalsById'>;
   now?: () => number;
@@ -64,14 +71,17 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
    * Commits approval transitions on a run (through the applier, which counts them); resumes
    * the step when none is left pending. `approvals`: the run's, as read with it.
    */
-  async function transition(run: RunRecord, approvals: Approval[], changed: Approval[]): Promise<void> {
-    const change = decideApprovals(run, changed, new Date(now()).toISOString());
+  async function transition(run: RunRecord, approvals: Approval[], changed: Approval[], at = now()): Promise<void> {
+    const change = decideApprovals(run, changed, new Date(at).toISOString());
     const step = changed[0]?.step;
     const resumes = change.to.pendingApprovals.length === 0 && run.status === 'pending_approval' && step !== undefined;
     // Every approval of the step is decided: its expiry timers have nothing left to do.
     const instants = new Set(approvals.filter((a) => a.step === step).map((a) => Date.parse(a.expiresAt)));
+    // A quorum's approval counted announces nothing; an escalation is announced and timed again.
+    const escalated = changed.filter((a) => a.status === 'pending' && a.escalatedAt === change.to.updatedAt);
     const followUps: FollowUps = {
-      feed: changed.map((a) => approvalEvent(a, true)),
+      feed: [...escalated.map(escalationEvent), ...changed.filter((a) => a.status !== 'pending').map((a) => approvalEvent(a, true))],
+      ...(escalated.length ? { expiry: escalated } : {}),
       // The resume continues the run's trace, not the approver's request.
       ...(resumes ? { jobs: [{ name: 'resume', payload: { runId: run.id, step, traceparent: run.traceparent } }] } : {}),
       ...(resumes ? { cancelExpiry: [...instants].map((at) => ({ runId: run.id, step, at })) } : {}),
@@ -117,7 +127,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     return { ...approval, ...requirement, approvedArguments: parsed.data, editedBy: principal.userId, argsHash };
   }
 
-  return {
+  const service = {
     /**
      * The tenant's approvals, newest first, from the per-status index. Someone who does
      * not oversee the tenant sees only the ones their own runs asked for; their page may
@@ -128,10 +138,16 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         limit: q.limit,
         cursor: q.cursor ? decodeCursor(q.cursor) : undefined,
       });
-      const approvals = (await approvalsById(principal.tenantId, ids)).filter(
+      const found = (await approvalsById(principal.tenantId, ids)).filter(
         (a): a is Approval =>
-          a !== null && (!q.status || a.status === q.status) && (overseesTenant(principal) || a.requestedBy === principal.userId),
+          a !== null &&
+          (!q.status || a.status === q.status) &&
+          (overseesTenant(principal) || a.requestedBy === principal.userId) &&
+          matchesTriage(a, q),
       );
+      // The agent is the run's: read only when asked for.
+      const agents = q.agent ? await deps.store.getMany([...new Set(found.map((a) => a.runId))]) : [];
+      const approvals = q.agent ? found.filter((a) => agents.find((r) => r?.id === a.runId)?.agent === q.agent) : found;
       return { approvals: approvals.map(approvalView), ...(next ? { nextCursor: encodeCursor(next) } : {}) };
     },
 
@@ -146,6 +162,8 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         const { run, approval, approvals } = await find(principal, id);
         if (approval.status === 'expired') throw new GoneError('approval_expired', `approval ${id} expired at ${approval.expiresAt}`);
         if (approval.status !== 'pending') throw new ConflictError('approval_decided', `approval ${id} is already ${approval.status}`);
+        if (decision.argsHash !== undefined && decision.argsHash !== approval.argsHash)
+          throw new ConflictError('approval_decided', `the arguments of approval ${id} were edited since`);
         const at = now();
         if (at >= Date.parse(approval.expiresAt)) {
           await transition(run, approvals, [{ ...approval, status: 'expired', decidedAt: new Date(at).toISOString() }]).catch((err) => {
@@ -157,20 +175,43 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
           decision.kind === 'approve' && decision.arguments ? applyEdit(principal, run, approval, decision.arguments) : approval;
         const withEdits = judged.editedBy !== undefined;
         if (!mayDecide(principal, judged, { withEdits })) throw new ForbiddenError(decisionRefusal(judged, withEdits));
-        const comment = decision.kind === 'approve' ? decision.comment : decision.reason;
-        const decided: Approval = {
-          ...judged,
-          status: decision.kind === 'approve' ? 'approved' : 'rejected',
-          decidedBy: principal.userId,
-          decidedAt: new Date(at).toISOString(),
-          ...(comment ? { comment } : {}),
-        };
+        const decidedAt = new Date(at).toISOString();
+        const tally: Tally =
+          decision.kind === 'approve'
+            ? tallyApproval(approval, judged, {
+                by: principal.userId,
+                at: decidedAt,
+                ...(decision.comment ? { comment: decision.comment } : {}),
+              })
+            : {
+                kind: 'decided',
+                approval: { ...judged, status: 'rejected', decidedBy: principal.userId, decidedAt, comment: decision.reason },
+              };
+        if (tally.kind === 'already_approved')
+          throw new ConflictError('approval_already_approved', `${principal.userId} already approved ${id}; it needs someone else`);
+        const decided = tally.approval;
         await decisionSpan(run, decided, principal.userId, async (span) => {
           span.setAttributes({ [REIN_ATTR.approvalDecision]: decided.status, [REIN_ATTR.approvalEdited]: withEdits });
-          await transition(run, approvals, [decided]);
+          await transition(run, approvals, [decided], at);
         });
         return approvalView(decided);
       });
+    },
+
+    /** `POST /v1/approvals/decide`: each id decided on its own, with its own rights; one result per id, in order. */
+    async decideMany(principal: Principal, ids: readonly string[], verdict: 'approve' | 'reject', comment?: string) {
+      const decision: Decision =
+        verdict === 'approve' ? { kind: 'approve', ...(comment ? { comment } : {}) } : { kind: 'reject', reason: comment ?? '' };
+      const results = [];
+      for (const id of ids) {
+        try {
+          results.push({ id, ok: true, approval: await service.decide(principal, id, decision) });
+        } catch (err) {
+          if (!(err instanceof ReinError) || err.status >= 500) throw err;
+          results.push({ id, ok: false, error: { code: err.code, message: err.message } });
+        }
+      }
+      return { results };
     },
 
     /**
@@ -193,7 +234,32 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         return due.length;
       });
     },
+
+    /** Escalates the step's approvals whose escalation is due (the `escalate` timer); announced and timed again. */
+    async escalateDue(runId: string, step: number): Promise<number> {
+      return retryOnStale(async () => {
+        const run = await deps.store.get(runId);
+        if (run?.status !== 'pending_approval' || run.step !== step) return 0;
+        const at = now();
+        const approvals = await deps.store.approvals(runId);
+        const due = approvals
+          .filter((a) => a.step === step)
+          .map((a) => escalated(a, at, deps.escalation ?? {}))
+          .filter((a): a is Approval => a !== null);
+        if (due.length === 0) return 0;
+        await transition(run, approvals, due, at);
+        return due.length;
+      });
+    },
   };
+  return service;
 }
 
 export type ApprovalService = ReturnType<typeof createApprovalService>;
+
+/** The triage filters of `GET /v1/approvals` an approval itself can answer (the agent is its run's). */
+const matchesTriage = (a: Approval, q: ListApprovalsQuery) =>
+  (!q.risk || a.risk === q.risk) &&
+  (!q.tool || a.toolName === q.tool) &&
+  (!q.requestedBy || a.requestedBy === q.requestedBy) &&
+  (!q.createdBefore || Date.parse(a.createdAt) < Date.parse(q.createdBefore));

@@ -22,24 +22,25 @@ export const mayReadRun = (principal: Principal, run: Pick<RunRecord, 'tenantId'
  * Who may decide an approval, as enforced and as the console shows it: another person
  * holding `role` (at least an approver; a supervisor for critical risk), or — for high
  * risk only — the requester, if they hold the policy's `requiredRole`, and only as
- * proposed: an edit always needs a second person (four eyes).
+ * proposed: an edit always needs a second person (four eyes). A quorum approval is never
+ * the requester's to decide: it counts distinct other people.
  */
 export interface DecisionRights {
   role: Role;
   requester: 'as_proposed' | 'never';
 }
 
-export function decisionRights(approval: Pick<Approval, 'risk' | 'requiredRole'>): DecisionRights {
+export function decisionRights(approval: Pick<Approval, 'risk' | 'requiredRole' | 'quorum'>): DecisionRights {
   const floor: Role = approval.risk === 'critical' ? 'supervisor' : 'approver';
   return {
     role: ROLE_RANK[approval.requiredRole] > ROLE_RANK[floor] ? approval.requiredRole : floor,
-    requester: approval.risk === 'high' ? 'as_proposed' : 'never',
+    requester: approval.risk === 'high' && approval.quorum === undefined ? 'as_proposed' : 'never',
   };
 }
 
 export function mayDecide(
   principal: Principal,
-  approval: Pick<Approval, 'risk' | 'requiredRole' | 'requestedBy'>,
+  approval: Pick<Approval, 'risk' | 'requiredRole' | 'requestedBy' | 'quorum'>,
   opts: { withEdits: boolean } = { withEdits: false },
 ): boolean {
   const rights = decisionRights(approval);
@@ -51,9 +52,10 @@ export function mayDecide(
 const withArticle = (role: string) => `${/^[aeiou]/i.test(role) ? 'an' : 'a'} ${role}`;
 
 /** Why `mayDecide` said no, for the 403 message. */
-export function decisionRefusal(approval: Pick<Approval, 'id' | 'risk' | 'requiredRole'>, withEdits: boolean): string {
+export function decisionRefusal(approval: Pick<Approval, 'id' | 'risk' | 'requiredRole' | 'quorum'>, withEdits: boolean): string {
   const rights = decisionRights(approval);
   const others = `${withArticle(rights.role)} (or higher) other than the requester`;
+  if (approval.quorum !== undefined) return `approval ${approval.id} needs ${approval.quorum} distinct approvers, each ${others}`;
   if (rights.requester === 'never') return `approval ${approval.id} is ${approval.risk}: ${others} must decide`;
   return withEdits
     ? `approval ${approval.id} with edits needs ${others}`

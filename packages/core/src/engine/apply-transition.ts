@@ -1,3 +1,4 @@
+import { escalationDueAt } from '../approvals/escalation.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -5,7 +6,9 @@ import { type CancelExpiry, type EnqueueOptions, type ExpireJob, type JobName, t
 import type { Approval } from '../schemas/approval.js';
 import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import { type ApprovalEvent, type ApprovalFeed, approvalEvent } from '../store/approval-feed.js';
+import type { AuditLog } from '../store/audit-log.js';
 import type { Commit, RunStore } from '../store/run-store.js';
+import { commitAudit } from './commit-audit.js';
 import { type CommitFacts, changeFacts, commitFacts, finishFact, type RecordFacts, recordFacts } from './commit-facts.js';
 import type { Transition } from './step-policy.js';
 
@@ -17,7 +20,7 @@ export interface FollowUps {
   /** Approval events: staged before the commit (the outbox the reaper redelivers), published after it. */
   feed?: ApprovalEvent[];
   jobs?: FollowUpJob[];
-  /** Pending approvals whose expiry timers start (one delayed job per distinct instant). */
+  /** Pending approvals whose expiry (and escalation) timers start (one delayed job per distinct instant). */
   expiry?: Approval[];
   /** Expiry timers that have nothing left to expire. */
   cancelExpiry?: ExpireJob[];
@@ -57,6 +60,8 @@ export interface ApplierDeps {
   /** Whether a tool name is registered (an unknown one is counted as `unknown`). */
   knownTool: (name: string) => boolean;
   hooks?: FinishHooks;
+  /** The tenants' decision logs: what each commit decided is appended after it landed. */
+  audit?: Pick<AuditLog, 'append'>;
 }
 
 const STEP_OUTCOME = { continue: 'continued', park: 'parked', wait: 'waiting', finish: 'finished' } as const;
@@ -105,11 +110,15 @@ export function createTransitionApplier(deps: ApplierDeps) {
     }
   }
 
-  /** One delayed job per distinct expiry instant: expiry is enforced even if nobody ever looks. */
+  /** One delayed job per distinct expiry (and escalation) instant: both are enforced even if nobody ever looks. */
   async function scheduleExpiry(pending: Approval[]): Promise<void> {
     for (const at of new Set(pending.map((a) => Date.parse(a.expiresAt)))) {
       const first = pending.find((a) => Date.parse(a.expiresAt) === at);
       if (first) await deps.enqueue('expire', { runId: first.runId, step: first.step, at }, { delayMs: at - now() });
+    }
+    for (const a of pending) {
+      const at = escalationDueAt(a);
+      if (at !== undefined) await deps.enqueue('escalate', { runId: a.runId, step: a.step, at }, { delayMs: at - now() });
     }
   }
 
@@ -148,6 +157,8 @@ export function createTransitionApplier(deps: ApplierDeps) {
       if (finished.status === 'failed' && finished.reason !== 'input_rejected') deps.metrics.budgetStops.inc({ reason: finished.reason });
     }
     if (o.kind === 'step') countStep(from, o.transition, o.log);
+    const created = o.kind === 'step' && o.transition.kind === 'park' ? o.transition.newApprovals : [];
+    await deps.audit?.append(commitAudit(o.kind, from, change, created));
     for (const e of followUps.feed ?? []) await deps.feed.publish(from.tenantId, e);
     // A follow-up job is the committed run's: it goes to the workers of the version the run is on.
     for (const j of followUps.jobs ?? []) await deps.enqueue(j.name, j.payload, { route: jobRoute(next) });

@@ -3,6 +3,7 @@ import type { AgentProfile } from '../agents/agent-profile.js';
 import { callArgumentsSchema, delegationOf, transferArgumentsSchema } from '../agents/delegation.js';
 import { verifyBinding } from '../approvals/approval-binding.js';
 import { approvalId } from '../approvals/approval-id.js';
+import { type EscalationDefaults, firstEscalation } from '../approvals/escalation.js';
 import type { Approval, ApprovalStatus } from '../schemas/approval.js';
 import type { ModelToolCall } from '../schemas/message.js';
 import type { RunRecord, ToolCallRecord, ToolOutcome } from '../schemas/run.js';
@@ -68,6 +69,8 @@ export interface CallPlanInput {
   now: number;
   /** How long a new approval stays decidable unless its tool says otherwise. */
   approvalTtlMs: number;
+  /** The app-wide escalation by required role, for policies that name none. */
+  escalation?: EscalationDefaults;
   /** REIN_MAX_AGENT_DEPTH and REIN_MAX_CHILDREN_PER_STEP. */
   delegation?: DelegationLimits;
 }
@@ -228,6 +231,7 @@ function planCall(input: CallPlanInput, index: number, call: ModelToolCall, tool
   const base = { call, args, extra: gated, warnings, approvalDecision: approval?.status ?? 'pending' } as const;
   const waiting = `Waiting for human approval (${id}).`;
   if (!approval) {
+    const escalate = firstEscalation(requirement.requiredRole, requirement.escalate, input.escalation ?? {});
     const newApproval: Approval = {
       schemaVersion: 1,
       id,
@@ -248,6 +252,8 @@ function planCall(input: CallPlanInput, index: number, call: ModelToolCall, tool
       status: 'pending',
       createdAt: new Date(input.now).toISOString(),
       expiresAt: new Date(input.now + (tool.approvalTtlMs ?? input.approvalTtlMs)).toISOString(),
+      ...(requirement.quorum !== undefined ? { quorum: requirement.quorum } : {}),
+      ...(escalate ? { escalate } : {}),
     };
     return { ...base, kind: 'await_approval', observation: waiting, newApproval };
   }

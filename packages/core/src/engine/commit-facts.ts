@@ -73,7 +73,11 @@ export function changeFacts(
     effectsUncertain: [],
     approvalsCreated: kind === 'compensate' ? approvals.map((a) => ({ tool: a.toolName, risk: a.risk })) : [],
     approvalsDecided:
-      kind === 'decide' ? approvals.map((a) => ({ tool: a.toolName, decision: a.status, waitedMs: now - Date.parse(a.createdAt) })) : [],
+      kind === 'decide'
+        ? approvals
+            .filter((a) => a.status !== 'pending')
+            .map((a) => ({ tool: a.toolName, decision: a.status, waitedMs: now - Date.parse(a.createdAt) }))
+        : [],
   };
 }
 

@@ -142,22 +142,39 @@ export function cancelRun(
   };
 }
 
-/** Approvals of a parked step change status (decided, expired); the run stays parked until its step resumes. */
+/**
+ * Approvals of a parked step change: decided or expired, or still pending with a quorum's
+ * approval counted or an escalation; the run stays parked until its step resumes.
+ */
 export function decideApprovals(run: RunRecord, changed: Approval[], at: string): Change {
-  const ids = new Set(changed.map((a) => a.id));
+  const ids = new Set(changed.filter((a) => a.status !== 'pending').map((a) => a.id));
+  const escalations = changed.filter((a) => a.status === 'pending' && a.escalatedAt === at);
   return {
     to: { ...run, pendingApprovals: run.pendingApprovals.filter((p) => !ids.has(p)), updatedAt: at },
     approvals: changed,
-    events: changed.map((a) =>
-      runEvent('approval.decided', run.id, a.step, {
-        approvalId: a.id,
-        status: a.status,
-        decidedBy: a.decidedBy ?? null,
-        comment: a.comment ?? null,
-        edited: a.editedBy !== undefined,
+    events: [
+      ...escalations.map((a) => {
+        const last = a.escalations?.at(-1);
+        return runEvent('approval.escalated', run.id, a.step, { approvalId: a.id, from: last?.from, to: last?.to, expiresAt: a.expiresAt });
       }),
-    ),
+      ...decidedEvents(
+        run,
+        changed.filter((a) => ids.has(a.id)),
+      ),
+    ],
   };
+}
+
+function decidedEvents(run: RunRecord, changed: Approval[]): RunEvent[] {
+  return changed.map((a) =>
+    runEvent('approval.decided', run.id, a.step, {
+      approvalId: a.id,
+      status: a.status,
+      decidedBy: a.decidedBy ?? null,
+      comment: a.comment ?? null,
+      edited: a.editedBy !== undefined,
+    }),
+  );
 }
 
 /** Attempts `retryOnStale` makes before giving up: each lost commit means someone else moved the run on. */

@@ -2,6 +2,7 @@ import pLimit from 'p-limit';
 import type { AgentCatalog, AgentProfile } from '../agents/agent-profile.js';
 import { delegationSpecs } from '../agents/delegation.js';
 import type { FleetVersions } from '../app/fleet-versions.js';
+import type { EscalationDefaults } from '../approvals/escalation.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { estimatePromptTokens } from '../budgets/token-estimator.js';
 import { auditUsage } from '../budgets/usage-audit.js';
@@ -85,6 +86,8 @@ export interface StepProcessorDeps {
    * the run is moved to this version first. None (engine tests): every run is this worker's.
    */
   versions?: StepVersions;
+  /** The app-wide escalation by required role (REIN_APPROVAL_ESCALATION). */
+  escalation?: EscalationDefaults;
   /** Starts `call_<agent>` children (engine/child-runs.ts); absent, sub-agent calls are refused. */
   spawnChild?: SpawnChild;
   /** REIN_MAX_AGENT_DEPTH, REIN_MAX_CHILDREN_PER_STEP. */
@@ -504,6 +507,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       approvals,
       now: now(),
       approvalTtlMs: deps.approvalTtlMs,
+      ...(deps.escalation ? { escalation: deps.escalation } : {}),
       ...(deps.delegation ? { delegation: deps.delegation } : {}),
     });
     const results = await runCalls(run, planned, first.earlier, breakerStates, afterReply(facts()));

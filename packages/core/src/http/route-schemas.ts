@@ -1,6 +1,7 @@
 import { type ZodType, z } from 'zod';
 import {
   addressableIdSchema,
+  batchDecideBodySchema,
   idempotencyKeySchema,
   listApprovalsQuerySchema,
   listRunsQuerySchema,
@@ -8,8 +9,9 @@ import {
   usageQuerySchema,
   usageResponseSchema,
 } from '../schemas/api.js';
-import { approveBodySchema, rejectBodySchema } from '../schemas/approval.js';
+import { approvalLinksSchema, approveBodySchema, createLinksBodySchema, rejectBodySchema } from '../schemas/approval.js';
 import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
+import { auditPageSchema, auditQuerySchema } from '../schemas/index.js';
 import {
   createScheduleBodySchema,
   patchScheduleBodySchema,
@@ -21,6 +23,7 @@ import { appVersionSchema, promoteBodySchema, upgradeAnswerSchema, upgradeBodySc
 import {
   approvalListSchema,
   approvalViewSchema,
+  batchDecisionSchema,
   compensationViewSchema,
   errorEnvelopeSchema,
   meSchema,
@@ -230,6 +233,15 @@ export const apiRoutes = {
     params: idParamsSchema,
     response: { 200: deliveryLogSchema, ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },
   }),
+  getAudit: route(
+    'audit',
+    'getAudit',
+    'The tenant’s decision log, a hash chain, oldest first (tenant admins); `rein audit verify` checks it',
+    {
+      querystring: auditQuerySchema,
+      response: { 200: auditPageSchema, ...errors({ 403: ERROR_CODES[403] }) },
+    },
+  ),
 };
 
 const decided = {
@@ -240,7 +252,7 @@ const decided = {
       400: `${ERROR_CODES[400]}, invalid_arguments (edited arguments the tool refuses)`,
       403: ERROR_CODES[403],
       404: ERROR_CODES[404],
-      409: 'approval_decided',
+      409: 'approval_decided, approval_already_approved (a quorum counts each person once)',
       410: 'approval_expired',
     }),
   },
@@ -272,5 +284,24 @@ export const approverRoutes = {
     ...decided,
     body: approveBodySchema,
   }),
+  decideMany: route(
+    'approvals',
+    'decideApprovals',
+    'Approve or reject several approvals at once, each checked on its own (a result per id)',
+    {
+      body: batchDecideBodySchema,
+      response: { 200: batchDecisionSchema, ...errors() },
+    },
+  ),
+  createLinks: route(
+    'approvals',
+    'createApprovalLinks',
+    'Single-use approve and reject links for one user (self, or a named user by an admin)',
+    {
+      params: idParamsSchema,
+      body: createLinksBodySchema,
+      response: { 200: approvalLinksSchema, ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'approval_decided' }) },
+    },
+  ),
   reject: route('approvals', 'reject', 'Reject with a reason (the model hears it)', { ...decided, body: rejectBodySchema }),
 };

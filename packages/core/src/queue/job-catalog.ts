@@ -108,6 +108,8 @@ export const jobCatalog = {
   resume: { schema: stepJobSchema, id: (j: StepJob) => `${j.runId}-${j.step}-resume` },
   /** Fires when the step's approvals expire: enforced by the system, not by the next click. */
   expire: { schema: expireJobSchema, id: (j: ExpireJob) => `${j.runId}-${j.step}-expire-${j.at}` },
+  /** Fires when approvals of the step are due to escalate (`at`: the instant; one job per distinct instant). */
+  escalate: { schema: expireJobSchema, id: (j: ExpireJob) => `${j.runId}-${j.step}-escalate-${j.at}` },
   /** A child's end resumes its parent's waiting step (the step itself checks that every child ended). */
   wake: { schema: wakeJobSchema, id: (j: WakeJob) => `${j.runId}-${j.step}-wake-${j.child}` },
   /** The reaper's re-kick of a stuck step: one per run version, so a repair is never a no-op on a finished job id. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentCatalog } from '../agents/agent-profile.js';
 import { decisionRights, mayReadRun, overseesTenant } from '../approvals/decision-rights.js';
+import { approvalsNeeded } from '../approvals/quorum.js';
 import type { ArchivedRun, RunArchive } from '../archive/run-archive.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { TransitionApplier } from '../engine/apply-transition.js';
@@ -62,7 +63,11 @@ export interface RunServiceDeps {
 }
 
 /** An approval as callers see it, with who may decide it (what `mayDecide` enforces). */
-export const approvalView = ({ schemaVersion: _v, ...a }: Approval): ApprovalView => ({ ...a, deciders: decisionRights(a) });
+export const approvalView = ({ schemaVersion: _v, ...a }: Approval): ApprovalView => ({
+  ...a,
+  deciders: decisionRights(a),
+  ...(a.quorum !== undefined ? { approvalsNeeded: a.status === 'pending' ? approvalsNeeded(a) : 0 } : {}),
+});
 
 /** A run's place in its tree, for its view: the sub-agent runs it started and what the tree spent. */
 export interface TreeFacts {

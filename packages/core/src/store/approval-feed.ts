@@ -5,7 +5,10 @@ import type { Approval } from '../schemas/approval.js';
 import { type ApprovalFeedEvent, approvalFeedEventSchema } from '../schemas/event.js';
 
 export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncertain' }>;
-export type ApprovalEvent = Extract<ApprovalFeedEvent, { type: 'approval.requested' | 'approval.decided' | 'approval.withdrawn' }>;
+export type ApprovalEvent = Extract<
+  ApprovalFeedEvent,
+  { type: 'approval.requested' | 'approval.decided' | 'approval.withdrawn' | 'approval.escalated' }
+>;
 
 /** The feed event of an approval's request, or of its decision (`decided`); a withdrawal on a version change has its own type. */
 export const approvalEvent = (a: Approval, decided: boolean): ApprovalEvent =>
@@ -19,13 +22,22 @@ export const approvalEvent = (a: Approval, decided: boolean): ApprovalEvent =>
       }
     : { type: 'approval.requested', approvalId: a.id, runId: a.runId, status: a.status, at: a.createdAt };
 
+/** The feed event of an approval's latest escalation (`at` tells one escalation of a chain from the next). */
+export const escalationEvent = (a: Approval): ApprovalEvent => ({
+  type: 'approval.escalated',
+  approvalId: a.id,
+  runId: a.runId,
+  status: a.status,
+  at: a.escalatedAt ?? '',
+});
+
 const isApprovalEvent = (e: ApprovalFeedEvent): e is ApprovalEvent => e.type !== 'effect.uncertain';
 
 /** An outbox entry is the event itself, so staging and publishing name the same member. */
 const outboxMember = (tenantId: string, e: ApprovalEvent) => JSON.stringify([tenantId, e.type, e.approvalId, e.runId, e.status, e.at]);
 const outboxEntrySchema = z.tuple([
   z.string(),
-  z.enum(['approval.requested', 'approval.decided', 'approval.withdrawn']),
+  z.enum(['approval.requested', 'approval.decided', 'approval.withdrawn', 'approval.escalated']),
   z.string(),
   z.string(),
   z.string(),
@@ -35,6 +47,7 @@ const outboxEntrySchema = z.tuple([
 /** Whether the stored approvals show the event happened: its commit landed (a lost one staged it in vain). */
 const happened = (e: ApprovalEvent, approvals: Approval[]) => {
   const a = approvals.find((x) => x.id === e.approvalId);
+  if (e.type === 'approval.escalated') return a?.escalations?.some((x) => x.at === e.at) ?? false;
   return a !== undefined && (e.type === 'approval.requested' || a.status === e.status);
 };
 

@@ -85,7 +85,13 @@ export class WebhookDispatcher {
   /** For the approval feed: what approvers are told, webhooks are told too. */
   readonly onFeedEvent = async (tenantId: string, e: ApprovalFeedEvent): Promise<boolean> => {
     const { type, ...data } = e;
-    const key = e.type === 'effect.uncertain' ? `${e.runId}:${e.toolCallId}` : `${e.approvalId}:${e.status}`;
+    // Each escalation of a chain is an event of its own.
+    const key =
+      e.type === 'effect.uncertain'
+        ? `${e.runId}:${e.toolCallId}`
+        : e.type === 'approval.escalated'
+          ? `${e.approvalId}:${e.at}`
+          : `${e.approvalId}:${e.status}`;
     return this.emit(tenantId, type, key, data);
   };
 

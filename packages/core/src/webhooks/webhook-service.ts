@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { Principal } from '../schemas/identity.js';
 import { type CreateWebhookBody, createdWebhookSchema, type Webhook, type WebhookView } from '../schemas/webhook.js';
+import type { AuditLog } from '../store/audit-log.js';
 import { assertPublicUrl } from './address-guard.js';
 import type { WebhookStore } from './webhook-store.js';
 
@@ -12,6 +13,8 @@ export interface WebhookServiceDeps {
   store: WebhookStore;
   /** REIN_WEBHOOK_ALLOW_PRIVATE: skip the SSRF check (tests, local setups). */
   allowPrivate: boolean;
+  /** The tenants' decision logs: webhook changes are governance events. */
+  audit?: Pick<AuditLog, 'append'>;
   now?: () => number;
 }
 
@@ -63,6 +66,15 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       };
       if (!(await deps.store.add(hook, MAX_WEBHOOKS_PER_TENANT)))
         throw new ConflictError('too_many_webhooks', `a tenant may register at most ${MAX_WEBHOOKS_PER_TENANT} webhooks`);
+      await deps.audit?.append([
+        {
+          tenantId: hook.tenantId,
+          actor: principal.userId,
+          action: 'webhook.created',
+          subject: { webhookId: hook.id },
+          data: { url: hook.url, events: hook.events },
+        },
+      ]);
       return createdWebhookSchema.parse({ ...view(hook), secret: hook.secret });
     },
 
@@ -74,6 +86,9 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     async remove(principal: Principal, id: string): Promise<void> {
       await own(principal, id);
       await deps.store.remove(principal.tenantId, id);
+      await deps.audit?.append([
+        { tenantId: principal.tenantId, actor: principal.userId, action: 'webhook.deleted', subject: { webhookId: id } },
+      ]);
     },
 
     async deliveries(principal: Principal, id: string) {

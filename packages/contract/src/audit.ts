@@ -1,0 +1,71 @@
+import { z } from 'zod';
+
+/** What a decision-log entry records: every governance event, named once. */
+export const auditActionSchema = z.enum([
+  'approval.requested',
+  /** One approval of a quorum that still needs more. */
+  'approval.voted',
+  'approval.approved',
+  'approval.rejected',
+  'approval.expired',
+  'approval.escalated',
+  'approval.withdrawn',
+  'run.cancelled',
+  'compensation.requested',
+  'webhook.created',
+  'webhook.deleted',
+]);
+export type AuditAction = z.infer<typeof auditActionSchema>;
+
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
+
+/**
+ * One entry of a tenant's decision log, a hash chain: `hash` is the sha256 of the canonical
+ * JSON (keys sorted) of the entry without `hash`, and `prevHash` is the previous entry's
+ * `hash` (64 zeros for the first). Altering, removing or reordering an entry breaks the chain.
+ * Open: a field added to a stored entry is kept (and breaks its hash), never dropped.
+ */
+export const auditEntrySchema = z.looseObject({
+  seq: z.number().int().min(1),
+  at: z.string(),
+  tenantId: z.string(),
+  /** Who did it: a user id, or `system` (expiry, escalation). */
+  actor: z.string(),
+  action: auditActionSchema,
+  subject: z.object({ runId: z.string().optional(), approvalId: z.string().optional(), webhookId: z.string().optional() }),
+  data: z.record(z.string(), z.unknown()).optional(),
+  prevHash: sha256Hex,
+  hash: sha256Hex,
+});
+export type AuditEntry = z.infer<typeof auditEntrySchema>;
+
+/** `GET /v1/audit`: entries from `from` to `to` (ISO instants, inclusive), oldest first, after `cursor`. */
+export const auditQuerySchema = z
+  .object({
+    from: z.iso.datetime({ offset: true }).optional(),
+    to: z.iso.datetime({ offset: true }).optional(),
+    cursor: z
+      .string()
+      .regex(/^\d{1,15}$/, 'a cursor of this endpoint')
+      .optional(),
+    limit: z.coerce.number().int().min(1).max(1000).default(200),
+  })
+  .strict();
+export type AuditQuery = z.infer<typeof auditQuerySchema>;
+
+export const auditPageSchema = z.object({
+  entries: z.array(auditEntrySchema),
+  /** The chain's last entry when the page was read: a verifier that stops short of it was given a truncated log. */
+  head: z.object({ seq: z.number().int().min(0), hash: sha256Hex }),
+  nextCursor: z.string().optional(),
+});
+export type AuditPage = z.infer<typeof auditPageSchema>;
+
+/** What a writer records; the log adds `seq`, `at`, `prevHash` and `hash`. */
+export interface AuditRecord {
+  tenantId: string;
+  actor: string;
+  action: AuditAction;
+  subject: AuditEntry['subject'];
+  data?: Record<string, unknown>;
+}

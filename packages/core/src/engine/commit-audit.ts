@@ -1,0 +1,88 @@
+import type { Approval } from '../schemas/approval.js';
+import type { RunEvent } from '../schemas/event.js';
+import type { AuditAction, AuditRecord } from '../schemas/index.js';
+import type { RunRecord } from '../schemas/run.js';
+
+/** Who acts when nobody does: a timer's expiry or escalation. */
+export const SYSTEM_ACTOR = 'system';
+
+type Kind = 'step' | 'start' | 'decide' | 'cancel' | 'compensate';
+/** What a commit writes, as far as the log cares. */
+type Written = { to: Pick<RunRecord, 'updatedAt'>; approvals?: Approval[]; events?: RunEvent[] };
+
+/**
+ * The decision-log records of one commit (pure), read from what it writes, so that every
+ * governance event of a run is logged at the one place it happens (the applier): the
+ * approvals a park or a saga asks for, every change of an approval a decision or a timer
+ * makes, a cancel with what it withdrew.
+ */
+export function commitAudit(kind: Kind, from: RunRecord, change: Written, created: readonly Approval[]): AuditRecord[] {
+  const approvals = change.approvals ?? [];
+  if (kind === 'step') return created.map((a) => requested(a, 'approval.requested'));
+  if (kind === 'compensate') return approvals.filter((a) => a.status === 'pending').map((a) => requested(a, 'compensation.requested'));
+  if (kind === 'decide') return approvals.map((a) => changed(a, change.to.updatedAt));
+  if (kind === 'cancel') {
+    const by = approvals[0]?.decidedBy ?? finishedBy(change) ?? SYSTEM_ACTOR;
+    return [
+      ...approvals.map((a) => changed(a, change.to.updatedAt)),
+      { tenantId: from.tenantId, actor: by, action: 'run.cancelled', subject: { runId: from.id } },
+    ];
+  }
+  return [];
+}
+
+const finishedBy = (change: Written) => {
+  const by = change.events?.find((e) => e.type === 'run.finished')?.data.by;
+  return typeof by === 'string' ? by : undefined;
+};
+
+const subject = (a: Approval) => ({ runId: a.runId, approvalId: a.id });
+
+function requested(a: Approval, action: AuditAction): AuditRecord {
+  return {
+    tenantId: a.tenantId,
+    actor: a.requestedBy,
+    action,
+    subject: subject(a),
+    data: {
+      toolName: a.toolName,
+      argsHash: a.argsHash,
+      risk: a.risk,
+      requiredRole: a.requiredRole,
+      ...(a.quorum !== undefined ? { quorum: a.quorum } : {}),
+    },
+  };
+}
+
+const ACTION_OF = {
+  approved: 'approval.approved',
+  rejected: 'approval.rejected',
+  expired: 'approval.expired',
+  withdrawn: 'approval.withdrawn',
+} as const;
+
+/** A changed approval: decided, expired, withdrawn — or still pending, escalated (at `at`) or with a quorum's approval counted. */
+function changed(a: Approval, at: string): AuditRecord {
+  const edits = a.editedBy !== undefined ? { editedBy: a.editedBy, approvedArguments: a.approvedArguments } : {};
+  const base = { tenantId: a.tenantId, subject: subject(a) };
+  if (a.status === 'pending') {
+    const last = a.escalations?.at(-1);
+    if (a.escalatedAt === at && last)
+      return { ...base, actor: SYSTEM_ACTOR, action: 'approval.escalated', data: { from: last.from, to: last.to, expiresAt: a.expiresAt } };
+    const vote = a.approvals?.at(-1);
+    return { ...base, actor: vote?.by ?? SYSTEM_ACTOR, action: 'approval.voted', data: { argsHash: a.argsHash, ...edits } };
+  }
+  const actor = a.status === 'expired' ? SYSTEM_ACTOR : (a.decidedBy ?? SYSTEM_ACTOR);
+  return {
+    ...base,
+    actor,
+    action: ACTION_OF[a.status],
+    data: {
+      toolName: a.toolName,
+      argsHash: a.argsHash,
+      ...edits,
+      ...(a.approvals ? { approvedBy: a.approvals.map((v) => v.by) } : {}),
+      ...(a.comment ? { comment: a.comment } : {}),
+    },
+  };
+}

@@ -1,0 +1,149 @@
+import { createHash } from 'node:crypto';
+import { tenantKeys } from '../keys.js';
+import type { Logger } from '../logger.js';
+import type { RedisClient } from '../redis.js';
+import { type AuditEntry, type AuditRecord, auditEntrySchema } from '../schemas/index.js';
+import { canonicalJson } from '../tools/argument-hash.js';
+import { withScripts } from './lua-scripts.js';
+
+/** The `prevHash` of a log's first entry. */
+export const GENESIS_HASH = '0'.repeat(64);
+
+/** sha256 of the canonical JSON of the entry without its `hash`: what `rein audit verify` recomputes. */
+export const auditHash = ({ hash: _h, ...entry }: AuditEntry | Omit<AuditEntry, 'hash'>) =>
+  createHash('sha256').update(canonicalJson(entry)).digest('hex');
+
+export type ChainCheck = { ok: true; entries: number; head: string } | { ok: false; seq: number; problem: string };
+
+/**
+ * Checks a run of entries, oldest first, continuing a chain whose last hash was `prevHash`
+ * at `seq - 1`: each entry's hash recomputed, each linked to the one before, no seq skipped
+ * or repeated. Names the first entry that breaks it (an altered, removed or moved entry).
+ */
+export function verifyAuditChain(entries: readonly AuditEntry[], from = { seq: 1, prevHash: GENESIS_HASH }): ChainCheck {
+  let { seq, prevHash } = from;
+  for (const e of entries) {
+    if (e.data?.missing === true && e.hash === GENESIS_HASH) return { ok: false, seq, problem: `entry ${seq} was removed` };
+    if (e.seq !== seq) return { ok: false, seq, problem: `expected entry ${seq}, found ${e.seq} (an entry is missing or moved)` };
+    if (e.prevHash !== prevHash) return { ok: false, seq, problem: `entry ${seq} does not follow entry ${seq - 1} (prevHash differs)` };
+    if (auditHash(e) !== e.hash) return { ok: false, seq, problem: `entry ${seq} was altered (its hash does not match its content)` };
+    prevHash = e.hash;
+    seq++;
+  }
+  return { ok: true, entries: entries.length, head: prevHash };
+}
+
+/** Whether a verified chain ending at `last` reached the log's head: one that stops short was truncated. */
+export function truncation(last: { seq: number; hash: string }, head: { seq: number; hash: string }): string | undefined {
+  if (last.seq === head.seq && last.hash === head.hash) return undefined;
+  return `the chain ends at entry ${last.seq} but the log's head is entry ${head.seq} (entries removed)`;
+}
+
+/** A loser of the head race retries; this many lost in a row means something is wrong. */
+const APPEND_ATTEMPTS = 50;
+
+/**
+ * A tenant's decision log in Redis: a hash chain appended by `append-audit-3.lua` (one
+ * writer wins each `seq`), read by seq or time. Kept without a TTL (it outlives the runs it
+ * names). An append never throws into its caller, whose decision already stands: it logs.
+ */
+export class AuditLog {
+  private readonly redis;
+
+  constructor(
+    redis: RedisClient,
+    private readonly logger?: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.redis = withScripts(redis);
+  }
+
+  /** Appends the records in order, each to its tenant's chain. */
+  async append(records: readonly AuditRecord[]): Promise<void> {
+    for (const r of records) {
+      try {
+        await this.appendOne(r);
+      } catch (err) {
+        this.logger?.error({ err: (err as Error).message, tenantId: r.tenantId, action: r.action }, 'could not append to the decision log');
+      }
+    }
+  }
+
+  private async appendOne(record: AuditRecord): Promise<AuditEntry> {
+    const k = tenantKeys(record.tenantId);
+    for (let i = 0; i < APPEND_ATTEMPTS; i++) {
+      const head = await this.redis.get(k.auditHead);
+      const [seq, prevHash, atMs] = head ? (head.split(' ') as [string, string, string]) : ['0', GENESIS_HASH, '0'];
+      // Time never goes back along the chain, so seq order is time order (GET ?from= relies on it).
+      const at = Math.max(this.now(), Number(atMs));
+      const unhashed: Omit<AuditEntry, 'hash'> = { ...record, seq: Number(seq) + 1, at: new Date(at).toISOString(), prevHash };
+      const entry = { ...unhashed, hash: auditHash(unhashed) } as AuditEntry;
+      const json = JSON.stringify(entry);
+      if (await this.redis.appendAudit(k.audit, k.auditByTime, k.auditHead, String(entry.seq), prevHash, json, entry.hash, String(at)))
+        return entry;
+    }
+    throw new Error(`the decision log of ${record.tenantId} kept moving: ${APPEND_ATTEMPTS} appends lost`);
+  }
+
+  /**
+   * Up to `limit` entries, oldest first: after seq `cursor`, at or after `from`, up to `to`
+   * (ms). An entry that no longer parses is returned as stored, for `verify` to name.
+   */
+  async page(tenantId: string, q: { from?: number; to?: number; cursor?: number; limit: number }) {
+    const k = tenantKeys(tenantId);
+    const head = await this.head(tenantId);
+    let start = (q.cursor ?? 0) + 1;
+    if (q.from !== undefined) {
+      const [first] = await this.redis.zrangebyscore(k.auditByTime, q.from, '+inf', 'LIMIT', 0, 1);
+      start = Math.max(start, first ? Number(first) : Number.POSITIVE_INFINITY);
+    }
+    const count = Math.min(q.limit, head.seq - start + 1);
+    if (!Number.isFinite(start) || count <= 0) return { entries: [] as AuditEntry[], head };
+    const seqs = Array.from({ length: count }, (_, i) => String(start + i));
+    const raw = await this.redis.hmget(k.audit, ...seqs);
+    const entries: AuditEntry[] = [];
+    let more = false;
+    for (const [i, json] of raw.entries()) {
+      // Below the head nothing may be missing: a hole shows, as an entry that cannot verify.
+      const entry = parseEntry(tenantId, start + i, json);
+      if (q.to !== undefined && Date.parse(entry.at) > q.to) break;
+      entries.push(entry);
+      more = entries.length === count && entry.seq < head.seq;
+    }
+    const last = entries.at(-1);
+    return { entries, head, ...(more && last ? { nextCursor: String(last.seq) } : {}) };
+  }
+
+  /** The chain's last entry (`seq` 0 and the genesis hash for an empty log). */
+  async head(tenantId: string): Promise<{ seq: number; hash: string }> {
+    const head = await this.redis.get(tenantKeys(tenantId).auditHead);
+    if (!head) return { seq: 0, hash: GENESIS_HASH };
+    const [seq, hash] = head.split(' ');
+    return { seq: Number(seq), hash: hash ?? '' };
+  }
+}
+
+/**
+ * A stored entry exactly as stored (extra fields included: they are hashed too). One altered
+ * into something that is not an entry still shows, with what was stored, so `verify` names it.
+ */
+function parseEntry(tenantId: string, seq: number, json: string | null): AuditEntry {
+  let value: unknown;
+  try {
+    value = json === null ? undefined : JSON.parse(json);
+  } catch {
+    value = undefined;
+  }
+  if (auditEntrySchema.safeParse(value).success) return value as AuditEntry;
+  return {
+    seq,
+    at: '',
+    tenantId,
+    actor: '',
+    action: 'approval.requested',
+    subject: {},
+    data: json === null ? { missing: true } : { unparseable: json },
+    prevHash: GENESIS_HASH,
+    hash: GENESIS_HASH,
+  };
+}

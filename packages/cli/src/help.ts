@@ -49,6 +49,8 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
   promote <version>        new runs go to it on every API process (also the rollback)
   --force                  promote a version no worker runs (its new runs wait for one)
   upgrade <version>        its unfinished runs move to the current version (or --to V) at their next step`,
+    env: CLIENT_ENV,
+  },
   audit: {
     usage: 'rein audit verify',
     summary: "recompute the tenant's decision log hash chain; names the first broken entry",

@@ -113,6 +113,8 @@ try {
         positionals[0] ? renderSchedule(await rein.schedules.get(positionals[0])) : renderSchedules(await rein.schedules.list()),
       );
       process.exit(0);
+      break;
+    }
     case 'audit': {
       const { positionals } = options('audit', {});
       if (positionals[0] !== 'verify') throw new Error(`rein audit needs a subcommand\n${commandHelp('audit')}`);
@@ -141,9 +143,10 @@ try {
       break;
     }
   }
-} catch (err) 
+} catch (err) {
   process.stderr.write(`rein: ${describeError(err)}\n`);
   process.exit(1);
+}
 
 /** What went wrong, in the user's terms: no API at the URL is a hint to start one, not `fetch failed`. */
 function describeError(err: unknown): string {

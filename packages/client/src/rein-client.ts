@@ -208,6 +208,8 @@ export class ReinClient {
       this.call(this.apiUrl, 'POST', `/v1/versions/${enc(version)}/promote`, { body: opts }),
     upgrade: (version: string, body: UpgradeBody = {}): Promise<UpgradeAnswer> =>
       this.call(this.apiUrl, 'POST', `/v1/versions/${enc(version)}/upgrade`, { body }),
+  };
+
   /** Tenant admins only: the decision log, oldest first (`rein audit verify` checks its chain). */
   readonly audit = {
     page: (params: { from?: string; to?: string; cursor?: string; limit?: number } = {}): Promise<AuditPage> =>

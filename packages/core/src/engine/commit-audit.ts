@@ -6,7 +6,7 @@ import type { RunRecord } from '../schemas/run.js';
 /** Who acts when nobody does: a timer's expiry or escalation. */
 export const SYSTEM_ACTOR = 'system';
 
-type Kind = 'step' | 'start' | 'decide' | 'cancel' | 'compensate';
+type Kind = 'step' | 'start' | 'decide' | 'cancel' | 'compensate' | 'admit' | 'upgrade';
 /** What a commit writes, as far as the log cares. */
 type Written = { to: Pick<RunRecord, 'updatedAt'>; approvals?: Approval[]; events?: RunEvent[] };
 
@@ -14,13 +14,14 @@ type Written = { to: Pick<RunRecord, 'updatedAt'>; approvals?: Approval[]; event
  * The decision-log records of one commit (pure), read from what it writes, so that every
  * governance event of a run is logged at the one place it happens (the applier): the
  * approvals a park or a saga asks for, every change of an approval a decision or a timer
- * makes, a cancel with what it withdrew.
+ * makes, a cancel with what it withdrew, an app-version upgrade's withdrawn approvals.
  */
 export function commitAudit(kind: Kind, from: RunRecord, change: Written, created: readonly Approval[]): AuditRecord[] {
   const approvals = change.approvals ?? [];
   if (kind === 'step') return created.map((a) => requested(a, 'approval.requested'));
   if (kind === 'compensate') return approvals.filter((a) => a.status === 'pending').map((a) => requested(a, 'compensation.requested'));
-  if (kind === 'decide') return approvals.map((a) => changed(a, change.to.updatedAt));
+  // An upgrade withdraws the approvals whose tool changed in the new app version.
+  if (kind === 'decide' || kind === 'upgrade') return approvals.map((a) => changed(a, change.to.updatedAt));
   if (kind === 'cancel') {
     const by = approvals[0]?.decidedBy ?? finishedBy(change) ?? SYSTEM_ACTOR;
     return [

@@ -47,6 +47,7 @@ const RARE = new Set([
   'rein_bulkhead_rejections_total',
   'rein_step_delays_total',
   'rein_webhook_deliveries_total',
+  'rein_archive_errors_total',
 ]);
 
 const hasPromtool = hasSystemBinary('promtool', 'prometheus', 'the promtool check of the Prometheus files');

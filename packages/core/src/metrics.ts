@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
+import { runStatusSchema, TERMINAL_STATUSES } from './schemas/run.js';
 
 /**
  * Rein's Prometheus metrics. Labels are bounded (agent, status, reason, model, tool,
@@ -348,8 +349,10 @@ export function registerVersionGauges(metrics: Metrics, census: VersionCensus) {
       },
     });
   gauge('rein_version_workers', 'Live workers per app version', ['version'], (g, v) => g.set({ version: v.version }, v.workers));
+  // Every unfinished status of every listed version, zero included: a drained version shows as drained.
+  const unfinished = runStatusSchema.options.filter((s) => !TERMINAL_STATUSES.includes(s));
   gauge('rein_version_runs', 'Unfinished runs per app version and status', ['version', 'status'], (g, v) => {
-    for (const [status, n] of Object.entries(v.runs)) g.set({ version: v.version, status }, n ?? 0);
+    for (const status of unfinished) g.set({ version: v.version, status }, v.runs[status] ?? 0);
   });
   gauge(
     'rein_version_backlog',

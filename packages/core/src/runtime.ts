@@ -30,6 +30,7 @@ import { FleetLimit } from './resilience/fleet-limit.js';
 import { createFairShare, type FairShare } from './runs/fair-share.js';
 import { createRunArchiving, type RunArchiving } from './runs/run-archiving.js';
 import { createRunService, type RunService } from './runs/run-service.js';
+import { createReplayService, type ReplayService } from './runs/replay-service.js';
 import { createScheduleService, type ScheduleService } from './runs/schedule-service.js';
 import { createSessionQueue, type SessionQueue } from './runs/session-queue.js';
 import { ApprovalFeed } from './store/approval-feed.js';
@@ -73,6 +74,8 @@ export interface Runtime {
   agents: AgentCatalog;
   quotas: TenantQuotas;
   runs: RunService;
+  /** Replays, forks and diffs of finished runs (docs/replay.md). */
+  replays: ReplayService;
   /** Agents on a schedule: CRUD, and the firings workers take from `scheduleQueue`. */
   schedules: ScheduleService;
   scheduleQueue: ScheduleQueue;
@@ -239,10 +242,13 @@ async function buildRuntime<X extends Extras>(
     audit,
     hooks: {
       async finished(run) {
-        await dispatcher.onRunFinished(run);
-        await compensator
-          ?.onRunFinished(run)
-          .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+        // A replay fires no webhook and has nothing to compensate: its calls never reached the world.
+        if (run.mode !== 'replay') {
+          await dispatcher.onRunFinished(run);
+          await compensator
+            ?.onRunFinished(run)
+            .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+        }
         await tree?.finished(run);
         // Its session may be free now: the next run queued for it (if any) starts.
         if (run.sessionId) await enqueue('admit', { runId: run.id, cause: 'finished', traceparent: run.traceparent });
@@ -304,6 +310,14 @@ async function buildRuntime<X extends Extras>(
     currentVersion: () => currentVersion(versions.known(), versions.own),
     ...(archive ? { archive: archive.runs } : {}),
   });
+  const replays = createReplayService({
+    store,
+    quotas,
+    enqueue,
+    metrics,
+    visibleRun: runs.record,
+    currentVersion: () => currentVersion(versions.known(), versions.own),
+  });
   const schedules = createScheduleService({
     store: new ScheduleStore(redis),
     timers: scheduleQueue,
@@ -341,6 +355,7 @@ async function buildRuntime<X extends Extras>(
     agents,
     quotas,
     runs,
+    replays,
     schedules,
     scheduleQueue,
     sessionQueue,

@@ -19,10 +19,12 @@ import {
   auditQuerySchema,
   createScheduleBodySchema,
   createWebhookBodySchema,
+  forkRunBodySchema,
   idempotencyKeySchema,
   listRunsQuerySchema,
   patchScheduleBodySchema,
   promoteBodySchema,
+  replayRunBodySchema,
   submitRunBodySchema,
   upgradeBodySchema,
   usageQuerySchema,
@@ -121,6 +123,15 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     // Undo a finished run's completed writes (approver and up).
     v1.post('/v1/runs/:id/compensate', { schema: schemas.compensateRun }, async (req, reply) =>
       reply.code(202).send(await runs.compensate(req.principal, id(req.params))),
+    );
+
+    // Replay and fork (docs/replay.md): new runs of a finished one the caller may read.
+    v1.post('/v1/runs/:id/replay', { schema: schemas.replayRun }, async (req, reply) =>
+      reply.code(202).send(await rt.replays.replay(req.principal, id(req.params), parseInput(replayRunBodySchema, req.body ?? {}, 'body'))),
+    );
+    v1.get('/v1/runs/:id/diff', { schema: schemas.diffRun }, async (req) => rt.replays.diff(req.principal, id(req.params)));
+    v1.post('/v1/runs/:id/fork', { schema: schemas.forkRun }, async (req, reply) =>
+      reply.code(202).send(await rt.replays.fork(req.principal, id(req.params), parseInput(forkRunBodySchema, req.body, 'body'))),
     );
 
     v1.get('/v1/runs/:id/events', { schema: schemas.runEvents }, async (req, reply) => {

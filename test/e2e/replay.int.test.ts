@@ -62,7 +62,10 @@ const done = (r: { status: string }) => ['succeeded', 'failed', 'cancelled'].inc
 async function toolExecutions(): Promise<number> {
   let total = 0;
   for (const port of fleet.workerMetricsPorts) {
-    const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
+    const text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
+      (r) => r.text(),
+      () => '',
+    );
     for (const m of text.matchAll(/^rein_tool_duration_seconds_count\{[^}]*\} (\d+)/gm)) total += Number(m[1]);
   }
   return total;

@@ -116,8 +116,7 @@ export class ReinClient {
     /** What a replay did differently from its original. */
     diff: (id: string): Promise<RunDiff> => this.call(this.apiUrl, 'GET', `/v1/runs/${enc(id)}/diff`),
     /** A new live run from a finished run's history before step `fromStep`. */
-    fork: (id: string, body: ForkRunBody): Promise<ReplayStarted> =>
-      this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/fork`, { body }),
+    fork: (id: string, body: ForkRunBody): Promise<ReplayStarted> => this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/fork`, { body }),
     /** One page; pass `nextCursor` back as `cursor` for the next. */
     list: (params: ListRunsParams = {}): Promise<RunList> => this.call(this.apiUrl, 'GET', '/v1/runs', { query: params }),
     /**

@@ -28,9 +28,9 @@ import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, typ
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
 import { createFairShare, type FairShare } from './runs/fair-share.js';
+import { createReplayService, type ReplayService } from './runs/replay-service.js';
 import { createRunArchiving, type RunArchiving } from './runs/run-archiving.js';
 import { createRunService, type RunService } from './runs/run-service.js';
-import { createReplayService, type ReplayService } from './runs/replay-service.js';
 import { createScheduleService, type ScheduleService } from './runs/schedule-service.js';
 import { createSessionQueue, type SessionQueue } from './runs/session-queue.js';
 import { ApprovalFeed } from './store/approval-feed.js';

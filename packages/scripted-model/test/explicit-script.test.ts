@@ -47,8 +47,9 @@ describe('an explicit script (SCRIPTED_MODEL_SCRIPT)', () => {
     const script = { ...SCRIPT, byModel: { 'model-b': [{ content: 'Model B answers at once.' }] } };
     const app = createScriptedModelServer({ script: loadScript(file('two.json', JSON.stringify(script))) });
     const ask = async (model: string) =>
-      (await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model, messages: [{ role: 'user', content: 'hi' }] } })).json()
-        .choices[0];
+      (
+        await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model, messages: [{ role: 'user', content: 'hi' }] } })
+      ).json().choices[0];
     expect((await ask('model-b')).message.content).toBe('Model B answers at once.');
     expect((await ask('model-a')).finish_reason).toBe('tool_calls');
     await app.close();

@@ -53,7 +53,8 @@ export function recordingOf(steps: readonly StepRecord[], approvals: readonly Ap
   for (const step of steps) {
     for (const record of step.toolCalls) {
       if (record.approvalId) gated.set(record.approvalId, record);
-      if (RAN.includes(record.outcome) && !record.approvalId) push(calls, callKey(record.name, record.arguments), { step: step.index, record });
+      if (RAN.includes(record.outcome) && !record.approvalId)
+        push(calls, callKey(record.name, record.arguments), { step: step.index, record });
     }
   }
   const decided = new Map<string, Array<{ approval: Approval; record: ToolCallRecord }>>();
@@ -76,56 +77,51 @@ export function replayStep(
   recording: ReplayRecording,
 ): ReplayStep {
   const settings = run.replay ?? { liveReads: false, onNewApproval: 'reject' as const };
-  let stop = false;
-  const verdicts = planned.map((p): ReplayVerdict => {
-    const own = (r: ToolCallRecord): ReplayVerdict => ({ kind: 'record', record: r });
-    const base = { id: p.call.id, name: p.call.name, arguments: p.args, durationMs: 0 };
-    switch (p.kind) {
-      case 'refuse':
-        return own(plannedRecord(p));
-      case 'transfer':
-        return own(transferRecord(p));
-      case 'spawn':
-        return own({ ...base, outcome: 'forbidden', observation: 'Not started: a replay starts no sub-agent runs.' });
-      case 'await_approval': {
-        const found = recording.approvals.get(callKey(p.call.name, p.args));
-        const match = found?.find((m) => m.approval.step === run.step) ?? found?.[0];
-        if (match) {
-          const { approvalId: _original, ...record } = match.record;
-          return own({ ...record, ...base, source: 'recorded' });
-        }
-        const need = p.newApproval;
-        if (!need) return own(plannedRecord(p));
-        if (settings.onNewApproval === 'stop') stop = true;
-        return own({
-          ...base,
-          outcome: 'rejected',
-          observation: `Not executed: rejected (reason: replay). The original run never had this call approved; it would need approval (risk ${need.risk}, role ${need.requiredRole}).`,
-          wouldNeedApproval: { risk: need.risk, requiredRole: need.requiredRole },
-        });
-      }
-      case 'run': {
-        const match = nearest(recording.calls.get(callKey(p.call.name, p.args)), run.step);
-        if (match) return own({ ...match.record, ...base, source: 'recorded' });
-        if (p.tool.kind === 'read') {
-          if (settings.liveReads) return { kind: 'live' };
-          return own({
-            ...base,
-            outcome: 'error',
-            source: 'not_recorded',
-            observation: `not_recorded: the original run never called ${p.call.name} with these arguments, so this replay has no result for it.`,
-          });
-        }
-        return own({
-          ...base,
-          outcome: 'ok',
-          source: 'simulated',
-          observation: `Simulated: a replay never executes write tools. ${p.call.name} was not executed (the original run never made this call).`,
-        });
-      }
-    }
-  });
+  const verdicts = planned.map((p) => verdictFor(p, run.step, settings, recording));
+  // A call the original never had approved stops the replay after this step, when the caller asked so.
+  const stop = settings.onNewApproval === 'stop' && verdicts.some((v) => v.kind === 'record' && v.record.wouldNeedApproval);
   return { verdicts, stop };
+}
+
+function verdictFor(p: PlannedCall, step: number, settings: ReplaySettings, recording: ReplayRecording): ReplayVerdict {
+  const own = (r: ToolCallRecord): ReplayVerdict => ({ kind: 'record', record: r });
+  const base = { id: p.call.id, name: p.call.name, arguments: p.args, durationMs: 0 };
+  if (p.kind === 'refuse') return own(plannedRecord(p));
+  if (p.kind === 'transfer') return own(transferRecord(p));
+  if (p.kind === 'spawn') return own({ ...base, outcome: 'forbidden', observation: 'Not started: a replay starts no sub-agent runs.' });
+  if (p.kind === 'await_approval') {
+    const found = recording.approvals.get(callKey(p.call.name, p.args));
+    const match = found?.find((m) => m.approval.step === step) ?? found?.[0];
+    if (match) {
+      const { approvalId: _original, ...record } = match.record;
+      return own({ ...record, ...base, source: 'recorded' });
+    }
+    const need = p.newApproval;
+    if (!need) return own(plannedRecord(p));
+    return own({
+      ...base,
+      outcome: 'rejected',
+      observation: `Not executed: rejected (reason: replay). The original run never had this call approved; it would need approval (risk ${need.risk}, role ${need.requiredRole}).`,
+      wouldNeedApproval: { risk: need.risk, requiredRole: need.requiredRole },
+    });
+  }
+  const match = nearest(recording.calls.get(callKey(p.call.name, p.args)), step);
+  if (match) return own({ ...match.record, ...base, source: 'recorded' });
+  if (p.tool.kind === 'read') {
+    if (settings.liveReads) return { kind: 'live' };
+    return own({
+      ...base,
+      outcome: 'error',
+      source: 'not_recorded',
+      observation: `not_recorded: the original run never called ${p.call.name} with these arguments, so this replay has no result for it.`,
+    });
+  }
+  return own({
+    ...base,
+    outcome: 'ok',
+    source: 'simulated',
+    observation: `Simulated: a replay never executes write tools. ${p.call.name} was not executed (the original run never made this call).`,
+  });
 }
 
 /** The agent as a replay runs it: its instructions and model as the replay overrides them. */

@@ -11,6 +11,7 @@ import {
 } from '../schemas/api.js';
 import { approvalLinksSchema, approveBodySchema, createLinksBodySchema, rejectBodySchema } from '../schemas/approval.js';
 import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
+import { auditPageSchema, auditQuerySchema } from '../schemas/index.js';
 import {
   createReplayCohortBodySchema,
   forkRunBodySchema,
@@ -19,7 +20,6 @@ import {
   replayStartedSchema,
   runDiffSchema,
 } from '../schemas/run.js';
-import { auditPageSchema, auditQuerySchema } from '../schemas/index.js';
 import {
   createScheduleBodySchema,
   patchScheduleBodySchema,

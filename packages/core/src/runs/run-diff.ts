@@ -81,7 +81,9 @@ export function diffRuns(original: DiffSide, replay: DiffSide, originalApprovals
     approvals: {
       original: originalApprovals.map((a) => ({ step: a.step, toolName: a.toolName, status: a.status, risk: a.risk })),
       wouldNeed: replay.steps.flatMap((s) =>
-        s.toolCalls.flatMap((c) => (c.wouldNeedApproval ? [{ step: s.index, toolName: c.name, arguments: c.arguments, ...c.wouldNeedApproval }] : [])),
+        s.toolCalls.flatMap((c) =>
+          c.wouldNeedApproval ? [{ step: s.index, toolName: c.name, arguments: c.arguments, ...c.wouldNeedApproval }] : [],
+        ),
       ),
     },
     usage: { original: original.run.usage, replay: replay.run.usage },

@@ -1,6 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { RunDiff, RunTrace } from '@rein/client';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import { DemoStore } from '@rein/example-order-assistant';
@@ -194,5 +196,60 @@ describe('forking a finished run', () => {
     expect((await demo.tickets(TENANT)).length).toBe(tickets + 1);
     const bad = await fleet.callApi('POST', `/v1/runs/${from}/fork`, KEYS.user.key, { fromStep: 9 });
     expect(bad).toMatchObject({ status: 409, body: { error: { code: 'fork_step_unavailable' } } });
+  });
+});
+
+describe('replaying a cohort, as a gate', () => {
+  const cli = fileURLToPath(new URL('../../packages/cli/dist/main.js', import.meta.url));
+  /** `rein replay ...` as a CI job runs it, with an approver's key. */
+  const rein = (args: string[]) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [cli, 'replay', ...args], {
+        env: { ...process.env, REIN_API_URL: fleet.api, REIN_APPROVER_URL: fleet.approver, REIN_API_KEY: KEYS.approver.key },
+      });
+      let [stdout, stderr] = ['', ''];
+      child.stdout.on('data', (d: Buffer) => (stdout += d));
+      child.stderr.on('data', (d: Buffer) => (stderr += d));
+      child.on('exit', (status) => resolve({ status, stdout, stderr }));
+    });
+  let since: string;
+  beforeAll(async () => {
+    since = new Date(Date.now() - 1).toISOString();
+    await Promise.all(Array.from({ length: 20 }, () => original()));
+  });
+
+  it('reports the right counts, writes the report, and its exit code follows the threshold', async () => {
+    const tickets = (await demo.tickets(TENANT)).length;
+    const report = join(dir, 'same.md');
+    const same = await rein(['--agent', 'order-assistant', '--since', since, '--limit', '50', '--max-diverged', '10%', '--report', report]);
+    expect(same.stderr).toBe('');
+    expect(same.status).toBe(0);
+    const text = readFileSync(report, 'utf8');
+    expect(text).toContain('**PASSED**: 0 of 20 diverged');
+    expect(text).toMatch(/\| 20 of 20 \| 20 \| 0 \| 0 \| 0 \| 0 \|/);
+
+    const other = join(dir, 'model-b.md');
+    const b = await rein(['--agent', 'order-assistant', '--since', since, '--limit', '50', '--model', 'model-b', '--max-diverged', '10%', '--report', other]);
+    expect(b.status).toBe(1);
+    expect(b.stderr).toContain('over the threshold (10%): 20 of 20 replays diverged; 20 new approvals; 0 would now fail');
+    const changed = readFileSync(other, 'utf8');
+    expect(changed).toContain('**FAILED**: 20 of 20 diverged');
+    expect(changed).toContain('step 1: create_ticket → create_ticket, search_policy');
+    // Forty replays later: nothing written, nothing in anyone's queue.
+    expect((await demo.tickets(TENANT)).length).toBe(tickets);
+    expect(await pendingApprovals()).toBe(0);
+  });
+
+  it('samples evenly up to its limit, stops at its token budget, and is an approver’s, in its tenant only', async () => {
+    const approver = fleet.client(KEYS.approver.key);
+    const created = await approver.replays.create({ agent: 'order-assistant', since, limit: 5, concurrency: 1, maxTokens: 1 });
+    expect(created.summary.total).toBe(5);
+    let view = created;
+    while (view.status !== 'finished') view = await approver.replays.get(created.id);
+    // The first replay spent the whole budget: the other four were never started.
+    expect(view.summary).toMatchObject({ total: 5, replayed: 1, identical: 1, skipped: 4 });
+    expect((await fleet.callApi('GET', `/v1/replays/${created.id}`, KEYS.other.key)).status).toBe(404);
+    const asUser = await fleet.callApi('POST', '/v1/replays', KEYS.user.key, { agent: 'order-assistant', since, limit: 5 });
+    expect(asUser.status).toBe(403);
   });
 });

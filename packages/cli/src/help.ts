@@ -42,6 +42,20 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
     env: CLIENT_ENV,
   },
   watch: { usage: 'rein watch <runId>', summary: 'follow a run live', details: '', env: CLIENT_ENV },
+  replay: {
+    usage: 'rein replay <runId> [--model M] [--instructions-file F] | --agent A --since 24h --limit N [--max-diverged 10%] [--report F]',
+    summary: 'replay a run (or a cohort) with another model or prompt; tools answer from the records',
+    details: `  <runId>                  replay one finished run and print the diff, original | replay
+  --model M                the model the replay calls
+  --instructions-file F    the agent's instructions for the replay, from a file
+  --version V              the app version to replay on (default: the current one)
+  --agent A                a cohort: finished runs of agent A (approver or admin key)
+  --since D                created since D ago (24h, 90m, 7d) or an ISO instant; --until likewise
+  --limit N                at most N runs, sampled evenly; --status S only runs that ended S
+  --max-diverged P         exit 1 when more than P (10% or 0.1) of the replays diverged
+  --report F               write the Markdown report to F (default: print it)`,
+    env: CLIENT_ENV,
+  },
   versions: {
     usage: 'rein versions [promote <version> [--force] | upgrade <version> [--to V]]',
     summary: "the fleet's app versions (admin key); promote one, or move a version's runs",

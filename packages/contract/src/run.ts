@@ -170,6 +170,8 @@ export const runRecordSchema = z.object({
   /** A replay's original run, and what the replay overrides. */
   replayOf: z.string().optional(),
   replay: replaySettingsSchema.optional(),
+  /** A replay started by a cohort (`POST /v1/replays`): its finish starts the cohort's next one. */
+  cohortId: z.string().optional(),
   /** A fork (`POST /v1/runs/:id/fork`): the run whose history up to `forkStep` it started from. */
   forkOf: z.string().optional(),
   forkStep: z.number().int().min(0).optional(),

@@ -28,6 +28,7 @@ import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, typ
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
 import { createFairShare, type FairShare } from './runs/fair-share.js';
+import { createReplayCohortService, type ReplayCohortService } from './runs/replay-cohort-service.js';
 import { createReplayService, type ReplayService } from './runs/replay-service.js';
 import { createRunArchiving, type RunArchiving } from './runs/run-archiving.js';
 import { createRunService, type RunService } from './runs/run-service.js';
@@ -38,6 +39,7 @@ import { AuditLog } from './store/audit-log.js';
 import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { HotRuns } from './store/hot-runs.js';
+import { ReplayCohortStore } from './store/replay-cohort-store.js';
 import { RunStore } from './store/run-store.js';
 import { ScheduleStore } from './store/schedule-store.js';
 import { VersionDirectory } from './store/version-directory.js';
@@ -76,6 +78,8 @@ export interface Runtime {
   runs: RunService;
   /** Replays, forks and diffs of finished runs (docs/replay.md). */
   replays: ReplayService;
+  /** Cohort replays (`POST|GET /v1/replays`), advanced as their replays finish. */
+  cohorts: ReplayCohortService;
   /** Agents on a schedule: CRUD, and the firings workers take from `scheduleQueue`. */
   schedules: ScheduleService;
   scheduleQueue: ScheduleQueue;
@@ -231,6 +235,7 @@ async function buildRuntime<X extends Extras>(
   let compensator: Compensator | undefined;
   // Likewise the tree, which cancels a finished run's children through the applier.
   let tree: RunTree | undefined;
+  let cohorts: ReplayCohortService | undefined;
   const applier = createTransitionApplier({
     store,
     quotas,
@@ -243,7 +248,9 @@ async function buildRuntime<X extends Extras>(
     hooks: {
       async finished(run) {
         // A replay fires no webhook and has nothing to compensate: its calls never reached the world.
-        if (run.mode !== 'replay') {
+        // A cohort's replay starts the cohort's next one.
+        if (run.mode === 'replay') await cohorts?.replayFinished(run);
+        else {
           await dispatcher.onRunFinished(run);
           await compensator
             ?.onRunFinished(run)
@@ -318,6 +325,12 @@ async function buildRuntime<X extends Extras>(
     visibleRun: runs.record,
     currentVersion: () => currentVersion(versions.known(), versions.own),
   });
+  cohorts = createReplayCohortService({
+    store,
+    cohorts: new ReplayCohortStore(redis, options.retention.traceTtlDays * 86_400),
+    replays,
+    logger,
+  });
   const schedules = createScheduleService({
     store: new ScheduleStore(redis),
     timers: scheduleQueue,
@@ -356,6 +369,7 @@ async function buildRuntime<X extends Extras>(
     quotas,
     runs,
     replays,
+    cohorts,
     schedules,
     scheduleQueue,
     sessionQueue,

@@ -17,6 +17,7 @@ import {
 } from '@rein/core/internal';
 import {
   auditQuerySchema,
+  createReplayCohortBodySchema,
   createScheduleBodySchema,
   createWebhookBodySchema,
   forkRunBodySchema,
@@ -133,6 +134,12 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     v1.post('/v1/runs/:id/fork', { schema: schemas.forkRun }, async (req, reply) =>
       reply.code(202).send(await rt.replays.fork(req.principal, id(req.params), parseInput(forkRunBodySchema, req.body, 'body'))),
     );
+
+    v1.post('/v1/replays', { schema: schemas.createReplayCohort }, async (req, reply) => {
+      const cohort = await rt.cohorts.create(req.principal, parseInput(createReplayCohortBodySchema, req.body, 'body'));
+      return reply.code(202).header('location', `/v1/replays/${cohort.id}`).send(cohort);
+    });
+    v1.get('/v1/replays/:id', { schema: schemas.getReplayCohort }, async (req) => rt.cohorts.get(req.principal, id(req.params)));
 
     v1.get('/v1/runs/:id/events', { schema: schemas.runEvents }, async (req, reply) => {
       const source = await runs.events(req.principal, id(req.params)); // 404 before the stream opens

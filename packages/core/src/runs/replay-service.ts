@@ -99,7 +99,7 @@ export function createReplayService(deps: ReplayServiceDeps) {
 
   return {
     /** `POST /v1/runs/:id/replay`. */
-    async replay(principal: Principal, id: string, body: ReplayRunBody): Promise<ReplayStarted> {
+    async replay(principal: Principal, id: string, body: ReplayRunBody, opts: { cohortId?: string } = {}): Promise<ReplayStarted> {
       const original = await finishedOriginal(principal, id);
       if (original.mode === 'replay') throw new ConflictError('not_a_replay', `run ${id} is itself a replay: replay its original`);
       // What the original's first model call saw: its session's earlier turns, then its input.
@@ -116,6 +116,7 @@ export function createReplayService(deps: ReplayServiceDeps) {
             onNewApproval: body.onNewApproval ?? 'reject',
           },
           ...(body.version ? { appVersion: body.version } : {}),
+          ...(opts.cohortId ? { cohortId: opts.cohortId } : {}),
         },
         history,
       );

@@ -213,9 +213,20 @@ describe('replaying a cohort, as a gate', () => {
       child.on('exit', (status) => resolve({ status, stdout, stderr }));
     });
   let since: string;
+  let originals: string[];
   beforeAll(async () => {
     since = new Date(Date.now() - 1).toISOString();
-    await Promise.all(Array.from({ length: 20 }, () => original()));
+    originals = await Promise.all(Array.from({ length: 20 }, () => original()));
+  });
+
+  it('rein replay <runId> prints the diff side by side', async () => {
+    const out = await rein([originals[0] ?? '', '--model', 'model-b']);
+    expect(out.status).toBe(0);
+    expect(out.stdout).toContain(`replay of ${originals[0]}: diverged at step 1 (succeeded)`);
+    expect(out.stdout).toMatch(/^≠ 1 {2}create_ticket\(.*│ create_ticket\(/m);
+    expect(out.stdout).toMatch(/^ {3,}│ \[not_recorded\] search_policy\(/m);
+    expect(out.stdout).toContain('changed arguments @1 create_ticket: {"orderNo":"2024001","type":"超时发货","priority":"high"');
+    expect(out.stdout).toContain('would need approval @1: create_ticket (risk high, role user)');
   });
 
   it('reports the right counts, writes the report, and its exit code follows the threshold', async () => {
@@ -229,7 +240,20 @@ describe('replaying a cohort, as a gate', () => {
     expect(text).toMatch(/\| 20 of 20 \| 20 \| 0 \| 0 \| 0 \| 0 \|/);
 
     const other = join(dir, 'model-b.md');
-    const b = await rein(['--agent', 'order-assistant', '--since', since, '--limit', '50', '--model', 'model-b', '--max-diverged', '10%', '--report', other]);
+    const b = await rein([
+      '--agent',
+      'order-assistant',
+      '--since',
+      since,
+      '--limit',
+      '50',
+      '--model',
+      'model-b',
+      '--max-diverged',
+      '10%',
+      '--report',
+      other,
+    ]);
     expect(b.status).toBe(1);
     expect(b.stderr).toContain('over the threshold (10%): 20 of 20 replays diverged; 20 new approvals; 0 would now fail');
     const changed = readFileSync(other, 'utf8');
@@ -245,7 +269,10 @@ describe('replaying a cohort, as a gate', () => {
     const created = await approver.replays.create({ agent: 'order-assistant', since, limit: 5, concurrency: 1, maxTokens: 1 });
     expect(created.summary.total).toBe(5);
     let view = created;
-    while (view.status !== 'finished') view = await approver.replays.get(created.id);
+    while (view.status !== 'finished') {
+      await new Promise((r) => setTimeout(r, 200));
+      view = await approver.replays.get(created.id);
+    }
     // The first replay spent the whole budget: the other four were never started.
     expect(view.summary).toMatchObject({ total: 5, replayed: 1, identical: 1, skipped: 4 });
     expect((await fleet.callApi('GET', `/v1/replays/${created.id}`, KEYS.other.key)).status).toBe(404);

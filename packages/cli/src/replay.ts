@@ -7,15 +7,18 @@ const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…`
 const callText = (c: DiffCall) => `${c.name}(${JSON.stringify(c.arguments)})${c.source && c.source !== 'recorded' ? ` [${c.source}]` : ''}`;
 const sideLines = (side: RunDiff['steps'][number]['original']): string[] => {
   if (!side) return ['—'];
-  if (side.calls.length === 0) return [`answer: ${(side.thought ?? '').replace(/\s+/g, ' ')}`];
-  return side.calls.map(callText);
+  if (side.calls.length === 0) return [side.thought ? `answer: ${side.thought.replace(/\s+/g, ' ')}` : 'answer'];
+  // The source first: a long call is clipped at the column's end.
+  return side.calls.map((c) => `${c.source && c.source !== 'recorded' ? `[${c.source}] ` : ''}${c.name}(${JSON.stringify(c.arguments)})`);
 };
 
 /** A diff as two columns, original | replay, one row per step, `≠` where the structure differs. */
 export function renderDiff(diff: RunDiff, width = 60): string {
   const out: string[] = [];
   const row = (mark: string, left: string, right: string) => out.push(`${mark} ${clip(left, width).padEnd(width)} │ ${clip(right, width)}`);
-  out.push(`replay of ${diff.replayOf}: ${diff.identical ? 'identical' : `diverged at step ${diff.divergedAtStep ?? '-'}`} (${diff.status})`);
+  out.push(
+    `replay of ${diff.replayOf}: ${diff.identical ? 'identical' : `diverged at step ${diff.divergedAtStep ?? '-'}`} (${diff.status})`,
+  );
   row(' ', 'original', 'replay');
   row(' ', '─'.repeat(width), '─'.repeat(width));
   for (const step of diff.steps) {
@@ -29,8 +32,11 @@ export function renderDiff(diff: RunDiff, width = 60): string {
   if (t.removed.length) out.push(`removed calls: ${t.removed.map((c) => `${callText(c)} @${c.step}`).join('; ')}`);
   for (const c of t.changedArguments)
     out.push(`changed arguments @${c.step} ${c.name}: ${JSON.stringify(c.original)} → ${JSON.stringify(c.replay)}`);
-  for (const a of diff.approvals.wouldNeed) out.push(`would need approval @${a.step}: ${a.toolName} (risk ${a.risk}, role ${a.requiredRole})`);
-  out.push(`tokens: ${diff.usage.original.totalTokens} → ${diff.usage.replay.totalTokens}; cost: $${diff.costUsd.original} → $${diff.costUsd.replay}`);
+  for (const a of diff.approvals.wouldNeed)
+    out.push(`would need approval @${a.step}: ${a.toolName} (risk ${a.risk}, role ${a.requiredRole})`);
+  out.push(
+    `tokens: ${diff.usage.original.totalTokens} → ${diff.usage.replay.totalTokens}; cost: $${diff.costUsd.original} → $${diff.costUsd.replay}`,
+  );
   out.push(`final answer ${diff.finalAnswer.same ? 'the same' : 'differs'}:`);
   out.push(`  original: ${diff.finalAnswer.original ?? '—'}`);
   if (!diff.finalAnswer.same) out.push(`  replay:   ${diff.finalAnswer.replay ?? '—'}`);
@@ -66,9 +72,11 @@ export function cohortReport(view: ReplayCohortView, maxDiverged: number): strin
   const lines = [
     `# Replay of ${view.agent}`,
     '',
-    `Cohort \`${view.id}\`, created ${view.createdAt}; ${Object.entries(view.settings)
-      .map(([k, v]) => `${k}: ${k === 'instructions' ? `${String(v).length} chars` : v}`)
-      .join(', ') || 'no overrides'}.`,
+    `Cohort \`${view.id}\`, created ${view.createdAt}; ${
+      Object.entries(view.settings)
+        .map(([k, v]) => `${k}: ${k === 'instructions' ? `${String(v).length} chars` : v}`)
+        .join(', ') || 'no overrides'
+    }.`,
     '',
     `**${crossed(view, maxDiverged) ? 'FAILED' : 'PASSED'}**: ${s.diverged} of ${s.replayed} diverged (${pct(s.diverged)}; the threshold is ${(maxDiverged * 100).toFixed(1)}%).`,
     '',
@@ -78,7 +86,13 @@ export function cohortReport(view: ReplayCohortView, maxDiverged: number): strin
   ];
   const notable = view.runs.filter((r) => r.identical === false || (r.wouldNeedApprovals ?? 0) > 0 || r.nowFails);
   if (notable.length) {
-    lines.push('', '## Runs that changed', '', '| original | replay | diverged at | how | approvals needed | now fails |', '| --- | --- | --- | --- | --- | --- |');
+    lines.push(
+      '',
+      '## Runs that changed',
+      '',
+      '| original | replay | diverged at | how | approvals needed | now fails |',
+      '| --- | --- | --- | --- | --- | --- |',
+    );
     for (const r of notable)
       lines.push(
         `| \`${r.original}\` | \`${r.replay ?? ''}\` | ${r.divergedAtStep ?? '-'} | ${(r.divergence ?? '').replaceAll('|', '\\|')} | ${r.wouldNeedApprovals ?? 0} | ${r.nowFails ? 'yes' : ''} |`,

@@ -3,13 +3,7 @@ import { overseesTenant } from '../approvals/decision-rights.js';
 import { ForbiddenError, NotFoundError, ReinError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Principal } from '../schemas/identity.js';
-import {
-  type CohortEntry,
-  type CreateReplayCohortBody,
-  type ReplayCohortView,
-  type RunRecord,
-  TERMINAL_STATUSES,
-} from '../schemas/run.js';
+import { type CohortEntry, type CreateReplayCohortBody, type ReplayCohortView, type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { CohortDoc, ReplayCohortStore } from '../store/replay-cohort-store.js';
 import type { RunStore } from '../store/run-store.js';
 import type { ReplayService } from './replay-service.js';
@@ -101,14 +95,19 @@ export function createReplayCohortService(deps: ReplayCohortDeps) {
         const replay = replayById.get(replayId);
         const orig = originals[i];
         if (!replay || !orig || !TERMINAL_STATUSES.includes(replay.status)) return { original, replay: replayId, state: 'running' };
-        const [os, rs, approvals] = await Promise.all([deps.store.steps(original), deps.store.steps(replayId), deps.store.approvals(original)]);
+        const [os, rs, approvals] = await Promise.all([
+          deps.store.steps(original),
+          deps.store.steps(replayId),
+          deps.store.approvals(original),
+        ]);
         const diff = diffRuns({ run: orig, steps: os }, { run: replay, steps: rs }, approvals);
         totals.tokens.original += orig.usage.totalTokens;
         totals.tokens.replay += replay.usage.totalTokens;
         totals.costUsd.original += orig.costUsd;
         totals.costUsd.replay += replay.costUsd;
         const at = diff.divergedAtStep === null ? undefined : diff.steps[diff.divergedAtStep];
-        const names = (side: NonNullable<typeof at>['original']) => (side ? side.calls.map((c) => c.name).join(', ') || 'answer' : 'nothing');
+        const names = (side: NonNullable<typeof at>['original']) =>
+          side ? side.calls.map((c) => c.name).join(', ') || 'answer' : 'nothing';
         return {
           original,
           replay: replayId,

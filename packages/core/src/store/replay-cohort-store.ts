@@ -49,7 +49,11 @@ export class ReplayCohortStore {
 
   async state(tenantId: string, id: string): Promise<CohortState> {
     const k = tenantKeys(tenantId).replayCohort(id);
-    const [replays, skipped, tokens] = await Promise.all([this.redis.hgetall(k.replays), this.redis.smembers(k.skipped), this.redis.get(k.tokens)]);
+    const [replays, skipped, tokens] = await Promise.all([
+      this.redis.hgetall(k.replays),
+      this.redis.smembers(k.skipped),
+      this.redis.get(k.tokens),
+    ]);
     return { replays: new Map(Object.entries(replays)), skipped: new Set(skipped), tokens: Number(tokens ?? 0) };
   }
 

@@ -60,18 +60,20 @@ afterAll(async () => {
 const user = () => fleet.client(KEYS.user.key);
 const done = (r: { status: string }) => ['succeeded', 'failed', 'cancelled'].includes(r.status);
 
-/** How many tool executions the workers have timed (every run of a tool is observed once). */
-async function toolExecutions(): Promise<number> {
+/** A counter summed over the live workers' /metrics (a killed worker's are gone with it). */
+async function workerCounter(name: RegExp): Promise<number> {
   let total = 0;
   for (const port of fleet.workerMetricsPorts) {
     const text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
       (r) => r.text(),
       () => '',
     );
-    for (const m of text.matchAll(/^rein_tool_duration_seconds_count\{[^}]*\} (\d+)/gm)) total += Number(m[1]);
+    for (const line of text.split('\n')) if (name.test(line)) total += Number(line.split(' ').at(-1));
   }
   return total;
 }
+/** How many tool executions the workers have timed (every run of a tool is observed once). */
+const toolExecutions = () => workerCounter(/^rein_tool_duration_seconds_count\{/);
 
 /** An original run: looks the order up, asks for its ticket, which the user approves; it succeeds. */
 async function original(): Promise<string> {
@@ -114,6 +116,8 @@ describe('replaying a finished run', () => {
     expect(diff.steps.map((s) => s.same)).toEqual([true, true, true]);
     expect(diff.toolCalls).toEqual({ added: [], removed: [], changedArguments: [] });
     expect(diff.usage.replay.totalTokens).toBeGreaterThan(0); // the model calls were real
+    // …and counted apart from live traffic's.
+    expect(await workerCounter(/^rein_replay_model_tokens_total\{.*tenant="e2e"/)).toBeGreaterThan(0);
     const trace = await user().runs.trace(started.id);
     expect(sources(trace)).toEqual(['recorded', 'recorded']);
     expect(await toolExecutions()).toBe(executions);
@@ -152,6 +156,20 @@ describe('replaying a finished run', () => {
     expect(await pendingApprovals()).toBe(0);
   });
 
+  it('stops at a call the original never had approved when asked to (onNewApproval: stop)', async () => {
+    const started = await user().runs.replay(originalId, { model: 'model-b', onNewApproval: 'stop' });
+    const replay = await fleet.waitForRun(started.id, done);
+    expect(replay).toMatchObject({ status: 'failed', reason: 'replay_stopped' });
+    const diff = await user().runs.diff(started.id);
+    expect(diff.steps.map((s) => s.replay?.calls.map((c) => c.name))).toEqual([
+      ['query_order'],
+      ['create_ticket', 'search_policy'],
+      undefined,
+    ]);
+    expect(diff.approvals.wouldNeed.map((a) => a.toolName)).toEqual(['create_ticket']);
+    expect(await pendingApprovals()).toBe(0);
+  });
+
   it('is readable only as the original is: another tenant gets a 404, a run that is not a replay has no diff', async () => {
     expect((await fleet.callApi('POST', `/v1/runs/${originalId}/replay`, KEYS.other.key, {})).status).toBe(404);
     const { id } = await user().runs.replay(originalId);
@@ -165,7 +183,7 @@ describe('replaying a finished run', () => {
   it('loses nothing and executes nothing for real when its worker is killed in the middle', async () => {
     const tickets = (await demo.tickets(TENANT)).length;
     const { id } = await user().runs.replay(originalId);
-    await fleet.waitForRun(id, (r) => r.status === 'running' || done(r));
+    expect((await fleet.waitForRun(id, (r) => r.status === 'running' || done(r))).status).toBe('running');
     // Every worker dies at once (so the one holding the replay's step does), then a fresh one takes over.
     for (const w of fleet.workers) w.kill('SIGKILL');
     await fleet.startWorker();
@@ -173,6 +191,8 @@ describe('replaying a finished run', () => {
     expect(replay.status).toBe('succeeded');
     expect((await user().runs.diff(id)).identical).toBe(true);
     expect(sources(await user().runs.trace(id))).toEqual(['recorded', 'recorded']);
+    // The only worker alive ran the rest of the replay and executed no tool.
+    expect(await toolExecutions()).toBe(0);
     expect((await demo.tickets(TENANT)).length).toBe(tickets);
     expect(await pendingApprovals()).toBe(0);
   });

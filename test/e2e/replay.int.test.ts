@@ -156,6 +156,21 @@ describe('replaying a finished run', () => {
     expect(await pendingApprovals()).toBe(0);
   });
 
+  it('runs a read the original never made live with liveReads, and still no write', async () => {
+    const [tickets, executions] = [(await demo.tickets(TENANT)).length, await toolExecutions()];
+    const started = await user().runs.replay(originalId, { model: 'model-b', liveReads: true });
+    await fleet.waitForRun(started.id, done);
+    const calls = (await user().runs.trace(started.id)).steps.flatMap((s) => s.toolCalls);
+    expect(calls.map((c) => [c.name, c.source ?? null])).toEqual([
+      ['query_order', 'recorded'],
+      ['create_ticket', null],
+      ['search_policy', 'live'],
+    ]);
+    expect(calls[2]?.outcome).toBe('ok');
+    expect(await toolExecutions()).toBe(executions + 1);
+    expect((await demo.tickets(TENANT)).length).toBe(tickets);
+  });
+
   it('stops at a call the original never had approved when asked to (onNewApproval: stop)', async () => {
     const started = await user().runs.replay(originalId, { model: 'model-b', onNewApproval: 'stop' });
     const replay = await fleet.waitForRun(started.id, done);

@@ -79,11 +79,11 @@ Exits 0 when the chain holds, 1 naming the first entry altered, removed or moved
     env: [['REIN_ARCHIVE_URL', 'the archive, a postgres:// URL']],
   },
   usage: {
-    usage: 'rein usage [--from ISO] [--to ISO] [--group-by agent|model|user|day]',
+    usage: 'rein usage [--from ISO] [--to ISO] [--group-by agent|model|user|day|mode]',
     summary: "the tenant's usage from the run archive (approver or admin key)",
     details: `  --from ISO               runs created at or after (default: 7 days before --to)
   --to ISO                 runs created before (default: now)
-  --group-by KEY           agent, model, user or day (default: day)`,
+  --group-by KEY           agent, model, user, day or mode (live or replay) (default: day)`,
     env: CLIENT_ENV,
   },
   schedules: {

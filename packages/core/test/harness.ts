@@ -12,6 +12,7 @@ import { loadConfig, type Price, type Quotas } from '../src/config.js';
 import { createTransitionApplier, type FinishHooks } from '../src/engine/apply-transition.js';
 import type { DelegationLimits } from '../src/engine/call-plan.js';
 import { createChildRuns } from '../src/engine/child-runs.js';
+import { knownToolNames } from '../src/engine/commit-facts.js';
 import { createRunTree, type RunTree } from '../src/engine/run-tree.js';
 import type { GuardLimits } from '../src/engine/step-processor.js';
 import { createStepProcessor } from '../src/engine/step-processor.js';
@@ -108,7 +109,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     enqueue,
     cancelExpiry,
     metrics,
-    knownTool: (name) => tools.has(name),
+    knownTool: knownToolNames(tools, agents),
     audit,
     ...(opts.onFinished ? { hooks: { finished: opts.onFinished } } : {}),
     hooks: {

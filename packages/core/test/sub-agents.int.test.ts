@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { defineAgent } from '../src/agents/agent-profile.js';
+import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
 import { type Compensator, createCompensator } from '../src/engine/compensation.js';
 import { childRunId } from '../src/engine/sub-agents.js';
 import type { ModelRequest } from '../src/model/model-gateway.js';
-import { compensateJobSchema } from '../src/queue/job-catalog.js';
+import { compensateJobSchema, stepJobSchema } from '../src/queue/job-catalog.js';
 import type { RunRecord } from '../src/schemas/run.js';
 import type { Commit } from '../src/store/run-store.js';
 import { createFakeModel, type FakeTurn, toolCall } from '../src/testing/index.js';
@@ -130,6 +131,10 @@ describe('sub-agents as child runs', () => {
     expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', finalAnswer: 'both known' });
     const calls = (await t.store.steps(id))[0]?.toolCalls ?? [];
     expect(calls.map((c) => c.observation).sort()).toEqual(['about returns policy', 'about shipping policy']);
+    // The sub-agent tool is counted by its name, not as an unknown tool.
+    const counted = (await t.metrics.toolCalls.get()).values.map((v) => v.labels.tool);
+    expect(counted).toContain('call_researcher');
+    expect(counted).not.toContain('unknown');
   });
 
   it("gives the parent a child's failure as an observation, never a stuck parent", async () => {
@@ -253,8 +258,8 @@ describe('one budget for the tree', () => {
     const { run } = await t.runs.submit(USER_ALICE, { input: 'dig deep', limits: { maxTokens: 5000 } });
     await t.drain();
     const [a, b] = await Promise.all([t.store.require(childRunId(run.id, 0, 'a')), t.store.require(childRunId(run.id, 0, 'b'))]);
-    // Each was capped at creation to what the parent had left (5000 − 110)…
-    expect(a.limits.maxTokens).toBe(4890);
+    // Each was capped at creation to its share of what the parent had left ((5000 − 110) / 2)…
+    expect(a.limits.maxTokens).toBe(2445);
     // …and both stopped when the tree had no room left, well below their own caps.
     for (const child of [a, b]) {
       expect(child).toMatchObject({ status: 'failed', reason: 'token_budget' });
@@ -266,6 +271,32 @@ describe('one budget for the tree', () => {
     expect(view.usage.totalTokens).toBe(110);
     expect(view.treeUsage?.totalTokens).toBe(110 + 2410 + 2410);
     expect(view.treeUsage?.totalTokens).toBeLessThanOrEqual(5000);
+  });
+  it('never lets children racing in parallel together ask for more than the tree has left', async () => {
+    const model = byAgent({
+      parent: [
+        {
+          toolCalls: [toolCall('a', 'call_researcher', { input: 'one' }), toolCall('b', 'call_researcher', { input: 'two' })],
+          usage: { promptTokens: 1000, completionTokens: 10 },
+        },
+      ],
+      researcher: [{ content: 'found it', usage: { promptTokens: 100, completionTokens: 10 } }],
+    });
+    const t = tree(model);
+    const { run } = await t.runs.submit(USER_ALICE, { input: 'dig deep', limits: { maxTokens: 3000 } });
+    // The parent's step starts both children; then both children's first steps run at once.
+    const first = t.queue.splice(0, t.queue.length);
+    for (const job of first) await t.steps.process(stepJobSchema.parse(job.job));
+    const racing = t.queue.splice(0, t.queue.length);
+    expect(racing).toHaveLength(2);
+    await Promise.all(racing.map((job) => t.steps.process(stepJobSchema.parse(job.job))));
+    const asked = model.requests.filter((r) => String(r.messages[0]?.content).startsWith('You are the researcher'));
+    expect(asked).toHaveLength(2);
+    // Whatever order their budget checks ran in, what both may spend together fits in the tree's room.
+    const parent = await t.store.require(run.id);
+    const room = 3000 - parent.usage.totalTokens;
+    const prompts = asked.map((r) => estimatePromptTokens('fake-model', r.messages, r.tools ?? []));
+    expect(asked.reduce((sum, r, i) => sum + r.maxTokens + (prompts[i] ?? 0), 0)).toBeLessThanOrEqual(room);
   });
 });
 
@@ -338,6 +369,7 @@ describe('hand-offs', () => {
     expect(second?.messages.some((m) => m.role === 'user' && m.content === 'I want my money back')).toBe(true);
     const trace = await t.runs.trace(USER_ALICE, id);
     expect(trace.steps.map((s) => s.agent)).toEqual(['order-assistant', 'refunds']);
+    expect((await t.metrics.toolCalls.get()).values.map((v) => v.labels)).toEqual([{ tool: 'transfer_to_refunds', outcome: 'ok' }]);
   });
 });
 

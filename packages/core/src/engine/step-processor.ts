@@ -530,6 +530,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     parent: RunRecord = run,
   ): Promise<ToolCallResult[]> {
     const limit = pLimit(deps.toolConcurrency);
+    const siblings = planned.filter((p) => p.kind === 'spawn').length;
     const results = await Promise.all(
       planned.map(async (p, index): Promise<ToolCallResult> => {
         if (p.kind === 'transfer') return { record: transferRecord(p) };
@@ -539,7 +540,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
             const observation = 'Not started: this process cannot start sub-agent runs.';
             return { record: { id: p.call.id, name: p.call.name, arguments: p.args, outcome: 'forbidden', observation, durationMs: 0 } };
           }
-          return limit(() => toolSpan(p.call, undefined, () => spawn(parent, p)));
+          return limit(() => toolSpan(p.call, undefined, () => spawn(parent, p, siblings)));
         }
         const earlier = earlierCalls.get(index);
         if (earlier && deps.tools.get(p.call.name)?.kind === 'read') {

@@ -348,7 +348,13 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       return 'rerouted';
     }
     const at = iso();
-    const withdrawn = withdrawnOnMove(approvals, deps.tools, at);
+    // A plan followed over later steps has its approval in an earlier step: read it too (a move is rare).
+    const planApproval = run.plan?.approvalId;
+    const judged =
+      planApproval && !approvals.some((a) => a.id === planApproval)
+        ? [...approvals, ...(await deps.store.approvalsById([planApproval])).filter((a) => a !== null)]
+        : approvals;
+    const withdrawn = withdrawnOnMove(run, judged, deps.tools, at);
     await applier.apply(run, {
       kind: 'upgrade',
       change: moveRun(run, v.own, withdrawn, at),

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { defineAgent } from '../src/agents/agent-profile.js';
 import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
+import type { Quota, Quotas } from '../src/config.js';
 import { type Compensator, createCompensator } from '../src/engine/compensation.js';
 import { childRunId } from '../src/engine/sub-agents.js';
+import { tenantKeys } from '../src/keys.js';
 import type { ModelRequest } from '../src/model/model-gateway.js';
 import { compensateJobSchema, stepJobSchema } from '../src/queue/job-catalog.js';
 import type { RunRecord } from '../src/schemas/run.js';
@@ -297,6 +299,55 @@ describe('one budget for the tree', () => {
     const room = 3000 - parent.usage.totalTokens;
     const prompts = asked.map((r) => estimatePromptTokens('fake-model', r.messages, r.tools ?? []));
     expect(asked.reduce((sum, r, i) => sum + r.maxTokens + (prompts[i] ?? 0), 0)).toBeLessThanOrEqual(room);
+  });
+});
+
+describe("children and their tenant's quotas", () => {
+  const quota = (over: Partial<Quota> = {}): Quotas => ({
+    default: { maxConcurrentRuns: 1, tokensPerDay: 1_000_000, costPerDayUsd: 100, ...over },
+    tenants: {},
+  });
+  const refundTree = {
+    parent: [{ toolCalls: [toolCall('c1', 'call_refunds', { input: 'refund 100 on 2024001' })] }, { content: 'Refund done' }],
+    refunds: [
+      { toolCalls: [toolCall('r1', 'submit_refund', { orderNo: '2024001', amount: 100, reason: 'late' })] },
+      { content: 'Refunded 100.' },
+    ],
+  };
+
+  it('admits a tree once, at its root: a child takes no slot, so a waiting parent never blocks its tenant or its tree', async () => {
+    const t = tree(byAgent(refundTree), { quotas: quota() });
+    const id = await t.submit('please refund order 2024001');
+    await t.drain();
+    const childId = childRunId(id, 0, 'c1');
+    const [approval] = await t.store.approvals(childId);
+    // The child resumes after its approval: it runs without a concurrency slot of its own…
+    await t.approvals.decide(APPROVER, approval!.id, { kind: 'approve' });
+    const sets = tenantKeys('acme');
+    expect(await t.redis.smembers(sets.active)).not.toContain(childId);
+    expect(await t.redis.smembers(sets.parked)).not.toContain(childId);
+    // …so the tenant's one slot is not taken by it: a new run of the tenant is admitted meanwhile.
+    await expect(t.submit('another question')).resolves.toEqual(expect.any(String));
+    await t.drain();
+    expect(await t.store.require(childId)).toMatchObject({ status: 'succeeded' });
+    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', finalAnswer: 'Refund done' });
+  });
+
+  it("counts a child's spending toward its tenant's daily tokens; a child over the quota fails, and its parent is told", async () => {
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('c1', 'call_researcher', { input: 'dig' })], usage: { promptTokens: 100, completionTokens: 10 } }],
+      researcher: [{ toolCalls: [toolCall('s', 'search_policy', { query: 'a' })], usage: { promptTokens: 900, completionTokens: 10 } }],
+    });
+    const t = tree(model, { quotas: quota({ maxConcurrentRuns: 5, tokensPerDay: 1000 }) });
+    const id = await t.submit('research');
+    await t.drain();
+    const child = await t.store.require(childRunId(id, 0, 'c1'));
+    expect(child).toMatchObject({ status: 'failed', reason: 'tenant_quota' });
+    const day = new Date().toISOString().slice(0, 10);
+    expect(Number(await t.redis.hget(tenantKeys('acme').usage(day), 'tokens'))).toBe(110 + 910);
+    const [step] = await t.store.steps(id);
+    expect(JSON.parse(step?.toolCalls[0]?.observation ?? '{}')).toEqual({ error: 'subagent_failed', reason: 'tenant_quota' });
+    expect(await t.store.require(id)).toMatchObject({ status: 'failed', reason: 'tenant_quota' });
   });
 });
 

@@ -209,11 +209,31 @@ async function withFleet<T>(
   }
 }
 
-/** Rein, one run at a time: per-step latency and Redis cost. */
-async function reinSequential(k: number, runs = SEQ_RUNS, streamed = true): Promise<Row> {
+/**
+ * A fleet mid-deploy, as versions see it: this fleet's version (v2) promoted, and an older
+ * one (v1, an API process still running it) being upgraded to it, so every job is routed
+ * through a non-trivial fleet version state. The state is refreshed in the background:
+ * a step should cost what it costs on a fleet with one version.
+ */
+const MID_DEPLOY = { env: { REIN_APP_VERSION: 'v2' }, label: 'v2 promoted, v1 → v2 upgrading' };
+async function midDeploy(fleet: Awaited<ReturnType<typeof startFleet>>) {
+  await fleet.startApi({ REIN_APP_VERSION: 'v1' });
+  for (let i = 0; ; i++) {
+    const promoted = await fleet.callApi('POST', '/v1/versions/v2/promote', KEYS.admin.key, {});
+    if (promoted.status === 200) break;
+    if (i > 100) throw new Error(`promote failed: ${promoted.status} ${JSON.stringify(promoted.body)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const upgrade = await fleet.callApi('POST', '/v1/versions/v1/upgrade', KEYS.admin.key, { to: 'v2' });
+  if (upgrade.status !== 202) throw new Error(`upgrade failed: ${upgrade.status} ${JSON.stringify(upgrade.body)}`);
+}
+
+/** Rein, one run at a time: per-step latency and Redis cost. `deploy`: measured mid-deploy (MID_DEPLOY). */
+async function reinSequential(k: number, runs = SEQ_RUNS, streamed = true, deploy = false): Promise<Row> {
   return withFleet(
     1,
     async (fleet) => {
+      if (deploy) await midDeploy(fleet);
       await fleet.waitForRun(await submit(fleet, 'warmup', k), (r) => r.status === 'succeeded');
       fake.reset();
       const ids: string[] = [];
@@ -228,9 +248,10 @@ async function reinSequential(k: number, runs = SEQ_RUNS, streamed = true): Prom
         ids.map((id) => fleet.waitForRun(id, (run) => run.status !== 'running' && run.status !== 'queued')),
       );
       expect(runsDone.every((run) => run.status === 'succeeded')).toBe(true);
-      return { system: `Rein (K=${k})${streamed ? '' : ', not streamed'}`, steps: stepIntervals(fake.arrivals), ...cost };
+      const variant = `${streamed ? '' : ', not streamed'}${deploy ? `, ${MID_DEPLOY.label}` : ''}`;
+      return { system: `Rein (K=${k})${variant}`, steps: stepIntervals(fake.arrivals), ...cost };
     },
-    streamed ? {} : notStreamed(),
+    { ...(streamed ? {} : notStreamed()), ...(deploy ? MID_DEPLOY.env : {}) },
   );
 }
 
@@ -338,5 +359,23 @@ describe('step cost benchmark', () => {
     const memory = await reinRss();
     console.log(`\nWorker RSS: ${memory.idleMb.toFixed(0)} MB idle, ${memory.peakMb.toFixed(0)} MB peak with ${RSS_RUNS} active runs`);
     expect(rein.steps.length).toBe(SEQ_RUNS * 9); // every run made its K calls; timings are reported, not asserted
+  }, 600_000);
+
+  it('reports the per-step cost mid-deploy (versions promoted and upgrading) beside one version', async () => {
+    const single = await reinSequential(10);
+    const deploying = await reinSequential(10, SEQ_RUNS, true, true);
+    console.log(`\nStep cost with app versions: sequential runs (${SEQ_RUNS} × K=10), zero-latency fake model`);
+    console.table(
+      [single, deploying].map((row) => ({
+        system: row.system,
+        'step p50 (ms)': ms(percentile(row.steps, 50)),
+        'step p99 (ms)': ms(percentile(row.steps, 99)),
+        'Redis cmds/step': row.commandsPerStep?.toFixed(1) ?? '–',
+        'Redis reads/step': row.readsPerStep?.toFixed(1) ?? '–',
+        'Redis CPU/step (µs)': row.cpuUsPerStep?.toFixed(0) ?? '–',
+      })),
+    );
+    console.log(`Redis commands per step, mid-deploy: ${deploying.mix}`);
+    expect(deploying.steps.length).toBe(SEQ_RUNS * 9); // every run made its K calls on v2; timings are reported, not asserted
   }, 600_000);
 });

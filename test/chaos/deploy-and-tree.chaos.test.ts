@@ -84,7 +84,7 @@ describe('chaos during a deploy: workers of both versions killed and restarted',
         await worker('v1');
         await worker('v1');
         await workersLive(fleet, 'v1', 2);
-        const v1Runs = [];
+        const v1Runs: string[] = [];
         for (let i = 0; i < RUNS; i++) v1Runs.push(await submit(fleet, { agent: 'deployer', input: `Deploy "old-${i}"` }));
 
         // The deploy: v2's workers join, v2 is promoted; new runs go to v2 while v1's are in flight.
@@ -113,7 +113,11 @@ describe('chaos during a deploy: workers of both versions killed and restarted',
         expect([...done.values()].map((r) => r.status)).toEqual(ids.map(() => 'succeeded'));
         const client = topology.client;
         const effects = await client.hgetall(EFFECTS_KEY);
-        for (const [id, expected] of [...v1Runs.map((id) => [id, 'v1']), ...v2Runs.map((id) => [id, 'v2'])] as const) {
+        const expectedVersions: Array<[string, string]> = [
+          ...v1Runs.map((id) => [id, 'v1'] as [string, string]),
+          ...v2Runs.map((id) => [id, 'v2'] as [string, string]),
+        ];
+        for (const [id, expected] of expectedVersions) {
           const run = done.get(id);
           // Each run stayed on the version it started on: every step, and its write, ran there.
           expect(run?.appVersion).toBe(expected);

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AgentProfile } from '../src/agents/agent-profile.js';
 import { type PlannedCall, planCalls } from '../src/engine/call-plan.js';
 import { recordingOf, replayProfile, replayStep } from '../src/engine/replay-policy.js';
+import { sampleEvenly } from '../src/runs/replay-cohort-service.js';
 import { diffRuns } from '../src/runs/run-diff.js';
 import type { Approval } from '../src/schemas/approval.js';
 import type { ReplaySettings, RunRecord, StepRecord, ToolCallRecord } from '../src/schemas/run.js';
@@ -232,5 +233,13 @@ describe('diffRuns', () => {
       [],
     );
     expect(d).toMatchObject({ identical: false, divergedAtStep: 0, steps: [{ index: 0, same: true }] });
+  });
+});
+
+describe('sampleEvenly', () => {
+  it('spreads the sample over the whole window, oldest to newest, and keeps all when there are fewer', () => {
+    const ids = Array.from({ length: 20 }, (_, i) => `r${i}`);
+    expect(sampleEvenly(ids, 5)).toEqual(['r0', 'r4', 'r8', 'r12', 'r16']);
+    expect(sampleEvenly(ids.slice(0, 3), 5)).toEqual(['r0', 'r1', 'r2']);
   });
 });

@@ -123,6 +123,9 @@ describe('replaying a finished run', () => {
     expect(await toolExecutions()).toBe(executions);
     expect((await demo.tickets(TENANT)).length).toBe(tickets);
     expect(await pendingApprovals()).toBe(0);
+    // Its recorded ticket is the original's effect: there is nothing of its own to undo.
+    const undo = await fleet.callApi('POST', `/v1/runs/${started.id}/compensate`, KEYS.approver.key);
+    expect(undo).toMatchObject({ status: 409, body: { error: { code: 'nothing_to_compensate' } } });
     // The original is untouched.
     expect((await user().runs.trace(originalId)).steps).toHaveLength(3);
   });

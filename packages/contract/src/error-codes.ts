@@ -54,4 +54,5 @@ export type ReinErrorCode =
   | 'not_a_replay'
   | 'original_unavailable'
   | 'fork_step_unavailable'
+  | 'replay_unsupported'
   | (string & {});

@@ -102,6 +102,8 @@ export function createReplayService(deps: ReplayServiceDeps) {
     async replay(principal: Principal, id: string, body: ReplayRunBody, opts: { cohortId?: string } = {}): Promise<ReplayStarted> {
       const original = await finishedOriginal(principal, id);
       if (original.mode === 'replay') throw new ConflictError('not_a_replay', `run ${id} is itself a replay: replay its original`);
+      // A plan's approval cannot be answered from the records yet, and a replay asks nobody for one.
+      if (original.plan) throw new ConflictError('replay_unsupported', `run ${id} followed a plan: plan-mode runs are not replayed yet`);
       // What the original's first model call saw: its session's earlier turns, then its input.
       const history = (await deps.store.messages(id)).slice(0, (original.historyMessages ?? 0) + 1);
       const run = await start(

@@ -193,6 +193,8 @@ describe('replaying a finished run', () => {
     const { id } = await user().runs.replay(originalId);
     expect((await fleet.callApi('GET', `/v1/runs/${id}/diff`, KEYS.other.key)).status).toBe(404);
     expect((await fleet.callApi('GET', `/v1/runs/${id}`, KEYS.other.key)).status).toBe(404);
+    const nowhere = await fleet.callApi('POST', `/v1/runs/${originalId}/replay`, KEYS.user.key, { version: 'no-such-version' });
+    expect(nowhere).toMatchObject({ status: 409, body: { error: { code: 'version_not_live' } } });
     const notReplay = await fleet.callApi('GET', `/v1/runs/${originalId}/diff`);
     expect(notReplay).toMatchObject({ status: 409, body: { error: { code: 'not_a_replay' } } });
     await fleet.waitForRun(id, done);

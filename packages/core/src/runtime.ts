@@ -325,6 +325,7 @@ async function buildRuntime<X extends Extras>(
     metrics,
     visibleRun: runs.record,
     currentVersion: () => currentVersion(versions.known(), versions.own),
+    liveWorkers: async (version) => (await versions.list()).find((f) => f.version === version)?.workers ?? 0,
   });
   cohorts = createReplayCohortService({
     store,

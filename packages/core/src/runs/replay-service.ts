@@ -28,6 +28,8 @@ export interface ReplayServiceDeps {
   visibleRun: (principal: Principal, id: string) => Promise<RunRecord>;
   /** The app version new runs are pinned to. */
   currentVersion?: () => string;
+  /** How many workers of an app version are alive: a replay on a version none runs would wait for ever. */
+  liveWorkers?: (version: string) => Promise<number>;
   now?: () => number;
 }
 
@@ -104,6 +106,8 @@ export function createReplayService(deps: ReplayServiceDeps) {
       if (original.mode === 'replay') throw new ConflictError('not_a_replay', `run ${id} is itself a replay: replay its original`);
       // A plan's approval cannot be answered from the records yet, and a replay asks nobody for one.
       if (original.plan) throw new ConflictError('replay_unsupported', `run ${id} followed a plan: plan-mode runs are not replayed yet`);
+      if (body.version && deps.liveWorkers && (await deps.liveWorkers(body.version)) === 0)
+        throw new ConflictError('version_not_live', `no worker of app version ${body.version} is alive to run the replay`);
       // What the original's first model call saw: its session's earlier turns, then its input.
       const history = (await deps.store.messages(id)).slice(0, (original.historyMessages ?? 0) + 1);
       const run = await start(

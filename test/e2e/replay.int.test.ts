@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,7 +50,13 @@ beforeAll(async () => {
   client = new Redis(redis.url);
   demo = new DemoStore(client);
   // Model calls take a while, so a worker can be killed in the middle of a replay.
-  fleet = await startFleet({ redisUrl: redis.url, modelLatencyMs: 150, modelEnv: { SCRIPTED_MODEL_SCRIPT: scriptFile } });
+  fleet = await startFleet({
+    redisUrl: redis.url,
+    modelLatencyMs: 150,
+    modelEnv: { SCRIPTED_MODEL_SCRIPT: scriptFile },
+    // The webhook receiver of the test listens on loopback.
+    env: { REIN_WEBHOOK_ALLOW_PRIVATE: 'true' },
+  });
 });
 afterAll(async () => {
   await fleet?.stop();
@@ -186,6 +194,39 @@ describe('replaying a finished run', () => {
     ]);
     expect(diff.approvals.wouldNeed.map((a) => a.toolName)).toEqual(['create_ticket']);
     expect(await pendingApprovals()).toBe(0);
+  });
+
+  it('fires no webhook: a live run after it is delivered, the replay never', async () => {
+    const bodies: string[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => {
+        body += c;
+      });
+      req.on('end', () => {
+        bodies.push(body);
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    let hook: { id: string } | undefined;
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      hook = await fleet
+        .client(KEYS.admin.key)
+        .webhooks.create({ url, events: ['run.finished', 'approval.requested', 'approval.decided'] });
+      const { id: replayId } = await user().runs.replay(originalId);
+      expect((await fleet.waitForRun(replayId, done)).status).toBe('succeeded');
+      const live = await original();
+      const until = Date.now() + 45_000;
+      while (!bodies.some((b) => b.includes(live) && b.includes('run.finished')) && Date.now() < until)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(bodies.some((b) => b.includes(live) && b.includes('run.finished'))).toBe(true);
+      expect(bodies.filter((b) => b.includes(replayId))).toEqual([]);
+    } finally {
+      if (hook) await fleet.client(KEYS.admin.key).webhooks.delete(hook.id);
+      server.close();
+    }
   });
 
   it('is readable only as the original is: another tenant gets a 404, a run that is not a replay has no diff', async () => {

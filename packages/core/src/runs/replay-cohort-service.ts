@@ -181,8 +181,10 @@ export function createReplayCohortService(deps: ReplayCohortDeps) {
       if (!run.cohortId) return;
       const doc = await deps.cohorts.get(run.tenantId, run.cohortId);
       if (!doc) return;
-      const spent = await deps.cohorts.finished(run.tenantId, doc.id, run.id, run.usage.totalTokens);
-      if (spent !== null) await startNext(doc, spent);
+      if (await deps.cohorts.counted(run.tenantId, doc.id, run.id)) return;
+      await startNext(doc, (await deps.cohorts.tokens(run.tenantId, doc.id)) + run.usage.totalTokens);
+      // Counted last: a crash before this starts a next replay again (the reaper runs the hook again), never none.
+      await deps.cohorts.finished(run.tenantId, doc.id, run.id, run.usage.totalTokens);
     },
   };
 }

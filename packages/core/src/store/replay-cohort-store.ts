@@ -17,11 +17,10 @@ export const cohortDocSchema = z.object({
 });
 export type CohortDoc = z.infer<typeof cohortDocSchema>;
 
-/** A cohort's moving part, read in one round trip. */
+/** Where a cohort's originals are: replayed (original → replay) or skipped. */
 export interface CohortState {
   replays: Map<string, string>;
   skipped: Set<string>;
-  tokens: number;
 }
 
 /**
@@ -49,12 +48,8 @@ export class ReplayCohortStore {
 
   async state(tenantId: string, id: string): Promise<CohortState> {
     const k = tenantKeys(tenantId).replayCohort(id);
-    const [replays, skipped, tokens] = await Promise.all([
-      this.redis.hgetall(k.replays),
-      this.redis.smembers(k.skipped),
-      this.redis.get(k.tokens),
-    ]);
-    return { replays: new Map(Object.entries(replays)), skipped: new Set(skipped), tokens: Number(tokens ?? 0) };
+    const [replays, skipped] = await Promise.all([this.redis.hgetall(k.replays), this.redis.smembers(k.skipped)]);
+    return { replays: new Map(Object.entries(replays)), skipped: new Set(skipped) };
   }
 
   /** The next original to replay, if any is left. */
@@ -78,18 +73,27 @@ export class ReplayCohortStore {
     ]);
   }
 
-  /** Counts a replay's finish once: its tokens are added and the cohort's total returned; null when already counted. */
-  async finished(tenantId: string, id: string, replay: string, tokens: number): Promise<number | null> {
+  /** Whether a replay's finish was counted already (a finish hook may run again). */
+  async counted(tenantId: string, id: string, replay: string): Promise<boolean> {
+    return (await this.redis.sismember(tenantKeys(tenantId).replayCohort(id).finished, replay)) === 1;
+  }
+
+  /** Tokens the cohort's counted replays spent. */
+  async tokens(tenantId: string, id: string): Promise<number> {
+    return Number((await this.redis.get(tenantKeys(tenantId).replayCohort(id).tokens)) ?? 0);
+  }
+
+  /** Counts a replay's finish once: its tokens are added to the cohort's. */
+  async finished(tenantId: string, id: string, replay: string, tokens: number): Promise<void> {
     const k = tenantKeys(tenantId).replayCohort(id);
     const [added] = (await sendCommands(this.redis, [
       ['sadd', k.finished, replay],
       ['expire', k.finished, this.ttlSeconds],
     ])) as [number];
-    if (added === 0) return null;
-    const [total] = (await sendCommands(this.redis, [
+    if (added === 0) return;
+    await sendCommands(this.redis, [
       ['incrby', k.tokens, tokens],
       ['expire', k.tokens, this.ttlSeconds],
-    ])) as [number];
-    return total;
+    ]);
   }
 }

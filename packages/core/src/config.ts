@@ -82,7 +82,16 @@ export const quotaSchema = z.object({
   queueBeyondLimit: z.boolean().optional(),
 });
 export type Quota = z.infer<typeof quotaSchema>;
-const quotasSchema = z.object({ default: quotaSchema, tenants: z.record(z.string(), quotaSchema).default({}) });
+const quotasSchema = z.object({
+  default: quotaSchema,
+  tenants: z.record(z.string(), quotaSchema).default({}),
+  /**
+   * Fair share: runs the `queueBeyondLimit` tenants may run at once across the fleet, all
+   * of them together; each freed one goes to the next waiting tenant in turn. Absent: each
+   * tenant is bounded by its own `maxConcurrentRuns` only.
+   */
+  fairShareSlots: z.number().int().min(1).optional(),
+});
 export type Quotas = z.infer<typeof quotasSchema>;
 
 /**
@@ -156,7 +165,7 @@ export const configSchema = z.object({
   /** Per-tenant quotas, enforced across the fleet: `{default: {...}, tenants: {"<id>": {...}}}`. */
   REIN_TENANT_QUOTAS: jsonOf(
     quotasSchema,
-    '{default: {maxConcurrentRuns, maxParkedRuns?, tokensPerDay, costPerDayUsd, queueBeyondLimit?}, tenants?}',
+    '{default: {maxConcurrentRuns, maxParkedRuns?, tokensPerDay, costPerDayUsd, queueBeyondLimit?}, tenants?, fairShareSlots?}',
   ).default({
     default: { maxConcurrentRuns: 100, tokensPerDay: 5_000_000, costPerDayUsd: 100 },
     tenants: {},

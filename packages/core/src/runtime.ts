@@ -201,7 +201,7 @@ async function buildRuntime<X extends Extras>(
   const { tools, agents, inputFilter } = registry;
   const added = extras(redis, logger, metrics);
   const webhookStore = new WebhookStore(redis);
-  const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger);
+  const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger, { consoleUrl: options.webhooks.consoleUrl });
   dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
   // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
   await Promise.all([...scheduler.queues, scheduleQueue.queue, dispatcher.queue].map((q) => q.waitUntilReady()));

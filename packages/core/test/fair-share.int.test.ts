@@ -3,11 +3,13 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import type { Quotas } from '../src/config.js';
+import { fairShareKeys } from '../src/keys.js';
 import type { Enqueue } from '../src/queue/job-catalog.js';
 import { connectRedis, type RedisClient } from '../src/redis.js';
 import { createFairShare } from '../src/runs/fair-share.js';
 import type { RunRecord } from '../src/schemas/run.js';
-import { startTestCluster, startTestRedis, type TestCluster, type TestRedis } from '../src/testing/index.js';
+import { createFakeModel, startTestCluster, startTestRedis, type TestCluster, type TestRedis, toolCall } from '../src/testing/index.js';
+import { harnessPerTest, USER } from './harness.js';
 
 /**
  * Fair share across tenants (`fairShareSlots`): the admission and slot path as the services
@@ -133,5 +135,36 @@ describe('fair share across tenants on a Redis Cluster', () => {
       }),
     );
     return redis;
+  });
+});
+
+describe('a run parked for a person, with fleet-wide slots', () => {
+  const use = harnessPerTest();
+
+  it('gives its slot back at once: the next fill hands it to a waiting run', async () => {
+    const ticket = { orderNo: '2024001', type: 'refund', priority: 'high', suggestedAction: 'refund' };
+    const t = use(createFakeModel([{ toolCalls: [toolCall('w1', 'create_ticket', ticket)] }, { content: 'done' }]), {
+      quotas: { default: quota, tenants: {}, fairShareSlots: 1 },
+    });
+    const share = createFairShare({ store: t.store, quotas: t.quotas, enqueue: t.enqueue });
+    // The `slot` jobs the run service enqueues, run as the worker runs them.
+    const slotJobs = async () => {
+      for (let i = t.queue.findIndex((q) => q.name === 'slot'); i >= 0; i = t.queue.findIndex((q) => q.name === 'slot')) {
+        const [{ job }] = t.queue.splice(i, 1) as [{ job: { tenantId: string; runId: string; freed: boolean } }];
+        await share.fill(job.tenantId, job.freed ? job.runId : undefined);
+      }
+    };
+    const first = await t.submit('open a ticket');
+    await slotJobs();
+    const second = await t.submit('and another');
+    await slotJobs();
+    expect(await t.redis.smembers(fairShareKeys.slots)).toEqual([first]);
+    expect(t.queue.filter((q) => q.name === 'step').map((q) => (q.job as { runId: string }).runId)).toEqual([first]);
+    await t.drain(1);
+    expect((await t.store.require(first)).status).toBe('pending_approval');
+    expect(await t.redis.smembers(fairShareKeys.slots)).toEqual([]);
+    // The next finish or reaper pass fills it.
+    expect(await share.fill(USER.tenantId)).toBe(1);
+    expect(await t.redis.smembers(fairShareKeys.slots)).toEqual([second]);
   });
 });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import type { Quotas } from '../src/config.js';
 import { fairShareKeys } from '../src/keys.js';
-import type { Enqueue } from '../src/queue/job-catalog.js';
+import { type Enqueue, slotJobSchema } from '../src/queue/job-catalog.js';
 import { connectRedis, type RedisClient } from '../src/redis.js';
 import { createFairShare } from '../src/runs/fair-share.js';
 import type { RunRecord } from '../src/schemas/run.js';
@@ -150,7 +150,7 @@ describe('a run parked for a person, with fleet-wide slots', () => {
     // The `slot` jobs the run service enqueues, run as the worker runs them.
     const slotJobs = async () => {
       for (let i = t.queue.findIndex((q) => q.name === 'slot'); i >= 0; i = t.queue.findIndex((q) => q.name === 'slot')) {
-        const [{ job }] = t.queue.splice(i, 1) as [{ job: { tenantId: string; runId: string; freed: boolean } }];
+        const job = slotJobSchema.parse(t.queue.splice(i, 1)[0]?.job);
         await share.fill(job.tenantId, job.freed ? job.runId : undefined);
       }
     };

@@ -13,6 +13,7 @@ import { TenantQuotas } from './budgets/tenant-quotas.js';
 import { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
 import type { DelegationLimits } from './engine/call-plan.js';
 import { createChildRuns, type SpawnChild } from './engine/child-runs.js';
+import { knownToolNames } from './engine/commit-facts.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
 import { createRunTree, type RunTree } from './engine/run-tree.js';
 import { currentVersion, routeVersion } from './engine/version-route.js';
@@ -242,7 +243,7 @@ async function buildRuntime<X extends Extras>(
     enqueue,
     cancelExpiry: scheduler.cancelExpiry,
     metrics,
-    knownTool: (name) => tools.has(name),
+    knownTool: knownToolNames(tools, agents),
     audit,
     hooks: {
       async finished(run) {

@@ -220,8 +220,16 @@ export async function retryOnStale<T>(attempt: () => Promise<T>, attempts = STAL
  */
 export function moveRun(run: RunRecord, appVersion: string, withdrawn: Approval[], at: string): Change {
   const ids = new Set(withdrawn.map((a) => a.id));
+  // An approved plan whose approval is withdrawn covers no call any more: each remaining write asks for its own.
+  const planWithdrawn = run.plan?.status === 'approved' && run.plan.approvalId !== undefined && ids.has(run.plan.approvalId);
   return {
-    to: { ...run, appVersion, pendingApprovals: run.pendingApprovals.filter((p) => !ids.has(p)), updatedAt: at },
+    to: {
+      ...run,
+      appVersion,
+      pendingApprovals: run.pendingApprovals.filter((p) => !ids.has(p)),
+      ...(planWithdrawn && run.plan ? { plan: { ...run.plan, status: 'rejected' as const } } : {}),
+      updatedAt: at,
+    },
     approvals: withdrawn,
     events: withdrawn.map((a) =>
       runEvent('approval.withdrawn', run.id, a.step, {

@@ -350,7 +350,13 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       return 'rerouted';
     }
     const at = iso();
-    const withdrawn = withdrawnOnMove(approvals, deps.tools, at);
+    // A plan followed over later steps has its approval in an earlier step: read it too (a move is rare).
+    const planApproval = run.plan?.approvalId;
+    const judged =
+      planApproval && !approvals.some((a) => a.id === planApproval)
+        ? [...approvals, ...(await deps.store.approvalsById([planApproval])).filter((a) => a !== null)]
+        : approvals;
+    const withdrawn = withdrawnOnMove(run, judged, deps.tools, at);
     await applier.apply(run, {
       kind: 'upgrade',
       change: moveRun(run, v.own, withdrawn, at),
@@ -549,6 +555,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     parent: RunRecord = run,
   ): Promise<ToolCallResult[]> {
     const limit = pLimit(deps.toolConcurrency);
+    const siblings = planned.filter((p) => p.kind === 'spawn').length;
     const results = await Promise.all(
       planned.map(async (p, index): Promise<ToolCallResult> => {
         if (p.kind === 'transfer') return { record: transferRecord(p) };
@@ -558,7 +565,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
             const observation = 'Not started: this process cannot start sub-agent runs.';
             return { record: { id: p.call.id, name: p.call.name, arguments: p.args, outcome: 'forbidden', observation, durationMs: 0 } };
           }
-          return limit(() => toolSpan(p.call, undefined, () => spawn(parent, p)));
+          return limit(() => toolSpan(p.call, undefined, () => spawn(parent, p, siblings)));
         }
         const earlier = earlierCalls.get(index);
         if (earlier && deps.tools.get(p.call.name)?.kind === 'read') {

@@ -79,7 +79,7 @@ export function commitFacts(t: Transition, known: (name: string) => boolean): Co
  * expiry) decided, the one a saga's plan asks for. A cancel's or an upgrade's withdrawn approvals are not decisions.
  */
 export function changeFacts(
-  kind: 'start' | 'decide' | 'cancel' | 'compensate' | 'admit' | 'upgrade',
+  kind: 'start' | 'decide' | 'cancel' | 'compensate' | 'admit' | 'upgrade' | 'raise',
   approvals: Approval[],
   now: number,
 ): CommitFacts {

@@ -1,5 +1,5 @@
 import { NotFoundError, StaleStepError } from '../errors.js';
-import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys, versionRunsKey } from '../keys.js';
+import { ACTIVE_RUNS_KEY, DEADLINES_KEY, fairShareKeys, runKeys, tenantKeys, versionRunsKey } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
@@ -424,10 +424,11 @@ export class RunStore {
     if (terminal && next.sessionId) await this.releaseSession(next);
     // Quotas count running and parked runs apart: a run moves between the tenant's two sets as it parks and resumes.
     // A sub-agent's run is in neither: a tree is admitted once, at its root, and its children take no slot of their own.
+    // A fleet-wide fair-share slot is given back too: a parked run waits for a person, not for a turn.
     const admitted = next.parentRunId === undefined;
-    if (terminal) commands.push(['srem', t.active, next.id], ['srem', t.parked, next.id]);
+    if (terminal) commands.push(['srem', t.active, next.id], ['srem', t.parked, next.id], ['srem', fairShareKeys.slots, next.id]);
     else if (isParked(next.status)) {
-      if (admitted) commands.push(['srem', t.active, next.id], ['sadd', t.parked, next.id]);
+      if (admitted) commands.push(['srem', t.active, next.id], ['sadd', t.parked, next.id], ['srem', fairShareKeys.slots, next.id]);
     } else if (how.left.some(isParked)) {
       if (admitted) commands.push(['srem', t.parked, next.id], ['sadd', t.active, next.id]);
     }

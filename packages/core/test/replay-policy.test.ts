@@ -182,8 +182,18 @@ describe('replayStep', () => {
 describe('replayProfile', () => {
   it('overrides the instructions and the model a replay names, and nothing else', () => {
     expect(replayProfile({}, profile)).toBe(profile);
-    const run = { replay: { model: 'm2', instructions: 'be brief', liveReads: false, onNewApproval: 'reject' as const } };
+    const run = {
+      mode: 'replay' as const,
+      replay: { model: 'm2', instructions: 'be brief', liveReads: false, onNewApproval: 'reject' as const },
+    };
     expect(replayProfile(run, profile)).toEqual({ ...profile, instructions: 'be brief', models: ['m2'] });
+  });
+
+  it('fails a replay out of budget instead of asking a person for more', () => {
+    const asking = { ...profile, onBudget: 'ask' } as AgentProfile;
+    const run = { mode: 'replay' as const, replay: { liveReads: false, onNewApproval: 'reject' as const } };
+    expect(replayProfile(run, asking).onBudget).toBe('fail');
+    expect(replayProfile({}, asking).onBudget).toBe('ask');
   });
 });
 

@@ -124,9 +124,17 @@ function verdictFor(p: PlannedCall, step: number, settings: ReplaySettings, reco
   });
 }
 
-/** The agent as a replay runs it: its instructions and model as the replay overrides them. */
-export function replayProfile(run: Pick<RunRecord, 'replay'>, profile: AgentProfile): AgentProfile {
+/**
+ * The agent as a replay runs it: its instructions and model as the replay overrides them, and
+ * a budget that runs out fails the replay instead of asking a person (a replay asks nobody).
+ */
+export function replayProfile(run: Pick<RunRecord, 'mode' | 'replay'>, profile: AgentProfile): AgentProfile {
+  if (run.mode !== 'replay') return profile;
   const r = run.replay;
-  if (!r?.instructions && !r?.model) return profile;
-  return { ...profile, ...(r.instructions ? { instructions: r.instructions } : {}), ...(r.model ? { models: [r.model] } : {}) };
+  return {
+    ...profile,
+    ...(r?.instructions ? { instructions: r.instructions } : {}),
+    ...(r?.model ? { models: [r.model] } : {}),
+    ...(profile.onBudget === 'ask' ? { onBudget: 'fail' as const } : {}),
+  };
 }

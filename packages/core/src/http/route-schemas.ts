@@ -159,7 +159,10 @@ export const apiRoutes = {
     body: replayRunBodySchema,
     response: {
       202: replayStartedSchema,
-      ...errors({ 404: ERROR_CODES[404], 409: 'run_not_finished, original_unavailable, not_a_replay (a replay of a replay), replay_unsupported (a plan-mode run), version_not_live' }),
+      ...errors({
+        404: ERROR_CODES[404],
+        409: 'run_not_finished, original_unavailable, not_a_replay (a replay of a replay), replay_unsupported (a plan-mode run), version_not_live',
+      }),
     },
   }),
   diffRun: route('runs', 'diffRun', 'What a replay did differently from its original', {

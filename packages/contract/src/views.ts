@@ -68,6 +68,10 @@ export const runViewSchema = z.object({
   /** A sub-agent's run: the run that called it, and the first run of the tree. */
   parentRunId: z.string().optional(),
   rootRunId: z.string().optional(),
+  /** A replay (its tool calls never reached the world) and its original; a fork and the run it started from. */
+  mode: z.literal('replay').optional(),
+  replayOf: z.string().optional(),
+  forkOf: z.string().optional(),
   /** The sub-agent runs this run started. */
   children: z.array(z.object({ id: z.string(), agent: z.string(), status: runStatusSchema })).optional(),
   limits: limitsSchema,

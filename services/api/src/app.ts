@@ -17,12 +17,15 @@ import {
 } from '@rein/core/internal';
 import {
   auditQuerySchema,
+  createReplayCohortBodySchema,
   createScheduleBodySchema,
   createWebhookBodySchema,
+  forkRunBodySchema,
   idempotencyKeySchema,
   listRunsQuerySchema,
   patchScheduleBodySchema,
   promoteBodySchema,
+  replayRunBodySchema,
   submitRunBodySchema,
   upgradeBodySchema,
   usageQuerySchema,
@@ -122,6 +125,21 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     v1.post('/v1/runs/:id/compensate', { schema: schemas.compensateRun }, async (req, reply) =>
       reply.code(202).send(await runs.compensate(req.principal, id(req.params))),
     );
+
+    // Replay and fork (docs/replay.md): new runs of a finished one the caller may read.
+    v1.post('/v1/runs/:id/replay', { schema: schemas.replayRun }, async (req, reply) =>
+      reply.code(202).send(await rt.replays.replay(req.principal, id(req.params), parseInput(replayRunBodySchema, req.body ?? {}, 'body'))),
+    );
+    v1.get('/v1/runs/:id/diff', { schema: schemas.diffRun }, async (req) => rt.replays.diff(req.principal, id(req.params)));
+    v1.post('/v1/runs/:id/fork', { schema: schemas.forkRun }, async (req, reply) =>
+      reply.code(202).send(await rt.replays.fork(req.principal, id(req.params), parseInput(forkRunBodySchema, req.body, 'body'))),
+    );
+
+    v1.post('/v1/replays', { schema: schemas.createReplayCohort }, async (req, reply) => {
+      const cohort = await rt.cohorts.create(req.principal, parseInput(createReplayCohortBodySchema, req.body, 'body'));
+      return reply.code(202).header('location', `/v1/replays/${cohort.id}`).send(cohort);
+    });
+    v1.get('/v1/replays/:id', { schema: schemas.getReplayCohort }, async (req) => rt.cohorts.get(req.principal, id(req.params)));
 
     v1.get('/v1/runs/:id/events', { schema: schemas.runEvents }, async (req, reply) => {
       const source = await runs.events(req.principal, id(req.params)); // 404 before the stream opens

@@ -13,6 +13,14 @@ import { approvalLinksSchema, approveBodySchema, createLinksBodySchema, rejectBo
 import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
 import { auditPageSchema, auditQuerySchema } from '../schemas/index.js';
 import {
+  createReplayCohortBodySchema,
+  forkRunBodySchema,
+  replayCohortViewSchema,
+  replayRunBodySchema,
+  replayStartedSchema,
+  runDiffSchema,
+} from '../schemas/run.js';
+import {
   createScheduleBodySchema,
   patchScheduleBodySchema,
   scheduleDetailSchema,
@@ -145,6 +153,37 @@ export const apiRoutes = {
       202: compensationViewSchema,
       ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'run_not_finished, nothing_to_compensate, compensation_exists' }),
     },
+  }),
+  replayRun: route('runs', 'replayRun', 'Replay a finished run: real model calls, tool calls answered from its records', {
+    params: idParamsSchema,
+    body: replayRunBodySchema,
+    response: {
+      202: replayStartedSchema,
+      ...errors({
+        404: ERROR_CODES[404],
+        409: 'run_not_finished, original_unavailable, not_a_replay (a replay of a replay), replay_unsupported (a plan-mode run), version_not_live',
+      }),
+    },
+  }),
+  diffRun: route('runs', 'diffRun', 'What a replay did differently from its original', {
+    params: idParamsSchema,
+    response: { 200: runDiffSchema, ...errors({ 404: ERROR_CODES[404], 409: 'not_a_replay' }) },
+  }),
+  forkRun: route('runs', 'forkRun', 'A new live run from a finished run’s history up to a step', {
+    params: idParamsSchema,
+    body: forkRunBodySchema,
+    response: {
+      202: replayStartedSchema,
+      ...errors({ 404: ERROR_CODES[404], 409: 'run_not_finished, original_unavailable, fork_step_unavailable' }),
+    },
+  }),
+  createReplayCohort: route('runs', 'createReplayCohort', 'Replay recent finished runs of an agent, as a gate (approvers and up)', {
+    body: createReplayCohortBodySchema,
+    response: { 202: replayCohortViewSchema, ...errors({ 403: ERROR_CODES[403] }) },
+  }),
+  getReplayCohort: route('runs', 'getReplayCohort', 'A cohort replay’s progress and summary', {
+    params: idParamsSchema,
+    response: { 200: replayCohortViewSchema, ...errors({ 404: ERROR_CODES[404] }) },
   }),
   runEvents: route('runs', 'streamRunEvents', 'A run’s events, live; the stream ends after run.finished', {
     params: idParamsSchema,

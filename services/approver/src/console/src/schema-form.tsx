@@ -81,7 +81,8 @@ function Field({
     </label>
   );
   if (schema.enum) {
-    const options = schema.enum.map(String);
+    // A proposed value outside the schema's words (高 for high: the tool normalises it) is kept as a choice.
+    const options = [...new Set([...(value === undefined ? [] : [String(value)]), ...schema.enum.map(String)])];
     return (
       <div class="field">
         {label}
@@ -92,7 +93,7 @@ function Field({
           value={value === undefined ? '' : String(value)}
           onChange={(e) => {
             const chosen = e.currentTarget.value;
-            onChange(chosen === '' ? undefined : schema.enum?.find((o) => String(o) === chosen));
+            onChange(chosen === '' ? undefined : (schema.enum?.find((o) => String(o) === chosen) ?? chosen));
           }}
         >
           {required ? null : <option value="">(none)</option>}

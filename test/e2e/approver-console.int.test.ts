@@ -54,7 +54,14 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
   });
   afterAll(async () => {
@@ -81,10 +88,10 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
   /** axe-core in the page (evaluated, not a script tag: the CSP allows none): no serious or critical violation. */
   async function accessible(page: Page, what: string) {
     await page.evaluate(axeSource);
-    const violations = await page.evaluate(async () => {
-      const result = await (window as unknown as { axe: { run: () => Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: unknown }> }> }> } }).axe.run();
-      return result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => JSON.stringify(n.target)).slice(0, 3) }));
-    });
+    // A string: the page's globals (axe, document) are not this file's.
+    const violations = (await page.evaluate(
+      'axe.run().then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.slice(0, 3).map((n) => JSON.stringify(n.target)) })))',
+    )) as Array<{ id: string; impact: string; targets: string[] }>;
     expect(
       violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
       what,
@@ -129,10 +136,10 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     const page = await signIn(KEYS.approver.key);
     for (let i = 0; i < 12; i++) {
       await page.keyboard.press('Tab');
-      if ((await page.evaluate(() => document.activeElement?.textContent)) === 'Approvals') break;
+      if ((await page.evaluate('document.activeElement?.textContent')) === 'Approvals') break;
     }
     await page.keyboard.press('Enter');
-    await expect.poll(() => page.evaluate(() => location.hash)).toBe('#/approvals');
+    await expect.poll(() => page.evaluate('location.hash')).toBe('#/approvals');
     await page.close();
   });
 
@@ -219,7 +226,9 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     const diff = page.getByRole('table', { name: 'Your edit' });
     await expect.poll(() => changed(diff.locator('td.del'))).toEqual(['− "priority": "high",']);
     expect(await changed(diff.locator('td.ins'))).toEqual(['+ "priority": "low",']);
-    await expect.poll(() => page.locator('#edit-note').textContent()).toContain('Judged again: risk high, needs user; you may approve it.');
+    await expect
+      .poll(() => page.locator('#edit-note').textContent())
+      .toContain('Judged again: risk high, needs approver; you may approve it.');
     await accessible(page, 'approval page');
     await shot(page, 'approval-edit');
     await page.getByRole('button', { name: 'Approve with edits' }).click();
@@ -312,7 +321,7 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
 
     const phone = await signIn(KEYS.approver.key, 390);
     await phone.locator('#runs tr').first().waitFor();
-    expect(await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    expect(await phone.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
     await phone.close();
     expect(problems).toEqual([]);
   });

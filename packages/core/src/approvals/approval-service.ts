@@ -168,7 +168,10 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
       const allowed = mayDecide(principal, judged, { withEdits });
       const names =
         approval.kind === 'plan'
-          ? z.object({ steps: z.array(planStepSchema) }).parse(approval.arguments).steps.map((s) => s.action)
+          ? z
+              .object({ steps: z.array(planStepSchema) })
+              .parse(approval.arguments)
+              .steps.map((s) => s.action)
           : [approval.toolName];
       const parameters = Object.fromEntries(
         names.flatMap((name) => {

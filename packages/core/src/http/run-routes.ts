@@ -3,7 +3,7 @@ import type { VersionService } from '../runs/version-service.js';
 import type { Runtime } from '../runtime.js';
 import { listRunsQuerySchema, usageQuerySchema } from '../schemas/api.js';
 import { parseInput } from './http-app.js';
-import { apiRoutes as schemas, idParamsSchema } from './route-schemas.js';
+import { idParamsSchema, apiRoutes as schemas } from './route-schemas.js';
 import { type EventStreams, lastEventId } from './sse.js';
 
 export interface RunRoutesDeps {

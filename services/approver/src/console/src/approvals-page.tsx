@@ -63,7 +63,7 @@ export function ApprovalsPage() {
                     <div class="muted">{a.toolName}</div>
                   </td>
                   <td>
-                    {a.requiredRole}
+                    {a.deciders.role}
                     {a.quorum ? ` · ${a.approvals?.length ?? 0}/${a.quorum}` : ''}
                   </td>
                   <td>{a.requestedBy}</td>
@@ -292,7 +292,7 @@ export function ApprovalPage({ id }: { id: string }) {
           {edit ? (
             <p class="muted" id="edit-note" role="status">
               {judged
-                ? `Judged again: risk ${judged.approval.risk}, needs ${judged.approval.requiredRole}${judged.mayDecide ? '; you may approve it.' : `; ${judged.refusal}`}`
+                ? `Judged again: risk ${judged.approval.risk}, needs ${judged.approval.deciders.role}${judged.mayDecide ? '; you may approve it.' : `; ${judged.refusal}`}`
                 : judgeError
                   ? ''
                   : 'Judging the edit…'}

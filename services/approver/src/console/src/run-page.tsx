@@ -140,7 +140,7 @@ export function RunPage({ id }: { id: string }) {
           <ul>
             {run.pendingApprovals.map((a) => (
               <li key={a.id}>
-                <a href={`#/approvals/${encodeURIComponent(a.id)}`}>{a.summary}</a> <Risk risk={a.risk} /> needs {a.requiredRole}
+                <a href={`#/approvals/${encodeURIComponent(a.id)}`}>{a.summary}</a> <Risk risk={a.risk} /> needs {a.deciders.role}
               </li>
             ))}
           </ul>

@@ -243,6 +243,8 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     expect(await runPage.locator('#steps .approval-outcome').first().textContent()).toContain('by lisi');
     const tickets = await new DemoStore(client).tickets(KEYS.user.tenantId, '2024001');
     expect(tickets.map((t) => t.priority)).toEqual(['low']);
+    await runPage.locator('#steps .call[data-tool="create_ticket"] .outcome-ok').scrollIntoViewIfNeeded();
+    await shot(runPage, 'run-timeline');
     await runPage.close();
     await page.close();
   });
@@ -280,6 +282,7 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     expect(await page.locator('#rejudged').textContent()).toContain('was high');
     expect(await page.locator('#deciders').textContent()).toContain('supervisor or higher');
     expect(await page.getByRole('button', { name: 'Approve with edits' }).isDisabled()).toBe(true);
+    await shot(page, 'approval-refused');
     // The server agrees, whatever a page shows.
     const refused = await fleet.callApprover('POST', `/v1/approvals/${approval.id}/approve`, KEYS.approver.key, {
       arguments: { orderNo: '2024001', amount: 600, reason: 'late shipment compensation' },

@@ -2,7 +2,8 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createArchivePool, migrateArchive } from '@rein/core/internal';
+import { createArchivePool, migrateArchive, runKeys, tenantKeys } from '@rein/core/internal';
+import { type Approval, approvalSchema } from '@rein/core/schemas';
 import { startTestPostgres, startTestRedis, type TestPostgres, type TestRedis } from '@rein/core/testing';
 import { DemoStore } from '@rein/example-order-assistant';
 import { Redis } from 'ioredis';
@@ -297,6 +298,64 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     expect(await supervisor.getByRole('button', { name: 'Approve with edits' }).isDisabled()).toBe(false);
     await page.close();
     await supervisor.close();
+  });
+
+  it('shows a pending approval however many newer ones were decided, and pages in a long queue', async () => {
+    // Seeded the way the store indexes approvals (per run, per tenant, per status), in a tenant of its own:
+    // one pending, then 250 decided after it, more than one page of the newest-first list.
+    const { tenantId } = KEYS.other;
+    const t = tenantKeys(tenantId);
+    const base = Date.now() - 3_600_000;
+    const approval = (i: number, status: Approval['status']): Approval =>
+      approvalSchema.parse({
+        schemaVersion: 1,
+        id: `seeded${i}.0.0`,
+        runId: `seeded${i}`,
+        step: 0,
+        toolCallId: `call-${i}`,
+        tenantId,
+        requestedBy: 'someone',
+        toolName: 'create_ticket',
+        arguments: {},
+        argsHash: '0'.repeat(64),
+        policyVersion: 1,
+        summary: i === 0 ? 'The old pending one' : `${status === 'pending' ? 'Pending' : 'Decided'} number ${i}`,
+        risk: 'high',
+        requiredRole: 'approver',
+        status,
+        createdAt: new Date(base + i * 1000).toISOString(),
+        expiresAt: new Date(base + 86_400_000).toISOString(),
+        ...(status === 'pending' ? {} : { decidedBy: KEYS.other.userId, decidedAt: new Date(base + i * 1000).toISOString() }),
+      });
+    const seed = async (approvals: Approval[]) => {
+      const tx = client.multi();
+      for (const a of approvals) {
+        tx.hset(runKeys(a.runId).approvals, a.id, JSON.stringify(a));
+        tx.zadd(t.approvals, Date.parse(a.createdAt), a.id);
+        tx.zadd(t.approvalsByStatus(a.status), Date.parse(a.createdAt), a.id);
+      }
+      await tx.exec();
+    };
+    await seed([approval(0, 'pending'), ...Array.from({ length: 250 }, (_, i) => approval(i + 1, i % 2 ? 'approved' : 'rejected'))]);
+
+    const page = await signIn(KEYS.other.key);
+    await page.goto(`${fleet.approver}/console#/approvals`);
+    await page.locator('#pending tr', { hasText: 'The old pending one' }).waitFor({ timeout: 30_000 });
+    expect(await page.locator('#pending tr').count()).toBe(1);
+    expect(await page.locator('#pending-more').count()).toBe(0);
+    await expect.poll(() => page.locator('#recent').textContent()).toContain('Decided number 250');
+
+    // More pending than one page: the rest come on request, the oldest one last.
+    await seed(Array.from({ length: 150 }, (_, i) => approval(300 + i, 'pending')));
+    await page.reload();
+    await page.locator('#pending tr').first().waitFor({ timeout: 30_000 });
+    expect(await page.locator('#pending tr').count()).toBe(100);
+    expect(await page.locator('#pending tr', { hasText: 'The old pending one' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Load more pending' }).click();
+    await page.locator('#pending tr', { hasText: 'The old pending one' }).waitFor({ timeout: 30_000 });
+    expect(await page.locator('#pending tr').count()).toBe(151);
+    expect(await page.locator('#pending-more').count()).toBe(0);
+    await page.close();
   });
 
   it('shows usage and the deploy view, accessible, and the runs page fits a phone', async () => {

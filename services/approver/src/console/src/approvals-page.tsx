@@ -33,12 +33,26 @@ export function ApprovalsPage() {
       .finally(() => setLive(false));
     return () => stop.abort();
   }, [api]);
-  const rows = pending.data?.approvals ?? [];
+  // Pending ones come from their own index, a page at a time: no number of decided ones hides one.
+  const [extra, setExtra] = useState<{ approvals: ApprovalView[]; nextCursor?: string; after?: string }>({ approvals: [] });
+  const firstCursor = pending.data?.nextCursor;
+  const cursor = extra.after === firstCursor ? extra.nextCursor : firstCursor;
+  const more = async () => {
+    if (!cursor) return;
+    const page = await api.get<ApprovalList>(`/v1/approvals?status=pending&limit=100&cursor=${encodeURIComponent(cursor)}`);
+    setExtra((e) => ({
+      approvals: [...(e.after === firstCursor ? e.approvals : []), ...page.approvals],
+      after: firstCursor,
+      ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+    }));
+  };
+  const seen = new Set((pending.data?.approvals ?? []).map((a) => a.id));
+  const rows = [...(pending.data?.approvals ?? []), ...(extra.after === firstCursor ? extra.approvals.filter((a) => !seen.has(a.id)) : [])];
   const decided = (recent.data?.approvals ?? []).filter((a) => a.status !== 'pending');
   return (
     <>
       <h1>Approvals {live ? <span class="live">· live</span> : null}</h1>
-      <Section title={`Pending (${rows.length}${pending.data?.nextCursor ? '+' : ''})`} id="pending-section">
+      <Section title={`Pending (${rows.length}${cursor ? '+' : ''})`} id="pending-section">
         <ErrorNote error={pending.error} />
         <div class="table-wrap">
           <table>
@@ -75,6 +89,11 @@ export function ApprovalsPage() {
           </table>
         </div>
         {pending.data && rows.length === 0 ? <p class="muted">Nothing waits for a decision.</p> : null}
+        {cursor ? (
+          <button type="button" class="secondary" id="pending-more" onClick={more}>
+            Load more pending
+          </button>
+        ) : null}
       </Section>
       <Section title="Recently decided" id="recent-section">
         <ul id="recent">

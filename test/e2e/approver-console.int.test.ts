@@ -232,6 +232,7 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
       .toContain('Judged again: risk high, needs approver; you may approve it.');
     await accessible(page, 'approval page');
     await shot(page, 'approval-edit');
+    const before = new Set((await new DemoStore(client).tickets(KEYS.user.tenantId, '2024001')).map((t) => t.ticketId));
     await page.getByRole('button', { name: 'Approve with edits' }).click();
     await expect.poll(() => page.locator('#decide-result').textContent()).toBe('Approved with edits.');
 
@@ -243,10 +244,40 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     expect(await changed(edit.locator('td.ins'))).toEqual(['+ "priority": "low",']);
     expect(await runPage.locator('#steps .approval-outcome').first().textContent()).toContain('by lisi');
     const tickets = await new DemoStore(client).tickets(KEYS.user.tenantId, '2024001');
-    expect(tickets.map((t) => t.priority)).toEqual(['low']);
+    expect(tickets.filter((t) => !before.has(t.ticketId)).map((t) => t.priority)).toEqual(['low']);
     await runPage.locator('#steps .call[data-tool="create_ticket"] .outcome-ok').scrollIntoViewIfNeeded();
     await shot(runPage, 'run-timeline');
     await runPage.close();
+    await page.close();
+  });
+
+  it('shows a plan step by step; editing one step approves the plan with that edit', async () => {
+    const res = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, {
+      input: 'Customer complains order 2024001 has not shipped, please handle it',
+      agent: 'order-planner',
+    });
+    const run = res.body as { id: string };
+    const approval = await pendingApproval(run.id);
+    const page = await signIn(KEYS.approver.key);
+    await page.goto(`${fleet.approver}/console#/approvals/${approval.id}`);
+    await expect.poll(() => page.locator('#edit').textContent()).toContain('3. create_ticket');
+    const step3 = page.getByRole('group', { name: 'Arguments of step 3' });
+    await step3.getByLabel(/^suggestedAction/).fill('Edited in the console');
+    await expect
+      .poll(() => changed(page.getByRole('table', { name: 'Edit of step 3' }).locator('td.ins')))
+      .toEqual(['+ "suggestedAction": "Edited in the console"']);
+    await page.getByRole('button', { name: 'Approve with edits' }).click();
+    await expect.poll(() => page.locator('#decide-result').textContent()).toBe('Approved with edits.');
+
+    await fleet.waitForRun(run.id, (r) => r.status === 'succeeded');
+    const trace = (await fleet.callApi('GET', `/v1/runs/${run.id}/trace`)).body;
+    const ticket = trace.steps
+      .flatMap((s: { toolCalls: Array<{ name: string }> }) => s.toolCalls)
+      .find((c: { name: string }) => c.name === 'create_ticket');
+    expect(ticket).toMatchObject({ outcome: 'ok', planStep: 3, arguments: { suggestedAction: 'Edited in the console' } });
+    // The run page shows the plan with its steps done.
+    await page.goto(`${fleet.approver}/console#/runs/${run.id}`);
+    await expect.poll(() => page.locator('#plan').textContent()).toContain('done create_ticket');
     await page.close();
   });
 

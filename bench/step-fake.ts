@@ -3,8 +3,9 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A zero-latency OpenAI-compatible model for the benchmark: a run's input names its tag
- * and K (`bench <tag> k=<K>`); the model calls `search_policy` with fresh arguments
- * K−1 times, then answers. It notes when each call arrives, per run, so that a step is
+ * and K (`bench <tag> k=<K>`); the model calls a tool with fresh arguments K−1 times,
+ * then answers: `echo {x}` when the request offers `echo` (the common bench agent,
+ * `echo-app.mjs`), `search_policy {query}` otherwise (the demo agent). It notes when each call arrives, per run, so that a step is
  * measured the same way for every system: the interval between two consecutive calls.
  */
 export interface StepFake {
@@ -24,8 +25,14 @@ interface Message {
   content?: string | null;
 }
 
+type BenchTool = 'echo' | 'search_policy';
+const toolCall = (tool: BenchTool, n: number) =>
+  tool === 'echo'
+    ? { name: 'echo', arguments: JSON.stringify({ x: n }) }
+    : { name: 'search_policy', arguments: JSON.stringify({ query: `refund rule ${n}` }) };
+
 /** The reply for the n-th call (0-based) of a run of K steps. */
-export function fakeReply(tag: string, k: number, n: number) {
+export function fakeReply(tag: string, k: number, n: number, tool: BenchTool = 'search_policy') {
   const answer = n >= k - 1;
   return {
     id: `chatcmpl-${tag}-${n}`,
@@ -45,7 +52,7 @@ export function fakeReply(tag: string, k: number, n: number) {
                 {
                   id: `call_${n}`,
                   type: 'function',
-                  function: { name: 'search_policy', arguments: JSON.stringify({ query: `refund rule ${n}` }) },
+                  function: toolCall(tool, n),
                 },
               ],
             },
@@ -93,7 +100,11 @@ export async function startStepFake(): Promise<StepFake> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const at = performance.now();
-      const body = JSON.parse(Buffer.concat(chunks).toString() || '{}') as { messages?: Message[]; stream?: boolean };
+      const body = JSON.parse(Buffer.concat(chunks).toString() || '{}') as {
+        messages?: Message[];
+        stream?: boolean;
+        tools?: Array<{ function?: { name?: string } }>;
+      };
       const bench = parseBenchInput(body.messages ?? []);
       if (!bench) {
         res.writeHead(400).end('{"error":{"message":"not a bench run"}}');
@@ -105,7 +116,8 @@ export async function startStepFake(): Promise<StepFake> {
       // The n-th call of this run, counted here: the history the model sees may have its
       // oldest turns summarised (the demo agent's context policy), so it cannot be counted.
       const n = seen.length - 1;
-      const reply = fakeReply(bench.tag, bench.k, n);
+      const tool = body.tools?.some((t) => t.function?.name === 'echo') ? 'echo' : 'search_policy';
+      const reply = fakeReply(bench.tag, bench.k, n, tool);
       if (body.stream) res.writeHead(200, { 'content-type': 'text/event-stream' }).end(asChunks(reply));
       else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(reply));
       if (n >= bench.k - 1) {

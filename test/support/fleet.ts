@@ -81,7 +81,7 @@ export async function startFleet(opts: FleetOptions) {
     SCRIPTED_MODEL_LATENCY_MS: String(opts.modelLatencyMs ?? 0),
     ...opts.modelEnv,
   });
-  spawnService('api', entry('api'));
+  const apiProcess = spawnService('api', entry('api'));
   const extraApiPorts = await Promise.all(Array.from({ length: (opts.apis ?? 1) - 1 }, () => freePort()));
   for (const [i, port] of extraApiPorts.entries()) spawnService(`api-${i + 2}`, entry('api'), { API_PORT: String(port) });
   spawnService('approver', entry('approver'));
@@ -147,6 +147,8 @@ export async function startFleet(opts: FleetOptions) {
     api,
     /** Every API process's base URL, the first being `api`. */
     apis: [api, ...extraApiPorts.map((port) => `http://127.0.0.1:${port}`)],
+    /** The first API process (the bench reads its CPU time). */
+    apiProcess,
     approver,
     redisUrl: opts.redisUrl,
     model: `http://127.0.0.1:${modelPort}`,

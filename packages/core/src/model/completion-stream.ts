@@ -49,7 +49,7 @@ const MAX_EVENT_CHARS = 1024 * 1024;
  * `[DONE]` too early — or that sends a line that is not a chunk is a ModelReplyInvalidError.
  */
 export async function readCompletionStream(
-  body: ReadableStream<Uint8Array>,
+  body: AsyncIterable<Uint8Array>,
   model: string,
   onDelta: (d: ModelDelta) => void,
   onEvent: () => void,
@@ -123,21 +123,17 @@ export async function readCompletionStream(
     },
   });
 
-  const reader = body.getReader();
   const decoder = new TextDecoder();
   try {
-    while (!done && !failure) {
-      const { value, done: ended } = await reader.read();
-      if (ended) break;
-      parser.feed(decoder.decode(value, { stream: true }));
+    // Leaving the loop early destroys the body: nothing more is read, and a stream still open is not left to trickle.
+    for await (const chunk of body) {
+      parser.feed(decoder.decode(chunk, { stream: true }));
+      if (done || failure) break;
     }
     if (!failure && !done) parser.reset({ consume: true }); // a last event without its blank line still counts
   } catch (err) {
     // Cut (or dropped) after the finish_reason: only the trailer (usage, [DONE]) is lost, the reply is whole.
     if (!finish || failure) throw err;
-  } finally {
-    // Nothing more is read: the connection goes (and a stream still open is not left to trickle).
-    reader.cancel().catch(() => {});
   }
   if (failure) throw failure;
   if (!finish) {

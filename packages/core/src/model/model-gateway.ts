@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import { Agent, type Dispatcher, request } from 'undici';
 import { z } from 'zod';
 import { ModelRejectedError, ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../errors.js';
 import type { ChatMessage, ModelToolCall } from '../schemas/message.js';
@@ -64,23 +64,33 @@ const completionSchema = z.object({
 const estimateTokens = (text: string) => Math.ceil(text.length / 2);
 
 /** Retry-After in seconds or as an HTTP date, in ms from now. */
-function retryAfterMs(headers: unknown): number | undefined {
-  const value = (headers as { get?: (k: string) => string | null } | undefined)?.get?.('retry-after');
+function retryAfterMs(value: string | undefined): number | undefined {
   if (!value) return undefined;
   const seconds = Number(value);
   const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(value) - Date.now();
   return Number.isFinite(ms) && ms > 0 ? Math.min(ms, 10 * 60_000) : undefined;
 }
 
-/** Transient failures (timeouts, 408/409/429, 5xx, connection errors) are retried later; other 4xx are not. */
-function classify(err: unknown, model: string): ReinError {
-  if (err instanceof OpenAI.APIError && err.status !== undefined) {
-    const transient = err.status === 408 || err.status === 409 || err.status === 429 || err.status >= 500;
-    return transient
-      ? new ModelUnavailableError(`model ${model} answered ${err.status}`, err, retryAfterMs(err.headers))
-      : new ModelRejectedError(`model ${model} rejected the request (${err.status}): ${err.message}`, err);
-  }
-  return new ModelUnavailableError(`model ${model} unreachable: ${(err as Error).message}`, err);
+const header = (headers: Dispatcher.ResponseData['headers'], name: string) => {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+};
+
+/** What an endpoint says went wrong: its `error.message` when it sends the usual JSON error, else the start of the body. */
+function errorMessage(text: string): string {
+  try {
+    const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    if (typeof message === 'string') return message;
+  } catch {}
+  return text.slice(0, 200);
+}
+
+/** Transient answers (408/409/429, 5xx) are retried later; other 4xx are not. */
+function statusError(status: number, retryAfter: string | undefined, text: string, model: string): ReinError {
+  const transient = status === 408 || status === 409 || status === 429 || status >= 500;
+  return transient
+    ? new ModelUnavailableError(`model ${model} answered ${status}`, new Error(errorMessage(text)), retryAfterMs(retryAfter))
+    : new ModelRejectedError(`model ${model} rejected the request (${status}): ${errorMessage(text)}`, new Error(text.slice(0, 200)));
 }
 
 /**
@@ -93,7 +103,7 @@ export function chatCompletionBody(
 ) {
   return {
     model,
-    messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
+    messages: req.messages,
     ...(req.tools.length ? { tools: req.tools, parallel_tool_calls: true } : {}),
     max_tokens: req.maxTokens,
     // Not strict: strict mode restricts the schemas a zod schema may become; the answer is validated anyway.
@@ -104,26 +114,44 @@ export function chatCompletionBody(
   };
 }
 
-/** One chat completion from one model, over the `openai` package; the SDK's own retries are off (the queue retries). */
+/** One chat completion from one model; never retried here (the queue retries). */
 export type CompleteWith = (model: string, request: ModelRequest) => Promise<ModelReply>;
 
+/**
+ * Chat completions from one OpenAI-compatible endpoint, over undici's `request` with a
+ * keep-alive pool of its own. Not the `openai` package: a worker spends most of its CPU
+ * per step on the model call's client side, and the SDK's per-request work costs about
+ * four times what a bare request does (docs/performance.md); Rein only needs the wire
+ * format, which it validates itself.
+ */
 export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }): CompleteWith {
-  const client = new OpenAI({ baseURL: opts.baseURL, apiKey: opts.apiKey, maxRetries: 0 });
+  const url = `${opts.baseURL.replace(/\/+$/, '')}/chat/completions`;
+  // The call's own deadline (below) bounds the wait for headers and body; undici's would cut long calls at 300 s.
+  const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${opts.apiKey}` };
   return async (model, req) => {
     const deadline = startCallDeadline(req.timeoutMs, req.idleTimeoutMs);
+    const stream = req.onDelta !== undefined;
     let raw: unknown;
     try {
-      const response = await client.chat.completions
-        .create(chatCompletionBody(model, { ...req, stream: req.onDelta !== undefined }), {
-          timeout: req.timeoutMs,
-          signal: deadline.signal,
-        })
-        .asResponse();
+      const response = await request(url, {
+        method: 'POST',
+        dispatcher,
+        headers: { ...headers, accept: stream ? 'text/event-stream' : 'application/json' },
+        body: JSON.stringify(chatCompletionBody(model, { ...req, stream })),
+        signal: deadline.signal,
+      });
+      if (response.statusCode >= 300) {
+        const text = await response.body.text();
+        throw statusError(response.statusCode, header(response.headers, 'retry-after'), text, model);
+      }
       raw = await readReply(response, model, req.onDelta, deadline.touch);
     } catch (err) {
       if (err instanceof ReinError) throw err;
       const cut = deadline.cutReason();
-      throw cut ? new ModelUnavailableError(`model ${model} timed out: ${cut}`, err) : classify(err, model);
+      throw cut
+        ? new ModelUnavailableError(`model ${model} timed out: ${cut}`, err)
+        : new ModelUnavailableError(`model ${model} unreachable: ${(err as Error).message}`, err);
     } finally {
       deadline.stop();
     }
@@ -158,11 +186,16 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
  * answer a streaming request — one whole JSON completion, read as such (its text and
  * calls still go to `onDelta`, in one piece each).
  */
-async function readReply(response: Response, model: string, onDelta: ModelRequest['onDelta'], touch: () => void): Promise<unknown> {
-  if (onDelta && response.body && /^text\/event-stream/i.test(response.headers.get('content-type') ?? '')) {
+async function readReply(
+  response: Dispatcher.ResponseData,
+  model: string,
+  onDelta: ModelRequest['onDelta'],
+  touch: () => void,
+): Promise<unknown> {
+  if (onDelta && /^text\/event-stream/i.test(header(response.headers, 'content-type') ?? '')) {
     return readCompletionStream(response.body, model, onDelta, touch);
   }
-  const text = await response.text();
+  const text = await response.body.text();
   let whole: unknown;
   try {
     whole = JSON.parse(text);

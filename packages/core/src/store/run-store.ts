@@ -6,7 +6,7 @@ import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempoten
 import { type Approval, type ApprovalStatus, approvalSchema, approvalStatusSchema } from '../schemas/approval.js';
 import { type Compensation, type CompensationStatus, compensationSchema } from '../schemas/compensation.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
-import { type ChatMessage, chatMessageSchema, readMessage } from '../schemas/message.js';
+import { type ChatMessage, readMessage } from '../schemas/message.js';
 import {
   type Decision,
   decisionSchema,
@@ -290,11 +290,13 @@ export class RunStore {
    * caller re-reads and decides again. Only the applier (engine/apply-transition.ts) calls it.
    */
   async compareAndSet(c: Commit): Promise<RunRecord> {
-    const next: RunRecord = runRecordSchema.parse({ ...c.to, version: c.from.version + 1 });
+    // A commit is Rein's own typed value, built by the applier: it is not parsed again on
+    // the way out (over half of a step's zod time); what comes back in is, on every read.
+    const next: RunRecord = { ...c.to, version: c.from.version + 1 };
     const k = runKeys(next.id);
-    const messages = (c.messages ?? []).map((m) => JSON.stringify(chatMessageSchema.parse(m)));
-    const approvals = (c.approvals ?? []).flatMap((a) => [a.id, JSON.stringify(approvalSchema.parse(a))]);
-    const events = (c.events ?? []).map((e) => storedEvent(runEventSchema.parse(e)));
+    const messages = (c.messages ?? []).map((m) => JSON.stringify(m));
+    const approvals = (c.approvals ?? []).flatMap((a) => [a.id, JSON.stringify(a)]);
+    const events = (c.events ?? []).map(storedEvent);
     const terminal = TERMINAL_STATUSES.includes(next.status);
     const result = await this.redis.commitRun(
       k.run,
@@ -309,7 +311,7 @@ export class RunStore {
       String(c.from.version),
       JSON.stringify(next),
       c.step ? String(c.step.index) : '',
-      c.step ? JSON.stringify(stepRecordSchema.parse(c.step)) : '',
+      c.step ? JSON.stringify(c.step) : '',
       String(terminal ? this.traceTtlSeconds : 0),
       String(messages.length),
       String(c.approvals?.length ?? 0),

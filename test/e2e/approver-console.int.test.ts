@@ -220,7 +220,7 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     await row.getByRole('link').click();
     // The rule: an approver or higher; the requester may approve only as proposed.
     await expect.poll(() => page.locator('#deciders').textContent()).toContain('approver or higher');
-    expect(await page.locator('#deciders').textContent()).toContain('zhangsan (who asked) may approve as proposed, not with edits');
+    expect(await page.locator('#deciders').textContent()).toContain('zhangsan (who asked) may approve only as proposed (no edits), with the user role');
     const priority = page.getByLabel(/^priority/);
     expect(await priority.inputValue()).toBe('high'); // the tool's schema normalised the model's 高
     await priority.selectOption('low');
@@ -315,6 +315,15 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     expect(await page.locator('#deciders').textContent()).toContain('supervisor or higher');
     expect(await page.getByRole('button', { name: 'Approve with edits' }).isDisabled()).toBe(true);
     await shot(page, 'approval-refused');
+    // The preview is the server's judgement: the tool's schema, the edit re-policed, and who may decide.
+    const preview = await fleet.callApprover('POST', `/v1/approvals/${approval.id}/preview`, KEYS.approver.key, {
+      arguments: { orderNo: '2024001', amount: 600, reason: 'late shipment compensation' },
+    });
+    expect(preview.body).toMatchObject({
+      approval: { risk: 'critical', requiredRole: 'supervisor', status: 'pending' },
+      mayDecide: false,
+      parameters: { submit_refund: { properties: { amount: { type: 'number' } } } },
+    });
     // The server agrees, whatever a page shows.
     const refused = await fleet.callApprover('POST', `/v1/approvals/${approval.id}/approve`, KEYS.approver.key, {
       arguments: { orderNo: '2024001', amount: 600, reason: 'late shipment compensation' },

@@ -1,8 +1,8 @@
-import type { ApprovalList, ApprovalPreview, ApprovalView, PlanStep } from '@rein/contract';
+import type { ApprovalList, ApprovalPreview, ApprovalView, PlanStep, UncertainEffectList } from '@rein/contract';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api.js';
 import { diffLines, hasChanges } from './diff.js';
-import { ago, ms, when } from './format.js';
+import { ms, when } from './format.js';
 import { ApprovalOutcome } from './run-page.js';
 import { type JsonSchema, SchemaForm } from './schema-form.js';
 import { Diff, ErrorNote, Json, Risk, Section, Status, useLoad, useSession } from './ui.js';
@@ -14,9 +14,10 @@ export function ApprovalsPage() {
   const { api } = useSession();
   const pending = useLoad(() => api.get<ApprovalList>('/v1/approvals?status=pending&limit=100'), [api]);
   const recent = useLoad(() => api.get<ApprovalList>('/v1/approvals?limit=30'), [api]);
+  const uncertain = useLoad(() => api.get<UncertainEffectList>('/v1/effects/uncertain'), [api]);
   const [live, setLive] = useState(false);
-  const reloads = useRef({ pending: pending.reload, recent: recent.reload });
-  reloads.current = { pending: pending.reload, recent: recent.reload };
+  const reloads = useRef({ pending: pending.reload, recent: recent.reload, uncertain: uncertain.reload });
+  reloads.current = { pending: pending.reload, recent: recent.reload, uncertain: uncertain.reload };
   useEffect(() => {
     const stop = new AbortController();
     setLive(true);
@@ -81,7 +82,7 @@ export function ApprovalsPage() {
                     {a.quorum ? ` · ${a.approvals?.length ?? 0}/${a.quorum}` : ''}
                   </td>
                   <td>{a.requestedBy}</td>
-                  <td>{ago(a.createdAt)}</td>
+                  <td>{ms(Date.now() - Date.parse(a.createdAt))}</td>
                   <td>{when(a.expiresAt)}</td>
                 </tr>
               ))}
@@ -95,7 +96,21 @@ export function ApprovalsPage() {
           </button>
         ) : null}
       </Section>
+      {uncertain.data?.effects.length ? (
+        <Section title="Writes with an unknown outcome" id="uncertain-section">
+          <p class="muted">Interrupted mid-call and not run again: check the back end by hand.</p>
+          <ul id="uncertain">
+            {uncertain.data.effects.map((e) => (
+              <li key={`${e.runId}:${e.step}:${e.toolCallId}`}>
+                <strong>{e.tool}</strong> — <a href={`#/runs/${encodeURIComponent(e.runId)}`}>run {e.runId}</a>, step {e.step}, call{' '}
+                <code>{e.toolCallId}</code> <span class="muted">{when(e.at)}</span>
+              </li>
+            ))}
+          </ul>
+        </Section>
+      ) : null}
       <Section title="Recently decided" id="recent-section">
+        {recent.data && decided.length === 0 ? <p class="muted">Nothing decided yet.</p> : null}
         <ul id="recent">
           {decided.map((a) => (
             <li key={a.id}>
@@ -229,7 +244,7 @@ export function ApprovalPage({ id }: { id: string }) {
           {shown.deciders.role} or higher
           {shown.deciders.requester === 'never'
             ? ` · four eyes: ${approval.requestedBy} (who asked) may not decide`
-            : ` · ${approval.requestedBy} (who asked) may approve as proposed, not with edits`}
+            : ` · ${approval.requestedBy} (who asked) may approve only as proposed (no edits), with the ${shown.requiredRole} role`}
         </dd>
         {shown.quorum ? (
           <>

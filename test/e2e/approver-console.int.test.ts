@@ -220,7 +220,9 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     await row.getByRole('link').click();
     // The rule: an approver or higher; the requester may approve only as proposed.
     await expect.poll(() => page.locator('#deciders').textContent()).toContain('approver or higher');
-    expect(await page.locator('#deciders').textContent()).toContain('zhangsan (who asked) may approve only as proposed (no edits), with the user role');
+    expect(await page.locator('#deciders').textContent()).toContain(
+      'zhangsan (who asked) may approve only as proposed (no edits), with the user role',
+    );
     const priority = page.getByLabel(/^priority/);
     expect(await priority.inputValue()).toBe('high'); // the tool's schema normalised the model's 高
     await priority.selectOption('low');

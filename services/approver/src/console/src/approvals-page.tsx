@@ -1,6 +1,6 @@
-import type { ApprovalList, ApprovalPreview, ApprovalView, PlanStep, UncertainEffectList } from '@rein/contract';
+import type { ApprovalPreview, ApprovalView, PlanStep } from '@rein/contract';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { ApiError } from './api.js';
+import { ApiError, follow } from './api.js';
 import { diffLines, hasChanges } from './diff.js';
 import { ms, when } from './format.js';
 import { ApprovalOutcome } from './run-page.js';
@@ -12,24 +12,20 @@ type Obj = Record<string, unknown>;
 /** Pending approvals (all of them, page by page) and the latest decided ones; live from the tenant's approval feed. */
 export function ApprovalsPage() {
   const { api } = useSession();
-  const pending = useLoad(() => api.get<ApprovalList>('/v1/approvals?status=pending&limit=100'), [api]);
-  const recent = useLoad(() => api.get<ApprovalList>('/v1/approvals?limit=30'), [api]);
-  const uncertain = useLoad(() => api.get<UncertainEffectList>('/v1/effects/uncertain'), [api]);
+  const pending = useLoad(() => api.client.approvals.list({ status: 'pending', limit: 100 }), [api]);
+  const recent = useLoad(() => api.client.approvals.list({ limit: 30 }), [api]);
+  const uncertain = useLoad(() => api.client.approvals.uncertainEffects(), [api]);
   const [live, setLive] = useState(false);
   const reloads = useRef({ pending: pending.reload, recent: recent.reload, uncertain: uncertain.reload });
   reloads.current = { pending: pending.reload, recent: recent.reload, uncertain: uncertain.reload };
   useEffect(() => {
     const stop = new AbortController();
     setLive(true);
-    api
-      .follow(
-        '/v1/approvals/events',
-        () => {
-          void reloads.current.pending();
-          void reloads.current.recent();
-        },
-        stop.signal,
-      )
+    follow(api.client.approvals.stream({ signal: stop.signal }), () => {
+      void reloads.current.pending();
+      void reloads.current.recent();
+      void reloads.current.uncertain();
+    })
       .catch(() => undefined)
       .finally(() => setLive(false));
     return () => stop.abort();
@@ -40,7 +36,7 @@ export function ApprovalsPage() {
   const cursor = extra.after === firstCursor ? extra.nextCursor : firstCursor;
   const more = async () => {
     if (!cursor) return;
-    const page = await api.get<ApprovalList>(`/v1/approvals?status=pending&limit=100&cursor=${encodeURIComponent(cursor)}`);
+    const page = await api.client.approvals.list({ status: 'pending', limit: 100, cursor });
     setExtra((e) => ({
       approvals: [...(e.after === firstCursor ? e.approvals : []), ...page.approvals],
       after: firstCursor,
@@ -131,8 +127,8 @@ const stepsOf = (a: ApprovalView): PlanStep[] => ((a.approvedArguments ?? a.argu
 /** One approval: what it asks, the rule that applies, an edit form from the tool's schema, the re-judged risk, and the decision. */
 export function ApprovalPage({ id }: { id: string }) {
   const { api, me } = useSession();
-  const loaded = useLoad(() => api.get<ApprovalView>(`/v1/approvals/${id}`), [api, id]);
-  const base = useLoad(() => api.post<ApprovalPreview>(`/v1/approvals/${id}/preview`, {}), [api, id]);
+  const loaded = useLoad(() => api.client.approvals.get(id), [api, id]);
+  const base = useLoad(() => api.client.approvals.preview(id), [api, id]);
   const approval = loaded.data;
   const isPlan = approval?.kind === 'plan';
   const current = useMemo(() => (approval ? ((approval.approvedArguments ?? approval.arguments) as Obj) : {}), [approval]);
@@ -166,7 +162,7 @@ export function ApprovalPage({ id }: { id: string }) {
       return;
     }
     timer.current = setTimeout(() => {
-      api.post<ApprovalPreview>(`/v1/approvals/${id}/preview`, { arguments: edit }).then(
+      api.client.approvals.preview(id, edit).then(
         (p) => {
           setJudged(p);
           setJudgeError(undefined);
@@ -184,8 +180,10 @@ export function ApprovalPage({ id }: { id: string }) {
       setError(undefined);
       setResult(undefined);
       try {
-        const body = kind === 'approve' ? { ...(comment ? { comment } : {}), ...(edit ? { arguments: edit } : {}) } : { reason };
-        const decided = await api.post<ApprovalView>(`/v1/approvals/${id}/${kind}`, body);
+        const decided =
+          kind === 'approve'
+            ? await api.client.approvals.approve(id, { ...(comment ? { comment } : {}), ...(edit ? { arguments: edit } : {}) })
+            : await api.client.approvals.reject(id, reason);
         setResult(
           decided.status === 'pending'
             ? `Counted: it needs ${decided.approvalsNeeded ?? 0} more approval(s).`

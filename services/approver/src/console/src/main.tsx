@@ -55,8 +55,8 @@ function SignIn({ onSession }: { onSession: (s: Session, key: string) => void })
 
 async function open(key: string): Promise<Session> {
   const api = createApi(key);
-  const me = await api.get<Me>('/v1/me');
-  const settings = await api.get<{ traceUrlTemplate?: string }>('/v1/console').catch(() => ({}) as { traceUrlTemplate?: string });
+  const me: Me = await api.client.me();
+  const settings = await api.raw<{ traceUrlTemplate?: string }>('GET', '/v1/console').catch(() => ({}) as { traceUrlTemplate?: string });
   return { api, me, ...(settings.traceUrlTemplate ? { traceUrlTemplate: settings.traceUrlTemplate } : {}) };
 }
 

@@ -1,6 +1,6 @@
 import type { ApprovalView, RunTrace, RunView } from '@rein/contract';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError } from './api.js';
+import { ApiError, follow } from './api.js';
 import { ms, pretty, TERMINAL, tokens, usd, when } from './format.js';
 import { atLeast, Diff, ErrorNote, Json, type Me, Risk, Section, Status, useSession } from './ui.js';
 
@@ -20,7 +20,7 @@ export function RunPage({ id }: { id: string }) {
 
   const load = useCallback(async () => {
     try {
-      const [r, t] = await Promise.all([api.get<RunView>(`/v1/runs/${id}`), api.get<RunTrace>(`/v1/runs/${id}/trace`)]);
+      const [r, t] = await Promise.all([api.client.runs.get(id), api.client.runs.trace(id)]);
       setRun(r);
       setTrace(t);
       setError(undefined);
@@ -34,15 +34,10 @@ export function RunPage({ id }: { id: string }) {
     const stop = new AbortController();
     setLive(true);
     // Each event of the run: read it again (a burst of events, one read).
-    api
-      .follow(
-        `/v1/runs/${id}/events`,
-        () => {
-          clearTimeout(pending.current);
-          pending.current = setTimeout(() => void load(), 150);
-        },
-        stop.signal,
-      )
+    follow(api.client.runs.stream(id, { signal: stop.signal }), () => {
+      clearTimeout(pending.current);
+      pending.current = setTimeout(() => void load(), 150);
+    })
       .catch(() => undefined)
       .finally(() => {
         setLive(false);
@@ -298,7 +293,7 @@ function ChildNode({ id, agent, status, depth }: { id: string; agent: string; st
   const [children, setChildren] = useState<RunView['children']>();
   useEffect(() => {
     if (depth < 4)
-      api.get<RunView>(`/v1/runs/${id}`).then(
+      api.client.runs.get(id).then(
         (r) => setChildren(r.children),
         () => undefined,
       );
@@ -335,7 +330,7 @@ function Actions({ run, me, onChange }: { run: RunView & RunExtras; me: Me; onCh
   };
   const doReplay = () =>
     act('replay', async () => {
-      const started = await api.post<{ id?: string; run?: { id: string } }>(`/v1/runs/${run.id}/replay`);
+      const started = await api.raw<{ id?: string; run?: { id: string } }>('POST', `/v1/runs/${run.id}/replay`, {});
       const replayId = started.id ?? started.run?.id;
       if (!replayId) throw new Error(`the replay answered ${pretty(started)}`);
       setNote(`Replay started: ${replayId}`);
@@ -343,9 +338,9 @@ function Actions({ run, me, onChange }: { run: RunView & RunExtras; me: Me; onCh
     });
   const showDiff = async (replayId: string) => {
     const [original, again, diff] = await Promise.all([
-      api.get<RunTrace>(`/v1/runs/${run.replayOf ?? run.id}/trace`),
-      api.get<RunTrace>(`/v1/runs/${replayId}/trace`),
-      api.get<unknown>(`/v1/runs/${replayId}/diff`).catch((err: unknown) => {
+      api.client.runs.trace(run.replayOf ?? run.id),
+      api.client.runs.trace(replayId),
+      api.raw<unknown>('GET', `/v1/runs/${replayId}/diff`).catch((err: unknown) => {
         if (err instanceof ApiError && err.status === 404) return undefined;
         throw err;
       }),
@@ -365,11 +360,7 @@ function Actions({ run, me, onChange }: { run: RunView & RunExtras; me: Me; onCh
     <Section title="Actions" id="actions">
       <div class="actions">
         {!finished ? (
-          <button
-            type="button"
-            class="danger"
-            onClick={() => act('cancel', async () => void (await api.post(`/v1/runs/${run.id}/cancel`)))}
-          >
+          <button type="button" class="danger" onClick={() => act('cancel', async () => void (await api.client.runs.cancel(run.id)))}>
             Cancel run
           </button>
         ) : null}
@@ -379,7 +370,7 @@ function Actions({ run, me, onChange }: { run: RunView & RunExtras; me: Me; onCh
             class="secondary"
             onClick={() =>
               act('compensate', async () => {
-                await api.post(`/v1/runs/${run.id}/compensate`);
+                await api.client.runs.compensate(run.id);
                 setNote('Compensation requested.');
               })
             }

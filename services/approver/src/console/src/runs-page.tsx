@@ -1,6 +1,6 @@
-import type { RunList, RunView } from '@rein/contract';
+import type { ListRunsParams, RunView } from '@rein/contract';
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { ApiError, query } from './api.js';
+import { ApiError } from './api.js';
 import { ago, TERMINAL, tokens, usd } from './format.js';
 import { atLeast, ErrorNote, Status, useInterval, useSession } from './ui.js';
 
@@ -28,25 +28,28 @@ export function RunsPage() {
   const [error, setError] = useState<Error | undefined>();
   const [loaded, setLoaded] = useState(false);
 
-  const path = useCallback(
-    (after?: string) =>
-      `/v1/runs${query({
-        status: filters.status,
-        agent: filters.agent,
-        userId: filters.userId,
+  const list = useCallback(
+    (cursor?: string) => {
+      const set = (v: string) => (v === '' ? undefined : v);
+      const params = {
+        status: set(filters.status) as ListRunsParams['status'],
+        agent: set(filters.agent),
+        userId: set(filters.userId),
         // A search reads the archive, whose window is from/to; a listing's is createdAfter/createdBefore.
         ...(filters.q
           ? { q: filters.q, from: iso(filters.from), to: iso(filters.to) }
           : { createdAfter: iso(filters.from), createdBefore: iso(filters.to) }),
-        cursor: after,
+        cursor,
         limit: 50,
-      })}`,
-    [filters],
+      };
+      return api.client.runs.list(params);
+    },
+    [api, filters],
   );
 
   const load = useCallback(async () => {
     try {
-      const page = await api.get<RunList>(path());
+      const page = await list();
       setRuns(page.runs);
       setCursor(page.nextCursor);
       setError(undefined);
@@ -59,25 +62,25 @@ export function RunsPage() {
     } finally {
       setLoaded(true);
     }
-  }, [api, path]);
+  }, [list]);
   useEffect(() => {
     void load();
   }, [load]);
   // Live status: the first page again while any shown run can still change.
   const refresh = useCallback(async () => {
-    const page = await api.get<RunList>(path()).catch(() => null);
+    const page = await list().catch(() => null);
     if (!page) return;
     setRuns((shown) => {
       const fresh = new Map(page.runs.map((r) => [r.id, r]));
       const known = new Set(shown.map((r) => r.id));
       return [...page.runs.filter((r) => !known.has(r.id)), ...shown.map((r) => fresh.get(r.id) ?? r)];
     });
-  }, [api, path]);
+  }, [list]);
   useInterval(refresh, 2000, runs.some((r) => !TERMINAL.includes(r.status)) || runs.length === 0);
 
   const more = async () => {
     if (!cursor) return;
-    const page = await api.get<RunList>(path(cursor));
+    const page = await list(cursor);
     setRuns((shown) => [...shown, ...page.runs]);
     setCursor(page.nextCursor);
   };

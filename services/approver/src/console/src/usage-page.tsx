@@ -1,6 +1,7 @@
-import type { RunList, UsageResponse } from '@rein/contract';
+import type { ReinClient } from '@rein/client';
+import type { UsageResponse } from '@rein/contract';
 import { useState } from 'preact/hooks';
-import { ApiError, query } from './api.js';
+import { ApiError } from './api.js';
 import { tokens, usd } from './format.js';
 import { ErrorNote, Section, useLoad, useSession } from './ui.js';
 
@@ -21,12 +22,12 @@ const fromRows = (r: UsageResponse): Row[] =>
   r.rows.map((x) => ({ key: x.key, runs: x.runs, tokens: x.promptTokens + x.completionTokens, costUsd: x.costUsd }));
 
 /** Without an archive: the runs Redis still holds, summed here (a bounded number of pages). */
-async function fromHotRuns(get: <T>(path: string) => Promise<T>, since: string): Promise<Usage> {
+async function fromHotRuns(client: ReinClient, since: string): Promise<Usage> {
   const byDay = new Map<string, Row>();
   const byAgent = new Map<string, Row>();
   let cursor: string | undefined;
   for (let page = 0; page < 5; page++) {
-    const list = await get<RunList>(`/v1/runs${query({ createdAfter: since, limit: 200, cursor })}`);
+    const list = await client.runs.list({ createdAfter: since, limit: 200, cursor });
     for (const r of list.runs) {
       for (const [map, key] of [
         [byDay, r.createdAt.slice(0, 10)],
@@ -55,12 +56,12 @@ export function UsagePage() {
     const range = { from: `${from}T00:00:00Z`, to: `${to}T00:00:00Z` };
     try {
       const [byDay, byAgent] = await Promise.all([
-        api.get<UsageResponse>(`/v1/usage${query({ ...range, groupBy: 'day' })}`),
-        api.get<UsageResponse>(`/v1/usage${query({ ...range, groupBy: 'agent' })}`),
+        api.client.usage({ ...range, groupBy: 'day' }),
+        api.client.usage({ ...range, groupBy: 'agent' }),
       ]);
       return { source: 'archive', byDay: fromRows(byDay), byAgent: fromRows(byAgent) };
     } catch (err) {
-      if (err instanceof ApiError && err.code === 'archive_unavailable') return fromHotRuns(api.get, range.from);
+      if (err instanceof ApiError && err.code === 'archive_unavailable') return fromHotRuns(api.client, range.from);
       throw err;
     }
   }, [api, days]);

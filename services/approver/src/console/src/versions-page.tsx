@@ -1,11 +1,10 @@
-import type { VersionList } from '@rein/contract';
 import { when } from './format.js';
 import { ErrorNote, useLoad, useSession } from './ui.js';
 
 /** The deploy view (admins): each app version, its workers and API processes, and the runs still on it. */
 export function VersionsPage() {
   const { api } = useSession();
-  const list = useLoad(() => api.get<VersionList>('/v1/versions'), [api]);
+  const list = useLoad(() => api.client.versions.list(), [api]);
   return (
     <>
       <h1>Versions</h1>

@@ -229,17 +229,41 @@ async function withFleetCpu<T>(fleet: Fleet, steps: number, body: () => Promise<
 interface ReinCase {
   label: string;
   env: () => Record<string, string>;
+  /** What the fleet goes through before it is measured. */
+  setup?: (fleet: Fleet) => Promise<void>;
 }
 /** Like the anchors, replies are not streamed; the streamed row shows what streaming adds. */
 const ECHO: ReinCase = { label: 'Rein, echo agent', env: () => ({ ...ECHO_APP, ...notStreamed() }) };
 const ECHO_STREAMED: ReinCase = { label: 'Rein, echo agent, streamed', env: () => ECHO_APP };
 const ORDER_ASSISTANT: ReinCase = { label: 'Rein, order assistant', env: notStreamed };
+/**
+ * The echo agent on a fleet mid-deploy, as versions see it: this fleet's version (v2)
+ * promoted, and an older one (v1, an API process still running it) being upgraded to it,
+ * so every job is routed through a non-trivial fleet version state. The state is
+ * refreshed in the background: a step should cost what it costs with one version.
+ */
+const MID_DEPLOY: ReinCase = {
+  label: 'Rein, echo agent, v2 promoted, v1 → v2 upgrading',
+  env: () => ({ ...ECHO.env(), REIN_APP_VERSION: 'v2' }),
+  async setup(fleet) {
+    await fleet.startApi({ REIN_APP_VERSION: 'v1' });
+    for (let i = 0; ; i++) {
+      const promoted = await fleet.callApi('POST', '/v1/versions/v2/promote', KEYS.admin.key, {});
+      if (promoted.status === 200) break;
+      if (i > 100) throw new Error(`promote failed: ${promoted.status} ${JSON.stringify(promoted.body)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const upgrade = await fleet.callApi('POST', '/v1/versions/v1/upgrade', KEYS.admin.key, { to: 'v2' });
+    if (upgrade.status !== 202) throw new Error(`upgrade failed: ${upgrade.status} ${JSON.stringify(upgrade.body)}`);
+  },
+};
 
 /** Rein, one run at a time: per-step latency and Redis cost. */
 async function reinSequential(rein: ReinCase, k: number, runs = SEQ_RUNS): Promise<Row> {
   return withFleet(
     1,
     async (fleet) => {
+      await rein.setup?.(fleet);
       await fleet.waitForRun(await submit(fleet, 'warmup', k), (r) => r.status === 'succeeded');
       fake.reset();
       const ids: string[] = [];
@@ -367,4 +391,22 @@ describe('step cost benchmark', () => {
     console.log(`\nWorker RSS: ${memory.idleMb.toFixed(0)} MB idle, ${memory.peakMb.toFixed(0)} MB peak with ${RSS_RUNS} active runs`);
     expect(rein.steps.length).toBe(SEQ_RUNS * 9); // every run made its K calls; timings are reported, not asserted
   }, 900_000);
+
+  it('reports the per-step cost mid-deploy (versions promoted and upgrading) beside one version', async () => {
+    const single = await reinSequential(ECHO, 10);
+    const deploying = await reinSequential(MID_DEPLOY, 10);
+    console.log(`\nStep cost with app versions: sequential runs (${SEQ_RUNS} × K=10), zero-latency fake model`);
+    console.table(
+      [single, deploying].map((row) => ({
+        system: row.system,
+        'step p50 (ms)': ms(percentile(row.steps, 50)),
+        'step p99 (ms)': ms(percentile(row.steps, 99)),
+        'Redis cmds/step': row.commandsPerStep?.toFixed(1) ?? '–',
+        'Redis reads/step': row.readsPerStep?.toFixed(1) ?? '–',
+        'Redis CPU/step (µs)': row.cpuUsPerStep?.toFixed(0) ?? '–',
+      })),
+    );
+    console.log(`Redis commands per step, mid-deploy: ${deploying.mix}`);
+    expect(deploying.steps.length).toBe(SEQ_RUNS * 9); // every run made its K calls on v2; timings are reported, not asserted
+  }, 600_000);
 });

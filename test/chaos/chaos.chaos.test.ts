@@ -1,8 +1,18 @@
 import type { RedisClient } from '@rein/core';
-import { FAULTS_KEY, queuePrefix, runKeys, stepQueue } from '@rein/core/internal';
+import { FAULTS_KEY, queuePrefix, runKeys } from '@rein/core/internal';
 import { LocalRedis, type TestCluster } from '@rein/core/testing';
 import { DemoStore } from '@rein/example-order-assistant';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  finalRuns as awaitFinal,
+  fleetVersions,
+  journaledTokens,
+  keepApproving,
+  killRandomWorkers,
+  persist,
+  sleep,
+  stuckJobs,
+} from '../support/chaos.js';
 import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
 import { startTopology, type Topology } from '../support/topology.js';
 
@@ -22,8 +32,6 @@ const INPUTS = [
   '查订单 A12345 状态，按政策说能否退',
   'Do you support 7-day no-reason returns?',
 ];
-const TERMINAL = ['succeeded', 'failed', 'cancelled'];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Outcome {
   scenario: string;
@@ -102,18 +110,6 @@ async function withFleet(name: string, disrupt: (fleet: Fleet) => Promise<void>,
   }
 }
 
-/** Retries a call while the fleet is being disrupted (Redis down answers 503). */
-async function persist<T>(fn: () => Promise<T>, until = Date.now() + 60_000): Promise<T> {
-  for (;;) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (Date.now() > until) throw err;
-      await sleep(200);
-    }
-  }
-}
-
 async function runScenario(name: string, fleet: Fleet, disrupt: (fleet: Fleet) => Promise<void>, on: Target): Promise<Outcome> {
   const client: RedisClient = on.topology.client;
   const ids: string[] = [];
@@ -122,31 +118,14 @@ async function runScenario(name: string, fleet: Fleet, disrupt: (fleet: Fleet) =
     expect(status).toBe(202);
     ids.push(body.id);
   }
-  let approving = true;
-  const approver = (async () => {
-    while (approving) {
-      const pending = await fleet.callApprover('GET', '/v1/approvals?status=pending', KEYS.approver.key).catch(() => null);
-      for (const a of pending?.body?.approvals ?? [])
-        await fleet.callApprover('POST', `/v1/approvals/${a.id}/approve`, KEYS.approver.key, {}).catch(() => {});
-      await sleep(300);
-    }
-  })();
+  const approver = keepApproving(fleet);
 
   await disrupt(fleet);
   const disruptionOver = Date.now();
 
-  const finalRuns = new Map<string, { status: string; reason?: string; usage: { totalTokens: number } }>();
-  const until = Date.now() + 90_000;
-  while (finalRuns.size < ids.length && Date.now() < until) {
-    for (const id of ids.filter((x) => !finalRuns.has(x))) {
-      const { status, body } = await fleet.callApi('GET', `/v1/runs/${id}`).catch(() => ({ status: 0, body: null }));
-      if (status === 200 && TERMINAL.includes(body.status)) finalRuns.set(id, body);
-    }
-    await sleep(250);
-  }
+  const finalRuns = await awaitFinal<{ status: string; reason?: string; usage: { totalTokens: number } }>(fleet, ids);
   const recoveryMs = Date.now() - disruptionOver;
-  approving = false;
-  await approver;
+  await approver.stop();
 
   // Effects: every approved write happened once, and nothing else did.
   const tickets = await new DemoStore(client).tickets(KEYS.user.tenantId);
@@ -156,30 +135,12 @@ async function runScenario(name: string, fleet: Fleet, disrupt: (fleet: Fleet) =
     const approvals = Object.values(await client.hgetall(runKeys(id).approvals)).map((a) => JSON.parse(a));
     approvedTickets.push(...approvals.filter((a) => a.status === 'approved' && a.toolName === 'create_ticket'));
     // Tokens: the run's usage must equal its journaled decisions — each paid and counted once.
-    const decisions = Object.values(await client.hgetall(runKeys(id).decisions)).map((d) => JSON.parse(d));
-    const journaled = decisions.reduce((sum, d) => sum + d.usage.promptTokens + d.usage.completionTokens, 0);
-    if (finalRuns.has(id) && finalRuns.get(id)?.usage.totalTokens !== journaled) tokenMismatches++;
+    if (finalRuns.has(id) && finalRuns.get(id)?.usage.totalTokens !== (await journaledTokens(client, id))) tokenMismatches++;
   }
 
   // Jobs: with every run finished, no work may be left waiting, active or delayed — not even
-  // an expiry timer (decided approvals cancel theirs). Only the housekeeping schedulers stay.
-  // A job whose worker lost it in the disruption (active, its lock lapsed) is still being
-  // recovered when the last run ends: the stalled check hands it to a worker, which finds
-  // its run finished. So "stuck" is what is still there after a bounded wait.
-  const leftoverJobs = async () => {
-    const left = [];
-    for (let shard = 0; shard < on.shards; shard++) {
-      const queue = stepQueue(client, shard);
-      left.push(
-        ...(await queue.getJobs(['waiting', 'active', 'delayed', 'prioritized'])).filter((j) => j && !['sweep', 'reap'].includes(j.name)),
-      );
-      await queue.close();
-    }
-    return left;
-  };
-  let leftovers = await leftoverJobs();
-  for (const settleBy = Date.now() + 30_000; leftovers.length > 0 && Date.now() < settleBy; leftovers = await leftoverJobs())
-    await sleep(500);
+  // an expiry timer (decided approvals cancel theirs) — on any version's queues.
+  const leftovers = await stuckJobs(client, on.shards, await fleetVersions(fleet));
 
   const failedByReason: Record<string, number> = {};
   for (const run of finalRuns.values())
@@ -208,16 +169,6 @@ function expectNothingLost(o: Outcome) {
   expect(o.stuckJobs).toBe(0);
 }
 
-const killRandomWorkers = async (fleet: Fleet, forMs: number) => {
-  const end = Date.now() + forMs;
-  while (Date.now() < end) {
-    await sleep(1200);
-    const alive = fleet.workers.filter((w) => w.exitCode === null && w.signalCode === null);
-    const victim = alive[Math.floor(Math.random() * alive.length)];
-    victim?.kill('SIGKILL');
-    await fleet.startWorker();
-  }
-};
 const restartRedis = async (downMs: number) => {
   await sleep(500);
   await redis.shutdown();

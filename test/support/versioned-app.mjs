@@ -1,9 +1,13 @@
 // One app in several versions, for the version tests (REIN_APP): VERSIONED_APP picks the
 // flavour. v1 and v2 differ in a prompt and a read tool's result, not in the gated write
 // (an upgrade keeps its approval); v3 gives the write's arguments a new field (an upgrade
-// withdraws its approval); v4 renames it. The write's result names the version that ran it.
+// withdraws its approval); v4 renames it. The write's result names the version that ran it,
+// and the write records its effect once per idempotency key, with that version (EFFECTS_KEY).
 import { defineAgent, defineApp, defineTool } from '@rein/core';
 import { z } from 'zod';
+
+/** The hash of effects: idempotency key → the version that carried the write out. */
+export const EFFECTS_KEY = 'versioned-app:effects';
 
 const flavour = process.env.VERSIONED_APP ?? 'v1';
 const writeName = flavour === 'v4' ? 'apply_change_v4' : 'apply_change';
@@ -17,7 +21,7 @@ export default defineApp({
       tools: ['lookup', writeName],
     }),
   ],
-  tools: [
+  tools: ({ redis }) => [
     defineTool({
       name: 'lookup',
       description: 'Looks the target up.',
@@ -31,7 +35,11 @@ export default defineApp({
       kind: 'write',
       parameters: writeParams,
       approval: ({ target }) => ({ risk: 'high', summary: `apply the change to ${target}` }),
-      execute: async ({ target }) => `change to ${target} applied by ${flavour}`,
+      execute: async ({ target }, ctx) => {
+        // De-duplicated by the key, as a write tool does: a repeat of one call changes nothing.
+        await redis.hsetnx(EFFECTS_KEY, ctx.idempotencyKey, flavour);
+        return `change to ${target} applied by ${flavour}`;
+      },
     }),
   ],
 });

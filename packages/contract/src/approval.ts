@@ -23,8 +23,11 @@ export type Escalation = z.infer<typeof escalationSchema>;
 export const approvalSchema = z.object({
   schemaVersion: z.literal(SCHEMA_VERSION),
   id: z.string(),
-  /** A tool call's approval, or a plan-mode run's whole plan (`arguments` holds its steps). */
-  kind: z.enum(['tool', 'plan']).optional(),
+  /**
+   * A tool call's approval, a plan-mode run's whole plan (`arguments` holds its steps), or
+   * more budget for a run out of it (`budget`: `arguments` is a `BudgetRaise`).
+   */
+  kind: z.enum(['tool', 'plan', 'budget']).optional(),
   runId: z.string(),
   /** A sub-agent's approval: the run that called the sub-agent, and the first run of the tree. */
   parentRunId: z.string().optional(),
@@ -70,6 +73,12 @@ export const approvalSchema = z.object({
   escalations: z.array(z.object({ at: z.string(), from: roleSchema, to: roleSchema })).optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
+
+/** A `budget` approval's arguments: what the run's limits grow by if approved (an approver may edit them). */
+export const budgetRaiseSchema = z
+  .object({ extraTokens: z.number().int().min(0).max(100_000_000), extraCostUsd: z.number().min(0).max(1_000_000) })
+  .strict();
+export type BudgetRaise = z.infer<typeof budgetRaiseSchema>;
 
 export const approveBodySchema = z
   .object({

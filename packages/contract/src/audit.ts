@@ -11,6 +11,8 @@ export const auditActionSchema = z.enum([
   'approval.escalated',
   'approval.withdrawn',
   'run.cancelled',
+  /** A run's limits grown by an approved `budget` approval (the daily quota never is). */
+  'run.budget_raised',
   'compensation.requested',
   'webhook.created',
   'webhook.deleted',

@@ -82,7 +82,16 @@ export const quotaSchema = z.object({
   queueBeyondLimit: z.boolean().optional(),
 });
 export type Quota = z.infer<typeof quotaSchema>;
-const quotasSchema = z.object({ default: quotaSchema, tenants: z.record(z.string(), quotaSchema).default({}) });
+const quotasSchema = z.object({
+  default: quotaSchema,
+  tenants: z.record(z.string(), quotaSchema).default({}),
+  /**
+   * Fair share: runs the `queueBeyondLimit` tenants may run at once across the fleet, all
+   * of them together; each freed one goes to the next waiting tenant in turn. Absent: each
+   * tenant is bounded by its own `maxConcurrentRuns` only.
+   */
+  fairShareSlots: z.number().int().min(1).optional(),
+});
 export type Quotas = z.infer<typeof quotasSchema>;
 
 /**
@@ -156,7 +165,7 @@ export const configSchema = z.object({
   /** Per-tenant quotas, enforced across the fleet: `{default: {...}, tenants: {"<id>": {...}}}`. */
   REIN_TENANT_QUOTAS: jsonOf(
     quotasSchema,
-    '{default: {maxConcurrentRuns, maxParkedRuns?, tokensPerDay, costPerDayUsd, queueBeyondLimit?}, tenants?}',
+    '{default: {maxConcurrentRuns, maxParkedRuns?, tokensPerDay, costPerDayUsd, queueBeyondLimit?}, tenants?, fairShareSlots?}',
   ).default({
     default: { maxConcurrentRuns: 100, tokensPerDay: 5_000_000, costPerDayUsd: 100 },
     tenants: {},
@@ -229,6 +238,17 @@ export const configSchema = z.object({
   /** Let webhooks call loopback, private and link-local addresses (tests and local setups only). */
   REIN_WEBHOOK_ALLOW_PRIVATE: flag.default(false),
   REIN_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /**
+   * The approver console's public base URL (`https://approvals.example.com`): an
+   * `approval.requested` or `approval.escalated` webhook then carries the approval's
+   * `consoleUrl`, for a chat or mail integration to link to (or to mint links for).
+   */
+  REIN_CONSOLE_URL: z
+    .string()
+    .url()
+    .refine((u) => /^https?:$/.test(new URL(u).protocol), 'an http(s) URL')
+    .transform((u) => u.replace(/\/+$/, ''))
+    .optional(),
   /** First retry delay of a failed delivery; later ones grow fourfold up to 4 h, for over 24 h in all. */
   REIN_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).default(5_000),
   /** Tokens a session's earlier turns may take in a new run's prompt (oldest turns dropped first). */

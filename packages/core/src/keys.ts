@@ -85,6 +85,17 @@ export const DEADLINES_KEY = 'rein:deadlines';
 /** Approval events staged before the commit that makes them true, until published (ms staged): the reaper re-drives them. */
 export const APPROVAL_OUTBOX_KEY = 'rein:approval-outbox';
 
+/**
+ * Fair share's fleet-wide slots (`fairShareSlots`): one hash tag, so each turn is one
+ * script on one cluster slot. `slots`: runs holding one; `ring`: tenants with a run
+ * waiting, the next turn first; `line`: a tenant's runs waiting for a turn, oldest first.
+ */
+export const fairShareKeys = {
+  slots: 'rein:fair:{fair}:slots',
+  ring: 'rein:fair:{fair}:ring',
+  line: (tenantId: string) => `rein:fair:{fair}:line:${encodeURIComponent(tenantId)}`,
+};
+
 /** Every non-terminal run by last change (ms): what the reaper scans. */
 export const ACTIVE_RUNS_KEY = 'rein:active-runs';
 

@@ -164,6 +164,8 @@ export interface ReinOptions {
     timeoutMs: Config['REIN_WEBHOOK_TIMEOUT_MS'];
     /** REIN_WEBHOOK_RETRY_BASE_MS. @default 5000 */
     retryBaseMs: Config['REIN_WEBHOOK_RETRY_BASE_MS'];
+    /** REIN_CONSOLE_URL: the approver console's public base URL, for approvals' `consoleUrl` in webhooks. @default undefined (none) */
+    consoleUrl: Config['REIN_CONSOLE_URL'];
   };
   sessions: {
     /** REIN_SESSION_WINDOW_TOKENS. @default 8000 */
@@ -290,6 +292,7 @@ export const envOptionPaths = {
   REIN_WEBHOOK_ALLOW_PRIVATE: 'webhooks.allowPrivate',
   REIN_WEBHOOK_TIMEOUT_MS: 'webhooks.timeoutMs',
   REIN_WEBHOOK_RETRY_BASE_MS: 'webhooks.retryBaseMs',
+  REIN_CONSOLE_URL: 'webhooks.consoleUrl',
   REIN_SESSION_WINDOW_TOKENS: 'sessions.windowTokens',
   REIN_SESSION_TOOL_TRAFFIC: 'sessions.toolTraffic',
   REIN_SCHEDULES_PER_TENANT: 'schedules.perTenant',

@@ -5,6 +5,7 @@ import { createRegistry, type Registry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
 import { createDecisionLog, type DecisionLog } from './approvals/decision-log.js';
 import { type ArchivePool, createArchivePool } from './archive/archive-pool.js';
+import { AuditArchive } from './archive/audit-archive.js';
 import { checkArchiveSchema } from './archive/migrations.js';
 import { RunArchive } from './archive/run-archive.js';
 import { checkPrices } from './budgets/cost.js';
@@ -12,6 +13,7 @@ import { TenantQuotas } from './budgets/tenant-quotas.js';
 import { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
 import type { DelegationLimits } from './engine/call-plan.js';
 import { createChildRuns, type SpawnChild } from './engine/child-runs.js';
+import { knownToolNames } from './engine/commit-facts.js';
 import { type Compensator, createCompensator } from './engine/compensation.js';
 import { createRunTree, type RunTree } from './engine/run-tree.js';
 import { currentVersion, routeVersion } from './engine/version-route.js';
@@ -201,7 +203,7 @@ async function buildRuntime<X extends Extras>(
   const { tools, agents, inputFilter } = registry;
   const added = extras(redis, logger, metrics);
   const webhookStore = new WebhookStore(redis);
-  const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger);
+  const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger, { consoleUrl: options.webhooks.consoleUrl });
   dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
   // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
   await Promise.all([...scheduler.queues, scheduleQueue.queue, dispatcher.queue].map((q) => q.waitUntilReady()));
@@ -210,7 +212,6 @@ async function buildRuntime<X extends Extras>(
   const ledger = new EffectLedger(redis);
   const journal = new DecisionJournal(redis);
   const quotas = new TenantQuotas(redis, options.quotas);
-  const audit = new AuditLog(redis, logger);
   const enqueue = scheduler.enqueue;
   let archive: Runtime['archive'];
   try {
@@ -224,6 +225,13 @@ async function buildRuntime<X extends Extras>(
     await tracing.shutdown();
     throw err;
   }
+  // With the archive on, the decision log is kept there beyond the hot retention too.
+  const audit = new AuditLog(
+    redis,
+    logger,
+    Date.now,
+    archive ? { cold: new AuditArchive(archive.pool), retentionMs: options.archive.hotRetentionMs } : undefined,
+  );
   // The compensator commits through the applier whose finish hook it is: bound once both exist.
   let compensator: Compensator | undefined;
   // Likewise the tree, which cancels a finished run's children through the applier.
@@ -235,7 +243,7 @@ async function buildRuntime<X extends Extras>(
     enqueue,
     cancelExpiry: scheduler.cancelExpiry,
     metrics,
-    knownTool: (name) => tools.has(name),
+    knownTool: knownToolNames(tools, agents),
     audit,
     hooks: {
       async finished(run) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changeFacts, commitFacts, finishFact, recordFacts } from '../src/engine/commit-facts.js';
+import { changeFacts, commitFacts, finishFact, knownToolNames, recordFacts } from '../src/engine/commit-facts.js';
 import type { Transition } from '../src/engine/step-policy.js';
 import type { Approval } from '../src/schemas/approval.js';
 import type { RunRecord, StepRecord, ToolCallRecord } from '../src/schemas/run.js';
@@ -48,6 +48,20 @@ describe('recordFacts', () => {
     expect(recordFacts(step([call('charge_card', 'uncertain'), call('charge_card', 'ok')]), known).effectsUncertain).toEqual([
       'charge_card',
     ]);
+  });
+
+  it("counts a sub-agent's or hand-off's tool by its name when it names one of the app's agents", () => {
+    const fleet = knownToolNames(new Set(['query_order']), new Set(['refunds']));
+    const facts = recordFacts(
+      step([
+        call('call_refunds', 'awaiting_child'),
+        call('transfer_to_refunds', 'ok'),
+        call('call_nobody', 'unknown_tool'),
+        call('transfer_to_', 'unknown_tool'),
+      ]),
+      fleet,
+    );
+    expect(facts.toolCalls.map((f) => f.tool)).toEqual(['call_refunds', 'transfer_to_refunds', 'unknown', 'unknown']);
   });
 
   it('counts nothing for a change without a step record', () => {

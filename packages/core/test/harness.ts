@@ -12,8 +12,9 @@ import { loadConfig, type Price, type Quotas } from '../src/config.js';
 import { createTransitionApplier, type FinishHooks } from '../src/engine/apply-transition.js';
 import type { DelegationLimits } from '../src/engine/call-plan.js';
 import { createChildRuns } from '../src/engine/child-runs.js';
+import { knownToolNames } from '../src/engine/commit-facts.js';
 import { createRunTree, type RunTree } from '../src/engine/run-tree.js';
-import type { GuardLimits } from '../src/engine/step-processor.js';
+import type { GuardLimits, StepVersions } from '../src/engine/step-processor.js';
 import { createStepProcessor } from '../src/engine/step-processor.js';
 import { createToolExecutor } from '../src/engine/tool-executor.js';
 import { createPiiMasker } from '../src/guards/pii-masker.js';
@@ -62,6 +63,8 @@ export interface HarnessOptions {
   /** More agents beside the default one (sub-agents, hand-off targets). */
   agents?: AgentProfile[];
   delegation?: DelegationLimits;
+  /** The fleet's app versions as this process sees them (its own, promotions, upgrades); new runs are pinned to `own`. */
+  versions?: StepVersions;
 }
 
 export function createHarness(url: string, model: ModelGateway, opts: HarnessOptions = {}) {
@@ -108,7 +111,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     enqueue,
     cancelExpiry,
     metrics,
-    knownTool: (name) => tools.has(name),
+    knownTool: knownToolNames(tools, agents),
     audit,
     ...(opts.onFinished ? { hooks: { finished: opts.onFinished } } : {}),
     hooks: {
@@ -150,6 +153,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     ...(opts.escalation ? { escalation: opts.escalation } : {}),
     spawnChild: createChildRuns({ store, ledger, agents, enqueue, ...clock }),
     ...(opts.delegation ? { delegation: opts.delegation } : {}),
+    ...(opts.versions ? { versions: opts.versions } : {}),
     ...(opts.now ? { now: opts.now } : {}),
   });
   const runs = createRunService({
@@ -163,6 +167,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     ceilings: { maxSteps: 50, maxTokens: 1_000_000, timeoutMs: 3_600_000 },
     sessions: { windowTokens: 8000, toolTraffic: false, model: 'fake-model', ...opts.sessions },
     masker: createPiiMasker(app.guards.pii),
+    ...(opts.versions ? { currentVersion: () => (opts.versions as StepVersions).own } : {}),
     ...clock,
   });
   const approvals = createApprovalService({ store, applier, tools, ...clock, ...(opts.escalation ? { escalation: opts.escalation } : {}) });

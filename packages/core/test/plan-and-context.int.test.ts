@@ -4,7 +4,8 @@ import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
 import { contextPolicySchema } from '../src/engine/context-policy.js';
 import type { ModelRequest } from '../src/model/model-gateway.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool } from '../src/tools/tool.js';
+import { defineTool, type Tool } from '../src/tools/tool.js';
+import { toolDigest } from '../src/tools/tool-digest.js';
 import { harnessPerTest, USER } from './harness.js';
 
 /** Plan mode and the context policy on the step engine (real Redis, fake model). */
@@ -208,4 +209,82 @@ describe("a plan's approval is bound to its tools' policies", () => {
     expect(ran()).toBe(0);
     expect((await t.store.approvals(id)).find((a) => a.kind !== 'plan')).toMatchObject({ toolName: 'wire_money', status: 'pending' });
   });
+});
+
+describe('an upgrade re-checks an approved plan against the new version’s tools', () => {
+  const wire = (parameters: z.ZodObject, ran: string[], version: string) =>
+    defineTool({
+      name: 'wire_money',
+      description: 'Wires money.',
+      kind: 'write',
+      parameters,
+      approval: ({ amount }) => ({ risk: 'high', requiredRole: 'user', summary: `wire ${amount}` }),
+      execute: () => {
+        ran.push(version);
+        return { wired: true };
+      },
+    });
+  const plan = {
+    steps: [
+      { step: 1, action: 'search_policy', args: { query: 'wire' }, desc: 'check the policy', risk: 'low' },
+      { step: 2, action: 'wire_money', args: { amount: 900 }, desc: 'wire it', risk: 'high' },
+    ],
+  };
+
+  for (const [what, v2Params, kept] of [
+    ['keeps the plan when the tools are unchanged: v2 carries out the approved step', z.object({ amount: z.number() }), true],
+    [
+      'withdraws the plan when a step’s tool changed: its approved step is asked again under v2’s definition',
+      z.object({ amount: z.number(), memo: z.string().optional() }),
+      false,
+    ],
+  ] as const) {
+    it(what, async () => {
+      const ran: string[] = [];
+      const model = createFakeModel([
+        { content: JSON.stringify(plan) },
+        { toolCalls: [toolCall('s', 'search_policy', { query: 'wire' })] },
+        { toolCalls: [toolCall('w', 'wire_money', { amount: 900 })] },
+        { content: 'done' },
+      ]);
+      const fleet = { upgrades: {} as Record<string, string> };
+      const versions = {
+        own: 'v1',
+        known: () => fleet,
+        fresh: async () => fleet,
+        enqueue: async () => undefined,
+      };
+      const t = use(model, {
+        extraTools: [wire(z.object({ amount: z.number() }), ran, 'v1')],
+        profile: { plan: { minSteps: 1, maxSteps: 6 } },
+        versions,
+      });
+      const id = await t.submit('wire 900');
+      await t.drain();
+      const [approval] = await t.store.approvals(id);
+      await t.approvals.decide(USER, approval?.id ?? '', { kind: 'approve' });
+      // v1 carries out the plan's first step (a read), then the fleet moves to v2: its write's tool as v2 defines it.
+      await t.drain(2);
+      expect(await t.store.require(id)).toMatchObject({ appVersion: 'v1', plan: { status: 'approved', done: [1] } });
+      (t.tools as Map<string, Tool>).set('wire_money', wire(v2Params, ran, 'v2'));
+      versions.own = 'v2';
+      fleet.upgrades = { v1: 'v2' };
+      await t.drain();
+      const run = await t.store.require(id);
+      expect(run.appVersion).toBe('v2');
+      const planApproval = (await t.store.approvals(id)).find((a) => a.kind === 'plan');
+      if (kept) {
+        expect(planApproval?.status).toBe('approved');
+        expect(run).toMatchObject({ status: 'succeeded', plan: { status: 'approved', done: [1, 2] } });
+        expect(ran).toEqual(['v2']);
+        return;
+      }
+      // Not executed on the approval of a plan whose tool the approver saw otherwise: asked for again, under v2.
+      expect(planApproval).toMatchObject({ status: 'withdrawn', reason: 'version_changed' });
+      expect(ran).toEqual([]);
+      expect(run).toMatchObject({ status: 'pending_approval', plan: { status: 'rejected' } });
+      const own = (await t.store.approvals(id)).find((a) => a.kind !== 'plan');
+      expect(own).toMatchObject({ toolName: 'wire_money', status: 'pending', toolDigest: toolDigest(t.tools.get('wire_money') as Tool) });
+    });
+  }
 });

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { defineAgent } from '../src/agents/agent-profile.js';
+import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
+import type { Quota, Quotas } from '../src/config.js';
 import { type Compensator, createCompensator } from '../src/engine/compensation.js';
 import { childRunId } from '../src/engine/sub-agents.js';
+import { tenantKeys } from '../src/keys.js';
 import type { ModelRequest } from '../src/model/model-gateway.js';
-import { compensateJobSchema } from '../src/queue/job-catalog.js';
+import { compensateJobSchema, stepJobSchema } from '../src/queue/job-catalog.js';
 import type { RunRecord } from '../src/schemas/run.js';
 import type { Commit } from '../src/store/run-store.js';
 import { createFakeModel, type FakeTurn, toolCall } from '../src/testing/index.js';
@@ -130,6 +133,10 @@ describe('sub-agents as child runs', () => {
     expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', finalAnswer: 'both known' });
     const calls = (await t.store.steps(id))[0]?.toolCalls ?? [];
     expect(calls.map((c) => c.observation).sort()).toEqual(['about returns policy', 'about shipping policy']);
+    // The sub-agent tool is counted by its name, not as an unknown tool.
+    const counted = (await t.metrics.toolCalls.get()).values.map((v) => v.labels.tool);
+    expect(counted).toContain('call_researcher');
+    expect(counted).not.toContain('unknown');
   });
 
   it("gives the parent a child's failure as an observation, never a stuck parent", async () => {
@@ -253,8 +260,8 @@ describe('one budget for the tree', () => {
     const { run } = await t.runs.submit(USER_ALICE, { input: 'dig deep', limits: { maxTokens: 5000 } });
     await t.drain();
     const [a, b] = await Promise.all([t.store.require(childRunId(run.id, 0, 'a')), t.store.require(childRunId(run.id, 0, 'b'))]);
-    // Each was capped at creation to what the parent had left (5000 − 110)…
-    expect(a.limits.maxTokens).toBe(4890);
+    // Each was capped at creation to its share of what the parent had left ((5000 − 110) / 2)…
+    expect(a.limits.maxTokens).toBe(2445);
     // …and both stopped when the tree had no room left, well below their own caps.
     for (const child of [a, b]) {
       expect(child).toMatchObject({ status: 'failed', reason: 'token_budget' });
@@ -266,6 +273,81 @@ describe('one budget for the tree', () => {
     expect(view.usage.totalTokens).toBe(110);
     expect(view.treeUsage?.totalTokens).toBe(110 + 2410 + 2410);
     expect(view.treeUsage?.totalTokens).toBeLessThanOrEqual(5000);
+  });
+  it('never lets children racing in parallel together ask for more than the tree has left', async () => {
+    const model = byAgent({
+      parent: [
+        {
+          toolCalls: [toolCall('a', 'call_researcher', { input: 'one' }), toolCall('b', 'call_researcher', { input: 'two' })],
+          usage: { promptTokens: 1000, completionTokens: 10 },
+        },
+      ],
+      researcher: [{ content: 'found it', usage: { promptTokens: 100, completionTokens: 10 } }],
+    });
+    const t = tree(model);
+    const { run } = await t.runs.submit(USER_ALICE, { input: 'dig deep', limits: { maxTokens: 3000 } });
+    // The parent's step starts both children; then both children's first steps run at once.
+    const first = t.queue.splice(0, t.queue.length);
+    for (const job of first) await t.steps.process(stepJobSchema.parse(job.job));
+    const racing = t.queue.splice(0, t.queue.length);
+    expect(racing).toHaveLength(2);
+    await Promise.all(racing.map((job) => t.steps.process(stepJobSchema.parse(job.job))));
+    const asked = model.requests.filter((r) => String(r.messages[0]?.content).startsWith('You are the researcher'));
+    expect(asked).toHaveLength(2);
+    // Whatever order their budget checks ran in, what both may spend together fits in the tree's room.
+    const parent = await t.store.require(run.id);
+    const room = 3000 - parent.usage.totalTokens;
+    const prompts = asked.map((r) => estimatePromptTokens('fake-model', r.messages, r.tools ?? []));
+    expect(asked.reduce((sum, r, i) => sum + r.maxTokens + (prompts[i] ?? 0), 0)).toBeLessThanOrEqual(room);
+  });
+});
+
+describe("children and their tenant's quotas", () => {
+  const quota = (over: Partial<Quota> = {}): Quotas => ({
+    default: { maxConcurrentRuns: 1, tokensPerDay: 1_000_000, costPerDayUsd: 100, ...over },
+    tenants: {},
+  });
+  const refundTree = {
+    parent: [{ toolCalls: [toolCall('c1', 'call_refunds', { input: 'refund 100 on 2024001' })] }, { content: 'Refund done' }],
+    refunds: [
+      { toolCalls: [toolCall('r1', 'submit_refund', { orderNo: '2024001', amount: 100, reason: 'late' })] },
+      { content: 'Refunded 100.' },
+    ],
+  };
+
+  it('admits a tree once, at its root: a child takes no slot, so a waiting parent never blocks its tenant or its tree', async () => {
+    const t = tree(byAgent(refundTree), { quotas: quota() });
+    const id = await t.submit('please refund order 2024001');
+    await t.drain();
+    const childId = childRunId(id, 0, 'c1');
+    const [approval] = await t.store.approvals(childId);
+    // The child resumes after its approval: it runs without a concurrency slot of its own…
+    await t.approvals.decide(APPROVER, approval!.id, { kind: 'approve' });
+    const sets = tenantKeys('acme');
+    expect(await t.redis.smembers(sets.active)).not.toContain(childId);
+    expect(await t.redis.smembers(sets.parked)).not.toContain(childId);
+    // …so the tenant's one slot is not taken by it: a new run of the tenant is admitted meanwhile.
+    await expect(t.submit('another question')).resolves.toEqual(expect.any(String));
+    await t.drain();
+    expect(await t.store.require(childId)).toMatchObject({ status: 'succeeded' });
+    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', finalAnswer: 'Refund done' });
+  });
+
+  it("counts a child's spending toward its tenant's daily tokens; a child over the quota fails, and its parent is told", async () => {
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('c1', 'call_researcher', { input: 'dig' })], usage: { promptTokens: 100, completionTokens: 10 } }],
+      researcher: [{ toolCalls: [toolCall('s', 'search_policy', { query: 'a' })], usage: { promptTokens: 900, completionTokens: 10 } }],
+    });
+    const t = tree(model, { quotas: quota({ maxConcurrentRuns: 5, tokensPerDay: 1000 }) });
+    const id = await t.submit('research');
+    await t.drain();
+    const child = await t.store.require(childRunId(id, 0, 'c1'));
+    expect(child).toMatchObject({ status: 'failed', reason: 'tenant_quota' });
+    const day = new Date().toISOString().slice(0, 10);
+    expect(Number(await t.redis.hget(tenantKeys('acme').usage(day), 'tokens'))).toBe(110 + 910);
+    const [step] = await t.store.steps(id);
+    expect(JSON.parse(step?.toolCalls[0]?.observation ?? '{}')).toEqual({ error: 'subagent_failed', reason: 'tenant_quota' });
+    expect(await t.store.require(id)).toMatchObject({ status: 'failed', reason: 'tenant_quota' });
   });
 });
 
@@ -338,6 +420,7 @@ describe('hand-offs', () => {
     expect(second?.messages.some((m) => m.role === 'user' && m.content === 'I want my money back')).toBe(true);
     const trace = await t.runs.trace(USER_ALICE, id);
     expect(trace.steps.map((s) => s.agent)).toEqual(['order-assistant', 'refunds']);
+    expect((await t.metrics.toolCalls.get()).values.map((v) => v.labels)).toEqual([{ tool: 'transfer_to_refunds', outcome: 'ok' }]);
   });
 });
 

@@ -4,6 +4,8 @@ import { defineAgent } from '../src/agents/agent-profile.js';
 import { contentVersion, resolveAppVersion } from '../src/app/app-version.js';
 import { defineApp } from '../src/app/define-app.js';
 import type { FleetVersions } from '../src/app/fleet-versions.js';
+import { linkParsedCallsToPlan, planDigest, planOptionsSchema, planOutcome } from '../src/engine/plan.js';
+import { moveRun } from '../src/engine/run-transitions.js';
 import { routeVersion, versionVerdict, withdrawnOnMove } from '../src/engine/version-route.js';
 import { ConfigError } from '../src/errors.js';
 import type { Approval } from '../src/schemas/approval.js';
@@ -90,7 +92,7 @@ describe('an upgrade re-checks approvals against the new version’s tools', () 
   const at = '2026-01-01T00:30:00.000Z';
 
   it('keeps pending and approved ones whose tool is unchanged (same schema and policy, rebuilt)', () => {
-    expect(withdrawnOnMove(all, new Map([['apply', write()]]), at)).toEqual([]);
+    expect(withdrawnOnMove({ step: 1 }, all, new Map([['apply', write()]]), at)).toEqual([]);
   });
 
   it('withdraws them when the schema, the policy or the name changed; a decided refusal stays', () => {
@@ -99,7 +101,7 @@ describe('an upgrade re-checks approvals against the new version’s tools', () 
       new Map([['apply', write(undefined, true)]]),
       new Map<string, Tool>(),
     ]) {
-      const withdrawn = withdrawnOnMove(all, tools, at);
+      const withdrawn = withdrawnOnMove({ step: 1 }, all, tools, at);
       expect(withdrawn.map((a) => [a.id, a.status, a.reason])).toEqual([
         ['r.1.pending', 'withdrawn', 'version_changed'],
         ['r.1.approved', 'withdrawn', 'version_changed'],
@@ -107,9 +109,105 @@ describe('an upgrade re-checks approvals against the new version’s tools', () 
     }
   });
 
+  it('leaves the approvals of calls already carried out (earlier steps) as they were', () => {
+    expect(withdrawnOnMove({ step: 2 }, all, new Map<string, Tool>(), at)).toEqual([]);
+  });
+
   it('announces such a withdrawal as approval.withdrawn (a cancel’s stays approval.decided)', () => {
-    const [w] = withdrawnOnMove([approval('approved')], new Map(), at);
+    const [w] = withdrawnOnMove({ step: 1 }, [approval('approved')], new Map(), at);
     expect(approvalEvent(w as Approval, true)).toMatchObject({ type: 'approval.withdrawn', status: 'withdrawn' });
     expect(approvalEvent({ ...approval('withdrawn') }, true).type).toBe('approval.decided');
+  });
+});
+
+describe('an upgrade re-checks plan approvals like single ones', () => {
+  const lookup = defineTool({
+    name: 'lookup',
+    description: 'reads the target',
+    kind: 'read',
+    parameters: z.object({ target: z.string() }),
+    execute: () => 'read',
+  });
+  const tools = (apply: Tool = write()) => new Map<string, Tool>([lookup, apply].map((t) => [t.name, t]));
+  const run = (over: Partial<RunRecord> = {}) =>
+    ({
+      id: '00000000-0000-0000-0000-000000000002',
+      tenantId: 't',
+      userId: 'u',
+      roles: ['user'],
+      step: 0,
+      pendingApprovals: [],
+      ...over,
+    }) as RunRecord;
+  const content = JSON.stringify({
+    steps: [
+      { step: 1, action: 'lookup', args: { target: 'x' }, desc: 'look', risk: 'low' },
+      { step: 2, action: 'apply', args: { target: 'x' }, desc: 'apply', risk: 'high' },
+    ],
+  });
+  const parked = planOutcome({
+    run: run(),
+    content,
+    tools: tools(),
+    options: planOptionsSchema.parse({}),
+    approvals: [],
+    now: 0,
+    approvalTtlMs: 1000,
+  });
+  if (parked.kind !== 'park') throw new Error(parked.kind);
+  const pending = parked.approval;
+  const approved: Approval = { ...pending, status: 'approved', decidedBy: 'lisi' };
+  const at = '2026-01-01T00:30:00.000Z';
+  const changed = [
+    tools(write(z.object({ target: z.string(), note: z.string().optional() }))),
+    tools(write(undefined, true)),
+    new Map<string, Tool>([['lookup', lookup]]),
+  ];
+
+  it('records the digest of every step’s tool on the plan’s approval', () => {
+    expect(pending.toolDigest).toBe(planDigest(parked.plan.steps, tools()));
+    expect(planDigest(parked.plan.steps, changed[0] as Map<string, Tool>)).not.toBe(pending.toolDigest);
+  });
+
+  it('keeps a pending or approved plan whose tools are unchanged, withdraws it when a step’s tool changed', () => {
+    expect(withdrawnOnMove({ step: 0 }, [pending], tools(), at)).toEqual([]);
+    for (const next of changed) {
+      expect(withdrawnOnMove({ step: 0 }, [pending], next, at).map((a) => [a.status, a.reason])).toEqual([
+        ['withdrawn', 'version_changed'],
+      ]);
+    }
+    // An approved plan carried out over later steps is judged too: its approval is of an earlier step.
+    const following = run({ step: 3, plan: { ...parked.plan, status: 'approved', done: [1] } });
+    expect(withdrawnOnMove(following, [approved], tools(), at)).toEqual([]);
+    expect(withdrawnOnMove(following, [approved], changed[0] as Map<string, Tool>, at)).toHaveLength(1);
+  });
+
+  it('no step of a withdrawn plan runs on it: its approved, not yet carried out calls ask for approvals of their own', () => {
+    const following = run({
+      step: 3,
+      plan: { ...parked.plan, status: 'approved', done: [1], granted: { risk: 'high', requiredRole: 'approver' } },
+    });
+    const withdrawn = withdrawnOnMove(following, [approved], changed[0] as Map<string, Tool>, at);
+    const moved = moveRun(following, 'v2', withdrawn, at).to;
+    expect(moved.plan?.status).toBe('rejected');
+    expect(linkParsedCallsToPlan(following.plan, [{ name: 'apply', args: { target: 'x' } }])).toEqual([2]);
+    expect(linkParsedCallsToPlan(moved.plan, [{ name: 'apply', args: { target: 'x' } }])).toEqual([undefined]);
+    // Unchanged tools: the plan goes on as approved.
+    expect(moveRun(following, 'v2', [], at).to.plan?.status).toBe('approved');
+  });
+
+  it('tells the model a plan still waiting for its decision was withdrawn because the version changed', () => {
+    const [w] = withdrawnOnMove({ step: 0 }, [pending], changed[0] as Map<string, Tool>, at);
+    const outcome = planOutcome({
+      run: run({ plan: parked.plan }),
+      content,
+      tools: changed[0] as Map<string, Tool>,
+      options: planOptionsSchema.parse({}),
+      approvals: [w as Approval],
+      now: 0,
+      approvalTtlMs: 1000,
+    });
+    expect(outcome).toMatchObject({ kind: 'proceed', plan: { status: 'rejected' } });
+    expect(outcome.kind === 'proceed' && outcome.note).toContain('new version');
   });
 });

@@ -298,6 +298,27 @@ describe('webhooks', () => {
   });
 
   describe('dispatch', () => {
+    it("puts the approval's console URL (REIN_CONSOLE_URL) on the events that ask someone to decide", async () => {
+      const s = createWebhookService({ store: hooks, allowPrivate: true });
+      await s.create(ADMIN, { url: 'http://127.0.0.1:1/asks', events: ['approval.requested', 'approval.decided'] });
+      const dispatcher = new WebhookDispatcher({ url: testRedis.url }, hooks, createMetrics('test'), logger, {
+        consoleUrl: 'https://approvals.example.test',
+      });
+      try {
+        const at = new Date().toISOString();
+        const id = '00000000-0000-4000-8000-000000000001.0.0';
+        await dispatcher.onFeedEvent('acme', { type: 'approval.requested', approvalId: id, runId: 'r', status: 'pending', at });
+        await dispatcher.onFeedEvent('acme', { type: 'approval.decided', approvalId: id, runId: 'r', status: 'approved', at });
+        const jobs = await dispatcher.queue.getJobs(['waiting', 'delayed', 'active']);
+        const byType = Object.fromEntries(jobs.map((j) => [j.data.type, j.data.data]));
+        expect(byType['approval.requested']).toMatchObject({ consoleUrl: `https://approvals.example.test/console?approval=${id}` });
+        expect(byType['approval.decided']).not.toHaveProperty('consoleUrl');
+      } finally {
+        await dispatcher.queue.obliterate({ force: true });
+        await dispatcher.close();
+      }
+    });
+
     it("enqueues an event once per subscribed webhook of the event's tenant only, and once per event", async () => {
       const s = createWebhookService({ store: hooks, allowPrivate: true });
       const finished = await s.create(ADMIN, { url: 'http://127.0.0.1:1/a', events: ['run.finished'] });

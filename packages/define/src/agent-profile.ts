@@ -30,6 +30,8 @@ export interface AgentProfile {
   output?: OutputSpec;
   /** `upgrade`: its runs follow the current app version at each step; absent (`pinned`): they keep the version they started with. */
   versioning?: Versioning;
+  /** `ask`: a run about to exceed its token or cost budget parks with a `budget` approval instead of failing. */
+  onBudget?: OnBudget;
   /** What the agent does, as a caller's model reads it in the `call_<agent>` / `transfer_to_<agent>` tool. */
   description?: string;
   /** Sub-agents it may call, each offered as the tool `call_<agent>` (a child run). */
@@ -46,6 +48,9 @@ export interface AgentProfile {
  */
 export const compensationPolicySchema = z.enum(['auto', 'ask', 'never']);
 export type CompensationPolicy = z.infer<typeof compensationPolicySchema>;
+
+/** What a run out of its token or cost budget does: fail, or ask a person for more. */
+export type OnBudget = 'fail' | 'ask';
 
 export interface AgentDefinition {
   name: string;
@@ -66,6 +71,11 @@ export interface AgentDefinition {
   output?: z.ZodType;
   /** `pinned` (default): a run stays on the app version it started with; `upgrade`: it moves to the current one at its next step. */
   versioning?: Versioning;
+  /**
+   * `fail` (default): a run out of token or cost budget fails `token_budget` / `cost_budget`;
+   * `ask`: it parks with a `budget` approval proposing more, and goes on if a person grants it.
+   */
+  onBudget?: OnBudget;
   /** What the agent does, for the models of the agents that call it or hand off to it. */
   description?: string;
   /** Sub-agents it may call: each becomes the tool `call_<agent>` with `{input}`, run as a child run. */
@@ -92,6 +102,7 @@ const definitionSchema = z.object({
   plan: planOptionsSchema.optional(),
   output: z.custom<z.ZodType>((v) => v instanceof z.ZodType, 'must be a zod schema').optional(),
   versioning: versioningSchema.optional(),
+  onBudget: z.enum(['fail', 'ask']).optional(),
   description: z.string().trim().min(1).max(1024).optional(),
   agents: z.array(z.string().regex(AGENT_NAME)).optional(),
   handoffs: z.array(z.string().regex(AGENT_NAME)).optional(),
@@ -135,6 +146,7 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
     ...(a.mode === 'plan' ? { plan: a.plan ?? planOptionsSchema.parse({}) } : {}),
     ...(a.output ? { output: outputSpec(a.name, a.output) } : {}),
     ...(a.versioning === 'upgrade' ? { versioning: a.versioning } : {}),
+    ...(a.onBudget === 'ask' ? { onBudget: a.onBudget } : {}),
     ...(a.description ? { description: a.description } : {}),
     ...(a.agents?.length ? { agents: a.agents } : {}),
     ...(a.handoffs?.length ? { handoffs: a.handoffs } : {}),

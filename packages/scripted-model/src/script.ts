@@ -349,25 +349,34 @@ function makeGood(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
 
 /**
  * "Ask the refunds agent about late order 2024001": the order assistant calls its refunds
- * sub-agent (`call_refunds`, a child run) and answers with what it reports.
+ * sub-agent (`call_refunds`, a child run) and answers with what it reports. Several orders
+ * ("… orders 2024001 and A12345"): one call per order in the same reply, parallel children.
  */
-function askRefunds(lang: Lang, orderNo: string, seen: Observed[]): ScriptReply {
-  const reported = seen.find((o) => o.name === 'call_refunds');
-  if (!reported) {
-    return call(say(lang, '交给退款专员。', 'Asking the refunds agent.'), {
-      name: 'call_refunds',
-      arguments: { input: `refund the late-shipment compensation on order ${orderNo}` },
-    });
+function askRefunds(lang: Lang, orderNos: readonly string[], seen: Observed[]): ScriptReply {
+  const reports = seen.filter((o) => o.name === 'call_refunds');
+  if (reports.length === 0) {
+    return call(
+      say(lang, '交给退款专员。', 'Asking the refunds agent.'),
+      ...orderNos.map((orderNo) => ({
+        name: 'call_refunds',
+        arguments: { input: `refund the late-shipment compensation on order ${orderNo}` },
+      })),
+    );
   }
-  const failed = (reported.json as { error?: string } | null)?.error === 'subagent_failed';
   return answer(
-    failed
-      ? say(
-          lang,
-          `退款专员未能完成订单 ${orderNo} 的退款，已转人工。`,
-          `The refunds agent could not refund order ${orderNo}; a person will follow up.`,
-        )
-      : say(lang, `退款专员回复：${reported.raw}`, `The refunds agent reports: ${reported.raw}`),
+    reports
+      .map((reported, i) => {
+        const orderNo = orderNos[i] ?? orderNos[0];
+        const failed = (reported.json as { error?: string } | null)?.error === 'subagent_failed';
+        return failed
+          ? say(
+              lang,
+              `退款专员未能完成订单 ${orderNo} 的退款，已转人工。`,
+              `The refunds agent could not refund order ${orderNo}; a person will follow up.`,
+            )
+          : say(lang, `退款专员回复：${reported.raw}`, `The refunds agent reports: ${reported.raw}`);
+      })
+      .join(' '),
   );
 }
 
@@ -407,7 +416,7 @@ export function playOrderAssistant(messages: ScriptMessage[], tools: readonly st
   if (/删除|删掉|delete|remove/i.test(input)) return deleteOrder(lang, orderNo, seen);
   if (orderNo && /一直查|反复查|盯着|keep checking|until it ships/i.test(input)) return keepChecking(lang, orderNo);
   if (orderNo && /make good|补救/i.test(input)) return makeGood(lang, orderNo, seen);
-  if (orderNo && tools.includes('call_refunds') && /refunds agent|退款专员/i.test(input)) return askRefunds(lang, orderNo, seen);
+  if (orderNo && tools.includes('call_refunds') && /refunds agent|退款专员/i.test(input)) return askRefunds(lang, orderNos, seen);
   if (orderNo && /^refund the late-shipment compensation/i.test(input)) return refundCompensation(lang, orderNo, seen);
   if (orderNo && /没发货|未发货|不发货|投诉|催|not (been )?shipped|hasn'?t shipped|late|complain/i.test(input))
     return lateOrder(lang, orderNo, seen, /备注|note it|add a note/i.test(input));

@@ -100,6 +100,28 @@ describe('scripted order assistant', () => {
     expect(calls[0]?.map((c) => c.args.orderNo)).toEqual(['2024001', 'A12345']);
   });
 
+  it('asks the refunds agent about several orders with parallel call_refunds calls, then reports each', () => {
+    const input = 'Ask the refunds agent about late orders 2024001 and A12345';
+    const first = playOrderAssistant([{ role: 'user', content: input }], ['call_refunds']);
+    expect(first.toolCalls.map((c) => [c.name, c.arguments.input])).toEqual([
+      ['call_refunds', 'refund the late-shipment compensation on order 2024001'],
+      ['call_refunds', 'refund the late-shipment compensation on order A12345'],
+    ]);
+    const ids = first.toolCalls.map((c, i) => ({ id: `c${i}`, function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+    const reported = playOrderAssistant(
+      [
+        { role: 'user', content: input },
+        { role: 'assistant', content: first.content, tool_calls: ids },
+        { role: 'tool', tool_call_id: 'c0', content: 'Refunded 44.95.' },
+        { role: 'tool', tool_call_id: 'c1', content: JSON.stringify({ error: 'subagent_failed', reason: 'cancelled' }) },
+      ],
+      ['call_refunds'],
+    );
+    expect(reported.content).toBe(
+      'The refunds agent reports: Refunded 44.95. The refunds agent could not refund order A12345; a person will follow up.',
+    );
+  });
+
   it('says the ticket was not created when the approval was rejected', () => {
     const { answer } = play('客户张三投诉订单 2024001 一直没发货', (name, args) =>
       name === 'create_ticket' ? 'Not executed: rejected by lisi: 补偿过高' : backOffice(name, args),

@@ -6,7 +6,7 @@ import { decideApprovals, retryOnStale } from '../engine/run-transitions.js';
 import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, ReinError, StaleStepError } from '../errors.js';
 import { approvalView } from '../runs/run-service.js';
 import type { ListApprovalsQuery } from '../schemas/api.js';
-import type { Approval } from '../schemas/approval.js';
+import { type Approval, budgetRaiseSchema } from '../schemas/approval.js';
 import type { Principal } from '../schemas/identity.js';
 import { planStepSchema, type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import { approvalEvent, escalationEvent } from '../store/approval-feed.js';
@@ -111,9 +111,22 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     return { ...approval, ...edited.requirement, approvedArguments: { steps: edited.steps }, editedBy: principal.userId, argsHash };
   }
 
+  /** A budget approval's edit: other amounts of the same raise (no tool judges it; its requirement stays). */
+  function applyBudgetEdit(principal: Principal, approval: Approval, edited: Record<string, unknown>): Approval {
+    const parsed = budgetRaiseSchema.safeParse(edited);
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+      throw new InvalidRequestError(`edited amounts do not match a budget raise: ${issues}`, 'invalid_arguments');
+    }
+    const argsHash = hashArguments(parsed.data);
+    if (argsHash === approval.argsHash) return approval; // no real change
+    return { ...approval, approvedArguments: parsed.data, editedBy: principal.userId, argsHash };
+  }
+
   /** Approve with edits: validated by the tool's schema, judged again, never less strict. */
   function applyEdit(principal: Principal, run: RunRecord, approval: Approval, edited: Record<string, unknown>): Approval {
     if (approval.kind === 'plan') return applyPlanEdit(principal, run, approval, edited);
+    if (approval.kind === 'budget') return applyBudgetEdit(principal, approval, edited);
     const tool = deps.tools.get(approval.toolName);
     if (!tool) throw new InvalidRequestError(`tool ${approval.toolName} is not available for edits`, 'invalid_arguments');
     const parsed = tool.parameters.safeParse(edited);

@@ -1,9 +1,9 @@
 import type { Quota, Quotas } from '../config.js';
 import { ReinError } from '../errors.js';
-import { tenantKeys } from '../keys.js';
+import { fairShareKeys, tenantKeys } from '../keys.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import type { RunRecord } from '../schemas/run.js';
-import { AdmitResult, withScripts } from '../store/lua-scripts.js';
+import { AdmitResult, TurnResult, withScripts } from '../store/lua-scripts.js';
 
 /** 429: the tenant is over one of its quotas; says which and what the limit is. */
 export class QuotaExceededError extends ReinError {
@@ -66,6 +66,11 @@ export class TenantQuotas {
       await this.redis.rpush(tenantKeys(tenantId).waiting, runId);
       return 'waiting';
     }
+    // Within its tenant's limit, a queueing tenant's run still waits its turn for a fleet-wide slot.
+    if (result === AdmitResult.Admitted && this.fairShared(tenantId)) {
+      await this.enterFairShare(tenantId, runId);
+      return 'waiting';
+    }
     if (result === AdmitResult.TooManyRuns) {
       throw new QuotaExceededError(
         'quota_concurrent_runs',
@@ -96,9 +101,39 @@ export class TenantQuotas {
     return this.redis.takeSlot(t.active, t.waiting, String(this.quotaOf(tenantId).maxConcurrentRuns), freed ?? '');
   }
 
-  /** Whether the run is waiting in its tenant's line for a slot. */
+  /** Whether the tenant's runs share the fleet-wide slots (`fairShareSlots`, for `queueBeyondLimit` tenants). */
+  fairShared(tenantId: string): boolean {
+    return this.quotas.fairShareSlots !== undefined && this.quotaOf(tenantId).queueBeyondLimit === true;
+  }
+
+  /** A run holding its tenant's slot joins the tenant's line for a fleet-wide one (enter-fair-share-2.lua). */
+  async enterFairShare(tenantId: string, runId: string): Promise<void> {
+    await this.redis.enterFairShare(fairShareKeys.ring, fairShareKeys.line(tenantId), tenantId, runId);
+  }
+
+  /**
+   * Fair share across tenants: a free fleet-wide slot handed to the oldest waiting run of
+   * the tenant whose turn it is (take-turn-3.lua), round-robin; null when every slot is
+   * taken or nobody waits. `freed`: a finished run whose slot is free.
+   */
+  async takeTurn(freed?: string): Promise<{ tenantId: string; runId: string } | null> {
+    const max = this.quotas.fairShareSlots;
+    if (max === undefined) return null;
+    if (freed) await this.redis.srem(fairShareKeys.slots, freed);
+    for (;;) {
+      const head = await this.redis.lindex(fairShareKeys.ring, 0);
+      if (head === null) return null;
+      const taken = await this.redis.takeTurn(fairShareKeys.slots, fairShareKeys.ring, fairShareKeys.line(head), head, String(max));
+      if (taken === TurnResult.SlotsTaken) return null;
+      if (typeof taken === 'string') return { tenantId: head, runId: taken };
+      // Another process took that turn, or the tenant had nobody left: read the head again.
+    }
+  }
+
+  /** Whether the run is waiting in its tenant's line for a slot (its tenant's, or a fleet-wide one). */
   async waiting(tenantId: string, runId: string): Promise<boolean> {
-    return (await this.redis.lpos(tenantKeys(tenantId).waiting, runId)) !== null;
+    if ((await this.redis.lpos(tenantKeys(tenantId).waiting, runId)) !== null) return true;
+    return this.fairShared(tenantId) && (await this.redis.lpos(fairShareKeys.line(tenantId), runId)) !== null;
   }
 
   async release(tenantId: string, runId: string): Promise<void> {
@@ -107,6 +142,12 @@ export class TenantQuotas {
       ['srem', t.active, runId],
       ['srem', t.parked, runId],
       ['lrem', t.waiting, 0, runId],
+      ...(this.fairShared(tenantId)
+        ? ([
+            ['srem', fairShareKeys.slots, runId],
+            ['lrem', fairShareKeys.line(tenantId), 0, runId],
+          ] as RedisCommand[])
+        : []),
     ]);
   }
 

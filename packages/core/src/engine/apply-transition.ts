@@ -33,12 +33,12 @@ type Change = Omit<Commit, 'from'>;
  * changes — its first step starts it, an approver decides (or a timer expires) approvals,
  * a caller cancels it, its saga asks for a plan's approval, a run queued behind its
  * session is admitted (its history and input written, its first step enqueued), it moves
- * to another app version.
+ * to another app version, a person grants its parked step more budget.
  */
 export type Outcome =
   | { kind: 'step'; transition: Transition; log: Logger }
   | { kind: 'start'; change: Change }
-  | { kind: 'decide' | 'cancel' | 'compensate' | 'admit' | 'upgrade'; change: Change; followUps: FollowUps };
+  | { kind: 'decide' | 'cancel' | 'compensate' | 'admit' | 'upgrade' | 'raise'; change: Change; followUps: FollowUps };
 
 /** The hooks of a run's end; each may run more than once (the reaper runs them again), so each is idempotent. */
 export interface FinishHooks {

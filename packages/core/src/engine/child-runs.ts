@@ -6,7 +6,7 @@ import type { RunStore } from '../store/run-store.js';
 import { activeTraceparent } from '../tracing/trace-context.js';
 import type { PlannedCall } from './call-plan.js';
 import { runEvent } from './run-event.js';
-import { childLimits, childObservation, childRecord } from './sub-agents.js';
+import { boundedByTree, childLimits, childObservation, childRecord, treeTotal } from './sub-agents.js';
 import type { ToolCallResult } from './tool-executor.js';
 
 export interface ChildRunsDeps {
@@ -30,7 +30,20 @@ type SpawnCall = Extract<PlannedCall, { kind: 'spawn' }>;
 export function createChildRuns(deps: ChildRunsDeps) {
   const now = deps.now ?? Date.now;
 
-  return async function spawn(parent: RunRecord, p: SpawnCall): Promise<ToolCallResult> {
+  /** The parent with its limits lowered to what its tree (and each ancestor's) has left: what its children share. */
+  async function bounded(parent: RunRecord): Promise<RunRecord> {
+    const nodes = await deps.store.treeNodes([...(parent.ancestors ?? []), parent.id]);
+    return boundedByTree(
+      parent,
+      nodes.flatMap((n) => {
+        const run = n.id === parent.id ? parent : n.run;
+        return run ? [{ limits: run.limits, spent: treeTotal(run, n.descendants) }] : [];
+      }),
+    );
+  }
+
+  /** `siblings`: how many children the parent's step starts together (they split what the tree has left). */
+  return async function spawn(parent: RunRecord, p: SpawnCall, siblings = 1): Promise<ToolCallResult> {
     const record = (outcome: ToolCallRecord['outcome'], observation: string): ToolCallResult => ({
       record: { id: p.call.id, name: p.call.name, arguments: p.args, outcome, observation, durationMs: 0, ...p.extra },
     });
@@ -45,7 +58,7 @@ export function createChildRuns(deps: ChildRunsDeps) {
           id: p.childId,
           agent: p.agent,
           input: p.input,
-          limits: childLimits(parent, deps.agents.get(p.agent).limits, now()),
+          limits: childLimits(await bounded(parent), deps.agents.get(p.agent).limits, now(), siblings),
           ...(deps.agents.get(p.agent).versioning === 'upgrade' ? { versioning: 'upgrade' as const } : {}),
           ...(traceparent ? { traceparent } : {}),
         },

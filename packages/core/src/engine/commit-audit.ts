@@ -6,15 +6,16 @@ import type { RunRecord } from '../schemas/run.js';
 /** Who acts when nobody does: a timer's expiry or escalation. */
 export const SYSTEM_ACTOR = 'system';
 
-type Kind = 'step' | 'start' | 'decide' | 'cancel' | 'compensate' | 'admit' | 'upgrade';
+type Kind = 'step' | 'start' | 'decide' | 'cancel' | 'compensate' | 'admit' | 'upgrade' | 'raise';
 /** What a commit writes, as far as the log cares. */
-type Written = { to: Pick<RunRecord, 'updatedAt'>; approvals?: Approval[]; events?: RunEvent[] };
+type Written = { to: Pick<RunRecord, 'updatedAt' | 'limits'>; approvals?: Approval[]; events?: RunEvent[] };
 
 /**
  * The decision-log records of one commit (pure), read from what it writes, so that every
  * governance event of a run is logged at the one place it happens (the applier): the
  * approvals a park or a saga asks for, every change of an approval a decision or a timer
- * makes, a cancel with what it withdrew, an app-version upgrade's withdrawn approvals.
+ * makes, a cancel with what it withdrew, an app-version upgrade's withdrawn approvals, a
+ * run's budget raised by a granted `budget` approval.
  */
 export function commitAudit(kind: Kind, from: RunRecord, change: Written, created: readonly Approval[]): AuditRecord[] {
   const approvals = change.approvals ?? [];
@@ -22,6 +23,17 @@ export function commitAudit(kind: Kind, from: RunRecord, change: Written, create
   if (kind === 'compensate') return approvals.filter((a) => a.status === 'pending').map((a) => requested(a, 'compensation.requested'));
   // An upgrade withdraws the approvals whose tool changed in the new app version.
   if (kind === 'decide' || kind === 'upgrade') return approvals.map((a) => changed(a, change.to.updatedAt));
+  // A granted budget approval's raise, as the run's limits now are (the approval's own entry says who granted it).
+  if (kind === 'raise')
+    return [
+      {
+        tenantId: from.tenantId,
+        actor: SYSTEM_ACTOR,
+        action: 'run.budget_raised',
+        subject: { runId: from.id },
+        data: { from: from.limits, to: change.to.limits },
+      },
+    ];
   if (kind === 'cancel') {
     const by = approvals[0]?.decidedBy ?? finishedBy(change) ?? SYSTEM_ACTOR;
     return [

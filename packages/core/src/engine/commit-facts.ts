@@ -1,3 +1,4 @@
+import { CALL_PREFIX, TRANSFER_PREFIX } from '../agents/delegation.js';
 import type { Approval } from '../schemas/approval.js';
 import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { Transition } from './step-policy.js';
@@ -50,6 +51,16 @@ export function recordFacts(step: StepRecord | undefined, known: (name: string) 
   };
 }
 
+/**
+ * The names the counters keep (pure): the app's tools, and the sub-agent and hand-off
+ * tools (`call_<agent>`, `transfer_to_<agent>`) that name one of its agents — as bounded
+ * as the tools. Any other name a model wrote counts as `unknown`.
+ */
+export function knownToolNames(tools: { has(name: string): boolean }, agents: { has(name: string): boolean }) {
+  return (name: string): boolean =>
+    tools.has(name) || [CALL_PREFIX, TRANSFER_PREFIX].some((prefix) => name.startsWith(prefix) && agents.has(name.slice(prefix.length)));
+}
+
 /** Everything a committed Transition counts (pure). */
 export function commitFacts(t: Transition, known: (name: string) => boolean): CommitFacts {
   return {
@@ -64,7 +75,7 @@ export function commitFacts(t: Transition, known: (name: string) => boolean): Co
  * expiry) decided, the one a saga's plan asks for. A cancel's or an upgrade's withdrawn approvals are not decisions.
  */
 export function changeFacts(
-  kind: 'start' | 'decide' | 'cancel' | 'compensate' | 'admit' | 'upgrade',
+  kind: 'start' | 'decide' | 'cancel' | 'compensate' | 'admit' | 'upgrade' | 'raise',
   approvals: Approval[],
   now: number,
 ): CommitFacts {

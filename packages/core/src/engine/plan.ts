@@ -8,6 +8,7 @@ import { type PlanStep, planStepSchema, type RunPlan, type RunRecord } from '../
 import { idempotencyKey } from '../store/effect-ledger.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import { type ApprovalRequirement, parseToolArguments, requirementOf, type Tool, type ToolContext } from '../tools/tool.js';
+import { toolDigest } from '../tools/tool-digest.js';
 import type { PlanOutcome } from './step-policy.js';
 
 /**
@@ -154,6 +155,23 @@ export function editPlan(
 export const planHash = (steps: readonly PlanStep[]) => hashArguments(steps);
 
 /**
+ * What the approver of a plan saw of its tools, as one hash: the digest of each step's
+ * tool (tools/tool-digest.ts), in step order; undefined when a step's tool is gone. A plan
+ * approval records it, so an upgrade keeps the approval only if every step's tool is unchanged.
+ */
+export function planDigest(steps: readonly PlanStep[], tools: ReadonlyMap<string, Tool>): string | undefined {
+  const digests = steps.map((s) => tools.get(s.action));
+  if (digests.some((t) => t === undefined)) return undefined;
+  return hashArguments(digests.map((t) => toolDigest(t as Tool)));
+}
+
+/** The steps a plan approval stands for: as the approver edited them, else as asked; null if they do not parse. */
+export function approvedPlanSteps(approval: Approval): PlanStep[] | null {
+  const parsed = z.object({ steps: z.array(planStepSchema) }).safeParse(approval.approvedArguments ?? approval.arguments);
+  return parsed.success ? parsed.data.steps : null;
+}
+
+/**
  * The plan step a call carries out — same tool, same arguments by canonical hash, not
  * yet carried out (nor taken by an earlier call of the same step) — or undefined: the
  * call leaves the plan and is policed exactly as without one.
@@ -238,13 +256,13 @@ function decided(f: PlanFacts, plan: RunPlan): PlanOutcome {
   const approval = f.approvals.find((a) => a.id === plan.approvalId);
   const by = approval?.decidedBy ?? 'nobody';
   if (approval?.status === 'approved') {
-    const parsed = z.object({ steps: z.array(planStepSchema) }).safeParse(approval.approvedArguments ?? approval.arguments);
-    if (parsed.success && planHash(parsed.data.steps) === approval.argsHash) {
+    const steps = approvedPlanSteps(approval);
+    if (steps && planHash(steps) === approval.argsHash) {
       const edited = approval.editedBy !== undefined ? ` with edits by ${approval.editedBy}` : '';
       return {
         kind: 'proceed',
         plan: {
-          steps: parsed.data.steps,
+          steps,
           status: 'approved',
           approvalId: approval.id,
           decidedBy: by,
@@ -252,7 +270,7 @@ function decided(f: PlanFacts, plan: RunPlan): PlanOutcome {
           ...(plan.policyVersions ? { policyVersions: plan.policyVersions } : {}),
           granted: { risk: approval.risk, requiredRole: approval.requiredRole },
         },
-        note: `Your plan was approved by ${by}${edited}. Carry out exactly these steps, in order, with exactly these arguments (other calls need approvals of their own): ${stepsJson(parsed.data.steps)}`,
+        note: `Your plan was approved by ${by}${edited}. Carry out exactly these steps, in order, with exactly these arguments (other calls need approvals of their own): ${stepsJson(steps)}`,
       };
     }
   }
@@ -261,13 +279,20 @@ function decided(f: PlanFacts, plan: RunPlan): PlanOutcome {
       ? `rejected by ${by}: ${approval.comment ?? 'no reason given'}`
       : approval?.status === 'expired'
         ? 'nobody decided before its approval expired'
-        : 'its approval does not match the plan';
+        : approval?.status === 'withdrawn' && approval.reason === 'version_changed'
+          ? 'the app moved to a new version in which tools of the plan changed, so its approval was withdrawn'
+          : 'its approval does not match the plan';
   return {
     kind: 'proceed',
     plan: { ...plan, status: 'rejected', decidedBy: by },
     note: `Your plan was not approved (${why}). Do not carry it out. Tell the user; any write you still make needs its own approval.`,
   };
 }
+
+const digestOf = (steps: readonly PlanStep[], tools: ReadonlyMap<string, Tool>) => {
+  const digest = planDigest(steps, tools);
+  return digest === undefined ? {} : { toolDigest: digest };
+};
 
 /** The planning step's outcome: repair, fail, park for the plan's one approval, or go on with the plan. */
 export function planOutcome(f: PlanFacts): PlanOutcome {
@@ -313,6 +338,7 @@ export function planOutcome(f: PlanFacts): PlanOutcome {
     arguments: { steps: check.steps },
     argsHash: planHash(check.steps),
     policyVersion: 1,
+    ...digestOf(check.steps, f.tools),
     summary: requirement.summary,
     risk: requirement.risk,
     requiredRole: requirement.requiredRole,

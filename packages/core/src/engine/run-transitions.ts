@@ -73,6 +73,25 @@ export function continueRun(run: RunRecord, patch: Partial<RunRecord>, change: R
   };
 }
 
+/**
+ * A person granted the parked step more budget (a `budget` approval): its limits grow and
+ * it runs again at the same step, its time parked not counted against the deadline.
+ */
+export function raiseBudget(run: RunRecord, limits: RunRecord['limits'], now: number): Change {
+  const parkedFor = run.parkedAt ? now - Date.parse(run.parkedAt) : 0;
+  const { parkedAt: _parked, ...unparked } = run;
+  return {
+    to: {
+      ...unparked,
+      limits,
+      status: 'running',
+      pendingApprovals: [],
+      deadlineAt: new Date(Date.parse(run.deadlineAt) + parkedFor).toISOString(),
+      updatedAt: new Date(now).toISOString(),
+    },
+  };
+}
+
 /** The step waits for approvals; it runs again (resumes) once all are decided. */
 export function parkRun(run: RunRecord, patch: Partial<RunRecord>, pendingIds: string[], change: RunChange, at: string): Change {
   return {
@@ -201,8 +220,16 @@ export async function retryOnStale<T>(attempt: () => Promise<T>, attempts = STAL
  */
 export function moveRun(run: RunRecord, appVersion: string, withdrawn: Approval[], at: string): Change {
   const ids = new Set(withdrawn.map((a) => a.id));
+  // An approved plan whose approval is withdrawn covers no call any more: each remaining write asks for its own.
+  const planWithdrawn = run.plan?.status === 'approved' && run.plan.approvalId !== undefined && ids.has(run.plan.approvalId);
   return {
-    to: { ...run, appVersion, pendingApprovals: run.pendingApprovals.filter((p) => !ids.has(p)), updatedAt: at },
+    to: {
+      ...run,
+      appVersion,
+      pendingApprovals: run.pendingApprovals.filter((p) => !ids.has(p)),
+      ...(planWithdrawn && run.plan ? { plan: { ...run.plan, status: 'rejected' as const } } : {}),
+      updatedAt: at,
+    },
     approvals: withdrawn,
     events: withdrawn.map((a) =>
       runEvent('approval.withdrawn', run.id, a.step, {

@@ -127,6 +127,32 @@ export function failRun(
   };
 }
 
+/** The run parks before its model call, asking a person for more budget (`onBudget: 'ask'`). */
+export function askForBudget(run: RunRecord, approval: Approval, reason: RunReason, at: string): Transition {
+  return {
+    kind: 'park',
+    newApprovals: [approval],
+    change: parkRun(
+      run,
+      {},
+      [approval.id],
+      {
+        approvals: [approval],
+        events: [
+          runEvent('approval.requested', run.id, run.step, {
+            approvalId: approval.id,
+            toolName: approval.toolName,
+            summary: approval.summary,
+            risk: approval.risk,
+          }),
+        ],
+      },
+      at,
+    ),
+    log: { level: 'info', msg: 'out of budget; asking for more', fields: { reason, approvalId: approval.id } },
+  };
+}
+
 /** Everything a step's outcome depends on, once its decision is known. */
 export interface StepFacts {
   run: RunRecord;

@@ -24,6 +24,7 @@ import { eventCommand, type RunStore } from '../store/run-store.js';
 import { agentTool, type Tool, toolDependency, toolSpec } from '../tools/tool.js';
 import { toolSpan } from '../tracing/genai.js';
 import type { TransitionApplier } from './apply-transition.js';
+import { budgetVerdict, raisedLimits } from './budget-ask.js';
 import { distinctCallIds } from './call-identity.js';
 import { type DelegationLimits, type PlannedCall, planCalls, transferRecord } from './call-plan.js';
 import type { SpawnChild } from './child-runs.js';
@@ -33,12 +34,13 @@ import { type EarlierCall, guardFromHistory } from './loop-guard.js';
 import { modelSummary } from './model-summary.js';
 import { isPlanning, planOutcome, planResponseFormat } from './plan.js';
 import { runEvent } from './run-event.js';
-import { cancelRun, moveRun, retryOnStale, startRun } from './run-transitions.js';
+import { cancelRun, moveRun, raiseBudget, retryOnStale, startRun } from './run-transitions.js';
 import {
   afterDecision,
   afterPlan,
   afterReply,
   afterTools,
+  askForBudget,
   completionRoom,
   deadlineReason,
   exhaustedBudget,
@@ -348,7 +350,13 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       return 'rerouted';
     }
     const at = iso();
-    const withdrawn = withdrawnOnMove(approvals, deps.tools, at);
+    // A plan followed over later steps has its approval in an earlier step: read it too (a move is rare).
+    const planApproval = run.plan?.approvalId;
+    const judged =
+      planApproval && !approvals.some((a) => a.id === planApproval)
+        ? [...approvals, ...(await deps.store.approvalsById([planApproval])).filter((a) => a !== null)]
+        : approvals;
+    const withdrawn = withdrawnOnMove(run, judged, deps.tools, at);
     await applier.apply(run, {
       kind: 'upgrade',
       change: moveRun(run, v.own, withdrawn, at),
@@ -397,18 +405,33 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       const ancestors = await deps.store.treeNodes(run.ancestors ?? []);
       const ended = ancestors.find((a) => !a.run || TERMINAL_STATUSES.includes(a.run.status));
       if (ended) return cancelled(run, `run:${ended.id}`, log);
-      const budget = boundedByTree(run, [
-        ...(read.descendants.length ? [{ limits: run.limits, spent: treeTotal(run, read.descendants) }] : []),
+      const bounds = (r: RunRecord) => [
+        ...(read.descendants.length ? [{ limits: r.limits, spent: treeTotal(r, read.descendants) }] : []),
         ...ancestors.map((a) => ({ limits: (a.run as RunRecord).limits, spent: treeTotal(a.run as RunRecord, a.descendants) })),
-      ]);
-      const exhausted = exhaustedBudget(budget, { now: now(), quotaExhausted, waitingOn: read.waitingOn });
-      if (exhausted) {
+      ];
+      // `onBudget: 'ask'`: a run out of budget asks a person; a granted ask raises its limits first.
+      const verdictOf = (r: RunRecord, exhausted: RunReason | null) =>
+        budgetVerdict(r, read.approvals, exhausted, profile.onBudget === 'ask', now(), deps.approvalTtlMs);
+      const budgetFacts = { now: now(), quotaExhausted, waitingOn: read.waitingOn };
+      let budget = boundedByTree(run, bounds(run));
+      let verdict = verdictOf(run, exhaustedBudget(budget, budgetFacts));
+      if (verdict.kind === 'raise') {
+        run = await applier.apply(run, {
+          kind: 'raise',
+          change: raiseBudget(run, raisedLimits(run.limits, verdict.raise), now()),
+          followUps: {},
+        });
+        budget = boundedByTree(run, bounds(run));
+        verdict = verdictOf(run, exhaustedBudget(budget, budgetFacts));
+      }
+      if (verdict.kind === 'ask') return applied(run, askForBudget(run, verdict.approval, verdict.reason, iso()), log);
+      if (verdict.kind === 'fail') {
         return applied(
           run,
-          failRun(run, exhausted, deps.agents.handoffAnswer(run.agent), mask, iso(), {
+          failRun(run, verdict.reason, deps.agents.handoffAnswer(run.agent), mask, iso(), {
             level: 'info',
             msg: 'budget exhausted before the model call',
-            fields: { reason: exhausted },
+            fields: { reason: verdict.reason },
           }),
           log,
         );
@@ -434,6 +457,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         .catch((err: Error) => log.warn({ err: err.message }, 'step.started not written'));
       const made = await decide(run, profile, read.messages, log, { ...run, limits: budget.limits });
       if (!made) {
+        const short = verdictOf(run, 'token_budget');
+        if (short.kind === 'ask') return applied(run, askForBudget(run, short.approval, short.reason, iso()), log);
         return applied(
           run,
           failRun(run, 'token_budget', deps.agents.handoffAnswer(run.agent), mask, iso(), {
@@ -530,6 +555,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     parent: RunRecord = run,
   ): Promise<ToolCallResult[]> {
     const limit = pLimit(deps.toolConcurrency);
+    const siblings = planned.filter((p) => p.kind === 'spawn').length;
     const results = await Promise.all(
       planned.map(async (p, index): Promise<ToolCallResult> => {
         if (p.kind === 'transfer') return { record: transferRecord(p) };
@@ -539,7 +565,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
             const observation = 'Not started: this process cannot start sub-agent runs.';
             return { record: { id: p.call.id, name: p.call.name, arguments: p.args, outcome: 'forbidden', observation, durationMs: 0 } };
           }
-          return limit(() => toolSpan(p.call, undefined, () => spawn(parent, p)));
+          return limit(() => toolSpan(p.call, undefined, () => spawn(parent, p, siblings)));
         }
         const earlier = earlierCalls.get(index);
         if (earlier && deps.tools.get(p.call.name)?.kind === 'read') {

@@ -21,11 +21,18 @@ export function childRunId(parentId: string, step: number, toolCallId: string): 
 /** How deep a run sits in its tree: 0 for a root, 1 for its children, … */
 export const depthOf = (run: Pick<RunRecord, 'ancestors'>) => run.ancestors?.length ?? 0;
 
-/** A child's limits: its agent's, capped to what the parent has left (tokens, money, time). */
-export function childLimits(parent: RunRecord, agentLimits: Limits, now: number): Limits {
-  const tokensLeft = Math.max(1, parent.limits.maxTokens - parent.usage.totalTokens);
+/**
+ * A child's limits: its agent's, capped to its share of what the parent has left (tokens,
+ * money; time is not shared). `parent` comes bounded by its tree (boundedByTree), and the
+ * children a step starts together split what is left evenly: each spends within its own
+ * limits, so parallel children together never spend more than the tree has left (a
+ * maximum, not a race between their budget checks).
+ */
+export function childLimits(parent: RunRecord, agentLimits: Limits, now: number, siblings = 1): Limits {
+  const share = Math.max(1, siblings);
+  const tokensLeft = Math.max(1, Math.floor((parent.limits.maxTokens - parent.usage.totalTokens) / share));
   const msLeft = Math.max(1_000, Date.parse(parent.deadlineAt) - now);
-  const costLeft = parent.limits.maxCostUsd === undefined ? undefined : Math.max(1e-9, parent.limits.maxCostUsd - parent.costUsd);
+  const costLeft = parent.limits.maxCostUsd === undefined ? undefined : Math.max(1e-9, (parent.limits.maxCostUsd - parent.costUsd) / share);
   const cost = [agentLimits.maxCostUsd, costLeft].filter((c): c is number => c !== undefined);
   return {
     maxSteps: agentLimits.maxSteps,

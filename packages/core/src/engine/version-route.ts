@@ -4,6 +4,7 @@ import type { RunRecord } from '../schemas/run.js';
 import type { Versioning } from '../schemas/version.js';
 import type { Tool } from '../tools/tool.js';
 import { toolDigest } from '../tools/tool-digest.js';
+import { approvedPlanSteps, planDigest } from './plan.js';
 
 /** What routing needs of a run (or of a job that names one). */
 export interface VersionedRun {
@@ -47,20 +48,35 @@ export function versionVerdict(run: RunRecord, fleet: FleetVersions, own: string
   return (run.appVersion ?? own) === own ? { kind: 'own' } : { kind: 'move' };
 }
 
+/** The digest an approval would be asked under with `tools`: its tool's, or for a plan its steps' tools' (undefined: gone). */
+function digestUnder(approval: Approval, tools: ReadonlyMap<string, Tool>): string | undefined {
+  if (approval.kind === 'plan') {
+    const steps = approvedPlanSteps(approval);
+    return steps ? planDigest(steps, tools) : undefined;
+  }
+  const tool = tools.get(approval.toolName);
+  return tool ? toolDigest(tool) : undefined;
+}
+
 /**
  * The approvals of a run moving to another version (pure): one stays, as decided or
  * pending, only if the new version's tool has the digest the approval was asked under
- * (same name, kind, schema, roles, policy); any other pending or approved one is
+ * (same name, kind, schema, roles, policy; for a plan, every step's tool); any other pending or approved one is
  * withdrawn (`version_changed`), so an approved call never runs under a definition its
- * approver did not see. Decided refusals (rejected, expired) stay: they run nothing.
+ * approver did not see. Only what can still run is judged: the approvals of the run's
+ * current step and its plan's (an approved plan is followed over later steps); those of
+ * calls already carried out stay as they were. Decided refusals (rejected, expired) stay: they run nothing.
  */
-export function withdrawnOnMove(approvals: readonly Approval[], tools: ReadonlyMap<string, Tool>, at: string): Approval[] {
+export function withdrawnOnMove(
+  run: Pick<RunRecord, 'step' | 'plan'>,
+  approvals: readonly Approval[],
+  tools: ReadonlyMap<string, Tool>,
+  at: string,
+): Approval[] {
   return approvals
-    .filter((a) => a.kind !== 'plan' && (a.status === 'pending' || a.status === 'approved'))
-    .filter((a) => {
-      const tool = tools.get(a.toolName);
-      return !tool || a.toolDigest === undefined || a.toolDigest !== toolDigest(tool);
-    })
+    .filter((a) => a.status === 'pending' || a.status === 'approved')
+    .filter((a) => a.step === run.step || (a.kind === 'plan' && a.id === run.plan?.approvalId && run.plan.status !== 'rejected'))
+    .filter((a) => a.toolDigest === undefined || a.toolDigest !== digestUnder(a, tools))
     .map((a) => ({
       ...a,
       status: 'withdrawn',

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { tenantKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
-import type { RedisClient } from '../redis.js';
+import { type RedisClient, sendCommands } from '../redis.js';
 import { type AuditEntry, type AuditRecord, auditEntrySchema } from '../schemas/index.js';
 import { canonicalJson } from '../tools/argument-hash.js';
 import { withScripts } from './lua-scripts.js';
@@ -42,23 +42,52 @@ export function truncation(last: { seq: number; hash: string }, head: { seq: num
 /** A loser of the head race retries; this many lost in a row means something is wrong. */
 const APPEND_ATTEMPTS = 50;
 
+/** An entry as Redis stored it: its seq, its time (ms) and its JSON, byte for byte. */
+export interface StoredAuditEntry {
+  seq: number;
+  atMs: number;
+  json: string;
+}
+
+/** Where entries go beyond Redis's retention (the PostgreSQL archive, archive/audit-archive.ts). */
+export interface AuditColdStore {
+  put(tenantId: string, entries: readonly StoredAuditEntry[]): Promise<void>;
+  get(tenantId: string, seqs: readonly number[]): Promise<Map<number, string>>;
+  /** The first seq at or after `fromMs`, or null. */
+  firstSince(tenantId: string, fromMs: number): Promise<number | null>;
+}
+
+/** With a cold store: entries older than `retentionMs` are copied there and trimmed from Redis. */
+export interface AuditRetention {
+  cold: AuditColdStore;
+  retentionMs: number;
+}
+
+/** Entries one trim moves at most; the next append's trim takes the rest. */
+const TRIM_BATCH = 500;
+
 /**
  * A tenant's decision log in Redis: a hash chain appended by `append-audit-3.lua` (one
- * writer wins each `seq`), read by seq or time. Kept without a TTL (it outlives the runs it
- * names). An append never throws into its caller, whose decision already stands: it logs.
+ * writer wins each `seq`), read by seq or time. Without an archive it is kept without a TTL
+ * (it outlives the runs it names); with one, entries past the retention are copied to it
+ * and then trimmed from Redis (the head stays), and reads find them there. An append
+ * never throws into its caller, whose decision already stands: it logs.
  */
 export class AuditLog {
   private readonly redis;
+  /** When this process last trimmed each tenant's log (at most once per retention, and per minute). */
+  private readonly trimmed = new Map<string, number>();
 
   constructor(
     redis: RedisClient,
     private readonly logger?: Logger,
     private readonly now: () => number = Date.now,
+    private readonly retention?: AuditRetention,
   ) {
     this.redis = withScripts(redis);
   }
 
-  /** Appends the records in order, each to its tenant's chain. */
+  /** Appends the records in order, each to its tenant's chain; then trims what is past retention. */
   async append(records: readonly AuditRecord[]): Promise<void> {
     for (const r of records) {
       try {
@@ -67,6 +96,47 @@ export class AuditLog {
         this.logger?.error({ err: (err as Error).message, tenantId: r.tenantId, action: r.action }, 'could not append to the decision log');
       }
     }
+    for (const tenantId of new Set(records.map((r) => r.tenantId))) {
+      const last = this.trimmed.get(tenantId) ?? 0;
+      if (!this.retention || this.now() - last < Math.min(this.retention.retentionMs, 60_000)) continue;
+      this.trimmed.set(tenantId, this.now());
+      if (this.trimmed.size > 10_000) this.trimmed.clear(); // bounded: forgetting only costs an early trim
+      await this.trim(tenantId).catch((err: Error) =>
+        this.logger?.warn({ err: err.message, tenantId }, 'could not move old decision-log entries to the archive'),
+      );
+    }
+  }
+
+  /**
+   * Copies the tenant's entries older than the retention to the cold store, then drops
+   * them from Redis: copied first, so a crash in between leaves an entry in both, never in
+   * neither. Returns how many moved (at most TRIM_BATCH).
+   */
+  async trim(tenantId: string): Promise<number> {
+    if (!this.retention) return 0;
+    const k = tenantKeys(tenantId);
+    const old = await this.redis.zrangebyscore(
+      k.auditByTime,
+      '-inf',
+      this.now() - this.retention.retentionMs,
+      'WITHSCORES',
+      'LIMIT',
+      0,
+      TRIM_BATCH,
+    );
+    const seqs = old.filter((_, i) => i % 2 === 0);
+    if (seqs.length === 0) return 0;
+    const raw = await this.redis.hmget(k.audit, ...seqs);
+    const entries = seqs.flatMap((seq, i) => {
+      const json = raw[i];
+      return json === null || json === undefined ? [] : [{ seq: Number(seq), atMs: Number(old[2 * i + 1]), json }];
+    });
+    await this.retention.cold.put(tenantId, entries);
+    await sendCommands(this.redis, [
+      ['hdel', k.audit, ...seqs],
+      ['zrem', k.auditByTime, ...seqs],
+    ]);
+    return entries.length;
   }
 
   private async appendOne(record: AuditRecord): Promise<AuditEntry> {
@@ -95,12 +165,23 @@ export class AuditLog {
     let start = (q.cursor ?? 0) + 1;
     if (q.from !== undefined) {
       const [first] = await this.redis.zrangebyscore(k.auditByTime, q.from, '+inf', 'LIMIT', 0, 1);
-      start = Math.max(start, first ? Number(first) : Number.POSITIVE_INFINITY);
+      // Trimmed from Redis, the first entry since `from` may be in the archive.
+      const cold = this.retention ? await this.retention.cold.firstSince(tenantId, q.from) : null;
+      const found = [first ? Number(first) : null, cold].filter((n): n is number => n !== null);
+      start = Math.max(start, found.length ? Math.min(...found) : Number.POSITIVE_INFINITY);
     }
     const count = Math.min(q.limit, head.seq - start + 1);
     if (!Number.isFinite(start) || count <= 0) return { entries: [] as AuditEntry[], head };
     const seqs = Array.from({ length: count }, (_, i) => String(start + i));
     const raw = await this.redis.hmget(k.audit, ...seqs);
+    // What Redis no longer holds is read from the archive (an entry in neither stays a hole).
+    const gone = seqs.filter((_, i) => raw[i] === null).map(Number);
+    if (this.retention && gone.length) {
+      const cold = await this.retention.cold.get(tenantId, gone);
+      seqs.forEach((seq, i) => {
+        raw[i] ??= cold.get(Number(seq)) ?? null;
+      });
+    }
     const entries: AuditEntry[] = [];
     let more = false;
     for (const [i, json] of raw.entries()) {

@@ -15,6 +15,13 @@ export enum EffectWrite {
   RunFinished = -1,
 }
 
+/** Return codes of take-turn-3.lua besides the run id it hands a slot. */
+export enum TurnResult {
+  HeadMoved = -1,
+  SlotsTaken = -2,
+  LineEmpty = -3,
+}
+
 /** Return codes of create-run-3.lua. */
 export enum CreateResult {
   Created = 1,
@@ -62,6 +69,8 @@ const scripts = {
   commitRun: { file: 'commit-run-9.lua', keys: 9 },
   admitRun: { file: 'admit-run-3.lua', keys: 3 },
   takeSlot: { file: 'take-slot-2.lua', keys: 2 },
+  enterFairShare: { file: 'enter-fair-share-2.lua', keys: 2 },
+  takeTurn: { file: 'take-turn-3.lua', keys: 3 },
   acquireLease: { file: 'acquire-lease-3.lua', keys: 3 },
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
   claimSession: { file: 'claim-session-2.lua', keys: 2 },
@@ -78,6 +87,8 @@ export interface ReinScripts {
   commitRun(...keysAndArgs: string[]): Promise<number>;
   admitRun(active: string, usage: string, parked: string, ...argv: string[]): Promise<number>;
   takeSlot(active: string, waiting: string, max: string, freed: string): Promise<string | null>;
+  enterFairShare(ring: string, line: string, tenantId: string, runId: string): Promise<number>;
+  takeTurn(slots: string, ring: string, line: string, tenantId: string, max: string): Promise<string | TurnResult>;
   acquireLease(leases: string, open: string, tripped: string, ...argv: string[]): Promise<[LeaseResult, string | null, string | null]>;
   settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
   claimSession(active: string, queue: string, runId: string, ttlSeconds: string, replace: string): Promise<[ClaimResult, string, number]>;

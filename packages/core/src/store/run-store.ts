@@ -1,5 +1,5 @@
 import { NotFoundError, StaleStepError } from '../errors.js';
-import { ACTIVE_RUNS_KEY, DEADLINES_KEY, runKeys, tenantKeys, versionRunsKey } from '../keys.js';
+import { ACTIVE_RUNS_KEY, DEADLINES_KEY, fairShareKeys, runKeys, tenantKeys, versionRunsKey } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
@@ -423,9 +423,15 @@ export class RunStore {
     const terminal = TERMINAL_STATUSES.includes(next.status);
     if (terminal && next.sessionId) await this.releaseSession(next);
     // Quotas count running and parked runs apart: a run moves between the tenant's two sets as it parks and resumes.
-    if (terminal) commands.push(['srem', t.active, next.id], ['srem', t.parked, next.id]);
-    else if (isParked(next.status)) commands.push(['srem', t.active, next.id], ['sadd', t.parked, next.id]);
-    else if (how.left.some(isParked)) commands.push(['srem', t.parked, next.id], ['sadd', t.active, next.id]);
+    // A sub-agent's run is in neither: a tree is admitted once, at its root, and its children take no slot of their own.
+    // A fleet-wide fair-share slot is given back too: a parked run waits for a person, not for a turn.
+    const admitted = next.parentRunId === undefined;
+    if (terminal) commands.push(['srem', t.active, next.id], ['srem', t.parked, next.id], ['srem', fairShareKeys.slots, next.id]);
+    else if (isParked(next.status)) {
+      if (admitted) commands.push(['srem', t.active, next.id], ['sadd', t.parked, next.id], ['srem', fairShareKeys.slots, next.id]);
+    } else if (how.left.some(isParked)) {
+      if (admitted) commands.push(['srem', t.parked, next.id], ['sadd', t.active, next.id]);
+    }
     // Scored by its last status change, not touched on every step (the reaper re-scores it).
     else if (how.left.length) commands.push(['zadd', ACTIVE_RUNS_KEY, Date.parse(next.updatedAt), next.id]);
     // The version's unfinished runs, by status (GET /v1/versions, upgrades, the waiting metric).

@@ -39,6 +39,10 @@ export const deliveryJobOptions: JobsOptions = {
 const messageIdOf = (webhookId: string, type: WebhookEventType, key: string) =>
   createHash('sha256').update(`${webhookId}\n${type}\n${key}`).digest('hex').slice(0, 32);
 
+/** An approval's page in the approver console (`/console?approval=<id>`). */
+export const approvalConsoleUrl = (consoleUrl: string, approvalId: string) =>
+  `${consoleUrl}/console?approval=${encodeURIComponent(approvalId)}`;
+
 /**
  * Turns a tenant's events into delivery jobs for its subscribed webhooks.
  *
@@ -54,14 +58,20 @@ const messageIdOf = (webhookId: string, type: WebhookEventType, key: string) =>
 export class WebhookDispatcher {
   readonly queue: Queue;
 
+  private readonly now: () => number;
+  private readonly consoleUrl: string | undefined;
+
   constructor(
     connection: ConnectionOptions,
     private readonly hooks: WebhookStore,
     private readonly metrics: Metrics,
     private readonly logger: Logger,
-    private readonly now: () => number = Date.now,
+    /** `consoleUrl`: the approver console's public base URL (REIN_CONSOLE_URL). */
+    opts: { now?: () => number; consoleUrl?: string } = {},
   ) {
     this.queue = new Queue(WEBHOOK_QUEUE, { connection, prefix: WEBHOOK_QUEUE_PREFIX });
+    this.now = opts.now ?? Date.now;
+    this.consoleUrl = opts.consoleUrl;
   }
 
   /** Enqueues `data` for every webhook of the tenant subscribed to `type`; `key` identifies the event. `false`: not enqueued. */
@@ -92,7 +102,14 @@ export class WebhookDispatcher {
         : e.type === 'approval.escalated'
           ? `${e.approvalId}:${e.at}`
           : `${e.approvalId}:${e.status}`;
-    return this.emit(tenantId, type, key, data);
+    // An approval someone must decide links to its page in the console, for a chat or mail integration.
+    const asks = this.consoleUrl && (e.type === 'approval.requested' || e.type === 'approval.escalated');
+    return this.emit(
+      tenantId,
+      type,
+      key,
+      asks ? { ...data, consoleUrl: approvalConsoleUrl(this.consoleUrl as string, e.approvalId) } : data,
+    );
   };
 
   /** For the run store: once per run, after the commit that ended it. */

@@ -1,0 +1,95 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type ArchivePool, createArchivePool } from '../src/archive/archive-pool.js';
+import { AuditArchive } from '../src/archive/audit-archive.js';
+import { migrateArchive } from '../src/archive/migrations.js';
+import { tenantKeys } from '../src/keys.js';
+import type { AuditRecord } from '../src/schemas/index.js';
+import { AuditLog, verifyAuditChain } from '../src/store/audit-log.js';
+import { startTestRedis, type TestRedis } from '../src/testing/index.js';
+import { startTestPostgres } from '../src/testing/postgres-server.js';
+
+const db = await startTestPostgres('the decision log archive');
+
+const HOUR = 3_600_000;
+const record = (n: number): AuditRecord => ({
+  tenantId: 'acme',
+  actor: 'bob',
+  action: 'approval.approved',
+  subject: { runId: `run-${n}`, approvalId: `run-${n}.0.0` },
+  data: { n },
+});
+
+describe.skipIf(!db)('the decision log beyond Redis (real PostgreSQL)', () => {
+  let pool: ArchivePool;
+  let server: TestRedis;
+  let redis: Redis;
+  let clock: number;
+  let log: AuditLog;
+
+  beforeAll(async () => {
+    pool = createArchivePool(db!.url, { max: 4 });
+    await migrateArchive(pool);
+    server = await startTestRedis();
+    redis = new Redis(server.url, { maxRetriesPerRequest: null });
+  });
+  beforeEach(async () => {
+    await pool.query('TRUNCATE rein.audit');
+    await redis.flushdb();
+    clock = Date.parse('2026-12-01T00:00:00.000Z');
+    log = new AuditLog(redis, undefined, () => clock, { cold: new AuditArchive(pool), retentionMs: HOUR });
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+    await pool?.end();
+    await db?.stop();
+  });
+
+  /** Five entries a minute apart, then one two hours later (whose append trims the five). */
+  async function fillAndAge() {
+    for (let n = 1; n <= 5; n++) {
+      await log.append([record(n)]);
+      clock += 60_000;
+    }
+    clock += 2 * HOUR;
+    await log.append([record(6)]);
+  }
+
+  it('moves entries past the retention to PostgreSQL, then drops them from Redis; reads and verify span both', async () => {
+    await fillAndAge();
+    expect(await redis.hkeys(tenantKeys('acme').audit)).toEqual(['6']);
+    const { rows } = await pool.query('SELECT seq::int FROM rein.audit ORDER BY seq');
+    expect(rows.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5]);
+    const { entries, head } = await log.page('acme', { limit: 100 });
+    expect(entries.map((e) => [e.seq, e.data?.n])).toEqual([1, 2, 3, 4, 5, 6].map((n) => [n, n]));
+    expect(verifyAuditChain(entries)).toEqual({ ok: true, entries: 6, head: head.hash });
+    // Paged by cursor and by time the same way.
+    expect((await log.page('acme', { limit: 2, cursor: 2 })).entries.map((e) => e.seq)).toEqual([3, 4]);
+    const since = Date.parse('2026-12-01T00:02:00.000Z');
+    expect((await log.page('acme', { limit: 100, from: since })).entries.map((e) => e.seq)).toEqual([3, 4, 5, 6]);
+  });
+
+  it('names an entry altered in PostgreSQL, as one altered in Redis', async () => {
+    await fillAndAge();
+    const { rows } = await pool.query("SELECT entry FROM rein.audit WHERE tenant_id = 'acme' AND seq = 3");
+    const forged = { ...JSON.parse(rows[0].entry), actor: 'mallory' };
+    await pool.query("UPDATE rein.audit SET entry = $1 WHERE tenant_id = 'acme' AND seq = 3", [JSON.stringify(forged)]);
+    expect(verifyAuditChain((await log.page('acme', { limit: 100 })).entries)).toMatchObject({ ok: false, seq: 3 });
+  });
+
+  it('copied twice (a trim retried after a crash before the Redis delete), an entry is kept once, as first copied', async () => {
+    await fillAndAge();
+    const archive = new AuditArchive(pool);
+    await archive.put('acme', [{ seq: 2, atMs: clock, json: '{"forged":true}' }]);
+    const { rows } = await pool.query("SELECT count(*)::int AS n FROM rein.audit WHERE tenant_id = 'acme'");
+    expect(rows[0].n).toBe(5);
+    expect(verifyAuditChain((await log.page('acme', { limit: 100 })).entries)).toMatchObject({ ok: true, entries: 6 });
+  });
+
+  it('without an archive, Redis keeps every entry', async () => {
+    log = new AuditLog(redis, undefined, () => clock);
+    await fillAndAge();
+    expect((await redis.hkeys(tenantKeys('acme').audit)).sort()).toEqual(['1', '2', '3', '4', '5', '6']);
+  });
+});

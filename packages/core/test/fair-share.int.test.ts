@@ -1,0 +1,170 @@
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
+import type { Quotas } from '../src/config.js';
+import { fairShareKeys } from '../src/keys.js';
+import { type Enqueue, slotJobSchema } from '../src/queue/job-catalog.js';
+import { connectRedis, type RedisClient } from '../src/redis.js';
+import { createFairShare } from '../src/runs/fair-share.js';
+import type { RunRecord } from '../src/schemas/run.js';
+import { createFakeModel, startTestCluster, startTestRedis, type TestCluster, type TestRedis, toolCall } from '../src/testing/index.js';
+import { harnessPerTest, USER } from './harness.js';
+
+/**
+ * Fair share across tenants (`fairShareSlots`): the admission and slot path as the services
+ * run it (quotas.admit, then the `slot` job's fill; a finish's fill with the run it freed),
+ * over a real Redis and a real Redis Cluster. Only the order runs start in is asserted.
+ */
+
+const quota = { maxConcurrentRuns: 100, tokensPerDay: 5_000_000, costPerDayUsd: 100, queueBeyondLimit: true };
+
+/** A fleet's view of fair share: submit, finish, and the order runs got their first step in. */
+function fleetOver(redis: RedisClient, quotas: Quotas) {
+  const runs = new Map<string, RunRecord>();
+  const started: string[] = [];
+  const q = new TenantQuotas(redis, quotas);
+  const enqueue: Enqueue = async (name, job) => {
+    if (name === 'step') started.push((job as { runId: string }).runId);
+  };
+  const share = createFairShare({ store: { get: async (id) => runs.get(id) ?? null }, quotas: q, enqueue });
+  const run = (tenantId: string, id: string) => ({ id, tenantId, status: 'queued', step: 0 }) as RunRecord;
+  return {
+    started,
+    async submit(tenantId: string, id: string) {
+      runs.set(id, run(tenantId, id));
+      if ((await q.admit(tenantId, id)) === 'waiting') await share.fill(tenantId);
+      else started.push(id);
+    },
+    /** The oldest run still going finishes; its slot is handed out. */
+    async finishOldest() {
+      const id = started.find((s) => runs.get(s)?.status === 'queued');
+      if (!id) throw new Error('nothing running');
+      const r = runs.get(id) as RunRecord;
+      runs.set(id, { ...r, status: 'succeeded' });
+      await share.fill(r.tenantId, id);
+    },
+  };
+}
+
+const heavy = (n: number) => `heavy-${n}`;
+
+function fairnessCases(connect: () => Promise<RedisClient>) {
+  it("hands one tenant's single run the next freed slot while another floods", async () => {
+    const redis = await connect();
+    const fleet = fleetOver(redis, { default: quota, tenants: {}, fairShareSlots: 2 });
+    for (let n = 0; n < 20; n++) await fleet.submit('heavy', heavy(n));
+    // Two slots for the whole fleet: the flood holds both, the rest waits.
+    expect(fleet.started).toEqual([heavy(0), heavy(1)]);
+    await fleet.submit('light', 'light-0');
+    expect(fleet.started).toHaveLength(2);
+    await fleet.finishOldest();
+    // Within one slot's turn: the first slot freed goes to the light tenant, not to the flood.
+    expect(fleet.started).toEqual([heavy(0), heavy(1), 'light-0']);
+    for (let n = 0; n < 4; n++) await fleet.finishOldest();
+    expect(fleet.started.slice(3)).toEqual([heavy(2), heavy(3), heavy(4), heavy(5)]);
+  });
+
+  it('takes turns: two flooding tenants alternate, each in its own submission order', async () => {
+    const redis = await connect();
+    const fleet = fleetOver(redis, { default: quota, tenants: {}, fairShareSlots: 1 });
+    for (let n = 0; n < 5; n++) await fleet.submit('a', `a-${n}`);
+    for (let n = 0; n < 5; n++) await fleet.submit('b', `b-${n}`);
+    for (let n = 0; n < 9; n++) await fleet.finishOldest();
+    expect(fleet.started).toEqual(['a-0', 'b-0', 'a-1', 'b-1', 'a-2', 'b-2', 'a-3', 'b-3', 'a-4', 'b-4']);
+  });
+
+  it("keeps each tenant's own limit below the fleet's slots, and starts tenants that do not queue at once", async () => {
+    const redis = await connect();
+    const fleet = fleetOver(redis, {
+      default: { ...quota, queueBeyondLimit: false },
+      tenants: { a: { ...quota, maxConcurrentRuns: 1 }, b: quota },
+      fairShareSlots: 3,
+    });
+    for (let n = 0; n < 3; n++) await fleet.submit('a', `a-${n}`);
+    await fleet.submit('b', 'b-0');
+    await fleet.submit('plain', 'plain-0');
+    // a runs one at a time (its own limit) though fleet slots are free; plain takes no fleet slot.
+    expect(fleet.started).toEqual(['a-0', 'b-0', 'plain-0']);
+    await fleet.finishOldest();
+    expect(fleet.started.at(-1)).toBe('a-1');
+  });
+}
+
+describe('fair share across tenants on one Redis', () => {
+  let server: TestRedis;
+  const clients: Redis[] = [];
+  beforeAll(async () => {
+    server = await startTestRedis();
+  });
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await server.stop();
+  });
+  fairnessCases(async () => {
+    const redis = new Redis(server.url, { maxRetriesPerRequest: null });
+    clients.push(redis);
+    await redis.flushdb();
+    return redis;
+  });
+});
+
+describe('fair share across tenants on a Redis Cluster', () => {
+  let cluster: TestCluster;
+  const clients: RedisClient[] = [];
+  beforeAll(async () => {
+    cluster = await startTestCluster();
+  }, 60_000);
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await cluster?.stop();
+  });
+  fairnessCases(async () => {
+    const redis = await connectRedis(
+      { url: 'redis://127.0.0.1:1', clusterNodes: cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), tls: 'off' },
+      'producer',
+      pino({ level: 'silent' }),
+    );
+    clients.push(redis);
+    // Each case starts from an empty cluster.
+    await Promise.all(
+      cluster.nodes.map(async (n) => {
+        const node = new Redis(n.port, '127.0.0.1');
+        await node.flushall().catch(() => undefined); // a replica refuses: its master's flush reaches it
+        node.disconnect();
+      }),
+    );
+    return redis;
+  });
+});
+
+describe('a run parked for a person, with fleet-wide slots', () => {
+  const use = harnessPerTest();
+
+  it('gives its slot back at once: the next fill hands it to a waiting run', async () => {
+    const ticket = { orderNo: '2024001', type: 'refund', priority: 'high', suggestedAction: 'refund' };
+    const t = use(createFakeModel([{ toolCalls: [toolCall('w1', 'create_ticket', ticket)] }, { content: 'done' }]), {
+      quotas: { default: quota, tenants: {}, fairShareSlots: 1 },
+    });
+    const share = createFairShare({ store: t.store, quotas: t.quotas, enqueue: t.enqueue });
+    // The `slot` jobs the run service enqueues, run as the worker runs them.
+    const slotJobs = async () => {
+      for (let i = t.queue.findIndex((q) => q.name === 'slot'); i >= 0; i = t.queue.findIndex((q) => q.name === 'slot')) {
+        const job = slotJobSchema.parse(t.queue.splice(i, 1)[0]?.job);
+        await share.fill(job.tenantId, job.freed ? job.runId : undefined);
+      }
+    };
+    const first = await t.submit('open a ticket');
+    await slotJobs();
+    const second = await t.submit('and another');
+    await slotJobs();
+    expect(await t.redis.smembers(fairShareKeys.slots)).toEqual([first]);
+    expect(t.queue.filter((q) => q.name === 'step').map((q) => (q.job as { runId: string }).runId)).toEqual([first]);
+    await t.drain(1);
+    expect((await t.store.require(first)).status).toBe('pending_approval');
+    expect(await t.redis.smembers(fairShareKeys.slots)).toEqual([]);
+    // The next finish or reaper pass fills it.
+    expect(await share.fill(USER.tenantId)).toBe(1);
+    expect(await t.redis.smembers(fairShareKeys.slots)).toEqual([second]);
+  });
+});

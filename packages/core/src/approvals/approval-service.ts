@@ -172,7 +172,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     /**
      * What approving with `edited` would ask for, deciding nothing: the approval judged
      * again as `decide` would judge it, whether the caller may then decide it (and if
-     * not, why), and the JSON Schema of each tool it calls, for a form.
+     * not, why), and the JSON Schema of each tool it calls (a budget raise's own), for a form.
      */
     async preview(principal: Principal, id: string, edited?: Record<string, unknown>) {
       const { run, approval } = await find(principal, id);
@@ -186,12 +186,16 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
               .parse(approval.arguments)
               .steps.map((s) => s.action)
           : [approval.toolName];
-      const parameters = Object.fromEntries(
-        names.flatMap((name) => {
-          const tool = deps.tools.get(name);
-          return tool ? [[name, toolJsonSchema(tool)]] : [];
-        }),
-      );
+      // A budget raise is judged by no tool: its form is the raise's own schema.
+      const parameters =
+        approval.kind === 'budget'
+          ? { [approval.toolName]: z.toJSONSchema(budgetRaiseSchema) as Record<string, unknown> }
+          : Object.fromEntries(
+              names.flatMap((name) => {
+                const tool = deps.tools.get(name);
+                return tool ? [[name, toolJsonSchema(tool)]] : [];
+              }),
+            );
       return {
         approval: approvalView(judged),
         mayDecide: allowed,

@@ -1,6 +1,7 @@
 export type {
   ApprovalFeedEvent,
   ApprovalList,
+  ApprovalPreview,
   ApprovalView,
   CompensationView,
   CreatedWebhook,

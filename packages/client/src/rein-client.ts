@@ -1,6 +1,7 @@
 import type {
   ApprovalFeedEvent,
   ApprovalList,
+  ApprovalPreview,
   ApprovalView,
   ApproveBody,
   AuditPage,
@@ -174,6 +175,9 @@ export class ReinClient {
       this.call(this.approverUrl, 'POST', `/v1/approvals/${enc(id)}/approve`, { body }),
     reject: (id: string, reason: string): Promise<ApprovalView> =>
       this.call(this.approverUrl, 'POST', `/v1/approvals/${enc(id)}/reject`, { body: { reason } }),
+    /** Judges an edit without deciding: the risk and rule it would get, whether the caller may decide, the tools' JSON Schemas. */
+    preview: (id: string, edited?: Record<string, unknown>): Promise<ApprovalPreview> =>
+      this.call(this.approverUrl, 'POST', `/v1/approvals/${enc(id)}/preview`, { body: edited ? { arguments: edited } : {} }),
     uncertainEffects: (): Promise<UncertainEffectList> => this.call(this.approverUrl, 'GET', '/v1/effects/uncertain'),
     /** The tenant's approval feed, live and endless (end it with `signal`); resumed like `runs.stream`. */
     stream: (opts: StreamOptions = {}): AsyncGenerator<StreamedEvent<ApprovalFeedEvent>> =>

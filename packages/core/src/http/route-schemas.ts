@@ -9,7 +9,7 @@ import {
   usageQuerySchema,
   usageResponseSchema,
 } from '../schemas/api.js';
-import { approvalLinksSchema, approveBodySchema, createLinksBodySchema, rejectBodySchema } from '../schemas/approval.js';
+import { approvalLinksSchema, approveBodySchema, createLinksBodySchema, previewBodySchema, rejectBodySchema } from '../schemas/approval.js';
 import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
 import { auditPageSchema, auditQuerySchema } from '../schemas/index.js';
 import {
@@ -30,6 +30,7 @@ import {
 import { appVersionSchema, promoteBodySchema, upgradeAnswerSchema, upgradeBodySchema, versionListSchema } from '../schemas/version.js';
 import {
   approvalListSchema,
+  approvalPreviewSchema,
   approvalViewSchema,
   batchDecisionSchema,
   compensationViewSchema,
@@ -297,8 +298,32 @@ const decided = {
   },
 };
 
+/** The console's settings: what the approver's operator configured for it. */
+const consoleSettingsSchema = z.object({ traceUrlTemplate: z.string().optional() });
+
 export const approverRoutes = {
+  // The run routes the console reads from its own origin (http/run-routes.ts), as the API documents them.
+  listRuns: apiRoutes.listRuns,
+  getUsage: apiRoutes.getUsage,
+  listVersions: apiRoutes.listVersions,
+  getRun: apiRoutes.getRun,
+  getTrace: apiRoutes.getTrace,
+  cancelRun: apiRoutes.cancelRun,
   compensateRun: apiRoutes.compensateRun,
+  runEvents: apiRoutes.runEvents,
+  consoleSettings: route('console', 'getConsoleSettings', 'What the console shows beyond the API: a trace UI link template', {
+    response: { 200: consoleSettingsSchema, ...errors() },
+  }),
+  previewApproval: route(
+    'approvals',
+    'previewApproval',
+    'Judge an edit without deciding: the risk and rule it would get, whether the caller may decide, the tools’ schemas',
+    {
+      params: idParamsSchema,
+      body: previewBodySchema,
+      response: { 200: approvalPreviewSchema, ...errors({ 400: `${ERROR_CODES[400]}, invalid_arguments`, 404: ERROR_CODES[404] }) },
+    },
+  ),
   listApprovals: route('approvals', 'listApprovals', 'Approvals of the caller’s tenant (their own unless approver or above)', {
     querystring: listApprovalsQuerySchema,
     response: { 200: approvalListSchema, ...errors() },

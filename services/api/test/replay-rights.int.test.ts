@@ -45,7 +45,8 @@ afterAll(async () => {
 });
 
 const as = (who: { key: string }) => ({ authorization: `Bearer ${who.key}` });
-const post = (who: { key: string }, url: string, payload: unknown) => app.inject({ method: 'POST', url, headers: as(who), payload });
+const post = (who: { key: string }, url: string, payload: Record<string, unknown>) =>
+  app.inject({ method: 'POST', url, headers: as(who), payload });
 
 /** A run of `who`, as it would be once finished (no worker runs here: the record is set so). */
 async function finishedRun(who: { key: string }, patch: Record<string, unknown> = {}): Promise<string> {
@@ -81,7 +82,12 @@ describe('a replay', () => {
       expect(res.statusCode).toBe(400);
       expect(res.json().error.code).toBe('unknown_model');
     }
-    const cohort = await post(ROOT, '/v1/replays', { agent: 'order-assistant', since: new Date(0).toISOString(), limit: 1, model: 'o1-pro' });
+    const cohort = await post(ROOT, '/v1/replays', {
+      agent: 'order-assistant',
+      since: new Date(0).toISOString(),
+      limit: 1,
+      model: 'o1-pro',
+    });
     expect(cohort.json().error?.code).toBe('unknown_model');
     expect((await post(ALICE, `/v1/runs/${original}/replay`, { model: 'model-b' })).statusCode).toBe(202);
   });

@@ -331,6 +331,7 @@ async function buildRuntime<X extends Extras>(
     quotas,
     enqueue,
     metrics,
+    ceilings,
     knownModel: (m) => replayModels.has(m) || Object.hasOwn(options.model.prices, m),
     visibleRun: runs.record,
     currentVersion: () => currentVersion(versions.known(), versions.own),

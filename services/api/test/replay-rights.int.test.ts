@@ -65,6 +65,17 @@ describe('a fork runs as whoever forks', () => {
     expect(fork).toMatchObject({ forkOf: original, tenantId: 'acme', userId: 'bob', roles: ['approver'] });
   });
 
+  it("a fork gets no more budget than a new run could ask for: the original's granted raises stay the original's", async () => {
+    const original = await finishedRun(ALICE);
+    const doc = JSON.parse((await client.hget(runKeys(original).run, 'doc')) ?? '{}');
+    // As an approved budget raise leaves it: past the operator's ceiling (1,000,000 tokens by default).
+    const raised = { ...doc.limits, maxTokens: 5_000_000 };
+    await client.hset(runKeys(original).run, 'doc', JSON.stringify({ ...doc, limits: raised }));
+    const res = await post(ALICE, `/v1/runs/${original}/fork`, { fromStep: 0 });
+    expect(res.statusCode).toBe(202);
+    expect((await rt.store.get(res.json().id))?.limits).toEqual({ ...raised, maxTokens: 1_000_000 });
+  });
+
   it('a fork of a replay is refused: its history holds simulated results, not what the world did', async () => {
     const real = await finishedRun(ALICE);
     const replay = await finishedRun(ALICE, { mode: 'replay', replayOf: real, replay: { liveReads: false, onNewApproval: 'reject' } });

@@ -18,6 +18,7 @@ import {
 import type { RunStore } from '../store/run-store.js';
 import { newTraceparent, traceIdOf } from '../tracing/trace-context.js';
 import { diffRuns } from './run-diff.js';
+import type { LimitCeilings } from './run-service.js';
 
 export interface ReplayServiceDeps {
   store: RunStore;
@@ -29,6 +30,8 @@ export interface ReplayServiceDeps {
    * would reach a provider the operator never chose, at no price, so no cost budget stops it.
    */
   knownModel: (model: string) => boolean;
+  /** What a new run may ask for: a fork gets no more, whatever raises its original was granted. */
+  ceilings: LimitCeilings;
   /** The run as the caller may read it (404 otherwise): run-service.ts `record`. */
   visibleRun: (principal: Principal, id: string) => Promise<RunRecord>;
   /** The app version new runs are pinned to. */
@@ -62,6 +65,7 @@ export function createReplayService(deps: ReplayServiceDeps) {
     const id = randomUUID();
     const traceparent = newTraceparent();
     const at = now();
+    const limits = patch.limits ?? original.limits;
     const run: RunRecord = {
       schemaVersion: 1,
       id,
@@ -74,7 +78,7 @@ export function createReplayService(deps: ReplayServiceDeps) {
       ...(deps.currentVersion ? { appVersion: deps.currentVersion() } : {}),
       input: original.input,
       metadata: original.metadata,
-      limits: original.limits,
+      limits,
       status: 'queued',
       step: 0,
       usage: ZERO_USAGE,
@@ -83,7 +87,7 @@ export function createReplayService(deps: ReplayServiceDeps) {
       version: 0,
       createdAt: new Date(at).toISOString(),
       updatedAt: new Date(at).toISOString(),
-      deadlineAt: new Date(at + original.limits.timeoutMs).toISOString(),
+      deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
       ...patch,
     };
     const admission = await deps.quotas.admit(run.tenantId, id);
@@ -167,6 +171,13 @@ export function createReplayService(deps: ReplayServiceDeps) {
         {
           forkOf: id,
           forkStep: body.fromStep,
+          // A granted budget raise was for the original (approved raises may pass the ceilings): a fork starts within them.
+          limits: {
+            ...original.limits,
+            maxSteps: Math.min(original.limits.maxSteps, deps.ceilings.maxSteps),
+            maxTokens: Math.min(original.limits.maxTokens, deps.ceilings.maxTokens),
+            timeoutMs: Math.min(original.limits.timeoutMs, deps.ceilings.timeoutMs),
+          },
           // A fork is live: it runs as whoever forks, with their roles now, never as the original's owner.
           userId: principal.userId,
           roles: principal.roles,

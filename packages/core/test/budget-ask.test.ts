@@ -106,4 +106,9 @@ describe('raisedLimits', () => {
       timeoutMs: 1,
     });
   });
+
+  it('never grows past what a run record holds (10,000,000 tokens): as proposed, a raise is capped there', () => {
+    const limits = { maxSteps: 8, maxTokens: 9_000_000, timeoutMs: 1 };
+    expect(raisedLimits(limits, { extraTokens: 5_000_000, extraCostUsd: 0 }).maxTokens).toBe(10_000_000);
+  });
 });

@@ -1,7 +1,7 @@
 import { approvalId } from '../approvals/approval-id.js';
 import type { Approval, BudgetRaise } from '../schemas/approval.js';
 import { budgetRaiseSchema } from '../schemas/approval.js';
-import type { Limits, RunReason, RunRecord } from '../schemas/run.js';
+import { type Limits, limitsSchema, type RunReason, type RunRecord } from '../schemas/run.js';
 import { hashArguments } from '../tools/argument-hash.js';
 
 /**
@@ -84,11 +84,17 @@ export function proposeRaise(run: RunRecord): BudgetRaise {
   return { extraTokens, extraCostUsd };
 }
 
-/** The run's limits grown by a granted raise (a cost raise of a run without a cost limit adds none). */
+/** The most tokens a run's record holds: a raise past it would leave a record nobody can read again. */
+const MAX_RUN_TOKENS = limitsSchema.shape.maxTokens.maxValue ?? Number.POSITIVE_INFINITY;
+
+/** The most extra tokens a raise may grant a run with these limits (an edit asking for more is refused). */
+export const maxExtraTokens = (limits: Limits) => MAX_RUN_TOKENS - limits.maxTokens;
+
+/** The run's limits grown by a granted raise (a cost raise of a run without a cost limit adds none), never past what a run holds. */
 export function raisedLimits(limits: Limits, raise: BudgetRaise): Limits {
   return {
     ...limits,
-    maxTokens: limits.maxTokens + raise.extraTokens,
+    maxTokens: Math.min(MAX_RUN_TOKENS, limits.maxTokens + raise.extraTokens),
     ...(limits.maxCostUsd !== undefined ? { maxCostUsd: limits.maxCostUsd + raise.extraCostUsd } : {}),
   };
 }

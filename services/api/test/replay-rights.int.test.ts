@@ -85,6 +85,29 @@ describe('a fork runs as whoever forks', () => {
   });
 });
 
+describe('a fork without input', () => {
+  it('is replayed, and forked again, from all of the history it started with, not its first message', async () => {
+    const original = await finishedRun(ALICE, { historyMessages: 2 });
+    // A session's earlier turn, then the input: what the original's first step saw.
+    const history = [
+      { role: 'user', content: 'Where is order A12345?' },
+      { role: 'assistant', content: 'It shipped yesterday.' },
+      { role: 'user', content: 'Order 2024001 has not shipped yet' },
+    ];
+    await client.del(runKeys(original).messages);
+    await client.rpush(runKeys(original).messages, ...history.map((m) => JSON.stringify(m)));
+    const { id: fork } = (await post(ALICE, `/v1/runs/${original}/fork`, { fromStep: 0 })).json();
+    const doc = JSON.parse((await client.hget(runKeys(fork).run, 'doc')) ?? '{}');
+    await client.hset(runKeys(fork).run, 'doc', JSON.stringify({ ...doc, status: 'succeeded' }));
+    const messagesOf = async (id: string) => (await client.lrange(runKeys(id).messages, 0, -1)).map((m) => JSON.parse(m));
+    expect(await messagesOf(fork)).toEqual(history);
+    const replay = (await post(ALICE, `/v1/runs/${fork}/replay`, {})).json();
+    expect(await messagesOf(replay.id)).toEqual(history);
+    const again = (await post(ALICE, `/v1/runs/${fork}/fork`, { fromStep: 0 })).json();
+    expect(await messagesOf(again.id)).toEqual(history);
+  });
+});
+
 describe('a replay', () => {
   it('calls only a model the fleet knows (configured or priced): any other is 400 unknown_model', async () => {
     const original = await finishedRun(ALICE);

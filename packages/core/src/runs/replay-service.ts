@@ -181,7 +181,8 @@ export function createReplayService(deps: ReplayServiceDeps) {
           // A fork is live: it runs as whoever forks, with their roles now, never as the original's owner.
           userId: principal.userId,
           roles: principal.roles,
-          ...(body.input ? { input: body.input, historyMessages: end } : {}),
+          // What precedes its input (its last message, without one): a replay or fork of it starts from all it saw.
+          ...(body.input ? { input: body.input, historyMessages: end } : { historyMessages: end - 1 }),
         },
         [...history, ...input],
       );

@@ -74,6 +74,23 @@ function fairnessCases(connect: () => Promise<RedisClient>) {
     expect(fleet.started).toEqual(['a-0', 'b-0', 'a-1', 'b-1', 'a-2', 'b-2', 'a-3', 'b-3', 'a-4', 'b-4']);
   });
 
+  it('never lets a tenant that runs one at a time jump ahead of one already waiting for a turn', async () => {
+    const redis = await connect();
+    const fleet = fleetOver(redis, {
+      default: quota,
+      tenants: { a: { ...quota, maxConcurrentRuns: 1 } },
+      fairShareSlots: 1,
+    });
+    for (let n = 0; n < 4; n++) await fleet.submit('a', `a-${n}`);
+    await fleet.submit('x', 'x-0');
+    expect(fleet.started).toEqual(['a-0']);
+    // a-0's finish lets a-1 into the line for a turn; x-0 was waiting first, so it takes it.
+    await fleet.finishOldest();
+    expect(fleet.started).toEqual(['a-0', 'x-0']);
+    for (let n = 0; n < 3; n++) await fleet.finishOldest();
+    expect(fleet.started).toEqual(['a-0', 'x-0', 'a-1', 'a-2', 'a-3']);
+  });
+
   it("keeps each tenant's own limit below the fleet's slots, and starts tenants that do not queue at once", async () => {
     const redis = await connect();
     const fleet = fleetOver(redis, {

@@ -91,6 +91,28 @@ function fairnessCases(connect: () => Promise<RedisClient>) {
     expect(fleet.started).toEqual(['a-0', 'x-0', 'a-1', 'a-2', 'a-3']);
   });
 
+  it('gives back the slot handed to a run that ended waiting, though its tenant no longer shares fleet-wide slots', async () => {
+    const redis = await connect();
+    const runs = new Map<string, RunRecord>();
+    const store = { get: async (id: string) => runs.get(id) ?? null };
+    const enqueue: Enqueue = async () => {};
+    const sharing = new TenantQuotas(redis, { default: quota, tenants: {}, fairShareSlots: 1 });
+    for (const id of ['a-0', 'a-1']) {
+      runs.set(id, { id, tenantId: 'a', status: 'queued', step: 0 } as RunRecord);
+      await sharing.admit('a', id);
+    }
+    await createFairShare({ store, quotas: sharing, enqueue }).fill('a');
+    expect(await redis.smembers(fairShareKeys.slots)).toEqual(['a-0']);
+    // Redeployed with `a` no longer queueing beyond its limit; a-1 was cancelled in its line, a-0 finished.
+    const plain = new TenantQuotas(redis, { default: quota, tenants: { a: { ...quota, queueBeyondLimit: false } }, fairShareSlots: 1 });
+    runs.set('a-1', { ...(runs.get('a-1') as RunRecord), status: 'cancelled' });
+    runs.set('a-0', { ...(runs.get('a-0') as RunRecord), status: 'succeeded' });
+    await redis.srem(fairShareKeys.slots, 'a-0'); // what a-0's finishing commit does
+    await createFairShare({ store, quotas: plain, enqueue }).fill('a', 'a-0');
+    // a-1's stale turn was skipped: the fleet's one slot is free for the next tenant.
+    expect(await redis.smembers(fairShareKeys.slots)).toEqual([]);
+  });
+
   it("keeps each tenant's own limit below the fleet's slots, and starts tenants that do not queue at once", async () => {
     const redis = await connect();
     const fleet = fleetOver(redis, {

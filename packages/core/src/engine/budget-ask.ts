@@ -1,7 +1,7 @@
 import { approvalId } from '../approvals/approval-id.js';
 import type { Approval, BudgetRaise } from '../schemas/approval.js';
 import { budgetRaiseSchema } from '../schemas/approval.js';
-import type { Limits, RunReason, RunRecord } from '../schemas/run.js';
+import { type Limits, limitsSchema, type RunReason, type RunRecord } from '../schemas/run.js';
 import { hashArguments } from '../tools/argument-hash.js';
 
 /**
@@ -84,11 +84,17 @@ export function proposeRaise(run: RunRecord): BudgetRaise {
   return { extraTokens, extraCostUsd };
 }
 
-/** The run's limits grown by a granted raise (a cost raise of a run without a cost limit adds none). */
+/** A run's token limit never grows past what its record may hold (a larger one could not be stored). */
+const MAX_TOKENS_CEILING = limitsSchema.shape.maxTokens.maxValue ?? Number.MAX_SAFE_INTEGER;
+
+/**
+ * The run's limits grown by a granted raise (a cost raise of a run without a cost limit adds
+ * none), the token limit up to its ceiling.
+ */
 export function raisedLimits(limits: Limits, raise: BudgetRaise): Limits {
   return {
     ...limits,
-    maxTokens: limits.maxTokens + raise.extraTokens,
+    maxTokens: Math.min(limits.maxTokens + raise.extraTokens, MAX_TOKENS_CEILING),
     ...(limits.maxCostUsd !== undefined ? { maxCostUsd: limits.maxCostUsd + raise.extraCostUsd } : {}),
   };
 }

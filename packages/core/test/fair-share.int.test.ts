@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineAgent } from '../src/agents/agent-profile.js';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import type { Quotas } from '../src/config.js';
 import { fairShareKeys } from '../src/keys.js';
@@ -205,5 +206,41 @@ describe('a run parked for a person, with fleet-wide slots', () => {
     // The next finish or reaper pass fills it.
     expect(await share.fill(USER.tenantId)).toBe(1);
     expect(await t.redis.smembers(fairShareKeys.slots)).toEqual([second]);
+  });
+
+  it('keeps its slot while it waits for its children: they work under it, so the fleet runs no more trees than its slots', async () => {
+    const researcher = defineAgent({
+      name: 'researcher',
+      description: 'Looks up policies.',
+      instructions: 'You are the researcher.',
+      tools: ['search_policy'],
+    });
+    const model = createFakeModel([
+      (request) =>
+        String(request.messages[0]?.content ?? '').startsWith('You are the researcher')
+          ? { content: 'found it' }
+          : { toolCalls: [toolCall('c1', 'call_researcher', { input: 'dig' })] },
+    ]);
+    const t = use(model, {
+      agents: [researcher],
+      profile: { agents: ['researcher'] },
+      quotas: { default: quota, tenants: {}, fairShareSlots: 1 },
+    });
+    const share = createFairShare({ store: t.store, quotas: t.quotas, enqueue: t.enqueue });
+    const slotJobs = async () => {
+      for (let i = t.queue.findIndex((q) => q.name === 'slot'); i >= 0; i = t.queue.findIndex((q) => q.name === 'slot')) {
+        const job = slotJobSchema.parse(t.queue.splice(i, 1)[0]?.job);
+        await share.fill(job.tenantId, job.freed ? job.runId : undefined);
+      }
+    };
+    const first = await t.submit('research this');
+    await slotJobs();
+    const second = await t.submit('and this');
+    await slotJobs();
+    await t.drain(1);
+    expect((await t.store.require(first)).status).toBe('waiting');
+    expect(await t.redis.smembers(fairShareKeys.slots)).toEqual([first]);
+    expect(await share.fill(USER.tenantId)).toBe(0);
+    expect((await t.store.require(second)).status).toBe('queued');
   });
 });

@@ -134,7 +134,10 @@ export class AuditLog {
     await this.retention.cold.put(tenantId, entries);
     // Dropped only where the archive now holds these very bytes: a seq it already had other bytes
     // for (a log begun again on an emptied Redis) is kept here, not lost to a refused copy.
-    const archived = await this.retention.cold.get(tenantId, entries.map((e) => e.seq));
+    const archived = await this.retention.cold.get(
+      tenantId,
+      entries.map((e) => e.seq),
+    );
     const held = new Set(entries.filter((e) => archived.get(e.seq) !== e.json).map((e) => String(e.seq)));
     if (held.size) this.logger?.error({ tenantId, seqs: [...held] }, 'the archive holds other entries under these seqs; kept in Redis');
     const moved = seqs.filter((seq) => !held.has(seq));

@@ -24,7 +24,7 @@ const DAY_MS = 86_400_000;
 export async function usage(opts: { from?: string; to?: string; groupBy?: string }): Promise<string> {
   const to = opts.to ?? new Date().toISOString();
   const from = opts.from ?? new Date(Date.parse(to) - 7 * DAY_MS).toISOString();
-  const groupBy = (opts.groupBy ?? 'day') as 'agent' | 'model' | 'user' | 'day';
+  const groupBy = (opts.groupBy ?? 'day') as 'agent' | 'model' | 'user' | 'day' | 'mode';
   const { rows } = await fleetClient().rein.usage({ from, to, groupBy });
   const header = [groupBy, 'runs', 'failed', 'steps', 'prompt', 'completion', 'cost USD', 'p50 ms', 'p95 ms'];
   const lines = rows.map((r) => [

@@ -42,6 +42,20 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
     env: CLIENT_ENV,
   },
   watch: { usage: 'rein watch <runId>', summary: 'follow a run live', details: '', env: CLIENT_ENV },
+  replay: {
+    usage: 'rein replay <runId> [--model M] [--instructions-file F] | --agent A --since 24h --limit N [--max-diverged 10%] [--report F]',
+    summary: 'replay a run (or a cohort) with another model or prompt; tools answer from the records',
+    details: `  <runId>                  replay one finished run and print the diff, original | replay
+  --model M                the model the replay calls
+  --instructions-file F    the agent's instructions for the replay, from a file
+  --version V              the app version to replay on (default: the current one)
+  --agent A                a cohort: finished runs of agent A (approver or admin key)
+  --since D                created since D ago (24h, 90m, 7d) or an ISO instant; --until likewise
+  --limit N                at most N runs, sampled evenly; --status S only runs that ended S
+  --max-diverged P         exit 1 when more than P (10% or 0.1) of the replays diverged
+  --report F               write the Markdown report to F (default: print it)`,
+    env: CLIENT_ENV,
+  },
   versions: {
     usage: 'rein versions [promote <version> [--force] | upgrade <version> [--to V]]',
     summary: "the fleet's app versions (admin key); promote one, or move a version's runs",
@@ -65,11 +79,11 @@ Exits 0 when the chain holds, 1 naming the first entry altered, removed or moved
     env: [['REIN_ARCHIVE_URL', 'the archive, a postgres:// URL']],
   },
   usage: {
-    usage: 'rein usage [--from ISO] [--to ISO] [--group-by agent|model|user|day]',
+    usage: 'rein usage [--from ISO] [--to ISO] [--group-by agent|model|user|day|mode]',
     summary: "the tenant's usage from the run archive (approver or admin key)",
     details: `  --from ISO               runs created at or after (default: 7 days before --to)
   --to ISO                 runs created before (default: now)
-  --group-by KEY           agent, model, user or day (default: day)`,
+  --group-by KEY           agent, model, user, day or mode (live or replay) (default: day)`,
     env: CLIENT_ENV,
   },
   schedules: {

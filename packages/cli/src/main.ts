@@ -9,6 +9,7 @@ import { auditVerify } from './audit-verify.js';
 import { dev } from './dev.js';
 import { fleetClient } from './fleet-client.js';
 import { type CommandName, commandHelp, isCommand, USAGE } from './help.js';
+import { replay } from './replay.js';
 import { follow, run } from './run.js';
 import { renderSchedule, renderSchedules } from './schedules.js';
 import { versions } from './versions.js';
@@ -131,6 +132,15 @@ try {
       process.stdout.write(`input: ${current.input}\nrun ${current.id}  trace ${current.traceId}  status ${current.status}\n\n`);
       await follow(runId);
       process.exit(0);
+      break;
+    }
+    case 'replay': {
+      const flags = ['model', 'instructions-file', 'version', 'agent', 'since', 'until', 'limit', 'status', 'max-diverged', 'report'];
+      const { values, positionals } = options('replay', Object.fromEntries(flags.map((f) => [f, { type: 'string' as const }])));
+      const str = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined);
+      const camel = (f: string) => f.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+      const given = Object.fromEntries(flags.flatMap((f) => (str(f) === undefined ? [] : [[camel(f), str(f)]])));
+      process.exit(await replay(fleetClient().rein, positionals[0], given));
       break;
     }
     case 'versions': {

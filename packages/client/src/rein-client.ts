@@ -1,18 +1,25 @@
 import type {
   ApprovalFeedEvent,
   ApprovalList,
+  ApprovalPreview,
   ApprovalView,
   ApproveBody,
   AuditPage,
   CompensationView,
   CreatedWebhook,
+  CreateReplayCohortBody,
   CreateScheduleInput,
   CreateWebhookBody,
   DeliveryLog,
+  ForkRunBody,
   ListApprovalsParams,
   ListRunsParams,
   PatchScheduleBody,
   Principal,
+  ReplayCohortView,
+  ReplayRunBody,
+  ReplayStarted,
+  RunDiff,
   RunList,
   RunTrace,
   RunView,
@@ -104,6 +111,13 @@ export class ReinClient {
     cancel: (id: string): Promise<RunView> => this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/cancel`),
     /** Undo a finished run's completed writes, latest first (approvers and up); the compensation is itself a saga to follow. */
     compensate: (id: string): Promise<CompensationView> => this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/compensate`),
+    /** Replay a finished run: its model calls are real, its tool calls are answered from its records (docs/replay.md). */
+    replay: (id: string, body: ReplayRunBody = {}): Promise<ReplayStarted> =>
+      this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/replay`, { body }),
+    /** What a replay did differently from its original. */
+    diff: (id: string): Promise<RunDiff> => this.call(this.apiUrl, 'GET', `/v1/runs/${enc(id)}/diff`),
+    /** A new live run from a finished run's history before step `fromStep`. */
+    fork: (id: string, body: ForkRunBody): Promise<ReplayStarted> => this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/fork`, { body }),
     /** One page; pass `nextCursor` back as `cursor` for the next. */
     list: (params: ListRunsParams = {}): Promise<RunList> => this.call(this.apiUrl, 'GET', '/v1/runs', { query: params }),
     /**
@@ -161,6 +175,9 @@ export class ReinClient {
       this.call(this.approverUrl, 'POST', `/v1/approvals/${enc(id)}/approve`, { body }),
     reject: (id: string, reason: string): Promise<ApprovalView> =>
       this.call(this.approverUrl, 'POST', `/v1/approvals/${enc(id)}/reject`, { body: { reason } }),
+    /** Judges an edit without deciding: the risk and rule it would get, whether the caller may decide, the tools' JSON Schemas. */
+    preview: (id: string, edited?: Record<string, unknown>): Promise<ApprovalPreview> =>
+      this.call(this.approverUrl, 'POST', `/v1/approvals/${enc(id)}/preview`, { body: edited ? { arguments: edited } : {} }),
     uncertainEffects: (): Promise<UncertainEffectList> => this.call(this.approverUrl, 'GET', '/v1/effects/uncertain'),
     /** The tenant's approval feed, live and endless (end it with `signal`); resumed like `runs.stream`. */
     stream: (opts: StreamOptions = {}): AsyncGenerator<StreamedEvent<ApprovalFeedEvent>> =>
@@ -171,6 +188,12 @@ export class ReinClient {
         opts,
         this.policy,
       ),
+  };
+
+  /** Cohort replays of an agent's recent finished runs, as a gate before a deploy (approvers and admins). */
+  readonly replays = {
+    create: (body: CreateReplayCohortBody): Promise<ReplayCohortView> => this.call(this.apiUrl, 'POST', '/v1/replays', { body }),
+    get: (id: string): Promise<ReplayCohortView> => this.call(this.apiUrl, 'GET', `/v1/replays/${enc(id)}`),
   };
 
   /** Usage of the tenant's archived runs, summed by agent, model, user or day (approvers and admins; needs the run archive). */

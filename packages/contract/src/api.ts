@@ -86,7 +86,7 @@ export type ListRunsQuery = z.infer<typeof listRunsQuerySchema>;
 export type ListRunsParams = Omit<z.input<typeof listRunsQuerySchema>, 'limit'> & { limit?: number };
 
 /** `GET /v1/usage`: the tenant's runs created in [from, to), summed by one key. */
-export const usageGroupSchema = z.enum(['agent', 'model', 'user', 'day']);
+export const usageGroupSchema = z.enum(['agent', 'model', 'user', 'day', 'mode']);
 export type UsageGroup = z.infer<typeof usageGroupSchema>;
 export const usageQuerySchema = z.object({
   from: z.string().datetime({ offset: true }),
@@ -96,7 +96,7 @@ export const usageQuerySchema = z.object({
 export type UsageQueryParams = z.input<typeof usageQuerySchema>;
 export type UsageQuery = z.infer<typeof usageQuerySchema>;
 
-/** One row of `GET /v1/usage`: `key` is the agent, model, user id or UTC day (YYYY-MM-DD). */
+/** One row of `GET /v1/usage`: `key` is the agent, model, user id, UTC day (YYYY-MM-DD), or mode (`live` or `replay`). */
 export const usageRowSchema = z.object({
   key: z.string(),
   runs: z.number(),

@@ -88,6 +88,9 @@ export const approveBodySchema = z
   })
   .strict();
 export type ApproveBody = z.infer<typeof approveBodySchema>;
+/** `POST /v1/approvals/:id/preview`: the edit to judge (none: the approval as it stands). Decides nothing. */
+export const previewBodySchema = approveBodySchema.pick({ arguments: true });
+export type PreviewBody = z.infer<typeof previewBodySchema>;
 export const rejectBodySchema = z.object({ reason: z.string().min(1).max(2000) }).strict();
 
 /** `POST /v1/approvals/:id/links`: for the caller, or (a tenant admin) for `userId`. */

@@ -51,4 +51,8 @@ export type ReinErrorCode =
   | 'archive_unavailable'
   | 'version_not_live'
   | 'version_not_upgradable'
+  | 'not_a_replay'
+  | 'original_unavailable'
+  | 'fork_step_unavailable'
+  | 'replay_unsupported'
   | (string & {});

@@ -12,6 +12,7 @@ export * from './error-codes.js';
 export * from './event.js';
 export * from './identity.js';
 export * from './message.js';
+export * from './replay.js';
 export * from './run.js';
 export * from './schedule.js';
 export * from './verify-webhook.js';

@@ -31,6 +31,8 @@ export const runReasonSchema = z.enum([
   'cancelled',
   /** Cancelled because a new run of its session interrupted it (`ifBusy: interrupt | rollback`). */
   'interrupted',
+  /** A replay stopped at a call the original never had approved (`onNewApproval: 'stop'`). */
+  'replay_stopped',
   'internal_error',
 ]);
 export type RunReason = z.infer<typeof runReasonSchema>;
@@ -95,6 +97,19 @@ export type LoopGuardState = z.infer<typeof loopGuardStateSchema>;
 export const interruptionSchema = z.object({ by: z.string(), rollback: z.boolean() });
 export type Interruption = z.infer<typeof interruptionSchema>;
 
+/**
+ * What a replay run overrides and how it treats what its original never did: `liveReads`
+ * runs read tools the original never called; `onNewApproval` says whether a call the
+ * original never had approved is treated as rejected (reason `replay`) or stops the replay.
+ */
+export const replaySettingsSchema = z.object({
+  model: z.string().min(1).max(200).optional(),
+  instructions: z.string().min(1).max(100_000).optional(),
+  liveReads: z.boolean(),
+  onNewApproval: z.enum(['reject', 'stop']),
+});
+export type ReplaySettings = z.infer<typeof replaySettingsSchema>;
+
 export const runRecordSchema = z.object({
   schemaVersion,
   id: z.string(),
@@ -150,6 +165,16 @@ export const runRecordSchema = z.object({
   ancestors: z.array(z.string()).optional(),
   /** A `waiting` run's children of its current step that have not all ended. */
   pendingChildren: z.array(z.string()).optional(),
+  /** A replay (`POST /v1/runs/:id/replay`): its tool calls never reach the world, see engine/replay-policy.ts. */
+  mode: z.literal('replay').optional(),
+  /** A replay's original run, and what the replay overrides. */
+  replayOf: z.string().optional(),
+  replay: replaySettingsSchema.optional(),
+  /** A replay started by a cohort (`POST /v1/replays`): its finish starts the cohort's next one. */
+  cohortId: z.string().optional(),
+  /** A fork (`POST /v1/runs/:id/fork`): the run whose history up to `forkStep` it started from. */
+  forkOf: z.string().optional(),
+  forkStep: z.number().int().min(0).optional(),
   /** Bumped by every commit; the compare-and-set token. */
   version: z.number().int().min(0),
   createdAt: z.string(),
@@ -217,6 +242,13 @@ export const toolCallRecordSchema = z.object({
   planStep: z.number().int().min(1).optional(),
   /** A `call_<agent>` call: the child run it started (its steps are that run's trace). */
   childRunId: z.string().optional(),
+  /**
+   * A replay's call: `recorded` (the original's result), `not_recorded` (a read the original
+   * never made), `simulated` (a write not executed), `live` (a read run with `liveReads`).
+   */
+  source: z.enum(['recorded', 'not_recorded', 'simulated', 'live']).optional(),
+  /** A replay's call the original never had approved: what its approval would have required. */
+  wouldNeedApproval: z.object({ risk: riskSchema, requiredRole: roleSchema }).optional(),
 });
 export type ToolCallRecord = z.infer<typeof toolCallRecordSchema>;
 

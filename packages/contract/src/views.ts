@@ -34,6 +34,19 @@ export const approvalViewSchema = approvalSchema.omit({ schemaVersion: true }).e
 });
 export type ApprovalView = z.infer<typeof approvalViewSchema>;
 
+/**
+ * `POST /v1/approvals/:id/preview`: the approval as approving with the edit would judge it
+ * (risk, required role, quorum), whether the caller may decide it then (`refusal` says why
+ * not), and each tool's argument JSON Schema (one, or a plan's tools), for an edit form.
+ */
+export const approvalPreviewSchema = z.object({
+  approval: approvalViewSchema,
+  mayDecide: z.boolean(),
+  refusal: z.string().optional(),
+  parameters: z.record(z.string(), z.record(z.string(), z.unknown())),
+});
+export type ApprovalPreview = z.infer<typeof approvalPreviewSchema>;
+
 /** A run's saga compensation as callers see it (`POST /v1/runs/:id/compensate`, `compensation` of a run). */
 export const compensationViewSchema = compensationSchema.omit({ schemaVersion: true });
 export type CompensationView = z.infer<typeof compensationViewSchema>;
@@ -68,6 +81,10 @@ export const runViewSchema = z.object({
   /** A sub-agent's run: the run that called it, and the first run of the tree. */
   parentRunId: z.string().optional(),
   rootRunId: z.string().optional(),
+  /** A replay (its tool calls never reached the world) and its original; a fork and the run it started from. */
+  mode: z.literal('replay').optional(),
+  replayOf: z.string().optional(),
+  forkOf: z.string().optional(),
   /** The sub-agent runs this run started. */
   children: z.array(z.object({ id: z.string(), agent: z.string(), status: runStatusSchema })).optional(),
   limits: limitsSchema,

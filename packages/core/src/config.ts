@@ -281,6 +281,12 @@ export const configSchema = z.object({
   OTEL_BSP_MAX_EXPORT_BATCH_SIZE: z.coerce.number().int().min(1).default(512),
   /** Export prompts, completions and tool payloads on spans (PII-masked like logs). Off: they never leave the process. */
   REIN_OTEL_CAPTURE_CONTENT: z.enum(['true', 'false']).default('false'),
+  /** A trace UI's page of one trace, `{traceId}` standing for the run's W3C trace id: the console links each run to it. */
+  REIN_TRACE_URL_TEMPLATE: z
+    .string()
+    .url()
+    .refine((s) => s.includes('{traceId}'), 'must contain {traceId}')
+    .optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

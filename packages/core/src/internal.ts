@@ -80,6 +80,7 @@ export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-bo
 export { OPENAPI_PATH } from './http/openapi.js';
 export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
 export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
+export { type RunRoutesDeps, registerRunRoutes } from './http/run-routes.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
 export {

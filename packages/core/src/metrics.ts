@@ -47,6 +47,18 @@ export function createMetrics(service: string) {
       labelNames: ['model', 'type', 'tenant'],
       registers,
     }),
+    replayTokens: new Counter({
+      name: 'rein_replay_model_tokens_total',
+      help: 'Tokens replays spent (counted apart from rein_model_tokens_total), by model, type (prompt / completion) and tenant',
+      labelNames: ['model', 'type', 'tenant'],
+      registers,
+    }),
+    replayCost: new Counter({
+      name: 'rein_replay_model_cost_usd_total',
+      help: 'Money replays spent on model calls (counted apart from rein_model_cost_usd_total), by model and tenant',
+      labelNames: ['model', 'tenant'],
+      registers,
+    }),
     modelUsageUnderreported: new Counter({
       name: 'rein_model_usage_underreported_total',
       help: 'Completion tokens a model endpoint left out of its reported usage (charged from Rein’s own count instead)',

@@ -206,6 +206,8 @@ export interface ReinOptions {
     maxExportBatchSize: Config['OTEL_BSP_MAX_EXPORT_BATCH_SIZE'];
     /** REIN_OTEL_CAPTURE_CONTENT. @default 'false' */
     captureContent: Config['REIN_OTEL_CAPTURE_CONTENT'];
+    /** REIN_TRACE_URL_TEMPLATE: the console links a run to `{traceId}` in it. @default undefined (no link) */
+    urlTemplate: Config['REIN_TRACE_URL_TEMPLATE'];
   };
 }
 
@@ -308,6 +310,7 @@ export const envOptionPaths = {
   OTEL_BSP_MAX_QUEUE_SIZE: 'tracing.maxQueueSize',
   OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 'tracing.maxExportBatchSize',
   REIN_OTEL_CAPTURE_CONTENT: 'tracing.captureContent',
+  REIN_TRACE_URL_TEMPLATE: 'tracing.urlTemplate',
 } as const satisfies Record<keyof Config, string>;
 
 /** Maps a parsed environment onto options, following envOptionPaths. */

@@ -30,6 +30,8 @@ import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, typ
 import { CircuitBreakers } from './resilience/circuit-breakers.js';
 import { FleetLimit } from './resilience/fleet-limit.js';
 import { createFairShare, type FairShare } from './runs/fair-share.js';
+import { createReplayCohortService, type ReplayCohortService } from './runs/replay-cohort-service.js';
+import { createReplayService, type ReplayService } from './runs/replay-service.js';
 import { createRunArchiving, type RunArchiving } from './runs/run-archiving.js';
 import { createRunService, type RunService } from './runs/run-service.js';
 import { createScheduleService, type ScheduleService } from './runs/schedule-service.js';
@@ -39,6 +41,7 @@ import { AuditLog } from './store/audit-log.js';
 import { DecisionJournal } from './store/decision-journal.js';
 import { EffectLedger } from './store/effect-ledger.js';
 import { HotRuns } from './store/hot-runs.js';
+import { ReplayCohortStore } from './store/replay-cohort-store.js';
 import { RunStore } from './store/run-store.js';
 import { ScheduleStore } from './store/schedule-store.js';
 import { VersionDirectory } from './store/version-directory.js';
@@ -75,6 +78,10 @@ export interface Runtime {
   agents: AgentCatalog;
   quotas: TenantQuotas;
   runs: RunService;
+  /** Replays, forks and diffs of finished runs (docs/replay.md). */
+  replays: ReplayService;
+  /** Cohort replays (`POST|GET /v1/replays`), advanced as their replays finish. */
+  cohorts: ReplayCohortService;
   /** Agents on a schedule: CRUD, and the firings workers take from `scheduleQueue`. */
   schedules: ScheduleService;
   scheduleQueue: ScheduleQueue;
@@ -236,6 +243,7 @@ async function buildRuntime<X extends Extras>(
   let compensator: Compensator | undefined;
   // Likewise the tree, which cancels a finished run's children through the applier.
   let tree: RunTree | undefined;
+  let cohorts: ReplayCohortService | undefined;
   const applier = createTransitionApplier({
     store,
     quotas,
@@ -247,10 +255,15 @@ async function buildRuntime<X extends Extras>(
     audit,
     hooks: {
       async finished(run) {
-        await dispatcher.onRunFinished(run);
-        await compensator
-          ?.onRunFinished(run)
-          .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+        // A replay fires no webhook and has nothing to compensate: its calls never reached the world.
+        // A cohort's replay starts the cohort's next one.
+        if (run.mode === 'replay') await cohorts?.replayFinished(run);
+        else {
+          await dispatcher.onRunFinished(run);
+          await compensator
+            ?.onRunFinished(run)
+            .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+        }
         await tree?.finished(run);
         // Its session may be free now: the next run queued for it (if any) starts.
         if (run.sessionId) await enqueue('admit', { runId: run.id, cause: 'finished', traceparent: run.traceparent });
@@ -312,6 +325,21 @@ async function buildRuntime<X extends Extras>(
     currentVersion: () => currentVersion(versions.known(), versions.own),
     ...(archive ? { archive: archive.runs } : {}),
   });
+  const replays = createReplayService({
+    store,
+    quotas,
+    enqueue,
+    metrics,
+    visibleRun: runs.record,
+    currentVersion: () => currentVersion(versions.known(), versions.own),
+    liveWorkers: async (version) => (await versions.list()).find((f) => f.version === version)?.workers ?? 0,
+  });
+  cohorts = createReplayCohortService({
+    store,
+    cohorts: new ReplayCohortStore(redis, options.retention.traceTtlDays * 86_400),
+    replays,
+    logger,
+  });
   const schedules = createScheduleService({
     store: new ScheduleStore(redis),
     timers: scheduleQueue,
@@ -349,6 +377,8 @@ async function buildRuntime<X extends Extras>(
     agents,
     quotas,
     runs,
+    replays,
+    cohorts,
     schedules,
     scheduleQueue,
     sessionQueue,

@@ -75,6 +75,30 @@ describe('approve with edits', () => {
     expect(await t.approvals.decide(SUPERVISOR, approval.id, raise)).toMatchObject({ risk: 'critical', status: 'approved' });
   });
 
+  it('previews an edit without deciding: the judgement decide would make, who may then decide, the tool schema', async () => {
+    const t = use(writeThenEcho('submit_refund', { orderNo: '2024001', amount: 100, reason: 'late' }));
+    const { approval } = await parked(t, 'refund 100');
+    const asIs = await t.approvals.preview(APPROVER, approval.id);
+    expect(asIs).toMatchObject({ mayDecide: true, approval: { risk: 'high', status: 'pending' } });
+    expect(asIs.parameters.submit_refund).toMatchObject({ type: 'object', properties: { amount: { type: 'number' } } });
+    const raise = { orderNo: '2024001', amount: 600, reason: 'late' };
+    const judged = await t.approvals.preview(APPROVER, approval.id, raise);
+    expect(judged).toMatchObject({
+      mayDecide: false,
+      approval: { risk: 'critical', requiredRole: 'supervisor', editedBy: APPROVER.userId, approvedArguments: { amount: 600 } },
+    });
+    expect(judged.refusal).toContain('supervisor');
+    expect((await t.approvals.preview(SUPERVISOR, approval.id, raise)).mayDecide).toBe(true);
+    // Nothing was decided or edited.
+    const after = await t.approvals.get(APPROVER, approval.id);
+    expect(after).toMatchObject({ status: 'pending', risk: 'high', argsHash: approval.argsHash });
+    expect(after.approvedArguments).toBeUndefined();
+    await expect(t.approvals.preview(APPROVER, approval.id, { orderNo: '2024001', amount: -1, reason: 'late' })).rejects.toMatchObject({
+      status: 400,
+      code: 'invalid_arguments',
+    });
+  });
+
   it('refuses edited arguments that do not match the tool schema with 400', async () => {
     const t = use(writeThenEcho('submit_refund', { orderNo: '2024001', amount: 100, reason: 'late' }));
     const { approval } = await parked(t, 'refund 100');

@@ -307,4 +307,16 @@ describe.skipIf(!db)('the run archive (real PostgreSQL)', () => {
       },
     ]);
   });
+
+  it('usage by mode sets replays apart from live runs', async () => {
+    const live = archiveDoc({ id: 'm1', tenantId: 'modes' });
+    const replayed = archiveDoc({ id: 'm2', tenantId: 'modes' });
+    await archive.archiveRun(live);
+    await archive.archiveRun({ ...replayed, run: { ...replayed.run, mode: 'replay', replayOf: 'm1' } });
+    const rows = await usage(pool, { tenantId: 'modes', from: '2026-01-01T00:00:00Z', to: '2027-01-01T00:00:00Z', groupBy: 'mode' });
+    expect(rows.map((r) => [r.key, r.runs, r.promptTokens])).toEqual([
+      ['live', 1, live.run.usage.promptTokens],
+      ['replay', 1, replayed.run.usage.promptTokens],
+    ]);
+  });
 });

@@ -16,10 +16,12 @@ export const scriptTurnSchema = z
   })
   .strict()
   .refine((t) => t.content !== null || t.toolCalls.length > 0, { message: 'a turn says something or calls a tool' });
-export const scriptSchema = z
-  .object({ turns: z.array(scriptTurnSchema).min(1) })
-  .strict()
-  .refine((s) => s.turns.at(-1)?.toolCalls.length === 0, { message: 'the last turn is an answer (no toolCalls), so a run ends' });
+const turnsSchema = z
+  .array(scriptTurnSchema)
+  .min(1)
+  .refine((turns) => turns.at(-1)?.toolCalls.length === 0, { message: 'the last turn is an answer (no toolCalls), so a run ends' });
+/** `byModel`: the turns for requests naming that model (two scripted models, e.g. a replay's with another model). */
+export const scriptSchema = z.object({ turns: turnsSchema, byModel: z.record(z.string(), turnsSchema).optional() }).strict();
 export type ExplicitScript = z.infer<typeof scriptSchema>;
 
 /** Reads and checks a script file (SCRIPTED_MODEL_SCRIPT); a clear message on what is wrong. */
@@ -39,9 +41,10 @@ export function loadScript(path: string): ExplicitScript {
   return parsed.data;
 }
 
-/** The reply for the conversation's next assistant turn. */
-export function playScript(script: ExplicitScript, messages: ScriptMessage[]): ScriptReply {
+/** The reply for the conversation's next assistant turn, from the requested model's turns when the script has them. */
+export function playScript(script: ExplicitScript, messages: ScriptMessage[], model?: string): ScriptReply {
   const turn = messages.filter((m) => m.role === 'assistant').length;
-  const { content, toolCalls } = script.turns[Math.min(turn, script.turns.length - 1)] as ExplicitScript['turns'][number];
+  const turns = (model !== undefined ? script.byModel?.[model] : undefined) ?? script.turns;
+  const { content, toolCalls } = turns[Math.min(turn, turns.length - 1)] as ExplicitScript['turns'][number];
   return { content, toolCalls: toolCalls.map((c) => ({ name: c.name, arguments: c.arguments })) };
 }

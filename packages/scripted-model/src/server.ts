@@ -123,7 +123,7 @@ export function createScriptedModelServer(opts: ScriptedModelOptions = {}): Fast
     const { messages } = parsed.data;
     const turn = messages.filter((m) => m.role === 'assistant').length;
     const move = opts.script
-      ? playScript(opts.script, messages)
+      ? playScript(opts.script, messages, requested)
       : play(
           messages,
           (parsed.data.tools ?? []).map((t) => t.function as OfferedTool),

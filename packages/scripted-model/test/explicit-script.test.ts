@@ -43,6 +43,18 @@ describe('an explicit script (SCRIPTED_MODEL_SCRIPT)', () => {
     await app.close();
   });
 
+  it('plays the turns of the model a request names when the script has them (byModel), the others for any other', async () => {
+    const script = { ...SCRIPT, byModel: { 'model-b': [{ content: 'Model B answers at once.' }] } };
+    const app = createScriptedModelServer({ script: loadScript(file('two.json', JSON.stringify(script))) });
+    const ask = async (model: string) =>
+      (
+        await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model, messages: [{ role: 'user', content: 'hi' }] } })
+      ).json().choices[0];
+    expect((await ask('model-b')).message.content).toBe('Model B answers at once.');
+    expect((await ask('model-a')).finish_reason).toBe('tool_calls');
+    await app.close();
+  });
+
   it('refuses a file that is not a script, saying which file and what is wrong', () => {
     expect(() => loadScript(join(dir, 'missing.json'))).toThrow(/SCRIPTED_MODEL_SCRIPT .*missing\.json/);
     expect(() => loadScript(file('bad.json', '{"turns": ['))).toThrow(/bad\.json/);

@@ -4,11 +4,11 @@ import {
   EventStreams,
   InvalidRequestError,
   idParamsSchema,
-  lastEventId,
   parseInput,
   REIN_ATTR,
   type Runtime,
   registerQueueDepth,
+  registerRunRoutes,
   registerVersionGauges,
   apiRoutes as schemas,
   streamCaps,
@@ -17,20 +17,19 @@ import {
 } from '@rein/core/internal';
 import {
   auditQuerySchema,
+  createReplayCohortBodySchema,
   createScheduleBodySchema,
   createWebhookBodySchema,
   idempotencyKeySchema,
-  listRunsQuerySchema,
   patchScheduleBodySchema,
   promoteBodySchema,
   submitRunBodySchema,
   upgradeBodySchema,
-  usageQuerySchema,
 } from '@rein/core/schemas';
 import type { FastifyInstance } from 'fastify';
 import { mountQueueBoard } from './queue-board.js';
 
-/** The runs API: submit, read, trace, stream, list, cancel. Logic lives in @rein/core. */
+/** The runs API: submit, read, trace, stream, list, cancel (the reads shared with the approver). Logic lives in @rein/core. */
 export function createApiApp(rt: Runtime): FastifyInstance {
   const runs = rt.runs;
   registerQueueDepth(
@@ -60,14 +59,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       if (!created) reply.header('idempotent-replayed', 'true');
       return reply.status(created ? 202 : 200).send(run);
     });
-
-    v1.get('/v1/runs', { schema: schemas.listRuns }, async (req) =>
-      runs.list(req.principal, parseInput(listRunsQuerySchema, req.query, 'query')),
-    );
-
-    v1.get('/v1/usage', { schema: schemas.getUsage }, async (req) =>
-      runs.usage(req.principal, parseInput(usageQuerySchema, req.query, 'query')),
-    );
+    registerRunRoutes(v1, rt, { streams, versions });
 
     v1.get('/v1/sessions/:id', { schema: schemas.getSession }, async (req) => runs.session(req.principal, id(req.params)));
 
@@ -98,7 +90,6 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       rt.webhooks.deliveries(req.principal, id(req.params)),
     );
 
-    v1.get('/v1/versions', { schema: schemas.listVersions }, async (req) => versions.list(req.principal));
     v1.post('/v1/versions/:version/promote', { schema: schemas.promoteVersion }, async (req) =>
       versions.promote(req.principal, version(req.params), parseInput(promoteBodySchema, req.body ?? {}, 'body')),
     );
@@ -111,22 +102,13 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     v1.get('/v1/audit', { schema: schemas.getAudit }, async (req) =>
       rt.decisionLog.page(req.principal, parseInput(auditQuerySchema, req.query, 'query')),
     );
-    v1.get('/v1/runs/:id', { schema: schemas.getRun }, async (req) => runs.get(req.principal, id(req.params)));
-
-    v1.get('/v1/runs/:id/trace', { schema: schemas.getTrace }, async (req) => runs.trace(req.principal, id(req.params)));
-
     v1.get('/v1/runs/:id/snapshots', { schema: schemas.getSnapshots }, async (req) => runs.snapshots(req.principal, id(req.params)));
 
-    v1.post('/v1/runs/:id/cancel', { schema: schemas.cancelRun }, async (req) => runs.cancel(req.principal, id(req.params)));
-    // Undo a finished run's completed writes (approver and up).
-    v1.post('/v1/runs/:id/compensate', { schema: schemas.compensateRun }, async (req, reply) =>
-      reply.code(202).send(await runs.compensate(req.principal, id(req.params))),
-    );
-
-    v1.get('/v1/runs/:id/events', { schema: schemas.runEvents }, async (req, reply) => {
-      const source = await runs.events(req.principal, id(req.params)); // 404 before the stream opens
-      await streams.serve(reply, req.principal, source, lastEventId(req.headers, req.query));
+    v1.post('/v1/replays', { schema: schemas.createReplayCohort }, async (req, reply) => {
+      const cohort = await rt.cohorts.create(req.principal, parseInput(createReplayCohortBodySchema, req.body, 'body'));
+      return reply.code(202).header('location', `/v1/replays/${cohort.id}`).send(cohort);
     });
+    v1.get('/v1/replays/:id', { schema: schemas.getReplayCohort }, async (req) => rt.cohorts.get(req.principal, id(req.params)));
   });
 
   app.addHook('preClose', async () => streams.close());

@@ -2,6 +2,7 @@ import type { Principal } from '@rein/core';
 import {
   createApprovalLinks,
   createServiceApp,
+  createVersionService,
   EventStreams,
   feedVisibleTo,
   idParamsSchema,
@@ -10,6 +11,7 @@ import {
   linkSecret,
   parseInput,
   type Runtime,
+  registerRunRoutes,
   requireApiKeys,
   approverRoutes as schemas,
   streamCaps,
@@ -20,19 +22,22 @@ import {
   batchDecideBodySchema,
   createLinksBodySchema,
   listApprovalsQuerySchema,
+  previewBodySchema,
   rejectBodySchema,
 } from '@rein/core/schemas';
 import type { FastifyInstance } from 'fastify';
 import { mountConsole } from './console.js';
 import { mountLinkPages } from './link-pages.js';
 
-/** The approver API: list, read, approve, reject. Who may decide is core's `mayDecide`. */
+/** The approver API (list, read, preview, approve, reject; who may decide is core's `mayDecide`) and the console with the run routes it reads. */
 export function createApproverApp(rt: Runtime): FastifyInstance {
   const { approvals, runs } = rt;
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
   // A plain user sees the feed of their own runs only, as with GET /v1/runs/:id.
   const visibleTo = (principal: Principal) => feedVisibleTo(principal, (ids) => rt.store.getMany(ids));
+
+  const versions = createVersionService({ directory: rt.versions, store: rt.store, enqueue: rt.enqueue, logger: rt.logger });
 
   const keys = requireApiKeys(rt.options.http);
   const links = createApprovalLinks({
@@ -43,6 +48,11 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
   });
 
   const app = createServiceApp(rt, (v1) => {
+    // The console reads runs from its own origin: the API's run routes, registered here too.
+    registerRunRoutes(v1, rt, { streams, versions });
+    v1.get('/v1/console', { schema: schemas.consoleSettings }, async () => ({
+      ...(rt.options.tracing.urlTemplate ? { traceUrlTemplate: rt.options.tracing.urlTemplate } : {}),
+    }));
     v1.get('/v1/approvals', { schema: schemas.listApprovals }, async (req) =>
       approvals.list(req.principal, parseInput(listApprovalsQuerySchema, req.query, 'query')),
     );
@@ -81,10 +91,11 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
       const body = parseInput(approveBodySchema, req.body, 'body');
       return approvals.decide(req.principal, id(req.params), { kind: 'approve', ...body });
     });
-    // Undo a finished run's completed writes (approver and up).
-    v1.post('/v1/runs/:id/compensate', { schema: schemas.compensateRun }, async (req, reply) =>
-      reply.code(202).send(await runs.compensate(req.principal, id(req.params))),
-    );
+    // Judge an edit before deciding it: the console shows the risk and the rule it would get.
+    v1.post('/v1/approvals/:id/preview', { schema: schemas.previewApproval }, async (req) => {
+      const body = parseInput(previewBodySchema, req.body ?? {}, 'body');
+      return approvals.preview(req.principal, id(req.params), body.arguments);
+    });
     // Mint single-use links (for mail and chat); the origin is the one the caller reached us at.
     v1.post('/v1/approvals/:id/links', { schema: schemas.createLinks }, async (req) => {
       const body = parseInput(createLinksBodySchema, req.body ?? {}, 'body');

@@ -56,12 +56,36 @@ describe('approver: authentication is on the route (issue 9 items 1 and 2)', () 
   });
 });
 
-describe('approver console (item 13)', () => {
-  it.each(['/console', '/console/console.js', '/console/console.css'])('%s may not be framed', async (url) => {
-    const res = await app.inject({ method: 'GET', url });
-    expect(res.statusCode).toBe(200);
-    expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
-    expect(res.headers['x-frame-options']).toBe('DENY');
+describe('approver console (item 13, issue 33)', () => {
+  /** The page and every asset it loads, as the built index.html names them. */
+  const consoleUrls = async () => {
+    const page = await app.inject({ method: 'GET', url: '/console' });
+    const assets = [...page.body.matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1] as string);
+    return { page, urls: ['/console', ...assets] };
+  };
+
+  it('may not be framed, runs no inline script or style, and loads nothing from elsewhere', async () => {
+    const { page, urls } = await consoleUrls();
+    expect(urls.some((u) => u.endsWith('.js'))).toBe(true);
+    expect(urls.some((u) => u.endsWith('.css'))).toBe(true);
+    for (const url of urls) {
+      const res = await app.inject({ method: 'GET', url });
+      expect(res.statusCode, url).toBe(200);
+      const csp = String(res.headers['content-security-policy']);
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("style-src 'self'");
+      expect(csp).not.toContain('unsafe-inline');
+      expect(res.headers['x-frame-options']).toBe('DENY');
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+    }
+    // Every script has a src of ours; no <style> element, no style attribute, no absolute URL.
+    expect(page.body.match(/<script(?![^>]*\ssrc="\/console\/)[^>]*>/g)).toBeNull();
+    expect(page.body).not.toMatch(/<style|\sstyle=|https?:\/\//);
+  });
+
+  it('answers 404 for an asset it does not have', async () => {
+    expect((await app.inject({ method: 'GET', url: '/console/assets/nope.js' })).statusCode).toBe(404);
   });
 });
 

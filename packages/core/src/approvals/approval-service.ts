@@ -15,6 +15,7 @@ import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
 import { requirementOf, type Tool } from '../tools/tool.js';
+import { toolJsonSchema } from '../tools/tool-digest.js';
 import { decisionSpan, REIN_ATTR } from '../tracing/rein-spans.js';
 import { stricterOf } from './approval-binding.js';
 import { runOfApproval } from './approval-id.js';
@@ -166,6 +167,41 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
 
     async get(principal: Principal, id: string) {
       return approvalView((await find(principal, id)).approval);
+    },
+
+    /**
+     * What approving with `edited` would ask for, deciding nothing: the approval judged
+     * again as `decide` would judge it, whether the caller may then decide it (and if
+     * not, why), and the JSON Schema of each tool it calls (a budget raise's own), for a form.
+     */
+    async preview(principal: Principal, id: string, edited?: Record<string, unknown>) {
+      const { run, approval } = await find(principal, id);
+      const judged = edited ? applyEdit(principal, run, approval, edited) : approval;
+      const withEdits = judged.editedBy !== undefined;
+      const allowed = mayDecide(principal, judged, { withEdits });
+      const names =
+        approval.kind === 'plan'
+          ? z
+              .object({ steps: z.array(planStepSchema) })
+              .parse(approval.arguments)
+              .steps.map((s) => s.action)
+          : [approval.toolName];
+      // A budget raise is judged by no tool: its form is the raise's own schema.
+      const parameters =
+        approval.kind === 'budget'
+          ? { [approval.toolName]: z.toJSONSchema(budgetRaiseSchema) as Record<string, unknown> }
+          : Object.fromEntries(
+              names.flatMap((name) => {
+                const tool = deps.tools.get(name);
+                return tool ? [[name, toolJsonSchema(tool)]] : [];
+              }),
+            );
+      return {
+        approval: approvalView(judged),
+        mayDecide: allowed,
+        ...(allowed ? {} : { refusal: decisionRefusal(judged, withEdits) }),
+        parameters,
+      };
     },
 
     /** Exactly one decision wins; the others get 409 (decided) or 410 (expired). */

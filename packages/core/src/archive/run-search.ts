@@ -86,9 +86,10 @@ export async function searchRuns(pool: Queryable, s: RunSearch): Promise<RunSear
   return { runs, ...(rows.length > s.limit && last ? { nextCursor: encodeCursor(last) } : {}) };
 }
 
-/** The key each grouping sums by; `day` is the UTC day the run was created. */
+/** The key each grouping sums by; `day` is the UTC day the run was created; `mode` sets replays apart from live runs. */
 const GROUP_KEY: Record<Exclude<UsageGroup, 'model'>, string> = {
   agent: 'agent',
+  mode: `coalesce(doc->>'mode', 'live')`,
   user: 'user_id',
   day: `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
 };

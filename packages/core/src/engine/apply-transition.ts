@@ -173,12 +173,14 @@ export function createTransitionApplier(deps: ApplierDeps) {
     const m = deps.metrics;
     const c = t.charge;
     if (c) {
-      m.modelTokens.inc({ model: c.model, type: 'prompt', tenant: from.tenantId }, c.promptTokens);
-      m.modelTokens.inc({ model: c.model, type: 'completion', tenant: from.tenantId }, c.completionTokens);
+      // A replay's spending is counted apart: what live traffic costs stays readable on its own.
+      const [tokens, cost] = from.mode === 'replay' ? [m.replayTokens, m.replayCost] : [m.modelTokens, m.modelCost];
+      tokens.inc({ model: c.model, type: 'prompt', tenant: from.tenantId }, c.promptTokens);
+      tokens.inc({ model: c.model, type: 'completion', tenant: from.tenantId }, c.completionTokens);
       if (!c.priced) m.modelPriceMissing.inc({ model: c.model });
       m.modelTokenUsage.observe({ model: c.model, type: 'prompt' }, c.promptTokens);
       m.modelTokenUsage.observe({ model: c.model, type: 'completion' }, c.completionTokens);
-      m.modelCost.inc({ model: c.model, tenant: from.tenantId }, c.costUsd);
+      cost.inc({ model: c.model, tenant: from.tenantId }, c.costUsd);
     }
     if (t.change.step) m.steps.inc({ outcome: STEP_OUTCOME[t.kind] });
     if (t.log) log[t.log.level](t.log.fields ?? {}, t.log.msg);

@@ -46,7 +46,11 @@ export interface CommitFacts extends RecordFacts {
 export function recordFacts(step: StepRecord | undefined, known: (name: string) => boolean): RecordFacts {
   const calls = step?.toolCalls ?? [];
   return {
-    toolCalls: calls.map((r) => ({ tool: known(r.name) ? r.name : 'unknown', outcome: r.fromSnapshot ? 'snapshot' : r.outcome })),
+    // A replay's call that reached no tool counts by where its answer came from (recorded, not_recorded, simulated).
+    toolCalls: calls.map((r) => ({
+      tool: known(r.name) ? r.name : 'unknown',
+      outcome: r.fromSnapshot ? 'snapshot' : r.source && r.source !== 'live' ? r.source : r.outcome,
+    })),
     effectsUncertain: calls.filter((r) => r.outcome === 'uncertain' && !r.fromSnapshot).map((r) => r.name),
   };
 }

@@ -84,7 +84,8 @@ export function createCompensator(deps: CompensatorDeps) {
     const collect = async (runId: string, depth: number): Promise<void> => {
       for (const s of await deps.store.steps(runId)) {
         for (const call of s.toolCalls) {
-          const undoTool = call.outcome === 'ok' && !call.fromSnapshot ? undoOf(deps.tools.get(call.name)) : null;
+          // A replay's call (it has a `source`) never ran a write: its recorded result is the original's effect, not its own.
+          const undoTool = call.outcome === 'ok' && !call.fromSnapshot && !call.source ? undoOf(deps.tools.get(call.name)) : null;
           if (!undoTool) continue;
           const own = runId === run.id ? {} : { runId };
           writes.push({

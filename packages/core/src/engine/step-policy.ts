@@ -419,6 +419,11 @@ export function afterTools(f: StepFacts, records: ToolCallRecord[], newApprovals
   };
 }
 
+/** A replay that reached a call its original never had approved (`onNewApproval: 'stop'`) ends after this step. */
+export function replayStopped(f: StepFacts, records: ToolCallRecord[]): Transition {
+  return parts(f).stop('replay_stopped', records);
+}
+
 /** The agent a step's `transfer_to_<agent>` call handed the run to (the call plan lets one through per reply). */
 function handedTo(records: readonly ToolCallRecord[]): string | undefined {
   const r = records.find((x) => x.outcome === 'ok' && x.name.startsWith(TRANSFER_PREFIX));

@@ -33,6 +33,7 @@ import { createDeltaPublisher } from './delta-publisher.js';
 import { type EarlierCall, guardFromHistory } from './loop-guard.js';
 import { modelSummary } from './model-summary.js';
 import { isPlanning, planOutcome, planResponseFormat } from './plan.js';
+import { type ReplayVerdict, recordingOf, replayProfile, replayStep } from './replay-policy.js';
 import { runEvent } from './run-event.js';
 import { cancelRun, moveRun, raiseBudget, retryOnStale, startRun } from './run-transitions.js';
 import {
@@ -47,6 +48,7 @@ import {
   failRun,
   type GuardLimits,
   gate,
+  replayStopped,
   type StepFacts,
   type Transition,
 } from './step-policy.js';
@@ -393,7 +395,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       tenantId: run.tenantId,
       ...(run.appVersion ? { appVersion: run.appVersion } : {}),
     });
-    const profile = deps.agents.get(run.agent);
+    // A replay runs its agent with the instructions and model it overrides.
+    const profile = replayProfile(run, deps.agents.get(run.agent));
     let decision: Decision;
     // Known when this attempt made the decision (read with its journal write); else each tool reads its own.
     let breakerStates: BreakerStates | undefined;
@@ -535,10 +538,20 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       ...(deps.escalation ? { escalation: deps.escalation } : {}),
       ...(deps.delegation ? { delegation: deps.delegation } : {}),
     });
-    const results = await runCalls(run, planned, first.earlier, breakerStates, afterReply(facts()));
+    // A replay's calls get what its original recorded (engine/replay-policy.ts): none reaches the world.
+    const replayed = run.mode === 'replay' ? replayStep(run, planned, await recordingFor(run)) : undefined;
+    const results = await runCalls(run, planned, first.earlier, breakerStates, afterReply(facts()), replayed?.verdicts);
     const records: ToolCallRecord[] = results.map((r) => r.record);
     const newApprovals = results.flatMap((r) => (r.newApproval ? [r.newApproval] : []));
-    return applyAfterTools(run, afterTools(facts(), records, newApprovals), records, log);
+    const t = replayed?.stop ? replayStopped(facts(), records) : afterTools(facts(), records, newApprovals);
+    return applyAfterTools(run, t, records, log);
+  }
+
+  /** The original's calls and approvals, as a replay matches its own calls against them. */
+  async function recordingFor(run: RunRecord) {
+    const original = run.replayOf ?? '';
+    const [steps, approvals] = await Promise.all([deps.store.steps(original), deps.store.approvals(original)]);
+    return recordingOf(steps, approvals);
   }
 
   /**
@@ -553,11 +566,17 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     breakerStates?: BreakerStates,
     /** The run as its children see it: its step's reply paid for. */
     parent: RunRecord = run,
+    /** A replay's verdicts, one per planned call: only a live read runs its tool. */
+    replayed?: readonly ReplayVerdict[],
   ): Promise<ToolCallResult[]> {
     const limit = pLimit(deps.toolConcurrency);
     const siblings = planned.filter((p) => p.kind === 'spawn').length;
     const results = await Promise.all(
       planned.map(async (p, index): Promise<ToolCallResult> => {
+        const verdict = replayed?.[index];
+        if (verdict?.kind === 'record') return { record: verdict.record };
+        if (verdict?.kind === 'live')
+          return limit(async () => ({ record: { ...(await deps.executeTool(p, breakerStates)).record, source: 'live' as const } }));
         if (p.kind === 'transfer') return { record: transferRecord(p) };
         if (p.kind === 'spawn') {
           const spawn = deps.spawnChild;

@@ -9,9 +9,17 @@ import {
   usageQuerySchema,
   usageResponseSchema,
 } from '../schemas/api.js';
-import { approvalLinksSchema, approveBodySchema, createLinksBodySchema, rejectBodySchema } from '../schemas/approval.js';
+import { approvalLinksSchema, approveBodySchema, createLinksBodySchema, previewBodySchema, rejectBodySchema } from '../schemas/approval.js';
 import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
 import { auditPageSchema, auditQuerySchema } from '../schemas/index.js';
+import {
+  createReplayCohortBodySchema,
+  forkRunBodySchema,
+  replayCohortViewSchema,
+  replayRunBodySchema,
+  replayStartedSchema,
+  runDiffSchema,
+} from '../schemas/run.js';
 import {
   createScheduleBodySchema,
   patchScheduleBodySchema,
@@ -22,6 +30,7 @@ import {
 import { appVersionSchema, promoteBodySchema, upgradeAnswerSchema, upgradeBodySchema, versionListSchema } from '../schemas/version.js';
 import {
   approvalListSchema,
+  approvalPreviewSchema,
   approvalViewSchema,
   batchDecisionSchema,
   compensationViewSchema,
@@ -146,6 +155,37 @@ export const apiRoutes = {
       ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'run_not_finished, nothing_to_compensate, compensation_exists' }),
     },
   }),
+  replayRun: route('runs', 'replayRun', 'Replay a finished run: real model calls, tool calls answered from its records', {
+    params: idParamsSchema,
+    body: replayRunBodySchema,
+    response: {
+      202: replayStartedSchema,
+      ...errors({
+        404: ERROR_CODES[404],
+        409: 'run_not_finished, original_unavailable, not_a_replay (a replay of a replay), replay_unsupported (a plan-mode run), version_not_live',
+      }),
+    },
+  }),
+  diffRun: route('runs', 'diffRun', 'What a replay did differently from its original', {
+    params: idParamsSchema,
+    response: { 200: runDiffSchema, ...errors({ 404: ERROR_CODES[404], 409: 'not_a_replay' }) },
+  }),
+  forkRun: route('runs', 'forkRun', 'A new live run from a finished run’s history up to a step', {
+    params: idParamsSchema,
+    body: forkRunBodySchema,
+    response: {
+      202: replayStartedSchema,
+      ...errors({ 404: ERROR_CODES[404], 409: 'run_not_finished, original_unavailable, fork_step_unavailable' }),
+    },
+  }),
+  createReplayCohort: route('runs', 'createReplayCohort', 'Replay recent finished runs of an agent, as a gate (approvers and up)', {
+    body: createReplayCohortBodySchema,
+    response: { 202: replayCohortViewSchema, ...errors({ 403: ERROR_CODES[403] }) },
+  }),
+  getReplayCohort: route('runs', 'getReplayCohort', 'A cohort replay’s progress and summary', {
+    params: idParamsSchema,
+    response: { 200: replayCohortViewSchema, ...errors({ 404: ERROR_CODES[404] }) },
+  }),
   runEvents: route('runs', 'streamRunEvents', 'A run’s events, live; the stream ends after run.finished', {
     params: idParamsSchema,
     headers: resumeHeaders,
@@ -258,8 +298,32 @@ const decided = {
   },
 };
 
+/** The console's settings: what the approver's operator configured for it. */
+const consoleSettingsSchema = z.object({ traceUrlTemplate: z.string().optional() });
+
 export const approverRoutes = {
+  // The run routes the console reads from its own origin (http/run-routes.ts), as the API documents them.
+  listRuns: apiRoutes.listRuns,
+  getUsage: apiRoutes.getUsage,
+  listVersions: apiRoutes.listVersions,
+  getRun: apiRoutes.getRun,
+  getTrace: apiRoutes.getTrace,
+  cancelRun: apiRoutes.cancelRun,
   compensateRun: apiRoutes.compensateRun,
+  runEvents: apiRoutes.runEvents,
+  consoleSettings: route('console', 'getConsoleSettings', 'What the console shows beyond the API: a trace UI link template', {
+    response: { 200: consoleSettingsSchema, ...errors() },
+  }),
+  previewApproval: route(
+    'approvals',
+    'previewApproval',
+    'Judge an edit without deciding: the risk and rule it would get, whether the caller may decide, the tools’ schemas',
+    {
+      params: idParamsSchema,
+      body: previewBodySchema,
+      response: { 200: approvalPreviewSchema, ...errors({ 400: `${ERROR_CODES[400]}, invalid_arguments`, 404: ERROR_CODES[404] }) },
+    },
+  ),
   listApprovals: route('approvals', 'listApprovals', 'Approvals of the caller’s tenant (their own unless approver or above)', {
     querystring: listApprovalsQuerySchema,
     response: { 200: approvalListSchema, ...errors() },

@@ -95,6 +95,9 @@ export function runView(run: RunRecord, approvals: Approval[], tree?: TreeFacts)
     costUsd: run.costUsd,
     ...(tree ? { treeUsage: tree.treeUsage } : {}),
     ...(run.parentRunId ? { parentRunId: run.parentRunId, rootRunId: run.rootRunId ?? run.parentRunId } : {}),
+    ...(run.mode ? { mode: run.mode } : {}),
+    ...(run.replayOf ? { replayOf: run.replayOf } : {}),
+    ...(run.forkOf ? { forkOf: run.forkOf } : {}),
     ...(tree?.children.length ? { children: tree.children } : {}),
     limits: run.limits,
     metadata: run.metadata,
@@ -442,6 +445,9 @@ export function createRunService(deps: RunServiceDeps) {
       if (runs.length === 0) throw new NotFoundError(`session ${sessionId}`);
       return { id: sessionId, runs: await Promise.all(runs.map(view)) };
     },
+
+    /** The run record as the caller may read it (404 otherwise): what replays and forks start from. */
+    record: visibleRun,
 
     /** Cancels a non-terminal run; its pending approvals are withdrawn in the same commit. */
     async cancel(principal: Principal, id: string) {

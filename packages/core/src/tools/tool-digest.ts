@@ -12,7 +12,7 @@ import type { Tool } from './tool.js';
 export function toolDigest(tool: Tool): string {
   const known = digests.get(tool);
   if (known) return known;
-  const { $schema: _ignored, ...schema } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);
+  const schema = toolJsonSchema(tool);
   const digest = createHash('sha256')
     .update(
       canonicalJson({
@@ -28,6 +28,12 @@ export function toolDigest(tool: Tool): string {
     .slice(0, 32);
   digests.set(tool, digest);
   return digest;
+}
+
+/** A tool's arguments as JSON Schema (an MCP tool's own, else its zod schema's), without the dialect. */
+export function toolJsonSchema(tool: Tool): Record<string, unknown> {
+  const { $schema: _dialect, ...schema } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);
+  return schema;
 }
 
 /** Tools are values built once per process: each is hashed once. */

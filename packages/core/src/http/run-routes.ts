@@ -1,0 +1,49 @@
+import type { FastifyInstance } from 'fastify';
+import type { VersionService } from '../runs/version-service.js';
+import type { Runtime } from '../runtime.js';
+import { forkRunBodySchema, listRunsQuerySchema, replayRunBodySchema, usageQuerySchema } from '../schemas/api.js';
+import { parseInput } from './http-app.js';
+import { idParamsSchema, apiRoutes as schemas } from './route-schemas.js';
+import { type EventStreams, lastEventId } from './sse.js';
+
+export interface RunRoutesDeps {
+  streams: EventStreams;
+  versions: Pick<VersionService, 'list'>;
+}
+
+/**
+ * The run routes a person looking at runs needs: list and search, read, trace, follow,
+ * cancel, compensate, replay and its diff, fork, usage and the version list. The API serves them, and so does the
+ * approver, whose console reads runs from its own origin; one registration for both.
+ */
+export function registerRunRoutes(v1: FastifyInstance, rt: Runtime, deps: RunRoutesDeps): void {
+  const { runs } = rt;
+  const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
+
+  v1.get('/v1/runs', { schema: schemas.listRuns }, async (req) =>
+    runs.list(req.principal, parseInput(listRunsQuerySchema, req.query, 'query')),
+  );
+  v1.get('/v1/usage', { schema: schemas.getUsage }, async (req) =>
+    runs.usage(req.principal, parseInput(usageQuerySchema, req.query, 'query')),
+  );
+  v1.get('/v1/versions', { schema: schemas.listVersions }, async (req) => deps.versions.list(req.principal));
+  v1.get('/v1/runs/:id', { schema: schemas.getRun }, async (req) => runs.get(req.principal, id(req.params)));
+  v1.get('/v1/runs/:id/trace', { schema: schemas.getTrace }, async (req) => runs.trace(req.principal, id(req.params)));
+  v1.post('/v1/runs/:id/cancel', { schema: schemas.cancelRun }, async (req) => runs.cancel(req.principal, id(req.params)));
+  // Undo a finished run's completed writes (approver and up).
+  v1.post('/v1/runs/:id/compensate', { schema: schemas.compensateRun }, async (req, reply) =>
+    reply.code(202).send(await runs.compensate(req.principal, id(req.params))),
+  );
+  // Replay and fork (docs/replay.md): new runs of a finished one the caller may read.
+  v1.post('/v1/runs/:id/replay', { schema: schemas.replayRun }, async (req, reply) =>
+    reply.code(202).send(await rt.replays.replay(req.principal, id(req.params), parseInput(replayRunBodySchema, req.body ?? {}, 'body'))),
+  );
+  v1.get('/v1/runs/:id/diff', { schema: schemas.diffRun }, async (req) => rt.replays.diff(req.principal, id(req.params)));
+  v1.post('/v1/runs/:id/fork', { schema: schemas.forkRun }, async (req, reply) =>
+    reply.code(202).send(await rt.replays.fork(req.principal, id(req.params), parseInput(forkRunBodySchema, req.body, 'body'))),
+  );
+  v1.get('/v1/runs/:id/events', { schema: schemas.runEvents }, async (req, reply) => {
+    const source = await runs.events(req.principal, id(req.params)); // 404 before the stream opens
+    await deps.streams.serve(reply, req.principal, source, lastEventId(req.headers, req.query));
+  });
+}

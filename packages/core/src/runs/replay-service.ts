@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import type { TenantQuotas } from '../budgets/tenant-quotas.js';
+import { runEvent } from '../engine/run-event.js';
+import { ConflictError } from '../errors.js';
+import type { Metrics } from '../metrics.js';
+import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
+import type { Principal } from '../schemas/identity.js';
+import type { ChatMessage } from '../schemas/message.js';
+import {
+  type ForkRunBody,
+  type ReplayRunBody,
+  type ReplayStarted,
+  type RunDiff,
+  type RunRecord,
+  TERMINAL_STATUSES,
+  ZERO_USAGE,
+} from '../schemas/run.js';
+import type { RunStore } from '../store/run-store.js';
+import { newTraceparent, traceIdOf } from '../tracing/trace-context.js';
+import { diffRuns } from './run-diff.js';
+
+export interface ReplayServiceDeps {
+  store: RunStore;
+  quotas: TenantQuotas;
+  enqueue: Enqueue;
+  metrics: Metrics;
+  /** The run as the caller may read it (404 otherwise): run-service.ts `record`. */
+  visibleRun: (principal: Principal, id: string) => Promise<RunRecord>;
+  /** The app version new runs are pinned to. */
+  currentVersion?: () => string;
+  /** How many workers of an app version are alive: a replay on a version none runs would wait for ever. */
+  liveWorkers?: (version: string) => Promise<number>;
+  now?: () => number;
+}
+
+/**
+ * Replays and forks of a run the caller may read, and the diff of a replay. A replay is a
+ * new run of the same agent, input and session history (never its session: it has none),
+ * whose tool calls the engine answers from the original's records (engine/replay-policy.ts);
+ * a fork is a new live run whose history is the original's up to a step.
+ */
+export function createReplayService(deps: ReplayServiceDeps) {
+  const now = deps.now ?? Date.now;
+
+  /** The original, finished and still in Redis (its records are what a replay is answered from). */
+  async function finishedOriginal(principal: Principal, id: string): Promise<RunRecord> {
+    const original = await deps.visibleRun(principal, id);
+    if (!TERMINAL_STATUSES.includes(original.status))
+      throw new ConflictError('run_not_finished', `run ${id} is ${original.status}: only finished runs are replayed or forked`);
+    if (!(await deps.store.get(id)))
+      throw new ConflictError('original_unavailable', `run ${id} is archived: its records are no longer where a replay reads them`);
+    return original;
+  }
+
+  /** Creates the derived run (admitted under the tenant's quota like any run) and enqueues its first step. */
+  async function start(original: RunRecord, patch: Partial<RunRecord>, history: ChatMessage[]): Promise<RunRecord> {
+    const id = randomUUID();
+    const traceparent = newTraceparent();
+    const at = now();
+    const run: RunRecord = {
+      schemaVersion: 1,
+      id,
+      traceId: traceIdOf(traceparent),
+      traceparent,
+      tenantId: original.tenantId,
+      userId: original.userId,
+      roles: original.roles,
+      agent: original.agent,
+      ...(deps.currentVersion ? { appVersion: deps.currentVersion() } : {}),
+      input: original.input,
+      metadata: original.metadata,
+      limits: original.limits,
+      status: 'queued',
+      step: 0,
+      usage: ZERO_USAGE,
+      costUsd: 0,
+      pendingApprovals: [],
+      version: 0,
+      createdAt: new Date(at).toISOString(),
+      updatedAt: new Date(at).toISOString(),
+      deadlineAt: new Date(at + original.limits.timeoutMs).toISOString(),
+      ...patch,
+    };
+    const admission = await deps.quotas.admit(run.tenantId, id);
+    try {
+      const event = runEvent('run.queued', id, 0, {
+        agent: run.agent,
+        traceId: run.traceId,
+        ...(run.appVersion ? { appVersion: run.appVersion } : {}),
+      });
+      await deps.store.create(run, null, event, history);
+    } catch (err) {
+      await deps.quotas.release(run.tenantId, id).catch(() => {});
+      throw err;
+    }
+    if (admission === 'waiting') await deps.enqueue('slot', { runId: id, tenantId: run.tenantId, freed: false, traceparent });
+    else await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: run.tenantId }, { route: jobRoute(run) });
+    deps.metrics.runsSubmitted.inc({ agent: run.agent });
+    return run;
+  }
+
+  return {
+    /** `POST /v1/runs/:id/replay`. */
+    async replay(principal: Principal, id: string, body: ReplayRunBody, opts: { cohortId?: string } = {}): Promise<ReplayStarted> {
+      const original = await finishedOriginal(principal, id);
+      if (original.mode === 'replay') throw new ConflictError('not_a_replay', `run ${id} is itself a replay: replay its original`);
+      // A plan's approval cannot be answered from the records yet, and a replay asks nobody for one.
+      if (original.plan) throw new ConflictError('replay_unsupported', `run ${id} followed a plan: plan-mode runs are not replayed yet`);
+      if (body.version && deps.liveWorkers && (await deps.liveWorkers(body.version)) === 0)
+        throw new ConflictError('version_not_live', `no worker of app version ${body.version} is alive to run the replay`);
+      // What the original's first model call saw: its session's earlier turns, then its input.
+      const history = (await deps.store.messages(id)).slice(0, (original.historyMessages ?? 0) + 1);
+      const run = await start(
+        original,
+        {
+          mode: 'replay',
+          replayOf: id,
+          replay: {
+            ...(body.model ? { model: body.model } : {}),
+            ...(body.instructions ? { instructions: body.instructions } : {}),
+            liveReads: body.liveReads ?? false,
+            onNewApproval: body.onNewApproval ?? 'reject',
+          },
+          ...(body.version ? { appVersion: body.version } : {}),
+          ...(opts.cohortId ? { cohortId: opts.cohortId } : {}),
+        },
+        history,
+      );
+      return { id: run.id, replayOf: id, status: run.status };
+    },
+
+    /** `POST /v1/runs/:id/fork`: a live run from the original's history before step `fromStep`. */
+    async fork(principal: Principal, id: string, body: ForkRunBody): Promise<ReplayStarted> {
+      const original = await finishedOriginal(principal, id);
+      const [messages, steps] = await Promise.all([deps.store.messages(id), deps.store.steps(id)]);
+      if (body.fromStep > steps.length)
+        throw new ConflictError('fork_step_unavailable', `run ${id} has ${steps.length} steps: fork from step 0 to ${steps.length}`);
+      // Each committed step added its reply and one result per call; what precedes is the session's turns and the input.
+      let end = (original.historyMessages ?? 0) + 1;
+      for (const s of steps.slice(0, body.fromStep)) end += 1 + s.toolCalls.length;
+      const next = messages[end];
+      if (end > messages.length || (next && next.role !== 'assistant' && body.fromStep < steps.length))
+        throw new ConflictError('fork_step_unavailable', `the message history of run ${id} cannot be cut before step ${body.fromStep}`);
+      const history = messages.slice(0, end);
+      const input = body.input ? [{ role: 'user' as const, content: body.input }] : [];
+      const run = await start(
+        original,
+        { forkOf: id, forkStep: body.fromStep, ...(body.input ? { input: body.input, historyMessages: end } : {}) },
+        [...history, ...input],
+      );
+      return { id: run.id, forkOf: id, status: run.status };
+    },
+
+    /** `GET /v1/runs/:id/diff` of a replay. */
+    async diff(principal: Principal, id: string): Promise<RunDiff> {
+      const replay = await deps.visibleRun(principal, id);
+      if (replay.mode !== 'replay' || !replay.replayOf) throw new ConflictError('not_a_replay', `run ${id} is not a replay`);
+      const original = await deps.visibleRun(principal, replay.replayOf);
+      const [os, rs, approvals] = await Promise.all([
+        deps.store.steps(original.id),
+        deps.store.steps(id),
+        deps.store.approvals(original.id),
+      ]);
+      return diffRuns({ run: original, steps: os }, { run: replay, steps: rs }, approvals);
+    },
+  };
+}
+
+export type ReplayService = ReturnType<typeof createReplayService>;

@@ -1,0 +1,140 @@
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, createApi } from './api.js';
+import { ApprovalPage, ApprovalsPage } from './approvals-page.js';
+import './console.css';
+import { RunPage } from './run-page.js';
+import { RunsPage } from './runs-page.js';
+import { atLeast, type Me, type Session, SessionContext } from './ui.js';
+import { UsagePage } from './usage-page.js';
+import { VersionsPage } from './versions-page.js';
+
+const KEY = 'rein.consoleKey';
+
+/** The route is the hash (`#/runs/<id>`): the server serves one page, links work, back works. */
+function useRoute(): string[] {
+  const read = () => (location.hash.replace(/^#\/?/, '') || 'runs').split('/').map(decodeURIComponent);
+  const [route, setRoute] = useState(read);
+  useEffect(() => {
+    const on = () => setRoute(read());
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return route;
+}
+
+function SignIn({ onSession }: { onSession: (s: Session, key: string) => void }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState('');
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError('');
+    try {
+      onSession(await open(key.trim()), key.trim());
+    } catch (err) {
+      setError(err instanceof ApiError && err.status === 401 ? 'That key is not valid.' : `Could not sign in: ${(err as Error).message}`);
+    }
+  };
+  return (
+    <main id="main" class="sign-in">
+      <h1>Rein console</h1>
+      <form onSubmit={submit} class="card">
+        <label for="api-key">API key</label>
+        <input id="api-key" type="password" autoComplete="off" value={key} onInput={(e) => setKey(e.currentTarget.value)} required />
+        <button type="submit">Sign in</button>
+        {error ? (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        ) : null}
+        <p class="muted">The key stays in this tab (session storage); what you see follows its tenant and role.</p>
+      </form>
+    </main>
+  );
+}
+
+async function open(key: string): Promise<Session> {
+  const api = createApi(key);
+  const me: Me = await api.client.me();
+  const settings = await api.raw<{ traceUrlTemplate?: string }>('GET', '/v1/console').catch(() => ({}) as { traceUrlTemplate?: string });
+  return { api, me, ...(settings.traceUrlTemplate ? { traceUrlTemplate: settings.traceUrlTemplate } : {}) };
+}
+
+function App() {
+  const [session, setSession] = useState<Session | null>(null);
+  const [restoring, setRestoring] = useState(() => sessionStorage.getItem(KEY) !== null);
+  const route = useRoute();
+  useEffect(() => {
+    const key = sessionStorage.getItem(KEY);
+    if (!key) return;
+    open(key)
+      .then(setSession, () => sessionStorage.removeItem(KEY))
+      .finally(() => setRestoring(false));
+  }, []);
+  if (restoring) return <p class="muted">Signing in…</p>;
+  if (!session)
+    return (
+      <SignIn
+        onSession={(s, key) => {
+          sessionStorage.setItem(KEY, key);
+          setSession(s);
+        }}
+      />
+    );
+  const { me } = session;
+  const [page, id] = route;
+  const nav = [
+    ['runs', 'Runs'],
+    ['approvals', 'Approvals'],
+    ...(atLeast(me, 'approver') ? [['usage', 'Usage']] : []),
+    ...(me.roles.includes('admin') ? [['versions', 'Versions']] : []),
+  ];
+  return (
+    <SessionContext.Provider value={session}>
+      <button type="button" class="skip" onClick={() => document.getElementById('main')?.focus()}>
+        Skip to content
+      </button>{' '}
+      <header class="top">
+        <strong class="brand">Rein</strong>
+        <nav aria-label="Console">
+          {nav.map(([path, label]) => (
+            <a key={path} href={`#/${path}`} aria-current={page === path ? 'page' : undefined}>
+              {label}
+            </a>
+          ))}
+        </nav>
+        <span id="who" class="who">
+          Signed in as {me.userId} ({me.roles.join(', ')}) · tenant {me.tenantId}
+        </span>
+        <button
+          type="button"
+          class="link"
+          onClick={() => {
+            sessionStorage.removeItem(KEY);
+            location.hash = '';
+            location.reload();
+          }}
+        >
+          Sign out
+        </button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {page === 'runs' && id ? (
+          <RunPage key={id} id={id} />
+        ) : page === 'approvals' && id ? (
+          <ApprovalPage key={id} id={id} />
+        ) : page === 'approvals' ? (
+          <ApprovalsPage />
+        ) : page === 'usage' ? (
+          <UsagePage />
+        ) : page === 'versions' ? (
+          <VersionsPage />
+        ) : (
+          <RunsPage />
+        )}
+      </main>
+    </SessionContext.Provider>
+  );
+}
+
+render(<App />, document.getElementById('app') as HTMLElement);

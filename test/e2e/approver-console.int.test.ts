@@ -253,6 +253,25 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     await page.close();
   });
 
+  it('replays a finished run from its page, and shows the replay’s diff with its original', async () => {
+    const run = await submit('订单 A12345 的退货政策是什么？');
+    await fleet.waitForRun(run.id, (r) => r.status === 'succeeded');
+    const page = await signIn(KEYS.approver.key);
+    await page.goto(`${fleet.approver}/console#/runs/${run.id}`);
+    await page.getByRole('button', { name: 'Replay', exact: true }).click();
+    const heading = page.locator('.replay h3');
+    await heading.waitFor();
+    const replayId = (await heading.getByRole('link').textContent()) as string;
+    const replay = await fleet.waitForRun(replayId, (r) => r.status === 'succeeded');
+    expect(replay.replayOf).toBe(run.id);
+    await page.goto(`${fleet.approver}/console#/runs/${replayId}`);
+    await page.getByRole('button', { name: 'Diff with the original' }).click();
+    // The same scripted model and recorded tool results: the replay did what its original did.
+    await expect.poll(() => heading.textContent()).toContain('identical');
+    await accessible(page, 'replay diff');
+    await page.close();
+  });
+
   it('shows a plan step by step; editing one step approves the plan with that edit', async () => {
     const res = await fleet.callApi('POST', '/v1/runs', KEYS.user.key, {
       input: 'Customer complains order 2024001 has not shipped, please handle it',

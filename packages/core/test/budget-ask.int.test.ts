@@ -72,6 +72,14 @@ describe("budgets that ask (onBudget: 'ask')", () => {
     expect(approved?.data).toMatchObject({ toolName: 'budget', editedBy: 'bob', approvedArguments: edit.arguments });
   });
 
+  it('an edit past the ceiling of a run’s token limit raises it to the ceiling, and the run goes on', async () => {
+    const t = use(spendThenAnswer(), { profile: { onBudget: 'ask' } });
+    const { id, approval } = await parkedOnBudget(t);
+    await t.approvals.decide(APPROVER, approval.id, { kind: 'approve', arguments: { extraTokens: 50_000_000, extraCostUsd: 0 } });
+    await t.drain();
+    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', limits: { maxTokens: 10_000_000 } });
+  });
+
   it('asks once per step: a grant too small to go on fails the run token_budget', async () => {
     const t = use(spendThenAnswer(), { profile: { onBudget: 'ask' } });
     const { id, approval } = await parkedOnBudget(t);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { budgetVerdict, proposeRaise, raisedLimits } from '../src/engine/budget-ask.js';
-import type { Approval } from '../src/schemas/approval.js';
+import { type Approval, budgetRaiseSchema } from '../src/schemas/approval.js';
 import type { RunRecord } from '../src/schemas/run.js';
 
 /** The budget-ask policy as pure functions: no Redis, no model, no clock. */
@@ -37,6 +37,11 @@ const asked = (r: RunRecord) => {
 };
 
 describe('proposeRaise', () => {
+  it('never proposes more than a budget raise may hold, so the proposal can be granted as it is', () => {
+    const big = run({ step: 0, limits: { maxSteps: 8, maxTokens: 10_000_000, maxCostUsd: 900_000, timeoutMs: 60_000 } });
+    expect(budgetRaiseSchema.safeParse(proposeRaise(big)).success).toBe(true);
+  });
+
   it('proposes the overshoot plus three more steps at the run’s pace, tokens and cost', () => {
     // 1,200 tokens and $0.60 over 4 steps: 300 and $0.15 a step.
     expect(proposeRaise(run())).toEqual({ extraTokens: 200 + 900, extraCostUsd: 0.55 });

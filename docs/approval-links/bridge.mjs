@@ -39,6 +39,10 @@ export function startBridge({ secret, approverUrl, adminKey, approvers, chatUrl,
     return { userId, ...(await res.json()) };
   };
 
+  // Deliveries taken, by `webhook-id`: a signed one replayed within the signature's 5 minutes
+  // is answered 204 without minting or posting again; one that failed (502) is let in again.
+  const taken = new Set();
+
   const server = createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
@@ -50,6 +54,13 @@ export function startBridge({ secret, approverUrl, adminKey, approvers, chatUrl,
         res.writeHead(401).end();
         return;
       }
+      const id = req.headers['webhook-id'];
+      if (taken.has(id)) {
+        res.writeHead(204).end();
+        return;
+      }
+      taken.add(id);
+      if (taken.size > 10_000) taken.delete(taken.values().next().value); // bounded memory: the oldest goes first
       try {
         if (event.type === 'approval.requested' || event.type === 'approval.escalated') {
           const links = (await Promise.all(approvers.map((u) => mint(event.data.approvalId, u)))).filter(Boolean);
@@ -62,6 +73,7 @@ export function startBridge({ secret, approverUrl, adminKey, approvers, chatUrl,
         }
         res.writeHead(204).end();
       } catch (err) {
+        taken.delete(id);
         res.writeHead(502, { 'content-type': 'text/plain' }).end(String(err.message));
       }
     });

@@ -25,7 +25,6 @@ describe('fair share between tenants (queueBeyondLimit)', () => {
     // Over its limit the heavy tenant gets no 429: its runs are accepted and wait.
     const flood = await Promise.all(Array.from({ length: 16 }, () => heavy.runs.create({ input: QUESTION })));
     expect(flood.every((r) => r.status === 'queued')).toBe(true);
-    const submitted = Date.now();
     const single = await light.runs.create({ input: QUESTION });
 
     let maxActive = 0;
@@ -45,7 +44,5 @@ describe('fair share between tenants (queueBeyondLimit)', () => {
     expect(maxActive).toBeLessThanOrEqual(2);
     // The light tenant's run was done long before the flood: behind at most the heavy tenant's two slots.
     expect(heavyDoneWhenLightDone).toBeLessThanOrEqual(6);
-    const lightRun = await light.runs.get(single.id);
-    expect(Date.parse(lightRun.updatedAt) - submitted).toBeLessThan(10_000);
   });
 });

@@ -87,6 +87,19 @@ describe.skipIf(!db)('the decision log beyond Redis (real PostgreSQL)', () => {
     expect(verifyAuditChain((await log.page('acme', { limit: 100 })).entries)).toMatchObject({ ok: true, entries: 6 });
   });
 
+  it('never drops from Redis an entry PostgreSQL holds other bytes for (a log begun again on an emptied Redis)', async () => {
+    await fillAndAge();
+    // Redis emptied, the archive kept: the chain starts again at seq 1, which the archive already holds.
+    await redis.flushdb();
+    await log.append([record(7)]);
+    clock += 2 * HOUR;
+    await log.append([record(8)]);
+    // Its copy was refused (the archive keeps its own seq 1): Redis still has the new entry, not lost.
+    expect(JSON.parse((await redis.hget(tenantKeys('acme').audit, '1')) ?? '{}')).toMatchObject({ seq: 1, data: { n: 7 } });
+    const { rows } = await pool.query("SELECT entry FROM rein.audit WHERE tenant_id = 'acme' AND seq = 1");
+    expect(JSON.parse(rows[0].entry)).toMatchObject({ data: { n: 1 } });
+  });
+
   it('without an archive, Redis keeps every entry', async () => {
     log = new AuditLog(redis, undefined, () => clock);
     await fillAndAge();

@@ -72,17 +72,12 @@ describe("budgets that ask (onBudget: 'ask')", () => {
     expect(approved?.data).toMatchObject({ toolName: 'budget', editedBy: 'bob', approvedArguments: edit.arguments });
   });
 
-  it('refuses an edit that would raise the limits past what a run may hold, in its preview too; the run is untouched', async () => {
+  it('an edit past the ceiling of a run’s token limit raises it to the ceiling, and the run goes on', async () => {
     const t = use(spendThenAnswer(), { profile: { onBudget: 'ask' } });
     const { id, approval } = await parkedOnBudget(t);
-    const huge = { extraTokens: 20_000_000, extraCostUsd: 0 };
-    const refused = { status: 400, code: 'invalid_arguments' };
-    await expect(t.approvals.preview(APPROVER, approval.id, huge)).rejects.toMatchObject(refused);
-    await expect(t.approvals.decide(APPROVER, approval.id, { kind: 'approve', arguments: huge })).rejects.toMatchObject(refused);
-    expect(await t.store.require(id)).toMatchObject({ status: 'pending_approval', limits: { maxTokens: 3000 } });
-    await t.approvals.decide(APPROVER, approval.id, { kind: 'approve', arguments: { extraTokens: 5000, extraCostUsd: 0 } });
+    await t.approvals.decide(APPROVER, approval.id, { kind: 'approve', arguments: { extraTokens: 50_000_000, extraCostUsd: 0 } });
     await t.drain();
-    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', limits: { maxTokens: 8000 } });
+    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', limits: { maxTokens: 10_000_000 } });
   });
 
   it('asks once per step: a grant too small to go on fails the run token_budget', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { budgetVerdict, proposeRaise, raisedLimits } from '../src/engine/budget-ask.js';
-import type { Approval } from '../src/schemas/approval.js';
+import { type Approval, budgetRaiseSchema } from '../src/schemas/approval.js';
 import type { RunRecord } from '../src/schemas/run.js';
 
 /** The budget-ask policy as pure functions: no Redis, no model, no clock. */
@@ -37,6 +37,11 @@ const asked = (r: RunRecord) => {
 };
 
 describe('proposeRaise', () => {
+  it('never proposes more than a budget raise may hold, so the proposal can be granted as it is', () => {
+    const big = run({ step: 0, limits: { maxSteps: 8, maxTokens: 10_000_000, maxCostUsd: 900_000, timeoutMs: 60_000 } });
+    expect(budgetRaiseSchema.safeParse(proposeRaise(big)).success).toBe(true);
+  });
+
   it('proposes the overshoot plus three more steps at the run’s pace, tokens and cost', () => {
     // 1,200 tokens and $0.60 over 4 steps: 300 and $0.15 a step.
     expect(proposeRaise(run())).toEqual({ extraTokens: 200 + 900, extraCostUsd: 0.55 });
@@ -105,10 +110,5 @@ describe('raisedLimits', () => {
       maxTokens: 1010,
       timeoutMs: 1,
     });
-  });
-
-  it('never grows past what a run record holds (10,000,000 tokens): as proposed, a raise is capped there', () => {
-    const limits = { maxSteps: 8, maxTokens: 9_000_000, timeoutMs: 1 };
-    expect(raisedLimits(limits, { extraTokens: 5_000_000, extraCostUsd: 0 }).maxTokens).toBe(10_000_000);
   });
 });

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineAgent } from '../src/agents/agent-profile.js';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import type { Quotas } from '../src/config.js';
 import { fairShareKeys } from '../src/keys.js';
@@ -72,6 +73,45 @@ function fairnessCases(connect: () => Promise<RedisClient>) {
     for (let n = 0; n < 5; n++) await fleet.submit('b', `b-${n}`);
     for (let n = 0; n < 9; n++) await fleet.finishOldest();
     expect(fleet.started).toEqual(['a-0', 'b-0', 'a-1', 'b-1', 'a-2', 'b-2', 'a-3', 'b-3', 'a-4', 'b-4']);
+  });
+
+  it('never lets a tenant that runs one at a time jump ahead of one already waiting for a turn', async () => {
+    const redis = await connect();
+    const fleet = fleetOver(redis, {
+      default: quota,
+      tenants: { a: { ...quota, maxConcurrentRuns: 1 } },
+      fairShareSlots: 1,
+    });
+    for (let n = 0; n < 4; n++) await fleet.submit('a', `a-${n}`);
+    await fleet.submit('x', 'x-0');
+    expect(fleet.started).toEqual(['a-0']);
+    // a-0's finish lets a-1 into the line for a turn; x-0 was waiting first, so it takes it.
+    await fleet.finishOldest();
+    expect(fleet.started).toEqual(['a-0', 'x-0']);
+    for (let n = 0; n < 3; n++) await fleet.finishOldest();
+    expect(fleet.started).toEqual(['a-0', 'x-0', 'a-1', 'a-2', 'a-3']);
+  });
+
+  it('gives back the slot handed to a run that ended waiting, though its tenant no longer shares fleet-wide slots', async () => {
+    const redis = await connect();
+    const runs = new Map<string, RunRecord>();
+    const store = { get: async (id: string) => runs.get(id) ?? null };
+    const enqueue: Enqueue = async () => {};
+    const sharing = new TenantQuotas(redis, { default: quota, tenants: {}, fairShareSlots: 1 });
+    for (const id of ['a-0', 'a-1']) {
+      runs.set(id, { id, tenantId: 'a', status: 'queued', step: 0 } as RunRecord);
+      await sharing.admit('a', id);
+    }
+    await createFairShare({ store, quotas: sharing, enqueue }).fill('a');
+    expect(await redis.smembers(fairShareKeys.slots)).toEqual(['a-0']);
+    // Redeployed with `a` no longer queueing beyond its limit; a-1 was cancelled in its line, a-0 finished.
+    const plain = new TenantQuotas(redis, { default: quota, tenants: { a: { ...quota, queueBeyondLimit: false } }, fairShareSlots: 1 });
+    runs.set('a-1', { ...(runs.get('a-1') as RunRecord), status: 'cancelled' });
+    runs.set('a-0', { ...(runs.get('a-0') as RunRecord), status: 'succeeded' });
+    await redis.srem(fairShareKeys.slots, 'a-0'); // what a-0's finishing commit does
+    await createFairShare({ store, quotas: plain, enqueue }).fill('a', 'a-0');
+    // a-1's stale turn was skipped: the fleet's one slot is free for the next tenant.
+    expect(await redis.smembers(fairShareKeys.slots)).toEqual([]);
   });
 
   it("keeps each tenant's own limit below the fleet's slots, and starts tenants that do not queue at once", async () => {
@@ -166,5 +206,41 @@ describe('a run parked for a person, with fleet-wide slots', () => {
     // The next finish or reaper pass fills it.
     expect(await share.fill(USER.tenantId)).toBe(1);
     expect(await t.redis.smembers(fairShareKeys.slots)).toEqual([second]);
+  });
+
+  it('keeps its slot while it waits for its children: they work under it, so the fleet runs no more trees than its slots', async () => {
+    const researcher = defineAgent({
+      name: 'researcher',
+      description: 'Looks up policies.',
+      instructions: 'You are the researcher.',
+      tools: ['search_policy'],
+    });
+    const model = createFakeModel([
+      (request) =>
+        String(request.messages[0]?.content ?? '').startsWith('You are the researcher')
+          ? { content: 'found it' }
+          : { toolCalls: [toolCall('c1', 'call_researcher', { input: 'dig' })] },
+    ]);
+    const t = use(model, {
+      agents: [researcher],
+      profile: { agents: ['researcher'] },
+      quotas: { default: quota, tenants: {}, fairShareSlots: 1 },
+    });
+    const share = createFairShare({ store: t.store, quotas: t.quotas, enqueue: t.enqueue });
+    const slotJobs = async () => {
+      for (let i = t.queue.findIndex((q) => q.name === 'slot'); i >= 0; i = t.queue.findIndex((q) => q.name === 'slot')) {
+        const job = slotJobSchema.parse(t.queue.splice(i, 1)[0]?.job);
+        await share.fill(job.tenantId, job.freed ? job.runId : undefined);
+      }
+    };
+    const first = await t.submit('research this');
+    await slotJobs();
+    const second = await t.submit('and this');
+    await slotJobs();
+    await t.drain(1);
+    expect((await t.store.require(first)).status).toBe('waiting');
+    expect(await t.redis.smembers(fairShareKeys.slots)).toEqual([first]);
+    expect(await share.fill(USER.tenantId)).toBe(0);
+    expect((await t.store.require(second)).status).toBe('queued');
   });
 });

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { RunArchive } from '../archive/run-archive.js';
 import type { FollowUps, TransitionApplier } from '../engine/apply-transition.js';
-import { maxExtraTokens } from '../engine/budget-ask.js';
 import { editPlan, planHash } from '../engine/plan.js';
 import { decideApprovals, retryOnStale } from '../engine/run-transitions.js';
 import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, ReinError, StaleStepError } from '../errors.js';
@@ -113,15 +112,12 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
   }
 
   /** A budget approval's edit: other amounts of the same raise (no tool judges it; its requirement stays). */
-  function applyBudgetEdit(principal: Principal, run: RunRecord, approval: Approval, edited: Record<string, unknown>): Approval {
+  function applyBudgetEdit(principal: Principal, approval: Approval, edited: Record<string, unknown>): Approval {
     const parsed = budgetRaiseSchema.safeParse(edited);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
       throw new InvalidRequestError(`edited amounts do not match a budget raise: ${issues}`, 'invalid_arguments');
     }
-    const most = maxExtraTokens(run.limits);
-    if (parsed.data.extraTokens > most)
-      throw new InvalidRequestError(`extraTokens: run ${run.id} may be raised by at most ${most} tokens`, 'invalid_arguments');
     const argsHash = hashArguments(parsed.data);
     if (argsHash === approval.argsHash) return approval; // no real change
     return { ...approval, approvedArguments: parsed.data, editedBy: principal.userId, argsHash };
@@ -130,7 +126,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
   /** Approve with edits: validated by the tool's schema, judged again, never less strict. */
   function applyEdit(principal: Principal, run: RunRecord, approval: Approval, edited: Record<string, unknown>): Approval {
     if (approval.kind === 'plan') return applyPlanEdit(principal, run, approval, edited);
-    if (approval.kind === 'budget') return applyBudgetEdit(principal, run, approval, edited);
+    if (approval.kind === 'budget') return applyBudgetEdit(principal, approval, edited);
     const tool = deps.tools.get(approval.toolName);
     if (!tool) throw new InvalidRequestError(`tool ${approval.toolName} is not available for edits`, 'invalid_arguments');
     const parsed = tool.parameters.safeParse(edited);

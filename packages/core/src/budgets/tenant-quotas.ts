@@ -136,18 +136,15 @@ export class TenantQuotas {
     return this.fairShared(tenantId) && (await this.redis.lpos(fairShareKeys.line(tenantId), runId)) !== null;
   }
 
+  /** Whatever the tenant's quota says now: a run given a fleet-wide slot under an earlier one gives it back too. */
   async release(tenantId: string, runId: string): Promise<void> {
     const t = tenantKeys(tenantId);
     await sendCommands(this.redis, [
       ['srem', t.active, runId],
       ['srem', t.parked, runId],
       ['lrem', t.waiting, 0, runId],
-      ...(this.fairShared(tenantId)
-        ? ([
-            ['srem', fairShareKeys.slots, runId],
-            ['lrem', fairShareKeys.line(tenantId), 0, runId],
-          ] as RedisCommand[])
-        : []),
+      ['srem', fairShareKeys.slots, runId],
+      ['lrem', fairShareKeys.line(tenantId), 0, runId],
     ]);
   }
 

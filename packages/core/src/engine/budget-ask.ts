@@ -67,6 +67,12 @@ export function budgetVerdict(
   return { kind: 'ask', reason: exhausted, approval: budgetApproval(run, exhausted, proposeRaise(run), now, ttlMs) };
 }
 
+/** The most a raise may hold (`budgetRaiseSchema`): a proposal past it could not be granted as proposed. */
+const RAISE_MAX = {
+  extraTokens: budgetRaiseSchema.shape.extraTokens.maxValue ?? Number.MAX_SAFE_INTEGER,
+  extraCostUsd: budgetRaiseSchema.shape.extraCostUsd.maxValue ?? Number.MAX_SAFE_INTEGER,
+};
+
 /**
  * More budget at the run's pace: what it overshot, plus what its average step spent so far
  * for the next few steps (a first step's pace is its whole budget). Cost is proposed only
@@ -76,25 +82,28 @@ export function proposeRaise(run: RunRecord): BudgetRaise {
   const steps = Math.max(1, run.step);
   const ahead = Math.max(1, Math.min(STEPS_AHEAD, run.limits.maxSteps - run.step));
   const tokenPace = run.step > 0 ? run.usage.totalTokens / steps : run.limits.maxTokens;
-  const extraTokens = Math.ceil(Math.max(0, run.usage.totalTokens - run.limits.maxTokens) + tokenPace * ahead);
+  const extraTokens = Math.min(
+    Math.ceil(Math.max(0, run.usage.totalTokens - run.limits.maxTokens) + tokenPace * ahead),
+    RAISE_MAX.extraTokens,
+  );
   const maxCost = run.limits.maxCostUsd;
   if (maxCost === undefined) return { extraTokens, extraCostUsd: 0 };
   const costPace = run.step > 0 ? run.costUsd / steps : maxCost;
-  const extraCostUsd = Math.ceil((Math.max(0, run.costUsd - maxCost) + costPace * ahead) * 1e6) / 1e6;
+  const extraCostUsd = Math.min(Math.ceil((Math.max(0, run.costUsd - maxCost) + costPace * ahead) * 1e6) / 1e6, RAISE_MAX.extraCostUsd);
   return { extraTokens, extraCostUsd };
 }
 
-/** The most tokens a run's record holds: a raise past it would leave a record nobody can read again. */
-const MAX_RUN_TOKENS = limitsSchema.shape.maxTokens.maxValue ?? Number.POSITIVE_INFINITY;
+/** A run's token limit never grows past what its record may hold (a larger one could not be stored). */
+const MAX_TOKENS_CEILING = limitsSchema.shape.maxTokens.maxValue ?? Number.MAX_SAFE_INTEGER;
 
-/** The most extra tokens a raise may grant a run with these limits (an edit asking for more is refused). */
-export const maxExtraTokens = (limits: Limits) => MAX_RUN_TOKENS - limits.maxTokens;
-
-/** The run's limits grown by a granted raise (a cost raise of a run without a cost limit adds none), never past what a run holds. */
+/**
+ * The run's limits grown by a granted raise (a cost raise of a run without a cost limit adds
+ * none), the token limit up to its ceiling.
+ */
 export function raisedLimits(limits: Limits, raise: BudgetRaise): Limits {
   return {
     ...limits,
-    maxTokens: Math.min(MAX_RUN_TOKENS, limits.maxTokens + raise.extraTokens),
+    maxTokens: Math.min(limits.maxTokens + raise.extraTokens, MAX_TOKENS_CEILING),
     ...(limits.maxCostUsd !== undefined ? { maxCostUsd: limits.maxCostUsd + raise.extraCostUsd } : {}),
   };
 }

@@ -1,8 +1,9 @@
 --[[
   Fair share across tenants (`fairShareSlots`): a run its tenant admitted joins the
-  tenant's line for a fleet-wide slot. A tenant that had nobody waiting joins the ring
-  at its head: it gets the next freed slot, before the tenants already waiting (each of
-  which has had a turn since it joined), so a flood never stands ahead of a newcomer.
+  tenant's line for a fleet-wide slot. A tenant not in the ring joins it at its head: it
+  gets the next freed slot, so a flood never stands ahead of a newcomer. One still in the
+  ring (its last turn left its line empty: take-turn-3.lua keeps it at the tail) stays
+  where it is, so it never jumps ahead of the tenants waiting since.
 
   Input:
     KEYS[1] ring of waiting tenants   rein:fair:{fair}:ring      (next turn first)

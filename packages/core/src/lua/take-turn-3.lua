@@ -1,9 +1,9 @@
 --[[
   Fair share across tenants (`fairShareSlots`): hands one free fleet-wide slot to the
   oldest waiting run of the tenant whose turn it is (the ring's head), then moves that
-  tenant to the ring's tail (or out of it, its line empty). Atomic in one slot, so two
-  processes never hand out one slot twice; the caller names the head it read and
-  retries when another process took that turn first.
+  tenant to the ring's tail, its line empty or not (it leaves the ring when its next turn
+  finds nobody). Atomic in one slot, so two processes never hand out one slot twice;
+  the caller names the head it read and retries when another process took that turn first.
 
   Input:
     KEYS[1] runs holding a slot       rein:fair:{fair}:slots
@@ -31,9 +31,8 @@ if not run then
   return -3
 end
 redis.call('SADD', KEYS[1], run)
-if redis.call('LLEN', KEYS[3]) == 0 then
-  redis.call('LPOP', KEYS[2])
-else
-  redis.call('LMOVE', KEYS[2], KEYS[2], 'LEFT', 'RIGHT')
-end
+-- To the tail even with its line empty: a tenant that runs one at a time and is back in
+-- line by the next turn must not rejoin at the head (enter-fair-share-2.lua) ahead of the
+-- tenants still waiting. It leaves the ring when it reaches the head with nobody (-3).
+redis.call('LMOVE', KEYS[2], KEYS[2], 'LEFT', 'RIGHT')
 return run

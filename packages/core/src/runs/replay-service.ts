@@ -13,10 +13,10 @@ import {
   type RunDiff,
   type RunRecord,
   TERMINAL_STATUSES,
-  ZERO_USAGE,
 } from '../schemas/run.js';
 import type { RunStore } from '../store/run-store.js';
-import { newTraceparent, traceIdOf } from '../tracing/trace-context.js';
+import { newTraceparent } from '../tracing/trace-context.js';
+import { queuedRun } from './queued-run.js';
 import { diffRuns } from './run-diff.js';
 import type { LimitCeilings } from './run-service.js';
 
@@ -65,31 +65,22 @@ export function createReplayService(deps: ReplayServiceDeps) {
     const id = randomUUID();
     const traceparent = newTraceparent();
     const at = now();
-    const limits = patch.limits ?? original.limits;
-    const run: RunRecord = {
-      schemaVersion: 1,
-      id,
-      traceId: traceIdOf(traceparent),
-      traceparent,
-      tenantId: original.tenantId,
-      userId: original.userId,
-      roles: original.roles,
-      agent: original.agent,
-      ...(deps.currentVersion ? { appVersion: deps.currentVersion() } : {}),
-      input: original.input,
-      metadata: original.metadata,
-      limits,
-      status: 'queued',
-      step: 0,
-      usage: ZERO_USAGE,
-      costUsd: 0,
-      pendingApprovals: [],
-      version: 0,
-      createdAt: new Date(at).toISOString(),
-      updatedAt: new Date(at).toISOString(),
-      deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
-      ...patch,
-    };
+    const run = queuedRun(
+      {
+        id,
+        traceparent,
+        tenantId: original.tenantId,
+        userId: original.userId,
+        roles: original.roles,
+        agent: original.agent,
+        ...(deps.currentVersion ? { appVersion: deps.currentVersion() } : {}),
+        input: original.input,
+        metadata: original.metadata,
+        limits: original.limits,
+        ...patch,
+      },
+      at,
+    );
     const admission = await deps.quotas.admit(run.tenantId, id);
     try {
       const event = runEvent('run.queued', id, 0, {

@@ -19,14 +19,15 @@ import type { ListRunsQuery, SubmitRunBody, UsageQuery, UsageResponse } from '..
 import type { Approval } from '../schemas/approval.js';
 import type { Compensation } from '../schemas/compensation.js';
 import type { Principal } from '../schemas/identity.js';
-import { type RunRecord, TERMINAL_STATUSES, ZERO_USAGE } from '../schemas/run.js';
+import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { ApprovalView, RunTrace, RunView, TreeUsage } from '../schemas/views.js';
 import { approvalEvent } from '../store/approval-feed.js';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { decodeCursor, encodeCursor } from '../store/index-pager.js';
 import type { RunStore, StoredEvent } from '../store/run-store.js';
-import { newTraceparent, traceIdOf } from '../tracing/trace-context.js';
+import { newTraceparent } from '../tracing/trace-context.js';
 import { bodyHash, replayOf } from './idempotency.js';
+import { queuedRun } from './queued-run.js';
 import { type SessionSettings, sessionHistory } from './session-history.js';
 
 /** How long a claimed Idempotency-Key waits for its run to be created before it lapses (a crash in between). */
@@ -224,31 +225,23 @@ export function createRunService(deps: RunServiceDeps) {
         if (held) return replay(replayOf(held, idem.claim.bodyHash));
       }
       const at = now();
-      const fresh: RunRecord = {
-        schemaVersion: 1,
-        id,
-        traceId: traceIdOf(traceparent),
-        traceparent,
-        tenantId: principal.tenantId,
-        userId: principal.userId,
-        roles: principal.roles,
-        agent: profile.name,
-        ...(deps.currentVersion ? { appVersion: deps.currentVersion() } : {}),
-        ...(profile.versioning === 'upgrade' ? { versioning: 'upgrade' as const } : {}),
-        input: body.input,
-        ...(body.sessionId ? { sessionId: body.sessionId } : {}),
-        metadata: body.metadata ?? {},
-        limits,
-        status: 'queued',
-        step: 0,
-        usage: ZERO_USAGE,
-        costUsd: 0,
-        pendingApprovals: [],
-        version: 0,
-        createdAt: new Date(at).toISOString(),
-        updatedAt: new Date(at).toISOString(),
-        deadlineAt: new Date(at + limits.timeoutMs).toISOString(),
-      };
+      const fresh = queuedRun(
+        {
+          id,
+          traceparent,
+          tenantId: principal.tenantId,
+          userId: principal.userId,
+          roles: principal.roles,
+          agent: profile.name,
+          ...(deps.currentVersion ? { appVersion: deps.currentVersion() } : {}),
+          ...(profile.versioning === 'upgrade' ? { versioning: 'upgrade' as const } : {}),
+          input: body.input,
+          ...(body.sessionId ? { sessionId: body.sessionId } : {}),
+          metadata: body.metadata ?? {},
+          limits,
+        },
+        at,
+      );
       let admitted = false;
       let created = false;
       let run = fresh;

@@ -132,11 +132,21 @@ export class AuditLog {
       return json === null || json === undefined ? [] : [{ seq: Number(seq), atMs: Number(old[2 * i + 1]), json }];
     });
     await this.retention.cold.put(tenantId, entries);
+    // Dropped only where the archive now holds these very bytes: a seq it already had other bytes
+    // for (a log begun again on an emptied Redis) is kept here, not lost to a refused copy.
+    const archived = await this.retention.cold.get(
+      tenantId,
+      entries.map((e) => e.seq),
+    );
+    const held = new Set(entries.filter((e) => archived.get(e.seq) !== e.json).map((e) => String(e.seq)));
+    if (held.size) this.logger?.error({ tenantId, seqs: [...held] }, 'the archive holds other entries under these seqs; kept in Redis');
+    const moved = seqs.filter((seq) => !held.has(seq));
+    if (moved.length === 0) return 0;
     await sendCommands(this.redis, [
-      ['hdel', k.audit, ...seqs],
-      ['zrem', k.auditByTime, ...seqs],
+      ['hdel', k.audit, ...moved],
+      ['zrem', k.auditByTime, ...moved],
     ]);
-    return entries.length;
+    return entries.length - held.size;
   }
 
   private async appendOne(record: AuditRecord): Promise<AuditEntry> {

@@ -424,11 +424,13 @@ export class RunStore {
     if (terminal && next.sessionId) await this.releaseSession(next);
     // Quotas count running and parked runs apart: a run moves between the tenant's two sets as it parks and resumes.
     // A sub-agent's run is in neither: a tree is admitted once, at its root, and its children take no slot of their own.
-    // A fleet-wide fair-share slot is given back too: a parked run waits for a person, not for a turn.
+    // A fleet-wide fair-share slot is given back by a run parked for a person (it waits for them, not
+    // for a turn), not by one waiting for its children: they work under its slot, taking none of their own.
     const admitted = next.parentRunId === undefined;
     if (terminal) commands.push(['srem', t.active, next.id], ['srem', t.parked, next.id], ['srem', fairShareKeys.slots, next.id]);
     else if (isParked(next.status)) {
-      if (admitted) commands.push(['srem', t.active, next.id], ['sadd', t.parked, next.id], ['srem', fairShareKeys.slots, next.id]);
+      if (admitted) commands.push(['srem', t.active, next.id], ['sadd', t.parked, next.id]);
+      if (admitted && next.status === 'pending_approval') commands.push(['srem', fairShareKeys.slots, next.id]);
     } else if (how.left.some(isParked)) {
       if (admitted) commands.push(['srem', t.parked, next.id], ['sadd', t.active, next.id]);
     }

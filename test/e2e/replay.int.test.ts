@@ -54,8 +54,14 @@ beforeAll(async () => {
     redisUrl: redis.url,
     modelLatencyMs: 150,
     modelEnv: { SCRIPTED_MODEL_SCRIPT: scriptFile },
-    // The webhook receiver of the test listens on loopback.
-    env: { REIN_WEBHOOK_ALLOW_PRIVATE: 'true' },
+    // The webhook receiver of the test listens on loopback; a replay may name `model-b` because it has a price.
+    env: {
+      REIN_WEBHOOK_ALLOW_PRIVATE: 'true',
+      REIN_MODEL_PRICES: JSON.stringify({
+        'rein-scripted': { promptPerMTok: 0, completionPerMTok: 0 },
+        'model-b': { promptPerMTok: 0, completionPerMTok: 0 },
+      }),
+    },
   });
 });
 afterAll(async () => {

@@ -55,4 +55,5 @@ export type ReinErrorCode =
   | 'original_unavailable'
   | 'fork_step_unavailable'
   | 'replay_unsupported'
+  | 'unknown_model'
   | (string & {});

@@ -8,7 +8,7 @@ import { type ArchivePool, createArchivePool } from './archive/archive-pool.js';
 import { AuditArchive } from './archive/audit-archive.js';
 import { checkArchiveSchema } from './archive/migrations.js';
 import { RunArchive } from './archive/run-archive.js';
-import { checkPrices } from './budgets/cost.js';
+import { checkPrices, fleetModels } from './budgets/cost.js';
 import { TenantQuotas } from './budgets/tenant-quotas.js';
 import { createTransitionApplier, type TransitionApplier } from './engine/apply-transition.js';
 import type { DelegationLimits } from './engine/call-plan.js';
@@ -325,11 +325,14 @@ async function buildRuntime<X extends Extras>(
     currentVersion: () => currentVersion(versions.known(), versions.own),
     ...(archive ? { archive: archive.runs } : {}),
   });
+  const replayModels = fleetModels(options.model, app.agents);
   const replays = createReplayService({
     store,
     quotas,
     enqueue,
     metrics,
+    ceilings,
+    knownModel: (m) => replayModels.has(m) || Object.hasOwn(options.model.prices, m),
     visibleRun: runs.record,
     currentVersion: () => currentVersion(versions.known(), versions.own),
     liveWorkers: async (version) => (await versions.list()).find((f) => f.version === version)?.workers ?? 0,

@@ -15,14 +15,19 @@ export function costOf(prices: Record<string, Price>, model: string, usage: { pr
   return (usage.promptTokens * price.promptPerMTok + usage.completionTokens * price.completionPerMTok) / 1_000_000;
 }
 
-/** The models the fleet may call (REIN_MODEL, its fallbacks, every agent's own) that the price table lacks. */
+/** The models the fleet may call: REIN_MODEL, its fallbacks, every agent's own. */
+export function fleetModels(model: Pick<ReinOptions['model'], 'name' | 'fallbacks'>, agents: readonly PricedAgent[]): Set<string> {
+  const models = new Set([model.name, ...model.fallbacks]);
+  for (const a of agents) for (const m of a.models ?? []) models.add(m);
+  return models;
+}
+
+/** The models the fleet may call that the price table lacks. */
 export function unpricedModels(
   model: Pick<ReinOptions['model'], 'name' | 'fallbacks' | 'prices'>,
   agents: readonly PricedAgent[],
 ): string[] {
-  const models = new Set([model.name, ...model.fallbacks]);
-  for (const a of agents) for (const m of a.models ?? []) models.add(m);
-  return [...models].filter((m) => !Object.hasOwn(model.prices, m));
+  return [...fleetModels(model, agents)].filter((m) => !Object.hasOwn(model.prices, m));
 }
 
 /**

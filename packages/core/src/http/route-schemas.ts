@@ -161,6 +161,8 @@ export const apiRoutes = {
     response: {
       202: replayStartedSchema,
       ...errors({
+        400: `${ERROR_CODES[400]}, unknown_model`,
+        403: `${ERROR_CODES[403]} (liveReads on another user's run)`,
         404: ERROR_CODES[404],
         409: 'run_not_finished, original_unavailable, not_a_replay (a replay of a replay), replay_unsupported (a plan-mode run), version_not_live',
       }),
@@ -175,12 +177,15 @@ export const apiRoutes = {
     body: forkRunBodySchema,
     response: {
       202: replayStartedSchema,
-      ...errors({ 404: ERROR_CODES[404], 409: 'run_not_finished, original_unavailable, fork_step_unavailable' }),
+      ...errors({
+        404: ERROR_CODES[404],
+        409: 'run_not_finished, original_unavailable, not_a_replay (a fork of a replay), fork_step_unavailable',
+      }),
     },
   }),
   createReplayCohort: route('runs', 'createReplayCohort', 'Replay recent finished runs of an agent, as a gate (approvers and up)', {
     body: createReplayCohortBodySchema,
-    response: { 202: replayCohortViewSchema, ...errors({ 403: ERROR_CODES[403] }) },
+    response: { 202: replayCohortViewSchema, ...errors({ 400: `${ERROR_CODES[400]}, unknown_model`, 403: ERROR_CODES[403] }) },
   }),
   getReplayCohort: route('runs', 'getReplayCohort', 'A cohort replay’s progress and summary', {
     params: idParamsSchema,

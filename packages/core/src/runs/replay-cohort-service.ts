@@ -17,7 +17,7 @@ const DEFAULT_MAX_TOKENS = 1_000_000;
 export interface ReplayCohortDeps {
   store: RunStore;
   cohorts: ReplayCohortStore;
-  replays: Pick<ReplayService, 'replay'>;
+  replays: Pick<ReplayService, 'replay' | 'checkModel'>;
   logger: Logger;
   now?: () => number;
 }
@@ -147,6 +147,8 @@ export function createReplayCohortService(deps: ReplayCohortDeps) {
     /** `POST /v1/replays` (approvers and admins of the tenant). */
     async create(principal: Principal, body: CreateReplayCohortBody): Promise<ReplayCohortView> {
       if (!overseesTenant(principal)) throw new ForbiddenError('cohort replays need the approver role or above');
+      // Refused here, not replay by replay (each would only be skipped).
+      deps.replays.checkModel(body.model);
       const settings = {
         ...(body.model ? { model: body.model } : {}),
         ...(body.instructions ? { instructions: body.instructions } : {}),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { runEvent } from '../engine/run-event.js';
-import { ConflictError } from '../errors.js';
+import { ConflictError, ForbiddenError, InvalidRequestError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
 import type { Principal } from '../schemas/identity.js';
@@ -18,12 +18,20 @@ import type { RunStore } from '../store/run-store.js';
 import { newTraceparent } from '../tracing/trace-context.js';
 import { queuedRun } from './queued-run.js';
 import { diffRuns } from './run-diff.js';
+import type { LimitCeilings } from './run-service.js';
 
 export interface ReplayServiceDeps {
   store: RunStore;
   quotas: TenantQuotas;
   enqueue: Enqueue;
   metrics: Metrics;
+  /**
+   * The models a replay may name: those the fleet calls or prices (budgets/cost.ts). Any other
+   * would reach a provider the operator never chose, at no price, so no cost budget stops it.
+   */
+  knownModel: (model: string) => boolean;
+  /** What a new run may ask for: a fork gets no more, whatever raises its original was granted. */
+  ceilings: LimitCeilings;
   /** The run as the caller may read it (404 otherwise): run-service.ts `record`. */
   visibleRun: (principal: Principal, id: string) => Promise<RunRecord>;
   /** The app version new runs are pinned to. */
@@ -91,11 +99,23 @@ export function createReplayService(deps: ReplayServiceDeps) {
     return run;
   }
 
+  /** 400 `unknown_model` for a model the fleet neither calls nor prices (a cohort checks before it samples). */
+  function checkModel(model: string | undefined): void {
+    if (model !== undefined && !deps.knownModel(model))
+      throw new InvalidRequestError(`model ${model} is not one this fleet calls or prices (REIN_MODEL_PRICES)`, 'unknown_model');
+  }
+
   return {
+    checkModel,
+
     /** `POST /v1/runs/:id/replay`. */
     async replay(principal: Principal, id: string, body: ReplayRunBody, opts: { cohortId?: string } = {}): Promise<ReplayStarted> {
+      checkModel(body.model);
       const original = await finishedOriginal(principal, id);
       if (original.mode === 'replay') throw new ConflictError('not_a_replay', `run ${id} is itself a replay: replay its original`);
+      // A live read runs as the original's owner, with their roles: nobody else may have tools run as them.
+      if (body.liveReads && original.userId !== principal.userId)
+        throw new ForbiddenError(`liveReads runs tools as ${original.userId}: only they may replay run ${id} with it`);
       // A plan's approval cannot be answered from the records yet, and a replay asks nobody for one.
       if (original.plan) throw new ConflictError('replay_unsupported', `run ${id} followed a plan: plan-mode runs are not replayed yet`);
       if (body.version && deps.liveWorkers && (await deps.liveWorkers(body.version)) === 0)
@@ -124,6 +144,8 @@ export function createReplayService(deps: ReplayServiceDeps) {
     /** `POST /v1/runs/:id/fork`: a live run from the original's history before step `fromStep`. */
     async fork(principal: Principal, id: string, body: ForkRunBody): Promise<ReplayStarted> {
       const original = await finishedOriginal(principal, id);
+      // A replay's history holds simulated writes and unrecorded reads: a live run must not take them for facts.
+      if (original.mode === 'replay') throw new ConflictError('not_a_replay', `run ${id} is a replay: fork its original`);
       const [messages, steps] = await Promise.all([deps.store.messages(id), deps.store.steps(id)]);
       if (body.fromStep > steps.length)
         throw new ConflictError('fork_step_unavailable', `run ${id} has ${steps.length} steps: fork from step 0 to ${steps.length}`);
@@ -137,7 +159,22 @@ export function createReplayService(deps: ReplayServiceDeps) {
       const input = body.input ? [{ role: 'user' as const, content: body.input }] : [];
       const run = await start(
         original,
-        { forkOf: id, forkStep: body.fromStep, ...(body.input ? { input: body.input, historyMessages: end } : {}) },
+        {
+          forkOf: id,
+          forkStep: body.fromStep,
+          // A granted budget raise was for the original (approved raises may pass the ceilings): a fork starts within them.
+          limits: {
+            ...original.limits,
+            maxSteps: Math.min(original.limits.maxSteps, deps.ceilings.maxSteps),
+            maxTokens: Math.min(original.limits.maxTokens, deps.ceilings.maxTokens),
+            timeoutMs: Math.min(original.limits.timeoutMs, deps.ceilings.timeoutMs),
+          },
+          // A fork is live: it runs as whoever forks, with their roles now, never as the original's owner.
+          userId: principal.userId,
+          roles: principal.roles,
+          // What precedes its input (its last message, without one): a replay or fork of it starts from all it saw.
+          ...(body.input ? { input: body.input, historyMessages: end } : { historyMessages: end - 1 }),
+        },
         [...history, ...input],
       );
       return { id: run.id, forkOf: id, status: run.status };

@@ -171,7 +171,7 @@ const request = fc.record({
 });
 type FuzzRequest = typeof request extends fc.Arbitrary<infer T> ? T : never;
 
-/** Routes anyone may call: health, readiness, metrics and the console's static files. */
+/** Routes anyone may call: health, readiness, metrics and the console's page and built assets. */
 function isPublic(url: string): boolean {
   let p: string;
   try {
@@ -180,13 +180,14 @@ function isPublic(url: string): boolean {
   } catch {
     return false;
   }
-  return ['/healthz', '/readyz', '/metrics', '/', '/console', '/console/console.js', '/console/console.css'].includes(p);
+  return ['/healthz', '/readyz', '/metrics', '/', '/console', '/console/'].includes(p) || /^\/console\/assets\/[^/]+$/.test(p);
 }
 
+/** As RFC 7235 reads credentials: the scheme in any case, then one or more spaces, then the token. */
 const hasValidKey = (auth: string | undefined) => {
   if (!auth) return false;
-  const bearer = /^Bearer (\S+)$/.exec(auth)?.[1];
-  const basic = /^Basic (\S+)$/.exec(auth)?.[1];
+  const bearer = /^Bearer +(\S+)$/i.exec(auth)?.[1];
+  const basic = /^Basic +(\S+)$/i.exec(auth)?.[1];
   const token = bearer ?? (basic ? Buffer.from(basic, 'base64').toString('utf8').split(':').slice(1).join(':') : undefined);
   return token !== undefined && VALID_KEYS.has(token);
 };

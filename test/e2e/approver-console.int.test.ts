@@ -307,7 +307,8 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     const approval = await pendingApproval(run.id);
     const before = await new DemoStore(client).tickets(KEYS.user.tenantId, '2024001');
     const page = await signIn(KEYS.approver.key);
-    await page.goto(`${fleet.approver}/console#/approvals/${approval.id}`);
+    // Opened as approval webhooks link to it (`consoleUrl`, REIN_CONSOLE_URL).
+    await page.goto(`${fleet.approver}/console?approval=${encodeURIComponent(approval.id)}`);
     const reject = page.getByRole('button', { name: 'Reject' });
     await reject.waitFor();
     expect(await reject.isDisabled()).toBe(true); // no reason yet

@@ -137,4 +137,8 @@ function App() {
   );
 }
 
+/** `?approval=<id>`, the link approval webhooks carry (REIN_CONSOLE_URL), is that approval's route. */
+const linked = new URLSearchParams(location.search).get('approval');
+if (linked && !location.hash) history.replaceState(null, '', `${location.pathname}#/approvals/${encodeURIComponent(linked)}`);
+
 render(<App />, document.getElementById('app') as HTMLElement);

@@ -181,19 +181,24 @@ describe('fair share across tenants on a Redis Cluster', () => {
 describe('a run parked for a person, with fleet-wide slots', () => {
   const use = harnessPerTest();
 
-  it('gives its slot back at once: the next fill hands it to a waiting run', async () => {
-    const ticket = { orderNo: '2024001', type: 'refund', priority: 'high', suggestedAction: 'refund' };
-    const t = use(createFakeModel([{ toolCalls: [toolCall('w1', 'create_ticket', ticket)] }, { content: 'done' }]), {
-      quotas: { default: quota, tenants: {}, fairShareSlots: 1 },
-    });
+  /** Fair share on the harness, and a runner of the `slot` jobs the run service enqueued, as the worker runs them. */
+  function fairShareOf(t: ReturnType<typeof use>) {
     const share = createFairShare({ store: t.store, quotas: t.quotas, enqueue: t.enqueue });
-    // The `slot` jobs the run service enqueues, run as the worker runs them.
     const slotJobs = async () => {
       for (let i = t.queue.findIndex((q) => q.name === 'slot'); i >= 0; i = t.queue.findIndex((q) => q.name === 'slot')) {
         const job = slotJobSchema.parse(t.queue.splice(i, 1)[0]?.job);
         await share.fill(job.tenantId, job.freed ? job.runId : undefined);
       }
     };
+    return { share, slotJobs };
+  }
+
+  it('gives its slot back at once: the next fill hands it to a waiting run', async () => {
+    const ticket = { orderNo: '2024001', type: 'refund', priority: 'high', suggestedAction: 'refund' };
+    const t = use(createFakeModel([{ toolCalls: [toolCall('w1', 'create_ticket', ticket)] }, { content: 'done' }]), {
+      quotas: { default: quota, tenants: {}, fairShareSlots: 1 },
+    });
+    const { share, slotJobs } = fairShareOf(t);
     const first = await t.submit('open a ticket');
     await slotJobs();
     const second = await t.submit('and another');
@@ -226,13 +231,7 @@ describe('a run parked for a person, with fleet-wide slots', () => {
       profile: { agents: ['researcher'] },
       quotas: { default: quota, tenants: {}, fairShareSlots: 1 },
     });
-    const share = createFairShare({ store: t.store, quotas: t.quotas, enqueue: t.enqueue });
-    const slotJobs = async () => {
-      for (let i = t.queue.findIndex((q) => q.name === 'slot'); i >= 0; i = t.queue.findIndex((q) => q.name === 'slot')) {
-        const job = slotJobSchema.parse(t.queue.splice(i, 1)[0]?.job);
-        await share.fill(job.tenantId, job.freed ? job.runId : undefined);
-      }
-    };
+    const { share, slotJobs } = fairShareOf(t);
     const first = await t.submit('research this');
     await slotJobs();
     const second = await t.submit('and this');

@@ -27,9 +27,11 @@ describe.skipIf(!hasPostgresBinaries('archive faults'))('the archive when its Po
     expect(await archive.archiveRun(before)).toBe(true);
 
     await server.kill();
+    // The pooled connection died: reported, not thrown. Awaited before the next write, which
+    // would otherwise take that connection out of the pool first and see the error itself.
+    await expect.poll(() => idleErrors.length).toBeGreaterThan(0);
     const during = archiveDoc({ id: randomUUID() });
     await expect(archive.archiveRun(during)).rejects.toThrow();
-    await expect.poll(() => idleErrors.length).toBeGreaterThan(0); // the pooled connection died: reported, not thrown
 
     await server.start();
     await checkArchiveSchema(pool);

@@ -211,7 +211,7 @@ export async function dev(opts: DevOptions = {}): Promise<void> {
         `  App        ${env.REIN_APP ?? '@rein/example-order-assistant (the default; set REIN_APP for yours)'}`,
         `  API        http://${shown}:${apiPort}/v1/runs`,
         `  Approver   http://${shown}:${approverPort}/v1/approvals`,
-        `  Console    http://${shown}:${approverPort}/console   (approve or reject parked calls here)`,
+        `  Console    http://${shown}:${approverPort}/console   (runs, live timelines, approvals, usage, versions)`,
         `  Metrics    http://${shown}:${apiPort}/metrics, :${approverPort}/metrics, :${metricsPort}/metrics, :${metricsPort + 1}/metrics`,
         `  Model      ${env.OPENAI_BASE_URL}${scripted ? ' (scripted, not an LLM)' : ''}`,
         `  Redis      ${env.REDIS_URL}`,

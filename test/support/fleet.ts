@@ -37,10 +37,37 @@ export interface FleetOptions {
 }
 
 /**
+ * A port `freePort` found free can be taken by another test file's server before the
+ * service binds it: the service then exits, and a bare port probe would see the other server.
+ */
+class PortTakenError extends Error {}
+
+/**
  * The real fleet as separate processes (built services from dist/): scripted model,
- * API, N workers and the approver — so tests can SIGKILL any of them.
+ * API, N workers and the approver — so tests can SIGKILL any of them. Started on fresh
+ * ports again when one was taken under it (see PortTakenError).
  */
 export async function startFleet(opts: FleetOptions) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startFleetOnce(opts);
+    } catch (err) {
+      if (!(err instanceof PortTakenError) || attempt === 3) throw err;
+    }
+  }
+}
+
+/** Whether a Rein HTTP service (not another test's server) answers on the port. */
+async function answersAsRein(port: number): Promise<boolean> {
+  try {
+    const body = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { ok?: unknown; pid?: unknown };
+    return body.ok === true && typeof body.pid === 'number';
+  } catch {
+    return false;
+  }
+}
+
+async function startFleetOnce(opts: FleetOptions) {
   const procs: ChildProcess[] = [];
   const logs: string[] = [];
   const [modelPort, apiPort, approverPort] = await Promise.all([freePort(), freePort(), freePort()]);
@@ -76,15 +103,16 @@ export async function startFleet(opts: FleetOptions) {
     return child;
   };
 
-  spawnService('model', entry('model'), {
+  const model = spawnService('model', entry('model'), {
     SCRIPTED_MODEL_PORT: String(modelPort),
     SCRIPTED_MODEL_LATENCY_MS: String(opts.modelLatencyMs ?? 0),
     ...opts.modelEnv,
   });
   const apiProcess = spawnService('api', entry('api'));
   const extraApiPorts = await Promise.all(Array.from({ length: (opts.apis ?? 1) - 1 }, () => freePort()));
-  for (const [i, port] of extraApiPorts.entries()) spawnService(`api-${i + 2}`, entry('api'), { API_PORT: String(port) });
-  spawnService('approver', entry('approver'));
+  const extraApis = extraApiPorts.map((port, i) => spawnService(`api-${i + 2}`, entry('api'), { API_PORT: String(port) }));
+  /** The processes that listen on the ports found free above. */
+  const servers = [model, apiProcess, ...extraApis, spawnService('approver', entry('approver'))];
   const workers: ChildProcess[] = [];
   const workerMetricsPorts: number[] = [];
   /** `extra`: this worker's own environment on top of the fleet's (e.g. another app version). */
@@ -123,8 +151,13 @@ export async function startFleet(opts: FleetOptions) {
   try {
     // Generous: on a loaded machine a service's start (imports, Redis checks) can take a while.
     await Promise.all([modelPort, apiPort, approverPort, ...extraApiPorts].map((port) => waitForPort(port, 60_000)));
+    const answered = await Promise.all([apiPort, approverPort, ...extraApiPorts].map(answersAsRein));
+    const exited = servers.some((p) => p.exitCode !== null || p.signalCode !== null);
+    if (exited || answered.includes(false))
+      throw new PortTakenError(`a service exited at start, or another process answered on its port\n${logs.slice(-20).join('\n')}`);
   } catch (err) {
     await stop(); // a fleet that did not come up leaves no process behind
+    if (err instanceof PortTakenError) throw err;
     throw new Error(`${(err as Error).message}\n${logs.slice(-20).join('\n')}`);
   }
 

@@ -60,7 +60,8 @@ export async function startFleet(opts: FleetOptions) {
 /** Whether a Rein HTTP service (not another test's server) answers on the port. */
 async function answersAsRein(port: number): Promise<boolean> {
   try {
-    const body = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { ok?: unknown; pid?: unknown };
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(5_000) });
+    const body = (await res.json()) as { ok?: unknown; pid?: unknown };
     return body.ok === true && typeof body.pid === 'number';
   } catch {
     return false;
@@ -152,9 +153,9 @@ async function startFleetOnce(opts: FleetOptions) {
     // Generous: on a loaded machine a service's start (imports, Redis checks) can take a while.
     await Promise.all([modelPort, apiPort, approverPort, ...extraApiPorts].map((port) => waitForPort(port, 60_000)));
     const answered = await Promise.all([apiPort, approverPort, ...extraApiPorts].map(answersAsRein));
-    const exited = servers.some((p) => p.exitCode !== null || p.signalCode !== null);
-    if (exited || answered.includes(false))
-      throw new PortTakenError(`a service exited at start, or another process answered on its port\n${logs.slice(-20).join('\n')}`);
+    const lostPort = servers.some((p) => p.exitCode !== null) && logs.some((line) => line.includes('EADDRINUSE'));
+    if (lostPort || answered.includes(false))
+      throw new PortTakenError(`another process answered on a port of the fleet\n${logs.slice(-20).join('\n')}`);
   } catch (err) {
     await stop(); // a fleet that did not come up leaves no process behind
     if (err instanceof PortTakenError) throw err;

@@ -81,6 +81,8 @@ interface Row {
   processCpuMsPerStep?: number;
   /** Rein at saturation: CPU (ms) per step of its API process. */
   apiCpuMsPerStep?: number;
+  /** At saturation: system calls per step of that process that write (sockets mostly) and read. */
+  syscallsPerStep?: { writes: number; reads: number };
 }
 
 /** Measures `body` (which makes `steps` model calls in all) with Redis INFO deltas. */
@@ -108,6 +110,7 @@ async function withRedisCost(steps: number, body: () => Promise<void>) {
 
 /** The anchors' process (bench/anchors.mjs): asked to do work, it answers with its CPU time so far. */
 interface Anchors {
+  pid: number;
   ask(msg: object): Promise<number>;
   stop(): Promise<void>;
 }
@@ -128,7 +131,7 @@ function startAnchors(): Anchors {
       pending.set(id, { resolve, reject });
       child.send({ id, fakeUrl: fake.url, ...msg });
     });
-  return { ask, stop: () => ask({ stop: true }).then(() => undefined) };
+  return { pid: child.pid as number, ask, stop: () => ask({ stop: true }).then(() => undefined) };
 }
 
 /** CPU time (ms) a process has used so far, from /proc (user + system, in clock ticks of 10 ms). */
@@ -136,6 +139,18 @@ function processCpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
+
+/** System calls a process has made so far that write and read (/proc/<pid>/io): each socket write costs the kernel's loopback work too. */
+function processSyscalls(pid: number): { writes: number; reads: number } {
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)`, 'm').exec(io)?.[1] ?? 0);
+  return { writes: field('syscw'), reads: field('syscr') };
+}
+
+const syscallsPerStep = (before: { writes: number; reads: number }, after: { writes: number; reads: number }, steps: number) => ({
+  writes: (after.writes - before.writes) / steps,
+  reads: (after.reads - before.reads) / steps,
+});
 
 /** The floor: one process, a while loop, history in memory. */
 async function rawLoop(k: number): Promise<Row> {
@@ -155,6 +170,7 @@ async function naiveBullmq(k: number, burst = 0): Promise<Row & { stepsPerSecond
   await anchors.ask({ naiveStart: { redisUrl: redis.url, concurrency: CONCURRENCY } });
   const runs = burst || SEQ_RUNS;
   const cpuBefore = await anchors.ask({});
+  const ioBefore = processSyscalls(anchors.pid);
   const started = performance.now();
   const cost = await withRedisCost(runs * k, async () => {
     const run = (tag: string) => ({ tag, input: benchInput(tag, k) });
@@ -171,12 +187,14 @@ async function naiveBullmq(k: number, burst = 0): Promise<Row & { stepsPerSecond
   });
   const stepsPerSecond = (runs * k) / ((performance.now() - started) / 1000);
   const cpuAfter = await anchors.ask({});
+  const ioAfter = processSyscalls(anchors.pid);
   await anchors.ask({ naiveStop: true });
   return {
     system: 'naive BullMQ job-per-step',
     steps: stepIntervals(fake.arrivals),
     stepsPerSecond,
     processCpuMsPerStep: (cpuAfter - cpuBefore) / (runs * k),
+    syscallsPerStep: syscallsPerStep(ioBefore, ioAfter, runs * k),
     ...cost,
   };
 }
@@ -221,9 +239,14 @@ async function withFleet<T>(workers: number, body: (fleet: Fleet) => Promise<T>,
 async function withFleetCpu<T>(fleet: Fleet, steps: number, body: () => Promise<T>) {
   const worker = fleet.workers[0]?.pid as number;
   const api = fleet.apiProcess.pid as number;
-  const [w0, a0] = [processCpuMs(worker), processCpuMs(api)];
+  const [w0, a0, io0] = [processCpuMs(worker), processCpuMs(api), processSyscalls(worker)];
   const result = await body();
-  return { result, processCpuMsPerStep: (processCpuMs(worker) - w0) / steps, apiCpuMsPerStep: (processCpuMs(api) - a0) / steps };
+  return {
+    result,
+    processCpuMsPerStep: (processCpuMs(worker) - w0) / steps,
+    apiCpuMsPerStep: (processCpuMs(api) - a0) / steps,
+    syscallsPerStep: syscallsPerStep(io0, processSyscalls(worker), steps),
+  };
 }
 
 interface ReinCase {
@@ -379,6 +402,8 @@ describe('step cost benchmark', () => {
         'steps/s': b.stepsPerSecond.toFixed(0),
         'worker CPU/step (ms)': cpuCell(b.processCpuMsPerStep === undefined ? undefined : b.processCpuMsPerStep * b.workers),
         'API CPU/step (ms)': cpuCell(b.apiCpuMsPerStep),
+        'worker writes/step': b.workers === 1 ? (b.syscallsPerStep?.writes.toFixed(2) ?? '–') : '–',
+        'worker reads/step': b.workers === 1 ? (b.syscallsPerStep?.reads.toFixed(2) ?? '–') : '–',
         'Redis cmds/step': b.commandsPerStep?.toFixed(1),
         'Redis reads/step': b.readsPerStep?.toFixed(1),
         'Redis CPU/step (µs)': b.cpuUsPerStep?.toFixed(0),

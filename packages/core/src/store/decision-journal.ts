@@ -258,10 +258,8 @@ export class DecisionJournal {
     before: RedisCommand[],
   ): Promise<{ decision: Decision; replies: unknown[] }> {
     const key = runKeys(runId).decisions;
-    const replies = await sendCommands(this.redis, [
-      ...before,
-      ['hsetnx', key, String(decision.step), JSON.stringify(decisionSchema.parse(decision))],
-    ]);
+    // Built from the gateway's validated reply as a typed value: not parsed again on its way out; reads parse it.
+    const replies = await sendCommands(this.redis, [...before, ['hsetnx', key, String(decision.step), JSON.stringify(decision)]]);
     if (replies.at(-1) === 1) return { decision, replies };
     const existing = await this.get(runId, decision.step);
     if (!existing) throw new Error(`decision journal lost step ${decision.step} of run ${runId}`);

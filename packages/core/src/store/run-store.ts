@@ -14,6 +14,7 @@ import {
   type RunStatus,
   runRecordSchema,
   runStatusSchema,
+  SCHEMA_VERSION,
   type StepRecord,
   stepRecordSchema,
   TERMINAL_STATUSES,
@@ -34,6 +35,17 @@ export const SESSION_CLAIM_MS = 30_000;
 export const isParked = (status: RunStatus) => status === 'pending_approval' || status === 'waiting';
 
 const readTreeUsage = (json: string): TreeUsage => treeUsageSchema.parse(JSON.parse(json));
+
+/**
+ * A run document as a step reads it: written by `create` (parsed) or by a commit of
+ * Rein's own typed value, so a step trusts it once its schema version is this release's;
+ * checking every field again cost three times the JSON parse, on every step. Any other
+ * version is parsed, and refused as the schema says. Reads for callers (`get`) parse.
+ */
+function stepRun(doc: string): RunRecord {
+  const run = JSON.parse(doc) as RunRecord;
+  return run.schemaVersion === SCHEMA_VERSION ? run : runRecordSchema.parse(run);
+}
 
 /** An event as its run's stream keeps it: without the run id, which the stream's key already says. */
 const storedEvent = ({ runId: _implied, ...rest }: RunEvent) => JSON.stringify(rest);
@@ -178,7 +190,7 @@ export class RunStore {
       ...reads,
     ])) as [[string | null, string | null], string | null, string[], string[], ...unknown[]];
     const [doc, waitingOn] = runFields;
-    const run = doc ? runRecordSchema.parse(JSON.parse(doc)) : null;
+    const run = doc ? stepRun(doc) : null;
     // A waiting run's step may have approvals too (decided ones, which the step must see again).
     const parked = run?.status === 'pending_approval' || run?.status === 'waiting';
     const [approvals, children] = await Promise.all([
@@ -245,7 +257,7 @@ export class RunStore {
       const doc = replies[2 * i] as string | null;
       return {
         id,
-        run: doc ? runRecordSchema.parse(JSON.parse(doc)) : null,
+        run: doc ? stepRun(doc) : null,
         descendants: ((replies[2 * i + 1] as string[] | null) ?? []).map(readTreeUsage),
       };
     });

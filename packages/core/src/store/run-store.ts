@@ -174,7 +174,7 @@ export class RunStore {
   }
 
   /**
-   * The run, the step's journaled decision and the history in one pipeline (one hash
+   * The run, the step's journaled decision and the history in one round trip (one hash
    * slot); the approvals too when the run is parked — only then can its step have any.
    * Messages are validated when committed: re-parsing the whole history with zod on
    * every step made steps cost more as runs grew. `reads`: reads of other slots sent

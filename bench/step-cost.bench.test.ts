@@ -82,7 +82,7 @@ interface Row {
   /** Rein at saturation: CPU (ms) per step of its API process. */
   apiCpuMsPerStep?: number;
   /** At saturation: system calls per step of that process that write (sockets mostly) and read. */
-  syscallsPerStep?: { writes: number; reads: number };
+  syscallsPerStep?: Syscalls;
 }
 
 /** Measures `body` (which makes `steps` model calls in all) with Redis INFO deltas. */
@@ -140,14 +140,19 @@ function processCpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+interface Syscalls {
+  writes: number;
+  reads: number;
+}
+
 /** System calls a process has made so far that write and read (/proc/<pid>/io): each socket write costs the kernel's loopback work too. */
-function processSyscalls(pid: number): { writes: number; reads: number } {
+function processSyscalls(pid: number): Syscalls {
   const io = readFileSync(`/proc/${pid}/io`, 'utf8');
   const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)`, 'm').exec(io)?.[1] ?? 0);
   return { writes: field('syscw'), reads: field('syscr') };
 }
 
-const syscallsPerStep = (before: { writes: number; reads: number }, after: { writes: number; reads: number }, steps: number) => ({
+const syscallsPerStep = (before: Syscalls, after: Syscalls, steps: number): Syscalls => ({
   writes: (after.writes - before.writes) / steps,
   reads: (after.reads - before.reads) / steps,
 });

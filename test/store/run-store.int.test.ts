@@ -121,6 +121,13 @@ describe.each<TopologyKind>(['single', 'cluster'])('the run store on %s Redis', 
     expect(read.messages).toHaveLength(2);
   });
 
+  it("refuses, at a step's read, a run document of a schema version this release does not know", async () => {
+    const run = await running();
+    // A document of another version (a newer release's, say) is parsed, not trusted as this release's.
+    await store.compareAndSet({ from: run, to: { ...run, schemaVersion: 2 as RunRecord['schemaVersion'] } });
+    await expect(store.readStep(run.id, 0)).rejects.toThrow(/schemaVersion/);
+  });
+
   it('lets exactly one of two commits from the same version win; the loser writes nothing', async () => {
     const run = await running();
     const results = await Promise.allSettled(

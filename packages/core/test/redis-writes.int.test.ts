@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, type RedisClient } from '../src/redis.js';
+import { connectRedis, type RedisClient, sendCommands } from '../src/redis.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 import { readsProcessed } from './harness.js';
 
@@ -40,6 +40,20 @@ describe('a Rein Redis connection', () => {
     await expect(redis.incr('n')).resolves.toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 5));
     await expect(redis.incr('n')).resolves.toBe(2);
+  });
+
+  it("sends commands given together in one write, and fails with a failed one's own error while the others still run", async () => {
+    await redis.set('text', 'v');
+    const before = await readsProcessed(admin);
+    const sent = sendCommands(redis, [
+      ['set', 'a', '1'],
+      ['hget', 'text', 'field'], // WRONGTYPE: a string is no hash
+      ['set', 'b', '2'],
+    ]);
+    await expect(sent).rejects.toThrow(/WRONGTYPE/);
+    expect(await admin.mget('a', 'b')).toEqual(['1', '2']);
+    // One read for the three commands, one for the MGET, one for the INFO that counts them.
+    expect((await readsProcessed(admin)) - before).toBe(3);
   });
 
   it('keeps coalescing after Redis drops the connection', async () => {

@@ -189,6 +189,10 @@ describe.skipIf(!db)('the run archive (real PostgreSQL)', () => {
     expect(second.runs.map((r) => r.id)).toEqual(['run-a']);
     expect(second.nextCursor).toBeUndefined();
     await expect(searchRuns(pool, { ...s, cursor: 'garbage' })).rejects.toMatchObject({ code: 'invalid_cursor' });
+    // A forged cursor PostgreSQL would refuse (year 0, a NUL in the id) is the caller's error, not the archive's.
+    const forged = (at: string, id: string) => Buffer.from(JSON.stringify([at, id])).toString('base64url');
+    for (const cursor of [forged('0000-06-01T00:00:00Z', 'run-a'), forged('2026-01-01T00:00:00Z', 'run\u0000a')])
+      await expect(searchRuns(pool, { ...s, cursor })).rejects.toMatchObject({ code: 'invalid_cursor' });
   });
 
   it('text search of three characters or more, Chinese included, can be served by the trigram index', async () => {

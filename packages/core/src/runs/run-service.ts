@@ -15,7 +15,7 @@ import type { SseSource } from '../http/sse.js';
 import { runKeys, tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
-import type { ListRunsQuery, SubmitRunBody, UsageQuery, UsageResponse } from '../schemas/api.js';
+import { type ListRunsQuery, type SubmitRunBody, USAGE_DEFAULT_DAYS, type UsageQuery, type UsageResponse } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Compensation } from '../schemas/compensation.js';
 import type { Principal } from '../schemas/identity.js';
@@ -427,8 +427,12 @@ export function createRunService(deps: RunServiceDeps) {
     async usage(principal: Principal, q: UsageQuery): Promise<UsageResponse> {
       if (!overseesTenant(principal)) throw new ForbiddenError('usage is readable by approvers and admins');
       if (!deps.archive) throw new ConflictError('archive_unavailable', 'usage needs the run archive (REIN_ARCHIVE_URL)');
-      const rows = await deps.archive.usage({ tenantId: principal.tenantId, from: q.from, to: q.to, groupBy: q.groupBy });
-      return { from: q.from, to: q.to, groupBy: q.groupBy, rows };
+      // A bound left out is chosen here, and the answer says which: the last USAGE_DEFAULT_DAYS up to now.
+      const to = q.to ?? new Date(now()).toISOString();
+      const from = q.from ?? new Date(Date.parse(to) - USAGE_DEFAULT_DAYS * 86_400_000).toISOString();
+      const defaulted = (['from', 'to'] as const).filter((bound) => q[bound] === undefined);
+      const rows = await deps.archive.usage({ tenantId: principal.tenantId, from, to, groupBy: q.groupBy });
+      return { from, to, groupBy: q.groupBy, ...(defaulted.length ? { defaulted } : {}), rows };
     },
 
     /** The caller's own session: its runs, oldest first (sessions are per tenant and user). */

@@ -213,6 +213,12 @@ describe.skipIf(!db)('the run archive, end to end (Redis + PostgreSQL)', () => {
     expect((await get(api, '/v1/runs?q=x&cursor=WyInOyBEUk9QIFRBQkxFIHJlaW4ucnVuczsgLS0iLCJ4Il0')).json().error.code).toBe(
       'invalid_cursor',
     );
+    // What PostgreSQL would refuse (a NUL, year 0) is the caller's 400, not the archive's 503.
+    for (const bad of ['q=a%00b', 'q=x&agent=a%00', 'from=0000-06-01T00:00:00Z', 'q=x&to=0000-12-31T00:00:00Z']) {
+      const res = await get(api, `/v1/runs?${bad}`);
+      expect(res.statusCode, bad).toBe(400);
+      expect(res.json().error.code).toBe('invalid_request');
+    }
   });
 
   it('usage sums equal the runs’ own usage, for approvers only, per tenant', async () => {
@@ -238,5 +244,15 @@ describe.skipIf(!db)('the run archive, end to end (Redis + PostgreSQL)', () => {
     expect((await get(api, `/v1/usage?from=${from}&to=${to}`, USER)).statusCode).toBe(403);
     expect((await get(api, `/v1/usage?from=${from}&to=${to}&groupBy=agent;DROP`, APPROVER)).statusCode).toBe(400);
     expect((await get(api, `/v1/usage?from=${from}&to=${to}&groupBy=agent`, OTHER_TENANT)).json().rows).toEqual([]);
+    expect((await get(api, `/v1/usage?from=0000-01-01T00:00:00Z&to=${to}`, APPROVER)).json().error.code).toBe('invalid_request');
+    // No window: the last 30 days up to now, and the answer says the server chose it.
+    const recent = await get(api, '/v1/usage?groupBy=agent', APPROVER);
+    expect(recent.statusCode).toBe(200);
+    const window = recent.json();
+    expect(window.defaulted).toEqual(['from', 'to']);
+    expect(Date.parse(window.to) - Date.parse(window.from)).toBe(30 * 86_400_000);
+    expect(window.rows).toEqual(res.json().rows); // every run here was created within the last 30 days
+    const since = (await get(api, `/v1/usage?from=${from}&groupBy=agent`, APPROVER)).json();
+    expect(since).toMatchObject({ from, defaulted: ['to'], rows: res.json().rows });
   });
 });

@@ -61,20 +61,36 @@ export const idempotencyKeySchema = z
   .max(200)
   .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
-const instant = z
+/** The span of instants PostgreSQL's timestamptz and an ISO 8601 string both hold: years 0001 to 9999, UTC. */
+export const INSTANT_BOUNDS = { earliest: '0001-01-01T00:00:00.000Z', latest: '9999-12-31T23:59:59.999Z' } as const;
+
+/** An ISO 8601 instant within INSTANT_BOUNDS (year 0 or past 9999 would reach the archive and fail there). */
+export const boundedInstantSchema = z
   .string()
   .datetime({ offset: true })
-  .transform((s) => Date.parse(s));
+  .refine((s) => Date.parse(s) >= Date.parse(INSTANT_BOUNDS.earliest) && Date.parse(s) <= Date.parse(INSTANT_BOUNDS.latest), {
+    message: `must lie between ${INSTANT_BOUNDS.earliest} and ${INSTANT_BOUNDS.latest}`,
+  });
+
+const instant = boundedInstantSchema.transform((s) => Date.parse(s));
+
+/** A filter's text as PostgreSQL can take it: no NUL (U+0000), which its text type cannot hold. */
+const filterText = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .refine((s) => !s.includes('\u0000'), { message: 'may not contain NUL (U+0000)' });
 
 /** `GET /v1/runs`: every filter narrows; `cursor` is the `nextCursor` of the previous page. */
 export const listRunsQuerySchema = z.object({
   status: runStatusSchema.optional(),
-  agent: z.string().min(1).max(64).optional(),
-  userId: z.string().min(1).max(128).optional(),
+  agent: filterText(64).optional(),
+  userId: filterText(128).optional(),
   createdAfter: instant.optional(),
   createdBefore: instant.optional(),
   /** A search (served by the run archive, finished runs only): text the run's input or final answer contains, any script. */
-  q: z.string().trim().min(1).max(200).optional(),
+  q: z.string().trim().pipe(filterText(200)).optional(),
   /** A search's window: created at or after `from`, before `to`. */
   from: instant.optional(),
   to: instant.optional(),
@@ -88,11 +104,20 @@ export type ListRunsParams = Omit<z.input<typeof listRunsQuerySchema>, 'limit'> 
 /** `GET /v1/usage`: the tenant's runs created in [from, to), summed by one key. */
 export const usageGroupSchema = z.enum(['agent', 'model', 'user', 'day', 'mode']);
 export type UsageGroup = z.infer<typeof usageGroupSchema>;
-export const usageQuerySchema = z.object({
-  from: z.string().datetime({ offset: true }),
-  to: z.string().datetime({ offset: true }),
-  groupBy: usageGroupSchema.default('day'),
-});
+/** The window `GET /v1/usage` sums when `from` is left out: this long before `to`. */
+export const USAGE_DEFAULT_DAYS = 30;
+export const usageQuerySchema = z
+  .object({
+    /** Default: USAGE_DEFAULT_DAYS before `to`. */
+    from: boundedInstantSchema.optional(),
+    /** Default: now. */
+    to: boundedInstantSchema.optional(),
+    groupBy: usageGroupSchema.default('day'),
+  })
+  .refine((q) => q.from === undefined || q.to === undefined || Date.parse(q.from) < Date.parse(q.to), {
+    message: 'from must be before to',
+    path: ['from'],
+  });
 export type UsageQueryParams = z.input<typeof usageQuerySchema>;
 export type UsageQuery = z.infer<typeof usageQuerySchema>;
 
@@ -109,7 +134,14 @@ export const usageRowSchema = z.object({
   p95DurationMs: z.number(),
 });
 export type UsageRow = z.infer<typeof usageRowSchema>;
-export const usageResponseSchema = z.object({ from: z.string(), to: z.string(), groupBy: z.string(), rows: z.array(usageRowSchema) });
+export const usageResponseSchema = z.object({
+  from: z.string(),
+  to: z.string(),
+  groupBy: z.string(),
+  /** The bounds the server chose because the request left them out (`to`: now; `from`: 30 days before `to`). */
+  defaulted: z.array(z.enum(['from', 'to'])).optional(),
+  rows: z.array(usageRowSchema),
+});
 export type UsageResponse = z.infer<typeof usageResponseSchema>;
 
 /** `GET /v1/approvals`. */

@@ -22,7 +22,7 @@ import type { InputFilter } from './guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from './guards/pii-masker.js';
 import { createLogger, type Logger } from './logger.js';
 import { McpManager } from './mcp/mcp-manager.js';
-import { createMetrics, type Metrics, registerRedisUp } from './metrics.js';
+import { createMetrics, type Metrics, registerArchiveBacklog, registerRedisUp } from './metrics.js';
 import type { ReinOptions } from './options.js';
 import { type Enqueue, StepScheduler } from './queue/job-catalog.js';
 import { ScheduleQueue } from './queue/schedule-queue.js';
@@ -215,6 +215,9 @@ async function buildRuntime<X extends Extras>(
   // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
   await Promise.all([...scheduler.queues, scheduleQueue.queue, dispatcher.queue].map((q) => q.waitUntilReady()));
   const store = new RunStore(redis, options.retention.traceTtlDays * 86_400, metrics);
+  const hot = new HotRuns(redis, store);
+  // Every process reports the fleet's backlog (zero with the archive off): dashboards take the max.
+  registerArchiveBacklog(metrics, () => hot.backlogSize());
   const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
   const ledger = new EffectLedger(redis);
   const journal = new DecisionJournal(redis);
@@ -222,7 +225,7 @@ async function buildRuntime<X extends Extras>(
   const enqueue = scheduler.enqueue;
   let archive: Runtime['archive'];
   try {
-    archive = options.archive.url ? await openArchive(options, service, store, redis, enqueue, metrics, logger) : undefined;
+    archive = options.archive.url ? await openArchive(options, service, hot, enqueue, metrics, logger) : undefined;
   } catch (err) {
     await mcp.close();
     await scheduler.close();
@@ -428,8 +431,7 @@ async function buildRuntime<X extends Extras>(
 async function openArchive(
   options: ReinOptions,
   service: string,
-  store: RunStore,
-  redis: RedisClient,
+  hot: HotRuns,
   enqueue: Enqueue,
   metrics: Metrics,
   logger: Logger,
@@ -447,7 +449,7 @@ async function openArchive(
   }
   const runs = new RunArchive(pool);
   const archiving = createRunArchiving({
-    hot: new HotRuns(redis, store),
+    hot,
     archive: runs,
     enqueue,
     metrics,

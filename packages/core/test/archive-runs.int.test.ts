@@ -67,7 +67,7 @@ describe.skipIf(!db)('the run archive (real PostgreSQL)', () => {
     expect(await counts()).toEqual({ runs: 2, steps: 3, calls: 4, approvals: 2, events: 8 });
 
     const read = await archive.readRun('acme', doc.run.id);
-    expect(read).toEqual({ run: doc.run, approvals: doc.approvals, compensation: doc.compensation });
+    expect(read).toEqual({ run: doc.run, approvals: doc.approvals, compensation: doc.compensation, tree: null });
     // The view the API answers is the same whichever store the run came from.
     expect(runView(read!.run, read!.approvals)).toEqual(runView(doc.run, doc.approvals));
     expect(await archive.readTrace('acme', doc.run.id)).toEqual({ run: doc.run, steps: doc.steps, approvals: doc.approvals });
@@ -132,6 +132,16 @@ describe.skipIf(!db)('the run archive (real PostgreSQL)', () => {
     expect(trace?.steps[0]?.toolCalls[0]).toMatchObject({ observation: 'x\uFFFDy', arguments: { q: '\uFFFD' } });
   });
 
+  it('a lone surrogate (from a model or a tool) is archived as U+FFFD; a paired one and an escaped backslash stay as they are', async () => {
+    const doc = archiveDoc({ id: randomUUID(), finalAnswer: 'a\ud800b \udc00 😀 \\ud800 literal' });
+    doc.steps[0]!.toolCalls[0]!.observation = 'x\udbffy';
+    doc.steps[0]!.toolCalls[0]!.arguments = { ['k\ude00']: '\ud83d' };
+    expect(await archive.archiveRun(doc)).toBe(true);
+    const trace = await archive.readTrace('acme', doc.run.id);
+    expect(trace?.run.finalAnswer).toBe('a\uFFFDb \uFFFD 😀 \\ud800 literal');
+    expect(trace?.steps[0]?.toolCalls[0]).toMatchObject({ observation: 'x\uFFFDy', arguments: { ['k\uFFFD']: '\uFFFD' } });
+  });
+
   it('another tenant reads, searches and sums nothing of it', async () => {
     const doc = archiveDoc({ id: randomUUID(), tenantId: 'acme' });
     await archive.archiveRun(doc);
@@ -189,6 +199,10 @@ describe.skipIf(!db)('the run archive (real PostgreSQL)', () => {
     expect(second.runs.map((r) => r.id)).toEqual(['run-a']);
     expect(second.nextCursor).toBeUndefined();
     await expect(searchRuns(pool, { ...s, cursor: 'garbage' })).rejects.toMatchObject({ code: 'invalid_cursor' });
+    // A forged cursor PostgreSQL would refuse (year 0, a NUL in the id) is the caller's error, not the archive's.
+    const forged = (at: string, id: string) => Buffer.from(JSON.stringify([at, id])).toString('base64url');
+    for (const cursor of [forged('0000-06-01T00:00:00Z', 'run-a'), forged('2026-01-01T00:00:00Z', 'run\u0000a')])
+      await expect(searchRuns(pool, { ...s, cursor })).rejects.toMatchObject({ code: 'invalid_cursor' });
   });
 
   it('text search of three characters or more, Chinese included, can be served by the trigram index', async () => {

@@ -7,6 +7,7 @@ import { type AppServices, defineApp } from '../src/app/define-app.js';
 import { createRegistry } from '../src/app/registry.js';
 import { createApprovalService } from '../src/approvals/approval-service.js';
 import type { EscalationDefaults } from '../src/approvals/escalation.js';
+import type { RunArchive } from '../src/archive/run-archive.js';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import { loadConfig, type Price, type Quotas } from '../src/config.js';
 import { createTransitionApplier, type FinishHooks } from '../src/engine/apply-transition.js';
@@ -65,6 +66,8 @@ export interface HarnessOptions {
   delegation?: DelegationLimits;
   /** The fleet's app versions as this process sees them (its own, promotions, upgrades); new runs are pinned to `own`. */
   versions?: StepVersions;
+  /** The run archive the run service reads what Redis no longer holds from. */
+  archive?: RunArchive;
 }
 
 export function createHarness(url: string, model: ModelGateway, opts: HarnessOptions = {}) {
@@ -168,6 +171,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     sessions: { windowTokens: 8000, toolTraffic: false, model: 'fake-model', ...opts.sessions },
     masker: createPiiMasker(app.guards.pii),
     ...(opts.versions ? { currentVersion: () => (opts.versions as StepVersions).own } : {}),
+    ...(opts.archive ? { archive: opts.archive } : {}),
     ...clock,
   });
   const approvals = createApprovalService({ store, applier, tools, ...clock, ...(opts.escalation ? { escalation: opts.escalation } : {}) });

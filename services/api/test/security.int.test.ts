@@ -147,6 +147,28 @@ describe('bodies nested too deep (item 3)', () => {
   });
 });
 
+describe('text that is not Unicode', () => {
+  const post = (url: string, payload: string) =>
+    app.inject({ method: 'POST', url, headers: as(ALICE, { 'content-type': 'application/json' }), payload });
+
+  it('a lone surrogate anywhere in a body (a value, a key, any route) is 400 invalid_request; a paired one is text', async () => {
+    for (const [url, payload] of [
+      ['/v1/runs', '{"input":"hi \\ud800"}'],
+      ['/v1/runs', '{"input":"hi \\udc00 there"}'],
+      ['/v1/runs', '{"input":"hi","metadata":{"k\\udbff":1}}'],
+      ['/v1/runs', '{"input":"hi","metadata":{"deep":[["\\ude00\\ud83d"]]}}'],
+      ['/v1/runs/some-run/cancel', '{"why":"\\ud800"}'],
+    ] as const) {
+      const res = await post(url, payload);
+      expect(res.statusCode, payload).toBe(400);
+      expect(res.json().error.code).toBe('invalid_request');
+    }
+    const ok = await post('/v1/runs', '{"input":"hi \\ud83d\\ude00 😀","metadata":{"\\ud83d\\ude00":"\\\\ud800"}}');
+    expect(ok.statusCode).toBe(202);
+    expect(ok.json().input).toBe('hi 😀 😀');
+  });
+});
+
 describe('Idempotency-Key scope and body (item 4)', () => {
   it('is scoped per user: the same key from two users of a tenant makes two runs', async () => {
     const payload = { input: 'same words' };

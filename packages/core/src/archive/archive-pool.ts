@@ -29,17 +29,24 @@ export type ArchivePool = pg.Pool;
 export type Queryable = Pick<pg.Pool, 'query'>;
 
 /**
- * The pool as its readers see it: a query that cannot reach PostgreSQL (refused, timed
- * out, cut, cancelled by the statement timeout) fails as ArchiveUnavailableError (503, try
- * again); any other error PostgreSQL answered stays what it is.
+ * Whether an error says PostgreSQL could not be reached (refused, timed out, cut,
+ * cancelled by the statement timeout) rather than answered: anything but an answered
+ * error. SQLSTATE classes 08 (connection), 53 (resources) and 57 (cancelled: the
+ * statement timeout, a shutdown) are the server's unavailability too.
+ */
+export function isArchiveUnavailable(err: unknown): boolean {
+  return err instanceof ArchiveUnavailableError || !(err instanceof pg.DatabaseError) || /^(08|53|57)/.test(err.code ?? '');
+}
+
+/**
+ * The pool as its readers see it: a query that cannot reach PostgreSQL fails as
+ * ArchiveUnavailableError (503, try again); any other error PostgreSQL answered stays what it is.
  */
 export function guardedQueries(pool: pg.Pool): Queryable {
   return {
     query: ((...args: Parameters<pg.Pool['query']>) =>
       (pool.query as (...a: unknown[]) => Promise<unknown>)(...args).catch((err: unknown) => {
-        // SQLSTATE classes 08 (connection), 53 (resources) and 57 (cancelled: the statement timeout, a shutdown) are the server's unavailability too.
-        const answered = err instanceof pg.DatabaseError && !/^(08|53|57)/.test(err.code ?? '');
-        throw answered ? err : new ArchiveUnavailableError(err);
+        throw isArchiveUnavailable(err) && !(err instanceof ArchiveUnavailableError) ? new ArchiveUnavailableError(err) : err;
       })) as pg.Pool['query'],
   };
 }

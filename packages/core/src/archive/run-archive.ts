@@ -1,3 +1,5 @@
+import pg from 'pg';
+import { z } from 'zod';
 import { ReinError } from '../errors.js';
 import { type Approval, approvalSchema } from '../schemas/approval.js';
 import { type Compensation, compensationSchema } from '../schemas/compensation.js';
@@ -10,6 +12,7 @@ import {
   TERMINAL_STATUSES,
   toolCallRecordSchema,
 } from '../schemas/run.js';
+import { treeUsageSchema } from '../schemas/views.js';
 import type { StoredEvent } from '../store/run-store.js';
 import { type ArchivePool, guardedQueries, type Queryable } from './archive-pool.js';
 import { type RunSearch, type RunSearchPage, searchRuns, type UsageQuery, type UsageRow, usage } from './run-search.js';
@@ -28,13 +31,38 @@ export interface ArchiveDoc {
   revision: number[];
   /** The app's version, when the deployment names one. */
   appVersion?: string;
+  /** The run's place in its tree as Redis holds it; absent or empty: not a parent. */
+  tree?: RunTreeParts;
 }
+
+/**
+ * A run's `children` and `tree` hashes (store/run-store.ts): the sub-agent runs it
+ * started and each descendant's spending. The run view's `children` and `treeUsage` are
+ * built from them, from Redis or from the archive alike.
+ */
+export const runTreePartsSchema = z.object({
+  children: z.array(z.object({ id: z.string(), agent: z.string(), step: z.number(), toolCallId: z.string() })),
+  descendants: z.array(treeUsageSchema),
+});
+export type RunTreeParts = z.infer<typeof runTreePartsSchema>;
 
 /** What `RunStore.get`, `.approvals` and `.compensation` answer for a run, read from the archive. */
 export interface ArchivedRun {
   run: RunRecord;
   approvals: Approval[];
   compensation: Compensation | null;
+  /** Null for a run archived with no tree parts (not a parent, or archived before they were kept). */
+  tree: RunTreeParts | null;
+}
+
+/**
+ * Whether the archive refused this document itself, so that writing it again can never
+ * succeed: it fails its schema, or PostgreSQL answered with a data exception (class 22: a
+ * value out of range, text its json refuses) or an integrity violation (class 23). Such a
+ * document goes to the dead letters instead of holding up the backlog.
+ */
+export function isUnstorable(err: unknown): boolean {
+  return err instanceof z.ZodError || (err instanceof pg.DatabaseError && /^(22|23)/.test(err.code ?? ''));
 }
 
 /** What the trace view is built from (`RunStore.steps` and `.approvals`), read from the archive. */
@@ -48,11 +76,14 @@ export interface ArchivedTrace {
 const EVENTS_PER_READ = 100;
 
 /**
- * JSON for a json parameter. PostgreSQL refuses U+0000 in text and json(b), so a NUL
- * that a tool or a user put in a string is archived as U+FFFD rather than the run
- * never archiving. The look-behind leaves an escaped backslash followed by "u0000" alone.
+ * JSON for a json parameter. PostgreSQL refuses U+0000 in text and json(b), and a lone
+ * surrogate in json, so a NUL or an unpaired surrogate that a tool, a model or a user put
+ * in a string is archived as U+FFFD rather than the run never archiving. JSON.stringify
+ * writes both as `\u` escapes (a paired surrogate stays a character), so every such escape
+ * is one of them; the look-behind leaves an escaped backslash followed by "u0000" alone.
  */
-export const pgJson = (value: unknown): string => JSON.stringify(value).replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1\\ufffd');
+export const pgJson = (value: unknown): string =>
+  JSON.stringify(value).replace(/(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/g, '$1\\ufffd');
 
 /** `<ms>-<seq>` (or Redis' `0`) as a pair to compare on. */
 function streamId(id: string): [string, string] {
@@ -103,27 +134,36 @@ export class RunArchive {
     const steps = doc.steps.map((s) => stepRecordSchema.parse(s));
     const approvals = doc.approvals.map((a) => approvalSchema.parse(a));
     const compensation = doc.compensation ? compensationSchema.parse(doc.compensation) : null;
+    const tree = doc.tree && (doc.tree.children.length || doc.tree.descendants.length) ? runTreePartsSchema.parse(doc.tree) : null;
     const durationMs = Date.parse(run.updatedAt) - Date.parse(run.createdAt);
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
       const written = await client.query(
         `INSERT INTO rein.runs (id, tenant_id, user_id, agent, status, reason, session_id, app_version, input, final_answer,
-           steps, prompt_tokens, completion_tokens, total_tokens, cost_usd, duration_ms, created_at, finished_at, revision, doc, compensation)
+           steps, prompt_tokens, completion_tokens, total_tokens, cost_usd, duration_ms, created_at, finished_at, revision, doc, compensation, tree)
          SELECT d->>'id', d->>'tenantId', d->>'userId', d->>'agent', d->>'status', d->>'reason', d->>'sessionId', $2, d->>'input',
            d->>'finalAnswer', (d->>'step')::int, (d#>>'{usage,promptTokens}')::bigint, (d#>>'{usage,completionTokens}')::bigint,
            (d#>>'{usage,totalTokens}')::bigint, (d->>'costUsd')::float8, $3, (d->>'createdAt')::timestamptz,
-           (d->>'updatedAt')::timestamptz, $5::bigint[], d, $4::json
+           (d->>'updatedAt')::timestamptz, $5::bigint[], d, $4::json, $6::json
          FROM (SELECT $1::json AS d) AS doc
          ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, agent = EXCLUDED.agent, status = EXCLUDED.status,
            reason = EXCLUDED.reason, session_id = EXCLUDED.session_id, app_version = EXCLUDED.app_version, input = EXCLUDED.input,
            final_answer = EXCLUDED.final_answer, steps = EXCLUDED.steps, prompt_tokens = EXCLUDED.prompt_tokens,
            completion_tokens = EXCLUDED.completion_tokens, total_tokens = EXCLUDED.total_tokens, cost_usd = EXCLUDED.cost_usd,
            duration_ms = EXCLUDED.duration_ms, created_at = EXCLUDED.created_at, finished_at = EXCLUDED.finished_at,
-           archived_at = now(), revision = EXCLUDED.revision, doc = EXCLUDED.doc, compensation = EXCLUDED.compensation
+           archived_at = now(), revision = EXCLUDED.revision, doc = EXCLUDED.doc, compensation = EXCLUDED.compensation,
+           tree = EXCLUDED.tree
          WHERE rein.runs.revision < EXCLUDED.revision AND rein.runs.tenant_id = EXCLUDED.tenant_id
          RETURNING (xmax = 0) AS inserted`,
-        [pgJson(run), doc.appVersion ?? null, durationMs, compensation ? pgJson(compensation) : null, doc.revision],
+        [
+          pgJson(run),
+          doc.appVersion ?? null,
+          durationMs,
+          compensation ? pgJson(compensation) : null,
+          doc.revision,
+          tree ? pgJson(tree) : null,
+        ],
       );
       const row = written.rows[0] as { inserted: boolean } | undefined;
       if (!row) {
@@ -179,6 +219,8 @@ export class RunArchive {
           ),
         ],
       );
+      // Stored at last: an earlier revision the archive refused is no longer a dead letter.
+      await client.query('DELETE FROM rein.dead_letters WHERE run_id = $1 AND tenant_id = $2', scope);
       await client.query('COMMIT');
       return true;
     } catch (err) {
@@ -187,6 +229,35 @@ export class RunArchive {
     } finally {
       client.release();
     }
+  }
+
+  /**
+   * Keeps a document the archive refused (see isUnstorable) with why: the snapshot as JSON
+   * text (which holds any document: JSON.stringify escapes what text cannot hold), so it is
+   * stored somewhere before its run leaves the backlog. A later refusal of the run replaces
+   * its row; a later write of it deletes the row. Throws when PostgreSQL cannot take even this.
+   */
+  async deadLetter(doc: ArchiveDoc, err: unknown): Promise<void> {
+    const sqlstate = err instanceof pg.DatabaseError ? (err.code ?? null) : null;
+    // PostgreSQL's own message may quote the refused text: no NUL in a text column.
+    const error = String((err as Error)?.message ?? err)
+      .replaceAll('\u0000', '\ufffd')
+      .slice(0, 2_000);
+    await this.pool.query(
+      `INSERT INTO rein.dead_letters (run_id, tenant_id, revision, error, sqlstate, doc) VALUES ($1, $2, $3::bigint[], $4, $5, $6)
+       ON CONFLICT (run_id) DO UPDATE SET revision = EXCLUDED.revision, error = EXCLUDED.error, sqlstate = EXCLUDED.sqlstate,
+         doc = EXCLUDED.doc, failed_at = now()
+       WHERE rein.dead_letters.tenant_id = EXCLUDED.tenant_id`,
+      [doc.run.id, doc.run.tenantId, doc.revision, error, sqlstate, JSON.stringify(doc)],
+    );
+  }
+
+  /** Whether PostgreSQL answers now (the reaper's pass asks before it re-enqueues the backlog). */
+  async reachable(): Promise<boolean> {
+    return this.pool.query('SELECT 1').then(
+      () => true,
+      () => false,
+    );
   }
 
   /** Whether the run is archived. */
@@ -235,8 +306,8 @@ export class RunArchive {
   /** The run document with its approvals and compensation; null if the tenant has no such archived run. */
   async readRun(tenantId: string, runId: string): Promise<ArchivedRun | null> {
     const [runs, approvals] = await Promise.all([
-      this.reads.query<{ doc: unknown; compensation: unknown }>(
-        'SELECT doc, compensation FROM rein.runs WHERE id = $1 AND tenant_id = $2',
+      this.reads.query<{ doc: unknown; compensation: unknown; tree: unknown }>(
+        'SELECT doc, compensation, tree FROM rein.runs WHERE id = $1 AND tenant_id = $2',
         [runId, tenantId],
       ),
       this.approvals(tenantId, runId),
@@ -247,6 +318,7 @@ export class RunArchive {
       run: runRecordSchema.parse(row.doc),
       approvals,
       compensation: row.compensation ? compensationSchema.parse(row.compensation) : null,
+      tree: row.tree ? runTreePartsSchema.parse(row.tree) : null,
     };
   }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { InvalidRequestError } from '../errors.js';
-import type { UsageGroup, UsageRow } from '../schemas/api.js';
+import { boundedInstantSchema, type UsageGroup, type UsageRow } from '../schemas/api.js';
 import { type RunRecord, type RunStatus, runRecordSchema } from '../schemas/run.js';
 import type { Queryable } from './archive-pool.js';
 
@@ -35,8 +35,15 @@ export interface UsageQuery {
   groupBy: UsageGroup;
 }
 
-/** A page boundary: the last run's creation time and id (ties broken by id, as the indexes order them). */
-const cursorSchema = z.tuple([z.string().datetime({ offset: true }), z.string().min(1).max(200)]);
+/** A page boundary: the last run's creation time and id (ties broken by id, as the indexes order them); a forged one PostgreSQL would refuse is refused here. */
+const cursorSchema = z.tuple([
+  boundedInstantSchema,
+  z
+    .string()
+    .min(1)
+    .max(200)
+    .refine((id) => !id.includes('\u0000')),
+]);
 
 const encodeCursor = (run: RunRecord) => Buffer.from(JSON.stringify([run.createdAt, run.id])).toString('base64url');
 

@@ -64,9 +64,10 @@ export const archiveJobSchema = z.object({
 export type ArchiveJob = z.infer<typeof archiveJobSchema>;
 
 /**
- * An archive job waits out a PostgreSQL outage: retried with backoff (2 s, doubling, about
- * two hours in all), then removed rather than kept failed, so that the reaper's next pass
- * over the archive backlog enqueues it again under the same id.
+ * An archive job does not wait out a PostgreSQL outage (it ends, its run left in the
+ * backlog, and the reaper enqueues it again once the archive answers); any other failure
+ * is retried with backoff (2 s, doubling, about two hours in all), then removed rather
+ * than kept failed, so that the reaper's next pass enqueues it again under the same id.
  */
 const ARCHIVE_JOB_OPTIONS: JobsOptions = {
   attempts: 12,

@@ -1,4 +1,5 @@
-import type { RunArchive } from '../archive/run-archive.js';
+import { isArchiveUnavailable } from '../archive/archive-pool.js';
+import { isUnstorable, type RunArchive } from '../archive/run-archive.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
@@ -39,10 +40,10 @@ export function retirable(s: Pick<RunSnapshot, 'run' | 'approvals' | 'compensati
 /**
  * Moving what ran to PostgreSQL: the finish hook (the run joins the backlog, its archive
  * job is enqueued), the job (an idempotent write of the run's current revision, then the
- * run's hash says `archivedAt`), and the reaper's pass (re-enqueues what the backlog still
- * holds, drops the keys of runs archived more than REIN_HOT_RETENTION_MS ago once the
- * archive confirms the very revision Redis holds, deletes by REIN_ARCHIVE_RETENTION_DAYS,
- * exports the backlog).
+ * run's hash says `archivedAt`; a document the archive refuses becomes a dead letter), and
+ * the reaper's pass (re-enqueues what the backlog still holds as soon as the archive
+ * answers, drops the keys of runs archived more than REIN_HOT_RETENTION_MS ago once the
+ * archive confirms the very revision Redis holds, deletes by REIN_ARCHIVE_RETENTION_DAYS).
  */
 export function createRunArchiving(deps: RunArchivingDeps) {
   const now = deps.now ?? Date.now;
@@ -55,7 +56,13 @@ export function createRunArchiving(deps: RunArchivingDeps) {
       await deps.enqueue('archive', { runId: run.id, traceparent: run.traceparent }, { route: jobRoute(run) });
     },
 
-    /** The archive job. Throws (the job retries with backoff) while PostgreSQL cannot take the write. */
+    /**
+     * The archive job. While PostgreSQL cannot be reached it ends at once, the run left in
+     * the backlog: the reaper's first pass that finds the archive answering enqueues it
+     * again (a job backing off would wait out its own delay instead). A document the
+     * archive refuses is stored as a dead letter, and only then leaves the backlog. Any
+     * other failure throws: the job retries with backoff.
+     */
     async archive(runId: string): Promise<string> {
       const snapshot = await deps.hot.snapshot(runId);
       if (!snapshot) {
@@ -67,7 +74,18 @@ export function createRunArchiving(deps: RunArchivingDeps) {
       try {
         wrote = await deps.archive.archiveRun(snapshot);
       } catch (err) {
+        if (isUnstorable(err)) {
+          await deps.archive.deadLetter(snapshot, err); // throws (the job retries) if even this cannot be stored
+          await deps.hot.deadLettered(runId);
+          deps.metrics.archiveDeadLetters.inc();
+          deps.logger.error({ runId, err: (err as Error).message }, 'the archive refused a run: kept in rein.dead_letters');
+          return 'dead letter';
+        }
         deps.metrics.archiveErrors.inc({ operation: 'write' });
+        if (isArchiveUnavailable(err)) {
+          deps.logger.warn({ runId, err: (err as Error).message }, 'could not reach the archive; the run waits in the backlog');
+          return 'archive unavailable';
+        }
         deps.logger.warn({ runId, err: (err as Error).message }, 'could not archive a run; will retry');
         throw err;
       }
@@ -81,8 +99,10 @@ export function createRunArchiving(deps: RunArchivingDeps) {
     /** The reaper's pass over the archive's sets; returns how many runs' keys it dropped. */
     async sweep(): Promise<number> {
       const at = now();
-      for (const runId of await deps.hot.backlog(at - deps.staleMs, PASS_LIMIT)) {
-        await deps.enqueue('archive', { runId }); // a no-op while its job is waiting, delayed or running
+      const backlog = await deps.hot.backlog(at - deps.staleMs, PASS_LIMIT);
+      // Only when the archive answers: jobs enqueued into an outage would only end at once again.
+      if (backlog.length && (await deps.archive.reachable())) {
+        for (const runId of backlog) await deps.enqueue('archive', { runId }); // a no-op while its job is waiting or running
       }
       let dropped = 0;
       for (const runId of await deps.hot.due(at - deps.hotRetentionMs, PASS_LIMIT)) {
@@ -124,7 +144,6 @@ export function createRunArchiving(deps: RunArchivingDeps) {
           deps.logger.warn({ err: (err as Error).message }, 'the archive retention could not delete old runs');
         }
       }
-      deps.metrics.archiveBacklog.set(await deps.hot.backlogSize());
       return dropped;
     },
   };

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AgentCatalog } from '../agents/agent-profile.js';
 import { decisionRights, mayReadRun, overseesTenant } from '../approvals/decision-rights.js';
 import { approvalsNeeded } from '../approvals/quorum.js';
-import type { ArchivedRun, RunArchive } from '../archive/run-archive.js';
+import type { ArchivedRun, RunArchive, RunTreeParts } from '../archive/run-archive.js';
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { TransitionApplier } from '../engine/apply-transition.js';
 import type { Compensator } from '../engine/compensation.js';
@@ -15,7 +15,7 @@ import type { SseSource } from '../http/sse.js';
 import { runKeys, tenantKeys } from '../keys.js';
 import type { Metrics } from '../metrics.js';
 import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
-import type { ListRunsQuery, SubmitRunBody, UsageQuery, UsageResponse } from '../schemas/api.js';
+import { type ListRunsQuery, type SubmitRunBody, USAGE_DEFAULT_DAYS, type UsageQuery, type UsageResponse } from '../schemas/api.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Compensation } from '../schemas/compensation.js';
 import type { Principal } from '../schemas/identity.js';
@@ -144,11 +144,24 @@ export function createRunService(deps: RunServiceDeps) {
     return hot.map((r, i) => r ?? cold.get(ids[i] as string) ?? null);
   }
 
-  /** A run of a tree (it has a parent or children): its children with their status, its tree's spending. */
-  async function treeFacts(run: RunRecord): Promise<TreeFacts | undefined> {
-    const [entries, [node]] = await Promise.all([deps.store.children(run.id), deps.store.treeNodes([run.id])]);
+  /** The run's tree parts from Redis (its `children` and `tree` hashes). */
+  async function hotTree(run: RunRecord): Promise<RunTreeParts> {
+    const [children, [node]] = await Promise.all([deps.store.children(run.id), deps.store.treeNodes([run.id])]);
+    return { children, descendants: node?.descendants ?? [] };
+  }
+
+  /**
+   * A run of a tree (it has a parent or children): its children with their status, its
+   * tree's spending — from its tree parts as Redis or the archive holds them, each child's
+   * status read wherever that child now is.
+   */
+  async function treeFacts(run: RunRecord, parts: RunTreeParts): Promise<TreeFacts | undefined> {
+    const entries = parts.children;
     if (entries.length === 0 && !run.parentRunId) return undefined;
-    const docs = await deps.store.getMany(entries.map((e) => e.id));
+    const docs = await runsById(
+      run.tenantId,
+      entries.map((e) => e.id),
+    );
     const children = entries
       .flatMap((e, i) => {
         const doc = docs[i];
@@ -156,7 +169,7 @@ export function createRunService(deps: RunServiceDeps) {
       })
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
       .map(({ createdAt: _at, ...c }) => c);
-    return { children, treeUsage: treeTotal(run, node?.descendants ?? []) };
+    return { children, treeUsage: treeTotal(run, parts.descendants) };
   }
 
   const sessionOf = (run: RunRecord) => ({ tenantId: run.tenantId, userId: run.userId, sessionId: run.sessionId ?? '' });
@@ -188,7 +201,10 @@ export function createRunService(deps: RunServiceDeps) {
   }
 
   async function view(run: RunRecord) {
-    const [approvals, tree] = await Promise.all([run.pendingApprovals.length ? deps.store.approvals(run.id) : [], treeFacts(run)]);
+    const [approvals, tree] = await Promise.all([
+      run.pendingApprovals.length ? deps.store.approvals(run.id) : [],
+      hotTree(run).then((parts) => treeFacts(run, parts)),
+    ]);
     return runView(run, approvals, tree);
   }
 
@@ -314,7 +330,9 @@ export function createRunService(deps: RunServiceDeps) {
     async get(principal: Principal, id: string) {
       const { run, archived } = await locate(principal, id);
       const compensation = archived ? archived.compensation : await deps.store.compensation(id);
-      const shown = archived ? runView(run, archived.approvals) : await view(run);
+      const shown = archived
+        ? runView(run, archived.approvals, await treeFacts(run, archived.tree ?? { children: [], descendants: [] }))
+        : await view(run);
       return { ...shown, ...(compensation ? { compensation: compensationView(compensation) } : {}) };
     },
 
@@ -427,8 +445,12 @@ export function createRunService(deps: RunServiceDeps) {
     async usage(principal: Principal, q: UsageQuery): Promise<UsageResponse> {
       if (!overseesTenant(principal)) throw new ForbiddenError('usage is readable by approvers and admins');
       if (!deps.archive) throw new ConflictError('archive_unavailable', 'usage needs the run archive (REIN_ARCHIVE_URL)');
-      const rows = await deps.archive.usage({ tenantId: principal.tenantId, from: q.from, to: q.to, groupBy: q.groupBy });
-      return { from: q.from, to: q.to, groupBy: q.groupBy, rows };
+      // A bound left out is chosen here, and the answer says which: the last USAGE_DEFAULT_DAYS up to now.
+      const to = q.to ?? new Date(now()).toISOString();
+      const from = q.from ?? new Date(Date.parse(to) - USAGE_DEFAULT_DAYS * 86_400_000).toISOString();
+      const defaulted = (['from', 'to'] as const).filter((bound) => q[bound] === undefined);
+      const rows = await deps.archive.usage({ tenantId: principal.tenantId, from, to, groupBy: q.groupBy });
+      return { from, to, groupBy: q.groupBy, ...(defaulted.length ? { defaulted } : {}), rows };
     },
 
     /** The caller's own session: its runs, oldest first (sessions are per tenant and user). */

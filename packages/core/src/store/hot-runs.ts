@@ -1,3 +1,4 @@
+import type { RunTreeParts } from '../archive/run-archive.js';
 import { ARCHIVE_BACKLOG_KEY, ARCHIVE_HOT_KEY, runKeys } from '../keys.js';
 import { type RedisClient, sendCommands } from '../redis.js';
 import { type RunEvent, runEventSchema } from '../schemas/event.js';
@@ -18,10 +19,12 @@ export interface RunSnapshot {
   compensation: Awaited<ReturnType<RunStore['compensation']>>;
   events: StoredEvent[];
   revision: number[];
+  /** Its children and descendants' spending: not part of the revision (a descendant's change appends an event here too). */
+  tree: RunTreeParts;
 }
 
 /** The revision of what a snapshot holds (see RunSnapshot), from its own parts. */
-export function revisionOf(s: Omit<RunSnapshot, 'revision'>): number[] {
+export function revisionOf(s: Omit<RunSnapshot, 'revision' | 'tree'>): number[] {
   const [ms = 0, seq = 0] = (s.events.at(-1)?.id ?? '0-0').split('-').map(Number);
   return [s.run.version, s.steps.length, ms, seq, s.compensation ? Date.parse(s.compensation.updatedAt) : 0];
 }
@@ -45,14 +48,16 @@ export class HotRuns {
   async snapshot(runId: string): Promise<RunSnapshot | null> {
     const run = await this.store.get(runId);
     if (!run) return null;
-    const [steps, approvals, compensation, events] = await Promise.all([
+    const [steps, approvals, compensation, events, children, [node]] = await Promise.all([
       this.store.steps(runId),
       this.store.approvals(runId),
       this.store.compensation(runId),
       this.events(runId),
+      this.store.children(runId),
+      this.store.treeNodes([runId]),
     ]);
     const parts = { run, steps, approvals, compensation, events };
-    return { ...parts, revision: revisionOf(parts) };
+    return { ...parts, revision: revisionOf(parts), tree: { children, descendants: node?.descendants ?? [] } };
   }
 
   private async events(runId: string): Promise<StoredEvent[]> {
@@ -84,6 +89,14 @@ export class HotRuns {
       ['zadd', ARCHIVE_HOT_KEY, at, run.id],
       ['zrem', ARCHIVE_BACKLOG_KEY, run.id],
     ]);
+  }
+
+  /**
+   * The archive refused the run and keeps it as a dead letter: out of the backlog, and not
+   * in the hot set either, so hot retention never drops its keys (they last their TTL).
+   */
+  async deadLettered(runId: string): Promise<void> {
+    await this.redis.zrem(ARCHIVE_BACKLOG_KEY, runId);
   }
 
   /** When the archive confirmed a write of the run, if it did (the hash's `archivedAt`). */

@@ -209,6 +209,12 @@ export const configSchema = z.object({
    * process must share it. Unset: derived from REIN_API_KEYS (changing the keys voids every link).
    */
   REIN_LINK_SECRET: z.string().min(32).optional(),
+  /**
+   * Four eyes for budget raises (`onBudget: 'ask'`): their requester may not grant one, even
+   * holding the role (as for an edit, or a critical approval). `false`: the requester may
+   * grant it as proposed, as any high-risk approval.
+   */
+  REIN_BUDGET_FOUR_EYES: flag.default(true),
   REIN_APPROVAL_ESCALATION: jsonOf(z.partialRecord(roleSchema, escalationSchema), '{"<role>": {"afterMs", "toRole"}}').default({}),
   REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
   /** The archive of finished runs (PostgreSQL, `postgres://…`); unset: no archive, runs live in Redis for REIN_TRACE_TTL_DAYS. */

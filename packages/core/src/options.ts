@@ -118,6 +118,8 @@ export interface ReinOptions {
     escalation: Config['REIN_APPROVAL_ESCALATION'];
     /** REIN_LINK_SECRET: signs one-click links. @default derived from REIN_API_KEYS */
     linkSecret: Config['REIN_LINK_SECRET'];
+    /** REIN_BUDGET_FOUR_EYES: someone other than the requester grants a budget raise. @default true */
+    budgetFourEyes: Config['REIN_BUDGET_FOUR_EYES'];
   };
   retention: {
     /** REIN_TRACE_TTL_DAYS. @default 30 */
@@ -243,6 +245,7 @@ export const envOptionPaths = {
   APPROVAL_TTL_MS: 'approvals.ttlMs',
   REIN_APPROVAL_ESCALATION: 'approvals.escalation',
   REIN_LINK_SECRET: 'approvals.linkSecret',
+  REIN_BUDGET_FOUR_EYES: 'approvals.budgetFourEyes',
   REIN_APP: 'app',
   REIN_APP_VERSION: 'appVersion',
   REIN_MODEL: 'model.name',

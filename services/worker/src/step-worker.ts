@@ -129,6 +129,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     modelTimeoutMs: models.timeoutMs,
     modelIdleTimeoutMs: models.idleTimeoutMs,
     approvalTtlMs: options.approvals.ttlMs,
+    budgetFourEyes: options.approvals.budgetFourEyes,
     versions: {
       own: rt.version,
       known: () => rt.versions.known(),

@@ -187,6 +187,8 @@ export const configSchema = z.object({
   REIN_REAPER_STALE_MS: z.coerce.number().int().min(100).default(30_000),
   /** How often the deadline sweeper looks for runs past their deadline. */
   REIN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(200).default(5000),
+  /** With the archive on: how often the workers copy each tenant's decision-log head to it (a checkpoint truncation is checked against). */
+  REIN_AUDIT_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().min(1000).default(60_000),
   /** The N-th repeat of an identical tool call ends the run (`repeated_call`). */
   REIN_REPEAT_LIMIT: z.coerce.number().int().min(1).default(2),
   /** How deep a tree of sub-agent runs may grow: a run at this depth is offered no `call_<agent>` that runs. */

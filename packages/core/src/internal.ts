@@ -125,6 +125,7 @@ export {
   type CancelExpiry,
   type CompensateJob,
   compensateJobSchema,
+  AUDIT_CHECKPOINT,
   DEADLINE_SWEEP,
   type Enqueue,
   type ExpireJob,

@@ -176,6 +176,11 @@ export function createMetrics(service: string) {
       labelNames: ['cause'],
       registers,
     }),
+    auditLogsBehind: new Gauge({
+      name: 'rein_audit_logs_behind_checkpoint',
+      help: "Tenants whose decision log no longer holds its last checkpoint in the archive: entries removed and the head rewound (set by the checkpoint pass)",
+      registers,
+    }),
     archiveBacklog: new Gauge({
       name: 'rein_archive_backlog',
       help: 'Finished runs not yet confirmed archived in PostgreSQL (set by the reaper pass)',

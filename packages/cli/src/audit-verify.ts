@@ -23,10 +23,7 @@ export function parseKeptHead(value: string): KeptHead {
  * outside Redis — the operator's (`--expect-head`) and the archive's latest checkpoint —
  * since one whose last entries were removed and head rewound verifies on its own.
  */
-export async function auditVerify(
-  rein: Pick<ReinClient, 'audit'>,
-  expected?: KeptHead,
-): Promise<{ ok: boolean; message: string }> {
+export async function auditVerify(rein: Pick<ReinClient, 'audit'>, expected?: KeptHead): Promise<{ ok: boolean; message: string }> {
   let from = { seq: 1, prevHash: GENESIS_HASH };
   let cursor: string | undefined;
   let head = { seq: 0, hash: GENESIS_HASH };

@@ -120,7 +120,8 @@ describe('rein audit verify against a running API (issue 31)', () => {
       expect(cut.status).toBe(1);
       expect(cut.stderr).toContain('the chain ends at entry 2, before entry 3');
       // Written again up to seq 3 and beyond: entry 3 is another one.
-      for (const n of [4, 5]) await call(OTHER_ADMIN.key, 'POST', '/v1/webhooks', { url: `http://127.0.0.1:9/g${n}`, events: ['approval.requested'] });
+      for (const n of [4, 5])
+        await call(OTHER_ADMIN.key, 'POST', '/v1/webhooks', { url: `http://127.0.0.1:9/g${n}`, events: ['approval.requested'] });
       const rewritten = await cli(['audit', 'verify', '--expect-head', kept], env);
       expect(rewritten.status).toBe(1);
       expect(rewritten.stderr).toContain('broken at entry 3: its hash is');

@@ -120,12 +120,12 @@ export { loadOptionsOrExit } from './options.js';
 export {
   type AdmitJob,
   type ArchiveJob,
+  AUDIT_CHECKPOINT,
   admitJobSchema,
   archiveJobSchema,
   type CancelExpiry,
   type CompensateJob,
   compensateJobSchema,
-  AUDIT_CHECKPOINT,
   DEADLINE_SWEEP,
   type Enqueue,
   type ExpireJob,

@@ -178,7 +178,7 @@ export function createMetrics(service: string) {
     }),
     auditLogsBehind: new Gauge({
       name: 'rein_audit_logs_behind_checkpoint',
-      help: "Tenants whose decision log no longer holds its last checkpoint in the archive: entries removed and the head rewound (set by the checkpoint pass)",
+      help: 'Tenants whose decision log no longer holds its last checkpoint in the archive: entries removed and the head rewound (set by the checkpoint pass)',
       registers,
     }),
     archiveBacklog: new Gauge({

@@ -83,7 +83,10 @@ describe("budgets that ask (onBudget: 'ask')", () => {
     await expect(t.approvals.decide(requester, approval?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 403 });
     const preview = await t.approvals.preview(requester, approval?.id ?? '');
     expect(preview).toMatchObject({ mayDecide: false, refusal: expect.stringContaining('other than the requester') });
-    expect(await t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'approve' })).toMatchObject({ status: 'approved', decidedBy: 'bob' });
+    expect(await t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'approve' })).toMatchObject({
+      status: 'approved',
+      decidedBy: 'bob',
+    });
   });
 
   it('with four eyes for budget raises switched off, the requester may grant as proposed (never with edits)', async () => {
@@ -95,7 +98,10 @@ describe("budgets that ask (onBudget: 'ask')", () => {
     expect(own?.fourEyes).toBeUndefined();
     const edit = { kind: 'approve' as const, arguments: { extraTokens: 1, extraCostUsd: 0 } };
     await expect(lax.approvals.decide(requester, own?.id ?? '', edit)).rejects.toMatchObject({ status: 403 });
-    expect(await lax.approvals.decide(requester, own?.id ?? '', { kind: 'approve' })).toMatchObject({ status: 'approved', decidedBy: 'alice' });
+    expect(await lax.approvals.decide(requester, own?.id ?? '', { kind: 'approve' })).toMatchObject({
+      status: 'approved',
+      decidedBy: 'alice',
+    });
   });
 
   it('an edit past the ceiling of a run’s token limit raises it to the ceiling, and the run goes on', async () => {

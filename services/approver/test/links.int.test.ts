@@ -158,7 +158,10 @@ describe('one-click links', () => {
 describe('where links point', () => {
   it("builds them from the configured public URL, never from the request's Host", async () => {
     const { approvalId } = await parkedRefund(104);
-    for (const headers of [{ host: 'evil.example' }, { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' }]) {
+    for (const headers of [
+      { host: 'evil.example' },
+      { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
+    ]) {
       const res = await app.inject({
         method: 'POST',
         url: `/v1/approvals/${approvalId}/links`,

@@ -1,5 +1,6 @@
 import { ReinError } from '@rein/core';
 import {
+  AUDIT_CHECKPOINT,
   admitJobSchema,
   archiveJobSchema,
   Bulkhead,
@@ -7,7 +8,6 @@ import {
   compensateJobSchema,
   createStepProcessor,
   createToolExecutor,
-  AUDIT_CHECKPOINT,
   DEADLINE_SWEEP,
   expireJobSchema,
   failJob,

@@ -64,7 +64,7 @@ export function createApprovalLinks(deps: ApprovalLinksDeps) {
     async mint(principal: Principal, id: string, body: { userId?: string }) {
       // Never the request's Host: whoever can send a request could make links point at their own site.
       const baseUrl = deps.consoleUrl;
-      if (!baseUrl) throw new ConflictError('console_url_unset', 'set REIN_CONSOLE_URL (the approver console\'s public URL) to mint links');
+      if (!baseUrl) throw new ConflictError('console_url_unset', "set REIN_CONSOLE_URL (the approver console's public URL) to mint links");
       const userId = body.userId ?? principal.userId;
       if (userId !== principal.userId && !holdsRole(principal.roles, 'admin'))
         throw new ForbiddenError('only a tenant admin mints links for someone else');

@@ -371,7 +371,11 @@ export const approverRoutes = {
       body: createLinksBodySchema,
       response: {
         200: approvalLinksSchema,
-        ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'approval_decided, console_url_unset (REIN_CONSOLE_URL is not set)' }),
+        ...errors({
+          403: ERROR_CODES[403],
+          404: ERROR_CODES[404],
+          409: 'approval_decided, console_url_unset (REIN_CONSOLE_URL is not set)',
+        }),
       },
     },
   ),

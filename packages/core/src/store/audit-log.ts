@@ -264,7 +264,7 @@ export class AuditLog {
       if (outcome === 'behind') behind.push(tenantId);
     }
     for (const tenantId of behind)
-      this.logger?.error({ tenantId }, "the decision log no longer holds its last checkpoint: entries were removed and its head rewound");
+      this.logger?.error({ tenantId }, 'the decision log no longer holds its last checkpoint: entries were removed and its head rewound');
     return { written, behind };
   }
 

@@ -78,10 +78,13 @@ describe('the approval chat bridge (docs/approval-links)', () => {
       expect(post.text).toContain(`Console: ${CONSOLE}/console?approval=${encodeURIComponent(post.approvalId)}`);
       expect(post.links.map((l) => l.userId)).toEqual([KEYS.approver.userId, KEYS.user.userId]);
       const [link] = post.links as [ChatPost['links'][number]];
+      // Links name the configured public URL; the proxy there would forward to this approver.
+      expect(link.approveUrl.startsWith(`${CONSOLE}/links?token=`)).toBe(true);
+      const approveUrl = link.approveUrl.replace(CONSOLE, fleet.approver);
       // GET only shows the confirmation page; POST decides, as that approver.
-      expect((await fetch(link.approveUrl)).status).toBe(200);
+      expect((await fetch(approveUrl)).status).toBe(200);
       expect((await fleet.client(KEYS.approver.key).approvals.get(post.approvalId)).status).toBe('pending');
-      expect((await fetch(link.approveUrl, { method: 'POST' })).status).toBe(200);
+      expect((await fetch(approveUrl, { method: 'POST' })).status).toBe(200);
       expect(await fleet.client(KEYS.approver.key).approvals.get(post.approvalId)).toMatchObject({
         status: 'approved',
         decidedBy: KEYS.approver.userId,

@@ -185,6 +185,8 @@ export async function dev(opts: DevOptions = {}): Promise<void> {
       env.OPENAI_BASE_URL = `http://127.0.0.1:${modelPort}/v1`;
     }
     env.REIN_API_KEYS ??= JSON.stringify(DEMO_KEYS);
+    // One-click approval links name the console's public URL, never a request's Host: locally, the approver's own.
+    env.REIN_CONSOLE_URL ||= `http://${shown?.includes(':') ? `[${shown}]` : shown}:${approverPort}`;
     const services = [
       { child: start('api', process.execPath, [main, 'api']), port: apiPort, what: 'the api' },
       {

@@ -66,10 +66,13 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
     env: CLIENT_ENV,
   },
   audit: {
-    usage: 'rein audit verify',
+    usage: 'rein audit verify [--expect-head <seq>:<hash>]',
     summary: "recompute the tenant's decision log hash chain; names the first broken entry",
     details: `Reads GET /v1/audit as REIN_API_KEY (a tenant admin) from the first entry on.
-Exits 0 when the chain holds, 1 naming the first entry altered, removed or moved.`,
+Exits 0 when the chain holds, 1 naming the first entry altered, removed or moved.
+  --expect-head SEQ:HASH   a head an earlier verify printed and you kept: exit 1 when the chain
+                           ends before entry SEQ or holds another entry there (truncated)
+With the archive on, the chain is also checked against its latest head checkpoint.`,
     env: CLIENT_ENV,
   },
   migrate: {

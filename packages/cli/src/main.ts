@@ -5,7 +5,7 @@ import { ReinNetworkError } from '@rein/client';
 import type { App, RunningService, ServiceOptions } from '@rein/core';
 import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
 import { migrate, usage } from './archive-commands.js';
-import { auditVerify } from './audit-verify.js';
+import { auditVerify, parseKeptHead } from './audit-verify.js';
 import { dev } from './dev.js';
 import { fleetClient } from './fleet-client.js';
 import { type CommandName, commandHelp, isCommand, USAGE } from './help.js';
@@ -117,9 +117,10 @@ try {
       break;
     }
     case 'audit': {
-      const { positionals } = options('audit', {});
+      const { values, positionals } = options('audit', { 'expect-head': { type: 'string' } });
       if (positionals[0] !== 'verify') throw new Error(`rein audit needs a subcommand\n${commandHelp('audit')}`);
-      const result = await auditVerify(fleetClient().rein);
+      const kept = typeof values['expect-head'] === 'string' ? parseKeptHead(values['expect-head']) : undefined;
+      const result = await auditVerify(fleetClient().rein, kept);
       (result.ok ? process.stdout : process.stderr).write(`${result.message}\n`);
       process.exit(result.ok ? 0 : 1);
       break;

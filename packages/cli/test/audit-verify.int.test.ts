@@ -72,7 +72,7 @@ describe('rein audit verify against a running API (issue 31)', () => {
 
     const env = { REIN_API_URL: url, REIN_API_KEY: ADMIN.key };
     const good = await cli(['audit', 'verify'], env);
-    expect(good.stdout).toMatch(/^ok: 3 entries, head [0-9a-f]{64}/);
+    expect(good.stdout).toMatch(/^ok: 3 entries, head 3:[0-9a-f]{64}/);
     expect(good.status).toBe(0);
 
     const admin = new Redis(redis.url);
@@ -94,5 +94,42 @@ describe('rein audit verify against a running API (issue 31)', () => {
     } finally {
       admin.disconnect();
     }
+  }, 240_000);
+
+  it('--expect-head: a log whose last entry was removed and head rewound verifies alone, not against the head kept', async () => {
+    const env = { REIN_API_URL: url, REIN_API_KEY: OTHER_ADMIN.key };
+    for (const n of [1, 2, 3]) {
+      const res = await call(OTHER_ADMIN.key, 'POST', '/v1/webhooks', { url: `http://127.0.0.1:9/g${n}`, events: ['approval.requested'] });
+      expect(res.status).toBe(201);
+    }
+    const good = await cli(['audit', 'verify'], env);
+    const kept = /head (\d+:[0-9a-f]{64})/.exec(good.stdout)?.[1] ?? '';
+    expect(kept).toMatch(/^3:/);
+    expect((await cli(['audit', 'verify', '--expect-head', kept], env)).status).toBe(0);
+
+    const admin = new Redis(redis.url);
+    try {
+      const p = 'rein:tenant:{globex}:audit';
+      const second = JSON.parse((await admin.hget(p, '2')) ?? '{}') as { hash: string; at: string };
+      await admin.hdel(p, '3');
+      await admin.zrem(`${p}:at`, '3');
+      await admin.set(`${p}:head`, `2 ${second.hash} ${Date.parse(second.at)}`);
+      // The chain alone still holds: this is what the head kept elsewhere is for.
+      expect((await cli(['audit', 'verify'], env)).status).toBe(0);
+      const cut = await cli(['audit', 'verify', '--expect-head', kept], env);
+      expect(cut.status).toBe(1);
+      expect(cut.stderr).toContain('the chain ends at entry 2, before entry 3');
+      // Written again up to seq 3 and beyond: entry 3 is another one.
+      for (const n of [4, 5])
+        await call(OTHER_ADMIN.key, 'POST', '/v1/webhooks', { url: `http://127.0.0.1:9/g${n}`, events: ['approval.requested'] });
+      const rewritten = await cli(['audit', 'verify', '--expect-head', kept], env);
+      expect(rewritten.status).toBe(1);
+      expect(rewritten.stderr).toContain('broken at entry 3: its hash is');
+    } finally {
+      admin.disconnect();
+    }
+    const malformed = await cli(['audit', 'verify', '--expect-head', '3:abc'], env);
+    expect(malformed.status).not.toBe(0);
+    expect(malformed.stderr).toContain('<seq>:<hash>');
   }, 240_000);
 });

@@ -99,6 +99,13 @@ describe('rein dev', () => {
       });
       expect(out).toContain(`http://127.0.0.1:${ports.APPROVER_PORT}/console`);
       expect(out).toContain('demo-approver-key-lisi');
+      // One-click links need the console's public URL: the fleet sets it, so minting gets past it (to the unknown approval).
+      const minted = await fetch(`http://127.0.0.1:${ports.APPROVER_PORT}/v1/approvals/no-such-run.0.0/links`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer demo-approver-key-lisi', 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(((await minted.json()) as { error: { code: string } }).error.code).toBe('not_found');
       // /proc/net/tcp: the API's listening socket is bound to 127.0.0.1 (0100007F), not 0.0.0.0.
       const hex = Number(ports.API_PORT).toString(16).toUpperCase().padStart(4, '0');
       const listening = readFileSync('/proc/net/tcp', 'utf8')

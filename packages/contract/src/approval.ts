@@ -62,6 +62,8 @@ export const approvalSchema = z.object({
   reason: z.enum(['version_changed']).optional(),
   /** The fingerprint of the tool's definition it was asked under (tools/tool-digest.ts): an upgrade keeps it only if unchanged. */
   toolDigest: z.string().optional(),
+  /** Someone other than the requester must decide, even as proposed (a budget raise under REIN_BUDGET_FOUR_EYES). */
+  fourEyes: z.literal(true).optional(),
   /** Distinct people (never the requester) who must approve; one rejection rejects. Absent: one decides. */
   quorum: z.number().int().min(2).optional(),
   /** The approvals so far of a quorum approval; an edit resets the others (they approved other arguments). */

@@ -59,6 +59,11 @@ export const auditPageSchema = z.object({
   entries: z.array(auditEntrySchema),
   /** The chain's last entry when the page was read: a verifier that stops short of it was given a truncated log. */
   head: z.object({ seq: z.number().int().min(0), hash: sha256Hex }),
+  /**
+   * With the archive on: the latest head copied out of Redis (`at`: when). The chain must
+   * still hold that entry; one that ends before it or differs there was truncated.
+   */
+  checkpoint: z.object({ seq: z.number().int().min(1), hash: sha256Hex, at: z.string() }).optional(),
   nextCursor: z.string().optional(),
 });
 export type AuditPage = z.infer<typeof auditPageSchema>;

@@ -33,6 +33,7 @@ export type ReinErrorCode =
   | 'approval_already_approved'
   | 'link_used'
   | 'link_expired'
+  | 'console_url_unset'
   | 'too_many_webhooks'
   | 'approval_expired'
   | 'payload_too_large'

@@ -187,6 +187,8 @@ export const configSchema = z.object({
   REIN_REAPER_STALE_MS: z.coerce.number().int().min(100).default(30_000),
   /** How often the deadline sweeper looks for runs past their deadline. */
   REIN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(200).default(5000),
+  /** With the archive on: how often the workers copy each tenant's decision-log head to it (a checkpoint truncation is checked against). */
+  REIN_AUDIT_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().min(1000).default(60_000),
   /** The N-th repeat of an identical tool call ends the run (`repeated_call`). */
   REIN_REPEAT_LIMIT: z.coerce.number().int().min(1).default(2),
   /** How deep a tree of sub-agent runs may grow: a run at this depth is offered no `call_<agent>` that runs. */
@@ -209,6 +211,12 @@ export const configSchema = z.object({
    * process must share it. Unset: derived from REIN_API_KEYS (changing the keys voids every link).
    */
   REIN_LINK_SECRET: z.string().min(32).optional(),
+  /**
+   * Four eyes for budget raises (`onBudget: 'ask'`): their requester may not grant one, even
+   * holding the role (as for an edit, or a critical approval). `false`: the requester may
+   * grant it as proposed, as any high-risk approval.
+   */
+  REIN_BUDGET_FOUR_EYES: flag.default(true),
   REIN_APPROVAL_ESCALATION: jsonOf(z.partialRecord(roleSchema, escalationSchema), '{"<role>": {"afterMs", "toRole"}}').default({}),
   REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
   /** The archive of finished runs (PostgreSQL, `postgres://…`); unset: no archive, runs live in Redis for REIN_TRACE_TTL_DAYS. */

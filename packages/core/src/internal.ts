@@ -120,6 +120,7 @@ export { loadOptionsOrExit } from './options.js';
 export {
   type AdmitJob,
   type ArchiveJob,
+  AUDIT_CHECKPOINT,
   admitJobSchema,
   archiveJobSchema,
   type CancelExpiry,

@@ -105,6 +105,9 @@ export const fairShareKeys = {
   line: (tenantId: string) => `rein:fair:{fair}:line:${encodeURIComponent(tenantId)}`,
 };
 
+/** With the archive on: tenants with a decision log, whose heads the checkpoint pass copies to the archive. */
+export const AUDIT_TENANTS_KEY = 'rein:audit-tenants';
+
 /** Every non-terminal run by last change (ms): what the reaper scans. */
 export const ACTIVE_RUNS_KEY = 'rein:active-runs';
 

@@ -181,6 +181,11 @@ export function createMetrics(service: string) {
       help: 'Finished runs the archive refused to store (kept in rein.dead_letters instead, out of the backlog)',
       registers,
     }),
+    auditLogsBehind: new Gauge({
+      name: 'rein_audit_logs_behind_checkpoint',
+      help: 'Tenants whose decision log no longer holds its last checkpoint in the archive: entries removed and the head rewound (set by the checkpoint pass)',
+      registers,
+    }),
     archiveWrites: new Counter({
       name: 'rein_archive_writes_total',
       help: 'Archive jobs that reached PostgreSQL, by result (written, unchanged = that revision was already there)',

@@ -110,6 +110,8 @@ export interface ReinOptions {
     reaperStaleMs: Config['REIN_REAPER_STALE_MS'];
     /** REIN_SWEEP_INTERVAL_MS. @default 5000 */
     sweepIntervalMs: Config['REIN_SWEEP_INTERVAL_MS'];
+    /** REIN_AUDIT_CHECKPOINT_INTERVAL_MS: with the archive on, how often decision-log heads are checkpointed there. @default 60000 */
+    auditCheckpointIntervalMs: Config['REIN_AUDIT_CHECKPOINT_INTERVAL_MS'];
   };
   approvals: {
     /** APPROVAL_TTL_MS: how long a pending approval waits. @default 900000 */
@@ -118,6 +120,8 @@ export interface ReinOptions {
     escalation: Config['REIN_APPROVAL_ESCALATION'];
     /** REIN_LINK_SECRET: signs one-click links. @default derived from REIN_API_KEYS */
     linkSecret: Config['REIN_LINK_SECRET'];
+    /** REIN_BUDGET_FOUR_EYES: someone other than the requester grants a budget raise. @default true */
+    budgetFourEyes: Config['REIN_BUDGET_FOUR_EYES'];
   };
   retention: {
     /** REIN_TRACE_TTL_DAYS. @default 30 */
@@ -243,6 +247,7 @@ export const envOptionPaths = {
   APPROVAL_TTL_MS: 'approvals.ttlMs',
   REIN_APPROVAL_ESCALATION: 'approvals.escalation',
   REIN_LINK_SECRET: 'approvals.linkSecret',
+  REIN_BUDGET_FOUR_EYES: 'approvals.budgetFourEyes',
   REIN_APP: 'app',
   REIN_APP_VERSION: 'appVersion',
   REIN_MODEL: 'model.name',
@@ -276,6 +281,7 @@ export const envOptionPaths = {
   REIN_REAPER_INTERVAL_MS: 'maintenance.reaperIntervalMs',
   REIN_REAPER_STALE_MS: 'maintenance.reaperStaleMs',
   REIN_SWEEP_INTERVAL_MS: 'maintenance.sweepIntervalMs',
+  REIN_AUDIT_CHECKPOINT_INTERVAL_MS: 'maintenance.auditCheckpointIntervalMs',
   REIN_TRACE_TTL_DAYS: 'retention.traceTtlDays',
   REIN_ARCHIVE_URL: 'archive.url',
   REIN_HOT_RETENTION_MS: 'archive.hotRetentionMs',

@@ -34,7 +34,7 @@ describe.skipIf(!db)('the decision log beyond Redis (real PostgreSQL)', () => {
     redis = new Redis(server.url, { maxRetriesPerRequest: null });
   });
   beforeEach(async () => {
-    await pool.query('TRUNCATE rein.audit');
+    await pool.query('TRUNCATE rein.audit, rein.audit_checkpoints');
     await redis.flushdb();
     clock = Date.parse('2026-12-01T00:00:00.000Z');
     log = new AuditLog(redis, undefined, () => clock, { cold: new AuditArchive(pool), retentionMs: HOUR });
@@ -98,6 +98,43 @@ describe.skipIf(!db)('the decision log beyond Redis (real PostgreSQL)', () => {
     expect(JSON.parse((await redis.hget(tenantKeys('acme').audit, '1')) ?? '{}')).toMatchObject({ seq: 1, data: { n: 7 } });
     const { rows } = await pool.query("SELECT entry FROM rein.audit WHERE tenant_id = 'acme' AND seq = 1");
     expect(JSON.parse(rows[0].entry)).toMatchObject({ data: { n: 1 } });
+  });
+
+  it('checkpoints the head outside Redis; a log whose last entry was removed and head rewound no longer holds it', async () => {
+    for (let n = 1; n <= 3; n++) await log.append([record(n)]);
+    const head = await log.head('acme');
+    expect(await log.checkpointAll()).toEqual({ written: 1, behind: [] });
+    expect(await log.checkpointAll()).toEqual({ written: 0, behind: [] });
+    expect(await log.latestCheckpoint('acme')).toMatchObject({ seq: 3, hash: head.hash });
+
+    // The attack: the last entry deleted and the head rewound to the one before. The chain verifies on its own…
+    const k = tenantKeys('acme');
+    const [seq2, hash2, at2] = [2, (await log.page('acme', { limit: 100 })).entries[1]?.hash, clock];
+    await redis.hdel(k.audit, '3');
+    await redis.zrem(k.auditByTime, '3');
+    await redis.set(k.auditHead, `${seq2} ${hash2} ${at2}`);
+    const truncated = await log.page('acme', { limit: 100 });
+    expect(verifyAuditChain(truncated.entries)).toMatchObject({ ok: true, entries: 2 });
+    // …but not against the checkpoint: the pass reports it behind and does not move the checkpoint back.
+    expect(await log.checkpointAll()).toEqual({ written: 0, behind: ['acme'] });
+    expect(await log.latestCheckpoint('acme')).toMatchObject({ seq: 3, hash: head.hash });
+
+    // Appended to since, the log reaches seq 3 again, with another entry there: still behind.
+    await log.append([record(9)]);
+    await log.append([record(10)]);
+    expect(await log.checkpointAll()).toEqual({ written: 0, behind: ['acme'] });
+    // Removed from Redis's list of tenants, it is still checked (the archive has its checkpoints).
+    await redis.del('rein:audit-tenants');
+    expect((await log.checkpointAll()).behind).toEqual(['acme']);
+  });
+
+  it('a checkpointed entry trimmed to the archive still counts as held', async () => {
+    await log.append([record(1)]);
+    expect(await log.checkpointAll()).toEqual({ written: 1, behind: [] });
+    await fillAndAge();
+    expect(await redis.hexists(tenantKeys('acme').audit, '1')).toBe(0);
+    expect(await log.checkpointAll()).toEqual({ written: 1, behind: [] });
+    expect(await log.latestCheckpoint('acme')).toMatchObject({ seq: 7 });
   });
 
   it('without an archive, Redis keeps every entry', async () => {

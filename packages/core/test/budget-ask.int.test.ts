@@ -72,6 +72,38 @@ describe("budgets that ask (onBudget: 'ask')", () => {
     expect(approved?.data).toMatchObject({ toolName: 'budget', editedBy: 'bob', approvedArguments: edit.arguments });
   });
 
+  it('four eyes: a requester who holds the approver role cannot grant their own raise (REIN_BUDGET_FOUR_EYES, on by default)', async () => {
+    const requester = { ...USER, roles: ['user' as const, 'approver' as const] };
+    const t = use(spendThenAnswer(), { profile: { onBudget: 'ask' } });
+    await t.submit('spend', requester, LIMITS);
+    await t.drain();
+    const [approval] = (await t.approvals.list(APPROVER, { status: 'pending', limit: 10 })).approvals;
+    expect(approval).toMatchObject({ kind: 'budget', requestedBy: 'alice', fourEyes: true });
+    // As proposed or edited, the requester is refused, and told why; someone else decides.
+    await expect(t.approvals.decide(requester, approval?.id ?? '', { kind: 'approve' })).rejects.toMatchObject({ status: 403 });
+    const preview = await t.approvals.preview(requester, approval?.id ?? '');
+    expect(preview).toMatchObject({ mayDecide: false, refusal: expect.stringContaining('other than the requester') });
+    expect(await t.approvals.decide(APPROVER, approval?.id ?? '', { kind: 'approve' })).toMatchObject({
+      status: 'approved',
+      decidedBy: 'bob',
+    });
+  });
+
+  it('with four eyes for budget raises switched off, the requester may grant as proposed (never with edits)', async () => {
+    const requester = { ...USER, roles: ['user' as const, 'approver' as const] };
+    const lax = use(spendThenAnswer(), { profile: { onBudget: 'ask' }, budgetFourEyes: false });
+    await lax.submit('spend', requester, LIMITS);
+    await lax.drain();
+    const [own] = (await lax.approvals.list(APPROVER, { status: 'pending', limit: 10 })).approvals;
+    expect(own?.fourEyes).toBeUndefined();
+    const edit = { kind: 'approve' as const, arguments: { extraTokens: 1, extraCostUsd: 0 } };
+    await expect(lax.approvals.decide(requester, own?.id ?? '', edit)).rejects.toMatchObject({ status: 403 });
+    expect(await lax.approvals.decide(requester, own?.id ?? '', { kind: 'approve' })).toMatchObject({
+      status: 'approved',
+      decidedBy: 'alice',
+    });
+  });
+
   it('an edit past the ceiling of a run’s token limit raises it to the ceiling, and the run goes on', async () => {
     const t = use(spendThenAnswer(), { profile: { onBudget: 'ask' } });
     const { id, approval } = await parkedOnBudget(t);

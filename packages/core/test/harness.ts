@@ -51,6 +51,8 @@ export interface HarnessOptions {
   extraTools?: Tool[];
   profile?: Partial<AgentProfile>;
   approvalTtlMs?: number;
+  /** REIN_BUDGET_FOUR_EYES (default on): a budget raise needs someone other than its requester. */
+  budgetFourEyes?: boolean;
   /** The app-wide escalation by role (REIN_APPROVAL_ESCALATION). */
   escalation?: EscalationDefaults;
   quotas?: Quotas;
@@ -153,6 +155,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     toolConcurrency: 4,
     modelTimeoutMs: 5000,
     approvalTtlMs: opts.approvalTtlMs ?? 60_000,
+    budgetFourEyes: opts.budgetFourEyes ?? true,
     ...(opts.escalation ? { escalation: opts.escalation } : {}),
     spawnChild: createChildRuns({ store, ledger, agents, enqueue, ...clock }),
     ...(opts.delegation ? { delegation: opts.delegation } : {}),

@@ -31,6 +31,7 @@ function table() {
     fire: { schema: fireJobSchema, run: (p) => ran('fire', p) },
     sweep: { schema: housekeepingJobSchema, run: (p) => ran('sweep', p) },
     reap: { schema: housekeepingJobSchema, run: (p) => ran('reap', p) },
+    'checkpoint-audit': { schema: housekeepingJobSchema, run: (p) => ran('checkpoint-audit', p) },
   };
   return { jobs, ran, ended };
 }

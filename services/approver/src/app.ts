@@ -45,6 +45,7 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
     uses: new LinkUses(rt.redis),
     keys,
     secret: linkSecret(rt.options.approvals.linkSecret, keys),
+    consoleUrl: rt.options.webhooks.consoleUrl,
   });
 
   const app = createServiceApp(rt, (v1) => {
@@ -96,10 +97,10 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
       const body = parseInput(previewBodySchema, req.body ?? {}, 'body');
       return approvals.preview(req.principal, id(req.params), body.arguments);
     });
-    // Mint single-use links (for mail and chat); the origin is the one the caller reached us at.
+    // Mint single-use links (for mail and chat), pointing at the configured public URL.
     v1.post('/v1/approvals/:id/links', { schema: schemas.createLinks }, async (req) => {
       const body = parseInput(createLinksBodySchema, req.body ?? {}, 'body');
-      return links.mint(req.principal, id(req.params), body, `${req.protocol}://${req.host}`);
+      return links.mint(req.principal, id(req.params), body);
     });
     v1.post('/v1/approvals/:id/reject', { schema: schemas.reject }, async (req) => {
       const body = parseInput(rejectBodySchema, req.body, 'body');

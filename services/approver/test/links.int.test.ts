@@ -1,6 +1,6 @@
 import { optionsFromEnv } from '@rein/core';
 import { createRuntime, type Runtime } from '@rein/core/internal';
-import { createFakeModel, startTestRedis, type TestRedis, toolCall } from '@rein/core/testing';
+import { createFakeModel, freePort, startTestRedis, type TestRedis, toolCall } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,16 +21,21 @@ let app: FastifyInstance;
 let base: string;
 const harnesses: Harness[] = [];
 
+const ENV = { REIN_API_KEYS: JSON.stringify([ALICE, BOB, DAVE, ANN, GUS]), LOG_LEVEL: 'silent' };
+
 beforeAll(async () => {
   redis = await startTestRedis();
+  // Links point at the configured public URL, here the one this approver listens on.
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
   rt = await createRuntime(
-    optionsFromEnv({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([ALICE, BOB, DAVE, ANN, GUS]), LOG_LEVEL: 'silent' }),
+    optionsFromEnv({ ...ENV, REDIS_URL: redis.url, REIN_CONSOLE_URL: base }),
     'approver-links-test',
     'producer',
     orderApp,
   );
   app = createApproverApp(rt);
-  base = await app.listen({ port: 0, host: '127.0.0.1' });
+  await app.listen({ port, host: '127.0.0.1' });
 });
 afterAll(async () => {
   await app.close();
@@ -147,6 +152,46 @@ describe('one-click links', () => {
       arguments: { orderNo: '2024001', amount: 50, reason: 'late' },
     });
     expect((await submitForm(forDave.approveUrl)).status).toBe(409);
+  });
+});
+
+describe('where links point', () => {
+  it("builds them from the configured public URL, never from the request's Host", async () => {
+    const { approvalId } = await parkedRefund(104);
+    for (const headers of [
+      { host: 'evil.example' },
+      { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
+    ]) {
+      const res = await app.inject({
+        method: 'POST',
+        url: `/v1/approvals/${approvalId}/links`,
+        headers: { ...headers, authorization: `Bearer ${BOB.key}`, 'content-type': 'application/json' },
+        payload: '{}',
+      });
+      expect(res.statusCode).toBe(200);
+      const links = res.json() as { approveUrl: string; rejectUrl: string };
+      expect(links.approveUrl.startsWith(`${base}/links?token=`)).toBe(true);
+      expect(links.rejectUrl.startsWith(`${base}/links?token=`)).toBe(true);
+    }
+  });
+
+  it('mints none without a configured public URL (409 console_url_unset)', async () => {
+    const { approvalId } = await parkedRefund(105);
+    const bare = await createRuntime(optionsFromEnv({ ...ENV, REDIS_URL: redis.url }), 'approver-links-bare', 'producer', orderApp);
+    const bareApp = createApproverApp(bare);
+    try {
+      const res = await bareApp.inject({
+        method: 'POST',
+        url: `/v1/approvals/${approvalId}/links`,
+        headers: { host: 'evil.example', authorization: `Bearer ${BOB.key}`, 'content-type': 'application/json' },
+        payload: '{}',
+      });
+      expect(res.statusCode).toBe(409);
+      expect(res.json()).toMatchObject({ error: { code: 'console_url_unset' } });
+    } finally {
+      await bareApp.close();
+      await bare.close();
+    }
   });
 });
 

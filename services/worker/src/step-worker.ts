@@ -1,5 +1,6 @@
 import { ReinError } from '@rein/core';
 import {
+  AUDIT_CHECKPOINT,
   admitJobSchema,
   archiveJobSchema,
   Bulkhead,
@@ -129,6 +130,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     modelTimeoutMs: models.timeoutMs,
     modelIdleTimeoutMs: models.idleTimeoutMs,
     approvalTtlMs: options.approvals.ttlMs,
+    budgetFourEyes: options.approvals.budgetFourEyes,
     versions: {
       own: rt.version,
       known: () => rt.versions.known(),
@@ -222,6 +224,16 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
       schema: housekeepingJobSchema,
       run: async () => `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`,
     },
+    // Copies each tenant's decision-log head to the archive; a log that no longer holds its last checkpoint was truncated.
+    [AUDIT_CHECKPOINT.name]: {
+      schema: housekeepingJobSchema,
+      run: async () => {
+        if (!rt.archive) return 'no archive';
+        const { written, behind } = await rt.audit.checkpointAll();
+        rt.metrics.auditLogsBehind.set(behind.length);
+        return `checkpointed ${written}, behind ${behind.length}`;
+      },
+    },
     [REAPER.name]: {
       schema: housekeepingJobSchema,
       run: async () => {
@@ -301,8 +313,12 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
   // Exported at 0 from the start, so that the first replacement shows as an increase.
   for (const shard of shards) rt.metrics.fetchLoopRestarts.inc({ shard: String(shard) }, 0);
   rt.scheduler
-    .scheduleHousekeeping(options.maintenance.sweepIntervalMs, options.maintenance.reaperIntervalMs)
-    .catch((err: Error) => logger.error({ err: err.message }, 'could not schedule the deadline sweeper and the reaper'));
+    .scheduleHousekeeping(
+      options.maintenance.sweepIntervalMs,
+      options.maintenance.reaperIntervalMs,
+      rt.archive ? options.maintenance.auditCheckpointIntervalMs : undefined,
+    )
+    .catch((err: Error) => logger.error({ err: err.message }, 'could not schedule the housekeeping passes'));
 
   // A worker whose fetch loop hung is replaced by a fresh one on the same shard. The old
   // one is force-closed: no fetch, no lock renewal, so a step it still had is taken up

@@ -13,6 +13,8 @@ export interface ApprovalLinksDeps {
   /** The fleet's API keys: who a user is (tenant, roles) when their link is used. */
   keys: readonly ApiKey[];
   secret: string;
+  /** The approver's public base URL (REIN_CONSOLE_URL): the only origin a link names. Unset: no links. */
+  consoleUrl: string | undefined;
   now?: () => number;
 }
 
@@ -59,7 +61,10 @@ export function createApprovalLinks(deps: ApprovalLinksDeps) {
      * `POST /v1/approvals/:id/links`: for the caller, or (a tenant admin) for a named user
      * of the tenant; only for someone who may decide it as proposed.
      */
-    async mint(principal: Principal, id: string, body: { userId?: string }, baseUrl: string) {
+    async mint(principal: Principal, id: string, body: { userId?: string }) {
+      // Never the request's Host: whoever can send a request could make links point at their own site.
+      const baseUrl = deps.consoleUrl;
+      if (!baseUrl) throw new ConflictError('console_url_unset', "set REIN_CONSOLE_URL (the approver console's public URL) to mint links");
       const userId = body.userId ?? principal.userId;
       if (userId !== principal.userId && !holdsRole(principal.roles, 'admin'))
         throw new ForbiddenError('only a tenant admin mints links for someone else');

@@ -22,25 +22,26 @@ export const mayReadRun = (principal: Principal, run: Pick<RunRecord, 'tenantId'
  * Who may decide an approval, as enforced and as the console shows it: another person
  * holding `role` (at least an approver; a supervisor for critical risk), or — for high
  * risk only — the requester, if they hold the policy's `requiredRole`, and only as
- * proposed: an edit always needs a second person (four eyes). A quorum approval is never
- * the requester's to decide: it counts distinct other people.
+ * proposed: an edit always needs a second person (four eyes), and so does an approval
+ * marked `fourEyes` (a budget raise, by default). A quorum approval is never the
+ * requester's to decide: it counts distinct other people.
  */
 export interface DecisionRights {
   role: Role;
   requester: 'as_proposed' | 'never';
 }
 
-export function decisionRights(approval: Pick<Approval, 'risk' | 'requiredRole' | 'quorum'>): DecisionRights {
+export function decisionRights(approval: Pick<Approval, 'risk' | 'requiredRole' | 'quorum' | 'fourEyes'>): DecisionRights {
   const floor: Role = approval.risk === 'critical' ? 'supervisor' : 'approver';
   return {
     role: ROLE_RANK[approval.requiredRole] > ROLE_RANK[floor] ? approval.requiredRole : floor,
-    requester: approval.risk === 'high' && approval.quorum === undefined ? 'as_proposed' : 'never',
+    requester: approval.risk === 'high' && approval.quorum === undefined && !approval.fourEyes ? 'as_proposed' : 'never',
   };
 }
 
 export function mayDecide(
   principal: Principal,
-  approval: Pick<Approval, 'risk' | 'requiredRole' | 'requestedBy' | 'quorum'>,
+  approval: Pick<Approval, 'risk' | 'requiredRole' | 'requestedBy' | 'quorum' | 'fourEyes'>,
   opts: { withEdits: boolean } = { withEdits: false },
 ): boolean {
   const rights = decisionRights(approval);
@@ -52,10 +53,14 @@ export function mayDecide(
 const withArticle = (role: string) => `${/^[aeiou]/i.test(role) ? 'an' : 'a'} ${role}`;
 
 /** Why `mayDecide` said no, for the 403 message. */
-export function decisionRefusal(approval: Pick<Approval, 'id' | 'risk' | 'requiredRole' | 'quorum'>, withEdits: boolean): string {
+export function decisionRefusal(
+  approval: Pick<Approval, 'id' | 'risk' | 'requiredRole' | 'quorum' | 'fourEyes'>,
+  withEdits: boolean,
+): string {
   const rights = decisionRights(approval);
   const others = `${withArticle(rights.role)} (or higher) other than the requester`;
   if (approval.quorum !== undefined) return `approval ${approval.id} needs ${approval.quorum} distinct approvers, each ${others}`;
+  if (approval.fourEyes) return `approval ${approval.id} needs four eyes: ${others} must decide`;
   if (rights.requester === 'never') return `approval ${approval.id} is ${approval.risk}: ${others} must decide`;
   return withEdits
     ? `approval ${approval.id} with edits needs ${others}`

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { AuditColdStore, StoredAuditEntry } from '../store/audit-log.js';
+import type { AuditCheckpoint, AuditColdStore, StoredAuditEntry } from '../store/audit-log.js';
 
 /**
  * The decision log's entries beyond Redis's hot retention, in PostgreSQL (`rein.audit`,
@@ -34,5 +34,28 @@ export class AuditArchive implements AuditColdStore {
       [tenantId, new Date(fromMs).toISOString()],
     );
     return rows[0]?.seq ? Number(rows[0].seq) : null;
+  }
+
+  /** Idempotent: a head checkpointed twice (one pass per housekeeping shard) is kept once. */
+  async putCheckpoint(tenantId: string, checkpoint: AuditCheckpoint): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO rein.audit_checkpoints (tenant_id, seq, hash, at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (tenant_id, seq) DO NOTHING`,
+      [tenantId, checkpoint.seq, checkpoint.hash, checkpoint.at],
+    );
+  }
+
+  async latestCheckpoint(tenantId: string): Promise<AuditCheckpoint | null> {
+    const { rows } = await this.pool.query<{ seq: string; hash: string; at: Date }>(
+      'SELECT seq, hash, at FROM rein.audit_checkpoints WHERE tenant_id = $1 ORDER BY seq DESC LIMIT 1',
+      [tenantId],
+    );
+    const row = rows[0];
+    return row ? { seq: Number(row.seq), hash: row.hash, at: row.at.toISOString() } : null;
+  }
+
+  async checkpointedTenants(): Promise<string[]> {
+    const { rows } = await this.pool.query<{ tenant_id: string }>('SELECT DISTINCT tenant_id FROM rein.audit_checkpoints');
+    return rows.map((r) => r.tenant_id);
   }
 }

@@ -46,7 +46,8 @@ export const budgetApprovalOf = (run: RunRecord, approvals: readonly Approval[])
  * What the step does about its budget: `exhausted` is why it cannot go on (or null), `ask`
  * whether its agent asks. A step's budget approval is asked once: granted, it raises the
  * limits (only while the run is still parked on it, so a retry never raises twice); refused
- * or expired, the run fails.
+ * or expired, the run fails. `fourEyes` (REIN_BUDGET_FOUR_EYES): its requester may not
+ * grant it, even as proposed.
  */
 export function budgetVerdict(
   run: RunRecord,
@@ -55,6 +56,7 @@ export function budgetVerdict(
   ask: boolean,
   now: number,
   ttlMs: number,
+  fourEyes = true,
 ): BudgetVerdict {
   const asked = budgetApprovalOf(run, approvals);
   if (asked && run.status === 'pending_approval') {
@@ -64,7 +66,8 @@ export function budgetVerdict(
   if (!exhausted) return { kind: 'go' };
   // A sub-agent's budget is its tree's, bounded by its ancestors: raising its own limits would not help.
   if (!ask || !ASKABLE.includes(exhausted) || run.ancestors?.length || asked) return { kind: 'fail', reason: exhausted };
-  return { kind: 'ask', reason: exhausted, approval: budgetApproval(run, exhausted, proposeRaise(run), now, ttlMs) };
+  const approval = budgetApproval(run, exhausted, proposeRaise(run), now, ttlMs);
+  return { kind: 'ask', reason: exhausted, approval: fourEyes ? { ...approval, fourEyes } : approval };
 }
 
 /** The most a raise may hold (`budgetRaiseSchema`): a proposal past it could not be granted as proposed. */

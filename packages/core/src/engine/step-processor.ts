@@ -84,6 +84,8 @@ export interface StepProcessorDeps {
   modelIdleTimeoutMs?: number;
   /** How long a plan's or a call's approval stays decidable unless its tool says otherwise (APPROVAL_TTL_MS). */
   approvalTtlMs: number;
+  /** REIN_BUDGET_FOUR_EYES: a budget raise's requester may not grant it, even holding the role. */
+  budgetFourEyes: boolean;
   /**
    * The app version this worker runs and what it knows of the fleet's: a job of a run on
    * another version is sent on to that version's workers, or (an upgrade routed it here)
@@ -414,7 +416,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       ];
       // `onBudget: 'ask'`: a run out of budget asks a person; a granted ask raises its limits first.
       const verdictOf = (r: RunRecord, exhausted: RunReason | null) =>
-        budgetVerdict(r, read.approvals, exhausted, profile.onBudget === 'ask', now(), deps.approvalTtlMs);
+        budgetVerdict(r, read.approvals, exhausted, profile.onBudget === 'ask', now(), deps.approvalTtlMs, deps.budgetFourEyes);
       const budgetFacts = { now: now(), quotaExhausted, waitingOn: read.waitingOn };
       let budget = boundedByTree(run, bounds(run));
       let verdict = verdictOf(run, exhaustedBudget(budget, budgetFacts));

@@ -369,7 +369,14 @@ export const approverRoutes = {
     {
       params: idParamsSchema,
       body: createLinksBodySchema,
-      response: { 200: approvalLinksSchema, ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'approval_decided' }) },
+      response: {
+        200: approvalLinksSchema,
+        ...errors({
+          403: ERROR_CODES[403],
+          404: ERROR_CODES[404],
+          409: 'approval_decided, console_url_unset (REIN_CONSOLE_URL is not set)',
+        }),
+      },
     },
   ),
   reject: route('approvals', 'reject', 'Reject with a reason (the model hears it)', { ...decided, body: rejectBodySchema }),

@@ -129,7 +129,9 @@ export const jobCatalog = {
 export const DEADLINE_SWEEP = { scheduler: 'deadline-sweep', name: 'sweep' } as const;
 /** The repeating job that finds runs no job will ever advance, and repairs them. */
 export const REAPER = { scheduler: 'reaper', name: 'reap' } as const;
-/** The payload of a housekeeping pass (sweep, reap): nothing, whatever the scheduler stored. */
+/** With the archive on: the repeating job that copies each tenant's decision-log head there. */
+export const AUDIT_CHECKPOINT = { scheduler: 'audit-checkpoint', name: 'checkpoint-audit' } as const;
+/** The payload of a housekeeping pass (sweep, reap, checkpoint): nothing, whatever the scheduler stored. */
 export const housekeepingJobSchema = z.unknown().transform(() => null);
 export type JobName = keyof typeof jobCatalog;
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]['schema']>;
@@ -273,8 +275,17 @@ export class StepScheduler {
    * Idempotent: every worker upserts the same schedulers on every shard; BullMQ keeps one
    * of each per queue. The ones older releases kept on shard 0's step queue are removed.
    */
-  async scheduleHousekeeping(sweepEveryMs: number, reapEveryMs: number): Promise<void> {
+  async scheduleHousekeeping(sweepEveryMs: number, reapEveryMs: number, auditCheckpointEveryMs?: number): Promise<void> {
     const opts = { removeOnComplete: true, removeOnFail: 100 };
+    // Without the archive there is nowhere to checkpoint to: a scheduler left by a fleet that had it goes.
+    const checkpoint = (queue: Queue) =>
+      auditCheckpointEveryMs
+        ? queue.upsertJobScheduler(
+            AUDIT_CHECKPOINT.scheduler,
+            { every: auditCheckpointEveryMs },
+            { name: AUDIT_CHECKPOINT.name, data: {}, opts },
+          )
+        : queue.removeJobScheduler(AUDIT_CHECKPOINT.scheduler);
     const legacy = this.queuesOf(undefined)[0] as Queue;
     // Shard by shard: one whose master is down does not keep the others from being scheduled.
     const done = await Promise.allSettled([
@@ -283,6 +294,7 @@ export class StepScheduler {
       ...this.housekeepingQueues.map(async (queue) => {
         await queue.upsertJobScheduler(DEADLINE_SWEEP.scheduler, { every: sweepEveryMs }, { name: DEADLINE_SWEEP.name, data: {}, opts });
         await queue.upsertJobScheduler(REAPER.scheduler, { every: reapEveryMs }, { name: REAPER.name, data: {}, opts });
+        await checkpoint(queue);
       }),
     ]);
     const failed = done.find((r) => r.status === 'rejected');

@@ -1,10 +1,15 @@
 import { z } from 'zod';
 import { ReinError } from '../errors.js';
-import type { DEADLINE_SWEEP, JobName, JobPayload, REAPER } from './job-catalog.js';
+import type { AUDIT_CHECKPOINT, DEADLINE_SWEEP, JobName, JobPayload, REAPER } from './job-catalog.js';
 import type { FireJob, SCHEDULE_FIRE } from './schedule-queue.js';
 
-/** Every job name a worker takes: the catalog's enqueued jobs, the two housekeeping passes, and schedule firings. */
-export type WorkerJobName = JobName | typeof DEADLINE_SWEEP.name | typeof REAPER.name | typeof SCHEDULE_FIRE.name;
+/** Every job name a worker takes: the catalog's enqueued jobs, the housekeeping passes, and schedule firings. */
+export type WorkerJobName =
+  | JobName
+  | typeof DEADLINE_SWEEP.name
+  | typeof REAPER.name
+  | typeof AUDIT_CHECKPOINT.name
+  | typeof SCHEDULE_FIRE.name;
 /** A housekeeping pass carries nothing: its scheduler's data is `{}`, read as `null`. A firing names its schedule. */
 export type WorkerJobPayload<N extends WorkerJobName> = N extends JobName
   ? JobPayload<N>

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { tenantKeys } from '../keys.js';
+import { AUDIT_TENANTS_KEY, tenantKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import { type RedisClient, sendCommands } from '../redis.js';
 import { type AuditEntry, type AuditRecord, auditEntrySchema } from '../schemas/index.js';
@@ -49,13 +49,26 @@ export interface StoredAuditEntry {
   json: string;
 }
 
-/** Where entries go beyond Redis's retention (the PostgreSQL archive, archive/audit-archive.ts). */
+/** A head copied out of Redis (`at`: when, ISO): a later log must still hold that entry. */
+export interface AuditCheckpoint {
+  seq: number;
+  hash: string;
+  at: string;
+}
+
+/** Where entries go beyond Redis's retention, and where heads are checkpointed (the PostgreSQL archive, archive/audit-archive.ts). */
 export interface AuditColdStore {
   put(tenantId: string, entries: readonly StoredAuditEntry[]): Promise<void>;
   get(tenantId: string, seqs: readonly number[]): Promise<Map<number, string>>;
   /** The first seq at or after `fromMs`, or null. */
   firstSince(tenantId: string, fromMs: number): Promise<number | null>;
+  putCheckpoint(tenantId: string, checkpoint: AuditCheckpoint): Promise<void>;
+  latestCheckpoint(tenantId: string): Promise<AuditCheckpoint | null>;
+  checkpointedTenants(): Promise<string[]>;
 }
+
+/** One tenant's checkpoint pass: a new head copied, nothing new, or a live log that no longer holds the last checkpoint. */
+export type CheckpointOutcome = 'written' | 'unchanged' | 'behind';
 
 /** With a cold store: entries older than `retentionMs` are copied there and trimmed from Redis. */
 export interface AuditRetention {
@@ -77,6 +90,8 @@ export class AuditLog {
   private readonly redis;
   /** When this process last trimmed each tenant's log (at most once per retention, and per minute). */
   private readonly trimmed = new Map<string, number>();
+  /** Tenants this process already named in AUDIT_TENANTS_KEY. */
+  private readonly registered = new Set<string>();
 
   constructor(
     redis: RedisClient,
@@ -96,7 +111,19 @@ export class AuditLog {
         this.logger?.error({ err: (err as Error).message, tenantId: r.tenantId, action: r.action }, 'could not append to the decision log');
       }
     }
-    for (const tenantId of new Set(records.map((r) => r.tenantId))) {
+    const tenants = new Set(records.map((r) => r.tenantId));
+    // Named once for the checkpoint pass, which copies each such tenant's head to the archive.
+    const unnamed = this.retention ? [...tenants].filter((t) => !this.registered.has(t)) : [];
+    if (unnamed.length) {
+      await this.redis
+        .sadd(AUDIT_TENANTS_KEY, ...unnamed)
+        .then(() => {
+          if (this.registered.size > 10_000) this.registered.clear(); // bounded: forgetting only costs a repeated SADD
+          for (const t of unnamed) this.registered.add(t);
+        })
+        .catch((err: Error) => this.logger?.warn({ err: err.message }, 'could not name the tenant for decision-log checkpoints'));
+    }
+    for (const tenantId of tenants) {
       const last = this.trimmed.get(tenantId) ?? 0;
       if (!this.retention || this.now() - last < Math.min(this.retention.retentionMs, 60_000)) continue;
       this.trimmed.set(tenantId, this.now());
@@ -203,6 +230,55 @@ export class AuditLog {
     }
     const last = entries.at(-1);
     return { entries, head, ...(more && last ? { nextCursor: String(last.seq) } : {}) };
+  }
+
+  /**
+   * Copies the tenant's head to the archive when it moved on from the last checkpoint. A log
+   * that no longer holds the last checkpoint (entries removed and the head rewound, maybe
+   * appended to since) is `behind`: nothing is written, so the checkpoint keeps the truth.
+   */
+  async checkpoint(tenantId: string): Promise<CheckpointOutcome> {
+    const cold = this.retention?.cold;
+    if (!cold) return 'unchanged';
+    const [head, last] = await Promise.all([this.head(tenantId), cold.latestCheckpoint(tenantId)]);
+    if (last && !(await this.holds(tenantId, head, last))) return 'behind';
+    if (head.seq === 0 || head.seq === last?.seq) return 'unchanged';
+    await cold.putCheckpoint(tenantId, { ...head, at: new Date(this.now()).toISOString() });
+    return 'written';
+  }
+
+  /** One checkpoint pass over every tenant with a log (named in Redis, or checkpointed before). Returns the tenants behind. */
+  async checkpointAll(): Promise<{ written: number; behind: string[] }> {
+    const cold = this.retention?.cold;
+    if (!cold) return { written: 0, behind: [] };
+    // The archive's own list too: a tenant removed from Redis's set is still checked.
+    const [named, checkpointed] = await Promise.all([this.redis.smembers(AUDIT_TENANTS_KEY), cold.checkpointedTenants()]);
+    let written = 0;
+    const behind: string[] = [];
+    for (const tenantId of new Set([...named, ...checkpointed])) {
+      const outcome = await this.checkpoint(tenantId).catch((err: Error) => {
+        this.logger?.warn({ err: err.message, tenantId }, 'could not checkpoint the decision log');
+        return 'unchanged' as const;
+      });
+      if (outcome === 'written') written++;
+      if (outcome === 'behind') behind.push(tenantId);
+    }
+    for (const tenantId of behind)
+      this.logger?.error({ tenantId }, 'the decision log no longer holds its last checkpoint: entries were removed and its head rewound');
+    return { written, behind };
+  }
+
+  /** The archive's latest checkpoint of the tenant's head (null: none, or no archive). */
+  async latestCheckpoint(tenantId: string): Promise<AuditCheckpoint | null> {
+    return this.retention ? this.retention.cold.latestCheckpoint(tenantId) : null;
+  }
+
+  /** Whether the log, at `head`, still holds the checkpointed entry: reaches its seq, with that very hash there. */
+  private async holds(tenantId: string, head: { seq: number; hash: string }, kept: AuditCheckpoint): Promise<boolean> {
+    if (head.seq < kept.seq) return false;
+    if (head.seq === kept.seq) return head.hash === kept.hash;
+    const [entry] = (await this.page(tenantId, { cursor: kept.seq - 1, limit: 1 })).entries;
+    return entry?.seq === kept.seq && entry.hash === kept.hash;
   }
 
   /** The chain's last entry (`seq` 0 and the genesis hash for an empty log). */

@@ -311,7 +311,7 @@ export function createCompensator(deps: CompensatorDeps) {
    * which waits for the undo, is told), else whoever waits for the undo may go on.
    */
   async function settle(run: RunRecord): Promise<void> {
-    if (!(await onRunFinished(run))) await deps.onSettled?.(run);
+    if (!(await nextRound(run))) await deps.onSettled?.(run);
   }
 
   /**
@@ -321,12 +321,12 @@ export function createCompensator(deps: CompensatorDeps) {
    * compensated whatever the policy: `ask` still asks, otherwise it runs. A write no round
    * covers yet starts the next round once the last one is over. Returns whether it started one.
    */
-  async function onRunFinished(run: RunRecord): Promise<boolean> {
+  async function nextRound(run: RunRecord): Promise<boolean> {
     if (run.parentRunId) {
       // A sub-agent's writes are its tree's: the root's saga undoes them with its own (one plan, one approval),
       // including one recorded after the root ended (a leaf's call in flight when the root was cancelled).
       const root = await deps.store.get(run.rootRunId ?? run.parentRunId);
-      return root !== null && TERMINAL_STATUSES.includes(root.status) && !root.parentRunId && onRunFinished(root);
+      return root !== null && TERMINAL_STATUSES.includes(root.status) && !root.parentRunId && nextRound(root);
     }
     if (run.status !== 'failed' && run.status !== 'cancelled') return false;
     const agentPolicy = deps.agents.get(run.agent).compensation;
@@ -355,7 +355,10 @@ export function createCompensator(deps: CompensatorDeps) {
   }
 
   return {
-    onRunFinished,
+    /** The finish hook: see nextRound. */
+    async onRunFinished(run: RunRecord): Promise<void> {
+      await nextRound(run);
+    },
 
     /** Whether the run's undo is over (done, failed or declined), or it has nothing to undo. */
     async settled(run: RunRecord): Promise<boolean> {

@@ -12,7 +12,8 @@ export const compensationStepSchema = z.object({
   tool: z.string(),
   undoTool: z.string(),
   arguments: z.unknown(),
-  status: z.enum(['pending', 'done', 'failed', 'uncertain']),
+  /** `done`: undone; `declined`: its round's approval was rejected or expired, so the write stands. */
+  status: z.enum(['pending', 'done', 'failed', 'uncertain', 'declined']),
   observation: z.string().optional(),
   at: z.string().optional(),
   /** How often an approver asked for this undo again after it failed (each try has a ledger key of its own). */
@@ -23,10 +24,14 @@ export type CompensationStep = z.infer<typeof compensationStepSchema>;
 /**
  * A run's saga compensation. `pending`: waiting for the approval of the plan; `failed`
  * is the `compensation_failed` state a person must look at; `declined`: the plan was
- * rejected or expired. Steps are in the order they run: the reverse of the writes.
+ * rejected or expired. Steps are in the order they run: the reverse of the writes. A
+ * write recorded after a round was planned (a call in flight when the run ended) starts
+ * the next round; `steps` then holds every write of the run and its tree seen so far,
+ * each with where its undo got to, the newest first.
  */
 export const compensationSchema = z.object({
   schemaVersion: z.literal(SCHEMA_VERSION),
+  /** One more for each start: the first plan, a write recorded after it, an approver's request. */
   round: z.number().int().min(1),
   status: z.enum(['pending', 'running', 'done', 'failed', 'declined']),
   /** Why it started: the agent's policy on a failed or cancelled run, or an approver's request. */

@@ -201,8 +201,9 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     /** Processes queued jobs until none are left (or `max` were run). */
     async drain(max = 50) {
       let ran = 0;
-      // Expiry and escalation jobs are delayed by design, and compensations are not steps: they stay queued, and tests run them explicitly.
-      const runnable = () => queue.find((q) => q.name !== 'expire' && q.name !== 'escalate' && q.name !== 'compensate');
+      // Expiry and escalation jobs are delayed by design, and compensations and admissions are not steps: they stay queued, and tests run them explicitly.
+      const held: JobName[] = ['expire', 'escalate', 'compensate', 'admit'];
+      const runnable = () => queue.find((q) => !held.includes(q.name));
       for (let next = runnable(); next && ran < max; next = runnable()) {
         queue.splice(queue.indexOf(next), 1);
         await steps.process(stepJobSchema.parse(next.job));

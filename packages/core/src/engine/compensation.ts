@@ -51,6 +51,21 @@ export interface CompensatorDeps {
 /** Outcome of one undo call (`replayed`: its result came from the ledger). */
 type UndoOutcome = Pick<CompensationStep, 'status' | 'observation'> & { replayed?: boolean };
 
+/** A saga's states in which no round is under way: a new one may start. */
+const SETTLED: readonly CompensationStatus[] = ['done', 'failed', 'declined'];
+
+/** The write an undo step is about: the same in every round of the saga. */
+const writeOf = (s: CompensationStep) => `${s.runId ?? ''}:${s.step}:${s.toolCallId}`;
+
+/**
+ * The undos a round runs: the pending ones before the first that did not happen (failed or
+ * uncertain), since earlier writes may depend on later ones being undone first.
+ */
+const runnable = (steps: readonly CompensationStep[]): CompensationStep[] => {
+  const stop = steps.findIndex((s) => s.status === 'failed' || s.status === 'uncertain');
+  return (stop < 0 ? steps : steps.slice(0, stop)).filter((s) => s.status === 'pending');
+};
+
 const parseResult = (observation: string): unknown => {
   try {
     return JSON.parse(observation);
@@ -112,16 +127,31 @@ export function createCompensator(deps: CompensatorDeps) {
   }
 
   /**
-   * The steps of a failed saga, to run again from the undo that failed (or whose outcome is
-   * unknown: the approver asking again has checked it) on; each such undo gets a new retry
-   * number, so it runs once more under a ledger key of its own, and exactly once.
+   * An approver's request takes a saga up again: from the undo that failed (or whose outcome
+   * is unknown: the approver asking again has checked it) on, each such undo with a new retry
+   * number, so it runs once more under a ledger key of its own, and exactly once; a declined
+   * undo (it never ran) is asked for again as it was.
    */
   const retried = (steps: readonly CompensationStep[]): CompensationStep[] =>
     steps.map((s) => {
+      if (s.status === 'declined') return { ...s, status: 'pending' };
       if (s.status !== 'failed' && s.status !== 'uncertain') return s;
       const { observation: _observation, at: _at, ...undo } = s;
       return { ...undo, status: 'pending', retry: (s.retry ?? 0) + 1 };
     });
+
+  /**
+   * The steps of a saga's next round: the writes of the run's tree that no earlier round
+   * covers (recorded after it was planned: a call in flight when the run ended), latest
+   * first and ahead of the earlier rounds' steps, which keep where they got to (`again`:
+   * an approver's request, which takes failed and declined undos up again).
+   */
+  async function nextSteps(run: RunRecord, held: Compensation | null, again: boolean): Promise<CompensationStep[]> {
+    const covered = new Set(held?.steps.map(writeOf));
+    const fresh = (await plan(run)).filter((s) => !covered.has(writeOf(s)));
+    const earlier = held ? (again ? retried(held.steps) : held.steps) : [];
+    return [...fresh, ...earlier];
+  }
 
   async function save(run: RunRecord, c: Compensation, event: Parameters<typeof runEvent>[0], data: Record<string, unknown>) {
     await deps.store.saveCompensation(c, run.id);
@@ -131,17 +161,22 @@ export function createCompensator(deps: CompensatorDeps) {
   async function start(run: RunRecord, c: Compensation, replacing?: readonly CompensationStatus[]): Promise<boolean> {
     if (!(await deps.store.saveCompensation(c, run.id, true, replacing))) return false;
     await deps.store.appendEvent(
-      runEvent('compensation.started', run.id, undefined, { round: c.round, status: c.status, trigger: c.trigger, steps: c.steps.length }),
+      runEvent('compensation.started', run.id, undefined, {
+        round: c.round,
+        status: c.status,
+        trigger: c.trigger,
+        steps: runnable(c.steps).length,
+      }),
     );
     if (c.status === 'running')
       await deps.enqueue('compensate', { runId: run.id, round: c.round, traceparent: run.traceparent }, { route: jobRoute(run) });
     return true;
   }
 
-  /** The approval of a plan: one approval of the whole list of undo actions, on the finished run. */
+  /** The approval of a plan: one approval of the whole list of undo actions the round runs, on the finished run. */
   async function askApproval(run: RunRecord, c: Compensation): Promise<Approval> {
     const at = now();
-    const undo = c.steps.map((s) => ({
+    const undo = runnable(c.steps).map((s) => ({
       tool: s.undoTool,
       undoes: s.tool,
       arguments: s.arguments,
@@ -268,54 +303,90 @@ export function createCompensator(deps: CompensatorDeps) {
     await deps.emit(run.tenantId, failed ? 'compensation.failed' : 'run.compensated', `${run.id}:${c.round}`, data);
     const log = failed ? deps.logger.error.bind(deps.logger) : deps.logger.info.bind(deps.logger);
     log({ runId: run.id, round: c.round }, failed ? 'compensation failed: a person must finish it' : 'run compensated');
-    await deps.onSettled?.(run);
+    await settle(run);
+  }
+
+  /**
+   * A round ended: a write recorded while it ran starts the next one (before the session,
+   * which waits for the undo, is told), else whoever waits for the undo may go on.
+   */
+  async function settle(run: RunRecord): Promise<void> {
+    if (!(await nextRound(run))) await deps.onSettled?.(run);
+  }
+
+  /**
+   * A finish hook (the applier's, run again when a write of the finished run is recorded
+   * late): a failed or cancelled run with completed writes is compensated by its agent's
+   * policy. A run rolled back by a new run of its session (`ifBusy: rollback`) is
+   * compensated whatever the policy: `ask` still asks, otherwise it runs. A write no round
+   * covers yet starts the next round once the last one is over. Returns whether it started one.
+   */
+  async function nextRound(run: RunRecord): Promise<boolean> {
+    if (run.parentRunId) {
+      // A sub-agent's writes are its tree's: the root's saga undoes them with its own (one plan, one approval),
+      // including one recorded after the root ended (a leaf's call in flight when the root was cancelled).
+      const root = await deps.store.get(run.rootRunId ?? run.parentRunId);
+      return root !== null && TERMINAL_STATUSES.includes(root.status) && !root.parentRunId && nextRound(root);
+    }
+    if (run.status !== 'failed' && run.status !== 'cancelled') return false;
+    const agentPolicy = deps.agents.get(run.agent).compensation;
+    const policy = run.interruption?.rollback && agentPolicy === 'never' ? 'auto' : agentPolicy;
+    if (policy === 'never') return false;
+    // A round under way looks for writes it did not cover when it ends (settle); a decided
+    // plan's approval stays decided (the reaper may call this again after a crash).
+    const held = await deps.store.compensation(run.id);
+    if (held && !SETTLED.includes(held.status)) return false;
+    const steps = await nextSteps(run, held, false);
+    if (runnable(steps).length === 0) return false;
+    const at = iso();
+    const base = {
+      schemaVersion: 1 as const,
+      round: (held?.round ?? 0) + 1,
+      trigger: policy,
+      requestedBy: run.userId,
+      steps,
+      createdAt: at,
+      updatedAt: at,
+    };
+    const replacing = held ? [held.status] : undefined;
+    if (policy === 'auto') return start(run, { ...base, status: 'running' }, replacing);
+    const approval = await askApproval(run, { ...base, status: 'pending' });
+    return start(run, { ...base, status: 'pending', approvalId: approval.id }, replacing);
   }
 
   return {
-    /**
-     * A finish hook (the applier's): a failed or cancelled run with completed writes is
-     * compensated by its agent's policy. A run rolled back by a new run of its session
-     * (`ifBusy: rollback`) is compensated whatever the policy: `ask` still asks, otherwise it runs.
-     */
+    /** The finish hook: see nextRound. */
     async onRunFinished(run: RunRecord): Promise<void> {
-      if (run.status !== 'failed' && run.status !== 'cancelled') return;
-      // A sub-agent's writes are its tree's: the root's saga undoes them with its own (one plan, one approval).
-      if (run.parentRunId) return;
-      const agentPolicy = deps.agents.get(run.agent).compensation;
-      const policy = run.interruption?.rollback && agentPolicy === 'never' ? 'auto' : agentPolicy;
-      if (policy === 'never') return;
-      // Called again by the reaper when a crash cut the first call short: a compensation
-      // already started is left as it is (its plan's approval, once decided, stays decided).
-      if (await deps.store.compensation(run.id)) return;
-      const steps = await plan(run);
-      if (steps.length === 0) return;
-      const at = iso();
-      const base = { schemaVersion: 1 as const, round: 1, trigger: policy, requestedBy: run.userId, steps, createdAt: at, updatedAt: at };
-      if (policy === 'auto') {
-        await start(run, { ...base, status: 'running' });
-        return;
-      }
-      const approval = await askApproval(run, { ...base, status: 'pending' });
-      await start(run, { ...base, status: 'pending', approvalId: approval.id });
+      await nextRound(run);
     },
 
     /** Whether the run's undo is over (done, failed or declined), or it has nothing to undo. */
     async settled(run: RunRecord): Promise<boolean> {
       const c = await deps.store.compensation(run.id);
-      if (c) return c.status === 'done' || c.status === 'failed' || c.status === 'declined';
+      if (c) return SETTLED.includes(c.status);
       return (await plan(run)).length === 0;
     },
 
-    /** `POST /v1/runs/:id/compensate`: an approver undoes a finished run (their request is the decision). */
+    /**
+     * `POST /v1/runs/:id/compensate`: an approver undoes a finished run (their request is the
+     * decision) — its whole tree, from where its saga got to: writes no round covered yet,
+     * failed and declined undos; the undos done stay done.
+     */
     async request(principal: Principal, runId: string): Promise<Compensation> {
       const run = await deps.store.get(runId);
       if (!run || !mayReadRun(principal, run)) throw new NotFoundError(`run ${runId}`);
       if (!overseesTenant(principal)) throw new ForbiddenError('undoing a run needs the approver role or above');
       if (!TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_not_finished', `run ${runId} is still ${run.status}`);
       const held = await deps.store.compensation(runId);
-      // A failed saga is taken up again from the undo that did not happen: the ones done stay done.
-      const steps = held?.status === 'failed' ? retried(held.steps) : await plan(run);
-      if (steps.length === 0) throw new ConflictError('nothing_to_compensate', `run ${runId} has no completed write that declares an undo`);
+      const busy = () =>
+        new ConflictError('compensation_exists', `run ${runId} has a compensation under way (${held?.status ?? 'just started'})`);
+      if (held && !SETTLED.includes(held.status)) throw busy();
+      const steps = await nextSteps(run, held, true);
+      if (runnable(steps).length === 0)
+        throw new ConflictError(
+          'nothing_to_compensate',
+          held ? `every write of run ${runId} is undone already` : `run ${runId} has no completed write that declares an undo`,
+        );
       const at = iso();
       const c: Compensation = {
         schemaVersion: 1,
@@ -327,9 +398,8 @@ export function createCompensator(deps: CompensatorDeps) {
         createdAt: at,
         updatedAt: at,
       };
-      // Replaces only the very saga read: of two requests at once, one retries it.
-      if (!(await start(run, c, held?.status === 'failed' ? ['failed'] : undefined)))
-        throw new ConflictError('compensation_exists', `run ${runId} already has a compensation (${held?.status ?? 'just started'})`);
+      // Replaces only the very round read: of two requests at once, one starts the next round.
+      if (!(await start(run, c, held ? [held.status] : undefined))) throw busy();
       return c;
     },
 
@@ -349,15 +419,26 @@ export function createCompensator(deps: CompensatorDeps) {
         const approval = (await deps.store.approvals(run.id)).find((a) => a.id === c?.approvalId);
         if (approval?.status === 'pending') return 'waiting';
         if (approval?.status !== 'approved') {
-          await save(run, { ...c, status: 'declined', updatedAt: iso() }, 'compensation.finished', { approval: approval?.status ?? null });
-          await deps.onSettled?.(run);
+          // The writes this round would have undone stand: the view says so, step by step.
+          const asked = new Set(runnable(c.steps));
+          const steps = c.steps.map((s): CompensationStep => (asked.has(s) ? { ...s, status: 'declined', at: iso() } : s));
+          await save(run, { ...c, steps, status: 'declined', updatedAt: iso() }, 'compensation.finished', {
+            approval: approval?.status ?? null,
+          });
+          await settle(run);
           return 'declined';
         }
         c = { ...c, status: 'running', updatedAt: iso() };
         await save(run, c, 'compensation.started', { approvedBy: approval.decidedBy ?? null });
       }
-      if (c.status !== 'running') return c.status;
+      if (c.status !== 'running') {
+        // A retried job of a round that ended: what its end starts (the next round, the session going on) is done again, idempotently.
+        if (SETTLED.includes(c.status)) await settle(run);
+        return c.status;
+      }
       for (const [i, s] of c.steps.entries()) {
+        // An undo of an earlier round that did not happen still stops this one at its place.
+        if (s.status === 'failed' || s.status === 'uncertain') break;
         if (s.status !== 'pending') continue;
         const out = await undo(run, s, lastAttempt);
         const { replayed, ...result } = out;

@@ -144,6 +144,13 @@ export function createRunService(deps: RunServiceDeps) {
     return hot.map((r, i) => r ?? cold.get(ids[i] as string) ?? null);
   }
 
+  /** A run's saga compensation, from Redis or else (its keys dropped after hot retention) from the tenant's archive. */
+  async function compensationOf(tenantId: string, id: string): Promise<Compensation | null> {
+    const hot = await deps.store.compensation(id);
+    if (hot || !deps.archive) return hot;
+    return (await deps.archive.readRun(tenantId, id))?.compensation ?? null;
+  }
+
   /** The run's tree parts from Redis (its `children` and `tree` hashes). */
   async function hotTree(run: RunRecord): Promise<RunTreeParts> {
     const [children, [node]] = await Promise.all([deps.store.children(run.id), deps.store.treeNodes([run.id])]);
@@ -280,7 +287,13 @@ export function createRunService(deps: RunServiceDeps) {
         // Read after the claim, so the previous run of the session has finished and is seen.
         let history =
           !behind && body.sessionId
-            ? await sessionHistory(deps.store, sessionOf(fresh), deps.sessions, (ids) => runsById(principal.tenantId, ids))
+            ? await sessionHistory(
+                deps.store,
+                sessionOf(fresh),
+                deps.sessions,
+                (ids) => runsById(principal.tenantId, ids),
+                (r) => compensationOf(principal.tenantId, r.id),
+              )
             : [];
         // Renew the claim just before creating: a claim only lapses after SESSION_CLAIM_MS without a run.
         if (!behind) behind = await claimSession();

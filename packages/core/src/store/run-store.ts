@@ -480,8 +480,8 @@ export class RunStore {
 
   /**
    * Writes the compensation, kept as long as the run's trace. `create`: only if the run
-   * has none yet or only one in a status of `replacing` (whoever writes first wins);
-   * returns whether it wrote.
+   * has none yet or only the round before it, in a status of `replacing` (whoever writes
+   * first wins: two starts of one round write one); returns whether it wrote.
    */
   async saveCompensation(
     c: Compensation,
@@ -493,7 +493,8 @@ export class RunStore {
     const doc = JSON.stringify(compensationSchema.parse(c));
     if (!create) return (await this.redis.set(key, doc, 'EX', this.traceTtlSeconds)) === 'OK';
     const raw = await this.redis.get(key);
-    if (raw && !replacing.includes(compensationSchema.parse(JSON.parse(raw)).status)) return false;
+    const held = raw ? compensationSchema.parse(JSON.parse(raw)) : null;
+    if (held && (!replacing.includes(held.status) || held.round !== c.round - 1)) return false;
     if (!raw) return (await this.redis.set(key, doc, 'EX', this.traceTtlSeconds, 'NX')) === 'OK';
     // Replacing one: only if it is still the one read.
     const replaced = await this.redis.eval(

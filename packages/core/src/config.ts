@@ -4,7 +4,7 @@ import { DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
 import { ConfigError } from './errors.js';
 import { providersSchema, resolveProviderKeys } from './model/providers.js';
 import { escalationSchema } from './schemas/approval.js';
-import { apiKeySchema, roleSchema } from './schemas/identity.js';
+import { apiKeySchema, tenantRoleSchema } from './schemas/identity.js';
 import { appVersionSchema } from './schemas/version.js';
 
 const csv = z.string().transform((s) =>
@@ -209,7 +209,7 @@ export const configSchema = z.object({
    * process must share it. Unset: derived from REIN_API_KEYS (changing the keys voids every link).
    */
   REIN_LINK_SECRET: z.string().min(32).optional(),
-  REIN_APPROVAL_ESCALATION: jsonOf(z.partialRecord(roleSchema, escalationSchema), '{"<role>": {"afterMs", "toRole"}}').default({}),
+  REIN_APPROVAL_ESCALATION: jsonOf(z.partialRecord(tenantRoleSchema, escalationSchema), '{"<role>": {"afterMs", "toRole"}}').default({}),
   REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
   /** The archive of finished runs (PostgreSQL, `postgres://…`); unset: no archive, runs live in Redis for REIN_TRACE_TTL_DAYS. */
   REIN_ARCHIVE_URL: z

@@ -1,3 +1,4 @@
+import { holdsRole, isOperator } from '../approvals/decision-rights.js';
 import { currentVersion } from '../engine/version-route.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -19,23 +20,27 @@ export interface VersionServiceDeps {
 const UPGRADE_BATCH = 50;
 
 /**
- * The fleet's app versions for operators (admin keys, like the queue board: versions are
- * fleet-wide): list them, promote one (where new runs go, instant rollback), upgrade one
- * (its runs move to another version at their next step). A version must have been seen
- * (some process ran it) to be named: a made-up string is a 404, never a queue or a label.
+ * The fleet's app versions: list them, promote one (where new runs go, instant rollback),
+ * upgrade one (its runs move to another version at their next step). Versions are
+ * fleet-wide, so promote and upgrade need the `operator` role (like the queue board); a
+ * tenant's admin may list them, counting its own tenant's runs and approvals only. A
+ * version must have been seen (some process ran it) to be named: a made-up string is a
+ * 404, never a queue or a label.
  */
 export function createVersionService(deps: VersionServiceDeps) {
   const { directory } = deps;
-  const admin = (principal: Principal) => {
-    if (!principal.roles.includes('admin')) throw new ForbiddenError('app versions are managed by admins');
+  const operator = (principal: Principal) => {
+    if (!isOperator(principal.roles)) throw new ForbiddenError('app versions are fleet-wide: managing them needs the operator role');
   };
   const known = async (version: string) => {
     if (!(await directory.seen(version))) throw new NotFoundError(`app version ${version}`);
   };
 
   async function list(principal: Principal): Promise<VersionList> {
-    admin(principal);
-    const [facts, fleet] = await Promise.all([directory.list(), directory.fresh()]);
+    const fleetWide = isOperator(principal.roles);
+    if (!fleetWide && !holdsRole(principal.roles, 'admin'))
+      throw new ForbiddenError('app versions are listed for operators and tenant admins');
+    const [facts, fleet] = await Promise.all([directory.list(fleetWide ? undefined : principal.tenantId), directory.fresh()]);
     const current = currentVersion(fleet, directory.own);
     return {
       current,
@@ -65,7 +70,7 @@ export function createVersionService(deps: VersionServiceDeps) {
     list,
 
     async promote(principal: Principal, version: string, body: PromoteBody): Promise<VersionList> {
-      admin(principal);
+      operator(principal);
       await known(version);
       if (!body.force && (await liveWorkers(version)) === 0)
         throw new ConflictError(
@@ -79,7 +84,7 @@ export function createVersionService(deps: VersionServiceDeps) {
 
     /** Every unfinished run of `from` moves to `to` (default: the current version) at its next step; each is kicked so that it does. */
     async upgrade(principal: Principal, from: string, body: UpgradeBody): Promise<UpgradeAnswer> {
-      admin(principal);
+      operator(principal);
       await known(from);
       const fleet = await directory.fresh();
       const to = body.to ?? currentVersion(fleet, directory.own);

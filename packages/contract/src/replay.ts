@@ -64,7 +64,13 @@ export const runDiffSchema = z.object({
   approvals: z.object({
     original: z.array(z.object({ step: z.number().int().min(0), toolName: z.string(), status: z.string(), risk: riskSchema })),
     wouldNeed: z.array(
-      z.object({ step: z.number().int().min(0), toolName: z.string(), arguments: z.unknown(), risk: riskSchema, requiredRole: tenantRoleSchema }),
+      z.object({
+        step: z.number().int().min(0),
+        toolName: z.string(),
+        arguments: z.unknown(),
+        risk: riskSchema,
+        requiredRole: tenantRoleSchema,
+      }),
     ),
   }),
   usage: z.object({ original: usageSchema, replay: usageSchema }),

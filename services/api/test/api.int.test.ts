@@ -354,7 +354,8 @@ describe('app versions are fleet-wide: operators manage them, a tenant admin rea
     };
     await rt.versions.heartbeat();
     const before = { acme: await queued(ADMIN), globex: await queued(OTHER_ADMIN), fleet: await queued(OPERATOR) };
-    const submit = (who: { key: string }) => app.inject({ method: 'POST', url: '/v1/runs', headers: as(who), payload: { input: 'count me' } });
+    const submit = (who: { key: string }) =>
+      app.inject({ method: 'POST', url: '/v1/runs', headers: as(who), payload: { input: 'count me' } });
     await submit(USER); // acme
     await submit(USER); // acme
     await submit(OTHER); // globex

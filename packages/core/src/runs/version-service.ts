@@ -2,7 +2,7 @@ import { holdsRole, isOperator } from '../approvals/decision-rights.js';
 import { currentVersion } from '../engine/version-route.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
+import { type Enqueue, jobRoute, type StepScheduler } from '../queue/job-catalog.js';
 import type { Principal } from '../schemas/identity.js';
 import { TERMINAL_STATUSES } from '../schemas/run.js';
 import type { PromoteBody, UpgradeAnswer, UpgradeBody, VersionList, VersionView } from '../schemas/version.js';
@@ -13,6 +13,8 @@ export interface VersionServiceDeps {
   directory: VersionDirectory;
   store: Pick<RunStore, 'get'>;
   enqueue: Enqueue;
+  /** The versions' step queues: what waits on each, and an upgrade's move of it. */
+  queues: Pick<StepScheduler, 'jobCounts' | 'moveJobs'>;
   logger: Logger;
 }
 
@@ -42,10 +44,12 @@ export function createVersionService(deps: VersionServiceDeps) {
       throw new ForbiddenError('app versions are listed for operators and tenant admins');
     const [facts, fleet] = await Promise.all([directory.list(fleetWide ? undefined : principal.tenantId), directory.fresh()]);
     const current = currentVersion(fleet, directory.own);
+    // Queues hold every tenant's jobs: counted for operators only.
+    const jobs = fleetWide ? await Promise.all(facts.map((f) => deps.queues.jobCounts(f.version))) : [];
     return {
       current,
       versions: facts.map(
-        (f): VersionView => ({
+        (f, i): VersionView => ({
           version: f.version,
           current: f.version === current,
           promoted: f.version === fleet.promoted,
@@ -53,6 +57,7 @@ export function createVersionService(deps: VersionServiceDeps) {
           apis: f.apis,
           runs: f.runs,
           pendingApprovals: f.pendingApprovals,
+          ...(fleetWide ? { jobs: jobs[i] ?? 0 } : {}),
           ...(fleet.upgrades[f.version] ? { upgradingTo: fleet.upgrades[f.version] } : {}),
           firstSeen: new Date(f.firstSeen).toISOString(),
           lastSeen: new Date(f.lastSeen).toISOString(),
@@ -82,7 +87,11 @@ export function createVersionService(deps: VersionServiceDeps) {
       return list(principal);
     },
 
-    /** Every unfinished run of `from` moves to `to` (default: the current version) at its next step; each is kicked so that it does. */
+    /**
+     * Every unfinished run of `from` moves to `to` (default: the current version) at its
+     * next step; each is kicked so that it does. Every job still waiting on `from`'s queues
+     * moves too, whatever its kind (a finished run's undo or archive job included).
+     */
     async upgrade(principal: Principal, from: string, body: UpgradeBody): Promise<UpgradeAnswer> {
       operator(principal);
       await known(from);
@@ -110,8 +119,9 @@ export function createVersionService(deps: VersionServiceDeps) {
           runs++;
         }
       }
-      deps.logger.warn({ from, to, runs, by: principal.userId }, 'app version upgrade requested');
-      return { from, to, runs };
+      const jobs = await deps.queues.moveJobs(from, to);
+      deps.logger.warn({ from, to, runs, jobs, by: principal.userId }, 'app version upgrade requested');
+      return { from, to, runs, jobs };
     },
   };
 }

@@ -451,7 +451,13 @@ export class RunStore {
     // The version's unfinished runs, by status (GET /v1/versions, upgrades, the waiting metric).
     if (next.appVersion && (how.left.length || how.versionFrom !== undefined)) {
       if (terminal) commands.push(['hdel', versionRunsKey(next.appVersion), next.id]);
-      else commands.push(['hset', versionRunsKey(next.appVersion), next.id, versionRunEntry(next.status, next.pendingApprovals.length, next.tenantId)]);
+      else
+        commands.push([
+          'hset',
+          versionRunsKey(next.appVersion),
+          next.id,
+          versionRunEntry(next.status, next.pendingApprovals.length, next.tenantId),
+        ]);
     }
     if (how.versionFrom && how.versionFrom !== next.appVersion) commands.push(['hdel', versionRunsKey(how.versionFrom), next.id]);
     if (terminal || isParked(next.status)) commands.push(['zrem', DEADLINES_KEY, next.id]);

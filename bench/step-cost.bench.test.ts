@@ -276,12 +276,12 @@ const MID_DEPLOY: ReinCase = {
   async setup(fleet) {
     await fleet.startApi({ REIN_APP_VERSION: 'v1' });
     for (let i = 0; ; i++) {
-      const promoted = await fleet.callApi('POST', '/v1/versions/v2/promote', KEYS.admin.key, {});
+      const promoted = await fleet.callApi('POST', '/v1/versions/v2/promote', KEYS.operator.key, {});
       if (promoted.status === 200) break;
       if (i > 100) throw new Error(`promote failed: ${promoted.status} ${JSON.stringify(promoted.body)}`);
       await new Promise((r) => setTimeout(r, 100));
     }
-    const upgrade = await fleet.callApi('POST', '/v1/versions/v1/upgrade', KEYS.admin.key, { to: 'v2' });
+    const upgrade = await fleet.callApi('POST', '/v1/versions/v1/upgrade', KEYS.operator.key, { to: 'v2' });
     if (upgrade.status !== 202) throw new Error(`upgrade failed: ${upgrade.status} ${JSON.stringify(upgrade.body)}`);
   },
 };

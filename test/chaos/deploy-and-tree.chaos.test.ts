@@ -61,7 +61,7 @@ const submit = async (fleet: Fleet, body: Record<string, unknown>) => {
 /** Polls GET /v1/versions until `version` has at least `n` live workers. */
 async function workersLive(fleet: Fleet, version: string, n: number) {
   for (let i = 0; i < 600; i++) {
-    const { body } = await fleet.callApi('GET', '/v1/versions', KEYS.admin.key);
+    const { body } = await fleet.callApi('GET', '/v1/versions', KEYS.operator.key);
     if ((body.versions as Array<{ version: string; workers: number }>).some((v) => v.version === version && v.workers >= n)) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -91,7 +91,7 @@ describe('chaos during a deploy: workers of both versions killed and restarted',
         await worker('v2');
         await worker('v2');
         await workersLive(fleet, 'v2', 2);
-        const promoted = await fleet.callApi('POST', '/v1/versions/v2/promote', KEYS.admin.key, {});
+        const promoted = await fleet.callApi('POST', '/v1/versions/v2/promote', KEYS.operator.key, {});
         expect(promoted.status).toBe(200);
         const approver = keepApproving(fleet);
         const v2Runs: string[] = [];

@@ -22,7 +22,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Polls GET /v1/versions until `done` holds for `version`. */
 async function versionUntil(version: string, done: (v: Record<string, unknown> | undefined) => boolean) {
   for (let i = 0; i < 200; i++) {
-    const { body } = await fleet().callApi('GET', '/v1/versions', KEYS.admin.key);
+    const { body } = await fleet().callApi('GET', '/v1/versions', KEYS.operator.key);
     const entry = (body.versions as Array<Record<string, unknown>>).find((v) => v.version === version);
     if (done(entry)) return body;
     await sleep(100);
@@ -69,7 +69,7 @@ describe('a run keeps the app version it started with', () => {
     expect(waiting.status).toBe('pending_approval');
     const metrics = await (await fetch(`${fleet().api}/metrics`)).text();
     expect(metrics).toMatch(/rein_runs_waiting_for_version\{[^}]*version="v1"[^}]*\} 1/); // decided, its resume waits for v1
-    const { body } = await fleet().callApi('GET', '/v1/versions', KEYS.admin.key);
+    const { body } = await fleet().callApi('GET', '/v1/versions', KEYS.operator.key);
     expect(body.versions.find((v: { version: string }) => v.version === 'v1')).toMatchObject({ workers: 0, runs: { pending_approval: 1 } });
 
     await worker('v1');
@@ -106,7 +106,7 @@ describe('a run keeps the app version it started with', () => {
     await versionUntil('v1', workersOf(0));
     await worker('v2');
     await approve(run);
-    const up = await fleet().callApi('POST', '/v1/versions/v1/upgrade', KEYS.admin.key, { to: 'v2' });
+    const up = await fleet().callApi('POST', '/v1/versions/v1/upgrade', KEYS.operator.key, { to: 'v2' });
     expect(up.status).toBe(202);
     expect(up.body).toMatchObject({ from: 'v1', to: 'v2' });
     expect(up.body.runs).toBeGreaterThanOrEqual(1);
@@ -120,7 +120,7 @@ describe('a run keeps the app version it started with', () => {
   it('upgrade withdraws an approval whose tool changed (status withdrawn, version_changed): the write never runs', async () => {
     await worker('v2');
     // New runs go to v2 now (promoted), on every API process: a second one says so too.
-    expect((await fleet().callApi('POST', '/v1/versions/v2/promote', KEYS.admin.key, {})).status).toBe(200);
+    expect((await fleet().callApi('POST', '/v1/versions/v2/promote', KEYS.operator.key, {})).status).toBe(200);
     const second = await fleet().startApi();
     const onSecond = await fleet().callAt(second, 'POST', '/v1/runs', KEYS.user.key, { agent: 'deployer', input: 'Deploy "ledger"' });
     expect(onSecond.body.appVersion).toBe('v2');
@@ -131,11 +131,11 @@ describe('a run keeps the app version it started with', () => {
     await worker('v3');
     await approve(run);
     // The promoted version cannot be upgraded away from (its new runs would move at once): promote v3, then retire v2.
-    expect((await fleet().callApi('POST', '/v1/versions/v2/upgrade', KEYS.admin.key, { to: 'v3' })).body.error.code).toBe(
+    expect((await fleet().callApi('POST', '/v1/versions/v2/upgrade', KEYS.operator.key, { to: 'v3' })).body.error.code).toBe(
       'version_not_upgradable',
     );
-    expect((await fleet().callApi('POST', '/v1/versions/v3/promote', KEYS.admin.key, {})).status).toBe(200);
-    expect((await fleet().callApi('POST', '/v1/versions/v2/upgrade', KEYS.admin.key, {})).body).toMatchObject({ to: 'v3' });
+    expect((await fleet().callApi('POST', '/v1/versions/v3/promote', KEYS.operator.key, {})).status).toBe(200);
+    expect((await fleet().callApi('POST', '/v1/versions/v2/upgrade', KEYS.operator.key, {})).body).toMatchObject({ to: 'v3' });
     const done = await finished(run.id);
     expect(done.finalAnswer).not.toContain('applied by');
     const steps = (await trace(run.id)).steps;
@@ -146,7 +146,7 @@ describe('a run keeps the app version it started with', () => {
 
     // Rollback: promote v1 again and new runs go there.
     await worker('v1');
-    expect((await fleet().callApi('POST', '/v1/versions/v1/promote', KEYS.admin.key, {})).status).toBe(200);
+    expect((await fleet().callApi('POST', '/v1/versions/v1/promote', KEYS.operator.key, {})).status).toBe(200);
     await sleep(1200); // the second API process reads the promotion within a second
     const back = await fleet().callAt(second, 'POST', '/v1/runs', KEYS.user.key, { agent: 'deployer', input: 'Deploy "x"' });
     expect(back.body.appVersion).toBe('v1');
@@ -158,8 +158,8 @@ describe('a run keeps the app version it started with', () => {
     await versionUntil('v1', workersOf(0));
     await worker('v4');
     await approve(run);
-    expect((await fleet().callApi('POST', '/v1/versions/v4/promote', KEYS.admin.key, {})).status).toBe(200);
-    expect((await fleet().callApi('POST', '/v1/versions/v1/upgrade', KEYS.admin.key, {})).status).toBe(202);
+    expect((await fleet().callApi('POST', '/v1/versions/v4/promote', KEYS.operator.key, {})).status).toBe(200);
+    expect((await fleet().callApi('POST', '/v1/versions/v1/upgrade', KEYS.operator.key, {})).status).toBe(202);
     const again = await fleet().waitForRun(run.id, (r) => r.pendingApprovals[0]?.toolName === 'apply_change_v4');
     expect(again.appVersion).toBe('v4');
     const call = (await trace(run.id)).steps.flatMap((s) => s.toolCalls).find((c) => c.name === 'apply_change');
@@ -169,12 +169,12 @@ describe('a run keeps the app version it started with', () => {
   });
 
   it('refuses a made-up version, and promoting one no worker runs without force', async () => {
-    const admin = KEYS.admin.key;
-    expect((await fleet().callApi('POST', '/v1/versions/nope/promote', admin, {})).body.error.code).toBe('not_found');
-    expect((await fleet().callApi('POST', '/v1/versions/%7Brein%7D/promote', admin, {})).status).toBe(400);
+    const operator = KEYS.operator.key;
+    expect((await fleet().callApi('POST', '/v1/versions/nope/promote', operator, {})).body.error.code).toBe('not_found');
+    expect((await fleet().callApi('POST', '/v1/versions/%7Brein%7D/promote', operator, {})).status).toBe(400);
     expect((await fleet().callApi('POST', '/v1/versions/v3/promote', KEYS.user.key, {})).status).toBe(403);
     for (const p of procs.splice(0)) await stopped(p);
     await versionUntil('v3', workersOf(0));
-    expect((await fleet().callApi('POST', '/v1/versions/v3/promote', admin, {})).body.error.code).toBe('version_not_live');
+    expect((await fleet().callApi('POST', '/v1/versions/v3/promote', operator, {})).body.error.code).toBe('version_not_live');
   });
 });

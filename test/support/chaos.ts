@@ -113,6 +113,6 @@ export async function stuckJobs(client: RedisClient, shards: number, versions: r
 
 /** The app versions the fleet knows (GET /v1/versions): the step queues their runs' jobs use. */
 export async function fleetVersions(fleet: Fleet): Promise<string[]> {
-  const { body } = await persist(() => fleet.callApi('GET', '/v1/versions', KEYS.admin.key));
+  const { body } = await persist(() => fleet.callApi('GET', '/v1/versions', KEYS.operator.key));
   return (body.versions as Array<{ version: string }>).map((v) => v.version);
 }

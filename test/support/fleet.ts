@@ -11,6 +11,7 @@ export const KEYS = {
   user: { key: 'e2e-user-key-zhangsan', tenantId: 'e2e', userId: 'zhangsan', roles: ['user'] },
   approver: { key: 'e2e-approver-key-lisi', tenantId: 'e2e', userId: 'lisi', roles: ['approver'] },
   admin: { key: 'e2e-admin-key-wangwu', tenantId: 'e2e', userId: 'wangwu', roles: ['admin'] },
+  operator: { key: 'e2e-operator-key-ops', tenantId: 'e2e', userId: 'ops', roles: ['operator'] },
   other: { key: 'e2e-other-tenant-key', tenantId: 'elsewhere', userId: 'mallory', roles: ['admin'] },
 };
 

@@ -206,6 +206,7 @@ export async function dev(opts: DevOptions = {}): Promise<void> {
     const keys = JSON.parse(env.REIN_API_KEYS) as typeof DEMO_KEYS;
     const first = keys[0] as (typeof DEMO_KEYS)[number];
     const approverKey = keys.find((k) => k.roles.some((r) => r === 'approver' || r === 'supervisor' || r === 'admin'));
+    const operatorKey = keys.find((k) => k.roles.includes('operator'));
     process.stdout.write(
       [
         '',
@@ -220,6 +221,9 @@ export async function dev(opts: DevOptions = {}): Promise<void> {
         `  API key    ${first.key} (${first.userId}@${first.tenantId}, roles ${first.roles.join(',')})`,
         ...(approverKey && approverKey !== first
           ? [`  Approve as ${approverKey.key} (${approverKey.userId}@${approverKey.tenantId}, roles ${approverKey.roles.join(',')})`]
+          : []),
+        ...(operatorKey
+          ? [`  Operate as ${operatorKey.key} (app versions: rein versions; the queue board: http://${shown}:${apiPort}/admin/queues)`]
           : []),
         `  Listening  on ${env.REIN_BIND_HOST}${env.REIN_BIND_HOST === '127.0.0.1' ? ' only (rein dev --host 0.0.0.0 to expose; the demo keys are public)' : ''}`,
         '',

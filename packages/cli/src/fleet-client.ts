@@ -1,21 +1,31 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ReinClient } from '@rein/client';
+import type { Role } from '@rein/core/schemas';
 import { DEMO_KEYS } from './demo-keys.js';
 
-/** Where a running fleet is (REIN_API_URL / REIN_APPROVER_URL), and a client calling it as REIN_API_KEY, the first key of REIN_API_KEYS or the demo user. */
+/**
+ * Where a running fleet is (REIN_API_URL / REIN_APPROVER_URL), and a client calling it as
+ * REIN_API_KEY, else the first key of REIN_API_KEYS (or of the demo keys) holding `role`
+ * when one is asked for (`rein versions`: operator), else the first key.
+ */
 export interface FleetClient {
   api: string;
   approver: string;
   rein: ReinClient;
 }
 
-export function fleetClient(env: NodeJS.ProcessEnv = process.env): FleetClient {
-  const keys = env.REIN_API_KEYS ? (JSON.parse(env.REIN_API_KEYS) as Array<{ key: string }>) : DEMO_KEYS;
+export function fleetClient(env: NodeJS.ProcessEnv = process.env, role?: Role): FleetClient {
   const api = env.REIN_API_URL ?? `http://127.0.0.1:${env.API_PORT ?? 8080}`;
   const approver = env.REIN_APPROVER_URL ?? `http://127.0.0.1:${env.APPROVER_PORT ?? 8081}`;
-  const apiKey = env.REIN_API_KEY ?? (keys[0] as { key: string }).key;
-  return { api, approver, rein: new ReinClient({ apiUrl: api, approverUrl: approver, apiKey }) };
+  return { api, approver, rein: new ReinClient({ apiUrl: api, approverUrl: approver, apiKey: callerKey(env, role) }) };
+}
+
+/** The key the CLI calls as (see `fleetClient`). */
+export function callerKey(env: NodeJS.ProcessEnv, role?: Role): string {
+  if (env.REIN_API_KEY) return env.REIN_API_KEY;
+  const keys = env.REIN_API_KEYS ? (JSON.parse(env.REIN_API_KEYS) as Array<{ key: string; roles?: string[] }>) : DEMO_KEYS;
+  return ((role && keys.find((k) => k.roles?.includes(role))) || (keys[0] as { key: string })).key;
 }
 
 /** Uses the running fleet, or starts one (`rein dev`) and returns a function that stops it. */

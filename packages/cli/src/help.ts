@@ -3,7 +3,10 @@
 const CLIENT_ENV = [
   ['REIN_API_URL', 'the runs API (default http://127.0.0.1:$API_PORT, port 8080)'],
   ['REIN_APPROVER_URL', 'the approver (default http://127.0.0.1:$APPROVER_PORT, port 8081)'],
-  ['REIN_API_KEY', 'the key to call as (default: the first of REIN_API_KEYS, else the demo user key)'],
+  [
+    'REIN_API_KEY',
+    'the key to call as (default: the first of REIN_API_KEYS, else the demo user key; rein versions: the first operator key)',
+  ],
   ['REIN_API_KEYS', 'the keys the fleet accepts, JSON (default: the public demo keys)'],
 ] as const;
 
@@ -58,7 +61,7 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
   },
   versions: {
     usage: 'rein versions [promote <version> [--force] | upgrade <version> [--to V]]',
-    summary: "the fleet's app versions (admin key); promote one, or move a version's runs",
+    summary: "the fleet's app versions (an operator key); promote one, or move a version's runs",
     details: `  (no subcommand)          each version: current, live workers, unfinished runs, pending approvals
   promote <version>        new runs go to it on every API process (also the rollback)
   --force                  promote a version no worker runs (its new runs wait for one)

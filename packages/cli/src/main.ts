@@ -146,7 +146,7 @@ try {
     }
     case 'versions': {
       const { values, positionals } = options('versions', { force: { type: 'boolean' }, to: { type: 'string' } });
-      await versions(fleetClient().rein, positionals, {
+      await versions(fleetClient(process.env, 'operator').rein, positionals, {
         force: values.force === true,
         ...(typeof values.to === 'string' ? { to: values.to } : {}),
       });

@@ -13,7 +13,9 @@ export async function versions(rein: ReinClient, args: string[], opts: { force: 
     return;
   }
   const moved = await rein.versions.upgrade(version, opts.to ? { to: opts.to } : {});
-  process.stdout.write(`upgrading ${moved.from} → ${moved.to}: ${moved.runs} run(s) move at their next step\n`);
+  process.stdout.write(
+    `upgrading ${moved.from} → ${moved.to}: ${moved.runs} run(s) move at their next step, ${moved.jobs} waiting job(s) moved now\n`,
+  );
 }
 
 function print(list: VersionList): void {
@@ -24,10 +26,11 @@ function print(list: VersionList): void {
       .map(([status, n]) => `${status} ${n}`)
       .join(', ') || '-',
     String(v.pendingApprovals),
+    v.jobs === undefined ? '-' : String(v.jobs),
     v.upgradingTo ? `→ ${v.upgradingTo}` : v.promoted ? 'promoted' : '',
     v.lastSeen,
   ]);
-  const head = ['  version', 'workers', 'unfinished runs', 'approvals', '', 'last seen'];
+  const head = ['  version', 'workers', 'unfinished runs', 'approvals', 'jobs', '', 'last seen'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   for (const row of [head, ...rows])
     process.stdout.write(

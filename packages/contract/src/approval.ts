@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { riskSchema, roleSchema } from './identity.js';
+import { riskSchema, tenantRoleSchema } from './identity.js';
 import { SCHEMA_VERSION } from './run.js';
 
 export const approvalStatusSchema = z.enum(['pending', 'approved', 'rejected', 'expired', 'withdrawn']);
@@ -17,7 +17,7 @@ export const approvalVoteSchema = z.object({
 export type ApprovalVote = z.infer<typeof approvalVoteSchema>;
 
 /** Undecided after `afterMs`, the approval's `requiredRole` becomes `toRole` (never lower) and its expiry restarts. */
-export const escalationSchema = z.object({ afterMs: z.number().int().positive(), toRole: roleSchema }).strict();
+export const escalationSchema = z.object({ afterMs: z.number().int().positive(), toRole: tenantRoleSchema }).strict();
 export type Escalation = z.infer<typeof escalationSchema>;
 
 export const approvalSchema = z.object({
@@ -51,7 +51,7 @@ export const approvalSchema = z.object({
   policyVersion: z.number().int().min(1),
   summary: z.string(),
   risk: riskSchema,
-  requiredRole: roleSchema,
+  requiredRole: tenantRoleSchema,
   status: approvalStatusSchema,
   createdAt: z.string(),
   expiresAt: z.string(),
@@ -72,7 +72,7 @@ export const approvalSchema = z.object({
   escalate: escalationSchema.optional(),
   escalatedAt: z.string().optional(),
   /** Every escalation so far, oldest first. */
-  escalations: z.array(z.object({ at: z.string(), from: roleSchema, to: roleSchema })).optional(),
+  escalations: z.array(z.object({ at: z.string(), from: tenantRoleSchema, to: tenantRoleSchema })).optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 

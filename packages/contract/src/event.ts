@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { approvalStatusSchema, riskSchema } from './approval.js';
-import { roleSchema } from './identity.js';
+import { tenantRoleSchema } from './identity.js';
 import { runReasonSchema, runStatusSchema, toolOutcomeSchema, usageSchema } from './run.js';
 
 export const runEventTypeSchema = z.enum([
@@ -94,7 +94,7 @@ export const typedRunEventSchema = z.discriminatedUnion('type', [
     from: z.string().nullable(),
     to: z.string(),
   }),
-  event('approval.escalated', { approvalId: z.string(), from: roleSchema, to: roleSchema, expiresAt: z.string() }),
+  event('approval.escalated', { approvalId: z.string(), from: tenantRoleSchema, to: tenantRoleSchema, expiresAt: z.string() }),
   event('run.finished', {
     status: runStatusSchema,
     reason: runReasonSchema,

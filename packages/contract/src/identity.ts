@@ -1,6 +1,15 @@
 import { z } from 'zod';
 
-export const roleSchema = z.enum(['user', 'approver', 'supervisor', 'admin']);
+/** The roles inside a tenant, in order of authority: what approvals require and escalate to. */
+export const tenantRoleSchema = z.enum(['user', 'approver', 'supervisor', 'admin']);
+export type TenantRole = z.infer<typeof tenantRoleSchema>;
+
+/**
+ * A key's roles: the tenant roles, and `operator`, which is fleet-wide (app versions, the
+ * queue board) and outside the tenant order: it grants nothing inside a tenant, and no
+ * tenant role grants it.
+ */
+export const roleSchema = z.enum([...tenantRoleSchema.options, 'operator']);
 export type Role = z.infer<typeof roleSchema>;
 
 /** Who is calling: always from an authenticated API key, never from model output. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { riskSchema, roleSchema } from './identity.js';
+import { riskSchema, tenantRoleSchema } from './identity.js';
 import { runStatusSchema, usageSchema } from './run.js';
 
 /** `POST /v1/runs/:id/replay`: what the replay overrides; the rest is the original's. */
@@ -64,7 +64,13 @@ export const runDiffSchema = z.object({
   approvals: z.object({
     original: z.array(z.object({ step: z.number().int().min(0), toolName: z.string(), status: z.string(), risk: riskSchema })),
     wouldNeed: z.array(
-      z.object({ step: z.number().int().min(0), toolName: z.string(), arguments: z.unknown(), risk: riskSchema, requiredRole: roleSchema }),
+      z.object({
+        step: z.number().int().min(0),
+        toolName: z.string(),
+        arguments: z.unknown(),
+        risk: riskSchema,
+        requiredRole: tenantRoleSchema,
+      }),
     ),
   }),
   usage: z.object({ original: usageSchema, replay: usageSchema }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { appVersionSchema, versioningSchema } from './app-version.js';
-import { principalSchema, riskSchema, roleSchema } from './identity.js';
+import { principalSchema, riskSchema, tenantRoleSchema } from './identity.js';
 import { modelToolCallSchema } from './message.js';
 
 /** Persisted records carry a schema version; readers accept only these. */
@@ -59,7 +59,7 @@ export const runPlanSchema = z.object({
   /** By plan step: the policy version of its tool when the plan was made, i.e. what its approval was judged by. */
   policyVersions: z.record(z.string(), z.number().int()).optional(),
   /** What the plan's approval required (as decided, edits included): no call of the plan runs on it if it needs more. */
-  granted: z.object({ risk: riskSchema, requiredRole: roleSchema }).optional(),
+  granted: z.object({ risk: riskSchema, requiredRole: tenantRoleSchema }).optional(),
 });
 export type RunPlan = z.infer<typeof runPlanSchema>;
 
@@ -248,7 +248,7 @@ export const toolCallRecordSchema = z.object({
    */
   source: z.enum(['recorded', 'not_recorded', 'simulated', 'live']).optional(),
   /** A replay's call the original never had approved: what its approval would have required. */
-  wouldNeedApproval: z.object({ risk: riskSchema, requiredRole: roleSchema }).optional(),
+  wouldNeedApproval: z.object({ risk: riskSchema, requiredRole: tenantRoleSchema }).optional(),
 });
 export type ToolCallRecord = z.infer<typeof toolCallRecordSchema>;
 

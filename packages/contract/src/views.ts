@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { approvalSchema } from './approval.js';
 import { compensationSchema } from './compensation.js';
 import { approvalFeedEventSchema } from './event.js';
-import { principalSchema, roleSchema } from './identity.js';
+import { principalSchema, tenantRoleSchema } from './identity.js';
 import {
   interruptionSchema,
   limitsSchema,
@@ -22,7 +22,7 @@ import {
 
 /** Who may decide an approval (what `mayDecide` enforces), so a console can show it. */
 export const decisionRightsSchema = z.object({
-  role: roleSchema,
+  role: tenantRoleSchema,
   requester: z.enum(['as_proposed', 'never']),
 });
 

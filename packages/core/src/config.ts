@@ -4,7 +4,7 @@ import { DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
 import { ConfigError } from './errors.js';
 import { providersSchema, resolveProviderKeys } from './model/providers.js';
 import { escalationSchema } from './schemas/approval.js';
-import { apiKeySchema, roleSchema } from './schemas/identity.js';
+import { apiKeySchema, tenantRoleSchema } from './schemas/identity.js';
 import { appVersionSchema } from './schemas/version.js';
 
 const csv = z.string().transform((s) =>
@@ -217,7 +217,7 @@ export const configSchema = z.object({
    * grant it as proposed, as any high-risk approval.
    */
   REIN_BUDGET_FOUR_EYES: flag.default(true),
-  REIN_APPROVAL_ESCALATION: jsonOf(z.partialRecord(roleSchema, escalationSchema), '{"<role>": {"afterMs", "toRole"}}').default({}),
+  REIN_APPROVAL_ESCALATION: jsonOf(z.partialRecord(tenantRoleSchema, escalationSchema), '{"<role>": {"afterMs", "toRole"}}').default({}),
   REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
   /** The archive of finished runs (PostgreSQL, `postgres://…`); unset: no archive, runs live in Redis for REIN_TRACE_TTL_DAYS. */
   REIN_ARCHIVE_URL: z

@@ -21,7 +21,15 @@ export {
   type Decision as ApprovalVerdict,
 } from './approvals/approval-service.js';
 export { createDecisionLog } from './approvals/decision-log.js';
-export { type DecisionRights, decisionRights, holdsRole, mayDecide, mayReadRun, ROLE_RANK } from './approvals/decision-rights.js';
+export {
+  type DecisionRights,
+  decisionRights,
+  holdsRole,
+  isOperator,
+  mayDecide,
+  mayReadRun,
+  ROLE_RANK,
+} from './approvals/decision-rights.js';
 export { feedVisibleTo, type RunOwners } from './approvals/feed-visibility.js';
 export { linkSecret } from './approvals/link-token.js';
 export { type ArchivePool, createArchivePool } from './archive/archive-pool.js';

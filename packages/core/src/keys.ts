@@ -163,7 +163,7 @@ export const VERSION_KEYS = {
   seen: 'rein:{versions}:seen',
 } as const;
 
-/** A version's runs that are not finished: run id → `<status>|<pending approvals>`. */
+/** A version's runs that are not finished: run id → `<status>|<pending approvals>|<tenant>`. */
 export const versionRunsKey = (version: string) => `rein:version:{${version}}:runs`;
 /** A spent one-click approval link (its nonce), kept until the link would have expired. */
 export const linkUseKey = (nonce: string) => `rein:link:{${nonce}}`;

@@ -355,6 +355,8 @@ interface VersionCount {
   workers: number;
   runs: Partial<Record<string, number>>;
   onQueue: number;
+  /** Jobs on the version's queues (any kind); absent: not counted by this census. */
+  jobs?: number;
 }
 
 /**
@@ -397,6 +399,14 @@ export function registerVersionGauges(metrics: Metrics, census: VersionCensus) {
     "Runs waiting on a job of an app version (queued, running, or resuming): what each version's workers scale on",
     ['version'],
     (g, v) => g.set({ version: v.version }, v.onQueue),
+  );
+  gauge(
+    'rein_version_jobs',
+    "Jobs on an app version's queues, waiting for its workers or running (steps, resumes, wake-ups, undos, archive jobs)",
+    ['version'],
+    (g, v) => {
+      if (v.jobs !== undefined) g.set({ version: v.version }, v.jobs);
+    },
   );
   gauge(
     'rein_runs_waiting_for_version',

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { decisionRefusal, decisionRights, mayDecide } from '../src/approvals/decision-rights.js';
+import { decisionRefusal, decisionRights, holdsRole, isOperator, mayDecide } from '../src/approvals/decision-rights.js';
 import { loadConfig } from '../src/config.js';
-import type { Role } from '../src/schemas/identity.js';
+import type { Role, TenantRole } from '../src/schemas/identity.js';
 import { defineTool, parseToolArguments, toolSpec } from '../src/tools/tool.js';
 
 const tool = defineTool({
@@ -50,7 +50,7 @@ describe('config', () => {
 });
 
 describe('who may decide an approval', () => {
-  const approval = (risk: 'high' | 'critical', requiredRole: Role = 'user') => ({
+  const approval = (risk: 'high' | 'critical', requiredRole: TenantRole = 'user') => ({
     risk,
     requiredRole,
     requestedBy: 'alice',
@@ -86,6 +86,14 @@ describe('who may decide an approval', () => {
   it('describes the same rule it enforces', () => {
     expect(decisionRights(approval('high', 'admin'))).toEqual({ role: 'admin', requester: 'as_proposed' });
     expect(decisionRights(approval('critical', 'approver'))).toEqual({ role: 'supervisor', requester: 'never' });
+  });
+
+  it('gives the fleet-wide operator role nothing inside a tenant, and no tenant role the operator role', () => {
+    expect(holdsRole(['operator'], 'user')).toBe(false);
+    expect(mayDecide(as('ops', 'operator'), approval('high'))).toBe(false);
+    expect(isOperator(['admin'])).toBe(false);
+    expect(isOperator(['admin', 'operator'])).toBe(true);
+    expect(holdsRole(['admin', 'operator'], 'admin')).toBe(true);
   });
 });
 

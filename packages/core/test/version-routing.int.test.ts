@@ -5,6 +5,7 @@ import { AgentCatalog, defineAgent } from '../src/agents/agent-profile.js';
 import type { FleetVersions } from '../src/app/fleet-versions.js';
 import type { PlannedCall } from '../src/engine/call-plan.js';
 import { createChildRuns } from '../src/engine/child-runs.js';
+import { type CompensatorDeps, createCompensator } from '../src/engine/compensation.js';
 import { runEvent } from '../src/engine/run-event.js';
 import { createRunTree } from '../src/engine/run-tree.js';
 import { childRecord, childRunId } from '../src/engine/sub-agents.js';
@@ -20,7 +21,8 @@ import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 /**
  * The jobs a run's tree and its finish enqueue go to the right version's queue: a child's
  * first step to its parent's version, a parent's wake-up to the parent's version (as it
- * is now, after an upgrade), a finished run's archive job to the version that ran it.
+ * is now, after an upgrade), a finished run's archive job to the version that ran it, its
+ * undo to the current version; an upgrade moves whatever waits on the version it leaves.
  * A real StepScheduler routing over a fixed fleet state, on a Redis of this file's own.
  */
 
@@ -160,5 +162,41 @@ describe('routing by version, job by job', () => {
     expect(await queuedOn(`${pinned.id}-archive`)).toEqual(['v1']);
     expect(await queuedOn(`${upgrading.id}-archive`)).toEqual(['v3']);
     await s.close();
+  });
+
+  it("sends a finished run's undo to the current version, not to the version that ran it", async () => {
+    const s = scheduler();
+    const store = new RunStore(client, 3600, metrics);
+    const compensator = createCompensator({ store, enqueue: s.enqueue, logger } as unknown as CompensatorDeps);
+    const run = root({ appVersion: 'v1', status: 'failed' });
+    await store.create(run, { role: 'user', content: run.input }, runEvent('run.queued', run.id, 0));
+    const at = new Date().toISOString();
+    await store.saveCompensation(
+      { schemaVersion: 1, round: 1, status: 'pending', trigger: 'ask', requestedBy: 'alice', steps: [], createdAt: at, updatedAt: at },
+      run.id,
+      true,
+    );
+    // Its plan was approved: the undo job goes where the fleet's workers are (v3), though no worker of v1 may be left.
+    await compensator.decided(run);
+    expect(await queuedOn(`${run.id}-compensate-1`)).toEqual(['v3']);
+    await s.close();
+  });
+
+  it('moves every job waiting on a version to another on upgrade, whatever its kind, keeping delays', async () => {
+    const s = scheduler();
+    const runId = crypto.randomUUID();
+    const v7 = stepQueue({ url: redis.url }, 0, 'v7');
+    await v7.add('step', { runId, step: 4 }, { jobId: `${runId}-4` });
+    await v7.add('compensate', { runId, round: 1 }, { jobId: `${runId}-compensate-1` });
+    await v7.add('archive', { runId }, { jobId: `${runId}-archive`, delay: 3_600_000 });
+    expect(await s.jobCounts('v7')).toBe(3);
+    expect(await s.moveJobs('v7', 'v8')).toBe(3);
+    for (const id of [`${runId}-4`, `${runId}-compensate-1`, `${runId}-archive`]) expect(await queuedOn(id, ['v7', 'v8'])).toEqual(['v8']);
+    expect(await s.jobCounts('v7')).toBe(0);
+    expect(await s.jobCounts('v8')).toBe(3);
+    const v8 = stepQueue({ url: redis.url }, 0, 'v8');
+    expect(await (await v8.getJob(`${runId}-archive`))?.getState()).toBe('delayed');
+    expect((await v8.getJob(`${runId}-compensate-1`))?.data).toEqual({ runId, round: 1 });
+    await Promise.all([v7.close(), v8.close(), s.close()]);
   });
 });

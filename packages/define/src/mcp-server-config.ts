@@ -1,11 +1,11 @@
-import { riskSchema, roleSchema } from '@rein/contract';
+import { riskSchema, tenantRoleSchema } from '@rein/contract';
 import { z } from 'zod';
 
 /** How an app may override what a server's annotations say about one of its tools. */
 export const mcpToolOverrideSchema = z.strictObject({
   kind: z.enum(['read', 'write']).optional(),
   /** Risk and deciding role of a write tool's approval (defaults from `destructiveHint`). */
-  approval: z.strictObject({ risk: riskSchema.optional(), requiredRole: roleSchema.optional() }).optional(),
+  approval: z.strictObject({ risk: riskSchema.optional(), requiredRole: tenantRoleSchema.optional() }).optional(),
   /**
    * The app vouches that the server de-duplicates on `_meta["rein/idempotencyKey"]`: with
    * the server's `idempotentHint`, a call cut off by a crash is sent again instead of

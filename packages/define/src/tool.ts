@@ -1,4 +1,4 @@
-import { type Escalation, escalationSchema, type Principal, type Risk, type Role, roleSchema } from '@rein/contract';
+import { type Escalation, escalationSchema, type Principal, type Risk, type Role, roleSchema, type TenantRole } from '@rein/contract';
 import { z } from 'zod';
 import { ConfigError, ToolError } from './errors.js';
 import { zodSchemaProblem } from './zod-schema.js';
@@ -28,7 +28,7 @@ export interface ToolContext extends Principal {
 /** What an approval policy asks for; `null` means the call needs no approval. */
 export interface ApprovalRequirement {
   risk: Risk;
-  requiredRole: Role;
+  requiredRole: TenantRole;
   summary: string;
   /** Distinct people (never the requester) who must approve (n ≥ 2); absent: one decides. */
   quorum?: number;
@@ -85,7 +85,7 @@ export interface ToolDefinition<S extends z.ZodType> {
   approval?: (
     args: z.infer<S>,
     ctx: Omit<ToolContext, 'signal' | 'logger'>,
-  ) => { risk: Risk; summary: string; requiredRole?: Role; quorum?: number; escalate?: Escalation } | null;
+  ) => { risk: Risk; summary: string; requiredRole?: TenantRole; quorum?: number; escalate?: Escalation } | null;
   allowedRoles?: readonly Role[];
   /** Say `true` only if `execute` de-duplicates on `ctx.idempotencyKey`: then a call cut off by a crash is re-run. */
   honoursIdempotencyKey?: boolean;

@@ -36,8 +36,16 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     rt.metrics,
     rt.scheduler.queues.map((queue) => () => queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed')),
   );
-  registerVersionGauges(rt.metrics, rt.versions);
-  const versions = createVersionService({ directory: rt.versions, store: rt.store, enqueue: rt.enqueue, logger: rt.logger });
+  registerVersionGauges(rt.metrics, {
+    list: async () => Promise.all((await rt.versions.list()).map(async (f) => ({ ...f, jobs: await rt.scheduler.jobCounts(f.version) }))),
+  });
+  const versions = createVersionService({
+    directory: rt.versions,
+    store: rt.store,
+    enqueue: rt.enqueue,
+    queues: rt.scheduler,
+    logger: rt.logger,
+  });
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));

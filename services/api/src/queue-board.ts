@@ -1,24 +1,23 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import { basicPassword, bearerToken, envelope, findApiKey, type Runtime, requireApiKeys } from '@rein/core/internal';
+import { basicPassword, bearerToken, envelope, findApiKey, isOperator, type Runtime, requireApiKeys } from '@rein/core/internal';
 import type { ApiKey } from '@rein/core/schemas';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export const BOARD_PATH = '/admin/queues';
 
-/** An admin key, as a Bearer token or as the password of HTTP Basic auth (what browsers can send). */
-function adminFrom(req: FastifyRequest, keys: ApiKey[]): ApiKey | undefined {
+/** The caller's key, as a Bearer token or as the password of HTTP Basic auth (what browsers can send). */
+function keyFrom(req: FastifyRequest, keys: ApiKey[]): ApiKey | undefined {
   const header = req.headers.authorization;
-  const key = findApiKey(keys, bearerToken(header) ?? basicPassword(header));
-  return key?.roles.includes('admin') ? key : undefined;
+  return findApiKey(keys, bearerToken(header) ?? basicPassword(header));
 }
 
 const isEnvelope = (payload: unknown) => typeof payload === 'string' && payload.startsWith('{"error":{"code":');
 
 /**
- * Bull Board for operators: read-only (no retry, clean or promote buttons), behind admin
- * auth, and with job data reduced to ids — run id and step, or whose webhook delivery —
+ * Bull Board for operators: read-only (no retry, clean or promote buttons), behind an
+ * `operator` key (its queues hold every tenant's jobs: a tenant's admin gets 403), and with job data reduced to ids — run id and step, or whose webhook delivery —
  * so a payload can never put prompts or PII on the screen. Its errors leave in Rein's
  * envelope, without Bull Board's or Redis's messages.
  */
@@ -58,12 +57,15 @@ export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promis
   });
   await app.register(async (scope) => {
     scope.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
-      if (!adminFrom(req, keys)) {
+      const key = keyFrom(req, keys);
+      if (!key) {
         return reply
           .status(401)
           .header('www-authenticate', 'Basic realm="rein-admin", charset="UTF-8"')
-          .send(envelope('unauthorized', 'an admin API key is required (Basic auth password or Bearer)'));
+          .send(envelope('unauthorized', 'an operator API key is required (Basic auth password or Bearer)'));
       }
+      if (!isOperator(key.roles))
+        return reply.status(403).send(envelope('forbidden', 'the queue board shows every tenant: it needs the operator role'));
     });
     // Bull Board answers misses with its own shapes (`{error: 'Queue not found'}`): put them in the envelope.
     scope.addHook('onSend', async (_req, reply, payload) => {

@@ -9,6 +9,8 @@ import { createApiApp } from '../src/app.js';
 const USER = { key: 'api-test-user-key', tenantId: 'acme', userId: 'alice', roles: ['user'] };
 const OTHER = { key: 'api-test-other-key', tenantId: 'globex', userId: 'eve', roles: ['user'] };
 const ADMIN = { key: 'api-test-admin-key', tenantId: 'acme', userId: 'root', roles: ['admin'] };
+const OTHER_ADMIN = { key: 'api-test-other-admin-key', tenantId: 'globex', userId: 'gadmin', roles: ['admin'] };
+const OPERATOR = { key: 'api-test-operator-key', tenantId: 'ops', userId: 'oncall', roles: ['operator'] };
 
 let redis: TestRedis;
 let rt: Runtime;
@@ -18,7 +20,7 @@ beforeAll(async () => {
   rt = await createRuntime(
     optionsFromEnv({
       REDIS_URL: redis.url,
-      REIN_API_KEYS: JSON.stringify([USER, OTHER, ADMIN]),
+      REIN_API_KEYS: JSON.stringify([USER, OTHER, ADMIN, OTHER_ADMIN, OPERATOR]),
       LOG_LEVEL: 'silent',
       REIN_MAX_BODY_BYTES: '2048',
     }),
@@ -151,14 +153,20 @@ describe('decision snapshots', () => {
 describe('queue board (Bull Board)', () => {
   const basic = (key: string) => `Basic ${Buffer.from(`ops:${key}`).toString('base64')}`;
 
-  it('is behind admin auth', async () => {
+  it('is behind operator auth: it shows every tenant, so a tenant admin gets 403', async () => {
     const anonymous = await app.inject({ method: 'GET', url: '/admin/queues' });
     expect(anonymous.statusCode).toBe(401);
     expect(anonymous.headers['www-authenticate']).toMatch(/^Basic realm="rein-admin"/);
-    expect((await app.inject({ method: 'GET', url: '/admin/queues', headers: { authorization: basic(USER.key) } })).statusCode).toBe(401);
-    const admin = await app.inject({ method: 'GET', url: '/admin/queues', headers: { authorization: basic(ADMIN.key) } });
-    expect(admin.statusCode).toBe(200);
-    expect(admin.headers['content-type']).toMatch(/text\/html/);
+    for (const who of [USER, ADMIN, OTHER_ADMIN]) {
+      for (const url of ['/admin/queues', '/admin/queues/api/queues']) {
+        const res = await app.inject({ method: 'GET', url, headers: { authorization: basic(who.key) } });
+        expect(res.statusCode, `${who.userId} ${url}`).toBe(403);
+        expect(res.json().error.code).toBe('forbidden');
+      }
+    }
+    const operator = await app.inject({ method: 'GET', url: '/admin/queues', headers: { authorization: basic(OPERATOR.key) } });
+    expect(operator.statusCode).toBe(200);
+    expect(operator.headers['content-type']).toMatch(/text\/html/);
   });
 
   it('is read-only and shows only run id and step of a job', async () => {
@@ -174,7 +182,7 @@ describe('queue board (Bull Board)', () => {
     const res = await app.inject({
       method: 'GET',
       url: '/admin/queues/api/queues?activeQueue=rein-steps&status=waiting&page=1',
-      headers: { authorization: basic(ADMIN.key) },
+      headers: { authorization: basic(OPERATOR.key) },
     });
     expect(res.statusCode).toBe(200);
     const queue = res.json().queues.find((q: { name: string }) => q.name === 'rein-steps');
@@ -185,7 +193,7 @@ describe('queue board (Bull Board)', () => {
     const retry = await app.inject({
       method: 'PUT',
       url: `/admin/queues/api/queues/rein-steps/${id}-0/retry/failed`,
-      headers: { authorization: basic(ADMIN.key) },
+      headers: { authorization: basic(OPERATOR.key) },
     });
     expect(retry.statusCode).toBeGreaterThanOrEqual(400);
     await rt.scheduler.queues[0]!.resume();
@@ -243,7 +251,7 @@ describe('webhooks, sessions and listing routes', () => {
     const res = await app.inject({
       method: 'GET',
       url: '/admin/queues/api/queues?activeQueue=rein-webhooks&status=waiting&page=1',
-      headers: { authorization: `Bearer ${ADMIN.key}` },
+      headers: { authorization: `Bearer ${OPERATOR.key}` },
     });
     const queue = res.json().queues.find((q: { name: string }) => q.name === 'rein-webhooks');
     expect(queue.jobs.map((j: { data: unknown }) => j.data)).toEqual([
@@ -320,5 +328,40 @@ describe('run events (server-sent events)', () => {
       expect(res.statusCode).toBe(200);
       expect(res.body).not.toContain('event:');
     }
+  });
+});
+
+describe('app versions are fleet-wide: operators manage them, a tenant admin reads its own tenant', () => {
+  it('refuses promote and upgrade to tenant admins (403) and lets an operator through', async () => {
+    const own = rt.versions.own;
+    for (const who of [ADMIN, OTHER_ADMIN, USER]) {
+      const up = await app.inject({ method: 'POST', url: `/v1/versions/${own}/upgrade`, headers: as(who), payload: { to: own } });
+      expect(up.statusCode, who.userId).toBe(403);
+      expect(up.json().error.code).toBe('forbidden');
+      const promote = await app.inject({ method: 'POST', url: `/v1/versions/${own}/promote`, headers: as(who), payload: {} });
+      expect(promote.statusCode, who.userId).toBe(403);
+    }
+    // Past the role check: the operator meets the version's own rules (no worker runs it here).
+    const promote = await app.inject({ method: 'POST', url: `/v1/versions/${own}/promote`, headers: as(OPERATOR), payload: {} });
+    expect(promote.json().error.code).toBe('version_not_live');
+  });
+
+  it("counts only the caller's tenant for a tenant admin, the whole fleet for an operator", async () => {
+    const queued = async (who: { key: string }) => {
+      const res = await app.inject({ method: 'GET', url: '/v1/versions', headers: as(who) });
+      expect(res.statusCode).toBe(200);
+      return (res.json().versions.find((v: { version: string }) => v.version === rt.versions.own)?.runs.queued ?? 0) as number;
+    };
+    await rt.versions.heartbeat();
+    const before = { acme: await queued(ADMIN), globex: await queued(OTHER_ADMIN), fleet: await queued(OPERATOR) };
+    const submit = (who: { key: string }) =>
+      app.inject({ method: 'POST', url: '/v1/runs', headers: as(who), payload: { input: 'count me' } });
+    await submit(USER); // acme
+    await submit(USER); // acme
+    await submit(OTHER); // globex
+    expect(await queued(ADMIN)).toBe(before.acme + 2);
+    expect(await queued(OTHER_ADMIN)).toBe(before.globex + 1);
+    expect(await queued(OPERATOR)).toBe(before.fleet + 3);
+    expect((await app.inject({ method: 'GET', url: '/v1/versions', headers: as(USER) })).statusCode).toBe(403);
   });
 });

@@ -10,7 +10,7 @@ import { createApiApp } from '../src/app.js';
 // The edges of the HTTP contract: what a client may name, how it says who it is, and
 // who may read /metrics.
 const ALICE = { key: 'edges-test-alice-key', tenantId: 'acme', userId: 'alice', roles: ['user'] };
-const ADMIN = { key: 'edges-test-admin-key', tenantId: 'acme', userId: 'root', roles: ['admin'] };
+const OPERATOR = { key: 'edges-test-operator-key', tenantId: 'acme', userId: 'root', roles: ['operator'] };
 const METRICS_TOKEN = 'edges-test-metrics-token';
 
 let redis: TestRedis;
@@ -19,7 +19,7 @@ let app: FastifyInstance;
 beforeAll(async () => {
   redis = await startTestRedis();
   rt = await createRuntime(
-    optionsFromEnv({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([ALICE, ADMIN]), LOG_LEVEL: 'silent' }),
+    optionsFromEnv({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([ALICE, OPERATOR]), LOG_LEVEL: 'silent' }),
     'api-edges-test',
     'producer',
     orderApp,
@@ -87,8 +87,8 @@ describe('the authorization scheme is case-insensitive (issue 24 item 7, RFC 723
   });
 
   it('and on the queue board, Bearer and Basic alike', async () => {
-    const basic = Buffer.from(`root:${ADMIN.key}`).toString('base64');
-    for (const authorization of [`bearer ${ADMIN.key}`, `basic ${basic}`, `BASIC ${basic}`]) {
+    const basic = Buffer.from(`root:${OPERATOR.key}`).toString('base64');
+    for (const authorization of [`bearer ${OPERATOR.key}`, `basic ${basic}`, `BASIC ${basic}`]) {
       const res = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { authorization } });
       expect(res.statusCode, authorization).toBe(200);
     }
@@ -111,7 +111,7 @@ describe('REIN_METRICS_TOKEN guards /metrics (issue 24 item 13)', () => {
       () => {},
     );
     try {
-      for (const authorization of [undefined, `Bearer ${ADMIN.key}`, `Bearer ${METRICS_TOKEN}x`, `Basic ${METRICS_TOKEN}`]) {
+      for (const authorization of [undefined, `Bearer ${OPERATOR.key}`, `Bearer ${METRICS_TOKEN}x`, `Basic ${METRICS_TOKEN}`]) {
         const res = await guarded.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
         expect(res.statusCode, String(authorization)).toBe(401);
         expect(res.json().error.code).toBe('unauthorized');

@@ -9,7 +9,7 @@ import { createApiApp } from '../src/app.js';
 
 const ALICE = { key: 'sec-test-alice-key', tenantId: 'acme', userId: 'alice', roles: ['user'] };
 const BOB = { key: 'sec-test-bob-key-1', tenantId: 'acme', userId: 'bob', roles: ['user'] };
-const ADMIN = { key: 'sec-test-admin-key', tenantId: 'acme', userId: 'root', roles: ['admin'] };
+const OPERATOR = { key: 'sec-test-operator-key', tenantId: 'acme', userId: 'root', roles: ['operator'] };
 
 let redis: TestRedis;
 let rt: Runtime;
@@ -19,7 +19,7 @@ const logLines: Array<Record<string, unknown>> = [];
 beforeAll(async () => {
   redis = await startTestRedis();
   const base = await createRuntime(
-    optionsFromEnv({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([ALICE, BOB, ADMIN]), LOG_LEVEL: 'info' }),
+    optionsFromEnv({ REDIS_URL: redis.url, REIN_API_KEYS: JSON.stringify([ALICE, BOB, OPERATOR]), LOG_LEVEL: 'info' }),
     'api-sec-test',
     'producer',
     orderApp,
@@ -99,11 +99,11 @@ describe('malformed credentials are a 401 (item 2)', () => {
   it('on /admin/queues: non-ASCII Basic passwords, bad base64 and no colon are 401', async () => {
     const basic = (s: string) => `Basic ${Buffer.from(s, 'utf8').toString('base64')}`;
     for (const authorization of [
-      basic(`ops:${ADMIN.key.slice(0, -1)}é`),
-      basic(ADMIN.key),
+      basic(`ops:${OPERATOR.key.slice(0, -1)}é`),
+      basic(OPERATOR.key),
       'Basic %%%%',
       `Bearer ${sameLengthNonAscii}`,
-      `Basic ${Buffer.from(`ops:${ADMIN.key.slice(0, -1)}\u00ff`, 'latin1').toString('base64')}`,
+      `Basic ${Buffer.from(`ops:${OPERATOR.key.slice(0, -1)}\u00ff`, 'latin1').toString('base64')}`,
     ]) {
       const res = await app.inject({ method: 'GET', url: '/admin/queues', headers: { authorization } });
       expect(res.statusCode, authorization).toBe(401);
@@ -291,7 +291,7 @@ describe('every error is the envelope, with nothing internal (item 12)', () => {
   });
 
   it("Bull Board's own errors come back in the envelope without their message", async () => {
-    const basic = `Basic ${Buffer.from(`ops:${ADMIN.key}`).toString('base64')}`;
+    const basic = `Basic ${Buffer.from(`ops:${OPERATOR.key}`).toString('base64')}`;
     for (const url of ['/admin/queues/api/queues/no-such-queue/1', '/admin/queues/api/queues/rein-steps/no-such-job']) {
       const res = await app.inject({ method: 'GET', url, headers: { authorization: basic } });
       expect(res.statusCode).toBeGreaterThanOrEqual(400);

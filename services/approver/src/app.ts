@@ -37,7 +37,13 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
   // A plain user sees the feed of their own runs only, as with GET /v1/runs/:id.
   const visibleTo = (principal: Principal) => feedVisibleTo(principal, (ids) => rt.store.getMany(ids));
 
-  const versions = createVersionService({ directory: rt.versions, store: rt.store, enqueue: rt.enqueue, logger: rt.logger });
+  const versions = createVersionService({
+    directory: rt.versions,
+    store: rt.store,
+    enqueue: rt.enqueue,
+    queues: rt.scheduler,
+    logger: rt.logger,
+  });
 
   const keys = requireApiKeys(rt.options.http);
   const links = createApprovalLinks({

@@ -1,11 +1,16 @@
 import type { Approval } from '../schemas/approval.js';
-import type { Principal, Role } from '../schemas/identity.js';
+import type { Principal, Role, TenantRole } from '../schemas/identity.js';
 import type { RunRecord } from '../schemas/run.js';
 
-/** Roles in order of authority: a role may do whatever a lower one may. */
-export const ROLE_RANK: Record<Role, number> = { user: 0, approver: 1, supervisor: 2, admin: 3 };
+/** Tenant roles in order of authority: a role may do whatever a lower one may. */
+export const ROLE_RANK: Record<TenantRole, number> = { user: 0, approver: 1, supervisor: 2, admin: 3 };
 
-export const holdsRole = (roles: readonly Role[], role: Role) => roles.some((r) => ROLE_RANK[r] >= ROLE_RANK[role]);
+/** Whether `roles` reach the tenant role `role`; `operator` is outside the order and reaches none. */
+export const holdsRole = (roles: readonly Role[], role: TenantRole) =>
+  roles.some((r) => r !== 'operator' && ROLE_RANK[r] >= ROLE_RANK[role]);
+
+/** Fleet-wide actions (app versions, the queue board) need `operator`; a tenant's admin acts on its own tenant only. */
+export const isOperator = (roles: readonly Role[]) => roles.includes('operator');
 
 /** Someone who may see every run and approval of their tenant (not only their own). */
 export const overseesTenant = (principal: Principal) => holdsRole(principal.roles, 'approver');
@@ -27,12 +32,12 @@ export const mayReadRun = (principal: Principal, run: Pick<RunRecord, 'tenantId'
  * requester's to decide: it counts distinct other people.
  */
 export interface DecisionRights {
-  role: Role;
+  role: TenantRole;
   requester: 'as_proposed' | 'never';
 }
 
 export function decisionRights(approval: Pick<Approval, 'risk' | 'requiredRole' | 'quorum' | 'fourEyes'>): DecisionRights {
-  const floor: Role = approval.risk === 'critical' ? 'supervisor' : 'approver';
+  const floor: TenantRole = approval.risk === 'critical' ? 'supervisor' : 'approver';
   return {
     role: ROLE_RANK[approval.requiredRole] > ROLE_RANK[floor] ? approval.requiredRole : floor,
     requester: approval.risk === 'high' && approval.quorum === undefined && !approval.fourEyes ? 'as_proposed' : 'never',

@@ -1,12 +1,12 @@
 import type { Approval, Escalation } from '../schemas/approval.js';
-import type { Role } from '../schemas/identity.js';
+import type { TenantRole } from '../schemas/identity.js';
 import { ROLE_RANK } from './decision-rights.js';
 
 /** The app-wide escalation of an approval by the role it needs (REIN_APPROVAL_ESCALATION), when its policy names none. */
-export type EscalationDefaults = Partial<Record<Role, Escalation>>;
+export type EscalationDefaults = Partial<Record<TenantRole, Escalation>>;
 
 /** The escalation a new approval waits for: its policy's, else the app-wide one for its role. */
-export const firstEscalation = (requiredRole: Role, own: Escalation | undefined, defaults: EscalationDefaults) =>
+export const firstEscalation = (requiredRole: TenantRole, own: Escalation | undefined, defaults: EscalationDefaults) =>
   own ?? defaults[requiredRole];
 
 /** When the approval's next escalation is due (ms), or undefined when none is. */

@@ -4,7 +4,7 @@ import { mayReadRun, overseesTenant } from '../approvals/decision-rights.js';
 import { BreakerOpenError, BulkheadFullError, ConflictError, ForbiddenError, NotFoundError, ToolOutcomeUnknownError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { type CompensateJob, type Enqueue, jobRoute } from '../queue/job-catalog.js';
+import { type CompensateJob, type Enqueue, UNDO_ROUTE } from '../queue/job-catalog.js';
 import type { CircuitBreakers } from '../resilience/circuit-breakers.js';
 import type { Approval } from '../schemas/approval.js';
 import type { Compensation, CompensationStatus, CompensationStep } from '../schemas/compensation.js';
@@ -169,7 +169,7 @@ export function createCompensator(deps: CompensatorDeps) {
       }),
     );
     if (c.status === 'running')
-      await deps.enqueue('compensate', { runId: run.id, round: c.round, traceparent: run.traceparent }, { route: jobRoute(run) });
+      await deps.enqueue('compensate', { runId: run.id, round: c.round, traceparent: run.traceparent }, { route: UNDO_ROUTE });
     return true;
   }
 
@@ -407,7 +407,7 @@ export function createCompensator(deps: CompensatorDeps) {
     async decided(run: RunRecord): Promise<void> {
       const c = await deps.store.compensation(run.id);
       if (c?.status === 'pending')
-        await deps.enqueue('compensate', { runId: run.id, round: c.round, traceparent: run.traceparent }, { route: jobRoute(run) });
+        await deps.enqueue('compensate', { runId: run.id, round: c.round, traceparent: run.traceparent }, { route: UNDO_ROUTE });
     },
 
     /** The `compensate` job: resumes wherever a killed worker left it; each undo runs at most once. */

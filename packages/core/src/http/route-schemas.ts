@@ -246,21 +246,31 @@ export const apiRoutes = {
     params: idParamsSchema,
     response: { 204: z.null().describe('removed'), ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },
   }),
-  listVersions: route('versions', 'listVersions', 'The fleet’s app versions: current, live workers, unfinished runs (admins)', {
-    response: { 200: versionListSchema, ...errors({ 403: ERROR_CODES[403] }) },
-  }),
-  promoteVersion: route('versions', 'promoteVersion', 'New runs go to this app version, on every API process (admins); also the rollback', {
-    params: versionParamsSchema,
-    body: promoteBodySchema,
-    response: {
-      200: versionListSchema,
-      ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'version_not_live (no worker runs it; force to promote anyway)' }),
+  listVersions: route(
+    'versions',
+    'listVersions',
+    'The fleet’s app versions: current, live workers, unfinished runs and queued jobs (operators); a tenant admin sees its own tenant’s runs and approvals only',
+    {
+      response: { 200: versionListSchema, ...errors({ 403: ERROR_CODES[403] }) },
     },
-  }),
+  ),
+  promoteVersion: route(
+    'versions',
+    'promoteVersion',
+    'New runs go to this app version, on every API process (operators: it is fleet-wide; 403 for tenant roles); also the rollback',
+    {
+      params: versionParamsSchema,
+      body: promoteBodySchema,
+      response: {
+        200: versionListSchema,
+        ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'version_not_live (no worker runs it; force to promote anyway)' }),
+      },
+    },
+  ),
   upgradeVersion: route(
     'versions',
     'upgradeVersion',
-    'Move every unfinished run of this app version to another at its next step (admins)',
+    'Move every unfinished run and every queued job of this app version to another (operators: it is fleet-wide; 403 for tenant roles)',
     {
       params: versionParamsSchema,
       body: upgradeBodySchema,

@@ -1,12 +1,12 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { Risk } from '../schemas/approval.js';
-import type { Role } from '../schemas/identity.js';
+import type { TenantRole } from '../schemas/identity.js';
 import type { McpToolOverride } from './mcp-server-config.js';
 
 export interface McpGovernance {
   kind: 'read' | 'write';
   /** Every write is approved by a person; `null` for reads. */
-  approval: { risk: Risk; requiredRole: Role } | null;
+  approval: { risk: Risk; requiredRole: TenantRole } | null;
   honoursIdempotencyKey: boolean;
 }
 

@@ -24,6 +24,13 @@ export const HOUSEKEEPING_QUEUE = 'rein-housekeeping';
  */
 export type JobRoute = { appVersion?: string; versioning?: Versioning };
 
+/**
+ * The route of a finished run's undo (its saga): the current version (promoted, else the
+ * newest API's), whichever version ran the run. An undo is an operational repair, done
+ * with the tools the fleet runs now, so it never waits for a version no worker runs.
+ */
+export const UNDO_ROUTE: JobRoute = { versioning: 'upgrade' };
+
 /** The route of a run's jobs, from its record. */
 export const jobRoute = (run: { appVersion?: string | undefined; versioning?: string | undefined }): JobRoute => ({
   ...(run.appVersion ? { appVersion: run.appVersion } : {}),
@@ -262,6 +269,38 @@ export class StepScheduler {
       ...(delay ? { delay } : {}),
     });
   };
+
+  /** The jobs waiting for the workers of `version` (waiting, delayed or running), over every shard. */
+  async jobCounts(version: string): Promise<number> {
+    const counts = await Promise.all(
+      this.queuesOf(version).map((q) => q.getJobCounts('waiting', 'prioritized', 'delayed', 'paused', 'active')),
+    );
+    return counts.reduce((sum, c) => sum + Object.values(c).reduce((a, b) => a + b, 0), 0);
+  }
+
+  /**
+   * Moves the jobs waiting on `from`'s queues to `to`'s, under the same ids, kinds and
+   * remaining delays: whatever their kind (steps, resumes, wake-ups, undos, archive jobs),
+   * none waits for a version being left. A running job stays where it is (a live worker
+   * holds it; removing it fails), so no job runs twice at once. Returns how many moved.
+   */
+  async moveJobs(from: string, to: string): Promise<number> {
+    let moved = 0;
+    for (const queue of this.queuesOf(from)) {
+      for (const job of await queue.getJobs(['waiting', 'prioritized', 'delayed', 'paused'])) {
+        if (!job?.id || typeof job.data?.runId !== 'string') continue;
+        const delay = Math.max(0, job.timestamp + (job.delay ?? 0) - Date.now());
+        const taken = await job.remove().then(
+          () => false,
+          () => true,
+        );
+        if (taken) continue;
+        await this.queueOf(job.data.runId, to).add(job.name, job.data, { ...job.opts, jobId: job.id, delay });
+        moved++;
+      }
+    }
+    return moved;
+  }
 
   /** Removes a delayed expiry job, best effort: one already running (locked) or gone is left alone, and firing late it does nothing. */
   readonly cancelExpiry: CancelExpiry = async (job) => {

@@ -1,7 +1,8 @@
+import { holdsRole, isOperator } from '../approvals/decision-rights.js';
 import { currentVersion } from '../engine/version-route.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
+import { type Enqueue, jobRoute, type StepScheduler } from '../queue/job-catalog.js';
 import type { Principal } from '../schemas/identity.js';
 import { TERMINAL_STATUSES } from '../schemas/run.js';
 import type { PromoteBody, UpgradeAnswer, UpgradeBody, VersionList, VersionView } from '../schemas/version.js';
@@ -12,6 +13,8 @@ export interface VersionServiceDeps {
   directory: VersionDirectory;
   store: Pick<RunStore, 'get'>;
   enqueue: Enqueue;
+  /** The versions' step queues: what waits on each, and an upgrade's move of it. */
+  queues: Pick<StepScheduler, 'jobCounts' | 'moveJobs'>;
   logger: Logger;
 }
 
@@ -19,28 +22,34 @@ export interface VersionServiceDeps {
 const UPGRADE_BATCH = 50;
 
 /**
- * The fleet's app versions for operators (admin keys, like the queue board: versions are
- * fleet-wide): list them, promote one (where new runs go, instant rollback), upgrade one
- * (its runs move to another version at their next step). A version must have been seen
- * (some process ran it) to be named: a made-up string is a 404, never a queue or a label.
+ * The fleet's app versions: list them, promote one (where new runs go, instant rollback),
+ * upgrade one (its runs move to another version at their next step). Versions are
+ * fleet-wide, so promote and upgrade need the `operator` role (like the queue board); a
+ * tenant's admin may list them, counting its own tenant's runs and approvals only. A
+ * version must have been seen (some process ran it) to be named: a made-up string is a
+ * 404, never a queue or a label.
  */
 export function createVersionService(deps: VersionServiceDeps) {
   const { directory } = deps;
-  const admin = (principal: Principal) => {
-    if (!principal.roles.includes('admin')) throw new ForbiddenError('app versions are managed by admins');
+  const operator = (principal: Principal) => {
+    if (!isOperator(principal.roles)) throw new ForbiddenError('app versions are fleet-wide: managing them needs the operator role');
   };
   const known = async (version: string) => {
     if (!(await directory.seen(version))) throw new NotFoundError(`app version ${version}`);
   };
 
   async function list(principal: Principal): Promise<VersionList> {
-    admin(principal);
-    const [facts, fleet] = await Promise.all([directory.list(), directory.fresh()]);
+    const fleetWide = isOperator(principal.roles);
+    if (!fleetWide && !holdsRole(principal.roles, 'admin'))
+      throw new ForbiddenError('app versions are listed for operators and tenant admins');
+    const [facts, fleet] = await Promise.all([directory.list(fleetWide ? undefined : principal.tenantId), directory.fresh()]);
     const current = currentVersion(fleet, directory.own);
+    // Queues hold every tenant's jobs: counted for operators only.
+    const jobs = fleetWide ? await Promise.all(facts.map((f) => deps.queues.jobCounts(f.version))) : [];
     return {
       current,
       versions: facts.map(
-        (f): VersionView => ({
+        (f, i): VersionView => ({
           version: f.version,
           current: f.version === current,
           promoted: f.version === fleet.promoted,
@@ -48,6 +57,7 @@ export function createVersionService(deps: VersionServiceDeps) {
           apis: f.apis,
           runs: f.runs,
           pendingApprovals: f.pendingApprovals,
+          ...(fleetWide ? { jobs: jobs[i] ?? 0 } : {}),
           ...(fleet.upgrades[f.version] ? { upgradingTo: fleet.upgrades[f.version] } : {}),
           firstSeen: new Date(f.firstSeen).toISOString(),
           lastSeen: new Date(f.lastSeen).toISOString(),
@@ -65,7 +75,7 @@ export function createVersionService(deps: VersionServiceDeps) {
     list,
 
     async promote(principal: Principal, version: string, body: PromoteBody): Promise<VersionList> {
-      admin(principal);
+      operator(principal);
       await known(version);
       if (!body.force && (await liveWorkers(version)) === 0)
         throw new ConflictError(
@@ -77,9 +87,13 @@ export function createVersionService(deps: VersionServiceDeps) {
       return list(principal);
     },
 
-    /** Every unfinished run of `from` moves to `to` (default: the current version) at its next step; each is kicked so that it does. */
+    /**
+     * Every unfinished run of `from` moves to `to` (default: the current version) at its
+     * next step; each is kicked so that it does. Every job still waiting on `from`'s queues
+     * moves too, whatever its kind (a finished run's undo or archive job included).
+     */
     async upgrade(principal: Principal, from: string, body: UpgradeBody): Promise<UpgradeAnswer> {
-      admin(principal);
+      operator(principal);
       await known(from);
       const fleet = await directory.fresh();
       const to = body.to ?? currentVersion(fleet, directory.own);
@@ -105,8 +119,9 @@ export function createVersionService(deps: VersionServiceDeps) {
           runs++;
         }
       }
-      deps.logger.warn({ from, to, runs, by: principal.userId }, 'app version upgrade requested');
-      return { from, to, runs };
+      const jobs = await deps.queues.moveJobs(from, to);
+      deps.logger.warn({ from, to, runs, jobs, by: principal.userId }, 'app version upgrade requested');
+      return { from, to, runs, jobs };
     },
   };
 }

@@ -155,7 +155,7 @@ export class RunStore {
         ['zadd', DEADLINES_KEY, Date.parse(run.deadlineAt), run.id],
         ['zadd', ACTIVE_RUNS_KEY, Date.parse(run.updatedAt), run.id],
       );
-      if (run.appVersion) commands.push(['hset', versionRunsKey(run.appVersion), run.id, versionRunEntry(run.status, 0)]);
+      if (run.appVersion) commands.push(['hset', versionRunsKey(run.appVersion), run.id, versionRunEntry(run.status, 0, run.tenantId)]);
       // Keys in three slots (tenant, deadlines, active runs): no MULTI, which a cluster refuses, and none needed (the reaper heals a missing entry).
       await sendCommands(this.redis, commands);
     }
@@ -451,7 +451,13 @@ export class RunStore {
     // The version's unfinished runs, by status (GET /v1/versions, upgrades, the waiting metric).
     if (next.appVersion && (how.left.length || how.versionFrom !== undefined)) {
       if (terminal) commands.push(['hdel', versionRunsKey(next.appVersion), next.id]);
-      else commands.push(['hset', versionRunsKey(next.appVersion), next.id, versionRunEntry(next.status, next.pendingApprovals.length)]);
+      else
+        commands.push([
+          'hset',
+          versionRunsKey(next.appVersion),
+          next.id,
+          versionRunEntry(next.status, next.pendingApprovals.length, next.tenantId),
+        ]);
     }
     if (how.versionFrom && how.versionFrom !== next.appVersion) commands.push(['hdel', versionRunsKey(how.versionFrom), next.id]);
     if (terminal || isParked(next.status)) commands.push(['zrem', DEADLINES_KEY, next.id]);

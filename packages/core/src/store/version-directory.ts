@@ -36,8 +36,8 @@ export interface VersionFacts {
   lastSeen: number;
 }
 
-/** An entry of a version's run index: its status and how many approvals it is parked on. */
-export const versionRunEntry = (status: RunStatus, pending: number) => `${status}|${pending}`;
+/** An entry of a version's run index: its status, how many approvals it is parked on, and its tenant (last: it may hold `|`). */
+export const versionRunEntry = (status: RunStatus, pending: number, tenantId: string) => `${status}|${pending}|${tenantId}`;
 
 /**
  * Where the fleet's versions live in Redis: which one is promoted, which are being
@@ -141,10 +141,11 @@ export class VersionDirectory {
 
   /**
    * Every version the directory knows, newest first, at most MAX_LISTED_VERSIONS: its
-   * live processes, unfinished runs by status and pending approvals. A version with no
-   * process and no run unseen for FORGET_AFTER_MS is forgotten here.
+   * live processes, unfinished runs by status and pending approvals — of `tenantId`'s
+   * runs only, when given (a tenant admin's view). A version with no process and no run
+   * unseen for FORGET_AFTER_MS is forgotten here.
    */
-  async list(): Promise<VersionFacts[]> {
+  async list(tenantId?: string): Promise<VersionFacts[]> {
     const at = this.now();
     const [live, seen] = (await sendCommands(this.redis, [
       ['zrangebyscore', VERSION_KEYS.live, at, '+inf'],
@@ -165,7 +166,8 @@ export class VersionDirectory {
       let pendingApprovals = 0;
       let onQueue = 0;
       for (const entry of entries[i] ?? []) {
-        const [status, pending] = entry.split('|') as [RunStatus, string];
+        const [status, pending, ...tenant] = entry.split('|') as [RunStatus, string, ...string[]];
+        if (tenantId !== undefined && tenant.join('|') !== tenantId) continue;
         runs[status] = (runs[status] ?? 0) + 1;
         pendingApprovals += Number(pending) || 0;
         if (status !== 'pending_approval' || !Number(pending)) onQueue++;
@@ -182,7 +184,7 @@ export class VersionDirectory {
         lastSeen: Math.max(Number(seen[`last:${version}`] ?? 0), ...mine.map(() => at)),
       };
     });
-    const forgotten = facts
+    const forgotten = (tenantId === undefined ? facts : [])
       .filter((f) => f.workers + f.apis === 0 && Object.keys(f.runs).length === 0 && f.lastSeen < at - FORGET_AFTER_MS)
       .map((f) => f.version);
     if (forgotten.length) await this.redis.hdel(VERSION_KEYS.seen, ...forgotten.flatMap((v) => [`first:${v}`, `last:${v}`]));

@@ -87,7 +87,7 @@ function App() {
     ['runs', 'Runs'],
     ['approvals', 'Approvals'],
     ...(atLeast(me, 'approver') ? [['usage', 'Usage']] : []),
-    ...(me.roles.includes('admin') ? [['versions', 'Versions']] : []),
+    ...(me.roles.includes('admin') || me.roles.includes('operator') ? [['versions', 'Versions']] : []),
   ];
   return (
     <SessionContext.Provider value={session}>

@@ -1,7 +1,7 @@
 import { when } from './format.js';
 import { ErrorNote, useLoad, useSession } from './ui.js';
 
-/** The deploy view (admins): each app version, its workers and API processes, and the runs still on it. */
+/** The deploy view (operators; a tenant admin sees its own tenant's runs): each app version, its workers and API processes, and the runs still on it. */
 export function VersionsPage() {
   const { api } = useSession();
   const list = useLoad(() => api.client.versions.list(), [api]);

@@ -1,6 +1,6 @@
 import { optionsFromEnv } from '@rein/core';
 import { createRuntime, type Runtime, ScheduleStore, scheduledRunId } from '@rein/core/internal';
-import type { ScheduleRecord } from '@rein/core/schemas';
+import type { Principal, ScheduleRecord } from '@rein/core/schemas';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
@@ -241,11 +241,18 @@ describe('a firing', () => {
 });
 
 const auditOf = async (scheduleId: string) =>
-  ((await call(ADMIN, 'GET', '/v1/audit?limit=1000')).body.entries as Array<{ action: string; actor: string; subject: object; data?: object }>)
+  (
+    (await call(ADMIN, 'GET', '/v1/audit?limit=1000')).body.entries as Array<{
+      action: string;
+      actor: string;
+      subject: object;
+      data?: object;
+    }>
+  )
     .filter((e) => (e.subject as { scheduleId?: string }).scheduleId === scheduleId)
     .map(({ action, actor, data }) => ({ action, actor, data }));
 
-describe("who a schedule runs as, and the decision log", () => {
+describe('who a schedule runs as, and the decision log', () => {
   it("an admin's edit makes the admin its owner: the next firing runs as the admin, and the log says who did what", async () => {
     const { body: s } = await create(ALICE, { cron: '*/2 * * * * *', overlap: 'allow' });
     const edited = await call(ADMIN, 'PATCH', `/v1/schedules/${s.id}`, { input: 'refund everything' });
@@ -265,7 +272,10 @@ describe("who a schedule runs as, and the decision log", () => {
 
   it("an admin who only disables a user's schedule leaves it theirs", async () => {
     const { body: s } = await create(ALICE, {});
-    expect((await call(ADMIN, 'PATCH', `/v1/schedules/${s.id}`, { enabled: false })).body).toMatchObject({ userId: 'alice', enabled: false });
+    expect((await call(ADMIN, 'PATCH', `/v1/schedules/${s.id}`, { enabled: false })).body).toMatchObject({
+      userId: 'alice',
+      enabled: false,
+    });
     expect(await auditOf(s.id)).toMatchObject([
       { action: 'schedule.created' },
       { action: 'schedule.updated', actor: 'root', data: { fields: ['enabled'], owner: 'alice' } },
@@ -273,21 +283,39 @@ describe("who a schedule runs as, and the decision log", () => {
   });
 
   it('pauses, with the reason in its view and history, when its owner has no key any more', async () => {
-    const gone = { tenantId: 'acme', userId: 'mallory', roles: ['user'] };
-    const s = await rt.schedules.create(gone, { input: 'hi', cron: '*/2 * * * * *', timezone: 'UTC', overlap: 'allow', catchUp: 'none', enabled: true });
+    const gone: Principal = { tenantId: 'acme', userId: 'mallory', roles: ['user'] };
+    const s = await rt.schedules.create(gone, {
+      input: 'hi',
+      cron: '*/2 * * * * *',
+      timezone: 'UTC',
+      overlap: 'allow',
+      catchUp: 'none',
+      enabled: true,
+    });
     const at = Math.ceil(Date.now() / 2000) * 2000;
     expect(await rt.schedules.fire(s.id, at)).toBe('paused');
     expect(await rt.store.get(scheduledRunId(s.id, at))).toBeNull();
     const { body: detail } = await call(ADMIN, 'GET', `/v1/schedules/${s.id}`);
-    expect(detail).toMatchObject({ enabled: false, nextRunAt: null, paused: { code: 'owner_key_missing', reason: expect.stringMatching(/mallory/) } });
+    expect(detail).toMatchObject({
+      enabled: false,
+      nextRunAt: null,
+      paused: { code: 'owner_key_missing', reason: expect.stringMatching(/mallory/) },
+    });
     expect(detail.history).toMatchObject([{ outcome: 'paused', reason: expect.stringMatching(/^owner_key_missing/) }]);
     expect(await rt.scheduleQueue.queue.getJobScheduler(s.id)).toBeUndefined();
     expect((await auditOf(s.id)).at(-1)).toMatchObject({ action: 'schedule.paused', actor: 'system', data: { code: 'owner_key_missing' } });
   });
 
   it('pauses when its owner lost a role it runs with; enabling it again runs with the roles they hold now', async () => {
-    const before = { tenantId: 'acme', userId: 'alice', roles: ['user', 'approver'] };
-    const s = await rt.schedules.create(before, { input: 'hi', cron: '*/2 * * * * *', timezone: 'UTC', overlap: 'allow', catchUp: 'none', enabled: true });
+    const before: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user', 'approver'] };
+    const s = await rt.schedules.create(before, {
+      input: 'hi',
+      cron: '*/2 * * * * *',
+      timezone: 'UTC',
+      overlap: 'allow',
+      catchUp: 'none',
+      enabled: true,
+    });
     const at = Math.ceil(Date.now() / 2000) * 2000;
     expect(await rt.schedules.fire(s.id, at)).toBe('paused');
     expect((await call(ALICE, 'GET', `/v1/schedules/${s.id}`)).body.paused).toMatchObject({ code: 'owner_roles_changed' });

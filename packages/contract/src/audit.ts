@@ -16,6 +16,12 @@ export const auditActionSchema = z.enum([
   'compensation.requested',
   'webhook.created',
   'webhook.deleted',
+  'schedule.created',
+  /** An edit; by someone other than its owner, the editor becomes the owner (`data.previousOwner`). */
+  'schedule.updated',
+  'schedule.deleted',
+  /** Stopped by a firing: its owner's key is gone or lost a role the schedule runs with. */
+  'schedule.paused',
 ]);
 export type AuditAction = z.infer<typeof auditActionSchema>;
 
@@ -34,7 +40,12 @@ export const auditEntrySchema = z.looseObject({
   /** Who did it: a user id, or `system` (expiry, escalation). */
   actor: z.string(),
   action: auditActionSchema,
-  subject: z.object({ runId: z.string().optional(), approvalId: z.string().optional(), webhookId: z.string().optional() }),
+  subject: z.object({
+    runId: z.string().optional(),
+    approvalId: z.string().optional(),
+    webhookId: z.string().optional(),
+    scheduleId: z.string().optional(),
+  }),
   data: z.record(z.string(), z.unknown()).optional(),
   prevHash: sha256Hex,
   hash: sha256Hex,

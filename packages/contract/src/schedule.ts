@@ -49,17 +49,49 @@ export const patchScheduleBodySchema = z
   .refine((b) => Object.keys(b).length > 0, 'name at least one of enabled, cron, timezone, input');
 export type PatchScheduleBody = z.infer<typeof patchScheduleBodySchema>;
 
-/** What became of one firing: a run `started`; `skipped` (overlap), `missed` (outage, catchUp none), `disabled`, or `failed` to start (quota…; `reason` says why). */
+/** Fire times one firing stands for when the fleet was down across them, counted up to this many. */
+export const MISSED_COUNT_LIMIT = 10_000;
+
+/**
+ * The fire times an outage swallowed, told in one history entry: how many (`capped` when
+ * counting stopped at MISSED_COUNT_LIMIT; `count` is then a lower bound), the first and the last.
+ */
+export const missedFiringsSchema = z.object({
+  count: z.number().int().min(1),
+  first: z.string(),
+  last: z.string(),
+  capped: z.literal(true).optional(),
+});
+export type MissedFirings = z.infer<typeof missedFiringsSchema>;
+
+/**
+ * What became of one firing: a run `started`; `skipped` (overlap), `missed` (outage, catchUp
+ * none), `paused` (the owner's key is gone or lost a role), or `failed` to start (quota…;
+ * `reason` says why). `missed` lists the fire times that ran no run, on a `missed` entry and
+ * on a catch-up's `started` one.
+ */
 export const scheduleFiringSchema = z.object({
   scheduledFor: z.string(),
   at: z.string(),
-  outcome: z.enum(['started', 'skipped', 'missed', 'failed']),
+  outcome: z.enum(['started', 'skipped', 'missed', 'paused', 'failed']),
   runId: z.string().optional(),
   reason: z.string().optional(),
+  missed: missedFiringsSchema.optional(),
 });
 export type ScheduleFiring = z.infer<typeof scheduleFiringSchema>;
 
-/** A schedule as stored: what the creator asked for, and who they are (each firing runs as them). */
+/**
+ * Why a schedule stopped firing by itself: its owner's key no longer exists with the roles
+ * the schedule runs with (`code` `owner_key_missing` or `owner_roles_changed`). Enabling it
+ * again clears it.
+ */
+export const schedulePauseSchema = z.object({ at: z.string(), code: z.string(), reason: z.string() });
+export type SchedulePause = z.infer<typeof schedulePauseSchema>;
+
+/**
+ * A schedule as stored: what its owner asked for, and who they are (each firing runs as
+ * them). The owner is its creator, or whoever last edited it (see the service).
+ */
 export const scheduleRecordSchema = z.object({
   schemaVersion: z.literal(SCHEMA_VERSION),
   id: z.string(),
@@ -73,12 +105,13 @@ export const scheduleRecordSchema = z.object({
   metadata: z.record(z.string(), z.unknown()),
   limits: submitRunBodySchema.shape.limits,
   enabled: z.boolean(),
+  paused: schedulePauseSchema.optional(),
   createdAt: z.string(),
   updatedAt: z.string(),
 });
 export type ScheduleRecord = z.infer<typeof scheduleRecordSchema>;
 
-/** A schedule as callers see it; `nextRunAt` is null while it is disabled. */
+/** A schedule as callers see it (`userId`: its owner); `nextRunAt` is null while it is disabled. */
 export const scheduleViewSchema = scheduleRecordSchema
   .omit({ schemaVersion: true, owner: true })
   .extend({ userId: z.string(), nextRunAt: z.string().nullable() });

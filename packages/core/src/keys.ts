@@ -79,6 +79,10 @@ export const tenantKeys = (tenantId: string) => {
 export const scheduleKeys = {
   /** Schedule id → record (JSON). */
   all: 'rein:{schedules}:all',
+  /** One tenant's schedule ids (a set): what its limit counts and its listing reads. */
+  tenant: (tenantId: string) => `rein:{schedules}:tenant:${tenantId}`,
+  /** Set once every schedule stored before the per-tenant sets existed is in its tenant's set. */
+  indexed: 'rein:{schedules}:indexed',
   /** The latest firings of one schedule, newest first (a capped list). */
   history: (scheduleId: string) => `rein:{schedules}:history:${scheduleId}`,
   /** The run the schedule's latest firing started: what `overlap: skip` looks at. */

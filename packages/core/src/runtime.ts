@@ -355,6 +355,8 @@ async function buildRuntime<X extends Extras>(
     metrics,
     logger,
     perTenant: options.schedules.perTenant,
+    audit,
+    identities: options.http.apiKeys?.map(({ tenantId, userId, roles }) => ({ tenantId, userId, roles })),
   });
   const sessionQueue = createSessionQueue({
     store,

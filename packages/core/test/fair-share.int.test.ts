@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineAgent } from '../src/agents/agent-profile.js';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import type { Quotas } from '../src/config.js';
-import { fairShareKeys } from '../src/keys.js';
+import { fairShareKeys, tenantKeys } from '../src/keys.js';
 import { type Enqueue, slotJobSchema } from '../src/queue/job-catalog.js';
 import { connectRedis, type RedisClient } from '../src/redis.js';
 import { createFairShare } from '../src/runs/fair-share.js';
@@ -34,8 +34,12 @@ function fleetOver(redis: RedisClient, quotas: Quotas) {
     started,
     async submit(tenantId: string, id: string) {
       runs.set(id, run(tenantId, id));
-      if ((await q.admit(tenantId, id)) === 'waiting') await share.fill(tenantId);
-      else started.push(id);
+      const admission = await q.admit(tenantId, id);
+      if (admission === 'admitted') started.push(id);
+      else {
+        await q.wait(tenantId, id, admission);
+        await share.fill(tenantId);
+      }
     },
     /** The oldest run still going finishes; its slot is handed out. */
     async finishOldest() {
@@ -100,7 +104,8 @@ function fairnessCases(connect: () => Promise<RedisClient>) {
     const sharing = new TenantQuotas(redis, { default: quota, tenants: {}, fairShareSlots: 1 });
     for (const id of ['a-0', 'a-1']) {
       runs.set(id, { id, tenantId: 'a', status: 'queued', step: 0 } as RunRecord);
-      await sharing.admit('a', id);
+      const admission = await sharing.admit('a', id);
+      if (admission !== 'admitted') await sharing.wait('a', id, admission);
     }
     await createFairShare({ store, quotas: sharing, enqueue }).fill('a');
     expect(await redis.smembers(fairShareKeys.slots)).toEqual(['a-0']);
@@ -241,5 +246,35 @@ describe('a run parked for a person, with fleet-wide slots', () => {
     expect(await t.redis.smembers(fairShareKeys.slots)).toEqual([first]);
     expect(await share.fill(USER.tenantId)).toBe(0);
     expect((await t.store.require(second)).status).toBe('queued');
+  });
+});
+
+describe('a run admitted while a finishing run hands out its slot', () => {
+  const use = harnessPerTest();
+
+  it.each([
+    ['a fleet-wide turn', { default: quota, tenants: {}, fairShareSlots: 1 }],
+    ["its tenant's slot", { default: { ...quota, maxConcurrentRuns: 1 }, tenants: {} }],
+  ])('gets %s: it joins the line only once its record exists, and starts', async (_what, quotas: Quotas) => {
+    const t = use(createFakeModel([{ content: 'done' }]), { quotas });
+    const share = createFairShare({ store: t.store, quotas: t.quotas, enqueue: t.enqueue });
+    // Another run of the tenant holds the slots; it finishes while the new run is admitted, before its record is written.
+    await t.redis.sadd(tenantKeys(USER.tenantId).active, 'finishing');
+    if (quotas.fairShareSlots) await t.redis.sadd(fairShareKeys.slots, 'finishing');
+    const create = t.store.create.bind(t.store);
+    t.store.create = async (...args) => {
+      await share.fill(USER.tenantId, 'finishing');
+      return create(...args);
+    };
+    const id = await t.submit('hello');
+    t.store.create = create;
+    for (let i = t.queue.findIndex((q) => q.name === 'slot'); i >= 0; i = t.queue.findIndex((q) => q.name === 'slot')) {
+      const job = slotJobSchema.parse(t.queue.splice(i, 1)[0]?.job);
+      await share.fill(job.tenantId, job.freed ? job.runId : undefined);
+    }
+    expect(t.queue.filter((q) => q.name === 'step').map((q) => (q.job as { runId: string }).runId)).toEqual([id]);
+    // It counts against its tenant's limit (and holds the fleet's slot).
+    expect(await t.redis.smembers(tenantKeys(USER.tenantId).active)).toEqual([id]);
+    if (quotas.fairShareSlots) expect(await t.redis.smembers(fairShareKeys.slots)).toEqual([id]);
   });
 });

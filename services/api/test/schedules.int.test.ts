@@ -1,5 +1,6 @@
 import { optionsFromEnv } from '@rein/core';
-import { createRuntime, type Runtime, scheduledRunId } from '@rein/core/internal';
+import { createRuntime, type Runtime, ScheduleStore, scheduledRunId } from '@rein/core/internal';
+import type { Principal, ScheduleRecord } from '@rein/core/schemas';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
@@ -108,11 +109,44 @@ describe('schedules API', () => {
     expect((await call(ALICE, 'GET', `/v1/schedules/${s.id}`)).status).toBe(404);
   });
 
-  it('caps the schedules of a tenant', async () => {
-    for (let i = 0; i < 10; i++) expect((await create(CAPPED, {})).status).toBe(201);
-    const res = await create(CAPPED, {});
-    expect(res.status).toBe(409);
-    expect(res.body.error.code).toBe('too_many_schedules');
+  it('caps the schedules of a tenant, however many creations arrive at once', async () => {
+    const all = await Promise.all(Array.from({ length: 40 }, () => create(CAPPED, {})));
+    expect(all.filter((r) => r.status === 201)).toHaveLength(10);
+    const refused = all.filter((r) => r.status !== 201);
+    expect(refused).toHaveLength(30);
+    for (const r of refused) expect(r.body.error.code).toBe('too_many_schedules');
+    expect((await call(CAPPED, 'GET', '/v1/schedules')).body.schedules).toHaveLength(10);
+    // A deletion frees a place.
+    const [first] = all.filter((r) => r.status === 201);
+    expect((await call(CAPPED, 'DELETE', `/v1/schedules/${first?.body.id}`)).status).toBe(204);
+    expect((await create(CAPPED, {})).status).toBe(201);
+    expect((await create(CAPPED, {})).status).toBe(409);
+  });
+
+  it('counts and lists schedules stored before the per-tenant index existed', async () => {
+    const at = new Date().toISOString();
+    const legacy = (id: string): ScheduleRecord => ({
+      schemaVersion: 1,
+      id,
+      owner: { tenantId: 'legacy', userId: 'lee', roles: ['user'] },
+      agent: 'order-assistant',
+      input: 'hi',
+      cron: '0 3 * * *',
+      timezone: 'UTC',
+      overlap: 'skip',
+      catchUp: 'none',
+      metadata: {},
+      enabled: false,
+      createdAt: at,
+      updatedAt: at,
+    });
+    // As an earlier release left them: in the fleet's hash only.
+    await rt.redis.del('rein:{schedules}:indexed');
+    for (const id of ['old-1', 'old-2']) await rt.redis.hset('rein:{schedules}:all', id, JSON.stringify(legacy(id)));
+    const store = new ScheduleStore(rt.redis);
+    expect((await store.forTenant('legacy')).map((s) => s.id)).toEqual(['old-1', 'old-2']);
+    expect(await store.add(legacy('new-1'), 3)).toBe(true);
+    expect(await store.add(legacy('new-2'), 3)).toBe(false);
   });
 });
 
@@ -166,12 +200,34 @@ describe('a firing', () => {
     // One run for the outage, under the missed firing's id: a retry of that job later finds it.
     const run = await rt.store.get(scheduledRunId(last.id, stale));
     expect(run?.metadata.scheduledFor).toBe(new Date(ran).toISOString());
+    // The catch-up stands for every fire time before it since the missed one.
+    expect(detail.history[0].missed).toEqual({
+      count: (ran - stale) / 2000,
+      first: new Date(stale).toISOString(),
+      last: new Date(ran - 2000).toISOString(),
+    });
     await new Promise((r) => setTimeout(r, 2_100));
     expect(await rt.schedules.fire(last.id, stale)).toBe('replayed');
 
     const { body: none } = await create(ALICE, { cron: '*/2 * * * * *', overlap: 'allow', catchUp: 'none' });
     expect(await rt.schedules.fire(none.id, stale)).toBe('missed');
-    expect((await call(ALICE, 'GET', `/v1/schedules/${none.id}`)).body.history).toMatchObject([{ outcome: 'missed' }]);
+    const [entry, ...more] = (await call(ALICE, 'GET', `/v1/schedules/${none.id}`)).body.history;
+    expect(more).toEqual([]);
+    // One entry for the outage, counting every fire time it swallowed (five before the latest, at least).
+    expect(entry).toMatchObject({ outcome: 'missed', missed: { first: new Date(stale).toISOString() } });
+    const { count, last: lastMissed } = entry.missed;
+    expect(count).toBe((Date.parse(lastMissed) - stale) / 2000 + 1);
+    expect(count).toBeGreaterThanOrEqual(6);
+    expect(Date.parse(lastMissed)).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('counts the fire times of a long outage up to a bound, and names the last exactly', async () => {
+    const { body: s } = await create(ALICE, { cron: '* * * * * *', catchUp: 'none' });
+    const stale = Math.floor(Date.now() / 1000) * 1000 - 3 * 3600_000; // 10 800 fire times ago
+    expect(await rt.schedules.fire(s.id, stale)).toBe('missed');
+    const [entry] = (await call(ALICE, 'GET', `/v1/schedules/${s.id}`)).body.history;
+    expect(entry.missed).toMatchObject({ count: 10_000, capped: true, first: new Date(stale).toISOString() });
+    expect(Date.parse(entry.missed.last)).toBeGreaterThanOrEqual(stale + 3 * 3600_000);
   });
 
   it('does nothing for a disabled or deleted schedule, and drops a timer a lost race left on', async () => {
@@ -181,5 +237,92 @@ describe('a firing', () => {
     expect(await rt.scheduleQueue.queue.getJobScheduler(s.id)).toBeUndefined();
     await call(ALICE, 'DELETE', `/v1/schedules/${s.id}`);
     expect(await rt.schedules.fire(s.id, Date.now())).toBe('gone');
+  });
+});
+
+const auditOf = async (scheduleId: string) =>
+  (
+    (await call(ADMIN, 'GET', '/v1/audit?limit=1000')).body.entries as Array<{
+      action: string;
+      actor: string;
+      subject: object;
+      data?: object;
+    }>
+  )
+    .filter((e) => (e.subject as { scheduleId?: string }).scheduleId === scheduleId)
+    .map(({ action, actor, data }) => ({ action, actor, data }));
+
+describe('who a schedule runs as, and the decision log', () => {
+  it("an admin's edit makes the admin its owner: the next firing runs as the admin, and the log says who did what", async () => {
+    const { body: s } = await create(ALICE, { cron: '*/2 * * * * *', overlap: 'allow' });
+    const edited = await call(ADMIN, 'PATCH', `/v1/schedules/${s.id}`, { input: 'refund everything' });
+    expect(edited.body).toMatchObject({ userId: 'root', input: 'refund everything' });
+    const at = Math.ceil(Date.now() / 2000) * 2000;
+    expect(await rt.schedules.fire(s.id, at)).toBe('started');
+    expect(await rt.store.get(scheduledRunId(s.id, at))).toMatchObject({ userId: 'root', roles: ['admin'], input: 'refund everything' });
+    // Alice no longer owns it: it is the admin's now.
+    expect((await call(ALICE, 'GET', `/v1/schedules/${s.id}`)).status).toBe(404);
+    expect((await call(ADMIN, 'DELETE', `/v1/schedules/${s.id}`)).status).toBe(204);
+    expect(await auditOf(s.id)).toEqual([
+      { action: 'schedule.created', actor: 'alice', data: expect.objectContaining({ cron: '*/2 * * * * *' }) },
+      { action: 'schedule.updated', actor: 'root', data: { fields: ['input'], owner: 'root', previousOwner: 'alice' } },
+      { action: 'schedule.deleted', actor: 'root', data: { owner: 'root' } },
+    ]);
+  });
+
+  it("an admin who only disables a user's schedule leaves it theirs", async () => {
+    const { body: s } = await create(ALICE, {});
+    expect((await call(ADMIN, 'PATCH', `/v1/schedules/${s.id}`, { enabled: false })).body).toMatchObject({
+      userId: 'alice',
+      enabled: false,
+    });
+    expect(await auditOf(s.id)).toMatchObject([
+      { action: 'schedule.created' },
+      { action: 'schedule.updated', actor: 'root', data: { fields: ['enabled'], owner: 'alice' } },
+    ]);
+  });
+
+  it('pauses, with the reason in its view and history, when its owner has no key any more', async () => {
+    const gone: Principal = { tenantId: 'acme', userId: 'mallory', roles: ['user'] };
+    const s = await rt.schedules.create(gone, {
+      input: 'hi',
+      cron: '*/2 * * * * *',
+      timezone: 'UTC',
+      overlap: 'allow',
+      catchUp: 'none',
+      enabled: true,
+    });
+    const at = Math.ceil(Date.now() / 2000) * 2000;
+    expect(await rt.schedules.fire(s.id, at)).toBe('paused');
+    expect(await rt.store.get(scheduledRunId(s.id, at))).toBeNull();
+    const { body: detail } = await call(ADMIN, 'GET', `/v1/schedules/${s.id}`);
+    expect(detail).toMatchObject({
+      enabled: false,
+      nextRunAt: null,
+      paused: { code: 'owner_key_missing', reason: expect.stringMatching(/mallory/) },
+    });
+    expect(detail.history).toMatchObject([{ outcome: 'paused', reason: expect.stringMatching(/^owner_key_missing/) }]);
+    expect(await rt.scheduleQueue.queue.getJobScheduler(s.id)).toBeUndefined();
+    expect((await auditOf(s.id)).at(-1)).toMatchObject({ action: 'schedule.paused', actor: 'system', data: { code: 'owner_key_missing' } });
+  });
+
+  it('pauses when its owner lost a role it runs with; enabling it again runs with the roles they hold now', async () => {
+    const before: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user', 'approver'] };
+    const s = await rt.schedules.create(before, {
+      input: 'hi',
+      cron: '*/2 * * * * *',
+      timezone: 'UTC',
+      overlap: 'allow',
+      catchUp: 'none',
+      enabled: true,
+    });
+    const at = Math.ceil(Date.now() / 2000) * 2000;
+    expect(await rt.schedules.fire(s.id, at)).toBe('paused');
+    expect((await call(ALICE, 'GET', `/v1/schedules/${s.id}`)).body.paused).toMatchObject({ code: 'owner_roles_changed' });
+    const on = await call(ALICE, 'PATCH', `/v1/schedules/${s.id}`, { enabled: true });
+    expect(on.body.enabled).toBe(true);
+    expect(on.body.paused).toBeUndefined();
+    expect(await rt.schedules.fire(s.id, at + 2000)).toBe('started');
+    expect(await rt.store.get(scheduledRunId(s.id, at + 2000))).toMatchObject({ userId: 'alice', roles: ['user'] });
   });
 });

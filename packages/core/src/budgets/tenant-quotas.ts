@@ -19,6 +19,14 @@ export const maxParkedRuns = (q: Quota) => q.maxParkedRuns ?? 10 * q.maxConcurre
 const day = (at: number) => new Date(at).toISOString().slice(0, 10);
 
 /**
+ * What admitting a run decided: it starts now; or it waits, in its tenant's line for one of
+ * the tenant's slots (`waiting_slot`, over its concurrency limit with `queueBeyondLimit`), or
+ * holding one, for a fleet-wide turn (`waiting_turn`, `fairShareSlots`). A waiting run joins
+ * its line (`wait`) only once its record exists.
+ */
+export type Admission = 'admitted' | 'waiting_slot' | 'waiting_turn';
+
+/**
  * Per-tenant quotas held in Redis, so the whole fleet shares them: concurrent runs (a
  * set of active run ids — it heals itself, unlike a counter), runs parked waiting for a
  * person (a set of their own, with a larger limit: a hundred runs waiting for approvers
@@ -47,10 +55,12 @@ export class TenantQuotas {
 
   /**
    * Admits a new run or throws 429 naming the quota. Over the concurrency limit of a
-   * tenant with `queueBeyondLimit`, the run joins the tenant's waiting line instead and
-   * the answer is `waiting` (takeSlot starts it later); the other quotas still refuse.
+   * tenant with `queueBeyondLimit`, the answer is `waiting_slot` instead (the run is to
+   * wait in the tenant's line: takeSlot starts it later); the other quotas still refuse.
+   * Joining a line is left to `wait`, after the run's record is written: a slot handed to
+   * a run whose record does not exist yet would be taken for one that ended, and given away.
    */
-  async admit(tenantId: string, runId: string): Promise<'admitted' | 'waiting'> {
+  async admit(tenantId: string, runId: string): Promise<Admission> {
     const q = this.quotaOf(tenantId);
     const result = await this.redis.admitRun(
       tenantKeys(tenantId).active,
@@ -62,15 +72,9 @@ export class TenantQuotas {
       String(Math.round(q.costPerDayUsd * 1_000_000)),
       String(maxParkedRuns(q)),
     );
-    if (result === AdmitResult.TooManyRuns && q.queueBeyondLimit) {
-      await this.redis.rpush(tenantKeys(tenantId).waiting, runId);
-      return 'waiting';
-    }
+    if (result === AdmitResult.TooManyRuns && q.queueBeyondLimit) return 'waiting_slot';
     // Within its tenant's limit, a queueing tenant's run still waits its turn for a fleet-wide slot.
-    if (result === AdmitResult.Admitted && this.fairShared(tenantId)) {
-      await this.enterFairShare(tenantId, runId);
-      return 'waiting';
-    }
+    if (result === AdmitResult.Admitted && this.fairShared(tenantId)) return 'waiting_turn';
     if (result === AdmitResult.TooManyRuns) {
       throw new QuotaExceededError(
         'quota_concurrent_runs',
@@ -90,6 +94,12 @@ export class TenantQuotas {
       throw new QuotaExceededError('quota_cost', `tenant ${tenantId} spent its ${q.costPerDayUsd} USD for today (UTC)`);
     }
     return 'admitted';
+  }
+
+  /** A created run that admission told to wait joins its line (a `slot` job then looks for a free slot). */
+  async wait(tenantId: string, runId: string, admission: Exclude<Admission, 'admitted'>): Promise<void> {
+    if (admission === 'waiting_turn') await this.enterFairShare(tenantId, runId);
+    else await this.redis.rpush(tenantKeys(tenantId).waiting, runId);
   }
 
   /**

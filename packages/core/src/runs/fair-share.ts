@@ -28,7 +28,11 @@ export function createFairShare(deps: FairShareDeps) {
       );
   }
 
-  /** The run a slot was handed to, or null when it ended while waiting (its slot is given back). */
+  /**
+   * The run a slot was handed to, or null when it ended while waiting (its slot is given
+   * back). A line holds only runs whose record was written (a run joins after its creation),
+   * so a missing record is a run that ended and left Redis, never one still being created.
+   */
   async function live(tenantId: string, runId: string): Promise<RunRecord | null> {
     const run = await deps.store.get(runId);
     if (run && !TERMINAL_STATUSES.includes(run.status)) return run;

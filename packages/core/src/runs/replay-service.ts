@@ -93,8 +93,11 @@ export function createReplayService(deps: ReplayServiceDeps) {
       await deps.quotas.release(run.tenantId, id).catch(() => {});
       throw err;
     }
-    if (admission === 'waiting') await deps.enqueue('slot', { runId: id, tenantId: run.tenantId, freed: false, traceparent });
-    else await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: run.tenantId }, { route: jobRoute(run) });
+    if (admission !== 'admitted') {
+      // Into its line only now that its record exists (see TenantQuotas.admit).
+      await deps.quotas.wait(run.tenantId, id, admission);
+      await deps.enqueue('slot', { runId: id, tenantId: run.tenantId, freed: false, traceparent });
+    } else await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: run.tenantId }, { route: jobRoute(run) });
     deps.metrics.runsSubmitted.inc({ agent: run.agent });
     return run;
   }

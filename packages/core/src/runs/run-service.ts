@@ -3,7 +3,7 @@ import type { AgentCatalog } from '../agents/agent-profile.js';
 import { decisionRights, mayReadRun, overseesTenant } from '../approvals/decision-rights.js';
 import { approvalsNeeded } from '../approvals/quorum.js';
 import type { ArchivedRun, RunArchive, RunTreeParts } from '../archive/run-archive.js';
-import type { TenantQuotas } from '../budgets/tenant-quotas.js';
+import type { Admission, TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { TransitionApplier } from '../engine/apply-transition.js';
 import type { Compensator } from '../engine/compensation.js';
 import { runEvent } from '../engine/run-event.js';
@@ -271,8 +271,8 @@ export function createRunService(deps: RunServiceDeps) {
       const ifBusy = body.ifBusy ?? 'reject';
       // The run this one waits behind, when its session is busy and the policy queues it.
       let behind: string | null = null;
-      // `waiting`: over the tenant's concurrency limit, in its fair-share line (`queueBeyondLimit`).
-      let admission: 'admitted' | 'waiting' = 'admitted';
+      // Whether it starts now or waits for a slot (fair share), decided before anything is written.
+      let admission: Admission = 'admitted';
       try {
         admission = await deps.quotas.admit(principal.tenantId, id); // 429 before anything is written
         admitted = true;
@@ -331,9 +331,11 @@ export function createRunService(deps: RunServiceDeps) {
         // The run ahead may have finished before this one joined the queue: look once now.
         await deps.enqueue('admit', { runId: id, cause: 'queued', traceparent });
       }
-      // A slot may have freed before it joined the line: look once now.
-      if (admission === 'waiting') await deps.enqueue('slot', { runId: id, tenantId: principal.tenantId, freed: false, traceparent });
-      else if (!behind)
+      if (admission !== 'admitted') {
+        // Into its line only now that its record exists, so whoever hands it a slot finds it; a slot may have freed meanwhile: look once.
+        await deps.quotas.wait(principal.tenantId, id, admission);
+        await deps.enqueue('slot', { runId: id, tenantId: principal.tenantId, freed: false, traceparent });
+      } else if (!behind)
         await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: principal.tenantId }, { route: jobRoute(run) });
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };

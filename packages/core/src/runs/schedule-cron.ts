@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import cronParser from 'cron-parser';
 import { InvalidRequestError } from '../errors.js';
+import { MISSED_COUNT_LIMIT, type MissedFirings } from '../schemas/schedule.js';
 
 /**
  * Cron expressions and fire times, with the parser BullMQ's job schedulers use
@@ -51,4 +52,27 @@ export const isMissed = (cron: string, timezone: string, scheduledFor: number, n
 export function scheduledRunId(scheduleId: string, fireAt: number): string {
   const h = createHash('sha256').update(`schedule:${scheduleId}:${fireAt}`).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * The fire times from `from` (itself one) up to but not including `before`, which one
+ * outage swallowed: counted up to MISSED_COUNT_LIMIT (then `capped`), the last exact either way.
+ */
+export function missedFirings(cron: string, timezone: string, from: number, before: number): MissedFirings {
+  const times = parse(cron, timezone, from);
+  let count = 1;
+  let capped = false;
+  while (times.next().getTime() < before) {
+    if (count === MISSED_COUNT_LIMIT) {
+      capped = true;
+      break;
+    }
+    count++;
+  }
+  return {
+    count,
+    first: new Date(from).toISOString(),
+    last: new Date(latestFireAt(cron, timezone, before - 1)).toISOString(),
+    ...(capped ? { capped: true as const } : {}),
+  };
 }

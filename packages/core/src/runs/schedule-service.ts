@@ -6,13 +6,15 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { ScheduleTimers } from '../queue/schedule-queue.js';
 import type { Principal } from '../schemas/identity.js';
+import type { AuditAction } from '../schemas/index.js';
 import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
 import type { CreateScheduleBody, PatchScheduleBody, ScheduleFiring, ScheduleRecord, ScheduleView } from '../schemas/schedule.js';
+import type { AuditLog } from '../store/audit-log.js';
 import type { RunStore } from '../store/run-store.js';
 import type { ScheduleStore } from '../store/schedule-store.js';
 import type { RunService } from './run-service.js';
 import { runView } from './run-service.js';
-import { checkCron, isMissed, latestFireAt, nextFireAt, scheduledRunId } from './schedule-cron.js';
+import { checkCron, isMissed, latestFireAt, missedFirings, nextFireAt, scheduledRunId } from './schedule-cron.js';
 
 export interface ScheduleServiceDeps {
   store: ScheduleStore;
@@ -24,17 +26,41 @@ export interface ScheduleServiceDeps {
   logger: Logger;
   /** Schedules one tenant may hold. */
   perTenant: number;
+  /** The decision log: creations, edits, deletions and pauses of schedules. */
+  audit: Pick<AuditLog, 'append'>;
+  /**
+   * The identities the fleet accepts now (REIN_API_KEYS, without their secrets): a firing
+   * runs only while its owner is one of them with every role the schedule runs with.
+   * Undefined (this process knows no keys): no firing can be checked, so none starts.
+   */
+  identities: readonly Principal[] | undefined;
   now?: () => number;
 }
 
 /** What one firing came to (the fire job's result). */
-export type FireResult = 'started' | 'replayed' | 'skipped' | 'missed' | 'failed' | 'disabled' | 'gone';
+export type FireResult = 'started' | 'replayed' | 'skipped' | 'missed' | 'paused' | 'failed' | 'disabled' | 'gone';
+
+/** Why the owner may no longer have runs started as them, or null while they may. */
+export function ownerStanding(identities: readonly Principal[], owner: Principal): { code: string; reason: string } | null {
+  const keys = identities.filter((i) => i.tenantId === owner.tenantId && i.userId === owner.userId);
+  if (keys.length === 0)
+    return { code: 'owner_key_missing', reason: `no key of user ${owner.userId} in tenant ${owner.tenantId} exists any more` };
+  if (keys.some((k) => owner.roles.every((r) => k.roles.includes(r)))) return null;
+  return {
+    code: 'owner_roles_changed',
+    reason: `user ${owner.userId} no longer holds every role the schedule runs with (${owner.roles.join(', ')})`,
+  };
+}
 
 /**
  * Agents on a schedule: CRUD on behalf of a caller, and the firing a worker takes from
- * a schedule's BullMQ job scheduler. A firing submits the schedule's run as its creator
+ * a schedule's BullMQ job scheduler. A firing submits the schedule's run as its owner
  * (tenant, user, roles: quotas apply as to any run) under an id derived from the schedule
  * and the fire time, so however many processes take it, one run starts.
+ *
+ * The owner is who last decided what the schedule runs: its creator, or whoever edited it
+ * since (an admin's edit of a user's schedule makes the admin its owner, so nobody's input
+ * runs as someone else). Only disabling it leaves the owner as it is: that runs nothing.
  */
 export function createScheduleService(deps: ScheduleServiceDeps) {
   const now = deps.now ?? Date.now;
@@ -56,6 +82,17 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
     nextRunAt: s.enabled ? iso(nextFireAt(s.cron, s.timezone, now())) : null,
   });
 
+  const audit = (actor: string, action: AuditAction, s: ScheduleRecord, data: Record<string, unknown>) =>
+    deps.audit.append([{ tenantId: s.owner.tenantId, actor, action, subject: { scheduleId: s.id }, data }]);
+
+  /** The firing found its owner without the key or roles it runs with: it stops until someone enables it again. */
+  async function pause(s: ScheduleRecord, base: Pick<ScheduleFiring, 'scheduledFor' | 'at'>, why: { code: string; reason: string }) {
+    await deps.store.put({ ...s, enabled: false, paused: { at: base.at, ...why }, updatedAt: base.at });
+    await deps.timers.remove(s.id);
+    await record(s, { ...base, outcome: 'paused', reason: `${why.code}: ${why.reason}` });
+    await audit('system', 'schedule.paused', s, { code: why.code, reason: why.reason, owner: s.owner.userId });
+  }
+
   async function record(s: ScheduleRecord, firing: ScheduleFiring): Promise<void> {
     await deps.store.recordFiring(s.id, firing);
     deps.metrics.scheduleFirings.inc({ outcome: firing.outcome });
@@ -73,9 +110,6 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
     async create(principal: Principal, body: CreateScheduleBody): Promise<ScheduleView> {
       checkCron(body.cron, body.timezone);
       const agent = deps.agents.get(body.agent ?? deps.agents.defaultAgent).name; // 400 unknown_agent
-      const held = (await deps.store.all()).filter((s) => s.owner.tenantId === principal.tenantId).length;
-      if (held >= deps.perTenant)
-        throw new ConflictError('too_many_schedules', `tenant ${principal.tenantId} already has ${held} schedules (the limit)`);
       const at = iso(now());
       const s: ScheduleRecord = {
         schemaVersion: 1,
@@ -94,13 +128,15 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
         updatedAt: at,
       };
       // The record first: a timer that fires before it exists would find nothing to run.
-      await deps.store.put(s);
+      if (!(await deps.store.add(s, deps.perTenant)))
+        throw new ConflictError('too_many_schedules', `tenant ${principal.tenantId} already has ${deps.perTenant} schedules (the limit)`);
       if (s.enabled) await deps.timers.upsert(s);
+      await audit(principal.userId, 'schedule.created', s, { agent, cron: s.cron, timezone: s.timezone, enabled: s.enabled });
       return view(s);
     },
 
     async list(principal: Principal): Promise<{ schedules: ScheduleView[] }> {
-      return { schedules: (await deps.store.all()).filter((s) => mayManage(principal, s)).map(view) };
+      return { schedules: (await deps.store.forTenant(principal.tenantId)).filter((s) => mayManage(principal, s)).map(view) };
     },
 
     /** The schedule, its latest firings and the runs they started (those still kept). */
@@ -114,9 +150,18 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
 
     async patch(principal: Principal, id: string, body: PatchScheduleBody): Promise<ScheduleView> {
       const s = await visible(principal, id);
-      const next: ScheduleRecord = { ...s, ...body, updatedAt: iso(now()) };
+      // Whoever decides what it runs from now on owns it; disabling alone decides nothing.
+      const owns = !(body.enabled === false && Object.keys(body).length === 1);
+      const owner: Principal = owns ? { tenantId: principal.tenantId, userId: principal.userId, roles: principal.roles } : s.owner;
+      const { paused, ...rest } = { ...s, ...body, owner, updatedAt: iso(now()) };
+      const next: ScheduleRecord = rest.enabled || !paused ? rest : { ...rest, paused };
       checkCron(next.cron, next.timezone);
       await deps.store.put(next);
+      await audit(principal.userId, 'schedule.updated', next, {
+        fields: Object.keys(body).sort(),
+        owner: owner.userId,
+        ...(owner.userId !== s.owner.userId ? { previousOwner: s.owner.userId } : {}),
+      });
       // A firing racing this sees either record; one that reads the disabled one does nothing.
       if (next.enabled) await deps.timers.upsert(next);
       else await deps.timers.remove(id);
@@ -124,9 +169,9 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
     },
 
     async remove(principal: Principal, id: string): Promise<void> {
-      await visible(principal, id);
+      const s = await visible(principal, id);
       await deps.timers.remove(id);
-      await deps.store.remove(id);
+      if (await deps.store.remove(s)) await audit(principal.userId, 'schedule.deleted', s, { owner: s.owner.userId });
     },
 
     /** A worker took the firing of `scheduleId` for `scheduledFor` (ms): start its run, or record why not. */
@@ -144,11 +189,27 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
       }
       const at = now();
       deps.metrics.scheduleLag.observe(Math.max(0, at - scheduledFor) / 1000);
+      if (!deps.identities) {
+        // Not the owner's doing: the schedule stays on, and a process that knows the keys will start it.
+        await record(s, { scheduledFor: iso(scheduledFor), at: iso(at), outcome: 'failed', reason: 'owner_unverifiable' });
+        return 'failed';
+      }
+      const standing = ownerStanding(deps.identities, s.owner);
+      if (standing) {
+        await pause(s, { scheduledFor: iso(scheduledFor), at: iso(at) }, standing);
+        return 'paused';
+      }
       let fireAt = scheduledFor;
       const missed = isMissed(s.cron, s.timezone, scheduledFor, at);
       if (missed) {
         if (s.catchUp === 'none') {
-          await record(s, { scheduledFor: iso(scheduledFor), at: iso(at), outcome: 'missed', reason: 'catchUp none' });
+          await record(s, {
+            scheduledFor: iso(scheduledFor),
+            at: iso(at),
+            outcome: 'missed',
+            reason: 'catchUp none',
+            missed: missedFirings(s.cron, s.timezone, scheduledFor, at + 1),
+          });
           return 'missed';
         }
         // One run for everything missed: the latest fire time that has passed.
@@ -184,7 +245,12 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
           ...base,
           outcome: 'started',
           runId,
-          ...(missed ? { reason: `catch-up of the firing due ${iso(scheduledFor)}` } : {}),
+          ...(missed
+            ? {
+                reason: `catch-up of the firing due ${iso(scheduledFor)}`,
+                missed: missedFirings(s.cron, s.timezone, scheduledFor, fireAt),
+              }
+            : {}),
         });
         return 'started';
       } catch (err) {

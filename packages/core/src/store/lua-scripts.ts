@@ -56,6 +56,12 @@ export enum LeaseResult {
   Full = 0,
 }
 
+/** Return codes of add-schedule-2.lua. */
+export enum AddScheduleResult {
+  Added = 1,
+  AtLimit = 0,
+}
+
 /** Return codes of add-webhook-1.lua. */
 export enum AddWebhookResult {
   Added = 1,
@@ -77,6 +83,7 @@ const scripts = {
   releaseSession: { file: 'release-session-1.lua', keys: 1 },
   chargeUsage: { file: 'charge-usage-3.lua', keys: 3 },
   addWebhook: { file: 'add-webhook-1.lua', keys: 1 },
+  addSchedule: { file: 'add-schedule-2.lua', keys: 2 },
   appendAudit: { file: 'append-audit-3.lua', keys: 3 },
   recordEffect: { file: 'record-effect-2.lua', keys: 2 },
   recordAfterFinish: { file: 'record-after-finish-3.lua', keys: 3 },
@@ -95,6 +102,7 @@ export interface ReinScripts {
   releaseSession(active: string, runId: string): Promise<number>;
   chargeUsage(usage: string, charged: string, chargedBefore: string, ...argv: string[]): Promise<number>;
   addWebhook(webhooks: string, id: string, json: string, max: string): Promise<number>;
+  addSchedule(all: string, tenant: string, id: string, json: string, max: string): Promise<number>;
   appendAudit(entries: string, byTime: string, head: string, ...argv: string[]): Promise<number>;
   recordEffect(run: string, effects: string, ...argv: string[]): Promise<[EffectWrite, string?]>;
   recordAfterFinish(run: string, steps: string, events: string, ...argv: string[]): Promise<number>;

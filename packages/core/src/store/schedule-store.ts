@@ -1,34 +1,89 @@
 import { scheduleKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
 import { type ScheduleFiring, type ScheduleRecord, scheduleFiringSchema, scheduleRecordSchema } from '../schemas/schedule.js';
+import { AddScheduleResult, withScripts } from './lua-scripts.js';
 
 /** Firings kept per schedule in its history. */
 export const SCHEDULE_HISTORY_SIZE = 50;
 
-/** Schedules (one hash for the fleet, under one hash tag), each one's latest firings and its last run. */
-export class ScheduleStore {
-  constructor(private readonly redis: RedisClient) {}
+const parse = (raw: string) => scheduleRecordSchema.parse(JSON.parse(raw));
 
+/**
+ * Schedules (one hash for the fleet and a set of ids per tenant, under one hash tag), each
+ * one's latest firings and its last run.
+ */
+export class ScheduleStore {
+  private readonly redis;
+  private indexing?: Promise<void>;
+
+  constructor(redis: RedisClient) {
+    this.redis = withScripts(redis);
+  }
+
+  /**
+   * Stores a new schedule unless its tenant already holds `max` (add-schedule-2.lua: the
+   * count and the write are one step); returns whether it was stored.
+   */
+  async add(schedule: ScheduleRecord, max: number): Promise<boolean> {
+    await this.indexed();
+    const json = JSON.stringify(scheduleRecordSchema.parse(schedule));
+    const tenant = scheduleKeys.tenant(schedule.owner.tenantId);
+    return (await this.redis.addSchedule(scheduleKeys.all, tenant, schedule.id, json, String(max))) === AddScheduleResult.Added;
+  }
+
+  /** Rewrites a stored schedule (an edit, a pause); its tenant does not change. */
   async put(schedule: ScheduleRecord): Promise<void> {
     await this.redis.hset(scheduleKeys.all, schedule.id, JSON.stringify(scheduleRecordSchema.parse(schedule)));
   }
 
   async get(id: string): Promise<ScheduleRecord | null> {
     const raw = await this.redis.hget(scheduleKeys.all, id);
-    return raw ? scheduleRecordSchema.parse(JSON.parse(raw)) : null;
+    return raw ? parse(raw) : null;
   }
 
-  /** Every schedule of the fleet, oldest first: what listing a tenant's reads (bounded by the per-tenant cap times the tenants). */
-  async all(): Promise<ScheduleRecord[]> {
-    const raw = await this.redis.hvals(scheduleKeys.all);
-    return raw.map((r) => scheduleRecordSchema.parse(JSON.parse(r))).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  /** One tenant's schedules, oldest first (at most its limit: the fleet's others are not read). */
+  async forTenant(tenantId: string): Promise<ScheduleRecord[]> {
+    await this.indexed();
+    const ids = await this.redis.smembers(scheduleKeys.tenant(tenantId));
+    if (ids.length === 0) return [];
+    const raw = await this.redis.hmget(scheduleKeys.all, ...ids);
+    // An id whose record is gone was left by a removal racing the first indexing: it counts no more.
+    const gone = ids.filter((_, i) => raw[i] === null);
+    if (gone.length) await this.redis.srem(scheduleKeys.tenant(tenantId), ...gone);
+    return raw
+      .flatMap((r) => (r === null ? [] : [parse(r)]))
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
 
   /** Removes the schedule, its history and its last run; returns whether it existed. */
-  async remove(id: string): Promise<boolean> {
+  async remove(schedule: Pick<ScheduleRecord, 'id' | 'owner'>): Promise<boolean> {
+    const { id } = schedule;
     const [[, removed] = [null, 0]] =
-      (await this.redis.multi().hdel(scheduleKeys.all, id).del(scheduleKeys.history(id), scheduleKeys.lastRun(id)).exec()) ?? [];
+      (await this.redis
+        .multi()
+        .hdel(scheduleKeys.all, id)
+        .srem(scheduleKeys.tenant(schedule.owner.tenantId), id)
+        .del(scheduleKeys.history(id), scheduleKeys.lastRun(id))
+        .exec()) ?? [];
     return removed === 1;
+  }
+
+  /**
+   * Schedules stored before the per-tenant sets existed join their tenant's set, once per
+   * store (and once for good when the marker is set): until then their tenant's limit and
+   * listing would not see them.
+   */
+  private indexed(): Promise<void> {
+    this.indexing ??= (async () => {
+      if (await this.redis.exists(scheduleKeys.indexed)) return;
+      const tx = this.redis.multi();
+      for (const s of (await this.redis.hvals(scheduleKeys.all)).map(parse)) tx.sadd(scheduleKeys.tenant(s.owner.tenantId), s.id);
+      await tx.set(scheduleKeys.indexed, '1').exec();
+    })().catch((err: unknown) => {
+      this.indexing = undefined; // the next call tries again
+      throw err;
+    });
+    return this.indexing;
   }
 
   async recordFiring(id: string, firing: ScheduleFiring): Promise<void> {

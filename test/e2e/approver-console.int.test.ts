@@ -262,6 +262,9 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     const heading = page.locator('.replay h3');
     await heading.waitFor();
     const replayId = (await heading.getByRole('link').textContent()) as string;
+    // Just started, it is queued: its status, not a diff against steps it has not reached.
+    expect(await heading.textContent()).toContain('is queued');
+    expect(await page.locator('.replay table').count()).toBe(0);
     const replay = await fleet.waitForRun(replayId, (r) => r.status === 'succeeded');
     expect(replay.replayOf).toBe(run.id);
     await page.goto(`${fleet.approver}/console#/runs/${replayId}`);

@@ -353,16 +353,24 @@ describe('replaying a cohort, as a gate', () => {
 
   it('samples evenly up to its limit, stops at its token budget, and is an approver’s, in its tenant only', async () => {
     const approver = fleet.client(KEYS.approver.key);
-    const created = await approver.replays.create({ agent: 'order-assistant', since, limit: 5, concurrency: 1, maxTokens: 1 });
-    expect(created.summary.total).toBe(5);
-    let view = created;
-    while (view.status !== 'finished') {
-      await new Promise((r) => setTimeout(r, 200));
-      view = await approver.replays.get(created.id);
-    }
-    // The first replay spent the whole budget: the other four were never started.
-    expect(view.summary).toMatchObject({ total: 5, replayed: 1, identical: 1, skipped: 4 });
-    expect((await fleet.callApi('GET', `/v1/replays/${created.id}`, KEYS.other.key)).status).toBe(404);
+    const finished = async (body: { maxTokens: number; concurrency: number }) => {
+      let view = await approver.replays.create({ agent: 'order-assistant', since, limit: 5, ...body });
+      expect(view.summary.total).toBe(5);
+      while (view.status !== 'finished') {
+        await new Promise((r) => setTimeout(r, 200));
+        view = await approver.replays.get(view.id);
+      }
+      return view;
+    };
+    // A budget of one run's token limit holds the first replay's whole limit, at any concurrency: the
+    // others wait for what it gives back, and what it spent leaves no room for another whole limit.
+    const { limits } = await user().runs.get(originals[0] ?? '');
+    const one = await finished({ maxTokens: limits.maxTokens, concurrency: 5 });
+    expect(one.summary).toMatchObject({ total: 5, replayed: 1, identical: 1, skipped: 4 });
+    // A budget no replay's limit fits starts none: nothing is spent, and the gate has nothing to judge.
+    const none = await finished({ maxTokens: 1, concurrency: 5 });
+    expect(none.summary).toMatchObject({ total: 5, replayed: 0, skipped: 5, tokens: { replay: 0 } });
+    expect((await fleet.callApi('GET', `/v1/replays/${one.id}`, KEYS.other.key)).status).toBe(404);
     const asUser = await fleet.callApi('POST', '/v1/replays', KEYS.user.key, { agent: 'order-assistant', since, limit: 5 });
     expect(asUser.status).toBe(403);
   });

@@ -51,11 +51,12 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
     details: `  <runId>                  replay one finished run and print the diff, original | replay
   --model M                the model the replay calls
   --instructions-file F    the agent's instructions for the replay, from a file
-  --version V              the app version to replay on (default: the current one)
+  --version V              the app version to replay on (default: the current one; here --version
+                           names an app version, not the CLI's)
   --agent A                a cohort: finished runs of agent A (approver or admin key)
   --since D                created since D ago (24h, 90m, 7d) or an ISO instant; --until likewise
   --limit N                at most N runs, sampled evenly; --status S only runs that ended S
-  --max-diverged P         exit 1 when more than P (10% or 0.1) of the replays diverged
+  --max-diverged P         exit 1 when more than P (10% or 0.1) of the replays diverged, or none was replayed
   --report F               write the Markdown report to F (default: print it)`,
     env: CLIENT_ENV,
   },
@@ -108,7 +109,7 @@ ${Object.values(COMMANDS)
   .map((c) => `  ${c.usage.padEnd(72)} ${c.summary}`)
   .join('\n')}
   rein --version                                                           the version
-Every command takes --help (its options and the environment it reads) and --version.
+Every command takes --help (its options and the environment it reads) and --version (rein replay's names an app version).
 The services read the rest of their configuration from the environment (README: Configuration).
 
 environment:

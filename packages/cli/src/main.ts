@@ -26,19 +26,27 @@ async function service(load: () => Promise<Start>) {
   await start(await loadAppOrExit(options), { options });
 }
 
-/** The options of `name`, with `--help` and `--version` on every command. */
+/**
+ * The options of `name`, with `--help` on every command and `--version` on every command
+ * that has no `--version` of its own (`rein replay --version V` names an app version).
+ */
 function options(name: CommandName, own: NonNullable<ParseArgsConfig['options']>) {
+  const ownVersion = Object.hasOwn(own, 'version');
   const parsed = parseArgs({
     args: rest,
     allowPositionals: true,
-    options: { ...own, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
+    options: {
+      help: { type: 'boolean', short: 'h' },
+      ...(ownVersion ? {} : { version: { type: 'boolean', short: 'v' } }),
+      ...own,
+    },
   });
   const values = parsed.values as Record<string, string | boolean | undefined>;
   if (values.help) {
     process.stdout.write(`${commandHelp(name)}\n`);
     process.exit(0);
   }
-  if (values.version) {
+  if (!ownVersion && values.version) {
     process.stdout.write(`${version}\n`);
     process.exit(0);
   }

@@ -61,9 +61,18 @@ export function threshold(text: string): number {
   return value;
 }
 
-/** Whether the cohort crossed the threshold: more diverged replays than `maxDiverged` of those replayed. */
+/** A cohort none of whose runs was replayed: a gate has nothing to judge, so it fails. */
+export const nothingToJudge = (view: ReplayCohortView) => view.summary.replayed === 0;
+
+/** Whether the cohort fails the gate: nothing replayed, or more diverged replays than `maxDiverged` of those replayed. */
 export const crossed = (view: ReplayCohortView, maxDiverged: number) =>
-  view.summary.replayed > 0 && view.summary.diverged / view.summary.replayed > maxDiverged;
+  nothingToJudge(view) || view.summary.diverged / view.summary.replayed > maxDiverged;
+
+/** Why a cohort with nothing replayed has nothing to judge, in the user's terms. */
+const emptyReason = (view: ReplayCohortView) =>
+  view.summary.total === 0
+    ? 'no finished run of the agent in the window'
+    : `none of its ${view.summary.total} runs was replayed (${view.summary.skipped} skipped)`;
 
 /** A cohort's Markdown report: the summary, then every run that diverged, would need an approval or now fails. */
 export function cohortReport(view: ReplayCohortView, maxDiverged: number): string {
@@ -78,7 +87,9 @@ export function cohortReport(view: ReplayCohortView, maxDiverged: number): strin
         .join(', ') || 'no overrides'
     }.`,
     '',
-    `**${crossed(view, maxDiverged) ? 'FAILED' : 'PASSED'}**: ${s.diverged} of ${s.replayed} diverged (${pct(s.diverged)}; the threshold is ${(maxDiverged * 100).toFixed(1)}%).`,
+    nothingToJudge(view)
+      ? `**FAILED**: nothing to judge: ${emptyReason(view)}.`
+      : `**${crossed(view, maxDiverged) ? 'FAILED' : 'PASSED'}**: ${s.diverged} of ${s.replayed} diverged (${pct(s.diverged)}; the threshold is ${(maxDiverged * 100).toFixed(1)}%).`,
     '',
     '| replayed | identical | diverged | would need approval | would now fail | skipped | tokens (original → replay) | cost USD |',
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
@@ -119,7 +130,7 @@ export interface ReplayOptions {
 /**
  * `rein replay <runId>`: replays one run and prints the diff side by side. `rein replay
  * --agent A --since 24h ...`: a cohort; waits for it, writes the report, and returns 1 when
- * more than --max-diverged of its replays diverged (a CI gate), else 0.
+ * more than --max-diverged of its replays diverged or none was replayed (a CI gate), else 0.
  */
 export async function replay(rein: ReinClient, runId: string | undefined, o: ReplayOptions): Promise<number> {
   const overrides = {
@@ -155,6 +166,10 @@ export async function replay(rein: ReinClient, runId: string | undefined, o: Rep
   if (o.report) writeFileSync(o.report, report);
   else process.stdout.write(report);
   const s = view.summary;
+  if (nothingToJudge(view)) {
+    process.stderr.write(`rein replay: nothing to judge: ${emptyReason(view)}\n`);
+    return 1;
+  }
   const verdict = `${s.diverged} of ${s.replayed} replays diverged; ${s.wouldNeedApprovals} new approvals; ${s.nowFail} would now fail`;
   if (crossed(view, max)) {
     process.stderr.write(`rein replay: over the threshold (${o.maxDiverged}): ${verdict}\n`);

@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { freePort, startTestRedis, type TestRedis } from '@rein/core/testing';
@@ -53,6 +55,84 @@ describe('rein --help and --version', () => {
     expect(cli(['--version']).stdout.trim()).toBe(version);
     expect(cli(['run', '--version']).stdout.trim()).toBe(version);
     expect(cli(['nope']).status).toBe(2);
+  });
+});
+
+/** `rein` as a real process, awaited (spawnSync would block a stub API served from this process). */
+const cliAsync = (args: string[], env: Record<string, string>) =>
+  new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [rein, ...args], { env: { ...process.env, ...env } });
+    let [stdout, stderr] = ['', ''];
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+
+/** An API that answers every cohort it is asked for with `summary` (finished), recording the bodies it got. */
+async function stubCohortApi(summary: { total: number; replayed: number; diverged: number; skipped: number }) {
+  const bodies: Array<Record<string, unknown>> = [];
+  const view = (settings: Record<string, unknown>) => ({
+    id: 'cohort-1',
+    agent: 'order-assistant',
+    status: 'finished',
+    createdAt: new Date(0).toISOString(),
+    settings,
+    summary: {
+      ...summary,
+      identical: summary.replayed - summary.diverged,
+      wouldNeedApprovals: 0,
+      nowFail: 0,
+      tokens: { original: 0, replay: 0 },
+      costUsd: { original: 0, replay: 0 },
+    },
+    runs: [],
+  });
+  const server = createHttpServer((req, res) => {
+    let raw = '';
+    req.on('data', (d) => (raw += d));
+    req.on('end', () => {
+      if (req.method === 'POST') bodies.push(JSON.parse(raw));
+      const settings = bodies.at(-1)?.version ? { version: bodies.at(-1)?.version } : {};
+      res.writeHead(req.method === 'POST' ? 202 : 200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(view(settings)));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, bodies, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+describe('rein replay as a deploy gate', () => {
+  const gate = ['replay', '--agent', 'order-assistant', '--since', '1h', '--limit', '5'];
+
+  it('--version names the app version the cohort replays on: it is sent, not answered with the CLI version', async () => {
+    const api = await stubCohortApi({ total: 2, replayed: 2, diverged: 1, skipped: 0 });
+    try {
+      const out = await cliAsync([...gate, '--version', 'v2', '--max-diverged', '0%'], { REIN_API_URL: api.url });
+      expect(out.stdout.trim()).not.toBe(version);
+      expect(api.bodies).toMatchObject([{ agent: 'order-assistant', limit: 5, version: 'v2' }]);
+      expect(out.status).toBe(1);
+      expect(out.stderr).toContain('over the threshold (0%): 1 of 2 replays diverged');
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('fails, loudly, when nothing was replayed: a gate with nothing to judge does not pass', async () => {
+    const api = await stubCohortApi({ total: 3, replayed: 0, diverged: 0, skipped: 3 });
+    try {
+      const out = await cliAsync([...gate, '--version', 'v2', '--max-diverged', '10%'], { REIN_API_URL: api.url });
+      expect(out.status).toBe(1);
+      expect(out.stderr).toContain('nothing to judge: none of its 3 runs was replayed (3 skipped)');
+      expect(out.stdout).toContain('**FAILED**: nothing to judge');
+      expect(out.stdout).not.toContain('PASSED');
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('still answers --version with the CLI version on a command without a --version of its own', () => {
+    expect(cli(['watch', '--version']).stdout.trim()).toBe(version);
   });
 });
 

@@ -75,5 +75,9 @@ describe('rein replay output', () => {
     expect(crossed(view(1), 0.1)).toBe(false);
     expect(crossed(view(2), 0.1)).toBe(true);
     expect(cohortReport(view(2), 0.1)).toContain('**FAILED**: 2 of 10 diverged (20.0%; the threshold is 10.0%)');
+    // Nothing replayed is nothing to judge: the gate fails, whatever the threshold.
+    const empty = { ...view(0), summary: { ...view(0).summary, replayed: 0, identical: 0, skipped: 10 } };
+    expect(crossed(empty, 1)).toBe(true);
+    expect(cohortReport(empty, 1)).toContain('**FAILED**: nothing to judge: none of its 10 runs was replayed (10 skipped).');
   });
 });

@@ -51,6 +51,7 @@ export type ReinErrorCode =
   | 'redis_unavailable'
   | 'archive_unavailable'
   | 'version_not_live'
+  | 'too_many_cohorts'
   | 'version_not_upgradable'
   | 'not_a_replay'
   | 'original_unavailable'

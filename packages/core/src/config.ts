@@ -265,6 +265,8 @@ export const configSchema = z.object({
   REIN_SESSION_TOOL_TRAFFIC: flag.default(false),
   /** Schedules one tenant may hold (`POST /v1/schedules` answers 409 too_many_schedules beyond). */
   REIN_SCHEDULES_PER_TENANT: z.coerce.number().int().min(0).default(100),
+  /** Cohort replays one tenant may run at once (`POST /v1/replays` answers 409 too_many_cohorts beyond). */
+  REIN_REPLAY_COHORTS_PER_TENANT: z.coerce.number().int().min(1).default(2),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**
    * OpenTelemetry, by the standard names. Without an endpoint no SDK is registered:

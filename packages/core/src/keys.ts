@@ -52,15 +52,19 @@ export const tenantKeys = (tenantId: string) => {
     sessionActive: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:active`,
     /** Runs waiting for the session to be free (`ifBusy`), in submission order. */
     sessionQueue: (userId: string, sessionId: string) => `${p}:session:${encodeURIComponent(userId)}:${sessionId}:queue`,
-    /** A cohort replay (`POST /v1/replays`): its settings, originals not started yet, replay ids, counted finishes, tokens spent, skipped. */
+    /** A cohort replay (`POST /v1/replays`): its settings, originals not started yet, replay ids, counted finishes, tokens spent or held, replays running, what each holds, skipped. */
     replayCohort: (id: string) => ({
       doc: `${p}:replays:${id}`,
       pending: `${p}:replays:${id}:pending`,
       replays: `${p}:replays:${id}:replays`,
       finished: `${p}:replays:${id}:finished`,
       tokens: `${p}:replays:${id}:tokens`,
+      running: `${p}:replays:${id}:running`,
+      held: `${p}:replays:${id}:held`,
       skipped: `${p}:replays:${id}:skipped`,
     }),
+    /** Cohort replays running, by last progress (ms): how many a tenant runs at once. */
+    openReplayCohorts: `${p}:replays:open`,
     /** The decision log (a hash chain): seq → entry JSON, seqs by time (ms), and the head (`<seq> <hash> <at ms>`). */
     audit: `${p}:audit`,
     auditByTime: `${p}:audit:at`,

@@ -181,6 +181,10 @@ export interface ReinOptions {
     /** REIN_SCHEDULES_PER_TENANT. @default 100 */
     perTenant: Config['REIN_SCHEDULES_PER_TENANT'];
   };
+  replays: {
+    /** REIN_REPLAY_COHORTS_PER_TENANT. @default 2 */
+    cohortsPerTenant: Config['REIN_REPLAY_COHORTS_PER_TENANT'];
+  };
   /** LOG_LEVEL. @default 'info' */
   logLevel: Config['LOG_LEVEL'];
   tracing: {
@@ -302,6 +306,7 @@ export const envOptionPaths = {
   REIN_SESSION_WINDOW_TOKENS: 'sessions.windowTokens',
   REIN_SESSION_TOOL_TRAFFIC: 'sessions.toolTraffic',
   REIN_SCHEDULES_PER_TENANT: 'schedules.perTenant',
+  REIN_REPLAY_COHORTS_PER_TENANT: 'replays.cohortsPerTenant',
   LOG_LEVEL: 'logLevel',
   OTEL_SDK_DISABLED: 'tracing.sdkDisabled',
   OTEL_EXPORTER_OTLP_ENDPOINT: 'tracing.endpoint',

@@ -344,6 +344,9 @@ async function buildRuntime<X extends Extras>(
     store,
     cohorts: new ReplayCohortStore(redis, options.retention.traceTtlDays * 86_400),
     replays,
+    perTenant: options.replays.cohortsPerTenant,
+    // A live cohort sees a replay finish at least this often: a run ends by its deadline.
+    staleAfterMs: 2 * options.limits.timeoutCeilingMs,
     logger,
   });
   const schedules = createScheduleService({

@@ -143,6 +143,35 @@ describe('replayStep', () => {
     });
   });
 
+  it('answers the proposal of an approval the original had edited with the edited call and its result: no divergence', () => {
+    const proposed = { orderNo: 'A1', amount: 900 };
+    const edited = { orderNo: 'A1', amount: 500 };
+    const observation = `Approved by bob with edited arguments ${JSON.stringify(edited)} (you proposed ${JSON.stringify(proposed)}). Result: refunded 500`;
+    const steps = [
+      stepOf(0, [rec('c0', 'lookup', { orderNo: 'A1' })]),
+      stepOf(1, [rec('c1', 'refund', edited, { approvalId: 'ap-1', observation })]),
+    ];
+    // As an edit leaves the approval: the arguments the model proposed, the approved ones, and the hash of what ran.
+    const recording = recordingOf(steps, [approval({ approvedArguments: edited, editedBy: 'bob', argsHash: hashArguments(edited) })]);
+    const [run, planned] = plannedFor(1, [['refund', proposed]]);
+    const { verdicts } = replayStep(run, planned, recording);
+    expect(verdicts[0]).toMatchObject({
+      kind: 'record',
+      record: { id: 'r0', arguments: edited, outcome: 'ok', observation, source: 'recorded' },
+    });
+    expect(verdicts[0]?.kind === 'record' && verdicts[0].record.wouldNeedApproval).toBeUndefined();
+    // The replay's trace then shows what the original's shows: the diff finds nothing changed.
+    const replaySteps = [
+      stepOf(0, [rec('r0', 'lookup', { orderNo: 'A1' })]),
+      stepOf(1, [verdicts[0]?.kind === 'record' ? verdicts[0].record : rec('x', 'x', {})]),
+    ];
+    const side = (id: string, s: StepRecord[]) => ({
+      run: { id, status: 'succeeded', finalAnswer: 'done', usage: s[0]?.usage, costUsd: 0 } as unknown as RunRecord,
+      steps: s,
+    });
+    expect(diffRuns(side(ORIGINAL, steps), side('replay-run', replaySteps), [])).toMatchObject({ identical: true, divergedAtStep: null });
+  });
+
   it('records an approval the original never had as would-need, rejected with reason replay, or stops there', () => {
     const [run, planned] = plannedFor(1, [['refund', { orderNo: 'A1', amount: 901 }]]);
     const { verdicts, stop } = replayStep(run, planned, recording);
@@ -243,6 +272,24 @@ describe('diffRuns', () => {
       [],
     );
     expect(d).toMatchObject({ identical: false, divergedAtStep: 0, steps: [{ index: 0, same: true }] });
+  });
+  it('of a replay still running, names no divergence at steps it has not reached yet', () => {
+    const running = { ...runOf('r', ''), status: 'queued', finalAnswer: undefined } as unknown as RunRecord;
+    const queued = diffRuns({ run: runOf('o', 'a'), steps: originalSteps }, { run: running, steps: [] }, []);
+    expect(queued).toMatchObject({ identical: false, divergedAtStep: null, status: 'queued' });
+    const halfway = diffRuns(
+      { run: runOf('o', 'a'), steps: originalSteps },
+      { run: { ...running, status: 'running' } as RunRecord, steps: [stepOf(0, [rec('x', 'lookup', { orderNo: 'A1' })])] },
+      [],
+    );
+    expect(halfway.divergedAtStep).toBeNull();
+    // A step it reached that differs is a divergence already.
+    const differs = diffRuns(
+      { run: runOf('o', 'a'), steps: originalSteps },
+      { run: { ...running, status: 'running' } as RunRecord, steps: [stepOf(0, [rec('x', 'lookup', { orderNo: 'B2' })])] },
+      [],
+    );
+    expect(differs.divergedAtStep).toBe(0);
   });
 });
 

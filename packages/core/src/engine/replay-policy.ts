@@ -22,7 +22,7 @@ interface RecordedCall {
 /** The original run's calls and approvals, by tool and canonical arguments hash. */
 export interface ReplayRecording {
   calls: ReadonlyMap<string, readonly RecordedCall[]>;
-  /** Decided approvals by tool and proposed arguments hash, with the record of the call each gated. */
+  /** Decided approvals by tool and the hash of the arguments the model proposed, with the record of the call each gated. */
   approvals: ReadonlyMap<string, ReadonlyArray<{ approval: Approval; record: ToolCallRecord }>>;
 }
 
@@ -61,7 +61,8 @@ export function recordingOf(steps: readonly StepRecord[], approvals: readonly Ap
   for (const approval of approvals) {
     const record = gated.get(approval.id);
     if (approval.status === 'pending' || !record || record.outcome === 'awaiting_approval') continue;
-    push(decided, `${approval.toolName}\n${approval.argsHash}`, { approval, record });
+    // By what the model proposed: an approver's edit moves `argsHash` to the edited arguments, and a replay proposes again.
+    push(decided, callKey(approval.toolName, approval.arguments), { approval, record });
   }
   return { calls, approvals: decided };
 }
@@ -93,8 +94,9 @@ function verdictFor(p: PlannedCall, step: number, settings: ReplaySettings, reco
     const found = recording.approvals.get(callKey(p.call.name, p.args));
     const match = found?.find((m) => m.approval.step === step) ?? found?.[0];
     if (match) {
+      // What the original ran, edited arguments included: the call as the approver let it through.
       const { approvalId: _original, ...record } = match.record;
-      return own({ ...record, ...base, source: 'recorded' });
+      return own({ ...record, id: p.call.id, durationMs: 0, source: 'recorded' });
     }
     const need = p.newApproval;
     if (!need) return own(plannedRecord(p));

@@ -185,7 +185,14 @@ export const apiRoutes = {
   }),
   createReplayCohort: route('runs', 'createReplayCohort', 'Replay recent finished runs of an agent, as a gate (approvers and up)', {
     body: createReplayCohortBodySchema,
-    response: { 202: replayCohortViewSchema, ...errors({ 400: `${ERROR_CODES[400]}, unknown_model`, 403: ERROR_CODES[403] }) },
+    response: {
+      202: replayCohortViewSchema,
+      ...errors({
+        400: `${ERROR_CODES[400]}, unknown_model`,
+        403: ERROR_CODES[403],
+        409: 'version_not_live (no worker runs it), too_many_cohorts (REIN_REPLAY_COHORTS_PER_TENANT run already)',
+      }),
+    },
   }),
   getReplayCohort: route('runs', 'getReplayCohort', 'A cohort replay’s progress and summary', {
     params: idParamsSchema,

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { overseesTenant } from '../approvals/decision-rights.js';
-import { ForbiddenError, NotFoundError, ReinError } from '../errors.js';
+import { ConflictError, ForbiddenError, NotFoundError, ReinError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Principal } from '../schemas/identity.js';
 import { type CohortEntry, type CreateReplayCohortBody, type ReplayCohortView, type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
+import { ReserveResult } from '../store/lua-scripts.js';
 import type { CohortDoc, ReplayCohortStore } from '../store/replay-cohort-store.js';
 import type { RunStore } from '../store/run-store.js';
 import type { ReplayService } from './replay-service.js';
@@ -17,7 +18,11 @@ const DEFAULT_MAX_TOKENS = 1_000_000;
 export interface ReplayCohortDeps {
   store: RunStore;
   cohorts: ReplayCohortStore;
-  replays: Pick<ReplayService, 'replay' | 'checkModel'>;
+  replays: Pick<ReplayService, 'replay' | 'checkModel' | 'checkVersion'>;
+  /** Cohorts one tenant may run at once (REIN_REPLAY_COHORTS_PER_TENANT). */
+  perTenant: number;
+  /** A cohort none of whose replays finished for this long was lost (its process died): it stops counting. */
+  staleAfterMs: number;
   logger: Logger;
   now?: () => number;
 }
@@ -30,9 +35,10 @@ export function sampleEvenly<T>(ids: readonly T[], limit: number): T[] {
 
 /**
  * Cohort replays, as a gate before a deploy: up to `limit` finished runs of an agent,
- * replayed at most `concurrency` at a time. The cohort advances where its replays finish
- * (the finish hook, in whichever process finished one), so it survives any process; once
- * its replays have spent `maxTokens`, the originals not started yet are skipped.
+ * replayed at most `concurrency` at a time, at most `perTenant` cohorts of a tenant at once.
+ * The cohort advances where its replays finish (the finish hook, in whichever process
+ * finished one), so it survives any process; each replay holds its token limit from the
+ * cohort's `maxTokens` while it runs, and the originals whose limit no longer fits are skipped.
  */
 export function createReplayCohortService(deps: ReplayCohortDeps) {
   const now = deps.now ?? Date.now;
@@ -55,23 +61,45 @@ export function createReplayCohortService(deps: ReplayCohortDeps) {
     return found.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id)).map((r) => r.id);
   }
 
-  /** Starts the cohort's next replay, unless its budget is spent (then every original left is skipped). */
-  async function startNext(doc: CohortDoc, spent: number): Promise<void> {
+  /**
+   * Starts the cohort's next replays while it has a free slot and its budget holds their
+   * token limits (each replay's limit is held from the cohort before it starts, so replays
+   * running at once cannot spend past `maxTokens` together). An original whose limit does not
+   * fit waits for a running replay to give back what it did not spend; when none runs, it and
+   * every other that does not fit are skipped.
+   */
+  async function startNext(doc: CohortDoc): Promise<void> {
     const tenant = doc.principal.tenantId;
     for (;;) {
       const original = await deps.cohorts.takeNext(tenant, doc.id);
       if (!original) return;
-      if (spent >= doc.maxTokens) {
+      const record = await deps.store.get(original);
+      // Gone from Redis (archived meanwhile): it cannot be replayed.
+      if (!record) {
+        await deps.cohorts.skip(tenant, doc.id, original);
+        continue;
+      }
+      // A replay runs with its original's limits: that is what it may spend.
+      const held = record.limits.maxTokens;
+      const reserved = await deps.cohorts.reserve(doc, held);
+      if (reserved === ReserveResult.NoSlot || reserved === ReserveResult.WaitForRelease) {
+        await deps.cohorts.putBack(tenant, doc.id, original);
+        return;
+      }
+      if (reserved === ReserveResult.NeverFits) {
         await deps.cohorts.skip(tenant, doc.id, original);
         continue;
       }
       try {
         const { id } = await deps.replays.replay(doc.principal, original, doc.settings, { cohortId: doc.id });
-        await deps.cohorts.started(tenant, doc.id, original, id);
-        return;
+        await deps.cohorts.started(tenant, doc.id, original, id, held);
       } catch (err) {
+        await deps.cohorts.release(tenant, doc.id, held);
+        if (!(err instanceof ReinError) || err.retryable) {
+          await deps.cohorts.putBack(tenant, doc.id, original);
+          throw err;
+        }
         // An original that cannot be replayed (archived meanwhile, say) is skipped; the next one goes.
-        if (!(err instanceof ReinError) || err.retryable) throw err;
         deps.logger.warn({ cohortId: doc.id, original, code: err.code }, 'cohort original skipped');
         await deps.cohorts.skip(tenant, doc.id, original);
       }
@@ -147,8 +175,9 @@ export function createReplayCohortService(deps: ReplayCohortDeps) {
     /** `POST /v1/replays` (approvers and admins of the tenant). */
     async create(principal: Principal, body: CreateReplayCohortBody): Promise<ReplayCohortView> {
       if (!overseesTenant(principal)) throw new ForbiddenError('cohort replays need the approver role or above');
-      // Refused here, not replay by replay (each would only be skipped).
+      // Refused here, not replay by replay (each would only be skipped, and the cohort read as empty).
       deps.replays.checkModel(body.model);
+      await deps.replays.checkVersion(body.version);
       const settings = {
         ...(body.model ? { model: body.model } : {}),
         ...(body.instructions ? { instructions: body.instructions } : {}),
@@ -165,8 +194,14 @@ export function createReplayCohortService(deps: ReplayCohortDeps) {
         maxTokens: body.maxTokens ?? DEFAULT_MAX_TOKENS,
         createdAt: new Date(now()).toISOString(),
       };
+      if (!(await deps.cohorts.open(doc, deps.perTenant, deps.staleAfterMs, now())))
+        throw new ConflictError(
+          'too_many_cohorts',
+          `tenant ${principal.tenantId} already runs ${deps.perTenant} cohort replays (REIN_REPLAY_COHORTS_PER_TENANT); wait for one to finish`,
+        );
       await deps.cohorts.create(doc);
-      for (let i = 0; i < doc.concurrency; i++) await startNext(doc, 0);
+      await startNext(doc);
+      await deps.cohorts.closeIfDone(principal.tenantId, doc.id);
       return view(doc);
     },
 
@@ -178,15 +213,16 @@ export function createReplayCohortService(deps: ReplayCohortDeps) {
       return view(doc);
     },
 
-    /** A replay of a cohort finished: counted once, it starts the cohort's next one. */
+    /** A replay of a cohort finished: counted once, it frees its slot and what it did not spend for the next ones. */
     async replayFinished(run: RunRecord): Promise<void> {
       if (!run.cohortId) return;
       const doc = await deps.cohorts.get(run.tenantId, run.cohortId);
       if (!doc) return;
-      if (await deps.cohorts.counted(run.tenantId, doc.id, run.id)) return;
-      await startNext(doc, (await deps.cohorts.tokens(run.tenantId, doc.id)) + run.usage.totalTokens);
-      // Counted last: a crash before this starts a next replay again (the reaper runs the hook again), never none.
       await deps.cohorts.finished(run.tenantId, doc.id, run.id, run.usage.totalTokens);
+      await deps.cohorts.touch(run.tenantId, doc.id, now());
+      // Every time the hook runs, counted or not: a crash after the count must not leave the slot it freed empty.
+      await startNext(doc);
+      await deps.cohorts.closeIfDone(run.tenantId, doc.id);
     },
   };
 }

@@ -108,8 +108,15 @@ export function createReplayService(deps: ReplayServiceDeps) {
       throw new InvalidRequestError(`model ${model} is not one this fleet calls or prices (REIN_MODEL_PRICES)`, 'unknown_model');
   }
 
+  /** 409 `version_not_live` for an app version no worker runs: its replays would wait for ever. */
+  async function checkVersion(version: string | undefined): Promise<void> {
+    if (version && deps.liveWorkers && (await deps.liveWorkers(version)) === 0)
+      throw new ConflictError('version_not_live', `no worker of app version ${version} is alive to run the replay`);
+  }
+
   return {
     checkModel,
+    checkVersion,
 
     /** `POST /v1/runs/:id/replay`. */
     async replay(principal: Principal, id: string, body: ReplayRunBody, opts: { cohortId?: string } = {}): Promise<ReplayStarted> {
@@ -121,8 +128,7 @@ export function createReplayService(deps: ReplayServiceDeps) {
         throw new ForbiddenError(`liveReads runs tools as ${original.userId}: only they may replay run ${id} with it`);
       // A plan's approval cannot be answered from the records yet, and a replay asks nobody for one.
       if (original.plan) throw new ConflictError('replay_unsupported', `run ${id} followed a plan: plan-mode runs are not replayed yet`);
-      if (body.version && deps.liveWorkers && (await deps.liveWorkers(body.version)) === 0)
-        throw new ConflictError('version_not_live', `no worker of app version ${body.version} is alive to run the replay`);
+      await checkVersion(body.version);
       // What the original's first model call saw: its session's earlier turns, then its input.
       const history = (await deps.store.messages(id)).slice(0, (original.historyMessages ?? 0) + 1);
       const run = await start(

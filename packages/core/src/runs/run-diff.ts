@@ -36,10 +36,13 @@ function unmatched(a: readonly DiffCall[], b: readonly DiffCall[]): DiffCall[] {
  * What a replay did differently from its original (pure): structure first — step by step,
  * the sequence of tool calls with their arguments by canonical hash, and whether each run
  * ended at that step — then text (thoughts, the final answer). `divergedAtStep` is the
- * trace index of the first structural difference, else of the first differing text.
+ * trace index of the first structural difference, else of the first differing text; of a
+ * replay still running, only among the steps it has committed.
  */
 export function diffRuns(original: DiffSide, replay: DiffSide, originalApprovals: readonly Approval[]): RunDiff {
   const count = Math.max(original.steps.length, replay.steps.length);
+  // A replay still running has not reached its later steps yet: they are not a divergence (yet).
+  const finished = TERMINAL_STATUSES.includes(replay.run.status);
   const byIndex = (side: DiffSide) => new Map(side.steps.map((s) => [s.index, s]));
   const [o, r] = [byIndex(original), byIndex(replay)];
   const steps: RunDiff['steps'] = [];
@@ -50,7 +53,7 @@ export function diffRuns(original: DiffSide, replay: DiffSide, originalApprovals
     const [os, rs] = [o.get(index), r.get(index)];
     const [oc, rc] = [os ? callsOf(os) : [], rs ? callsOf(rs) : []];
     const same = os !== undefined && rs !== undefined && shape(oc) === shape(rc);
-    if (!same && structural === null) structural = index;
+    if (!same && structural === null && (rs !== undefined || finished)) structural = index;
     if (same && textual === null && os?.thought !== rs?.thought) textual = index;
     oc.forEach((c, i) => {
       const other = rc[i];
@@ -68,9 +71,8 @@ export function diffRuns(original: DiffSide, replay: DiffSide, originalApprovals
   const [oa, ra] = [original.run.finalAnswer ?? null, replay.run.finalAnswer ?? null];
   const answerSame = oa === ra;
   const outputSame = canonicalJson(original.run.output ?? null) === canonicalJson(replay.run.output ?? null);
-  const finished = TERMINAL_STATUSES.includes(replay.run.status);
   const statusSame = original.run.status === replay.run.status && (original.run.reason ?? null) === (replay.run.reason ?? null);
-  if (structural === null && !answerSame && textual === null) textual = Math.max(0, count - 1);
+  if (finished && structural === null && !answerSame && textual === null) textual = Math.max(0, count - 1);
   const identical = finished && structural === null && textual === null && answerSame && outputSame && statusSame;
   return {
     replayOf: original.run.id,

@@ -68,6 +68,20 @@ export enum AddWebhookResult {
   AtLimit = 0,
 }
 
+/** Return codes of reserve-cohort-replay-2.lua. */
+export enum ReserveResult {
+  Reserved = 1,
+  NoSlot = 0,
+  WaitForRelease = -1,
+  NeverFits = -2,
+}
+
+/** Return codes of open-cohort-1.lua. */
+export enum OpenCohortResult {
+  Opened = 1,
+  AtLimit = 0,
+}
+
 const load = (file: string) => readFileSync(new URL(`../lua/${file}`, import.meta.url), 'utf8');
 
 const scripts = {
@@ -87,6 +101,9 @@ const scripts = {
   appendAudit: { file: 'append-audit-3.lua', keys: 3 },
   recordEffect: { file: 'record-effect-2.lua', keys: 2 },
   recordAfterFinish: { file: 'record-after-finish-3.lua', keys: 3 },
+  reserveCohortReplay: { file: 'reserve-cohort-replay-2.lua', keys: 2 },
+  finishCohortReplay: { file: 'finish-cohort-replay-4.lua', keys: 4 },
+  openCohort: { file: 'open-cohort-1.lua', keys: 1 },
 } as const;
 
 export interface ReinScripts {
@@ -106,6 +123,9 @@ export interface ReinScripts {
   appendAudit(entries: string, byTime: string, head: string, ...argv: string[]): Promise<number>;
   recordEffect(run: string, effects: string, ...argv: string[]): Promise<[EffectWrite, string?]>;
   recordAfterFinish(run: string, steps: string, events: string, ...argv: string[]): Promise<number>;
+  reserveCohortReplay(tokens: string, running: string, ...argv: string[]): Promise<ReserveResult>;
+  finishCohortReplay(finished: string, held: string, tokens: string, running: string, ...argv: string[]): Promise<number>;
+  openCohort(open: string, id: string, now: string, staleBefore: string, max: string): Promise<OpenCohortResult>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { tenantKeys } from '../keys.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import { principalSchema } from '../schemas/identity.js';
+import { OpenCohortResult, type ReserveResult, withScripts } from './lua-scripts.js';
 
 /** A cohort's fixed part: who asked, what it replays with, and the originals it sampled (in order). */
 export const cohortDocSchema = z.object({
@@ -25,14 +26,42 @@ export interface CohortState {
 
 /**
  * A cohort replay in Redis (all its keys in its tenant's slot): the doc, the originals not
- * started yet (a list each finish pops from), original → replay, the replays whose finish was
- * counted (a finish hook may run twice: only its first counts), tokens spent, skipped originals.
+ * started yet (a list each start pops from), original → replay, the replays whose finish was
+ * counted (a finish hook may run again: only its first counts), the tokens spent by finished
+ * replays plus those held by running ones, how many run, and skipped originals.
  */
 export class ReplayCohortStore {
+  private readonly redis: ReturnType<typeof withScripts>;
+
   constructor(
-    private readonly redis: RedisClient,
+    redis: RedisClient,
     private readonly ttlSeconds: number,
-  ) {}
+  ) {
+    this.redis = withScripts(redis);
+  }
+
+  /** Admits the cohort unless its tenant runs `max` already (`false`); one silent for `staleMs` no longer counts. */
+  async open(doc: CohortDoc, max: number, staleMs: number, now: number): Promise<boolean> {
+    const open = tenantKeys(doc.principal.tenantId).openReplayCohorts;
+    const result = await this.redis.openCohort(open, doc.id, String(now), String(now - staleMs), String(max));
+    return result === OpenCohortResult.Opened;
+  }
+
+  /** The cohort made progress (a replay finished): it still counts among its tenant's open ones. */
+  async touch(tenantId: string, id: string, now: number): Promise<void> {
+    await this.redis.zadd(tenantKeys(tenantId).openReplayCohorts, 'XX', now, id);
+  }
+
+  /** The cohort ended (nothing left to start, none running): it no longer counts. */
+  async closeIfDone(tenantId: string, id: string): Promise<void> {
+    const t = tenantKeys(tenantId);
+    const k = t.replayCohort(id);
+    const [left, running] = (await sendCommands(this.redis, [
+      ['llen', k.pending],
+      ['get', k.running],
+    ])) as [number, string | null];
+    if (left === 0 && Number(running ?? 0) === 0) await this.redis.zrem(t.openReplayCohorts, id);
+  }
 
   async create(doc: CohortDoc): Promise<void> {
     const k = tenantKeys(doc.principal.tenantId).replayCohort(doc.id);
@@ -57,11 +86,41 @@ export class ReplayCohortStore {
     return this.redis.lpop(tenantKeys(tenantId).replayCohort(id).pending);
   }
 
-  async started(tenantId: string, id: string, original: string, replay: string): Promise<void> {
+  /** An original taken but not started (no slot, or its limit does not fit yet) goes back to the front. */
+  async putBack(tenantId: string, id: string, original: string): Promise<void> {
+    await this.redis.lpush(tenantKeys(tenantId).replayCohort(id).pending, original);
+  }
+
+  /** Holds `tokens` of the cohort's budget and one of its slots for a replay about to start. */
+  async reserve(doc: CohortDoc, tokens: number): Promise<ReserveResult> {
+    const k = tenantKeys(doc.principal.tenantId).replayCohort(doc.id);
+    return this.redis.reserveCohortReplay(
+      k.tokens,
+      k.running,
+      String(doc.maxTokens),
+      String(tokens),
+      String(doc.concurrency),
+      String(this.ttlSeconds),
+    );
+  }
+
+  /** Gives back a reservation whose replay never started. */
+  async release(tenantId: string, id: string, tokens: number): Promise<void> {
+    const k = tenantKeys(tenantId).replayCohort(id);
+    await sendCommands(this.redis, [
+      ['decrby', k.tokens, tokens],
+      ['decr', k.running],
+    ]);
+  }
+
+  /** The replay started, holding `held` tokens until its finish is counted. */
+  async started(tenantId: string, id: string, original: string, replay: string, held: number): Promise<void> {
     const k = tenantKeys(tenantId).replayCohort(id);
     await sendCommands(this.redis, [
       ['hset', k.replays, original, replay],
       ['expire', k.replays, this.ttlSeconds],
+      ['hset', k.held, replay, held],
+      ['expire', k.held, this.ttlSeconds],
     ]);
   }
 
@@ -73,27 +132,9 @@ export class ReplayCohortStore {
     ]);
   }
 
-  /** Whether a replay's finish was counted already (a finish hook may run again). */
-  async counted(tenantId: string, id: string, replay: string): Promise<boolean> {
-    return (await this.redis.sismember(tenantKeys(tenantId).replayCohort(id).finished, replay)) === 1;
-  }
-
-  /** Tokens the cohort's counted replays spent. */
-  async tokens(tenantId: string, id: string): Promise<number> {
-    return Number((await this.redis.get(tenantKeys(tenantId).replayCohort(id).tokens)) ?? 0);
-  }
-
-  /** Counts a replay's finish once: its tokens are added to the cohort's. */
-  async finished(tenantId: string, id: string, replay: string, tokens: number): Promise<void> {
+  /** Counts a replay's finish once: what it held becomes what it spent, and its slot is freed. */
+  async finished(tenantId: string, id: string, replay: string, spent: number): Promise<void> {
     const k = tenantKeys(tenantId).replayCohort(id);
-    const [added] = (await sendCommands(this.redis, [
-      ['sadd', k.finished, replay],
-      ['expire', k.finished, this.ttlSeconds],
-    ])) as [number];
-    if (added === 0) return;
-    await sendCommands(this.redis, [
-      ['incrby', k.tokens, tokens],
-      ['expire', k.tokens, this.ttlSeconds],
-    ]);
+    await this.redis.finishCohortReplay(k.finished, k.held, k.tokens, k.running, replay, String(spent), String(this.ttlSeconds));
   }
 }

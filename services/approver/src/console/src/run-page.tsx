@@ -2,6 +2,7 @@ import type { ApprovalView, RunDiff, RunTrace, RunView } from '@rein/contract';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, follow } from './api.js';
 import { ms, TERMINAL, tokens, usd, when } from './format.js';
+import { replayDiffable, replayHeadline } from './replay-state.js';
 import { atLeast, Diff, ErrorNote, Json, type Me, Risk, Section, Status, useSession } from './ui.js';
 
 type Step = RunTrace['steps'][number];
@@ -309,7 +310,12 @@ function Actions({ run, me, onChange }: { run: RunView; me: Me; onChange: () => 
   const { api } = useSession();
   const [note, setNote] = useState<string>();
   const [error, setError] = useState<Error>();
-  const [replay, setReplay] = useState<{ original: RunTrace; replay: RunTrace; diff: RunDiff; replayId: string }>();
+  // A replay is drawn against its original only once it has finished; until then, its status.
+  const [replay, setReplay] = useState<{
+    replayId: string;
+    status: string;
+    drawn?: { original: RunTrace; replay: RunTrace; diff: RunDiff };
+  }>();
   const finished = TERMINAL.includes(run.status);
   const overseer = atLeast(me, 'approver');
   const act = async (fn: () => Promise<void>) => {
@@ -323,18 +329,22 @@ function Actions({ run, me, onChange }: { run: RunView; me: Me; onChange: () => 
     }
   };
   const showDiff = async (replayId: string) => {
+    const { status } = await api.client.runs.get(replayId);
+    if (!replayDiffable(status)) {
+      setReplay({ replayId, status });
+      return;
+    }
     const [original, again, diff] = await Promise.all([
       api.client.runs.trace(run.replayOf ?? run.id),
       api.client.runs.trace(replayId),
       api.client.runs.diff(replayId),
     ]);
-    setReplay({ original, replay: again, diff, replayId });
+    setReplay({ replayId, status, drawn: { original, replay: again, diff } });
   };
   const doReplay = () =>
     act(async () => {
       const started = await api.client.runs.replay(run.id);
-      setNote(`Replay started: ${started.id} (open it, or come back for the diff once it has finished)`);
-      await showDiff(started.id);
+      setReplay({ replayId: started.id, status: started.status });
     });
   const summary = (t: RunTrace) => ({
     status: t.status,
@@ -383,23 +393,27 @@ function Actions({ run, me, onChange }: { run: RunView; me: Me; onChange: () => 
       {replay ? (
         <div class="replay">
           <h3>
-            Replay <a href={`#/runs/${encodeURIComponent(replay.replayId)}`}>{replay.replayId}</a>
-            {replay.diff.identical
-              ? ' identical'
-              : replay.diff.divergedAtStep !== null
-                ? ` diverged at step ${replay.diff.divergedAtStep}`
-                : ''}
+            Replay <a href={`#/runs/${encodeURIComponent(replay.replayId)}`}>{replay.replayId}</a>{' '}
+            {replayHeadline(replay.status, replay.drawn?.diff)}
           </h3>
-          <Diff
-            before={summary(replay.original)}
-            after={summary(replay.replay)}
-            labels={['Original', 'Replay']}
-            title="Original and replay"
-          />
-          <details>
-            <summary>The server's diff</summary>
-            <Json value={replay.diff} />
-          </details>
+          {replay.drawn ? (
+            <>
+              <Diff
+                before={summary(replay.drawn.original)}
+                after={summary(replay.drawn.replay)}
+                labels={['Original', 'Replay']}
+                title="Original and replay"
+              />
+              <details>
+                <summary>The server's diff</summary>
+                <Json value={replay.drawn.diff} />
+              </details>
+            </>
+          ) : (
+            <button type="button" class="secondary" onClick={() => act(() => showDiff(replay.replayId))}>
+              Check again
+            </button>
+          )}
         </div>
       ) : null}
     </Section>

@@ -189,6 +189,63 @@ describe('the model gateway', () => {
   });
 });
 
+describe("a tool call cut by its run's deadline", () => {
+  it("is the model's observation, and does not count against the tool's breaker", async () => {
+    let ran = 0;
+    const tool = defineTool({
+      name: 'slow',
+      description: 'answers when its signal says stop',
+      kind: 'read',
+      parameters: z.object({}),
+      execute: async (_args, ctx) => {
+        ran++;
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+        return 'late';
+      },
+    });
+    const [breakers] = twoWorkers();
+    const execute = createToolExecutor({
+      ledger: new EffectLedger(redis),
+      metrics: createMetrics('t'),
+      logger,
+      toolTimeoutMs: 60_000,
+      protection: { breakers, bulkhead: () => new Bulkhead('tool:slow', 4, 100) },
+    });
+    const profile = { tools: ['slow'] } as unknown as AgentProfile;
+    const call = (id: string, msLeft: number) =>
+      execute(
+        planCalls({
+          run: {
+            id: 'r-cut',
+            tenantId: 't',
+            userId: 'u',
+            roles: ['user'],
+            step: 0,
+            deadlineAt: new Date(Date.now() + msLeft).toISOString(),
+          } as RunRecord,
+          profile,
+          tools: new Map([['slow', tool]]),
+          calls: [{ id, name: 'slow', arguments: '{}' }],
+          approvals: [],
+          now: Date.now(),
+          approvalTtlMs: 60_000,
+        })[0]!,
+      );
+    // More cuts than the breaker's volume: each one the run's deadline, none the tool's own timeout.
+    const records = [];
+    for (const id of ['c1', 'c2', 'c3', 'c4']) records.push((await call(id, 30)).record);
+    // The breaker stayed closed: the next call runs the tool.
+    records.push((await call('c5', 30)).record);
+    expect(ran).toBe(5);
+    expect(await breakers.isOpen('tool:slow')).toBe(false);
+    for (const record of records) {
+      expect(record).toMatchObject({ outcome: 'error' });
+      expect(JSON.parse(record.observation)).toMatchObject({ error: 'run_deadline', retryable: false });
+    }
+    breakers.shutdown();
+  });
+});
+
 describe('a tool call given the breaker state its step already read', () => {
   it('goes by that state: an open breaker stops the call without another read and without running the tool', async () => {
     let ran = 0;

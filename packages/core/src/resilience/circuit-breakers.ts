@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import CircuitBreaker from 'opossum';
-import { BreakerOpenError, ModelReplyInvalidError, ReinError } from '../errors.js';
+import { BreakerOpenError, ModelCallCutError, ModelReplyInvalidError, ReinError } from '../errors.js';
 import { breakerKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -27,9 +27,12 @@ export type FleetBreakerState = [open: string | null, tripped: string | null];
 
 /**
  * Failures that say nothing about the dependency's health (a 4xx, a bad argument, a reply
- * that arrived but is broken) do not count: an endpoint that answers is not down.
+ * that arrived but is broken) do not count: an endpoint that answers is not down. Nor does
+ * a call the run's own deadline cut (ModelCallCutError; a tool's ToolCallCutError is not
+ * retryable): one tenant's short deadlines must not open a breaker every tenant shares.
  */
-const isHealthSignal = (err: unknown) => !(err instanceof ReinError) || (err.retryable && !(err instanceof ModelReplyInvalidError));
+const isHealthSignal = (err: unknown) =>
+  !(err instanceof ReinError) || (err.retryable && !(err instanceof ModelReplyInvalidError) && !(err instanceof ModelCallCutError));
 
 /**
  * One opossum breaker per dependency, with its state shared by the fleet through Redis.

@@ -286,6 +286,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         content: reply.content,
         toolCalls: reply.toolCalls,
         usage,
+        maxTokens,
         durationMs,
         createdAt: iso(),
       },

@@ -163,6 +163,8 @@ export const runRecordSchema = z.object({
   rootRunId: z.string().optional(),
   /** Every ancestor, root first, parent last: whose budgets bound this run and whose trees it is charged to. */
   ancestors: z.array(z.string()).optional(),
+  /** A reply of this run spent past its call's `max_tokens`: its tree (every run bounded with it) spends no more. */
+  overshot: z.literal(true).optional(),
   /** A `waiting` run's children of its current step that have not all ended. */
   pendingChildren: z.array(z.string()).optional(),
   /** A replay (`POST /v1/runs/:id/replay`): its tool calls never reach the world, see engine/replay-policy.ts. */
@@ -191,6 +193,8 @@ export const journaledReplySchema = z.object({
   content: z.string().nullable(),
   toolCalls: z.array(modelToolCallSchema),
   usage: z.object({ promptTokens: z.number().int().min(0), completionTokens: z.number().int().min(0) }),
+  /** The call's `max_tokens`: a completion above it is an overshoot (a provider that ignores the cap). Absent on replies journaled before it was kept. */
+  maxTokens: z.number().int().min(1).optional(),
   durationMs: z.number().min(0),
   createdAt: z.string(),
 });

@@ -52,7 +52,8 @@ export const compensationViewSchema = compensationSchema.omit({ schemaVersion: t
 export type CompensationView = z.infer<typeof compensationViewSchema>;
 
 /** What a run and its descendants spent together. */
-export const treeUsageSchema = usageSchema.extend({ costUsd: z.number().min(0) });
+/** `overshot`: a run of the tree spent past a call's `max_tokens`, and the tree spends no more. */
+export const treeUsageSchema = usageSchema.extend({ costUsd: z.number().min(0), overshot: z.literal(true).optional() });
 export type TreeUsage = z.infer<typeof treeUsageSchema>;
 
 /** `GET /v1/runs/:id` and every other answer that carries a run. */

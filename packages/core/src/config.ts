@@ -175,6 +175,12 @@ export const configSchema = z.object({
   REIN_BREAKER_RESET_MS: z.coerce.number().int().min(100).default(10_000),
   REIN_BREAKER_VOLUME: z.coerce.number().int().min(1).default(5),
   REIN_BREAKER_WINDOW_MS: z.coerce.number().int().min(1000).default(10_000),
+  /**
+   * Distinct workers whose own breakers for a dependency must open within REIN_BREAKER_WINDOW_MS
+   * before it opens for the whole fleet; until then only those workers stop calling it (one
+   * node's broken path is not the dependency's outage). 1: any worker's breaker opens the fleet's.
+   */
+  REIN_BREAKER_FLEET_WORKERS: z.coerce.number().int().min(1).default(2),
   /** Bulkheads: calls at once per dependency in one worker, the fleet-wide limit per model, and the longest wait for a slot. */
   REIN_MODEL_PROCESS_CONCURRENCY: z.coerce.number().int().min(1).default(16),
   REIN_MODEL_FLEET_CONCURRENCY: z.coerce.number().int().min(1).default(64),

@@ -61,9 +61,29 @@ export class TooManyStreamsError extends ReinError {
 
 /** The model endpoint failed or timed out; the step is retried later. */
 export class ModelUnavailableError extends ReinError {
-  override readonly name = 'ModelUnavailableError';
+  override readonly name: string = 'ModelUnavailableError';
   constructor(message: string, cause?: unknown, retryAfterMs?: number) {
     super('model_unavailable', message, { retryable: true, status: 503, cause, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+  }
+}
+
+/**
+ * The run's own deadline cut the model call before the model's timeout did: the step is
+ * delayed (and the run ends) like any model trouble, but no breaker counts it, since the
+ * caller's hurry says nothing of the model's health.
+ */
+export class ModelCallCutError extends ModelUnavailableError {
+  override readonly name = 'ModelCallCutError';
+}
+
+/**
+ * The run's deadline cut a tool call before the tool's own timeout did. The model hears
+ * that the call ran out of time; the tool's breaker does not count it (not retryable).
+ */
+export class ToolCallCutError extends ReinError {
+  override readonly name = 'ToolCallCutError';
+  constructor(timeoutMs: number) {
+    super('run_deadline', `cut at the run's deadline after ${timeoutMs} ms`);
   }
 }
 

@@ -147,7 +147,7 @@ export const WEBHOOK_QUEUE_PREFIX = '{rein-webhooks}';
 /** A circuit breaker's fleet-wide state, one hash tag per dependency (`model:<name>`, `tool:<name>`). */
 export const breakerKeys = (dependency: string) => {
   const p = `rein:breaker:{${dependency}}`;
-  return { open: `${p}:open`, tripped: `${p}:tripped`, probe: `${p}:probe` };
+  return { open: `${p}:open`, tripped: `${p}:tripped`, probe: `${p}:probe`, reporters: `${p}:reporters` };
 };
 
 /** The sorted set of leases of a fleet-wide concurrency limit (acquire-lease-3.lua). */

@@ -98,6 +98,8 @@ export interface ReinOptions {
     breakerVolume: Config['REIN_BREAKER_VOLUME'];
     /** REIN_BREAKER_WINDOW_MS. @default 10000 */
     breakerWindowMs: Config['REIN_BREAKER_WINDOW_MS'];
+    /** REIN_BREAKER_FLEET_WORKERS: workers whose breakers must open before the fleet's does. @default 2 */
+    breakerFleetWorkers: Config['REIN_BREAKER_FLEET_WORKERS'];
     /** REIN_BULKHEAD_WAIT_MS. @default 2000 */
     bulkheadWaitMs: Config['REIN_BULKHEAD_WAIT_MS'];
     /** REIN_FAULT_INJECTION. @default 'off' */
@@ -280,6 +282,7 @@ export const envOptionPaths = {
   REIN_BREAKER_RESET_MS: 'resilience.breakerResetMs',
   REIN_BREAKER_VOLUME: 'resilience.breakerVolume',
   REIN_BREAKER_WINDOW_MS: 'resilience.breakerWindowMs',
+  REIN_BREAKER_FLEET_WORKERS: 'resilience.breakerFleetWorkers',
   REIN_BULKHEAD_WAIT_MS: 'resilience.bulkheadWaitMs',
   REIN_FAULT_INJECTION: 'resilience.faultInjection',
   REIN_REAPER_INTERVAL_MS: 'maintenance.reaperIntervalMs',

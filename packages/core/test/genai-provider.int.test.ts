@@ -34,7 +34,14 @@ describe('gen_ai.provider.name on chat spans', () => {
     const metrics = createMetrics('p');
     const breakers = new CircuitBreakers(
       redis,
-      { errorThresholdPercentage: 50, resetTimeoutMs: 300, volumeThreshold: 2, rollingCountTimeoutMs: 10_000, probeTimeoutMs: 5_000 },
+      {
+        errorThresholdPercentage: 50,
+        resetTimeoutMs: 300,
+        volumeThreshold: 2,
+        rollingCountTimeoutMs: 10_000,
+        probeTimeoutMs: 5_000,
+        fleetWorkers: 2,
+      },
       logger,
       metrics,
     );

@@ -347,7 +347,14 @@ describe('MCP resilience per server', () => {
 
     const breakers = new CircuitBreakers(
       redis,
-      { errorThresholdPercentage: 50, resetTimeoutMs: 60_000, volumeThreshold: 2, rollingCountTimeoutMs: 10_000, probeTimeoutMs: 5_000 },
+      {
+        errorThresholdPercentage: 50,
+        resetTimeoutMs: 60_000,
+        volumeThreshold: 2,
+        rollingCountTimeoutMs: 10_000,
+        probeTimeoutMs: 5_000,
+        fleetWorkers: 2,
+      },
       logger,
       createMetrics('test'),
     );

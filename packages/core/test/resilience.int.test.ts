@@ -6,6 +6,7 @@ import type { AgentProfile } from '../src/agents/agent-profile.js';
 import { planCalls } from '../src/engine/call-plan.js';
 import { createToolExecutor } from '../src/engine/tool-executor.js';
 import { BreakerOpenError, BulkheadFullError } from '../src/errors.js';
+import { breakerKeys } from '../src/keys.js';
 import { createMetrics } from '../src/metrics.js';
 import { checkRedisSettings } from '../src/redis.js';
 import { Bulkhead } from '../src/resilience/bulkhead.js';
@@ -38,6 +39,7 @@ const options = {
   volumeThreshold: 2,
   rollingCountTimeoutMs: 10_000,
   probeTimeoutMs: 5_000,
+  fleetWorkers: 2,
 };
 /** Two workers' breaker registries over the same Redis. */
 const twoWorkers = () =>
@@ -53,26 +55,40 @@ const until = async (check: () => Promise<boolean>) => {
 };
 
 describe('circuit breakers shared by the fleet', () => {
-  it("stops every worker once one worker's breaker opens", async () => {
+  it("opens for the fleet once two workers' breakers opened; one worker's failures stop that worker only", async () => {
     const [a, b] = twoWorkers();
-    await expect(a.call('model:m', failing)).rejects.toThrow('503');
-    await expect(a.call('model:m', failing)).rejects.toBeInstanceOf(Error);
-    await until(() => a.isOpen('model:m'));
-    let called = false;
-    await expect(
-      b.call('model:m', async () => {
-        called = true;
-      }),
-    ).rejects.toBeInstanceOf(BreakerOpenError);
-    expect(called).toBe(false);
-    a.shutdown();
-    b.shutdown();
+    const c = new CircuitBreakers(redis, options, logger, createMetrics('c'));
+    let called = 0;
+    const answer = async () => {
+      called++;
+      return 'ok';
+    };
+    // Worker a's path to the model is broken: its breaker opens, and it reports so.
+    await a.call('model:m', failing).catch(() => {});
+    await a.call('model:m', failing).catch(() => {});
+    await until(async () => (await redis.zcard(breakerKeys('model:m').reporters)) === 1);
+    expect(await a.isOpen('model:m')).toBe(false);
+    await expect(a.call('model:m', answer)).rejects.toBeInstanceOf(BreakerOpenError);
+    expect(called).toBe(0);
+    // The others still call the model, and their calls succeed.
+    expect(await b.call('model:m', answer)).toBe('ok');
+    expect(await c.call('model:m', answer)).toBe('ok');
+    expect(called).toBe(2);
+    // A second worker's breaker opens within the window: now the fleet's does, and c stops without calling.
+    for (let i = 0; i < 3; i++) await b.call('model:m', failing).catch(() => {});
+    await until(() => c.isOpen('model:m'));
+    await expect(c.call('model:m', answer)).rejects.toBeInstanceOf(BreakerOpenError);
+    expect(called).toBe(2);
+    for (const w of [a, b, c]) w.shutdown();
   });
 
   it('lets exactly one probe through after the reset, and its success closes the breaker for all', async () => {
     const [a, b] = twoWorkers();
-    await a.call('model:m', failing).catch(() => {});
-    await a.call('model:m', failing).catch(() => {});
+    for (const w of [a, b]) {
+      await w.call('model:m', failing).catch(() => {});
+      await w.call('model:m', failing).catch(() => {});
+    }
+    await until(() => a.isOpen('model:m'));
     await until(async () => !(await a.isOpen('model:m')));
     let probes = 0;
     let release: () => void = () => {};
@@ -90,9 +106,9 @@ describe('circuit breakers shared by the fleet', () => {
     expect(
       results.filter((r) => r.status === 'rejected').every((r) => (r as PromiseRejectedResult).reason instanceof BreakerOpenError),
     ).toBe(true);
-    expect(await b.call('model:m', async () => 'closed again')).toBe('closed again');
-    a.shutdown();
-    b.shutdown();
+    const c = new CircuitBreakers(redis, options, logger, createMetrics('c'));
+    expect(await c.call('model:m', async () => 'closed again')).toBe('closed again');
+    for (const w of [a, b, c]) w.shutdown();
   });
 
   it('does not count failures that say nothing about the dependency (non-retryable 4xx)', async () => {
@@ -186,6 +202,63 @@ describe('the model gateway', () => {
     expect((await gateway.complete({ ...request, models: ['own-primary', 'own-fallback'] })).model).toBe('own-fallback');
     expect((await gateway.complete(request)).model).toBe('configured');
     expect(called).toEqual(['own-primary', 'own-fallback', 'configured']);
+  });
+});
+
+describe("a tool call cut by its run's deadline", () => {
+  it("is the model's observation, and does not count against the tool's breaker", async () => {
+    let ran = 0;
+    const tool = defineTool({
+      name: 'slow',
+      description: 'answers when its signal says stop',
+      kind: 'read',
+      parameters: z.object({}),
+      execute: async (_args, ctx) => {
+        ran++;
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+        return 'late';
+      },
+    });
+    const [breakers] = twoWorkers();
+    const execute = createToolExecutor({
+      ledger: new EffectLedger(redis),
+      metrics: createMetrics('t'),
+      logger,
+      toolTimeoutMs: 60_000,
+      protection: { breakers, bulkhead: () => new Bulkhead('tool:slow', 4, 100) },
+    });
+    const profile = { tools: ['slow'] } as unknown as AgentProfile;
+    const call = (id: string, msLeft: number) =>
+      execute(
+        planCalls({
+          run: {
+            id: 'r-cut',
+            tenantId: 't',
+            userId: 'u',
+            roles: ['user'],
+            step: 0,
+            deadlineAt: new Date(Date.now() + msLeft).toISOString(),
+          } as RunRecord,
+          profile,
+          tools: new Map([['slow', tool]]),
+          calls: [{ id, name: 'slow', arguments: '{}' }],
+          approvals: [],
+          now: Date.now(),
+          approvalTtlMs: 60_000,
+        })[0]!,
+      );
+    // More cuts than the breaker's volume: each one the run's deadline, none the tool's own timeout.
+    const records = [];
+    for (const id of ['c1', 'c2', 'c3', 'c4']) records.push((await call(id, 30)).record);
+    // The breaker stayed closed: the next call runs the tool.
+    records.push((await call('c5', 30)).record);
+    expect(ran).toBe(5);
+    expect(await breakers.isOpen('tool:slow')).toBe(false);
+    for (const record of records) {
+      expect(record).toMatchObject({ outcome: 'error' });
+      expect(JSON.parse(record.observation)).toMatchObject({ error: 'run_deadline', retryable: false });
+    }
+    breakers.shutdown();
   });
 });
 

@@ -302,6 +302,35 @@ describe('one budget for the tree', () => {
   });
 });
 
+describe('a tree and a model that ignores max_tokens', () => {
+  it('charges what the reply reported, and stops every run of the tree at the first reply past its cap', async () => {
+    const model = byAgent({
+      parent: [{ toolCalls: [toolCall('a', 'call_researcher', { input: 'one' }), toolCall('b', 'call_researcher', { input: 'two' })] }],
+      // Each reply runs 1500 tokens past the cap it was sent, and asks for more work.
+      researcher: [
+        (request) => ({
+          toolCalls: [toolCall('s', 'search_policy', { query: 'a' })],
+          usage: { promptTokens: 100, completionTokens: request.maxTokens + 1500 },
+        }),
+      ],
+    });
+    const t = tree(model);
+    const { run } = await t.runs.submit(USER_ALICE, { input: 'dig deep', limits: { maxTokens: 20_000 } });
+    await t.drain();
+    const asked = (agent: string) => model.requests.filter((r) => String(r.messages[0]?.content).startsWith(agent)).length;
+    // One reply past its cap, then no model call anywhere in the tree: not the other child's, not a second of its own, not the parent's.
+    expect(asked('You are the researcher')).toBe(1);
+    expect(model.requests).toHaveLength(2);
+    for (const id of [childRunId(run.id, 0, 'a'), childRunId(run.id, 0, 'b')]) {
+      expect(await t.store.require(id)).toMatchObject({ status: 'failed', reason: 'token_budget' });
+    }
+    expect(await t.store.require(run.id)).toMatchObject({ status: 'failed', reason: 'token_budget' });
+    // The overshoot is charged in full, never the cap.
+    const view = await t.runs.get(USER_ALICE, run.id);
+    expect(view.treeUsage).toMatchObject({ totalTokens: 110 + 100 + 1024 + 1500, overshot: true });
+  });
+});
+
 describe("children and their tenant's quotas", () => {
   const quota = (over: Partial<Quota> = {}): Quotas => ({
     default: { maxConcurrentRuns: 1, tokensPerDay: 1_000_000, costPerDayUsd: 100, ...over },

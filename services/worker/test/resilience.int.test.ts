@@ -106,6 +106,21 @@ describe('a flaky model provider costs time, never runs', () => {
   });
 });
 
+describe("a run's own deadline is not the model's failure", () => {
+  it('runs whose short deadlines cut their model calls fail, and leave the breaker every tenant shares closed', async () => {
+    await faults({ mode: 'hang' });
+    const f = await start({ model: resilientModel(['rein-scripted']), env: BREAKER_ENV });
+    // More cut calls than the breaker's volume, each cut by its run's deadline, never by REIN_MODEL_TIMEOUT_MS.
+    const ids = await Promise.all([1, 2, 3, 4].map(() => f.submit('支持 7 天无理由退货吗？', { limits: { timeoutMs: 1000 } })));
+    for (const id of ids) expect(await f.finished(id)).toMatchObject({ status: 'failed', step: 0 });
+    await faults({ mode: 'none' });
+    expect(await f.rt.metrics.registry.getSingleMetricAsString('rein_breaker_events_total')).not.toMatch(/event="open"/);
+    // Another tenant's run is not held back by them.
+    expect(await f.finished(await f.submit('支持 7 天无理由退货吗？'))).toMatchObject({ status: 'succeeded' });
+    expect(await f.rt.metrics.registry.getSingleMetricAsString('rein_step_delays_total')).not.toMatch(/cause="breaker_open"/);
+  });
+});
+
 /** One pass of the reaper over the worker's runtime, counting every run as stale. */
 const reapNow = (rt: WorkerRuntime) =>
   reap({

@@ -32,7 +32,7 @@ export async function modelSummary(
   deps: ModelSummaryDeps,
   run: RunRecord,
   turns: ChatMessage[],
-  request: { timeoutMs: number; models?: readonly string[] },
+  request: { timeoutMs: number; deadlineBound: boolean; models?: readonly string[] },
 ): Promise<JournaledSummary | null> {
   const journaled = await deps.journal.summary(run.id, run.step);
   if (journaled) return journaled;
@@ -47,6 +47,7 @@ export async function modelSummary(
     tools: [],
     maxTokens,
     timeoutMs: request.timeoutMs,
+    deadlineBound: request.deadlineBound,
     ...(request.models ? { models: request.models } : {}),
   });
   return deps.journal.recordSummary(run.id, {

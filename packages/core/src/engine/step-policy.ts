@@ -181,6 +181,8 @@ function parts(f: StepFacts) {
   const costUsd = costOf(f.prices, decision.model, decision.usage);
   // A resumed step was charged when it parked (or waited for its children); it must not be charged again.
   const charged = run.status !== 'pending_approval' && run.status !== 'waiting';
+  // Charged all the same (never less than the truth), but a tree's budget holds only if the cap does: its tree stops here.
+  const overshot = decision.maxTokens !== undefined && decision.usage.completionTokens > decision.maxTokens;
   const spent: Partial<RunRecord> = charged
     ? {
         usage: {
@@ -189,6 +191,7 @@ function parts(f: StepFacts) {
           totalTokens: run.usage.totalTokens + usage.totalTokens,
         },
         costUsd: run.costUsd + costUsd,
+        ...(overshot ? { overshot: true as const } : {}),
       }
     : {};
   const charge: Charge | undefined = charged

@@ -204,7 +204,10 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     budget: RunRecord = run,
   ): Promise<{ decision: Decision; run: RunRecord; breakerStates: BreakerStates } | null> {
     const tools = toolSpecsOf(profile);
-    const timeoutMs = Math.max(1, Math.min(deps.modelTimeoutMs, Date.parse(run.deadlineAt) - now()));
+    const msLeft = Date.parse(run.deadlineAt) - now();
+    const timeoutMs = Math.max(1, Math.min(deps.modelTimeoutMs, msLeft));
+    // Cut by the run's deadline rather than the model's own timeout: the caller's hurry, not the model's health.
+    const deadlineBound = msLeft < deps.modelTimeoutMs;
     // What is sent (and estimated, and charged) is the history as the context policy compacts it.
     const estimate = (m: ChatMessage[]) => estimatePromptTokens(deps.modelName, m, []);
     const compacted = compaction(history, profile.context, estimate);
@@ -213,6 +216,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       compacted && profile.context?.summarize === 'model'
         ? await modelSummary({ model: deps.model, journal: deps.journal, estimate, now }, run, compacted.dropped, {
             timeoutMs,
+            deadlineBound,
             ...(profile.models ? { models: profile.models } : {}),
           })
         : null;
@@ -237,6 +241,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       tools,
       maxTokens,
       timeoutMs,
+      deadlineBound,
       ...(deps.modelIdleTimeoutMs ? { idleTimeoutMs: deps.modelIdleTimeoutMs } : {}),
       onDelta: deltas.push,
       ...(profile.models ? { models: profile.models } : {}),
@@ -283,6 +288,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
         content: reply.content,
         toolCalls: reply.toolCalls,
         usage,
+        maxTokens,
         durationMs,
         createdAt: iso(),
       },

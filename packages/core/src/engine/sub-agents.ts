@@ -93,16 +93,17 @@ export function childObservation(child: RunRecord | null): { outcome: 'ok' | 'er
 
 export const ZERO_TREE_USAGE: TreeUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, costUsd: 0 };
 
-/** A run's own spending plus its descendants' (each descendant's total, as charged to the tree). */
-export function treeTotal(run: Pick<RunRecord, 'usage' | 'costUsd'>, descendants: readonly TreeUsage[]): TreeUsage {
+/** A run's own spending plus its descendants' (each descendant's total, as charged to the tree), overshot if any of them did. */
+export function treeTotal(run: Pick<RunRecord, 'usage' | 'costUsd' | 'overshot'>, descendants: readonly TreeUsage[]): TreeUsage {
   return descendants.reduce(
     (sum, d) => ({
       promptTokens: sum.promptTokens + d.promptTokens,
       completionTokens: sum.completionTokens + d.completionTokens,
       totalTokens: sum.totalTokens + d.totalTokens,
       costUsd: sum.costUsd + d.costUsd,
+      ...(sum.overshot || d.overshot ? { overshot: true as const } : {}),
     }),
-    { ...run.usage, costUsd: run.costUsd },
+    { ...run.usage, costUsd: run.costUsd, ...(run.overshot ? { overshot: true as const } : {}) },
   );
 }
 
@@ -116,11 +117,13 @@ export interface TreeBound {
  * The run with its token and cost limits lowered to what every bound (itself with its
  * descendants, and each ancestor with its tree) has left, so that the step's budget check
  * and the completion's `max_tokens` (I6) hold for the tree. Only for those checks: the
- * run's stored limits do not change.
+ * run's stored limits do not change. A bound whose tree overshot (a reply past its call's
+ * `max_tokens`) has nothing left, so no run of that tree calls the model again.
  */
 export function boundedByTree(run: RunRecord, bounds: readonly TreeBound[]): RunRecord {
   if (bounds.length === 0) return run;
-  const tokensLeft = Math.min(...bounds.map((b) => b.limits.maxTokens - b.spent.totalTokens));
+  // A tree where a reply spent past its cap has nothing left: every budget in it was a guess the provider ignored.
+  const tokensLeft = Math.min(...bounds.map((b) => (b.spent.overshot ? 0 : b.limits.maxTokens - b.spent.totalTokens)));
   const maxTokens = Math.min(run.limits.maxTokens, run.usage.totalTokens + Math.max(0, tokensLeft));
   const costBounds = bounds.filter((b) => b.limits.maxCostUsd !== undefined);
   const costLeft = costBounds.length ? Math.min(...costBounds.map((b) => (b.limits.maxCostUsd as number) - b.spent.costUsd)) : undefined;

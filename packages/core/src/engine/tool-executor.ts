@@ -1,4 +1,4 @@
-import { BreakerOpenError, BulkheadFullError, ToolOutcomeUnknownError } from '../errors.js';
+import { BreakerOpenError, BulkheadFullError, ToolCallCutError, ToolOutcomeUnknownError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Bulkhead } from '../resilience/bulkhead.js';
@@ -100,15 +100,16 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     let ok = true;
     let observation: string;
     try {
-      // A tool never gets more time than the run has left.
-      const timeoutMs = Math.max(1, Math.min(tool.timeoutMs ?? deps.toolTimeoutMs, ctx.deadlineMs - now()));
+      // A tool never gets more time than the run has left; a cut by the run's deadline is no failure of the tool's (its breaker).
+      const ownMs = tool.timeoutMs ?? deps.toolTimeoutMs;
+      const msLeft = ctx.deadlineMs - now();
+      const timeoutMs = Math.max(1, Math.min(ownMs, msLeft));
       const signal = AbortSignal.timeout(timeoutMs);
+      const timedOut = () => (msLeft < ownMs ? new ToolCallCutError(timeoutMs) : new Error(`timed out after ${timeoutMs} ms`));
       const invoke = () =>
         Promise.race([
           tool.execute(args, { ...ctx, signal, logger: deps.logger.child({ runId: ctx.runId, step: ctx.step, tool: tool.name }) }),
-          new Promise<never>((_, reject) =>
-            signal.addEventListener('abort', () => reject(new Error(`timed out after ${timeoutMs} ms`)), { once: true }),
-          ),
+          new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(timedOut()), { once: true })),
         ]);
       const p = deps.protection;
       const known = breakerStates?.get(dependency);

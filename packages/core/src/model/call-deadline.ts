@@ -8,29 +8,29 @@ export interface CallDeadline {
   signal: AbortSignal;
   /** The reply moved (an event arrived): the idle clock starts again. */
   touch(): void;
-  /** Why the call was cut, once it was. */
-  cutReason(): string | undefined;
+  /** Why the call was cut, once it was: the whole call's time (`total`) or the reply's silence (`idle`). */
+  cut(): { by: 'total' | 'idle'; reason: string } | undefined;
   stop(): void;
 }
 
 export function startCallDeadline(totalMs: number, idleMs?: number): CallDeadline {
   const controller = new AbortController();
-  let reason: string | undefined;
-  const cut = (why: string) => {
+  let reason: { by: 'total' | 'idle'; reason: string } | undefined;
+  const cut = (by: 'total' | 'idle', why: string) => {
     if (reason) return;
-    reason = why;
+    reason = { by, reason: why };
     controller.abort(new Error(why));
   };
-  const total = setTimeout(() => cut(`no complete reply within ${totalMs} ms`), totalMs);
+  const total = setTimeout(() => cut('total', `no complete reply within ${totalMs} ms`), totalMs);
   let idle: NodeJS.Timeout | undefined;
   return {
     signal: controller.signal,
     touch() {
       if (idleMs === undefined || reason) return;
       clearTimeout(idle);
-      idle = setTimeout(() => cut(`the reply stalled: nothing for ${idleMs} ms`), idleMs);
+      idle = setTimeout(() => cut('idle', `the reply stalled: nothing for ${idleMs} ms`), idleMs);
     },
-    cutReason: () => reason,
+    cut: () => reason,
     stop() {
       clearTimeout(total);
       clearTimeout(idle);

@@ -1,6 +1,6 @@
 import { Agent, type Dispatcher, request } from 'undici';
 import { z } from 'zod';
-import { ModelRejectedError, ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../errors.js';
+import { ModelCallCutError, ModelRejectedError, ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../errors.js';
 import type { ChatMessage, ModelToolCall } from '../schemas/message.js';
 import { startCallDeadline } from './call-deadline.js';
 import { type ModelDelta, readCompletionStream } from './completion-stream.js';
@@ -13,6 +13,11 @@ export interface ModelRequest {
   maxTokens: number;
   /** The whole call, body included (REIN_MODEL_TIMEOUT_MS or what is left of the run's deadline, whichever is less). */
   timeoutMs: number;
+  /**
+   * `timeoutMs` is what is left of the run's deadline, shorter than the model's own timeout:
+   * a call it cuts was cut by the caller, which says nothing of the model's health.
+   */
+  deadlineBound?: boolean;
   /** The longest silence of a streamed reply once it started (REIN_MODEL_IDLE_TIMEOUT_MS); keep-alive comments do not count. */
   idleTimeoutMs?: number;
   /** The agent's own models in order, instead of REIN_MODEL and its fallbacks. */
@@ -148,9 +153,11 @@ export function createOpenAICompletion(opts: { baseURL: string; apiKey: string }
       raw = await readReply(response, model, req.onDelta, deadline.touch);
     } catch (err) {
       if (err instanceof ReinError) throw err;
-      const cut = deadline.cutReason();
+      const cut = deadline.cut();
+      if (cut?.by === 'total' && req.deadlineBound)
+        throw new ModelCallCutError(`model ${model} cut at the run's deadline: ${cut.reason}`, err);
       throw cut
-        ? new ModelUnavailableError(`model ${model} timed out: ${cut}`, err)
+        ? new ModelUnavailableError(`model ${model} timed out: ${cut.reason}`, err)
         : new ModelUnavailableError(`model ${model} unreachable: ${(err as Error).message}`, err);
     } finally {
       deadline.stop();

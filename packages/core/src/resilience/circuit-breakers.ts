@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import CircuitBreaker from 'opossum';
-import { BreakerOpenError, ModelReplyInvalidError, ReinError } from '../errors.js';
+import { BreakerOpenError, ModelCallCutError, ModelReplyInvalidError, ReinError } from '../errors.js';
 import { breakerKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { RedisClient, RedisCommand } from '../redis.js';
+import { BreakerReport, withScripts } from '../store/lua-scripts.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
 
@@ -18,6 +19,11 @@ export interface BreakerOptions {
   rollingCountTimeoutMs: number;
   /** How long one probe may take before another worker may probe instead. */
   probeTimeoutMs: number;
+  /**
+   * Distinct workers whose own breakers must open within `rollingCountTimeoutMs` before the
+   * fleet's does (REIN_BREAKER_FLEET_WORKERS): one worker's broken path opens its breaker only.
+   */
+  fleetWorkers: number;
 }
 
 const STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
@@ -27,27 +33,38 @@ export type FleetBreakerState = [open: string | null, tripped: string | null];
 
 /**
  * Failures that say nothing about the dependency's health (a 4xx, a bad argument, a reply
- * that arrived but is broken) do not count: an endpoint that answers is not down.
+ * that arrived but is broken) do not count: an endpoint that answers is not down. Nor does
+ * a call the run's own deadline cut (ModelCallCutError; a tool's ToolCallCutError is not
+ * retryable): one tenant's short deadlines must not open a breaker every tenant shares.
  */
-const isHealthSignal = (err: unknown) => !(err instanceof ReinError) || (err.retryable && !(err instanceof ModelReplyInvalidError));
+const isHealthSignal = (err: unknown) =>
+  !(err instanceof ReinError) || (err.retryable && !(err instanceof ModelReplyInvalidError) && !(err instanceof ModelCallCutError));
 
 /**
  * One opossum breaker per dependency, with its state shared by the fleet through Redis.
  * Opossum counts failures locally (rolling window, volume threshold, percentage); when
- * it opens, the worker publishes `open` (with the reset timeout as TTL) and `tripped`.
+ * it opens, this worker stops calling the dependency and reports it. Once `fleetWorkers`
+ * distinct workers reported within the window, the report publishes `open` (with the
+ * reset timeout as TTL) and `tripped`: a failure seen by one worker may be its own path's.
  * Every worker checks those keys before each call — so the others stop within one call,
  * well under a second — and after the reset only the worker that wins the `probe` key
  * sends the half-open probe; its success closes the breaker for everyone.
  */
 export class CircuitBreakers {
   private readonly local = new Map<string, CircuitBreaker<[() => Promise<unknown>], unknown>>();
+  private readonly redis: ReturnType<typeof withScripts>;
+  /** This process in the reports of its opened breakers. */
+  private readonly worker = randomUUID();
 
   constructor(
-    private readonly redis: RedisClient,
+    redis: RedisClient,
     private readonly options: BreakerOptions,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
-  ) {}
+    private readonly now: () => number = Date.now,
+  ) {
+    this.redis = withScripts(redis);
+  }
 
   private breaker(name: string) {
     let breaker = this.local.get(name);
@@ -63,7 +80,10 @@ export class CircuitBreakers {
     });
     breaker.on('open', () => {
       this.event(name, 'open');
-      void this.publishOpen(name);
+      this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.open);
+      void this.reportOpen(name).catch((err: Error) =>
+        this.logger.warn({ breaker: name, err: err.message }, 'could not report an open breaker'),
+      );
     });
     breaker.on('halfOpen', () => this.event(name, 'half_open'));
     breaker.on('close', () => this.event(name, 'close'));
@@ -76,6 +96,16 @@ export class CircuitBreakers {
     this.metrics.breakerEvents.inc({ breaker: name, event });
   }
 
+  private async reportOpen(name: string) {
+    const k = breakerKeys(name);
+    const { rollingCountTimeoutMs: windowMs, fleetWorkers, resetTimeoutMs } = this.options;
+    const argv = [this.worker, this.now(), windowMs, fleetWorkers, resetTimeoutMs].map(String);
+    if ((await this.redis.reportBreakerOpen(k.reporters, k.open, k.tripped, k.probe, ...argv)) === BreakerReport.FleetOpened) {
+      this.event(name, 'fleet_open');
+    }
+  }
+
+  /** A failed half-open probe opens the fleet's breaker again at once: it was open fleet-wide already. */
   private async publishOpen(name: string) {
     const k = breakerKeys(name);
     await this.redis.multi().set(k.open, '1', 'PX', this.options.resetTimeoutMs).set(k.tripped, '1').del(k.probe).exec();
@@ -128,10 +158,12 @@ export class CircuitBreakers {
       }
     }
 
-    // Closed fleet-wide: a breaker still open here only saw failures the fleet has recovered from.
-    annotateActiveSpan({ [REIN_ATTR.breakerState]: 'closed' });
-    if (breaker.opened || breaker.halfOpen) breaker.close();
-    this.metrics.breakerState.set({ breaker: name }, STATE_VALUE.closed);
+    // Closed fleet-wide; this worker's own breaker may still be open (its path to the dependency failed): opossum decides.
+    annotateActiveSpan({ [REIN_ATTR.breakerState]: breaker.opened ? 'open' : breaker.halfOpen ? 'half_open' : 'closed' });
+    this.metrics.breakerState.set(
+      { breaker: name },
+      breaker.opened ? STATE_VALUE.open : breaker.halfOpen ? STATE_VALUE.half_open : STATE_VALUE.closed,
+    );
     try {
       return (await breaker.fire(fn)) as T;
     } catch (err) {

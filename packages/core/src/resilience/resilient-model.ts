@@ -1,4 +1,4 @@
-import { BulkheadFullError, ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../errors.js';
+import { BulkheadFullError, ModelCallCutError, ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { CompleteWith, ModelGateway } from '../model/model-gateway.js';
 import { parseModelId } from '../model/providers.js';
@@ -64,7 +64,8 @@ export function createResilientModelGateway(models: string[], complete: Complete
             ),
           );
         } catch (err) {
-          if (!(err instanceof ReinError) || !err.retryable) throw err;
+          // The run's time is up: no other model can answer within it.
+          if (!(err instanceof ReinError) || !err.retryable || err instanceof ModelCallCutError) throw err;
           if (err instanceof BulkheadFullError && err.scope === 'fleet') p.metrics.bulkheadRejections.inc({ dependency, scope: 'fleet' });
           if (err instanceof ModelReplyInvalidError) invalid = err;
           last = err;

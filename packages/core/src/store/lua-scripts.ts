@@ -62,6 +62,12 @@ export enum AddScheduleResult {
   AtLimit = 0,
 }
 
+/** Return codes of report-breaker-open-4.lua. */
+export enum BreakerReport {
+  FleetOpened = 1,
+  Reported = 0,
+}
+
 /** Return codes of add-webhook-1.lua. */
 export enum AddWebhookResult {
   Added = 1,
@@ -92,6 +98,7 @@ const scripts = {
   enterFairShare: { file: 'enter-fair-share-2.lua', keys: 2 },
   takeTurn: { file: 'take-turn-3.lua', keys: 3 },
   acquireLease: { file: 'acquire-lease-3.lua', keys: 3 },
+  reportBreakerOpen: { file: 'report-breaker-open-4.lua', keys: 4 },
   settleIdempotencyKey: { file: 'settle-idempotency-key-1.lua', keys: 1 },
   claimSession: { file: 'claim-session-2.lua', keys: 2 },
   releaseSession: { file: 'release-session-1.lua', keys: 1 },
@@ -114,6 +121,7 @@ export interface ReinScripts {
   enterFairShare(ring: string, line: string, tenantId: string, runId: string): Promise<number>;
   takeTurn(slots: string, ring: string, line: string, tenantId: string, max: string): Promise<string | TurnResult>;
   acquireLease(leases: string, open: string, tripped: string, ...argv: string[]): Promise<[LeaseResult, string | null, string | null]>;
+  reportBreakerOpen(reporters: string, open: string, tripped: string, probe: string, ...argv: string[]): Promise<BreakerReport>;
   settleIdempotencyKey(key: string, claim: string, next: string, ttlSeconds: string): Promise<number>;
   claimSession(active: string, queue: string, runId: string, ttlSeconds: string, replace: string): Promise<[ClaimResult, string, number]>;
   releaseSession(active: string, runId: string): Promise<number>;

@@ -235,7 +235,7 @@ export class RunStore {
    * run's: sent beside its commit, like the tenant's charge.
    */
   async chargeTree(run: RunRecord): Promise<void> {
-    const charge = JSON.stringify({ ...run.usage, costUsd: run.costUsd } satisfies TreeUsage);
+    const charge = JSON.stringify({ ...run.usage, costUsd: run.costUsd, ...(run.overshot ? { overshot: true } : {}) } satisfies TreeUsage);
     const commands: RedisCommand[] = (run.ancestors ?? []).flatMap((a): RedisCommand[] => [
       ['hset', runKeys(a).tree, run.id, charge],
       ['expire', runKeys(a).tree, this.traceTtlSeconds],

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createArchivePool, migrateArchive, runKeys, tenantKeys } from '@rein/core/internal';
-import { type Approval, approvalSchema } from '@rein/core/schemas';
+import { type Approval, approvalSchema } from '@rein/contract';
 import { startTestPostgres, startTestRedis, type TestPostgres, type TestRedis } from '@rein/core/testing';
 import { DemoStore } from '@rein/example-order-assistant';
 import { Redis } from 'ioredis';

@@ -1,4 +1,4 @@
-import type { ApiKey } from '@rein/core/schemas';
+import type { ApiKey } from '@rein/contract';
 
 /** API keys `rein dev` uses when REIN_API_KEYS is unset. Demo only: never deploy these. */
 export const DEMO_KEYS: ApiKey[] = [

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ReinClient } from '@rein/client';
-import type { Role } from '@rein/core/schemas';
+import type { Role } from '@rein/contract';
 import { DEMO_KEYS } from './demo-keys.js';
 
 /**

@@ -9,7 +9,7 @@ import {
   runTraceSchema,
   runViewSchema,
   typedRunEventSchema,
-} from '@rein/core/schemas';
+} from '@rein/contract';
 import { freePort, startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import { createScriptedModelServer } from '@rein/scripted-model';

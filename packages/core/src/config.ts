@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { priceSchema } from './budgets/price.js';
-import { DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
 import { ConfigError } from './errors.js';
-import { providersSchema, resolveProviderKeys } from './model/providers.js';
-import { escalationSchema } from './schemas/approval.js';
-import { apiKeySchema, tenantRoleSchema } from './schemas/identity.js';
-import { appVersionSchema } from './schemas/version.js';
+import { providersSchema, resolveProviderKeys } from './provider-config.js';
+import { escalationSchema } from '@rein/contract';
+import { apiKeySchema, tenantRoleSchema } from '@rein/contract';
+import { appVersionSchema } from '@rein/contract';
+
+/** REIN_MAX_TOOL_RESULT_BYTES by default: the most of one tool result Rein keeps anywhere. */
+export const DEFAULT_MAX_TOOL_RESULT_BYTES = 256 * 1024;
 
 const csv = z.string().transform((s) =>
   s

@@ -1,5 +1,5 @@
 import { ReinError } from '@rein/define/internal';
-import type { RunReason } from './schemas/run.js';
+import type { RunReason } from '@rein/contract';
 
 /**
  * One error hierarchy for Rein: its base and the errors an app's definitions throw live

@@ -11,8 +11,8 @@ export {
   type AgentProfile,
   type CompensationPolicy,
   defineAgent,
-} from './agents/agent-profile.js';
-export { type App, type AppDefinition, type AppServices, defineApp } from './app/define-app.js';
+} from '@rein/define/internal';
+export { type App, type AppDefinition, type AppServices, defineApp } from '@rein/define/internal';
 export type { ContextPolicy } from './engine/context-policy.js';
 export type { PlanOptions } from './engine/plan.js';
 export { ConfigError, ReinError, ToolError } from './errors.js';
@@ -21,13 +21,13 @@ export { type PiiRules, piiRulesSchema } from './guards/pii-masker.js';
 export type { RunningService, ServiceOptions } from './http/run-http-service.js';
 export { appStateKey } from './keys.js';
 export type { Logger } from './logger.js';
-export type { McpServerConfig, McpServers, McpToolOverride } from './mcp/mcp-server-config.js';
+export type { McpServerConfig, McpServers, McpToolOverride } from '@rein/define/internal';
 export { compileOptions, optionsFromEnv, type PartialReinOptions, type ReinOptions } from './options.js';
 export type { RedisClient } from './redis.js';
-export type { RunEvent, TypedRunEvent } from './schemas/event.js';
-export type { Principal, Role } from './schemas/identity.js';
-export type { RunStatus } from './schemas/run.js';
-export type { ApprovalView, RunView } from './schemas/views.js';
-export type { WebhookPayload } from './schemas/webhook.js';
-export { type CompensateWith, defineTool, type Tool, type ToolContext, type ToolDefinition } from './tools/tool.js';
-export { verifyWebhook } from './webhooks/verify-webhook.js';
+export type { RunEvent, TypedRunEvent } from '@rein/contract';
+export type { Principal, Role } from '@rein/contract';
+export type { RunStatus } from '@rein/contract';
+export type { ApprovalView, RunView } from '@rein/contract';
+export type { WebhookPayload } from '@rein/contract';
+export { type CompensateWith, defineTool, type Tool, type ToolContext, type ToolDefinition } from '@rein/define/internal';
+export { verifyWebhook } from '@rein/contract';

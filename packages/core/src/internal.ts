@@ -5,9 +5,9 @@
  * notice. Apps and embedders use `@rein/core` (the definition API and options) and
  * `@rein/core/schemas` (the HTTP contract); see docs/design.md, "Public surface".
  */
-export { AgentCatalog, HANDOFF_ANSWER } from './agents/agent-profile.js';
+export { AgentCatalog, HANDOFF_ANSWER } from '@rein/define/internal';
 export { contentVersion, resolveAppVersion } from './app/app-version.js';
-export { isApp } from './app/define-app.js';
+export { isApp } from '@rein/define/internal';
 export type { FleetVersions } from './app/fleet-versions.js';
 export { loadApp, loadAppOrExit } from './app/load-app.js';
 export { createRegistry, type Registry } from './app/registry.js';
@@ -53,7 +53,7 @@ export type { GuardLimits, Transition as StepEffect, Transition } from './engine
 export { createStepProcessor, type StepOutcome as StepDisposition, type StepOutcome, type StepProcessor } from './engine/step-processor.js';
 export { createToolExecutor, type ToolExecutor } from './engine/tool-executor.js';
 export { escapeMarkup, toolMessageContent, truncateObservation } from './engine/tool-observation.js';
-export { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './engine/tool-result-cap.js';
+export { capToolResult } from './engine/tool-result-cap.js';
 export { currentVersion, routeVersion, versionVerdict, withdrawnOnMove } from './engine/version-route.js';
 export {
   ArchiveUnavailableError,
@@ -110,7 +110,7 @@ export { createLogger } from './logger.js';
 export { type McpGovernance, mcpGovernance } from './mcp/mcp-governance.js';
 export { McpManager, type McpManagerDeps } from './mcp/mcp-manager.js';
 export { mcpObservation } from './mcp/mcp-result.js';
-export { mcpServerSchema, mcpServersSchema } from './mcp/mcp-server-config.js';
+export { mcpServerSchema, mcpServersSchema } from '@rein/define/internal';
 export { createMcpTool } from './mcp/mcp-tool.js';
 export { mcpToolName } from './mcp/mcp-tool-name.js';
 export { createMetrics, type Metrics, registerQueueDepth, registerRedisUp, registerVersionGauges } from './metrics.js';
@@ -123,7 +123,8 @@ export {
   type ModelReply,
   type ModelRequest,
 } from './model/model-gateway.js';
-export { createProviderCompletion, DEFAULT_PROVIDER, type Provider, parseModelId, providerSchema } from './model/providers.js';
+export { createProviderCompletion } from './model/providers.js';
+export { DEFAULT_PROVIDER, type Provider, parseModelId, providerSchema } from './provider-config.js';
 export { loadOptionsOrExit } from './options.js';
 export {
   type AdmitJob,
@@ -202,12 +203,13 @@ export { INTERRUPTED_TURN, type SessionSettings, sessionHistory } from './runs/s
 export { type AdmitResult, createSessionQueue, type SessionQueue } from './runs/session-queue.js';
 export { createVersionService, type VersionService } from './runs/version-service.js';
 export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './runtime.js';
-export { type Compensation, type CompensationStep, compensationSchema } from './schemas/compensation.js';
-export { type ChatMessage, chatMessageSchema, type ModelToolCall } from './schemas/message.js';
+export { type Compensation, type CompensationStep, compensationSchema } from '@rein/contract';
+export { type ChatMessage, chatMessageSchema, type ModelToolCall } from '@rein/contract';
 export { ApprovalFeed } from './store/approval-feed.js';
 export { AuditLog, auditHash, type ChainCheck, GENESIS_HASH, truncation, verifyAuditChain } from './store/audit-log.js';
 export { DecisionJournal } from './store/decision-journal.js';
-export { EffectLedger, idempotencyKey } from './store/effect-ledger.js';
+export { EffectLedger } from './store/effect-ledger.js';
+export { idempotencyKey } from './engine/call-identity.js';
 export { HotRuns, type RunSnapshot, revisionOf, sameRevision } from './store/hot-runs.js';
 export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './store/index-pager.js';
 export { LinkUses } from './store/link-uses.js';
@@ -216,7 +218,7 @@ export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './store/schedule-store.js'
 export { StreamHub, streamIdAfter } from './store/stream-hub.js';
 export { HEARTBEAT_TTL_MS, VersionDirectory, type VersionFacts } from './store/version-directory.js';
 export { canonicalJson, hashArguments } from './tools/argument-hash.js';
-export { parseToolArguments, toolSpec } from './tools/tool.js';
+export { parseToolArguments, toolSpec } from '@rein/define/internal';
 export { toolDigest } from './tools/tool-digest.js';
 export type { CaptureContent } from './tracing/genai.js';
 export { REIN_ATTR, stepSpan, submitSpan } from './tracing/rein-spans.js';

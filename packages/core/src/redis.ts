@@ -157,3 +157,10 @@ export async function checkRedisSettings(redis: RedisClient, logger: Logger): Pr
   for (const problem of problems) logger.warn({ redis: 'settings' }, `Redis: ${problem}`);
   return problems;
 }
+
+// The server fills in what `@rein/define` leaves open: an app's tool factory gets ioredis's client.
+declare module '@rein/define/internal' {
+  interface AppServiceTypes {
+    redis: RedisClient;
+  }
+}

@@ -1,6 +1,6 @@
-import type { AgentCatalog } from './agents/agent-profile.js';
+import type { AgentCatalog } from '@rein/define/internal';
 import { resolveAppVersion } from './app/app-version.js';
-import type { App } from './app/define-app.js';
+import type { App } from '@rein/define/internal';
 import { createRegistry, type Registry } from './app/registry.js';
 import { type ApprovalService, createApprovalService } from './approvals/approval-service.js';
 import { createDecisionLog, type DecisionLog } from './approvals/decision-log.js';
@@ -45,7 +45,7 @@ import { ReplayCohortStore } from './store/replay-cohort-store.js';
 import { RunStore } from './store/run-store.js';
 import { ScheduleStore } from './store/schedule-store.js';
 import { VersionDirectory } from './store/version-directory.js';
-import type { Tool } from './tools/tool.js';
+import type { Tool } from '@rein/define/internal';
 import { setupTracing, type Tracing } from './tracing/tracing-setup.js';
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
 import { createWebhookService, type WebhookService } from './webhooks/webhook-service.js';

@@ -5,12 +5,12 @@ import type { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { z as z3 } from 'zod/v3';
-import { defineAgent } from '../src/agents/agent-profile.js';
-import { defineApp } from '../src/app/define-app.js';
+import { defineAgent } from '@rein/define/internal';
+import { defineApp } from '@rein/define/internal';
 import { loadApp } from '../src/app/load-app.js';
 import { createRegistry } from '../src/app/registry.js';
 import { ConfigError, ToolError } from '../src/errors.js';
-import { defineTool } from '../src/tools/tool.js';
+import { defineTool } from '@rein/define/internal';
 
 const echo = defineTool({
   name: 'echo',

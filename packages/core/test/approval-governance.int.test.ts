@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runKeys } from '../src/keys.js';
-import type { Approval } from '../src/schemas/approval.js';
-import type { Principal } from '../src/schemas/identity.js';
+import type { Approval } from '@rein/contract';
+import type { Principal } from '@rein/contract';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
 

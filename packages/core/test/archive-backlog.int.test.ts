@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { defineAgent } from '../src/agents/agent-profile.js';
+import { defineAgent } from '@rein/define/internal';
 import { type ArchivePool, createArchivePool } from '../src/archive/archive-pool.js';
 import { migrateArchive } from '../src/archive/migrations.js';
 import { RunArchive } from '../src/archive/run-archive.js';

@@ -1,6 +1,6 @@
 import type { ArchiveDoc } from '../src/archive/run-archive.js';
-import type { Approval } from '../src/schemas/approval.js';
-import type { RunRecord, RunStatus, StepRecord } from '../src/schemas/run.js';
+import type { Approval } from '@rein/contract';
+import type { RunRecord, RunStatus, StepRecord } from '@rein/contract';
 import { revisionOf } from '../src/store/hot-runs.js';
 
 export interface FixtureRun {

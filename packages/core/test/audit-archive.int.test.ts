@@ -4,7 +4,7 @@ import { type ArchivePool, createArchivePool } from '../src/archive/archive-pool
 import { AuditArchive } from '../src/archive/audit-archive.js';
 import { migrateArchive } from '../src/archive/migrations.js';
 import { tenantKeys } from '../src/keys.js';
-import type { AuditRecord } from '../src/schemas/index.js';
+import type { AuditRecord } from '@rein/contract';
 import { AuditLog, verifyAuditChain } from '../src/store/audit-log.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 import { startTestPostgres } from '../src/testing/postgres-server.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { budgetVerdict, proposeRaise, raisedLimits } from '../src/engine/budget-ask.js';
-import { type Approval, budgetRaiseSchema } from '../src/schemas/approval.js';
-import type { RunRecord } from '../src/schemas/run.js';
+import { type Approval, budgetRaiseSchema } from '@rein/contract';
+import type { RunRecord } from '@rein/contract';
 
 /** The budget-ask policy as pure functions: no Redis, no model, no clock. */
 

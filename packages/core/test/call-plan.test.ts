@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { AgentProfile } from '../src/agents/agent-profile.js';
+import type { AgentProfile } from '@rein/define/internal';
 import { type CallPlanInput, type PlannedCall, planCalls, plannedRecord } from '../src/engine/call-plan.js';
-import type { Approval } from '../src/schemas/approval.js';
-import type { ModelToolCall } from '../src/schemas/message.js';
-import type { RunPlan, RunRecord } from '../src/schemas/run.js';
+import type { Approval } from '@rein/contract';
+import type { ModelToolCall } from '@rein/contract';
+import type { RunPlan, RunRecord } from '@rein/contract';
 import { hashArguments } from '../src/tools/argument-hash.js';
-import { defineTool, type Tool } from '../src/tools/tool.js';
+import { defineTool, type Tool } from '@rein/define/internal';
 
 /** The call plan as a pure function (no Redis): what the step does with each of the model's calls. */
 

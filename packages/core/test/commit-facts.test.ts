@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { changeFacts, commitFacts, finishFact, knownToolNames, recordFacts } from '../src/engine/commit-facts.js';
 import type { Transition } from '../src/engine/step-policy.js';
-import type { Approval } from '../src/schemas/approval.js';
-import type { RunRecord, StepRecord, ToolCallRecord } from '../src/schemas/run.js';
+import type { Approval } from '@rein/contract';
+import type { RunRecord, StepRecord, ToolCallRecord } from '@rein/contract';
 
 /** What a committed step counts, read from its records (pure: no Redis, no registry). */
 

@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '../src/agents/agent-profile.js';
+import { defineAgent } from '@rein/define/internal';
 import { type Compensator, createCompensator } from '../src/engine/compensation.js';
 import { childRunId } from '../src/engine/sub-agents.js';
 import { ToolError } from '../src/errors.js';
@@ -9,7 +9,7 @@ import { compensateJobSchema } from '../src/queue/job-catalog.js';
 import { ROLLBACK_DECLINED_TURN, ROLLBACK_FAILED_TURN } from '../src/runs/session-history.js';
 import { createSessionQueue } from '../src/runs/session-queue.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool } from '../src/tools/tool.js';
+import { defineTool } from '@rein/define/internal';
 import type { Harness, HarnessOptions } from './harness.js';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
 

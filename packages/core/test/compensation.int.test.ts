@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { CompensationPolicy } from '../src/agents/agent-profile.js';
+import type { CompensationPolicy } from '@rein/define/internal';
 import { createCompensator } from '../src/engine/compensation.js';
 import { compensateJobSchema } from '../src/queue/job-catalog.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';

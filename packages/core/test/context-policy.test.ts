@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '../src/agents/agent-profile.js';
-import { defineApp } from '../src/app/define-app.js';
+import { defineAgent } from '@rein/define/internal';
+import { defineApp } from '@rein/define/internal';
 import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
 import {
   compactHistory,
@@ -11,10 +11,10 @@ import {
   READ_RESULT_TOOL,
   structuredSummary,
 } from '../src/engine/context-policy.js';
-import type { ChatMessage } from '../src/schemas/message.js';
-import type { StepRecord } from '../src/schemas/run.js';
+import type { ChatMessage } from '@rein/contract';
+import type { StepRecord } from '@rein/contract';
 import { createReadResultTool } from '../src/tools/read-result.js';
-import { defineTool } from '../src/tools/tool.js';
+import { defineTool } from '@rein/define/internal';
 
 /** The context policy as pure functions (no Redis): summaries, handles, compacted history. */
 

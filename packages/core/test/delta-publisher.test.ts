@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createDeltaPublisher } from '../src/engine/delta-publisher.js';
 import { createPiiMasker } from '../src/guards/pii-masker.js';
-import type { RunEvent } from '../src/schemas/event.js';
+import type { RunEvent } from '@rein/contract';
 
 describe('the delta publisher', () => {
   it('hands back the last batch unsent, after the batches already sent have landed', async () => {

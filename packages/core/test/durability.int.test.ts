@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { StaleStepError } from '../src/errors.js';
 import { runKeys } from '../src/keys.js';
-import { idempotencyKey } from '../src/store/effect-ledger.js';
+import { idempotencyKey } from '../src/engine/call-identity.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool } from '../src/tools/tool.js';
+import { defineTool } from '@rein/define/internal';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
 
 const use = harnessPerTest();

@@ -1,14 +1,14 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineAgent } from '../src/agents/agent-profile.js';
+import { defineAgent } from '@rein/define/internal';
 import { TenantQuotas } from '../src/budgets/tenant-quotas.js';
 import type { Quotas } from '../src/config.js';
 import { fairShareKeys, tenantKeys } from '../src/keys.js';
 import { type Enqueue, slotJobSchema } from '../src/queue/job-catalog.js';
 import { connectRedis, type RedisClient } from '../src/redis.js';
 import { createFairShare } from '../src/runs/fair-share.js';
-import type { RunRecord } from '../src/schemas/run.js';
+import type { RunRecord } from '@rein/contract';
 import { createFakeModel, startTestCluster, startTestRedis, type TestCluster, type TestRedis, toolCall } from '../src/testing/index.js';
 import { harnessPerTest, USER } from './harness.js';
 

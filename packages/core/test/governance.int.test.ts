@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { tenantKeys } from '../src/keys.js';
-import type { Escalation } from '../src/schemas/approval.js';
-import type { Principal } from '../src/schemas/identity.js';
+import type { Escalation } from '@rein/contract';
+import type { Principal } from '@rein/contract';
 import { auditHash, verifyAuditChain } from '../src/store/audit-log.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool } from '../src/tools/tool.js';
+import { defineTool } from '@rein/define/internal';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
 
 const use = harnessPerTest();

@@ -3,11 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { advanceGuard, checkRepeats, EMPTY_GUARD, failingTool, guardFromHistory } from '../src/engine/loop-guard.js';
 import { toolMessageContent, truncateObservation } from '../src/engine/tool-observation.js';
-import { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from '../src/engine/tool-result-cap.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../src/config.js';
+import { capToolResult } from '../src/engine/tool-result-cap.js';
 import { createInputFilter } from '../src/guards/input-filter.js';
 import { createPiiMasker, loadPiiRules, type MaskWork, piiRulesSchema, safeCut } from '../src/guards/pii-masker.js';
 import { createLogger } from '../src/logger.js';
-import type { ToolCallRecord } from '../src/schemas/run.js';
+import type { ToolCallRecord } from '@rein/contract';
 
 describe('input filter (core defaults: prompt injection only)', () => {
   const filter = createInputFilter();

@@ -2,8 +2,8 @@ import orderApp, { DemoStore, orderAssistant } from '@rein/example-order-assista
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
-import type { AgentProfile } from '../src/agents/agent-profile.js';
-import { type AppServices, defineApp } from '../src/app/define-app.js';
+import type { AgentProfile } from '@rein/define/internal';
+import { type AppServices, defineApp } from '@rein/define/internal';
 import { createRegistry } from '../src/app/registry.js';
 import { createApprovalService } from '../src/approvals/approval-service.js';
 import type { EscalationDefaults } from '../src/approvals/escalation.js';
@@ -24,14 +24,14 @@ import type { ModelGateway } from '../src/model/model-gateway.js';
 import { type Enqueue, type ExpireJob, type JobName, type JobPayload, jobCatalog, stepJobSchema } from '../src/queue/job-catalog.js';
 import { createRunService } from '../src/runs/run-service.js';
 import type { SessionSettings } from '../src/runs/session-history.js';
-import type { Principal } from '../src/schemas/identity.js';
+import type { Principal } from '@rein/contract';
 import { ApprovalFeed } from '../src/store/approval-feed.js';
 import { AuditLog } from '../src/store/audit-log.js';
 import { DecisionJournal } from '../src/store/decision-journal.js';
 import { EffectLedger } from '../src/store/effect-ledger.js';
 import { RunStore } from '../src/store/run-store.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
-import type { Tool } from '../src/tools/tool.js';
+import type { Tool } from '@rein/define/internal';
 
 /** How many times a Redis server has read a client's request: one per write that reached it apart. */
 export async function readsProcessed(admin: Redis): Promise<number> {

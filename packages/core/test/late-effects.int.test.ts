@@ -5,7 +5,7 @@ import { type Compensator, createCompensator } from '../src/engine/compensation.
 import { runKeys } from '../src/keys.js';
 import { compensateJobSchema } from '../src/queue/job-catalog.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool } from '../src/tools/tool.js';
+import { defineTool } from '@rein/define/internal';
 import type { Harness } from './harness.js';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
 

@@ -8,9 +8,9 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { McpServerStartError } from '../src/errors.js';
 import { McpManager } from '../src/mcp/mcp-manager.js';
-import type { McpServerConfig } from '../src/mcp/mcp-server-config.js';
+import type { McpServerConfig } from '@rein/define/internal';
 import { createMetrics } from '../src/metrics.js';
-import type { Tool } from '../src/tools/tool.js';
+import type { Tool } from '@rein/define/internal';
 
 // Every test here really starts server processes and checks, by pid, that they are gone.
 const logger = pino({ level: 'silent' });

@@ -7,21 +7,21 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { AgentProfile } from '../src/agents/agent-profile.js';
+import type { AgentProfile } from '@rein/define/internal';
 import { planCalls } from '../src/engine/call-plan.js';
 import { createToolExecutor, type ToolExecutorDeps } from '../src/engine/tool-executor.js';
 import { BreakerOpenError, McpServerStartError } from '../src/errors.js';
 import { runKeys } from '../src/keys.js';
 import { McpManager } from '../src/mcp/mcp-manager.js';
-import type { McpServerConfig } from '../src/mcp/mcp-server-config.js';
+import type { McpServerConfig } from '@rein/define/internal';
 import { createMetrics, type Metrics } from '../src/metrics.js';
 import { Bulkhead } from '../src/resilience/bulkhead.js';
 import { CircuitBreakers } from '../src/resilience/circuit-breakers.js';
-import type { Approval } from '../src/schemas/approval.js';
-import type { RunRecord } from '../src/schemas/run.js';
+import type { Approval } from '@rein/contract';
+import type { RunRecord } from '@rein/contract';
 import { EffectLedger } from '../src/store/effect-ledger.js';
 import { type FixtureEffect, McpFixtureState, startMcpFixtureHttp, startTestRedis, type TestRedis } from '../src/testing/index.js';
-import { defineTool, type Tool, toolSpec } from '../src/tools/tool.js';
+import { defineTool, type Tool, toolSpec } from '@rein/define/internal';
 
 const logger = pino({ level: 'silent' });
 

@@ -1,11 +1,11 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { defineAgent } from '../src/agents/agent-profile.js';
-import { defineApp } from '../src/app/define-app.js';
+import { defineAgent } from '@rein/define/internal';
+import { defineApp } from '@rein/define/internal';
 import { ConfigError, McpToolError } from '../src/errors.js';
 import { mcpGovernance } from '../src/mcp/mcp-governance.js';
 import { mcpObservation } from '../src/mcp/mcp-result.js';
-import { mcpServersSchema } from '../src/mcp/mcp-server-config.js';
+import { mcpServersSchema } from '@rein/define/internal';
 import { createMcpTool } from '../src/mcp/mcp-tool.js';
 import { mcpToolName } from '../src/mcp/mcp-tool-name.js';
 

@@ -4,7 +4,7 @@ import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
 import { contextPolicySchema } from '../src/engine/context-policy.js';
 import type { ModelRequest } from '../src/model/model-gateway.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool, type Tool } from '../src/tools/tool.js';
+import { defineTool, type Tool } from '@rein/define/internal';
 import { toolDigest } from '../src/tools/tool-digest.js';
 import { harnessPerTest, USER } from './harness.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '../src/agents/agent-profile.js';
+import { defineAgent } from '@rein/define/internal';
 import {
   editPlan,
   linkCallsToPlan,
@@ -11,9 +11,9 @@ import {
   planResponseFormat,
   validatePlan,
 } from '../src/engine/plan.js';
-import type { Approval } from '../src/schemas/approval.js';
-import type { PlanStep, RunPlan, RunRecord } from '../src/schemas/run.js';
-import { defineTool, type Tool } from '../src/tools/tool.js';
+import type { Approval } from '@rein/contract';
+import type { PlanStep, RunPlan, RunRecord } from '@rein/contract';
+import { defineTool, type Tool } from '@rein/define/internal';
 
 /** Plan mode's policy as pure functions (no Redis): validation, approval, edits, drift detection. */
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decisionRights, mayDecide } from '../src/approvals/decision-rights.js';
 import { escalated, escalationDueAt, firstEscalation } from '../src/approvals/escalation.js';
 import { approvalsNeeded, tallyApproval } from '../src/approvals/quorum.js';
-import type { Approval } from '../src/schemas/approval.js';
+import type { Approval } from '@rein/contract';
 
 const base: Approval = {
   schemaVersion: 1,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ForbiddenError } from '../src/errors.js';
-import type { Principal } from '../src/schemas/identity.js';
+import type { Principal } from '@rein/contract';
 import { decodeCursor, encodeCursor, pageIndexes } from '../src/store/index-pager.js';
 import { createFakeModel, toolCall } from '../src/testing/fake-model.js';
 import { APPROVER, harnessPerTest, USER } from './harness.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ROLLBACK_DECLINED_TURN, ROLLBACK_FAILED_TURN, ROLLBACK_UNDOING_TURN, rollbackMark } from '../src/runs/session-history.js';
-import type { Compensation } from '../src/schemas/compensation.js';
+import type { Compensation } from '@rein/contract';
 
 const saga = (status: Compensation['status']): Compensation => ({
   schemaVersion: 1,

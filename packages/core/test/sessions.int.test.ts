@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConflictError } from '../src/errors.js';
 import { tenantKeys } from '../src/keys.js';
-import type { Principal } from '../src/schemas/identity.js';
+import type { Principal } from '@rein/contract';
 import { createFakeModel, toolCall } from '../src/testing/fake-model.js';
 import { harnessPerTest, USER } from './harness.js';
 

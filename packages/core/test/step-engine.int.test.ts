@@ -2,12 +2,12 @@ import { HANDOFF_ANSWER } from '@rein/example-order-assistant';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
-import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../src/engine/tool-result-cap.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../src/config.js';
 import { ToolError } from '../src/errors.js';
 import type { ModelGateway } from '../src/model/model-gateway.js';
-import { idempotencyKey } from '../src/store/effect-ledger.js';
+import { idempotencyKey } from '../src/engine/call-identity.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool } from '../src/tools/tool.js';
+import { defineTool } from '@rein/define/internal';
 import { harnessPerTest } from './harness.js';
 
 const use = harnessPerTest();

@@ -12,8 +12,8 @@ import {
   type StepFacts,
 } from '../src/engine/step-policy.js';
 import { StaleStepError } from '../src/errors.js';
-import type { Approval } from '../src/schemas/approval.js';
-import type { Decision, RunRecord, ToolCallRecord } from '../src/schemas/run.js';
+import type { Approval } from '@rein/contract';
+import type { Decision, RunRecord, ToolCallRecord } from '@rein/contract';
 
 /** The step policy as pure functions: every case here runs without Redis, a model or a clock. */
 

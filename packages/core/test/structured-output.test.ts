@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { EMPTY_GUARD } from '../src/engine/loop-guard.js';
 import { afterDecision, type StepFacts } from '../src/engine/step-policy.js';
 import { outputSpec } from '../src/engine/structured-output.js';
-import type { Decision, RunRecord } from '../src/schemas/run.js';
+import type { Decision, RunRecord } from '@rein/contract';
 
 /** The output schema in the step policy: pure, no Redis, no model. */
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defineAgent } from '../src/agents/agent-profile.js';
+import { defineAgent } from '@rein/define/internal';
 import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
 import type { Quota, Quotas } from '../src/config.js';
 import { type Compensator, createCompensator } from '../src/engine/compensation.js';
@@ -7,7 +7,7 @@ import { childRunId } from '../src/engine/sub-agents.js';
 import { tenantKeys } from '../src/keys.js';
 import type { ModelRequest } from '../src/model/model-gateway.js';
 import { compensateJobSchema, stepJobSchema } from '../src/queue/job-catalog.js';
-import type { RunRecord } from '../src/schemas/run.js';
+import type { RunRecord } from '@rein/contract';
 import type { Commit } from '../src/store/run-store.js';
 import { createFakeModel, type FakeTurn, toolCall } from '../src/testing/index.js';
 import { APPROVER, type HarnessOptions, harnessPerTest } from './harness.js';

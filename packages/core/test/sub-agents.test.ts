@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '../src/agents/agent-profile.js';
-import { defineApp } from '../src/app/define-app.js';
+import { defineAgent } from '@rein/define/internal';
+import { defineApp } from '@rein/define/internal';
 import { planCalls } from '../src/engine/call-plan.js';
 import { gate } from '../src/engine/step-policy.js';
 import { boundedByTree, childLimits, childObservation, childRecord, childRunId, treeTotal } from '../src/engine/sub-agents.js';
-import type { RunRecord } from '../src/schemas/run.js';
+import type { RunRecord } from '@rein/contract';
 import { toolCall } from '../src/testing/index.js';
-import { defineTool } from '../src/tools/tool.js';
+import { defineTool } from '@rein/define/internal';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 const run = (over: Partial<RunRecord> = {}): RunRecord => ({

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { decisionRefusal, decisionRights, holdsRole, isOperator, mayDecide } from '../src/approvals/decision-rights.js';
 import { loadConfig } from '../src/config.js';
-import type { Role, TenantRole } from '../src/schemas/identity.js';
-import { defineTool, parseToolArguments, toolSpec } from '../src/tools/tool.js';
+import type { Role, TenantRole } from '@rein/contract';
+import { defineTool, parseToolArguments, toolSpec } from '@rein/define/internal';
 
 const tool = defineTool({
   name: 'query_order',

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentCatalog, defineAgent } from '../src/agents/agent-profile.js';
+import { AgentCatalog, defineAgent } from '@rein/define/internal';
 import type { FleetVersions } from '../src/app/fleet-versions.js';
 import type { PlannedCall } from '../src/engine/call-plan.js';
 import { createChildRuns } from '../src/engine/child-runs.js';
@@ -13,7 +13,7 @@ import { routeVersion } from '../src/engine/version-route.js';
 import { createMetrics } from '../src/metrics.js';
 import { StepScheduler, stepQueue } from '../src/queue/job-catalog.js';
 import { createRunArchiving, type RunArchivingDeps } from '../src/runs/run-archiving.js';
-import type { RunRecord } from '../src/schemas/run.js';
+import type { RunRecord } from '@rein/contract';
 import { EffectLedger } from '../src/store/effect-ledger.js';
 import { RunStore } from '../src/store/run-store.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';

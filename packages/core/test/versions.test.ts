@@ -1,17 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '../src/agents/agent-profile.js';
+import { defineAgent } from '@rein/define/internal';
 import { contentVersion, resolveAppVersion } from '../src/app/app-version.js';
-import { defineApp } from '../src/app/define-app.js';
+import { defineApp } from '@rein/define/internal';
 import type { FleetVersions } from '../src/app/fleet-versions.js';
 import { linkParsedCallsToPlan, planDigest, planOptionsSchema, planOutcome } from '../src/engine/plan.js';
 import { moveRun } from '../src/engine/run-transitions.js';
 import { routeVersion, versionVerdict, withdrawnOnMove } from '../src/engine/version-route.js';
 import { ConfigError } from '../src/errors.js';
-import type { Approval } from '../src/schemas/approval.js';
-import type { RunRecord } from '../src/schemas/run.js';
+import type { Approval } from '@rein/contract';
+import type { RunRecord } from '@rein/contract';
 import { approvalEvent } from '../src/store/approval-feed.js';
-import { defineTool, type Tool } from '../src/tools/tool.js';
+import { defineTool, type Tool } from '@rein/define/internal';
 import { toolDigest } from '../src/tools/tool-digest.js';
 
 /** App versions as values (no Redis): the content version, routing by version, and what an upgrade keeps. */

@@ -25,7 +25,7 @@ import {
   promoteBodySchema,
   submitRunBodySchema,
   upgradeBodySchema,
-} from '@rein/core/schemas';
+} from '@rein/contract';
 import type { FastifyInstance } from 'fastify';
 import { mountQueueBoard } from './queue-board.js';
 

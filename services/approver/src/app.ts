@@ -24,7 +24,7 @@ import {
   listApprovalsQuerySchema,
   previewBodySchema,
   rejectBodySchema,
-} from '@rein/core/schemas';
+} from '@rein/contract';
 import type { FastifyInstance } from 'fastify';
 import { mountConsole } from './console.js';
 import { mountLinkPages } from './link-pages.js';

@@ -41,7 +41,7 @@ import {
   wakeJobSchema,
   workerShards,
 } from '@rein/core/internal';
-import type { RunReason } from '@rein/core/schemas';
+import type { RunReason } from '@rein/contract';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import { watchFetchLoops } from './fetch-watchdog.js';
 

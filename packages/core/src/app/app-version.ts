@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { AgentProfile } from '../agents/agent-profile.js';
+import type { AgentProfile } from '@rein/define/internal';
 import { ConfigError } from '../errors.js';
-import { appVersionSchema } from '../schemas/version.js';
+import { appVersionSchema } from '@rein/contract';
 import { canonicalJson } from '../tools/argument-hash.js';
-import type { Tool } from '../tools/tool.js';
+import type { Tool } from '@rein/define/internal';
 import { toolDigest } from '../tools/tool-digest.js';
-import type { App } from './define-app.js';
+import type { App } from '@rein/define/internal';
 
 /** A content version: `c-` and 12 hex digits of the hash of what the app declares. */
 export const CONTENT_VERSION_PREFIX = 'c-';

@@ -1,10 +1,10 @@
-import { AgentCatalog } from '../agents/agent-profile.js';
+import { AgentCatalog } from '@rein/define/internal';
 import { createInputFilter, type InputFilter } from '../guards/input-filter.js';
 import { withFaultInjection } from '../resilience/fault-injection.js';
 import { RunStore } from '../store/run-store.js';
 import { createReadResultTool } from '../tools/read-result.js';
-import type { Tool } from '../tools/tool.js';
-import { type App, type AppServices, buildTools } from './define-app.js';
+import type { Tool } from '@rein/define/internal';
+import { type App, type AppServices, buildTools } from '@rein/define/internal';
 
 /** What every service (and the test harnesses) runs an app with: one place builds it. */
 export interface Registry {

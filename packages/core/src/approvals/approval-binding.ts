@@ -1,6 +1,6 @@
-import type { Approval } from '../schemas/approval.js';
+import type { Approval } from '@rein/contract';
 import { hashArguments } from '../tools/argument-hash.js';
-import type { ApprovalRequirement, Tool } from '../tools/tool.js';
+import type { ApprovalRequirement, Tool } from '@rein/define/internal';
 import { ROLE_RANK } from './decision-rights.js';
 
 export type Binding = { ok: true; args: unknown } | { ok: false; problem: string };

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, ForbiddenError, GoneError, NotFoundError } from '../errors.js';
-import type { ApiKey, Principal } from '../schemas/identity.js';
-import type { ApprovalView } from '../schemas/views.js';
+import type { ApiKey, Principal } from '@rein/contract';
+import type { ApprovalView } from '@rein/contract';
 import type { LinkUses } from '../store/link-uses.js';
 import type { ApprovalService } from './approval-service.js';
 import { holdsRole, mayDecide } from './decision-rights.js';

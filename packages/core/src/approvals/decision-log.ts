@@ -1,6 +1,6 @@
 import { ForbiddenError } from '../errors.js';
-import type { Principal } from '../schemas/identity.js';
-import type { AuditQuery } from '../schemas/index.js';
+import type { Principal } from '@rein/contract';
+import type { AuditQuery } from '@rein/contract';
 import type { AuditLog } from '../store/audit-log.js';
 import { holdsRole } from './decision-rights.js';
 

@@ -1,5 +1,5 @@
-import type { Principal } from '../schemas/identity.js';
-import type { RunRecord } from '../schemas/run.js';
+import type { Principal } from '@rein/contract';
+import type { RunRecord } from '@rein/contract';
 import { mayReadRun, overseesTenant } from './decision-rights.js';
 
 /** The owners of runs by id, null where a run is gone (`RunStore.getMany`). */

@@ -1,6 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import type { ApiKey } from '../schemas/identity.js';
+import type { ApiKey } from '@rein/contract';
 
 /**
  * What a one-click link carries, signed: the approval, the arguments' hash it was minted

@@ -1,4 +1,4 @@
-import type { Approval, ApprovalVote } from '../schemas/approval.js';
+import type { Approval, ApprovalVote } from '@rein/contract';
 
 /** What one approver's approval does to an approval: decides it, counts towards its quorum, or repeats a vote. */
 export type Tally = { kind: 'decided' | 'counted'; approval: Approval } | { kind: 'already_approved' };

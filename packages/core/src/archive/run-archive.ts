@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { z } from 'zod';
 import { ReinError } from '../errors.js';
-import { type Approval, approvalSchema } from '../schemas/approval.js';
-import { type Compensation, compensationSchema } from '../schemas/compensation.js';
-import { type RunEvent, runEventSchema } from '../schemas/event.js';
+import { type Approval, approvalSchema } from '@rein/contract';
+import { type Compensation, compensationSchema } from '@rein/contract';
+import { type RunEvent, runEventSchema } from '@rein/contract';
 import {
   type RunRecord,
   runRecordSchema,
@@ -11,8 +11,8 @@ import {
   stepRecordSchema,
   TERMINAL_STATUSES,
   toolCallRecordSchema,
-} from '../schemas/run.js';
-import { treeUsageSchema } from '../schemas/views.js';
+} from '@rein/contract';
+import { treeUsageSchema } from '@rein/contract';
 import type { StoredEvent } from '../store/run-store.js';
 import { type ArchivePool, guardedQueries, type Queryable } from './archive-pool.js';
 import { type RunSearch, type RunSearchPage, searchRuns, type UsageQuery, type UsageRow, usage } from './run-search.js';

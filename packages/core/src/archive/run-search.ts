@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { InvalidRequestError } from '../errors.js';
-import { boundedInstantSchema, type UsageGroup, type UsageRow } from '../schemas/api.js';
-import { type RunRecord, type RunStatus, runRecordSchema } from '../schemas/run.js';
+import { boundedInstantSchema, type UsageGroup, type UsageRow } from '@rein/contract';
+import { type RunRecord, type RunStatus, runRecordSchema } from '@rein/contract';
 import type { Queryable } from './archive-pool.js';
 
 export interface RunSearch {
@@ -25,7 +25,7 @@ export interface RunSearchPage {
   nextCursor?: string;
 }
 
-export { type UsageGroup, type UsageRow, usageGroupSchema } from '../schemas/api.js';
+export { type UsageGroup, type UsageRow, usageGroupSchema } from '@rein/contract';
 
 export interface UsageQuery {
   tenantId: string;

@@ -2,7 +2,7 @@ import type { Quota, Quotas } from '../config.js';
 import { ReinError } from '../errors.js';
 import { fairShareKeys, tenantKeys } from '../keys.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
-import type { RunRecord } from '../schemas/run.js';
+import type { RunRecord } from '@rein/contract';
 import { AdmitResult, TurnResult, withScripts } from '../store/lua-scripts.js';
 
 /** 429: the tenant is over one of its quotas; says which and what the limit is. */

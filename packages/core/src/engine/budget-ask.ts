@@ -1,7 +1,7 @@
 import { approvalId } from '../approvals/approval-id.js';
-import type { Approval, BudgetRaise } from '../schemas/approval.js';
-import { budgetRaiseSchema } from '../schemas/approval.js';
-import { type Limits, limitsSchema, type RunReason, type RunRecord } from '../schemas/run.js';
+import type { Approval, BudgetRaise } from '@rein/contract';
+import { budgetRaiseSchema } from '@rein/contract';
+import { type Limits, limitsSchema, type RunReason, type RunRecord } from '@rein/contract';
 import { hashArguments } from '../tools/argument-hash.js';
 
 /**

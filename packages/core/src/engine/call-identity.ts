@@ -1,4 +1,4 @@
-import type { ModelToolCall } from '../schemas/message.js';
+import type { ModelToolCall } from '@rein/contract';
 
 /**
  * Models sometimes give two calls of one reply the same id. A call's id names its effect
@@ -23,3 +23,6 @@ export function distinctCallIds(calls: readonly ModelToolCall[]): ModelToolCall[
     return { ...call, id };
   });
 }
+
+/** `run:step:toolCallId`: the key a tool call's effect is recorded under and that write tools receive. */
+export const idempotencyKey = (runId: string, step: number, toolCallId: string) => `${runId}:${step}:${toolCallId}`;

@@ -1,6 +1,6 @@
-import type { AgentCatalog } from '../agents/agent-profile.js';
+import type { AgentCatalog } from '@rein/define/internal';
 import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
-import { type RunRecord, TERMINAL_STATUSES, type ToolCallRecord } from '../schemas/run.js';
+import { type RunRecord, TERMINAL_STATUSES, type ToolCallRecord } from '@rein/contract';
 import type { EffectLedger } from '../store/effect-ledger.js';
 import type { RunStore } from '../store/run-store.js';
 import { activeTraceparent } from '../tracing/trace-context.js';

@@ -1,7 +1,7 @@
-import type { Approval } from '../schemas/approval.js';
-import type { RunEvent } from '../schemas/event.js';
-import type { AuditAction, AuditRecord } from '../schemas/index.js';
-import type { RunRecord } from '../schemas/run.js';
+import type { Approval } from '@rein/contract';
+import type { RunEvent } from '@rein/contract';
+import type { AuditAction, AuditRecord } from '@rein/contract';
+import type { RunRecord } from '@rein/contract';
 
 /** Who acts when nobody does: a timer's expiry or escalation. */
 export const SYSTEM_ACTOR = 'system';

@@ -1,4 +1,4 @@
-import type { AgentCatalog } from '../agents/agent-profile.js';
+import type { AgentCatalog } from '@rein/define/internal';
 import { approvalId } from '../approvals/approval-id.js';
 import { mayReadRun, overseesTenant } from '../approvals/decision-rights.js';
 import { BreakerOpenError, BulkheadFullError, ConflictError, ForbiddenError, NotFoundError, ToolOutcomeUnknownError } from '../errors.js';
@@ -6,20 +6,21 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { type CompensateJob, type Enqueue, UNDO_ROUTE } from '../queue/job-catalog.js';
 import type { CircuitBreakers } from '../resilience/circuit-breakers.js';
-import type { Approval } from '../schemas/approval.js';
-import type { Compensation, CompensationStatus, CompensationStep } from '../schemas/compensation.js';
-import type { Principal } from '../schemas/identity.js';
-import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
-import type { WebhookEventType } from '../schemas/webhook.js';
+import type { Approval } from '@rein/contract';
+import type { Compensation, CompensationStatus, CompensationStep } from '@rein/contract';
+import type { Principal } from '@rein/contract';
+import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
+import type { WebhookEventType } from '@rein/contract';
 import { approvalEvent } from '../store/approval-feed.js';
 import type { EffectLedger } from '../store/effect-ledger.js';
 import type { RunStore } from '../store/run-store.js';
 import { hashArguments } from '../tools/argument-hash.js';
-import { resultText, type Tool, thrownMessage, toolDependency } from '../tools/tool.js';
+import { resultText, type Tool, thrownMessage, toolDependency } from '@rein/define/internal';
 import type { TransitionApplier } from './apply-transition.js';
 import { runEvent } from './run-event.js';
 import { retryOnStale } from './run-transitions.js';
-import { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './tool-result-cap.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../config.js';
+import { capToolResult } from './tool-result-cap.js';
 
 /** The ledger key of an undo: its own, beside the write's `run:step:toolCallId` (I4); each retry of a failed undo has its own too. */
 export const compensationKey = (runId: string, step: number, toolCallId: string, retry?: number) =>

@@ -1,6 +1,6 @@
 import { safeCut } from '../guards/pii-masker.js';
 import type { ModelDelta } from '../model/model-gateway.js';
-import type { RunEvent } from '../schemas/event.js';
+import type { RunEvent } from '@rein/contract';
 import { runEvent } from './run-event.js';
 
 export interface DeltaBatching {

@@ -1,5 +1,5 @@
-import type { ModelToolCall } from '../schemas/message.js';
-import type { LoopGuardState, ToolCallRecord } from '../schemas/run.js';
+import type { ModelToolCall } from '@rein/contract';
+import type { LoopGuardState, ToolCallRecord } from '@rein/contract';
 import { hashArguments } from '../tools/argument-hash.js';
 
 /** Identity of a call for loop detection: the tool and its arguments, key order ignored. */

@@ -1,7 +1,7 @@
 import { auditUsage } from '../budgets/usage-audit.js';
 import type { ModelGateway } from '../model/model-gateway.js';
-import type { ChatMessage } from '../schemas/message.js';
-import type { JournaledSummary, RunRecord } from '../schemas/run.js';
+import type { ChatMessage } from '@rein/contract';
+import type { JournaledSummary, RunRecord } from '@rein/contract';
 import type { DecisionJournal } from '../store/decision-journal.js';
 import { summariseTurns } from './context-policy.js';
 import { completionRoom } from './step-policy.js';

@@ -3,11 +3,11 @@ import { z } from 'zod';
 import { exceeds, stricterOf } from '../approvals/approval-binding.js';
 import { approvalId } from '../approvals/approval-id.js';
 import { InvalidRequestError, ToolError } from '../errors.js';
-import type { Approval } from '../schemas/approval.js';
-import { type PlanStep, planStepSchema, type RunPlan, type RunRecord } from '../schemas/run.js';
-import { idempotencyKey } from '../store/effect-ledger.js';
+import type { Approval } from '@rein/contract';
+import { type PlanStep, planStepSchema, type RunPlan, type RunRecord } from '@rein/contract';
+import { idempotencyKey } from './call-identity.js';
 import { hashArguments } from '../tools/argument-hash.js';
-import { type ApprovalRequirement, parseToolArguments, requirementOf, type Tool, type ToolContext } from '../tools/tool.js';
+import { type ApprovalRequirement, parseToolArguments, requirementOf, type Tool, type ToolContext } from '@rein/define/internal';
 import { toolDigest } from '../tools/tool-digest.js';
 import type { PlanOutcome } from './step-policy.js';
 

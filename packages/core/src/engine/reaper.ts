@@ -4,7 +4,7 @@ import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { type Enqueue, jobCatalog, jobRoute } from '../queue/job-catalog.js';
-import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
+import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import type { ApprovalFeed } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
 import type { TransitionApplier } from './apply-transition.js';

@@ -1,6 +1,6 @@
-import type { AgentProfile } from '../agents/agent-profile.js';
-import type { Approval } from '../schemas/approval.js';
-import type { ReplaySettings, RunRecord, StepRecord, ToolCallRecord } from '../schemas/run.js';
+import type { AgentProfile } from '@rein/define/internal';
+import type { Approval } from '@rein/contract';
+import type { ReplaySettings, RunRecord, StepRecord, ToolCallRecord } from '@rein/contract';
 import { hashArguments } from '../tools/argument-hash.js';
 import { type PlannedCall, plannedRecord, transferRecord } from './call-plan.js';
 

@@ -1,4 +1,4 @@
-import type { RunEvent, RunEventType } from '../schemas/event.js';
+import type { RunEvent, RunEventType } from '@rein/contract';
 
 export const runEvent = (type: RunEventType, runId: string, step: number | undefined, data: Record<string, unknown> = {}): RunEvent => ({
   type,

@@ -1,9 +1,8 @@
 import { StaleStepError } from '../errors.js';
-import type { Approval } from '../schemas/approval.js';
-import type { RunEvent } from '../schemas/event.js';
-import type { ChatMessage } from '../schemas/message.js';
-import type { RunReason, RunRecord, StepRecord } from '../schemas/run.js';
-import type { Commit } from '../store/run-store.js';
+import type { Approval } from '@rein/contract';
+import type { RunEvent } from '@rein/contract';
+import type { ChatMessage } from '@rein/contract';
+import type { RunReason, RunRecord, StepRecord } from '@rein/contract';
 import { runEvent } from './run-event.js';
 
 /**
@@ -28,6 +27,18 @@ export interface Charge {
   costUsd: number;
   /** Whether the price table knows the model (else costUsd is 0 for want of a price). */
   priced: boolean;
+}
+
+/** One compare-and-set write of a run: what the store's commit script applies. */
+export interface Commit {
+  /** The run as the caller read it; its version is the compare-and-set token. */
+  from: RunRecord;
+  /** The new run document (its version is set here). */
+  to: Omit<RunRecord, 'version'>;
+  step?: StepRecord;
+  messages?: ChatMessage[];
+  approvals?: Approval[];
+  events?: RunEvent[];
 }
 
 type Change = Omit<Commit, 'from'>;

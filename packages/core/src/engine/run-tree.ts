@@ -1,6 +1,6 @@
 import type { Logger } from '../logger.js';
 import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
-import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
+import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { approvalEvent } from '../store/approval-feed.js';
 import type { RunStore } from '../store/run-store.js';
 import type { TransitionApplier } from './apply-transition.js';

@@ -1,10 +1,10 @@
-import { TRANSFER_PREFIX } from '../agents/delegation.js';
+import { TRANSFER_PREFIX } from '@rein/define/internal';
 import { costOf } from '../budgets/cost.js';
 import type { Price } from '../config.js';
-import type { Approval } from '../schemas/approval.js';
-import type { ChatMessage } from '../schemas/message.js';
-import type { Decision, Limits, LoopGuardState, RunPlan, RunReason, RunRecord, StepRecord, ToolCallRecord } from '../schemas/run.js';
-import { TERMINAL_STATUSES } from '../schemas/run.js';
+import type { Approval } from '@rein/contract';
+import type { ChatMessage } from '@rein/contract';
+import type { Decision, Limits, LoopGuardState, RunPlan, RunReason, RunRecord, StepRecord, ToolCallRecord } from '@rein/contract';
+import { TERMINAL_STATUSES } from '@rein/contract';
 import { type ContextPolicy, observationContent } from './context-policy.js';
 import { advanceGuard, checkRepeats, type EarlierCall, failingTool } from './loop-guard.js';
 import { runEvent } from './run-event.js';

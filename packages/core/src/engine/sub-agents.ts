@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Limits, RunRecord } from '../schemas/run.js';
-import type { Versioning } from '../schemas/version.js';
-import type { TreeUsage } from '../schemas/views.js';
+import type { Limits, RunRecord } from '@rein/contract';
+import type { Versioning } from '@rein/contract';
+import type { TreeUsage } from '@rein/contract';
 
 /**
  * The pure rules of a tree of runs: a child's id, its record and limits, what its end

@@ -3,17 +3,18 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Bulkhead } from '../resilience/bulkhead.js';
 import type { CircuitBreakers, FleetBreakerState } from '../resilience/circuit-breakers.js';
-import type { Approval } from '../schemas/approval.js';
-import type { ModelToolCall } from '../schemas/message.js';
-import type { ToolCallRecord } from '../schemas/run.js';
+import type { Approval } from '@rein/contract';
+import type { ModelToolCall } from '@rein/contract';
+import type { ToolCallRecord } from '@rein/contract';
 import type { EffectLedger } from '../store/effect-ledger.js';
-import { resultText, type Tool, toolDependency } from '../tools/tool.js';
+import { resultText, type Tool, toolDependency } from '@rein/define/internal';
 import { type CaptureContent, toolSpan } from '../tracing/genai.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
 import { type CallContext, type PlannedCall, plannedRecord } from './call-plan.js';
 import { errorObservation } from './tool-observation.js';
-import { capToolResult, DEFAULT_MAX_TOOL_RESULT_BYTES } from './tool-result-cap.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../config.js';
+import { capToolResult } from './tool-result-cap.js';
 
 /** Fleet breaker states the caller read already, by dependency (the step reads them with its journal write). */
 export type BreakerStates = ReadonlyMap<string, FleetBreakerState>;

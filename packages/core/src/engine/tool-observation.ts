@@ -1,4 +1,4 @@
-import { thrownMessage } from '../tools/tool.js';
+import { thrownMessage } from '@rein/define/internal';
 
 /** Cuts a long tool result to `max` characters, keeping head and tail and saying how much went. */
 export function truncateObservation(text: string, max: number): string {

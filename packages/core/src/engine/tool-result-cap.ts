@@ -1,6 +1,3 @@
-/** REIN_MAX_TOOL_RESULT_BYTES by default: the most of one tool result Rein keeps anywhere. */
-export const DEFAULT_MAX_TOOL_RESULT_BYTES = 256 * 1024;
-
 /**
  * Caps a tool result at `maxBytes` of UTF-8, keeping its head and saying that it was cut
  * and how big it was. Applied once, where the result is made: the journal, the trace,

@@ -1,8 +1,8 @@
 import type { FleetVersions } from '../app/fleet-versions.js';
-import type { Approval } from '../schemas/approval.js';
-import type { RunRecord } from '../schemas/run.js';
-import type { Versioning } from '../schemas/version.js';
-import type { Tool } from '../tools/tool.js';
+import type { Approval } from '@rein/contract';
+import type { RunRecord } from '@rein/contract';
+import type { Versioning } from '@rein/contract';
+import type { Tool } from '@rein/define/internal';
 import { toolDigest } from '../tools/tool-digest.js';
 import { approvedPlanSteps, planDigest } from './plan.js';
 

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { ApiKey } from '../schemas/identity.js';
+import type { ApiKey } from '@rein/contract';
 
 /** A token as HTTP lets it be written (RFC 7235 token68 and friends): printable ASCII, no spaces. */
 const TOKEN = /^[\x21-\x7e]+$/;

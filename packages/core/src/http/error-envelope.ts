@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { ReinError } from '../errors.js';
-import type { ErrorEnvelope } from '../schemas/views.js';
+import type { ErrorEnvelope } from '@rein/contract';
 
 export type { ErrorEnvelope };
 

@@ -8,10 +8,10 @@ import {
   submitRunBodySchema,
   usageQuerySchema,
   usageResponseSchema,
-} from '../schemas/api.js';
-import { approvalLinksSchema, approveBodySchema, createLinksBodySchema, previewBodySchema, rejectBodySchema } from '../schemas/approval.js';
-import { approvalFeedEventSchema, runEventSchema } from '../schemas/event.js';
-import { auditPageSchema, auditQuerySchema } from '../schemas/index.js';
+} from '@rein/contract';
+import { approvalLinksSchema, approveBodySchema, createLinksBodySchema, previewBodySchema, rejectBodySchema } from '@rein/contract';
+import { approvalFeedEventSchema, runEventSchema } from '@rein/contract';
+import { auditPageSchema, auditQuerySchema } from '@rein/contract';
 import {
   createReplayCohortBodySchema,
   forkRunBodySchema,
@@ -19,15 +19,15 @@ import {
   replayRunBodySchema,
   replayStartedSchema,
   runDiffSchema,
-} from '../schemas/run.js';
+} from '@rein/contract';
 import {
   createScheduleBodySchema,
   patchScheduleBodySchema,
   scheduleDetailSchema,
   scheduleListSchema,
   scheduleViewSchema,
-} from '../schemas/schedule.js';
-import { appVersionSchema, promoteBodySchema, upgradeAnswerSchema, upgradeBodySchema, versionListSchema } from '../schemas/version.js';
+} from '@rein/contract';
+import { appVersionSchema, promoteBodySchema, upgradeAnswerSchema, upgradeBodySchema, versionListSchema } from '@rein/contract';
 import {
   approvalListSchema,
   approvalPreviewSchema,
@@ -42,8 +42,8 @@ import {
   sessionViewSchema,
   snapshotListSchema,
   uncertainEffectListSchema,
-} from '../schemas/views.js';
-import { createdWebhookSchema, createWebhookBodySchema, deliveryLogSchema, webhookListSchema } from '../schemas/webhook.js';
+} from '@rein/contract';
+import { createdWebhookSchema, createWebhookBodySchema, deliveryLogSchema, webhookListSchema } from '@rein/contract';
 
 /**
  * The schema of every `/v1` route, for its OpenAPI entry: the same zod schemas the

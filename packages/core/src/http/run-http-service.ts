@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { App } from '../app/define-app.js';
+import type { App } from '@rein/define/internal';
 import { ArchiveSchemaError } from '../archive/migrations.js';
 import type { Config } from '../config.js';
 import { ArchiveUnavailableError, ConfigError, McpServerStartError } from '../errors.js';

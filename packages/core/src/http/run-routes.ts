@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { VersionService } from '../runs/version-service.js';
 import type { Runtime } from '../runtime.js';
-import { forkRunBodySchema, listRunsQuerySchema, replayRunBodySchema, usageQuerySchema } from '../schemas/api.js';
+import { forkRunBodySchema, listRunsQuerySchema, replayRunBodySchema, usageQuerySchema } from '@rein/contract';
 import { parseInput } from './http-app.js';
 import { idParamsSchema, apiRoutes as schemas } from './route-schemas.js';
 import { type EventStreams, lastEventId } from './sse.js';

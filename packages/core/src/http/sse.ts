@@ -3,32 +3,12 @@ import { TooManyStreamsError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ReinOptions } from '../options.js';
 import type { RedisClient } from '../redis.js';
-import type { Principal } from '../schemas/identity.js';
-import { StreamHub } from '../store/stream-hub.js';
+import type { Principal } from '@rein/contract';
+import { type SseEntry, type SseSource, StreamHub } from '../store/stream-hub.js';
+
+export type { SseEntry, SseSource };
 
 const HEARTBEAT_MS = 15_000;
-
-/** A Redis stream entry as the run and approval stores return it; the event's `type` names the SSE event. */
-export interface SseEntry {
-  id: string;
-  event: { type: string };
-}
-
-export interface SseSource<E extends SseEntry = SseEntry> {
-  /** The Redis stream the events live in. */
-  key: string;
-  /** Entries after `cursor`, without blocking. */
-  read(cursor: string): Promise<E[]>;
-  /** Whether this entry ends the stream (e.g. a run finished). */
-  isLast?(entry: E): boolean;
-  /** The entries of a batch this reader may receive (default all); the cursor moves past the others too. */
-  keep?(entries: E[]): Promise<E[]>;
-  /**
-   * Whether nothing more will ever be written (e.g. the run finished), asked when a read
-   * finds nothing new: a reader whose cursor is past the last entry is not kept waiting.
-   */
-  ended?(): Promise<boolean>;
-}
 
 /** How many event streams one process lets a tenant, and one user of it, hold open at once. */
 export interface StreamCaps {

@@ -5,7 +5,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type CallToolResult, ErrorCode, McpError, type Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
 import { McpToolError, McpUnavailableError, ToolOutcomeUnknownError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { McpServerConfig } from './mcp-server-config.js';
+import type { McpServerConfig } from '@rein/define/internal';
 import { McpStdioTransport } from './mcp-stdio-transport.js';
 
 export interface McpConnectionEvents {

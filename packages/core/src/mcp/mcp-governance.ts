@@ -1,7 +1,7 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import type { Risk } from '../schemas/approval.js';
-import type { TenantRole } from '../schemas/identity.js';
-import type { McpToolOverride } from './mcp-server-config.js';
+import type { Risk } from '@rein/contract';
+import type { TenantRole } from '@rein/contract';
+import type { McpToolOverride } from '@rein/define/internal';
 
 export interface McpGovernance {
   kind: 'read' | 'write';

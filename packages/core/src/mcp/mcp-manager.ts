@@ -4,9 +4,9 @@ import addFormatsModule from 'ajv-formats';
 import { McpServerStartError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import type { Tool } from '../tools/tool.js';
+import type { Tool } from '@rein/define/internal';
 import { McpConnection } from './mcp-connection.js';
-import type { McpServerConfig, McpServers } from './mcp-server-config.js';
+import type { McpServerConfig, McpServers } from '@rein/define/internal';
 import { createMcpTool } from './mcp-tool.js';
 
 // ajv-formats is CommonJS: its default export arrives wrapped under NodeNext.

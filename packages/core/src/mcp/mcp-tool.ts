@@ -2,10 +2,10 @@ import type { Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.
 import type { ValidateFunction } from 'ajv';
 import { z } from 'zod';
 import { canonicalJson, hashArguments } from '../tools/argument-hash.js';
-import type { Tool } from '../tools/tool.js';
+import type { Tool } from '@rein/define/internal';
 import { mcpGovernance } from './mcp-governance.js';
 import { mcpObservation } from './mcp-result.js';
-import type { McpToolOverride } from './mcp-server-config.js';
+import type { McpToolOverride } from '@rein/define/internal';
 import { mcpToolName } from './mcp-tool-name.js';
 
 /** Sends one `tools/call` to the tool's server; the key travels in the request's `_meta`. */

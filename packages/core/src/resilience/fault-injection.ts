@@ -1,6 +1,6 @@
 import { FAULTS_KEY } from '../keys.js';
 import type { RedisClient } from '../redis.js';
-import type { Tool } from '../tools/tool.js';
+import type { Tool } from '@rein/define/internal';
 
 /**
  * Chaos testing only (REIN_FAULT_INJECTION=on): wraps a tool so that it hangs while the

@@ -1,6 +1,6 @@
 import type { TenantQuotas } from '../budgets/tenant-quotas.js';
 import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
-import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
+import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import type { RunStore } from '../store/run-store.js';
 
 export interface FairShareDeps {

@@ -1,4 +1,4 @@
-import { type RunRecord, ZERO_USAGE } from '../schemas/run.js';
+import { type RunRecord, ZERO_USAGE } from '@rein/contract';
 import { traceIdOf } from '../tracing/trace-context.js';
 
 /** What a new run is given: who it is for, what it runs, within which limits, and anything else it starts with. */

@@ -4,8 +4,8 @@ import { runEvent } from '../engine/run-event.js';
 import { ConflictError, ForbiddenError, InvalidRequestError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
-import type { Principal } from '../schemas/identity.js';
-import type { ChatMessage } from '../schemas/message.js';
+import type { Principal } from '@rein/contract';
+import type { ChatMessage } from '@rein/contract';
 import {
   type ForkRunBody,
   type ReplayRunBody,
@@ -13,7 +13,7 @@ import {
   type RunDiff,
   type RunRecord,
   TERMINAL_STATUSES,
-} from '../schemas/run.js';
+} from '@rein/contract';
 import type { RunStore } from '../store/run-store.js';
 import { newTraceparent } from '../tracing/trace-context.js';
 import { queuedRun } from './queued-run.js';

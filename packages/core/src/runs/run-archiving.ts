@@ -3,7 +3,7 @@ import { isUnstorable, type RunArchive } from '../archive/run-archive.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { type Enqueue, jobRoute } from '../queue/job-catalog.js';
-import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
+import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { type HotRuns, type RunSnapshot, sameRevision } from '../store/hot-runs.js';
 
 export interface RunArchivingDeps {

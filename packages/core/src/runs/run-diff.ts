@@ -1,5 +1,5 @@
-import type { Approval } from '../schemas/approval.js';
-import { type DiffCall, type RunDiff, type RunRecord, type StepRecord, TERMINAL_STATUSES } from '../schemas/run.js';
+import type { Approval } from '@rein/contract';
+import { type DiffCall, type RunDiff, type RunRecord, type StepRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { canonicalJson, hashArguments } from '../tools/argument-hash.js';
 
 /** One side of a diff: a run and its committed steps. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import cronParser from 'cron-parser';
 import { InvalidRequestError } from '../errors.js';
-import { MISSED_COUNT_LIMIT, type MissedFirings } from '../schemas/schedule.js';
+import { MISSED_COUNT_LIMIT, type MissedFirings } from '@rein/contract';
 
 /**
  * Cron expressions and fire times, with the parser BullMQ's job schedulers use

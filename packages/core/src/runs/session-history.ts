@@ -1,7 +1,7 @@
 import { estimatePromptTokens } from '../budgets/token-estimator.js';
-import type { Compensation } from '../schemas/compensation.js';
-import type { ChatMessage } from '../schemas/message.js';
-import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
+import type { Compensation } from '@rein/contract';
+import type { ChatMessage } from '@rein/contract';
+import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import type { RunStore } from '../store/run-store.js';
 
 export interface SessionSettings {

@@ -2,7 +2,7 @@ import type { TransitionApplier } from '../engine/apply-transition.js';
 import { admitQueuedRun } from '../engine/run-transitions.js';
 import { StaleStepError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { type RunRecord, TERMINAL_STATUSES } from '../schemas/run.js';
+import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import type { RunStore } from '../store/run-store.js';
 import { type SessionSettings, sessionHistory } from './session-history.js';
 

@@ -3,9 +3,9 @@ import { currentVersion } from '../engine/version-route.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { type Enqueue, jobRoute, type StepScheduler } from '../queue/job-catalog.js';
-import type { Principal } from '../schemas/identity.js';
-import { TERMINAL_STATUSES } from '../schemas/run.js';
-import type { PromoteBody, UpgradeAnswer, UpgradeBody, VersionList, VersionView } from '../schemas/version.js';
+import type { Principal } from '@rein/contract';
+import { TERMINAL_STATUSES } from '@rein/contract';
+import type { PromoteBody, UpgradeAnswer, UpgradeBody, VersionList, VersionView } from '@rein/contract';
 import type { RunStore } from '../store/run-store.js';
 import type { VersionDirectory } from '../store/version-directory.js';
 

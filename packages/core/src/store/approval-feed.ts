@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { APPROVAL_OUTBOX_KEY, tenantKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
-import type { Approval } from '../schemas/approval.js';
-import { type ApprovalFeedEvent, approvalFeedEventSchema } from '../schemas/event.js';
+import type { Approval } from '@rein/contract';
+import { type ApprovalFeedEvent, approvalFeedEventSchema } from '@rein/contract';
 
 export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncertain' }>;
 export type ApprovalEvent = Extract<

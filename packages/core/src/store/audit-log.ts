@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { AUDIT_TENANTS_KEY, tenantKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import { type RedisClient, sendCommands } from '../redis.js';
-import { type AuditEntry, type AuditRecord, auditEntrySchema } from '../schemas/index.js';
+import { type AuditEntry, type AuditRecord, auditEntrySchema } from '@rein/contract';
 import { canonicalJson } from '../tools/argument-hash.js';
 import { withScripts } from './lua-scripts.js';
 

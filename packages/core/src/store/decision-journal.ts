@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { ReinError } from '../errors.js';
 import { runKeys } from '../keys.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
-import { type ChatMessage, readMessage } from '../schemas/message.js';
+import { type ChatMessage, readMessage } from '@rein/contract';
 import {
   type Decision,
   decisionSchema,
@@ -12,7 +12,7 @@ import {
   type StoredSnapshot,
   snapshotSchema,
   storedSnapshotSchema,
-} from '../schemas/run.js';
+} from '@rein/contract';
 
 /** Hashes made, by text: the same system prompt and tool list are hashed on every step of every run. */
 const hashes = new Map<string, string>();

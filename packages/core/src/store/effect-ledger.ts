@@ -1,10 +1,8 @@
 import { runKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
-import { type Effect, effectSchema } from '../schemas/run.js';
+import { type Effect, effectSchema } from '@rein/contract';
 import { EffectWrite, withScripts } from './lua-scripts.js';
 
-/** `run:step:toolCallId`: the key a tool call's effect is recorded under and that write tools receive. */
-export const idempotencyKey = (runId: string, step: number, toolCallId: string) => `${runId}:${step}:${toolCallId}`;
 
 /** A step's calls write the ledger only while their run is live; an undo of a finished run writes it always. */
 export type LedgerScope = 'step' | 'undo';

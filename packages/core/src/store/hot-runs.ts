@@ -1,8 +1,8 @@
 import type { RunTreeParts } from '../archive/run-archive.js';
 import { ARCHIVE_BACKLOG_KEY, ARCHIVE_HOT_KEY, runKeys } from '../keys.js';
 import { type RedisClient, sendCommands } from '../redis.js';
-import { type RunEvent, runEventSchema } from '../schemas/event.js';
-import type { RunRecord } from '../schemas/run.js';
+import { type RunEvent, runEventSchema } from '@rein/contract';
+import type { RunRecord } from '@rein/contract';
 import type { RunStore, StoredEvent } from './run-store.js';
 
 /**

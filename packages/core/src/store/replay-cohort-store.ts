@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { tenantKeys } from '../keys.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
-import { principalSchema } from '../schemas/identity.js';
+import { principalSchema } from '@rein/contract';
 import { OpenCohortResult, type ReserveResult, withScripts } from './lua-scripts.js';
 
 /** A cohort's fixed part: who asked, what it replays with, and the originals it sampled (in order). */

@@ -3,10 +3,10 @@ import { ACTIVE_RUNS_KEY, DEADLINES_KEY, fairShareKeys, runKeys, tenantKeys, ver
 import type { Metrics } from '../metrics.js';
 import { type RedisClient, type RedisCommand, sendCommands } from '../redis.js';
 import { type IdempotencyEntry, idempotencyEntrySchema } from '../runs/idempotency.js';
-import { type Approval, type ApprovalStatus, approvalSchema, approvalStatusSchema } from '../schemas/approval.js';
-import { type Compensation, type CompensationStatus, compensationSchema } from '../schemas/compensation.js';
-import { type RunEvent, runEventSchema } from '../schemas/event.js';
-import { type ChatMessage, readMessage } from '../schemas/message.js';
+import { type Approval, type ApprovalStatus, approvalSchema, approvalStatusSchema } from '@rein/contract';
+import { type Compensation, type CompensationStatus, compensationSchema } from '@rein/contract';
+import { type RunEvent, runEventSchema } from '@rein/contract';
+import { type ChatMessage, readMessage } from '@rein/contract';
 import {
   type Decision,
   decisionSchema,
@@ -18,12 +18,13 @@ import {
   type StepRecord,
   stepRecordSchema,
   TERMINAL_STATUSES,
-} from '../schemas/run.js';
-import { type TreeUsage, treeUsageSchema } from '../schemas/views.js';
+} from '@rein/contract';
+import { type TreeUsage, treeUsageSchema } from '@rein/contract';
 import { type Page, type PageCursor, type PageQuery, pageIndexes } from './index-pager.js';
 import { ClaimResult, CommitResult, CreateResult, withScripts } from './lua-scripts.js';
 import { runFootprint } from './run-footprint.js';
 import { versionRunEntry } from './version-directory.js';
+import type { Commit } from '../engine/run-transitions.js';
 
 /**
  * How long a session claim whose run has no record yet counts as busy: far longer than
@@ -52,17 +53,6 @@ const storedEvent = ({ runId: _implied, ...rest }: RunEvent) => JSON.stringify(r
 
 /** The write that appends a live-only event to its run's stream, for a caller to send with others in the run's slot. */
 export const eventCommand = (event: RunEvent): RedisCommand => ['xadd', runKeys(event.runId).events, '*', 'e', storedEvent(event)];
-
-export interface Commit {
-  /** The run as the caller read it; its version is the compare-and-set token. */
-  from: RunRecord;
-  /** The new run document (its version is set here). */
-  to: Omit<RunRecord, 'version'>;
-  step?: StepRecord;
-  messages?: ChatMessage[];
-  approvals?: Approval[];
-  events?: RunEvent[];
-}
 
 /** What a step needs from its run, read in one round trip. */
 export interface StepRead {

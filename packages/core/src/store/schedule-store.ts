@@ -1,6 +1,6 @@
 import { scheduleKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
-import { type ScheduleFiring, type ScheduleRecord, scheduleFiringSchema, scheduleRecordSchema } from '../schemas/schedule.js';
+import { type ScheduleFiring, type ScheduleRecord, scheduleFiringSchema, scheduleRecordSchema } from '@rein/contract';
 import { AddScheduleResult, withScripts } from './lua-scripts.js';
 
 /** Firings kept per schedule in its history. */

@@ -1,6 +1,28 @@
 import type { Logger } from '../logger.js';
 import { isCluster, type RedisClient } from '../redis.js';
 
+/** A Redis stream entry as the run and approval stores return it; the event's `type` names the SSE event. */
+export interface SseEntry {
+  id: string;
+  event: { type: string };
+}
+
+export interface SseSource<E extends SseEntry = SseEntry> {
+  /** The Redis stream the events live in. */
+  key: string;
+  /** Entries after `cursor`, without blocking. */
+  read(cursor: string): Promise<E[]>;
+  /** Whether this entry ends the stream (e.g. a run finished). */
+  isLast?(entry: E): boolean;
+  /** The entries of a batch this reader may receive (default all); the cursor moves past the others too. */
+  keep?(entries: E[]): Promise<E[]>;
+  /**
+   * Whether nothing more will ever be written (e.g. the run finished), asked when a read
+   * finds nothing new: a reader whose cursor is past the last entry is not kept waiting.
+   */
+  ended?(): Promise<boolean>;
+}
+
 /** Stream ids compare as (milliseconds, sequence). */
 export function streamIdAfter(a: string, b: string): boolean {
   const [am = 0, as = 0] = a.split('-').map(Number);

@@ -3,7 +3,7 @@ import type { FleetVersions } from '../app/fleet-versions.js';
 import { VERSION_KEYS, versionRunsKey } from '../keys.js';
 import type { Logger } from '../logger.js';
 import { type RedisClient, sendCommands } from '../redis.js';
-import type { RunStatus } from '../schemas/run.js';
+import type { RunStatus } from '@rein/contract';
 
 /** A process's heartbeat is refreshed this often and lapses after HEARTBEAT_TTL_MS without one. */
 export const HEARTBEAT_EVERY_MS = 5_000;

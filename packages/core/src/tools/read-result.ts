@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { parseHandle, READ_RESULT_TOOL } from '../engine/context-policy.js';
 import { ToolError } from '../errors.js';
-import type { StepRecord } from '../schemas/run.js';
-import { defineTool, type Tool } from './tool.js';
+import type { StepRecord } from '@rein/contract';
+import { defineTool, type Tool } from '@rein/define/internal';
 
 /** Where `read_result` finds a result: the run's committed step records (the full text is kept there). */
 export interface StepRecordReader {

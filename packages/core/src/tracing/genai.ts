@@ -19,8 +19,8 @@ import {
   GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL,
 } from '@opentelemetry/semantic-conventions/incubating';
 import type { ModelReply, ModelRequest } from '../model/model-gateway.js';
-import type { ModelToolCall } from '../schemas/message.js';
-import type { ToolCallRecord } from '../schemas/run.js';
+import type { ModelToolCall } from '@rein/contract';
+import type { ToolCallRecord } from '@rein/contract';
 import { REIN_ATTR } from './rein-spans.js';
 import { inSpan } from './spans.js';
 

@@ -5,7 +5,7 @@ import { Webhook as Signer } from 'standardwebhooks';
 import { ReinError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import type { DeliveryAttempt } from '../schemas/webhook.js';
+import type { DeliveryAttempt } from '@rein/contract';
 import { isRefusedAddress, publicOnlyLookup, WebhookUrlRefusedError } from './address-guard.js';
 import type { DeliveryJob } from './webhook-dispatcher.js';
 import type { WebhookStore } from './webhook-store.js';

@@ -4,9 +4,9 @@ import { z } from 'zod';
 import { WEBHOOK_QUEUE_PREFIX } from '../keys.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import type { ApprovalFeedEvent } from '../schemas/event.js';
-import type { RunRecord } from '../schemas/run.js';
-import { type WebhookEventType, webhookEventTypeSchema } from '../schemas/webhook.js';
+import type { ApprovalFeedEvent } from '@rein/contract';
+import type { RunRecord } from '@rein/contract';
+import { type WebhookEventType, webhookEventTypeSchema } from '@rein/contract';
 import type { WebhookStore } from './webhook-store.js';
 
 export const WEBHOOK_QUEUE = 'rein-webhooks';

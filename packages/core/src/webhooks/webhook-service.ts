@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
-import type { Principal } from '../schemas/identity.js';
-import { type CreateWebhookBody, createdWebhookSchema, type Webhook, type WebhookView } from '../schemas/webhook.js';
+import type { Principal } from '@rein/contract';
+import { type CreateWebhookBody, createdWebhookSchema, type Webhook, type WebhookView } from '@rein/contract';
 import type { AuditLog } from '../store/audit-log.js';
 import { assertPublicUrl } from './address-guard.js';
 import type { WebhookStore } from './webhook-store.js';

@@ -1,6 +1,6 @@
 import { tenantKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
-import { type DeliveryAttempt, deliveryAttemptSchema, type Webhook, webhookSchema } from '../schemas/webhook.js';
+import { type DeliveryAttempt, deliveryAttemptSchema, type Webhook, webhookSchema } from '@rein/contract';
 import { AddWebhookResult, withScripts } from '../store/lua-scripts.js';
 
 /** Attempts kept per webhook in its delivery log. */

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ArchivePool, createArchivePool } from '../packages/core/src/archive/archive-pool.js';
-import { migrateArchive } from '../packages/core/src/archive/migrations.js';
-import { RunArchive } from '../packages/core/src/archive/run-archive.js';
-import type { ModelRequest } from '../packages/core/src/model/model-gateway.js';
-import { HotRuns } from '../packages/core/src/store/hot-runs.js';
+import { type ArchivePool, createArchivePool } from '../packages/core/src/adapters/postgres/archive-pool.js';
+import { migrateArchive } from '../packages/core/src/adapters/postgres/migrations.js';
+import { RunArchive } from '../packages/core/src/adapters/postgres/run-archive.js';
+import type { ModelRequest } from '../packages/core/src/adapters/model/model-gateway.js';
+import { HotRuns } from '../packages/core/src/adapters/redis/hot-runs.js';
 import {
   createFakeModel,
   startTestPostgres,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createPiiMasker } from '../packages/core/src/guards/pii-masker.js';
+import { createPiiMasker } from '../packages/core/src/shared/guards/pii-masker.js';
 
 /**
  * PII masking time per character at 100 KB and at 1 MB of the inputs that made the old

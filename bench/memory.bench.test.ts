@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ModelRequest } from '../packages/core/src/model/model-gateway.js';
+import type { ModelRequest } from '../packages/core/src/adapters/model/model-gateway.js';
 import { createFakeModel, startTestRedis, type TestRedis, toolCall } from '../packages/core/src/testing/index.js';
 import { createHarness, USER } from '../packages/core/test/harness.js';
 

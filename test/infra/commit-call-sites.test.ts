@@ -38,9 +38,9 @@ describe("the run record's writers", () => {
   it('write through one call site, the applier’s: nothing else outside the store commits', () => {
     const sites = sources()
       .map((file) => relative(root, file))
-      .filter((file) => !file.startsWith('packages/core/src/store/'))
+      .filter((file) => !file.startsWith('packages/core/src/adapters/redis/'))
       .flatMap((file) => (code(readFileSync(join(root, file), 'utf8')).match(WRITE) ?? []).map((hit) => `${file}: ${hit}`));
-    expect(sites).toEqual(['packages/core/src/engine/apply-transition.ts: compareAndSet']);
+    expect(sites).toEqual(['packages/core/src/step/apply-transition.ts: compareAndSet']);
   });
 
   it('finds a call site the scan is meant to catch (the pattern is not blind)', () => {

@@ -13,7 +13,7 @@ const NOT_VARIABLES = new Set(['REIN_ATTR']); // the table of Rein's span attrib
 /** Files that may name a variable, and why. */
 const EXEMPT: Record<string, string[]> = {
   // Log redaction: an environment-shaped object that reaches a log line loses its secrets.
-  'packages/core/src/logger.ts': ['OPENAI_API_KEY', 'REIN_API_KEYS'],
+  'packages/core/src/shared/logger.ts': ['OPENAI_API_KEY', 'REIN_API_KEYS'],
 };
 
 /**

@@ -36,8 +36,8 @@ function lint(files: Record<string, string>): { rules: string[]; ok: boolean } {
 describe('the layering rule is checked by lint', { timeout: 60_000 }, () => {
   it('fails on an import cycle, type-only imports included', () => {
     const { ok, rules } = lint({
-      'packages/core/src/store/a.ts': "import type { B } from './b.js';\nexport type A = { b?: B };\n",
-      'packages/core/src/store/b.ts': "import type { A } from './a.js';\nexport type B = { a?: A };\n",
+      'packages/core/src/adapters/redis/a.ts': "import type { B } from './b.js';\nexport type A = { b?: B };\n",
+      'packages/core/src/adapters/redis/b.ts': "import type { A } from './a.js';\nexport type B = { a?: A };\n",
     });
     expect(ok).toBe(false);
     expect(rules).toContain('lint/suspicious/noImportCycles');
@@ -84,19 +84,19 @@ describe('the layering rule is checked by lint', { timeout: 60_000 }, () => {
   it('fails when an adapter imports a feature (the store importing approvals)', () => {
     const { rules } = lint({
       'packages/core/src/approvals/approval.ts': 'export const approval = 1;\n',
-      'packages/core/src/store/feed.ts': "import { approval } from '../approvals/approval.js';\nexport const feed = approval;\n",
+      'packages/core/src/adapters/redis/feed.ts': "import { approval } from '../approvals/approval.js';\nexport const feed = approval;\n",
     });
     expect(rules).toContain('lint/style/noRestrictedImports');
   });
 
   it('fails when a pure policy module reaches for the pipeline or an adapter', () => {
     for (const [target, file] of [
-      ['./step-processor.js', 'packages/core/src/engine/step-processor.ts'],
-      ['../store/run-store.js', 'packages/core/src/store/run-store.ts'],
+      ['./step-processor.js', 'packages/core/src/step/step-processor.ts'],
+      ['../store/run-store.js', 'packages/core/src/adapters/redis/run-store.ts'],
     ] as const) {
       const { rules } = lint({
         [file]: 'export const x = 1;\n',
-        'packages/core/src/engine/step-policy.ts': `import { x } from '${target}';\nexport const y = x;\n`,
+        'packages/core/src/policy/step/step-policy.ts': `import { x } from '${target}';\nexport const y = x;\n`,
       });
       expect(rules, target).toContain('lint/style/noRestrictedImports');
     }

@@ -13,17 +13,17 @@ export {
   defineAgent,
 } from '@rein/define/internal';
 export { type App, type AppDefinition, type AppServices, defineApp } from '@rein/define/internal';
-export type { ContextPolicy } from './engine/context-policy.js';
-export type { PlanOptions } from './engine/plan.js';
-export { ConfigError, ReinError, ToolError } from './errors.js';
-export { type InputRules, inputRulesSchema } from './guards/input-filter.js';
-export { type PiiRules, piiRulesSchema } from './guards/pii-masker.js';
+export type { ContextPolicy } from './policy/step/context-policy.js';
+export type { PlanOptions } from './policy/step/plan.js';
+export { ConfigError, ReinError, ToolError } from './shared/errors.js';
+export { type InputRules, inputRulesSchema } from './shared/guards/input-filter.js';
+export { type PiiRules, piiRulesSchema } from './shared/guards/pii-masker.js';
 export type { RunningService, ServiceOptions } from './http/run-http-service.js';
-export { appStateKey } from './keys.js';
-export type { Logger } from './logger.js';
+export { appStateKey } from './shared/keys.js';
+export type { Logger } from './shared/logger.js';
 export type { McpServerConfig, McpServers, McpToolOverride } from '@rein/define/internal';
-export { compileOptions, optionsFromEnv, type PartialReinOptions, type ReinOptions } from './options.js';
-export type { RedisClient } from './redis.js';
+export { compileOptions, optionsFromEnv, type PartialReinOptions, type ReinOptions } from './shared/options.js';
+export type { RedisClient } from './adapters/redis/redis.js';
 export type { RunEvent, TypedRunEvent } from '@rein/contract';
 export type { Principal, Role } from '@rein/contract';
 export type { RunStatus } from '@rein/contract';

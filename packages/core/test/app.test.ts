@@ -7,9 +7,9 @@ import { z } from 'zod';
 import { z as z3 } from 'zod/v3';
 import { defineAgent } from '@rein/define/internal';
 import { defineApp } from '@rein/define/internal';
-import { loadApp } from '../src/app/load-app.js';
-import { createRegistry } from '../src/app/registry.js';
-import { ConfigError, ToolError } from '../src/errors.js';
+import { loadApp } from '../src/process/load-app.js';
+import { createRegistry } from '../src/process/registry.js';
+import { ConfigError, ToolError } from '../src/shared/errors.js';
 import { defineTool } from '@rein/define/internal';
 
 const echo = defineTool({

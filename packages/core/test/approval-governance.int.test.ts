@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runKeys } from '../src/keys.js';
+import { runKeys } from '../src/shared/keys.js';
 import type { Approval } from '@rein/contract';
 import type { Principal } from '@rein/contract';
 import { createFakeModel, toolCall } from '../src/testing/index.js';

@@ -1,9 +1,9 @@
 import { Queue } from 'bullmq';
 import { describe, expect, it, vi } from 'vitest';
-import { reap } from '../src/engine/reaper.js';
-import { APPROVAL_OUTBOX_KEY } from '../src/keys.js';
+import { reap } from '../src/features/housekeeping/reaper.js';
+import { APPROVAL_OUTBOX_KEY } from '../src/shared/keys.js';
 import type { ApprovalFeedEvent } from '@rein/contract';
-import { ApprovalFeed } from '../src/store/approval-feed.js';
+import { ApprovalFeed } from '../src/adapters/redis/approval-feed.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { APPROVER, type Harness, harnessPerTest, USER } from './harness.js';
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ArchivePool, createArchivePool } from '../src/archive/archive-pool.js';
-import { checkArchiveSchema, migrateArchive } from '../src/archive/migrations.js';
-import { RunArchive } from '../src/archive/run-archive.js';
+import { type ArchivePool, createArchivePool } from '../src/adapters/postgres/archive-pool.js';
+import { checkArchiveSchema, migrateArchive } from '../src/adapters/postgres/migrations.js';
+import { RunArchive } from '../src/adapters/postgres/run-archive.js';
 import { hasPostgresBinaries, LocalPostgres } from '../src/testing/postgres-server.js';
 import { archiveDoc } from './archive-fixture.js';
 

@@ -1,7 +1,7 @@
-import type { ArchiveDoc } from '../src/archive/run-archive.js';
+import type { ArchiveDoc } from '../src/adapters/postgres/run-archive.js';
 import type { Approval } from '@rein/contract';
 import type { RunRecord, RunStatus, StepRecord } from '@rein/contract';
-import { revisionOf } from '../src/store/hot-runs.js';
+import { revisionOf } from '../src/adapters/redis/hot-runs.js';
 
 export interface FixtureRun {
   id: string;

@@ -1,6 +1,6 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { type ArchivePool, createArchivePool } from '../src/archive/archive-pool.js';
-import { ArchiveSchemaError, checkArchiveSchema, loadMigrations, type Migration, migrateArchive } from '../src/archive/migrations.js';
+import { type ArchivePool, createArchivePool } from '../src/adapters/postgres/archive-pool.js';
+import { ArchiveSchemaError, checkArchiveSchema, loadMigrations, type Migration, migrateArchive } from '../src/adapters/postgres/migrations.js';
 import { startTestPostgres } from '../src/testing/postgres-server.js';
 
 const db = await startTestPostgres('archive migrations');

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type ArchivePool, createArchivePool } from '../src/archive/archive-pool.js';
-import { migrateArchive } from '../src/archive/migrations.js';
-import { RunArchive } from '../src/archive/run-archive.js';
-import { searchRuns, usage } from '../src/archive/run-search.js';
-import { runView } from '../src/runs/run-service.js';
-import { revisionOf } from '../src/store/hot-runs.js';
+import { type ArchivePool, createArchivePool } from '../src/adapters/postgres/archive-pool.js';
+import { migrateArchive } from '../src/adapters/postgres/migrations.js';
+import { RunArchive } from '../src/adapters/postgres/run-archive.js';
+import { searchRuns, usage } from '../src/adapters/postgres/run-search.js';
+import { runView } from '../src/features/runs/run-service.js';
+import { revisionOf } from '../src/adapters/redis/hot-runs.js';
 import { startTestPostgres } from '../src/testing/postgres-server.js';
 import { archiveDoc } from './archive-fixture.js';
 

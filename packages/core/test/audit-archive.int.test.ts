@@ -1,11 +1,11 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type ArchivePool, createArchivePool } from '../src/archive/archive-pool.js';
-import { AuditArchive } from '../src/archive/audit-archive.js';
-import { migrateArchive } from '../src/archive/migrations.js';
-import { tenantKeys } from '../src/keys.js';
+import { type ArchivePool, createArchivePool } from '../src/adapters/postgres/archive-pool.js';
+import { AuditArchive } from '../src/adapters/postgres/audit-archive.js';
+import { migrateArchive } from '../src/adapters/postgres/migrations.js';
+import { tenantKeys } from '../src/shared/keys.js';
 import type { AuditRecord } from '@rein/contract';
-import { AuditLog, verifyAuditChain } from '../src/store/audit-log.js';
+import { AuditLog, verifyAuditChain } from '../src/adapters/redis/audit-log.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 import { startTestPostgres } from '../src/testing/postgres-server.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { budgetVerdict, proposeRaise, raisedLimits } from '../src/engine/budget-ask.js';
+import { budgetVerdict, proposeRaise, raisedLimits } from '../src/policy/budget/budget-ask.js';
 import { type Approval, budgetRaiseSchema } from '@rein/contract';
 import type { RunRecord } from '@rein/contract';
 

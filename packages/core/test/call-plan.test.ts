@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { AgentProfile } from '@rein/define/internal';
-import { type CallPlanInput, type PlannedCall, planCalls, plannedRecord } from '../src/engine/call-plan.js';
+import { type CallPlanInput, type PlannedCall, planCalls, plannedRecord } from '../src/policy/step/call-plan.js';
 import type { Approval } from '@rein/contract';
 import type { ModelToolCall } from '@rein/contract';
 import type { RunPlan, RunRecord } from '@rein/contract';
-import { hashArguments } from '../src/tools/argument-hash.js';
+import { hashArguments } from '../src/policy/app/argument-hash.js';
 import { defineTool, type Tool } from '@rein/define/internal';
 
 /** The call plan as a pure function (no Redis): what the step does with each of the model's calls. */

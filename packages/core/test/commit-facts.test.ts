@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { changeFacts, commitFacts, finishFact, knownToolNames, recordFacts } from '../src/engine/commit-facts.js';
-import type { Transition } from '../src/engine/step-policy.js';
+import { changeFacts, commitFacts, finishFact, knownToolNames, recordFacts } from '../src/policy/step/commit-facts.js';
+import type { Transition } from '../src/policy/step/step-policy.js';
 import type { Approval } from '@rein/contract';
 import type { RunRecord, StepRecord, ToolCallRecord } from '@rein/contract';
 

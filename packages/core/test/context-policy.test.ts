@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent } from '@rein/define/internal';
 import { defineApp } from '@rein/define/internal';
-import { estimatePromptTokens } from '../src/budgets/token-estimator.js';
+import { estimatePromptTokens } from '../src/policy/budget/token-estimator.js';
 import {
   compactHistory,
   contextPolicySchema,
@@ -10,10 +10,10 @@ import {
   parseHandle,
   READ_RESULT_TOOL,
   structuredSummary,
-} from '../src/engine/context-policy.js';
+} from '../src/policy/step/context-policy.js';
 import type { ChatMessage } from '@rein/contract';
 import type { StepRecord } from '@rein/contract';
-import { createReadResultTool } from '../src/tools/read-result.js';
+import { createReadResultTool } from '../src/policy/step/read-result.js';
 import { defineTool } from '@rein/define/internal';
 
 /** The context policy as pure functions (no Redis): summaries, handles, compacted history. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createDeltaPublisher } from '../src/engine/delta-publisher.js';
-import { createPiiMasker } from '../src/guards/pii-masker.js';
+import { createDeltaPublisher } from '../src/step/delta-publisher.js';
+import { createPiiMasker } from '../src/shared/guards/pii-masker.js';
 import type { RunEvent } from '@rein/contract';
 
 describe('the delta publisher', () => {

@@ -9,7 +9,7 @@ import {
   ReinError,
   StaleStepError,
   terminalReason,
-} from '../src/errors.js';
+} from '../src/shared/errors.js';
 
 describe('errors crossing the worker boundary', () => {
   it('map to a terminal reason by class, whatever their message says', () => {

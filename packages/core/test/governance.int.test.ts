@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { tenantKeys } from '../src/keys.js';
+import { tenantKeys } from '../src/shared/keys.js';
 import type { Escalation } from '@rein/contract';
 import type { Principal } from '@rein/contract';
-import { auditHash, verifyAuditChain } from '../src/store/audit-log.js';
+import { auditHash, verifyAuditChain } from '../src/adapters/redis/audit-log.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { defineTool } from '@rein/define/internal';
 import { APPROVER, harnessPerTest, USER } from './harness.js';

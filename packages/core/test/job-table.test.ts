@@ -9,9 +9,9 @@ import {
   slotJobSchema,
   stepJobSchema,
   wakeJobSchema,
-} from '../src/queue/job-catalog.js';
-import { failJob, InvalidJobError, type JobTable, runJob } from '../src/queue/job-table.js';
-import { fireJobSchema } from '../src/queue/schedule-queue.js';
+} from '../src/adapters/queue/job-catalog.js';
+import { failJob, InvalidJobError, type JobTable, runJob } from '../src/adapters/queue/job-table.js';
+import { fireJobSchema } from '../src/adapters/queue/schedule-queue.js';
 
 /** A table whose handlers say which ran and with what. */
 function table() {

@@ -6,10 +6,10 @@ import { join } from 'node:path';
 import { MCP_FIXTURE_MAIN } from '@rein/core/testing';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { McpServerStartError } from '../src/errors.js';
-import { McpManager } from '../src/mcp/mcp-manager.js';
+import { McpServerStartError } from '../src/shared/errors.js';
+import { McpManager } from '../src/adapters/mcp/mcp-manager.js';
 import type { McpServerConfig } from '@rein/define/internal';
-import { createMetrics } from '../src/metrics.js';
+import { createMetrics } from '../src/shared/metrics.js';
 import type { Tool } from '@rein/define/internal';
 
 // Every test here really starts server processes and checks, by pid, that they are gone.

@@ -2,12 +2,12 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { defineAgent } from '@rein/define/internal';
 import { defineApp } from '@rein/define/internal';
-import { ConfigError, McpToolError } from '../src/errors.js';
-import { mcpGovernance } from '../src/mcp/mcp-governance.js';
-import { mcpObservation } from '../src/mcp/mcp-result.js';
+import { ConfigError, McpToolError } from '../src/shared/errors.js';
+import { mcpGovernance } from '../src/adapters/mcp/mcp-governance.js';
+import { mcpObservation } from '../src/adapters/mcp/mcp-result.js';
 import { mcpServersSchema } from '@rein/define/internal';
-import { createMcpTool } from '../src/mcp/mcp-tool.js';
-import { mcpToolName } from '../src/mcp/mcp-tool-name.js';
+import { createMcpTool } from '../src/adapters/mcp/mcp-tool.js';
+import { mcpToolName } from '../src/adapters/mcp/mcp-tool-name.js';
 
 describe('MCP governance from annotations', () => {
   it('makes a read-only tool a read that may be re-run', () => {

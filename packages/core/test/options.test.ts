@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { configSchema, loadConfig } from '../src/config.js';
+import { configSchema, loadConfig } from '../src/shared/config.js';
 import { serviceOptions } from '../src/http/run-http-service.js';
-import { compileOptions, envOptionPaths, optionsFromEnv } from '../src/options.js';
+import { compileOptions, envOptionPaths, optionsFromEnv } from '../src/shared/options.js';
 
 function at(options: object, path: string): unknown {
   return path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown>)[k], options);

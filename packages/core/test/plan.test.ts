@@ -10,7 +10,7 @@ import {
   planRequirement,
   planResponseFormat,
   validatePlan,
-} from '../src/engine/plan.js';
+} from '../src/policy/step/plan.js';
 import type { Approval } from '@rein/contract';
 import type { PlanStep, RunPlan, RunRecord } from '@rein/contract';
 import { defineTool, type Tool } from '@rein/define/internal';

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
-import { checkPrices, unpricedModels } from '../src/budgets/cost.js';
-import type { Logger } from '../src/logger.js';
-import { optionsFromEnv } from '../src/options.js';
+import { checkPrices, unpricedModels } from '../src/policy/budget/cost.js';
+import type { Logger } from '../src/shared/logger.js';
+import { optionsFromEnv } from '../src/shared/options.js';
 
 const agents = [{ name: 'a', models: ['local/llama3.1', 'gpt-4o'] }] as never;
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { ConfigError } from '../src/errors.js';
-import { parseModelId } from '../src/provider-config.js';
+import { loadConfig } from '../src/shared/config.js';
+import { ConfigError } from '../src/shared/errors.js';
+import { parseModelId } from '../src/shared/provider-config.js';
 
 const providers = { local: { baseURL: 'http://127.0.0.1:1/v1' } };
 

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, type RedisClient, sendCommands } from '../src/redis.js';
+import { connectRedis, type RedisClient, sendCommands } from '../src/adapters/redis/redis.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 import { readsProcessed } from './harness.js';
 

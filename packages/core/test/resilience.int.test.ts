@@ -3,18 +3,18 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { AgentProfile } from '@rein/define/internal';
-import { planCalls } from '../src/engine/call-plan.js';
-import { createToolExecutor } from '../src/engine/tool-executor.js';
-import { BreakerOpenError, BulkheadFullError } from '../src/errors.js';
-import { breakerKeys } from '../src/keys.js';
-import { createMetrics } from '../src/metrics.js';
-import { checkRedisSettings } from '../src/redis.js';
-import { Bulkhead } from '../src/resilience/bulkhead.js';
-import { CircuitBreakers, type FleetBreakerState } from '../src/resilience/circuit-breakers.js';
-import { FleetLimit } from '../src/resilience/fleet-limit.js';
-import { createResilientModelGateway } from '../src/resilience/resilient-model.js';
+import { planCalls } from '../src/policy/step/call-plan.js';
+import { createToolExecutor } from '../src/step/tool-executor.js';
+import { BreakerOpenError, BulkheadFullError } from '../src/shared/errors.js';
+import { breakerKeys } from '../src/shared/keys.js';
+import { createMetrics } from '../src/shared/metrics.js';
+import { checkRedisSettings } from '../src/adapters/redis/redis.js';
+import { Bulkhead } from '../src/adapters/resilience/bulkhead.js';
+import { CircuitBreakers, type FleetBreakerState } from '../src/adapters/resilience/circuit-breakers.js';
+import { FleetLimit } from '../src/adapters/resilience/fleet-limit.js';
+import { createResilientModelGateway } from '../src/adapters/resilience/resilient-model.js';
 import type { RunRecord } from '@rein/contract';
-import { EffectLedger } from '../src/store/effect-ledger.js';
+import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
 import { LocalRedis, startTestRedis, type TestRedis } from '../src/testing/index.js';
 import { defineTool } from '@rein/define/internal';
 
@@ -113,7 +113,7 @@ describe('circuit breakers shared by the fleet', () => {
 
   it('does not count failures that say nothing about the dependency (non-retryable 4xx)', async () => {
     const [a] = twoWorkers();
-    const { ReinError } = await import('../src/errors.js');
+    const { ReinError } = await import('../src/shared/errors.js');
     const badRequest = async () => {
       throw new ReinError('model_rejected', '400 bad request');
     };

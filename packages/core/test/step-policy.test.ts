@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { EMPTY_GUARD, guardFromHistory } from '../src/engine/loop-guard.js';
-import { retryOnStale } from '../src/engine/run-transitions.js';
+import { EMPTY_GUARD, guardFromHistory } from '../src/policy/step/loop-guard.js';
+import { retryOnStale } from '../src/policy/run/run-transitions.js';
 import {
   afterDecision,
   afterPlan,
@@ -10,8 +10,8 @@ import {
   exhaustedBudget,
   gate,
   type StepFacts,
-} from '../src/engine/step-policy.js';
-import { StaleStepError } from '../src/errors.js';
+} from '../src/policy/step/step-policy.js';
+import { StaleStepError } from '../src/shared/errors.js';
 import type { Approval } from '@rein/contract';
 import type { Decision, RunRecord, ToolCallRecord } from '@rein/contract';
 

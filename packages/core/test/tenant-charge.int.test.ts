@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tenantKeys } from '../src/keys.js';
+import { tenantKeys } from '../src/shared/keys.js';
 import { createFakeModel } from '../src/testing/index.js';
 import { harnessPerTest } from './harness.js';
 

@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import { describe, expect, it } from 'vitest';
-import { isRefusedAddress } from '../src/webhooks/address-guard.js';
-import { WEBHOOK_ATTEMPTS, webhookRetryDelayMs } from '../src/webhooks/webhook-dispatcher.js';
+import { isRefusedAddress } from '../src/features/webhooks/address-guard.js';
+import { WEBHOOK_ATTEMPTS, webhookRetryDelayMs } from '../src/features/webhooks/webhook-dispatcher.js';
 
 describe('webhook address guard (SSRF)', () => {
   it.each([

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { ReinError } from '../errors.js';
+import { ReinError } from '../shared/errors.js';
 import type { ErrorEnvelope } from '@rein/contract';
 
 export type { ErrorEnvelope };

@@ -1,9 +1,9 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { ZodType } from 'zod';
-import { ConfigError, InvalidRequestError, UnauthorizedError } from '../errors.js';
-import type { Logger } from '../logger.js';
-import type { RedisClient } from '../redis.js';
+import { ConfigError, InvalidRequestError, UnauthorizedError } from '../shared/errors.js';
+import type { Logger } from '../shared/logger.js';
+import type { RedisClient } from '../adapters/redis/redis.js';
 import { MAX_ID_LENGTH } from '@rein/contract';
 import type { ApiKey, Principal } from '@rein/contract';
 import { bearerToken, findApiKey, metricsAuthorized } from './credentials.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { InvalidRequestError } from '../errors.js';
+import { InvalidRequestError } from '../shared/errors.js';
 
 /** Deeper JSON than any Rein body needs; beyond it, recursive code (zod, JSON.stringify) risks the stack. */
 export const MAX_JSON_DEPTH = 32;

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { App } from '@rein/define/internal';
-import { ArchiveSchemaError } from '../archive/migrations.js';
-import type { Config } from '../config.js';
-import { ArchiveUnavailableError, ConfigError, McpServerStartError } from '../errors.js';
-import { compileOptions, loadOptionsOrExit, optionsFromConfig, type PartialReinOptions, type ReinOptions } from '../options.js';
-import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime.js';
+import { ArchiveSchemaError } from '../adapters/postgres/migrations.js';
+import type { Config } from '../shared/config.js';
+import { ArchiveUnavailableError, ConfigError, McpServerStartError } from '../shared/errors.js';
+import { compileOptions, loadOptionsOrExit, optionsFromConfig, type PartialReinOptions, type ReinOptions } from '../shared/options.js';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../process/runtime.js';
 
 /** How `startApi` / `startWorker` / `startApprover` run: config (default: the environment) and signal handling. */
 export interface ServiceOptions {

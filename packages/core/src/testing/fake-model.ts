@@ -1,4 +1,4 @@
-import type { ModelGateway, ModelReply, ModelRequest } from '../model/model-gateway.js';
+import type { ModelGateway, ModelReply, ModelRequest } from '../adapters/model/model-gateway.js';
 
 export type FakeTurn = Partial<ModelReply> | ((request: ModelRequest, call: number) => Partial<ModelReply> | Promise<Partial<ModelReply>>);
 

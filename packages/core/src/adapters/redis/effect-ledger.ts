@@ -1,0 +1,70 @@
+import { runKeys } from '../../shared/keys.js';
+import type { RedisClient } from './redis.js';
+import { type Effect, effectSchema } from '@rein/contract';
+import { EffectWrite, withScripts } from './lua-scripts.js';
+
+
+/** A step's calls write the ledger only while their run is live; an undo of a finished run writes it always. */
+export type LedgerScope = 'step' | 'undo';
+
+/**
+ * Intent and result of every write tool's call (I4). An intent without a result
+ * means a worker died mid-call: the caller decides whether re-running is safe. The run's
+ * terminal commit marks it finished and drops the ledger; a step's late write (a worker
+ * still busy with a cancelled run) is refused then, so the ledger is never written back
+ * and no effect starts after the finish: the worker records what did happen in the trace
+ * (RunStore.recordAfterFinish). Undoes of the finished run write under keys of their own.
+ * Each write sets a TTL, so a ledger cannot outlive its run for long.
+ */
+export class EffectLedger {
+  private readonly redis: ReturnType<typeof withScripts>;
+
+  constructor(
+    redis: RedisClient,
+    private readonly ttlSeconds = 30 * 86_400,
+  ) {
+    this.redis = withScripts(redis);
+  }
+
+  async get(runId: string, key: string): Promise<Effect | null> {
+    const raw = await this.redis.hget(runKeys(runId).effects, key);
+    return raw ? effectSchema.parse(JSON.parse(raw)) : null;
+  }
+
+  private async write(runId: string, mode: 'intent' | 'result', key: string, effect: Effect, scope: LedgerScope) {
+    const k = runKeys(runId);
+    const live = scope === 'step' ? '1' : '0';
+    return this.redis.recordEffect(k.run, k.effects, mode, key, JSON.stringify(effect), String(this.ttlSeconds), live);
+  }
+
+  /**
+   * Records the intent unless something is recorded; returns what was there before, or
+   * `finished` (nothing recorded, and the call must not start) when a step's run has finished.
+   */
+  async recordIntent(runId: string, key: string, tool: string, scope: 'undo'): Promise<Effect | null>;
+  async recordIntent(runId: string, key: string, tool: string, scope?: 'step'): Promise<Effect | null | 'finished'>;
+  async recordIntent(runId: string, key: string, tool: string, scope: LedgerScope = 'step'): Promise<Effect | null | 'finished'> {
+    const [result, held] = await this.write(runId, 'intent', key, { state: 'intent', tool, at: new Date().toISOString() }, scope);
+    if (result === EffectWrite.RunFinished) return 'finished';
+    return result === EffectWrite.Held && held ? effectSchema.parse(JSON.parse(held)) : null;
+  }
+
+  /** Withdraws an intent whose call never started (its breaker refused it), so a retry is not "uncertain". */
+  async clearIntent(runId: string, key: string): Promise<void> {
+    await this.redis.hdel(runKeys(runId).effects, key);
+  }
+
+  /** Records the result; false when a step's run finished meanwhile (then the ledger is gone and stays gone). */
+  async recordResult(
+    runId: string,
+    key: string,
+    tool: string,
+    ok: boolean,
+    observation: string,
+    scope: LedgerScope = 'step',
+  ): Promise<boolean> {
+    const done: Effect = { state: 'done', tool, at: new Date().toISOString(), ok, observation };
+    const [result] = await this.write(runId, 'result', key, done, scope);
+    return result === EffectWrite.Written;
+  }
+}

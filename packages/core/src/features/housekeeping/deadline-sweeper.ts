@@ -1,0 +1,37 @@
+import type { Logger } from '../../shared/logger.js';
+import { isParked, type RunStore } from '../../adapters/redis/run-store.js';
+import type { StepProcessor } from '../../step/step-processor.js';
+
+/**
+ * Fails runs whose deadline passed, even when no worker is looking at them (their job
+ * was lost, or backs off for a long time). Parked runs are not in the index: their
+ * approvals' expiry governs them, and parked time does not count against the deadline.
+ * Neither do `waiting` runs: their children's deadlines (capped to the parent's) end them.
+ */
+export async function sweepDeadlines(deps: { store: RunStore; steps: StepProcessor; logger: Logger; now?: () => number }): Promise<number> {
+  const now = deps.now ?? Date.now;
+  let failed = 0;
+  for (const runId of await deps.store.overdue(now())) {
+    // One run out of reach (its Redis master down) is left for the next pass; the others are not held up.
+    try {
+      if (await sweepOne(deps, runId, now)) failed++;
+    } catch (err) {
+      deps.logger.warn({ runId, err: (err as Error).message }, 'the deadline sweeper could not end a run');
+    }
+  }
+  return failed;
+}
+
+async function sweepOne(deps: { store: RunStore; steps: StepProcessor }, runId: string, now: () => number): Promise<boolean> {
+  const ended = await deps.steps.fail(
+    runId,
+    await deps.steps.deadlineReason(runId),
+    'the deadline sweeper found the run past its deadline',
+    (run) => !isParked(run.status) && now() >= Date.parse(run.deadlineAt),
+  );
+  if (ended) return true;
+  const run = await deps.store.get(runId);
+  // Gone, finished or parked: drop it. A moved deadline was re-indexed by its commit.
+  if (!run || isParked(run.status) || ['succeeded', 'failed', 'cancelled'].includes(run.status)) await deps.store.forgetDeadline(runId);
+  return false;
+}

@@ -1,0 +1,468 @@
+import type { AgentCatalog } from '@rein/define/internal';
+import { resolveAppVersion } from '../policy/app/app-version.js';
+import type { App } from '@rein/define/internal';
+import { createRegistry, type Registry } from './registry.js';
+import { type ApprovalService, createApprovalService } from '../features/approvals/approval-service.js';
+import { createDecisionLog, type DecisionLog } from '../features/approvals/decision-log.js';
+import { type ArchivePool, createArchivePool } from '../adapters/postgres/archive-pool.js';
+import { AuditArchive } from '../adapters/postgres/audit-archive.js';
+import { checkArchiveSchema } from '../adapters/postgres/migrations.js';
+import { RunArchive } from '../adapters/postgres/run-archive.js';
+import { checkPrices, fleetModels } from '../policy/budget/cost.js';
+import { TenantQuotas } from '../adapters/redis/tenant-quotas.js';
+import { createTransitionApplier, type TransitionApplier } from '../step/apply-transition.js';
+import type { DelegationLimits } from '../policy/step/call-plan.js';
+import { createChildRuns, type SpawnChild } from '../step/child-runs.js';
+import { knownToolNames } from '../policy/step/commit-facts.js';
+import { type Compensator, createCompensator } from '../features/compensation/compensation.js';
+import { createRunTree, type RunTree } from '../features/tree/run-tree.js';
+import { currentVersion, routeVersion } from '../policy/run/version-route.js';
+import { ArchiveUnavailableError, ReinError } from '../shared/errors.js';
+import type { InputFilter } from '../shared/guards/input-filter.js';
+import { createPiiMasker, type PiiMasker } from '../shared/guards/pii-masker.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { McpManager } from '../adapters/mcp/mcp-manager.js';
+import { createMetrics, type Metrics, registerArchiveBacklog, registerRedisUp } from '../shared/metrics.js';
+import type { ReinOptions } from '../shared/options.js';
+import { type Enqueue, StepScheduler } from '../adapters/queue/job-catalog.js';
+import { ScheduleQueue } from '../adapters/queue/schedule-queue.js';
+import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from '../adapters/redis/redis.js';
+import { CircuitBreakers } from '../adapters/resilience/circuit-breakers.js';
+import { FleetLimit } from '../adapters/resilience/fleet-limit.js';
+import { createFairShare, type FairShare } from '../features/runs/fair-share.js';
+import { createReplayCohortService, type ReplayCohortService } from '../features/replay/replay-cohort-service.js';
+import { createReplayService, type ReplayService } from '../features/replay/replay-service.js';
+import { createRunArchiving, type RunArchiving } from '../features/archive/run-archiving.js';
+import { createRunService, type RunService } from '../features/runs/run-service.js';
+import { createScheduleService, type ScheduleService } from '../features/schedules/schedule-service.js';
+import { createSessionQueue, type SessionQueue } from '../features/runs/session-queue.js';
+import { ApprovalFeed } from '../adapters/redis/approval-feed.js';
+import { AuditLog } from '../adapters/redis/audit-log.js';
+import { DecisionJournal } from '../adapters/redis/decision-journal.js';
+import { EffectLedger } from '../adapters/redis/effect-ledger.js';
+import { HotRuns } from '../adapters/redis/hot-runs.js';
+import { ReplayCohortStore } from '../adapters/redis/replay-cohort-store.js';
+import { RunStore } from '../adapters/redis/run-store.js';
+import { ScheduleStore } from '../adapters/redis/schedule-store.js';
+import { VersionDirectory } from '../adapters/redis/version-directory.js';
+import type { Tool } from '@rein/define/internal';
+import { setupTracing, type Tracing } from '../adapters/tracing/tracing-setup.js';
+import { WebhookDispatcher } from '../features/webhooks/webhook-dispatcher.js';
+import { createWebhookService, type WebhookService } from '../features/webhooks/webhook-service.js';
+import { WebhookStore } from '../features/webhooks/webhook-store.js';
+
+/**
+ * What every Rein process shares: the API and the approver run on it as is. The worker's
+ * extra pieces are in WorkerRuntime. The runtime is built from compiled options; no
+ * component here reads an environment variable.
+ */
+export interface Runtime {
+  options: ReinOptions;
+  app: App;
+  /** The app version this process runs (REIN_APP_VERSION, the app's `version`, or its content hash). */
+  version: string;
+  /** The fleet's versions: promoted, upgrading, alive (store/version-directory.ts). */
+  versions: VersionDirectory;
+  logger: Logger;
+  metrics: Metrics;
+  redis: RedisClient;
+  store: RunStore;
+  /** The one writer of run records (engine/apply-transition.ts). */
+  applier: TransitionApplier;
+  feed: ApprovalFeed;
+  journal: DecisionJournal;
+  ledger: EffectLedger;
+  scheduler: StepScheduler;
+  enqueue: Enqueue;
+  tools: Map<string, Tool>;
+  agents: AgentCatalog;
+  quotas: TenantQuotas;
+  runs: RunService;
+  /** Replays, forks and diffs of finished runs (docs/replay.md). */
+  replays: ReplayService;
+  /** Cohort replays (`POST|GET /v1/replays`), advanced as their replays finish. */
+  cohorts: ReplayCohortService;
+  /** Agents on a schedule: CRUD, and the firings workers take from `scheduleQueue`. */
+  schedules: ScheduleService;
+  scheduleQueue: ScheduleQueue;
+  /** Runs queued for a busy session (`ifBusy`), admitted one at a time by `admit` jobs. */
+  sessionQueue: SessionQueue;
+  /** Tenants' runs waiting for a concurrency slot (`queueBeyondLimit`), started by `slot` jobs. */
+  fairShare: FairShare;
+  approvals: ApprovalService;
+  inputFilter: InputFilter;
+  masker: PiiMasker;
+  tracing: Tracing;
+  webhooks: WebhookService;
+  /** The tenants' decision logs (hash chains): appended by the applier and the webhook service. */
+  audit: AuditLog;
+  decisionLog: DecisionLog;
+  webhookStore: WebhookStore;
+  dispatcher: WebhookDispatcher;
+  compensator: Compensator;
+  /** The PostgreSQL archive of finished runs, when REIN_ARCHIVE_URL is set. */
+  archive?: { pool: ArchivePool; runs: RunArchive; archiving: RunArchiving };
+  /** Starts `call_<agent>` children (the workers' step processors). */
+  spawnChild: SpawnChild;
+  /** REIN_MAX_AGENT_DEPTH, REIN_MAX_CHILDREN_PER_STEP. */
+  delegation: DelegationLimits;
+  close(): Promise<void>;
+}
+
+/** The worker's runtime: the shared one plus what guards the calls it makes (breakers, the fleet-wide model limit). */
+export interface WorkerRuntime extends Runtime {
+  breakers: CircuitBreakers;
+  fleetLimit: FleetLimit;
+}
+
+export interface RuntimeOptions {
+  /**
+   * Connect the app's MCP servers before the runtime is returned (their tools live in
+   * `tools` while connected): the processes that run tool calls (workers) or judge edited
+   * arguments (approver) do; the API does not need them.
+   */
+  mcp?: boolean;
+}
+
+/**
+ * Wires the shared pieces of a Rein process (API, approver, test harnesses) from its
+ * compiled options and the app it runs; services add their own edges. Every service and
+ * test harness builds its agents and tools here, through `createRegistry`.
+ */
+export function createRuntime(
+  options: ReinOptions,
+  service: string,
+  role: RedisRole,
+  app: App,
+  opts: RuntimeOptions = {},
+): Promise<Runtime> {
+  return buildRuntime(options, service, role, app, opts.mcp ?? false, () => ({}));
+}
+
+/** The worker's runtime: MCP servers connected, and breakers guarding tool, model and undo calls. */
+export async function createWorkerRuntime(options: ReinOptions, service: string, app: App): Promise<WorkerRuntime> {
+  return buildRuntime(options, service, 'worker', app, true, (redis, logger, metrics) => ({
+    breakers: new CircuitBreakers(
+      redis,
+      {
+        errorThresholdPercentage: options.resilience.breakerErrorPercent,
+        resetTimeoutMs: options.resilience.breakerResetMs,
+        volumeThreshold: options.resilience.breakerVolume,
+        rollingCountTimeoutMs: options.resilience.breakerWindowMs,
+        probeTimeoutMs: options.model.timeoutMs + 5_000,
+        fleetWorkers: options.resilience.breakerFleetWorkers,
+      },
+      logger,
+      metrics,
+    ),
+    fleetLimit: new FleetLimit(redis),
+  }));
+}
+
+/** What a role adds to the shared runtime; the breakers, when present, also guard the compensator's undo calls. */
+type Extras = Partial<Pick<WorkerRuntime, 'breakers'>>;
+
+async function buildRuntime<X extends Extras>(
+  options: ReinOptions,
+  service: string,
+  role: RedisRole,
+  app: App,
+  connectMcp: boolean,
+  extras: (redis: RedisClient, logger: Logger, metrics: Metrics) => X,
+): Promise<Runtime & X> {
+  const masker = createPiiMasker(app.guards.pii);
+  const logger = createLogger(options.logLevel, service, masker);
+  checkPrices(options.model, app.agents, logger);
+  const tracing = setupTracing(options.tracing, service, masker, logger);
+  const metrics = createMetrics(service);
+  const redis = await connectRedis(options.redis, role, logger);
+  await checkRedisSettings(redis, logger);
+  registerRedisUp(metrics, redis);
+  const bull = bullConnection(options.redis, role, logger);
+  const scheduleQueue = new ScheduleQueue(bull);
+  scheduleQueue.queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
+  let registry: Registry;
+  let mcp: McpManager;
+  let versions: VersionDirectory;
+  let scheduler: StepScheduler | undefined;
+  try {
+    registry = createRegistry(app, { redis }, { faultInjection: options.resilience.faultInjection === 'on' });
+    // Before MCP servers join: a server's tools are stood for by its declaration.
+    const version = resolveAppVersion(app, [...registry.tools.values()], options.appVersion);
+    versions = new VersionDirectory(redis, version, role === 'worker' ? 'worker' : service === 'approver' ? 'approver' : 'api', logger);
+    const directory = versions;
+    scheduler = new StepScheduler(bull, options.queue.stepAttempts, options.queue.shards, {
+      own: version,
+      route: (job) => routeVersion(job, directory.known(), version),
+    });
+    for (const queue of scheduler.queues) queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
+    mcp = new McpManager(app.mcpServers, registry.tools, { logger, metrics });
+    if (connectMcp) await mcp.start();
+    await versions.start();
+  } catch (err) {
+    // A bad tools factory or an MCP server that cannot start: leave no connection behind.
+    await scheduler?.close();
+    await scheduleQueue.close();
+    bull.disconnect();
+    redis.disconnect();
+    await tracing.shutdown();
+    throw err;
+  }
+  const { tools, agents, inputFilter } = registry;
+  const added = extras(redis, logger, metrics);
+  const webhookStore = new WebhookStore(redis);
+  const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger, { consoleUrl: options.webhooks.consoleUrl });
+  dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
+  // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
+  await Promise.all([...scheduler.queues, scheduleQueue.queue, dispatcher.queue].map((q) => q.waitUntilReady()));
+  const store = new RunStore(redis, options.retention.traceTtlDays * 86_400, metrics);
+  const hot = new HotRuns(redis, store);
+  // Every process reports the fleet's backlog (zero with the archive off): dashboards take the max.
+  registerArchiveBacklog(metrics, () => hot.backlogSize());
+  const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
+  const ledger = new EffectLedger(redis);
+  const journal = new DecisionJournal(redis);
+  const quotas = new TenantQuotas(redis, options.quotas);
+  const enqueue = scheduler.enqueue;
+  let archive: Runtime['archive'];
+  try {
+    archive = options.archive.url ? await openArchive(options, service, hot, enqueue, metrics, logger) : undefined;
+  } catch (err) {
+    await mcp.close();
+    await scheduler.close();
+    await dispatcher.close();
+    bull.disconnect();
+    redis.disconnect();
+    await tracing.shutdown();
+    throw err;
+  }
+  // With the archive on, the decision log is kept there beyond the hot retention too.
+  const audit = new AuditLog(
+    redis,
+    logger,
+    Date.now,
+    archive ? { cold: new AuditArchive(archive.pool), retentionMs: options.archive.hotRetentionMs } : undefined,
+  );
+  // The compensator commits through the applier whose finish hook it is: bound once both exist.
+  let compensator: Compensator | undefined;
+  // Likewise the tree, which cancels a finished run's children through the applier.
+  let tree: RunTree | undefined;
+  let cohorts: ReplayCohortService | undefined;
+  const applier = createTransitionApplier({
+    store,
+    quotas,
+    feed,
+    enqueue,
+    cancelExpiry: scheduler.cancelExpiry,
+    metrics,
+    knownTool: knownToolNames(tools, agents),
+    audit,
+    hooks: {
+      async finished(run) {
+        // A replay fires no webhook and has nothing to compensate: its calls never reached the world.
+        // A cohort's replay starts the cohort's next one.
+        if (run.mode === 'replay') await cohorts?.replayFinished(run);
+        else {
+          await dispatcher.onRunFinished(run);
+          await compensator
+            ?.onRunFinished(run)
+            .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+        }
+        await tree?.finished(run);
+        // Its session may be free now: the next run queued for it (if any) starts.
+        if (run.sessionId) await enqueue('admit', { runId: run.id, cause: 'finished', traceparent: run.traceparent });
+        // Its slot is free: the tenant's oldest waiting run (fair share) takes it.
+        if (quotas.quotaOf(run.tenantId).queueBeyondLimit)
+          await enqueue('slot', { runId: run.id, tenantId: run.tenantId, freed: true, traceparent: run.traceparent });
+        // Last: the archive job reads what the hooks before it wrote. A failure keeps the run in the active-runs index (the reaper runs the hooks again).
+        await archive?.archiving.finished(run);
+      },
+      decided: async (run) => compensator?.decided(run),
+    },
+  });
+  const ceilings = {
+    maxSteps: options.limits.maxStepsCeiling,
+    maxTokens: options.limits.maxTokensCeiling,
+    timeoutMs: options.limits.timeoutCeilingMs,
+  };
+  const sessions = {
+    windowTokens: options.sessions.windowTokens,
+    toolTraffic: options.sessions.toolTraffic,
+    model: options.model.name,
+  };
+  tree = createRunTree({ store, applier, enqueue, logger });
+  compensator = createCompensator({
+    store,
+    applier,
+    ledger,
+    tools,
+    agents,
+    enqueue,
+    metrics,
+    logger,
+    emit: async (tenantId, type, key, data) => {
+      await dispatcher.emit(tenantId, type, key, data);
+    },
+    toolTimeoutMs: options.tools.timeoutMs,
+    approvalTtlMs: options.approvals.ttlMs,
+    maxResultBytes: options.tools.maxResultBytes,
+    // A rolled-back run's session waits for its undo: once it ends, the next queued run may start.
+    onSettled: async (run) => {
+      if (run.interruption?.rollback && run.sessionId)
+        await enqueue('admit', { runId: run.id, cause: 'undone', traceparent: run.traceparent });
+    },
+    // Only the worker runs undo calls; elsewhere the compensator only requests and records.
+    ...(added.breakers ? { breakers: added.breakers } : {}),
+  });
+  const runs = createRunService({
+    store,
+    applier,
+    journal,
+    agents,
+    enqueue,
+    metrics,
+    quotas,
+    ceilings,
+    sessions,
+    masker,
+    compensator,
+    currentVersion: () => currentVersion(versions.known(), versions.own),
+    ...(archive ? { archive: archive.runs } : {}),
+  });
+  const replayModels = fleetModels(options.model, app.agents);
+  const replays = createReplayService({
+    store,
+    quotas,
+    enqueue,
+    metrics,
+    ceilings,
+    knownModel: (m) => replayModels.has(m) || Object.hasOwn(options.model.prices, m),
+    visibleRun: runs.record,
+    currentVersion: () => currentVersion(versions.known(), versions.own),
+    liveWorkers: async (version) => (await versions.list()).find((f) => f.version === version)?.workers ?? 0,
+  });
+  cohorts = createReplayCohortService({
+    store,
+    cohorts: new ReplayCohortStore(redis, options.retention.traceTtlDays * 86_400),
+    replays,
+    perTenant: options.replays.cohortsPerTenant,
+    // A live cohort sees a replay finish at least this often: a run ends by its deadline.
+    staleAfterMs: 2 * options.limits.timeoutCeilingMs,
+    logger,
+  });
+  const schedules = createScheduleService({
+    store: new ScheduleStore(redis),
+    timers: scheduleQueue,
+    runs,
+    runStore: store,
+    agents,
+    metrics,
+    logger,
+    perTenant: options.schedules.perTenant,
+    audit,
+    identities: options.http.apiKeys?.map(({ tenantId, userId, roles }) => ({ tenantId, userId, roles })),
+  });
+  const sessionQueue = createSessionQueue({
+    store,
+    applier,
+    sessions,
+    undoSettled: (run) => (compensator as Compensator).settled(run),
+    waitingForSlot: (run) => quotas.waiting(run.tenantId, run.id),
+    logger,
+  });
+  return {
+    options,
+    app,
+    version: versions.own,
+    versions,
+    logger,
+    metrics,
+    redis,
+    store,
+    applier,
+    feed,
+    journal,
+    ledger,
+    scheduler,
+    enqueue,
+    tools,
+    agents,
+    quotas,
+    runs,
+    replays,
+    cohorts,
+    schedules,
+    scheduleQueue,
+    sessionQueue,
+    fairShare: createFairShare({ store, quotas, enqueue }),
+    approvals: createApprovalService({
+      store,
+      applier,
+      tools,
+      escalation: options.approvals.escalation,
+      ...(archive ? { archive: archive.runs } : {}),
+    }),
+    ...(archive ? { archive } : {}),
+    inputFilter,
+    masker,
+    tracing,
+    webhooks: createWebhookService({ store: webhookStore, allowPrivate: options.webhooks.allowPrivate, audit }),
+    audit,
+    decisionLog: createDecisionLog(audit),
+    webhookStore,
+    dispatcher,
+    compensator,
+    spawnChild: createChildRuns({ store, ledger, agents, enqueue }),
+    delegation: { maxDepth: options.limits.maxAgentDepth, maxChildrenPerStep: options.limits.maxChildrenPerStep },
+    ...added,
+    async close() {
+      added.breakers?.shutdown();
+      await versions.stop();
+      await mcp.close();
+      await scheduler.close();
+      await scheduleQueue.close();
+      await dispatcher.close();
+      bull.disconnect();
+      redis.disconnect();
+      await archive?.pool.end();
+      await tracing.shutdown(); // flush the last spans
+    },
+  };
+}
+
+/**
+ * The archive's pool, its schema checked (a service does not start on a schema it does
+ * not fit: ArchiveSchemaError says what to do), and the archiving built over it.
+ */
+async function openArchive(
+  options: ReinOptions,
+  service: string,
+  hot: HotRuns,
+  enqueue: Enqueue,
+  metrics: Metrics,
+  logger: Logger,
+): Promise<NonNullable<Runtime['archive']>> {
+  const pool = createArchivePool(options.archive.url as string, {
+    applicationName: service,
+    onError: (err) => logger.warn({ err: err.message }, 'archive connection lost'),
+  });
+  try {
+    await checkArchiveSchema(pool);
+  } catch (err) {
+    await pool.end();
+    // Said in one line by the service's start (exitOnStartError): a schema to migrate, or a server that does not answer.
+    throw err instanceof ReinError ? err : new ArchiveUnavailableError(err);
+  }
+  const runs = new RunArchive(pool);
+  const archiving = createRunArchiving({
+    hot,
+    archive: runs,
+    enqueue,
+    metrics,
+    logger,
+    hotRetentionMs: options.archive.hotRetentionMs,
+    retentionDays: options.archive.retentionDays,
+    staleMs: options.maintenance.reaperStaleMs,
+  });
+  return { pool, runs, archiving };
+}

@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ModelRequest } from '../packages/core/src/adapters/model/model-gateway.js';
 import { type ArchivePool, createArchivePool } from '../packages/core/src/adapters/postgres/archive-pool.js';
 import { migrateArchive } from '../packages/core/src/adapters/postgres/migrations.js';
 import { RunArchive } from '../packages/core/src/adapters/postgres/run-archive.js';
-import type { ModelRequest } from '../packages/core/src/adapters/model/model-gateway.js';
 import { HotRuns } from '../packages/core/src/adapters/redis/hot-runs.js';
 import {
   createFakeModel,

@@ -49,7 +49,7 @@ function componentFiles(): string[] {
   return [join(root, 'packages/core/src'), ...services]
     .flatMap(sources)
     .map((f) => relative(root, f))
-    .filter((f) => !/^packages\/core\/src\/(config|options)\.ts$/.test(f) && !f.startsWith('packages/core/src/testing/'));
+    .filter((f) => !/^packages\/core\/src\/shared\/(config|options)\.ts$/.test(f) && !f.startsWith('packages/core/src/testing/'));
 }
 
 describe('components take options; only the edge knows environment variable names', () => {

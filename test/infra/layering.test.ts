@@ -43,10 +43,10 @@ describe('the layering rule is checked by lint', { timeout: 60_000 }, () => {
     expect(rules).toContain('lint/suspicious/noImportCycles');
   });
 
-  it('fails when a lower layer imports a higher one (the contract importing the engine)', () => {
+  it('fails when a lower layer imports a higher one (the shared leaves importing the step pipeline)', () => {
     const { ok, rules } = lint({
-      'packages/core/src/engine/step.ts': 'export const step = 1;\n',
-      'packages/core/src/schemas/run.ts': "import { step } from '../engine/step.js';\nexport const run = step;\n",
+      'packages/core/src/step/step.ts': 'export const step = 1;\n',
+      'packages/core/src/shared/run.ts': "import { step } from '../step/step.js';\nexport const run = step;\n",
     });
     expect(ok).toBe(false);
     expect(rules).toContain('lint/style/noRestrictedImports');
@@ -83,16 +83,18 @@ describe('the layering rule is checked by lint', { timeout: 60_000 }, () => {
 
   it('fails when an adapter imports a feature (the store importing approvals)', () => {
     const { rules } = lint({
-      'packages/core/src/approvals/approval.ts': 'export const approval = 1;\n',
-      'packages/core/src/adapters/redis/feed.ts': "import { approval } from '../approvals/approval.js';\nexport const feed = approval;\n",
+      'packages/core/src/features/approvals/approval.ts': 'export const approval = 1;\n',
+      'packages/core/src/adapters/redis/feed.ts':
+        "import { approval } from '../../features/approvals/approval.js';\nexport const feed = approval;\n",
     });
     expect(rules).toContain('lint/style/noRestrictedImports');
   });
 
-  it('fails when a pure policy module reaches for the pipeline or an adapter', () => {
+  it('fails when a pure policy module reaches for the pipeline, an adapter or an I/O package', () => {
     for (const [target, file] of [
-      ['./step-processor.js', 'packages/core/src/step/step-processor.ts'],
-      ['../store/run-store.js', 'packages/core/src/adapters/redis/run-store.ts'],
+      ['../../step/step-processor.js', 'packages/core/src/step/step-processor.ts'],
+      ['../../adapters/redis/run-store.js', 'packages/core/src/adapters/redis/run-store.ts'],
+      ['ioredis', 'packages/core/src/shared/unused.ts'],
     ] as const) {
       const { rules } = lint({
         [file]: 'export const x = 1;\n',
@@ -105,8 +107,8 @@ describe('the layering rule is checked by lint', { timeout: 60_000 }, () => {
   it('passes the same files when the arrow points down', () => {
     expect(
       lint({
-        'packages/core/src/schemas/run.ts': 'export const run = 1;\n',
-        'packages/core/src/engine/step.ts': "import { run } from '../schemas/run.js';\nexport const step = run;\n",
+        'packages/core/src/policy/run/run.ts': 'export const run = 1;\n',
+        'packages/core/src/step/step.ts': "import { run } from '../policy/run/run.js';\nexport const step = run;\n",
       }),
     ).toEqual({ rules: [], ok: true });
   });

@@ -1,7 +1,5 @@
 import { startApi } from '@rein/api';
 import { startApprover } from '@rein/approver';
-import type { RunningService } from '@rein/core';
-import { loadConfig } from '@rein/core/internal';
 import {
   type ApprovalFeedEvent,
   approvalViewSchema,
@@ -10,6 +8,8 @@ import {
   runViewSchema,
   typedRunEventSchema,
 } from '@rein/contract';
+import type { RunningService } from '@rein/core';
+import { loadConfig } from '@rein/core/internal';
 import { freePort, startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import { createScriptedModelServer } from '@rein/scripted-model';

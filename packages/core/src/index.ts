@@ -6,28 +6,32 @@
  * services, the CLI and the tests need beyond this is `@rein/core/internal`, with no
  * stability promise; the HTTP contract's zod schemas are `@rein/core/schemas`.
  */
+
+export type { ApprovalView, Principal, Role, RunEvent, RunStatus, RunView, TypedRunEvent, WebhookPayload } from '@rein/contract';
+export { verifyWebhook } from '@rein/contract';
+export type { McpServerConfig, McpServers, McpToolOverride } from '@rein/define/internal';
 export {
   type AgentDefinition,
   type AgentProfile,
+  type App,
+  type AppDefinition,
+  type AppServices,
+  type CompensateWith,
   type CompensationPolicy,
   defineAgent,
+  defineApp,
+  defineTool,
+  type Tool,
+  type ToolContext,
+  type ToolDefinition,
 } from '@rein/define/internal';
-export { type App, type AppDefinition, type AppServices, defineApp } from '@rein/define/internal';
+export type { RedisClient } from './adapters/redis/redis.js';
+export type { RunningService, ServiceOptions } from './http/run-http-service.js';
 export type { ContextPolicy } from './policy/step/context-policy.js';
 export type { PlanOptions } from './policy/step/plan.js';
 export { ConfigError, ReinError, ToolError } from './shared/errors.js';
 export { type InputRules, inputRulesSchema } from './shared/guards/input-filter.js';
 export { type PiiRules, piiRulesSchema } from './shared/guards/pii-masker.js';
-export type { RunningService, ServiceOptions } from './http/run-http-service.js';
 export { appStateKey } from './shared/keys.js';
 export type { Logger } from './shared/logger.js';
-export type { McpServerConfig, McpServers, McpToolOverride } from '@rein/define/internal';
 export { compileOptions, optionsFromEnv, type PartialReinOptions, type ReinOptions } from './shared/options.js';
-export type { RedisClient } from './adapters/redis/redis.js';
-export type { RunEvent, TypedRunEvent } from '@rein/contract';
-export type { Principal, Role } from '@rein/contract';
-export type { RunStatus } from '@rein/contract';
-export type { ApprovalView, RunView } from '@rein/contract';
-export type { WebhookPayload } from '@rein/contract';
-export { type CompensateWith, defineTool, type Tool, type ToolContext, type ToolDefinition } from '@rein/define/internal';
-export { verifyWebhook } from '@rein/contract';

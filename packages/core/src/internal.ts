@@ -5,115 +5,29 @@
  * notice. Apps and embedders use `@rein/core` (the definition API and options) and
  * `@rein/core/schemas` (the HTTP contract); see docs/design.md, "Public surface".
  */
-export { AgentCatalog, HANDOFF_ANSWER } from '@rein/define/internal';
-export { contentVersion, resolveAppVersion } from './policy/app/app-version.js';
-export { isApp } from '@rein/define/internal';
-export type { FleetVersions } from './policy/app/fleet-versions.js';
-export { loadApp, loadAppOrExit } from './process/load-app.js';
-export { createRegistry, type Registry } from './process/registry.js';
-export { stricterOf, verifyBinding } from './policy/approvals/approval-binding.js';
-export { approvalId, runOfApproval } from './policy/approvals/approval-id.js';
-export { type ApprovalLinks, createApprovalLinks, type LinkPreview } from './features/approvals/approval-links.js';
+
 export {
-  type ApprovalService,
-  createApprovalService,
-  type Decision as ApprovalDecision,
-  type Decision as ApprovalVerdict,
-} from './features/approvals/approval-service.js';
-export { createDecisionLog } from './features/approvals/decision-log.js';
+  type ChatMessage,
+  type Compensation,
+  type CompensationStep,
+  chatMessageSchema,
+  compensationSchema,
+  type ModelToolCall,
+} from '@rein/contract';
 export {
-  type DecisionRights,
-  decisionRights,
-  holdsRole,
-  isOperator,
-  mayDecide,
-  mayReadRun,
-  ROLE_RANK,
-} from './policy/approvals/decision-rights.js';
-export { feedVisibleTo, type RunOwners } from './features/approvals/feed-visibility.js';
-export { linkSecret } from './policy/approvals/link-token.js';
-export { type ArchivePool, createArchivePool } from './adapters/postgres/archive-pool.js';
-export { ArchiveSchemaError, checkArchiveSchema, loadMigrations, migrateArchive } from './adapters/postgres/migrations.js';
-export { type ArchiveDoc, RunArchive } from './adapters/postgres/run-archive.js';
-export { costOf } from './policy/budget/cost.js';
-export { QuotaExceededError, TenantQuotas } from './adapters/redis/tenant-quotas.js';
-export { estimatePromptTokens } from './policy/budget/token-estimator.js';
-export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './shared/config.js';
-export { createTransitionApplier, type FinishHooks, type Outcome, type TransitionApplier } from './step/apply-transition.js';
-export { type Compensator, compensationKey, createCompensator } from './features/compensation/compensation.js';
-export { compactHistory, observationContent, READ_RESULT_TOOL, resultHandle, structuredSummary } from './policy/step/context-policy.js';
-export { sweepDeadlines } from './features/housekeeping/deadline-sweeper.js';
-export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './policy/step/loop-guard.js';
-export { linkCallsToPlan, PLAN_APPROVAL, planResponseFormat, validatePlan } from './policy/step/plan.js';
-export { type ReaperDeps, reap } from './features/housekeeping/reaper.js';
-export { retryOnStale } from './policy/run/run-transitions.js';
-// StepEffect is the preferred name of Transition (what a step does to its run; see docs/design.md, glossary).
-export type { GuardLimits, Transition as StepEffect, Transition } from './policy/step/step-policy.js';
-// StepDisposition is the preferred name of StepOutcome (how handling one step job ended, a label).
-export { createStepProcessor, type StepOutcome as StepDisposition, type StepOutcome, type StepProcessor } from './step/step-processor.js';
-export { createToolExecutor, type ToolExecutor } from './step/tool-executor.js';
-export { escapeMarkup, toolMessageContent, truncateObservation } from './policy/step/tool-observation.js';
-export { capToolResult } from './policy/step/tool-result-cap.js';
-export { currentVersion, routeVersion, versionVerdict, withdrawnOnMove } from './policy/run/version-route.js';
-export {
-  ArchiveUnavailableError,
-  BreakerOpenError,
-  BulkheadFullError,
-  ConflictError,
-  ForbiddenError,
-  GoneError,
-  IdempotencyKeyReusedError,
-  InvalidRequestError,
-  isDelaying,
-  McpServerStartError,
-  McpToolError,
-  McpUnavailableError,
-  ModelRejectedError,
-  ModelReplyInvalidError,
-  ModelUnavailableError,
-  NotFoundError,
-  StaleStepError,
-  type StepFailure,
-  ToolOutcomeUnknownError,
-  TooManyStreamsError,
-  terminalReason,
-  UnauthorizedError,
-} from './shared/errors.js';
-export { createInputFilter, type InputFilter, loadInputRules } from './shared/guards/input-filter.js';
-export { createPiiMasker, loadPiiRules, type PiiMasker } from './shared/guards/pii-masker.js';
-export { basicPassword, bearerToken, findApiKey, metricsAuthorized } from './http/credentials.js';
-export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
-export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';
-export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
-export { OPENAPI_PATH } from './http/openapi.js';
-export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
-export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
-export { type RunRoutesDeps, registerRunRoutes } from './http/run-routes.js';
-export { createServiceApp } from './http/service-app.js';
-export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
-export {
-  ARCHIVE_BACKLOG_KEY,
-  ARCHIVE_HOT_KEY,
-  FAULTS_KEY,
-  QUEUE_PREFIX,
-  queuePrefix,
-  runKeys,
-  SCHEDULE_QUEUE_PREFIX,
-  scheduleKeys,
-  stepQueuePrefix,
-  tenantKeys,
-  VERSION_KEYS,
-  versionRunsKey,
-  WEBHOOK_QUEUE_PREFIX,
-} from './shared/keys.js';
-export { createLogger } from './shared/logger.js';
+  AgentCatalog,
+  HANDOFF_ANSWER,
+  isApp,
+  mcpServerSchema,
+  mcpServersSchema,
+  parseToolArguments,
+  toolSpec,
+} from '@rein/define/internal';
 export { type McpGovernance, mcpGovernance } from './adapters/mcp/mcp-governance.js';
 export { McpManager, type McpManagerDeps } from './adapters/mcp/mcp-manager.js';
 export { mcpObservation } from './adapters/mcp/mcp-result.js';
-export { mcpServerSchema, mcpServersSchema } from '@rein/define/internal';
 export { createMcpTool } from './adapters/mcp/mcp-tool.js';
 export { mcpToolName } from './adapters/mcp/mcp-tool-name.js';
-export { createMetrics, type Metrics, registerQueueDepth, registerRedisUp, registerVersionGauges } from './shared/metrics.js';
 export {
   type CompleteWith,
   chatCompletionBody,
@@ -124,8 +38,9 @@ export {
   type ModelRequest,
 } from './adapters/model/model-gateway.js';
 export { createProviderCompletion } from './adapters/model/providers.js';
-export { DEFAULT_PROVIDER, type Provider, parseModelId, providerSchema } from './shared/provider-config.js';
-export { loadOptionsOrExit } from './shared/options.js';
+export { type ArchivePool, createArchivePool } from './adapters/postgres/archive-pool.js';
+export { ArchiveSchemaError, checkArchiveSchema, loadMigrations, migrateArchive } from './adapters/postgres/migrations.js';
+export { type ArchiveDoc, RunArchive } from './adapters/postgres/run-archive.js';
 export {
   type AdmitJob,
   type ArchiveJob,
@@ -179,6 +94,13 @@ export {
   ScheduleQueue,
   type ScheduleTimers,
 } from './adapters/queue/schedule-queue.js';
+export { ApprovalFeed } from './adapters/redis/approval-feed.js';
+export { AuditLog, auditHash, type ChainCheck, GENESIS_HASH, truncation, verifyAuditChain } from './adapters/redis/audit-log.js';
+export { DecisionJournal } from './adapters/redis/decision-journal.js';
+export { EffectLedger } from './adapters/redis/effect-ledger.js';
+export { HotRuns, type RunSnapshot, revisionOf, sameRevision } from './adapters/redis/hot-runs.js';
+export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './adapters/redis/index-pager.js';
+export { LinkUses } from './adapters/redis/link-uses.js';
 export {
   bullConnection,
   checkRedisSettings,
@@ -189,41 +111,39 @@ export {
   type RedisSettings,
   redisOptions,
 } from './adapters/redis/redis.js';
+export { type RunFilter, RunStore } from './adapters/redis/run-store.js';
+export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './adapters/redis/schedule-store.js';
+export { StreamHub, streamIdAfter } from './adapters/redis/stream-hub.js';
+export { QuotaExceededError, TenantQuotas } from './adapters/redis/tenant-quotas.js';
+export { HEARTBEAT_TTL_MS, VersionDirectory, type VersionFacts } from './adapters/redis/version-directory.js';
 export { Bulkhead } from './adapters/resilience/bulkhead.js';
 export { type BreakerOptions, CircuitBreakers } from './adapters/resilience/circuit-breakers.js';
 export { withFaultInjection } from './adapters/resilience/fault-injection.js';
 export { FleetLimit } from './adapters/resilience/fleet-limit.js';
 export { createResilientModelGateway, type ModelProtection } from './adapters/resilience/resilient-model.js';
-export { createFairShare, type FairShare } from './features/runs/fair-share.js';
-export { createRunArchiving, type RunArchiving, retirable } from './features/archive/run-archiving.js';
-export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './features/runs/run-service.js';
-export { checkCron, isMissed, latestFireAt, nextFireAt, scheduledRunId } from './policy/run/schedule-cron.js';
-export { createScheduleService, type FireResult, type ScheduleService } from './features/schedules/schedule-service.js';
-export { INTERRUPTED_TURN, type SessionSettings, sessionHistory } from './features/runs/session-history.js';
-export { type AdmitResult, createSessionQueue, type SessionQueue } from './features/runs/session-queue.js';
-export { createVersionService, type VersionService } from './features/versions/version-service.js';
-export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './process/runtime.js';
-export { type Compensation, type CompensationStep, compensationSchema } from '@rein/contract';
-export { type ChatMessage, chatMessageSchema, type ModelToolCall } from '@rein/contract';
-export { ApprovalFeed } from './adapters/redis/approval-feed.js';
-export { AuditLog, auditHash, type ChainCheck, GENESIS_HASH, truncation, verifyAuditChain } from './adapters/redis/audit-log.js';
-export { DecisionJournal } from './adapters/redis/decision-journal.js';
-export { EffectLedger } from './adapters/redis/effect-ledger.js';
-export { idempotencyKey } from './policy/step/call-identity.js';
-export { HotRuns, type RunSnapshot, revisionOf, sameRevision } from './adapters/redis/hot-runs.js';
-export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './adapters/redis/index-pager.js';
-export { LinkUses } from './adapters/redis/link-uses.js';
-export { type RunFilter, RunStore } from './adapters/redis/run-store.js';
-export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './adapters/redis/schedule-store.js';
-export { StreamHub, streamIdAfter } from './adapters/redis/stream-hub.js';
-export { HEARTBEAT_TTL_MS, VersionDirectory, type VersionFacts } from './adapters/redis/version-directory.js';
-export { canonicalJson, hashArguments } from './policy/app/argument-hash.js';
-export { parseToolArguments, toolSpec } from '@rein/define/internal';
-export { toolDigest } from './policy/app/tool-digest.js';
 export type { CaptureContent } from './adapters/tracing/genai.js';
 export { REIN_ATTR, stepSpan, submitSpan } from './adapters/tracing/rein-spans.js';
 export { parseTraceparent, traceparentSchema } from './adapters/tracing/trace-context.js';
 export { setupTracing, type Tracing } from './adapters/tracing/tracing-setup.js';
+export { type ApprovalLinks, createApprovalLinks, type LinkPreview } from './features/approvals/approval-links.js';
+export {
+  type ApprovalService,
+  createApprovalService,
+  type Decision as ApprovalDecision,
+  type Decision as ApprovalVerdict,
+} from './features/approvals/approval-service.js';
+export { createDecisionLog } from './features/approvals/decision-log.js';
+export { feedVisibleTo, type RunOwners } from './features/approvals/feed-visibility.js';
+export { createRunArchiving, type RunArchiving, retirable } from './features/archive/run-archiving.js';
+export { type Compensator, compensationKey, createCompensator } from './features/compensation/compensation.js';
+export { sweepDeadlines } from './features/housekeeping/deadline-sweeper.js';
+export { type ReaperDeps, reap } from './features/housekeeping/reaper.js';
+export { createFairShare, type FairShare } from './features/runs/fair-share.js';
+export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './features/runs/run-service.js';
+export { INTERRUPTED_TURN, type SessionSettings, sessionHistory } from './features/runs/session-history.js';
+export { type AdmitResult, createSessionQueue, type SessionQueue } from './features/runs/session-queue.js';
+export { createScheduleService, type FireResult, type ScheduleService } from './features/schedules/schedule-service.js';
+export { createVersionService, type VersionService } from './features/versions/version-service.js';
 export { isRefusedAddress, WebhookUrlRefusedError } from './features/webhooks/address-guard.js';
 export { createWebhookDelivery, type WebhookDelivery, WebhookDeliveryFailedError } from './features/webhooks/webhook-delivery.js';
 export {
@@ -236,3 +156,95 @@ export {
 } from './features/webhooks/webhook-dispatcher.js';
 export { createWebhookService, MAX_WEBHOOKS_PER_TENANT, type WebhookService } from './features/webhooks/webhook-service.js';
 export { DELIVERY_LOG_SIZE, WebhookStore } from './features/webhooks/webhook-store.js';
+export { basicPassword, bearerToken, findApiKey, metricsAuthorized } from './http/credentials.js';
+export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
+export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';
+export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
+export { OPENAPI_PATH } from './http/openapi.js';
+export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
+export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
+export { type RunRoutesDeps, registerRunRoutes } from './http/run-routes.js';
+export { createServiceApp } from './http/service-app.js';
+export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
+export { contentVersion, resolveAppVersion } from './policy/app/app-version.js';
+export { canonicalJson, hashArguments } from './policy/app/argument-hash.js';
+export type { FleetVersions } from './policy/app/fleet-versions.js';
+export { toolDigest } from './policy/app/tool-digest.js';
+export { stricterOf, verifyBinding } from './policy/approvals/approval-binding.js';
+export { approvalId, runOfApproval } from './policy/approvals/approval-id.js';
+export {
+  type DecisionRights,
+  decisionRights,
+  holdsRole,
+  isOperator,
+  mayDecide,
+  mayReadRun,
+  ROLE_RANK,
+} from './policy/approvals/decision-rights.js';
+export { linkSecret } from './policy/approvals/link-token.js';
+export { costOf } from './policy/budget/cost.js';
+export { estimatePromptTokens } from './policy/budget/token-estimator.js';
+export { retryOnStale } from './policy/run/run-transitions.js';
+export { checkCron, isMissed, latestFireAt, nextFireAt, scheduledRunId } from './policy/run/schedule-cron.js';
+export { currentVersion, routeVersion, versionVerdict, withdrawnOnMove } from './policy/run/version-route.js';
+export { idempotencyKey } from './policy/step/call-identity.js';
+export { compactHistory, observationContent, READ_RESULT_TOOL, resultHandle, structuredSummary } from './policy/step/context-policy.js';
+export { advanceGuard, checkRepeats, failingTool, guardFromHistory } from './policy/step/loop-guard.js';
+export { linkCallsToPlan, PLAN_APPROVAL, planResponseFormat, validatePlan } from './policy/step/plan.js';
+// StepEffect is the preferred name of Transition (what a step does to its run; see docs/design.md, glossary).
+export type { GuardLimits, Transition as StepEffect, Transition } from './policy/step/step-policy.js';
+export { escapeMarkup, toolMessageContent, truncateObservation } from './policy/step/tool-observation.js';
+export { capToolResult } from './policy/step/tool-result-cap.js';
+export { loadApp, loadAppOrExit } from './process/load-app.js';
+export { createRegistry, type Registry } from './process/registry.js';
+export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './process/runtime.js';
+export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './shared/config.js';
+export {
+  ArchiveUnavailableError,
+  BreakerOpenError,
+  BulkheadFullError,
+  ConflictError,
+  ForbiddenError,
+  GoneError,
+  IdempotencyKeyReusedError,
+  InvalidRequestError,
+  isDelaying,
+  McpServerStartError,
+  McpToolError,
+  McpUnavailableError,
+  ModelRejectedError,
+  ModelReplyInvalidError,
+  ModelUnavailableError,
+  NotFoundError,
+  StaleStepError,
+  type StepFailure,
+  ToolOutcomeUnknownError,
+  TooManyStreamsError,
+  terminalReason,
+  UnauthorizedError,
+} from './shared/errors.js';
+export { createInputFilter, type InputFilter, loadInputRules } from './shared/guards/input-filter.js';
+export { createPiiMasker, loadPiiRules, type PiiMasker } from './shared/guards/pii-masker.js';
+export {
+  ARCHIVE_BACKLOG_KEY,
+  ARCHIVE_HOT_KEY,
+  FAULTS_KEY,
+  QUEUE_PREFIX,
+  queuePrefix,
+  runKeys,
+  SCHEDULE_QUEUE_PREFIX,
+  scheduleKeys,
+  stepQueuePrefix,
+  tenantKeys,
+  VERSION_KEYS,
+  versionRunsKey,
+  WEBHOOK_QUEUE_PREFIX,
+} from './shared/keys.js';
+export { createLogger } from './shared/logger.js';
+export { createMetrics, type Metrics, registerQueueDepth, registerRedisUp, registerVersionGauges } from './shared/metrics.js';
+export { loadOptionsOrExit } from './shared/options.js';
+export { DEFAULT_PROVIDER, type Provider, parseModelId, providerSchema } from './shared/provider-config.js';
+export { createTransitionApplier, type FinishHooks, type Outcome, type TransitionApplier } from './step/apply-transition.js';
+// StepDisposition is the preferred name of StepOutcome (how handling one step job ended, a label).
+export { createStepProcessor, type StepOutcome as StepDisposition, type StepOutcome, type StepProcessor } from './step/step-processor.js';
+export { createToolExecutor, type ToolExecutor } from './step/tool-executor.js';

@@ -1,16 +1,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { defineAgent, defineApp, defineTool } from '@rein/define/internal';
 import type { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { z as z3 } from 'zod/v3';
-import { defineAgent } from '@rein/define/internal';
-import { defineApp } from '@rein/define/internal';
 import { loadApp } from '../src/process/load-app.js';
 import { createRegistry } from '../src/process/registry.js';
 import { ConfigError, ToolError } from '../src/shared/errors.js';
-import { defineTool } from '@rein/define/internal';
 
 const echo = defineTool({
   name: 'echo',

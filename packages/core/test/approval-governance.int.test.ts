@@ -1,7 +1,6 @@
+import type { Approval, Principal } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
 import { runKeys } from '../src/shared/keys.js';
-import type { Approval } from '@rein/contract';
-import type { Principal } from '@rein/contract';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
 

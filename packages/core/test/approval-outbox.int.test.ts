@@ -1,9 +1,9 @@
+import type { ApprovalFeedEvent } from '@rein/contract';
 import { Queue } from 'bullmq';
 import { describe, expect, it, vi } from 'vitest';
+import { ApprovalFeed } from '../src/adapters/redis/approval-feed.js';
 import { reap } from '../src/features/housekeeping/reaper.js';
 import { APPROVAL_OUTBOX_KEY } from '../src/shared/keys.js';
-import type { ApprovalFeedEvent } from '@rein/contract';
-import { ApprovalFeed } from '../src/adapters/redis/approval-feed.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { APPROVER, type Harness, harnessPerTest, USER } from './harness.js';
 

@@ -1,14 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { defineAgent } from '@rein/define/internal';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { ModelRequest } from '../src/adapters/model/model-gateway.js';
 import { type ArchivePool, createArchivePool } from '../src/adapters/postgres/archive-pool.js';
 import { migrateArchive } from '../src/adapters/postgres/migrations.js';
 import { RunArchive } from '../src/adapters/postgres/run-archive.js';
+import { HotRuns } from '../src/adapters/redis/hot-runs.js';
+import { createRunArchiving } from '../src/features/archive/run-archiving.js';
 import { childRunId } from '../src/policy/step/sub-agents.js';
 import { ARCHIVE_BACKLOG_KEY, ARCHIVE_HOT_KEY, runKeys } from '../src/shared/keys.js';
 import { createMetrics, type Metrics, registerArchiveBacklog } from '../src/shared/metrics.js';
-import type { ModelRequest } from '../src/adapters/model/model-gateway.js';
-import { createRunArchiving } from '../src/features/archive/run-archiving.js';
-import { HotRuns } from '../src/adapters/redis/hot-runs.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { hasPostgresBinaries, LocalPostgres } from '../src/testing/postgres-server.js';
 import { type Harness, harnessPerTest, USER } from './harness.js';

@@ -1,6 +1,5 @@
+import type { Approval, RunRecord, RunStatus, StepRecord } from '@rein/contract';
 import type { ArchiveDoc } from '../src/adapters/postgres/run-archive.js';
-import type { Approval } from '@rein/contract';
-import type { RunRecord, RunStatus, StepRecord } from '@rein/contract';
 import { revisionOf } from '../src/adapters/redis/hot-runs.js';
 
 export interface FixtureRun {

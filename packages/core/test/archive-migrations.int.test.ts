@@ -1,6 +1,12 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { type ArchivePool, createArchivePool } from '../src/adapters/postgres/archive-pool.js';
-import { ArchiveSchemaError, checkArchiveSchema, loadMigrations, type Migration, migrateArchive } from '../src/adapters/postgres/migrations.js';
+import {
+  ArchiveSchemaError,
+  checkArchiveSchema,
+  loadMigrations,
+  type Migration,
+  migrateArchive,
+} from '../src/adapters/postgres/migrations.js';
 import { startTestPostgres } from '../src/testing/postgres-server.js';
 
 const db = await startTestPostgres('archive migrations');

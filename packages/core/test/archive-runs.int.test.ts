@@ -4,8 +4,8 @@ import { type ArchivePool, createArchivePool } from '../src/adapters/postgres/ar
 import { migrateArchive } from '../src/adapters/postgres/migrations.js';
 import { RunArchive } from '../src/adapters/postgres/run-archive.js';
 import { searchRuns, usage } from '../src/adapters/postgres/run-search.js';
-import { runView } from '../src/features/runs/run-service.js';
 import { revisionOf } from '../src/adapters/redis/hot-runs.js';
+import { runView } from '../src/features/runs/run-service.js';
 import { startTestPostgres } from '../src/testing/postgres-server.js';
 import { archiveDoc } from './archive-fixture.js';
 

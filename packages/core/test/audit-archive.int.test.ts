@@ -1,11 +1,11 @@
+import type { AuditRecord } from '@rein/contract';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type ArchivePool, createArchivePool } from '../src/adapters/postgres/archive-pool.js';
 import { AuditArchive } from '../src/adapters/postgres/audit-archive.js';
 import { migrateArchive } from '../src/adapters/postgres/migrations.js';
-import { tenantKeys } from '../src/shared/keys.js';
-import type { AuditRecord } from '@rein/contract';
 import { AuditLog, verifyAuditChain } from '../src/adapters/redis/audit-log.js';
+import { tenantKeys } from '../src/shared/keys.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 import { startTestPostgres } from '../src/testing/postgres-server.js';
 

@@ -1,7 +1,7 @@
+import type { RunRecord } from '@rein/contract';
+import { type Approval, budgetRaiseSchema } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
 import { budgetVerdict, proposeRaise, raisedLimits } from '../src/policy/budget/budget-ask.js';
-import { type Approval, budgetRaiseSchema } from '@rein/contract';
-import type { RunRecord } from '@rein/contract';
 
 /** The budget-ask policy as pure functions: no Redis, no model, no clock. */
 

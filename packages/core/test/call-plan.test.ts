@@ -1,12 +1,10 @@
+import type { Approval, ModelToolCall, RunPlan, RunRecord } from '@rein/contract';
+import type { AgentProfile } from '@rein/define/internal';
+import { defineTool, type Tool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { AgentProfile } from '@rein/define/internal';
-import { type CallPlanInput, type PlannedCall, planCalls, plannedRecord } from '../src/policy/step/call-plan.js';
-import type { Approval } from '@rein/contract';
-import type { ModelToolCall } from '@rein/contract';
-import type { RunPlan, RunRecord } from '@rein/contract';
 import { hashArguments } from '../src/policy/app/argument-hash.js';
-import { defineTool, type Tool } from '@rein/define/internal';
+import { type CallPlanInput, type PlannedCall, planCalls, plannedRecord } from '../src/policy/step/call-plan.js';
 
 /** The call plan as a pure function (no Redis): what the step does with each of the model's calls. */
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { shardOf } from '../src/adapters/queue/job-catalog.js';
 import { loadConfig, workerShards } from '../src/shared/config.js';
 import { ConfigError } from '../src/shared/errors.js';
 import { queuePrefix } from '../src/shared/keys.js';
 import { optionsFromEnv } from '../src/shared/options.js';
-import { shardOf } from '../src/adapters/queue/job-catalog.js';
 
 describe('Redis Cluster settings', () => {
   it('reads REDIS_CLUSTER_NODES as host:port seeds, IPv6 in brackets', () => {

@@ -1,8 +1,7 @@
+import type { Approval, RunRecord, StepRecord, ToolCallRecord } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
 import { changeFacts, commitFacts, finishFact, knownToolNames, recordFacts } from '../src/policy/step/commit-facts.js';
 import type { Transition } from '../src/policy/step/step-policy.js';
-import type { Approval } from '@rein/contract';
-import type { RunRecord, StepRecord, ToolCallRecord } from '@rein/contract';
 
 /** What a committed step counts, read from its records (pure: no Redis, no registry). */
 

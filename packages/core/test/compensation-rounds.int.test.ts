@@ -1,15 +1,14 @@
+import { defineAgent, defineTool } from '@rein/define/internal';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '@rein/define/internal';
-import { type Compensator, createCompensator } from '../src/features/compensation/compensation.js';
-import { childRunId } from '../src/policy/step/sub-agents.js';
-import { ToolError } from '../src/shared/errors.js';
 import { compensateJobSchema } from '../src/adapters/queue/job-catalog.js';
+import { type Compensator, createCompensator } from '../src/features/compensation/compensation.js';
 import { ROLLBACK_DECLINED_TURN, ROLLBACK_FAILED_TURN } from '../src/features/runs/session-history.js';
 import { createSessionQueue } from '../src/features/runs/session-queue.js';
+import { childRunId } from '../src/policy/step/sub-agents.js';
+import { ToolError } from '../src/shared/errors.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool } from '@rein/define/internal';
 import type { Harness, HarnessOptions } from './harness.js';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
 

@@ -1,8 +1,8 @@
+import type { CompensationPolicy } from '@rein/define/internal';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { CompensationPolicy } from '@rein/define/internal';
-import { createCompensator } from '../src/features/compensation/compensation.js';
 import { compensateJobSchema } from '../src/adapters/queue/job-catalog.js';
+import { createCompensator } from '../src/features/compensation/compensation.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
 

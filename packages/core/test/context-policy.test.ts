@@ -1,7 +1,7 @@
+import type { ChatMessage, StepRecord } from '@rein/contract';
+import { defineAgent, defineApp, defineTool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '@rein/define/internal';
-import { defineApp } from '@rein/define/internal';
 import { estimatePromptTokens } from '../src/policy/budget/token-estimator.js';
 import {
   compactHistory,
@@ -11,10 +11,7 @@ import {
   READ_RESULT_TOOL,
   structuredSummary,
 } from '../src/policy/step/context-policy.js';
-import type { ChatMessage } from '@rein/contract';
-import type { StepRecord } from '@rein/contract';
 import { createReadResultTool } from '../src/policy/step/read-result.js';
-import { defineTool } from '@rein/define/internal';
 
 /** The context policy as pure functions (no Redis): summaries, handles, compacted history. */
 

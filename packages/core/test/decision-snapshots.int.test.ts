@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { runKeys } from '../src/shared/keys.js';
-import { chatCompletionBody, createOpenAICompletion, type ModelGateway } from '../src/adapters/model/model-gateway.js';
 import type { Snapshot } from '@rein/contract';
+import { afterEach, describe, expect, it } from 'vitest';
+import { chatCompletionBody, createOpenAICompletion, type ModelGateway } from '../src/adapters/model/model-gateway.js';
+import { runKeys } from '../src/shared/keys.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { harnessPerTest } from './harness.js';
 

@@ -1,7 +1,7 @@
-import { describe, expect, it } from 'vitest';
-import { createDeltaPublisher } from '../src/step/delta-publisher.js';
-import { createPiiMasker } from '../src/shared/guards/pii-masker.js';
 import type { RunEvent } from '@rein/contract';
+import { describe, expect, it } from 'vitest';
+import { createPiiMasker } from '../src/shared/guards/pii-masker.js';
+import { createDeltaPublisher } from '../src/step/delta-publisher.js';
 
 describe('the delta publisher', () => {
   it('hands back the last batch unsent, after the batches already sent have landed', async () => {

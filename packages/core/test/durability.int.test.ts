@@ -1,10 +1,10 @@
+import { defineTool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { idempotencyKey } from '../src/policy/step/call-identity.js';
 import { StaleStepError } from '../src/shared/errors.js';
 import { runKeys } from '../src/shared/keys.js';
-import { idempotencyKey } from '../src/policy/step/call-identity.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool } from '@rein/define/internal';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
 
 const use = harnessPerTest();

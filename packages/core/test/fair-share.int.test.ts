@@ -1,14 +1,14 @@
+import type { RunRecord } from '@rein/contract';
+import { defineAgent } from '@rein/define/internal';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineAgent } from '@rein/define/internal';
-import { TenantQuotas } from '../src/adapters/redis/tenant-quotas.js';
-import type { Quotas } from '../src/shared/config.js';
-import { fairShareKeys, tenantKeys } from '../src/shared/keys.js';
 import { type Enqueue, slotJobSchema } from '../src/adapters/queue/job-catalog.js';
 import { connectRedis, type RedisClient } from '../src/adapters/redis/redis.js';
+import { TenantQuotas } from '../src/adapters/redis/tenant-quotas.js';
 import { createFairShare } from '../src/features/runs/fair-share.js';
-import type { RunRecord } from '@rein/contract';
+import type { Quotas } from '../src/shared/config.js';
+import { fairShareKeys, tenantKeys } from '../src/shared/keys.js';
 import { createFakeModel, startTestCluster, startTestRedis, type TestCluster, type TestRedis, toolCall } from '../src/testing/index.js';
 import { harnessPerTest, USER } from './harness.js';
 

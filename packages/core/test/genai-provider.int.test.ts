@@ -1,14 +1,14 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CircuitBreakers } from '../src/adapters/resilience/circuit-breakers.js';
+import { FleetLimit } from '../src/adapters/resilience/fleet-limit.js';
+import { createResilientModelGateway } from '../src/adapters/resilience/resilient-model.js';
+import { setupTracing, type Tracing } from '../src/adapters/tracing/tracing-setup.js';
 import { createPiiMasker } from '../src/shared/guards/pii-masker.js';
 import { createLogger } from '../src/shared/logger.js';
 import { createMetrics } from '../src/shared/metrics.js';
 import { optionsFromEnv } from '../src/shared/options.js';
-import { CircuitBreakers } from '../src/adapters/resilience/circuit-breakers.js';
-import { FleetLimit } from '../src/adapters/resilience/fleet-limit.js';
-import { createResilientModelGateway } from '../src/adapters/resilience/resilient-model.js';
 import { type OtlpReceiver, startOtlpReceiver, startTestRedis, type TestRedis } from '../src/testing/index.js';
-import { setupTracing, type Tracing } from '../src/adapters/tracing/tracing-setup.js';
 
 const logger = createLogger('silent', 'test');
 let server: TestRedis;

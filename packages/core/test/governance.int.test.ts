@@ -1,11 +1,10 @@
+import type { Escalation, Principal } from '@rein/contract';
+import { defineTool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { tenantKeys } from '../src/shared/keys.js';
-import type { Escalation } from '@rein/contract';
-import type { Principal } from '@rein/contract';
 import { auditHash, verifyAuditChain } from '../src/adapters/redis/audit-log.js';
+import { tenantKeys } from '../src/shared/keys.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool } from '@rein/define/internal';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
 
 const use = harnessPerTest();

@@ -1,14 +1,13 @@
 import { Writable } from 'node:stream';
+import type { ToolCallRecord } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/shared/config.js';
 import { advanceGuard, checkRepeats, EMPTY_GUARD, failingTool, guardFromHistory } from '../src/policy/step/loop-guard.js';
 import { toolMessageContent, truncateObservation } from '../src/policy/step/tool-observation.js';
-import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../src/shared/config.js';
 import { capToolResult } from '../src/policy/step/tool-result-cap.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES, loadConfig } from '../src/shared/config.js';
 import { createInputFilter } from '../src/shared/guards/input-filter.js';
 import { createPiiMasker, loadPiiRules, type MaskWork, piiRulesSchema, safeCut } from '../src/shared/guards/pii-masker.js';
 import { createLogger } from '../src/shared/logger.js';
-import type { ToolCallRecord } from '@rein/contract';
 
 describe('input filter (core defaults: prompt injection only)', () => {
   const filter = createInputFilter();

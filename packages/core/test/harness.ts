@@ -1,37 +1,43 @@
+import type { Principal } from '@rein/contract';
+import type { AgentProfile, Tool } from '@rein/define/internal';
+import { type AppServices, defineApp } from '@rein/define/internal';
 import orderApp, { DemoStore, orderAssistant } from '@rein/example-order-assistant';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
-import type { AgentProfile } from '@rein/define/internal';
-import { type AppServices, defineApp } from '@rein/define/internal';
-import { createRegistry } from '../src/process/registry.js';
-import { createApprovalService } from '../src/features/approvals/approval-service.js';
-import type { EscalationDefaults } from '../src/policy/approvals/escalation.js';
-import type { RunArchive } from '../src/adapters/postgres/run-archive.js';
-import { TenantQuotas } from '../src/adapters/redis/tenant-quotas.js';
-import { loadConfig, type Price, type Quotas } from '../src/shared/config.js';
-import { createTransitionApplier, type FinishHooks } from '../src/step/apply-transition.js';
-import type { DelegationLimits } from '../src/policy/step/call-plan.js';
-import { createChildRuns } from '../src/step/child-runs.js';
-import { knownToolNames } from '../src/policy/step/commit-facts.js';
-import { createRunTree, type RunTree } from '../src/features/tree/run-tree.js';
-import type { GuardLimits, StepVersions } from '../src/step/step-processor.js';
-import { createStepProcessor } from '../src/step/step-processor.js';
-import { createToolExecutor } from '../src/step/tool-executor.js';
-import { createPiiMasker } from '../src/shared/guards/pii-masker.js';
-import { createMetrics } from '../src/shared/metrics.js';
 import type { ModelGateway } from '../src/adapters/model/model-gateway.js';
-import { type Enqueue, type ExpireJob, type JobName, type JobPayload, jobCatalog, stepJobSchema } from '../src/adapters/queue/job-catalog.js';
-import { createRunService } from '../src/features/runs/run-service.js';
-import type { SessionSettings } from '../src/features/runs/session-history.js';
-import type { Principal } from '@rein/contract';
+import type { RunArchive } from '../src/adapters/postgres/run-archive.js';
+import {
+  type Enqueue,
+  type ExpireJob,
+  type JobName,
+  type JobPayload,
+  jobCatalog,
+  stepJobSchema,
+} from '../src/adapters/queue/job-catalog.js';
 import { ApprovalFeed } from '../src/adapters/redis/approval-feed.js';
 import { AuditLog } from '../src/adapters/redis/audit-log.js';
 import { DecisionJournal } from '../src/adapters/redis/decision-journal.js';
 import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
 import { RunStore } from '../src/adapters/redis/run-store.js';
+import { TenantQuotas } from '../src/adapters/redis/tenant-quotas.js';
+import { createApprovalService } from '../src/features/approvals/approval-service.js';
+import { createRunService } from '../src/features/runs/run-service.js';
+import type { SessionSettings } from '../src/features/runs/session-history.js';
+import { createRunTree, type RunTree } from '../src/features/tree/run-tree.js';
+import type { EscalationDefaults } from '../src/policy/approvals/escalation.js';
+import type { DelegationLimits } from '../src/policy/step/call-plan.js';
+import { knownToolNames } from '../src/policy/step/commit-facts.js';
+import { createRegistry } from '../src/process/registry.js';
+import { loadConfig, type Price, type Quotas } from '../src/shared/config.js';
+import { createPiiMasker } from '../src/shared/guards/pii-masker.js';
+import { createMetrics } from '../src/shared/metrics.js';
+import { createTransitionApplier, type FinishHooks } from '../src/step/apply-transition.js';
+import { createChildRuns } from '../src/step/child-runs.js';
+import type { GuardLimits, StepVersions } from '../src/step/step-processor.js';
+import { createStepProcessor } from '../src/step/step-processor.js';
+import { createToolExecutor } from '../src/step/tool-executor.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
-import type { Tool } from '@rein/define/internal';
 
 /** How many times a Redis server has read a client's request: one per write that reached it apart. */
 export async function readsProcessed(admin: Redis): Promise<number> {

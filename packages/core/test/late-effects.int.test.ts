@@ -1,11 +1,11 @@
+import { defineTool } from '@rein/define/internal';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { compensateJobSchema } from '../src/adapters/queue/job-catalog.js';
 import { type Compensator, createCompensator } from '../src/features/compensation/compensation.js';
 import { runKeys } from '../src/shared/keys.js';
-import { compensateJobSchema } from '../src/adapters/queue/job-catalog.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool } from '@rein/define/internal';
 import type { Harness } from './harness.js';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
 

@@ -4,13 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 // The built fixture: a child process runs JavaScript, not this package's TypeScript sources.
 import { MCP_FIXTURE_MAIN } from '@rein/core/testing';
+import type { McpServerConfig, Tool } from '@rein/define/internal';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { McpServerStartError } from '../src/shared/errors.js';
 import { McpManager } from '../src/adapters/mcp/mcp-manager.js';
-import type { McpServerConfig } from '@rein/define/internal';
+import { McpServerStartError } from '../src/shared/errors.js';
 import { createMetrics } from '../src/shared/metrics.js';
-import type { Tool } from '@rein/define/internal';
 
 // Every test here really starts server processes and checks, by pid, that they are gone.
 const logger = pino({ level: 'silent' });

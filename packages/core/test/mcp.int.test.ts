@@ -1,27 +1,25 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Approval, RunRecord } from '@rein/contract';
 // The built fixture: a child process runs JavaScript, not this package's TypeScript sources.
 import { MCP_FIXTURE_MAIN } from '@rein/core/testing';
+import type { AgentProfile, McpServerConfig } from '@rein/define/internal';
+import { defineTool, type Tool, toolSpec } from '@rein/define/internal';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { AgentProfile } from '@rein/define/internal';
-import { planCalls } from '../src/policy/step/call-plan.js';
-import { createToolExecutor, type ToolExecutorDeps } from '../src/step/tool-executor.js';
-import { BreakerOpenError, McpServerStartError } from '../src/shared/errors.js';
-import { runKeys } from '../src/shared/keys.js';
 import { McpManager } from '../src/adapters/mcp/mcp-manager.js';
-import type { McpServerConfig } from '@rein/define/internal';
-import { createMetrics, type Metrics } from '../src/shared/metrics.js';
+import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
 import { Bulkhead } from '../src/adapters/resilience/bulkhead.js';
 import { CircuitBreakers } from '../src/adapters/resilience/circuit-breakers.js';
-import type { Approval } from '@rein/contract';
-import type { RunRecord } from '@rein/contract';
-import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
+import { planCalls } from '../src/policy/step/call-plan.js';
+import { BreakerOpenError, McpServerStartError } from '../src/shared/errors.js';
+import { runKeys } from '../src/shared/keys.js';
+import { createMetrics, type Metrics } from '../src/shared/metrics.js';
+import { createToolExecutor, type ToolExecutorDeps } from '../src/step/tool-executor.js';
 import { type FixtureEffect, McpFixtureState, startMcpFixtureHttp, startTestRedis, type TestRedis } from '../src/testing/index.js';
-import { defineTool, type Tool, toolSpec } from '@rein/define/internal';
 
 const logger = pino({ level: 'silent' });
 

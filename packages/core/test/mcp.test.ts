@@ -1,13 +1,11 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { defineAgent, defineApp, mcpServersSchema } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
-import { defineAgent } from '@rein/define/internal';
-import { defineApp } from '@rein/define/internal';
-import { ConfigError, McpToolError } from '../src/shared/errors.js';
 import { mcpGovernance } from '../src/adapters/mcp/mcp-governance.js';
 import { mcpObservation } from '../src/adapters/mcp/mcp-result.js';
-import { mcpServersSchema } from '@rein/define/internal';
 import { createMcpTool } from '../src/adapters/mcp/mcp-tool.js';
 import { mcpToolName } from '../src/adapters/mcp/mcp-tool-name.js';
+import { ConfigError, McpToolError } from '../src/shared/errors.js';
 
 describe('MCP governance from annotations', () => {
   it('makes a read-only tool a read that may be re-run', () => {

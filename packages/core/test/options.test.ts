@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { configSchema, loadConfig } from '../src/shared/config.js';
 import { serviceOptions } from '../src/http/run-http-service.js';
+import { configSchema, loadConfig } from '../src/shared/config.js';
 import { compileOptions, envOptionPaths, optionsFromEnv } from '../src/shared/options.js';
 
 function at(options: object, path: string): unknown {

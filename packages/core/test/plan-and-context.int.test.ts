@@ -1,11 +1,11 @@
+import { defineTool, type Tool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import type { ModelRequest } from '../src/adapters/model/model-gateway.js';
+import { toolDigest } from '../src/policy/app/tool-digest.js';
 import { estimatePromptTokens } from '../src/policy/budget/token-estimator.js';
 import { contextPolicySchema } from '../src/policy/step/context-policy.js';
-import type { ModelRequest } from '../src/adapters/model/model-gateway.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool, type Tool } from '@rein/define/internal';
-import { toolDigest } from '../src/policy/app/tool-digest.js';
 import { harnessPerTest, USER } from './harness.js';
 
 /** Plan mode and the context policy on the step engine (real Redis, fake model). */

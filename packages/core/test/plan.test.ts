@@ -1,6 +1,7 @@
+import type { Approval, PlanStep, RunPlan, RunRecord } from '@rein/contract';
+import { defineAgent, defineTool, type Tool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '@rein/define/internal';
 import {
   editPlan,
   linkCallsToPlan,
@@ -11,9 +12,6 @@ import {
   planResponseFormat,
   validatePlan,
 } from '../src/policy/step/plan.js';
-import type { Approval } from '@rein/contract';
-import type { PlanStep, RunPlan, RunRecord } from '@rein/contract';
-import { defineTool, type Tool } from '@rein/define/internal';
 
 /** Plan mode's policy as pure functions (no Redis): validation, approval, edits, drift detection. */
 

@@ -1,8 +1,8 @@
+import type { Approval } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
 import { decisionRights, mayDecide } from '../src/policy/approvals/decision-rights.js';
 import { escalated, escalationDueAt, firstEscalation } from '../src/policy/approvals/escalation.js';
 import { approvalsNeeded, tallyApproval } from '../src/policy/approvals/quorum.js';
-import type { Approval } from '@rein/contract';
 
 const base: Approval = {
   schemaVersion: 1,

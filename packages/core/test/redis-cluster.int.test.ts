@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runKeys } from '../src/shared/keys.js';
 import { StepScheduler } from '../src/adapters/queue/job-catalog.js';
 import { checkRedisSettings, connectRedis, createRedisClient, type RedisClient, type RedisSettings } from '../src/adapters/redis/redis.js';
 import { StreamHub } from '../src/adapters/redis/stream-hub.js';
+import { runKeys } from '../src/shared/keys.js';
 import { startTestCluster, type TestCluster } from '../src/testing/index.js';
 import { readsProcessed } from './harness.js';
 

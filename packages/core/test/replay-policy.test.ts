@@ -1,14 +1,13 @@
+import type { Approval, ReplaySettings, RunRecord, StepRecord, ToolCallRecord } from '@rein/contract';
+import type { AgentProfile } from '@rein/define/internal';
+import { defineTool, type Tool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { AgentProfile } from '@rein/define/internal';
+import { sampleEvenly } from '../src/features/replay/replay-cohort-service.js';
+import { hashArguments } from '../src/policy/app/argument-hash.js';
+import { diffRuns } from '../src/policy/run/run-diff.js';
 import { type PlannedCall, planCalls } from '../src/policy/step/call-plan.js';
 import { recordingOf, replayProfile, replayStep } from '../src/policy/step/replay-policy.js';
-import { sampleEvenly } from '../src/features/replay/replay-cohort-service.js';
-import { diffRuns } from '../src/policy/run/run-diff.js';
-import type { Approval } from '@rein/contract';
-import type { ReplaySettings, RunRecord, StepRecord, ToolCallRecord } from '@rein/contract';
-import { hashArguments } from '../src/policy/app/argument-hash.js';
-import { defineTool, type Tool } from '@rein/define/internal';
 
 /** What a replay's tool call gets, as a pure function of the original's records (no Redis). */
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { runKeys } from '../src/shared/keys.js';
 import { runFootprint } from '../src/adapters/redis/run-footprint.js';
+import { runKeys } from '../src/shared/keys.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { harnessPerTest, USER } from './harness.js';
 

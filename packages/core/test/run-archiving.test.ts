@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { retirable } from '../src/features/archive/run-archiving.js';
 import { revisionOf, sameRevision } from '../src/adapters/redis/hot-runs.js';
+import { retirable } from '../src/features/archive/run-archiving.js';
 import { archiveDoc } from './archive-fixture.js';
 
 describe('hot retention’s policy', () => {

@@ -1,7 +1,7 @@
-import { describe, expect, it } from 'vitest';
-import { ForbiddenError } from '../src/shared/errors.js';
 import type { Principal } from '@rein/contract';
+import { describe, expect, it } from 'vitest';
 import { decodeCursor, encodeCursor, pageIndexes } from '../src/adapters/redis/index-pager.js';
+import { ForbiddenError } from '../src/shared/errors.js';
 import { createFakeModel, toolCall } from '../src/testing/fake-model.js';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
 

@@ -1,6 +1,6 @@
+import type { Compensation } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
 import { ROLLBACK_DECLINED_TURN, ROLLBACK_FAILED_TURN, ROLLBACK_UNDOING_TURN, rollbackMark } from '../src/features/runs/session-history.js';
-import type { Compensation } from '@rein/contract';
 
 const saga = (status: Compensation['status']): Compensation => ({
   schemaVersion: 1,

@@ -1,7 +1,7 @@
+import type { Principal } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
 import { ConflictError } from '../src/shared/errors.js';
 import { tenantKeys } from '../src/shared/keys.js';
-import type { Principal } from '@rein/contract';
 import { createFakeModel, toolCall } from '../src/testing/fake-model.js';
 import { harnessPerTest, USER } from './harness.js';
 

@@ -1,13 +1,13 @@
+import { defineTool } from '@rein/define/internal';
 import { HANDOFF_ANSWER } from '@rein/example-order-assistant';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import type { ModelGateway } from '../src/adapters/model/model-gateway.js';
 import { estimatePromptTokens } from '../src/policy/budget/token-estimator.js';
+import { idempotencyKey } from '../src/policy/step/call-identity.js';
 import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../src/shared/config.js';
 import { ToolError } from '../src/shared/errors.js';
-import type { ModelGateway } from '../src/adapters/model/model-gateway.js';
-import { idempotencyKey } from '../src/policy/step/call-identity.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool } from '@rein/define/internal';
 import { harnessPerTest } from './harness.js';
 
 const use = harnessPerTest();

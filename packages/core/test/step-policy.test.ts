@@ -1,6 +1,7 @@
+import type { Approval, Decision, RunRecord, ToolCallRecord } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
-import { EMPTY_GUARD, guardFromHistory } from '../src/policy/step/loop-guard.js';
 import { retryOnStale } from '../src/policy/run/run-transitions.js';
+import { EMPTY_GUARD, guardFromHistory } from '../src/policy/step/loop-guard.js';
 import {
   afterDecision,
   afterPlan,
@@ -12,8 +13,6 @@ import {
   type StepFacts,
 } from '../src/policy/step/step-policy.js';
 import { StaleStepError } from '../src/shared/errors.js';
-import type { Approval } from '@rein/contract';
-import type { Decision, RunRecord, ToolCallRecord } from '@rein/contract';
 
 /** The step policy as pure functions: every case here runs without Redis, a model or a clock. */
 

@@ -1,9 +1,9 @@
+import type { Decision, RunRecord } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { EMPTY_GUARD } from '../src/policy/step/loop-guard.js';
 import { afterDecision, type StepFacts } from '../src/policy/step/step-policy.js';
 import { outputSpec } from '../src/policy/step/structured-output.js';
-import type { Decision, RunRecord } from '@rein/contract';
 
 /** The output schema in the step policy: pure, no Redis, no model. */
 

@@ -1,14 +1,14 @@
-import { describe, expect, it } from 'vitest';
+import type { RunRecord } from '@rein/contract';
 import { defineAgent } from '@rein/define/internal';
-import { estimatePromptTokens } from '../src/policy/budget/token-estimator.js';
-import type { Quota, Quotas } from '../src/shared/config.js';
-import { type Compensator, createCompensator } from '../src/features/compensation/compensation.js';
-import { childRunId } from '../src/policy/step/sub-agents.js';
-import { tenantKeys } from '../src/shared/keys.js';
+import { describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../src/adapters/model/model-gateway.js';
 import { compensateJobSchema, stepJobSchema } from '../src/adapters/queue/job-catalog.js';
-import type { RunRecord } from '@rein/contract';
-import type { Commit } from '../src/adapters/redis/run-store.js';
+import { type Compensator, createCompensator } from '../src/features/compensation/compensation.js';
+import { estimatePromptTokens } from '../src/policy/budget/token-estimator.js';
+import type { Commit } from '../src/policy/run/run-transitions.js';
+import { childRunId } from '../src/policy/step/sub-agents.js';
+import type { Quota, Quotas } from '../src/shared/config.js';
+import { tenantKeys } from '../src/shared/keys.js';
 import { createFakeModel, type FakeTurn, toolCall } from '../src/testing/index.js';
 import { APPROVER, type HarnessOptions, harnessPerTest } from './harness.js';
 

@@ -1,13 +1,11 @@
+import type { RunRecord } from '@rein/contract';
+import { defineAgent, defineApp, defineTool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '@rein/define/internal';
-import { defineApp } from '@rein/define/internal';
 import { planCalls } from '../src/policy/step/call-plan.js';
 import { gate } from '../src/policy/step/step-policy.js';
 import { boundedByTree, childLimits, childObservation, childRecord, childRunId, treeTotal } from '../src/policy/step/sub-agents.js';
-import type { RunRecord } from '@rein/contract';
 import { toolCall } from '../src/testing/index.js';
-import { defineTool } from '@rein/define/internal';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 const run = (over: Partial<RunRecord> = {}): RunRecord => ({

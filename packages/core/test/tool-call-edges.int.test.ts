@@ -1,7 +1,7 @@
+import { defineTool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
-import { defineTool } from '@rein/define/internal';
 import { harnessPerTest, USER } from './harness.js';
 
 const use = harnessPerTest();

@@ -1,9 +1,9 @@
+import type { Role, TenantRole } from '@rein/contract';
+import { defineTool, parseToolArguments, toolSpec } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { decisionRefusal, decisionRights, holdsRole, isOperator, mayDecide } from '../src/policy/approvals/decision-rights.js';
 import { loadConfig } from '../src/shared/config.js';
-import type { Role, TenantRole } from '@rein/contract';
-import { defineTool, parseToolArguments, toolSpec } from '@rein/define/internal';
 
 const tool = defineTool({
   name: 'query_order',

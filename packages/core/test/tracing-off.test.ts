@@ -1,13 +1,13 @@
 import { trace } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/shared/config.js';
-import { createPiiMasker } from '../src/shared/guards/pii-masker.js';
-import { createLogger } from '../src/shared/logger.js';
-import { optionsFromEnv } from '../src/shared/options.js';
 import { chatSpan } from '../src/adapters/tracing/genai.js';
 import { stepSpan, submitSpan } from '../src/adapters/tracing/rein-spans.js';
 import { activeTraceparent, parseTraceparent } from '../src/adapters/tracing/trace-context.js';
 import { setupTracing } from '../src/adapters/tracing/tracing-setup.js';
+import { loadConfig } from '../src/shared/config.js';
+import { createPiiMasker } from '../src/shared/guards/pii-masker.js';
+import { createLogger } from '../src/shared/logger.js';
+import { optionsFromEnv } from '../src/shared/options.js';
 
 const logger = createLogger('silent', 'test');
 const CALLER = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';

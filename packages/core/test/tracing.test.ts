@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPiiMasker } from '../src/shared/guards/pii-masker.js';
-import { createLogger, logTraceFields } from '../src/shared/logger.js';
-import { optionsFromEnv } from '../src/shared/options.js';
-import { type OtlpReceiver, startOtlpReceiver } from '../src/testing/otlp-receiver.js';
 import { chatSpan, toolSpan } from '../src/adapters/tracing/genai.js';
 import { stepSpan, submitSpan } from '../src/adapters/tracing/rein-spans.js';
 import { annotateActiveSpan } from '../src/adapters/tracing/spans.js';
 import { activeTraceparent, parseTraceparent } from '../src/adapters/tracing/trace-context.js';
 import { maskedContent, setupTracing, type Tracing } from '../src/adapters/tracing/tracing-setup.js';
+import { createPiiMasker } from '../src/shared/guards/pii-masker.js';
+import { createLogger, logTraceFields } from '../src/shared/logger.js';
+import { optionsFromEnv } from '../src/shared/options.js';
+import { type OtlpReceiver, startOtlpReceiver } from '../src/testing/otlp-receiver.js';
 
 const logger = createLogger('silent', 'test');
 const CALLER = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';

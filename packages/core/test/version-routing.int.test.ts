@@ -1,21 +1,21 @@
+import type { RunRecord } from '@rein/contract';
+import { AgentCatalog, defineAgent } from '@rein/define/internal';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentCatalog, defineAgent } from '@rein/define/internal';
-import type { FleetVersions } from '../src/policy/app/fleet-versions.js';
-import type { PlannedCall } from '../src/policy/step/call-plan.js';
-import { createChildRuns } from '../src/step/child-runs.js';
-import { type CompensatorDeps, createCompensator } from '../src/features/compensation/compensation.js';
-import { runEvent } from '../src/policy/run/run-event.js';
-import { createRunTree } from '../src/features/tree/run-tree.js';
-import { childRecord, childRunId } from '../src/policy/step/sub-agents.js';
-import { routeVersion } from '../src/policy/run/version-route.js';
-import { createMetrics } from '../src/shared/metrics.js';
 import { StepScheduler, stepQueue } from '../src/adapters/queue/job-catalog.js';
-import { createRunArchiving, type RunArchivingDeps } from '../src/features/archive/run-archiving.js';
-import type { RunRecord } from '@rein/contract';
 import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
 import { RunStore } from '../src/adapters/redis/run-store.js';
+import { createRunArchiving, type RunArchivingDeps } from '../src/features/archive/run-archiving.js';
+import { type CompensatorDeps, createCompensator } from '../src/features/compensation/compensation.js';
+import { createRunTree } from '../src/features/tree/run-tree.js';
+import type { FleetVersions } from '../src/policy/app/fleet-versions.js';
+import { runEvent } from '../src/policy/run/run-event.js';
+import { routeVersion } from '../src/policy/run/version-route.js';
+import type { PlannedCall } from '../src/policy/step/call-plan.js';
+import { childRecord, childRunId } from '../src/policy/step/sub-agents.js';
+import { createMetrics } from '../src/shared/metrics.js';
+import { createChildRuns } from '../src/step/child-runs.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 
 /**

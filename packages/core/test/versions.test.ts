@@ -1,18 +1,15 @@
+import type { Approval, RunRecord } from '@rein/contract';
+import { defineAgent, defineApp, defineTool, type Tool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '@rein/define/internal';
+import { approvalEvent } from '../src/adapters/redis/approval-feed.js';
 import { contentVersion, resolveAppVersion } from '../src/policy/app/app-version.js';
-import { defineApp } from '@rein/define/internal';
 import type { FleetVersions } from '../src/policy/app/fleet-versions.js';
-import { linkParsedCallsToPlan, planDigest, planOptionsSchema, planOutcome } from '../src/policy/step/plan.js';
+import { toolDigest } from '../src/policy/app/tool-digest.js';
 import { moveRun } from '../src/policy/run/run-transitions.js';
 import { routeVersion, versionVerdict, withdrawnOnMove } from '../src/policy/run/version-route.js';
+import { linkParsedCallsToPlan, planDigest, planOptionsSchema, planOutcome } from '../src/policy/step/plan.js';
 import { ConfigError } from '../src/shared/errors.js';
-import type { Approval } from '@rein/contract';
-import type { RunRecord } from '@rein/contract';
-import { approvalEvent } from '../src/adapters/redis/approval-feed.js';
-import { defineTool, type Tool } from '@rein/define/internal';
-import { toolDigest } from '../src/policy/app/tool-digest.js';
 
 /** App versions as values (no Redis): the content version, routing by version, and what an upgrade keeps. */
 

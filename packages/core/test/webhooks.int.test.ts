@@ -1,18 +1,17 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Principal } from '@rein/contract';
+import { createWebhookBodySchema, verifyWebhook } from '@rein/contract';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ForbiddenError } from '../src/shared/errors.js';
-import { createMetrics } from '../src/shared/metrics.js';
-import type { Principal } from '@rein/contract';
-import { createWebhookBodySchema } from '@rein/contract';
-import { startTestRedis, type TestRedis } from '../src/testing/redis-server.js';
-import { verifyWebhook } from '@rein/contract';
 import { createWebhookDelivery, WebhookDeliveryFailedError } from '../src/features/webhooks/webhook-delivery.js';
 import { type DeliveryJob, deliveryJobSchema, WebhookDispatcher } from '../src/features/webhooks/webhook-dispatcher.js';
 import { createWebhookService, MAX_WEBHOOKS_PER_TENANT } from '../src/features/webhooks/webhook-service.js';
 import { WebhookStore } from '../src/features/webhooks/webhook-store.js';
+import { ForbiddenError } from '../src/shared/errors.js';
+import { createMetrics } from '../src/shared/metrics.js';
+import { startTestRedis, type TestRedis } from '../src/testing/redis-server.js';
 
 const ADMIN: Principal = { tenantId: 'acme', userId: 'root', roles: ['admin'] };
 const USER: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user', 'approver'] };

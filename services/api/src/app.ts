@@ -1,4 +1,15 @@
 import {
+  auditQuerySchema,
+  createReplayCohortBodySchema,
+  createScheduleBodySchema,
+  createWebhookBodySchema,
+  idempotencyKeySchema,
+  patchScheduleBodySchema,
+  promoteBodySchema,
+  submitRunBodySchema,
+  upgradeBodySchema,
+} from '@rein/contract';
+import {
   createServiceApp,
   createVersionService,
   EventStreams,
@@ -15,17 +26,6 @@ import {
   submitSpan,
   versionParamsSchema,
 } from '@rein/core/internal';
-import {
-  auditQuerySchema,
-  createReplayCohortBodySchema,
-  createScheduleBodySchema,
-  createWebhookBodySchema,
-  idempotencyKeySchema,
-  patchScheduleBodySchema,
-  promoteBodySchema,
-  submitRunBodySchema,
-  upgradeBodySchema,
-} from '@rein/contract';
 import type { FastifyInstance } from 'fastify';
 import { mountQueueBoard } from './queue-board.js';
 

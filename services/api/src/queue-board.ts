@@ -1,8 +1,8 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import { basicPassword, bearerToken, envelope, findApiKey, isOperator, type Runtime, requireApiKeys } from '@rein/core/internal';
 import type { ApiKey } from '@rein/contract';
+import { basicPassword, bearerToken, envelope, findApiKey, isOperator, type Runtime, requireApiKeys } from '@rein/core/internal';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export const BOARD_PATH = '/admin/queues';

@@ -1,6 +1,6 @@
+import { MAX_ID_LENGTH } from '@rein/contract';
 import { optionsFromEnv } from '@rein/core';
 import { createRuntime, createServiceApp, loadConfig, type Runtime } from '@rein/core/internal';
-import { MAX_ID_LENGTH } from '@rein/contract';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';

@@ -1,6 +1,6 @@
+import type { Principal, ScheduleRecord } from '@rein/contract';
 import { optionsFromEnv } from '@rein/core';
 import { createRuntime, type Runtime, ScheduleStore, scheduledRunId } from '@rein/core/internal';
-import type { Principal, ScheduleRecord } from '@rein/contract';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';

@@ -1,3 +1,11 @@
+import {
+  approveBodySchema,
+  batchDecideBodySchema,
+  createLinksBodySchema,
+  listApprovalsQuerySchema,
+  previewBodySchema,
+  rejectBodySchema,
+} from '@rein/contract';
 import type { Principal } from '@rein/core';
 import {
   createApprovalLinks,
@@ -17,14 +25,6 @@ import {
   streamCaps,
   tenantKeys,
 } from '@rein/core/internal';
-import {
-  approveBodySchema,
-  batchDecideBodySchema,
-  createLinksBodySchema,
-  listApprovalsQuerySchema,
-  previewBodySchema,
-  rejectBodySchema,
-} from '@rein/contract';
 import type { FastifyInstance } from 'fastify';
 import { mountConsole } from './console.js';
 import { mountLinkPages } from './link-pages.js';

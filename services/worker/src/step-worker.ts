@@ -1,3 +1,4 @@
+import type { RunReason } from '@rein/contract';
 import { ReinError } from '@rein/core';
 import {
   AUDIT_CHECKPOINT,
@@ -41,7 +42,6 @@ import {
   wakeJobSchema,
   workerShards,
 } from '@rein/core/internal';
-import type { RunReason } from '@rein/contract';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import { watchFetchLoops } from './fetch-watchdog.js';
 

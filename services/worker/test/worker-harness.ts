@@ -1,6 +1,6 @@
+import type { RunRecord } from '@rein/contract';
 import { type AgentProfile, defineApp, type Principal, type RedisClient, type Tool } from '@rein/core';
 import { loadConfig, type ModelGateway, type WorkerRuntime } from '@rein/core/internal';
-import type { RunRecord } from '@rein/contract';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import { afterAll, afterEach, beforeAll } from 'vitest';

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { ReinError } from '../shared/errors.js';
 import type { ErrorEnvelope } from '@rein/contract';
+import { ReinError } from '../shared/errors.js';
 
 export type { ErrorEnvelope };
 

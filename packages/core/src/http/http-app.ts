@@ -1,11 +1,11 @@
+import type { ApiKey, Principal } from '@rein/contract';
+import { MAX_ID_LENGTH } from '@rein/contract';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { ZodType } from 'zod';
+import type { RedisClient } from '../adapters/redis/redis.js';
 import { ConfigError, InvalidRequestError, UnauthorizedError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import type { RedisClient } from '../adapters/redis/redis.js';
-import { MAX_ID_LENGTH } from '@rein/contract';
-import type { ApiKey, Principal } from '@rein/contract';
 import { bearerToken, findApiKey, metricsAuthorized } from './credentials.js';
 import { clientErrorHandler, envelope, publicError } from './error-envelope.js';
 import { boundJsonDepth } from './json-body.js';

@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger';
+import { errorEnvelopeSchema } from '@rein/contract';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
-import { errorEnvelopeSchema } from '@rein/contract';
 
 /** The routes that act for a caller; only they are in the document, each with its bearer requirement. */
 export const VERSIONED = /^\/v1(\/|$)/i;

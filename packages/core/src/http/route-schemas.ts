@@ -1,49 +1,56 @@
-import { type ZodType, z } from 'zod';
 import {
   addressableIdSchema,
+  approvalFeedEventSchema,
+  approvalLinksSchema,
+  approvalListSchema,
+  approvalPreviewSchema,
+  approvalViewSchema,
+  approveBodySchema,
+  appVersionSchema,
+  auditPageSchema,
+  auditQuerySchema,
   batchDecideBodySchema,
+  batchDecisionSchema,
+  compensationViewSchema,
+  createdWebhookSchema,
+  createLinksBodySchema,
+  createReplayCohortBodySchema,
+  createScheduleBodySchema,
+  createWebhookBodySchema,
+  deliveryLogSchema,
+  errorEnvelopeSchema,
+  forkRunBodySchema,
   idempotencyKeySchema,
   listApprovalsQuerySchema,
   listRunsQuerySchema,
-  submitRunBodySchema,
-  usageQuerySchema,
-  usageResponseSchema,
-} from '@rein/contract';
-import { approvalLinksSchema, approveBodySchema, createLinksBodySchema, previewBodySchema, rejectBodySchema } from '@rein/contract';
-import { approvalFeedEventSchema, runEventSchema } from '@rein/contract';
-import { auditPageSchema, auditQuerySchema } from '@rein/contract';
-import {
-  createReplayCohortBodySchema,
-  forkRunBodySchema,
+  meSchema,
+  patchScheduleBodySchema,
+  previewBodySchema,
+  promoteBodySchema,
+  rejectBodySchema,
   replayCohortViewSchema,
   replayRunBodySchema,
   replayStartedSchema,
   runDiffSchema,
-} from '@rein/contract';
-import {
-  createScheduleBodySchema,
-  patchScheduleBodySchema,
-  scheduleDetailSchema,
-  scheduleListSchema,
-  scheduleViewSchema,
-} from '@rein/contract';
-import { appVersionSchema, promoteBodySchema, upgradeAnswerSchema, upgradeBodySchema, versionListSchema } from '@rein/contract';
-import {
-  approvalListSchema,
-  approvalPreviewSchema,
-  approvalViewSchema,
-  batchDecisionSchema,
-  compensationViewSchema,
-  errorEnvelopeSchema,
-  meSchema,
+  runEventSchema,
   runListSchema,
   runTraceSchema,
   runViewSchema,
+  scheduleDetailSchema,
+  scheduleListSchema,
+  scheduleViewSchema,
   sessionViewSchema,
   snapshotListSchema,
+  submitRunBodySchema,
   uncertainEffectListSchema,
+  upgradeAnswerSchema,
+  upgradeBodySchema,
+  usageQuerySchema,
+  usageResponseSchema,
+  versionListSchema,
+  webhookListSchema,
 } from '@rein/contract';
-import { createdWebhookSchema, createWebhookBodySchema, deliveryLogSchema, webhookListSchema } from '@rein/contract';
+import { type ZodType, z } from 'zod';
 
 /**
  * The schema of every `/v1` route, for its OpenAPI entry: the same zod schemas the

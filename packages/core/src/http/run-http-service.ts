@@ -1,10 +1,10 @@
-import type { FastifyInstance } from 'fastify';
 import type { App } from '@rein/define/internal';
+import type { FastifyInstance } from 'fastify';
 import { ArchiveSchemaError } from '../adapters/postgres/migrations.js';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../process/runtime.js';
 import type { Config } from '../shared/config.js';
 import { ArchiveUnavailableError, ConfigError, McpServerStartError } from '../shared/errors.js';
 import { compileOptions, loadOptionsOrExit, optionsFromConfig, type PartialReinOptions, type ReinOptions } from '../shared/options.js';
-import { createRuntime, type Runtime, type RuntimeOptions } from '../process/runtime.js';
 
 /** How `startApi` / `startWorker` / `startApprover` run: config (default: the environment) and signal handling. */
 export interface ServiceOptions {

@@ -1,7 +1,7 @@
+import { forkRunBodySchema, listRunsQuerySchema, replayRunBodySchema, usageQuerySchema } from '@rein/contract';
 import type { FastifyInstance } from 'fastify';
 import type { VersionService } from '../features/versions/version-service.js';
 import type { Runtime } from '../process/runtime.js';
-import { forkRunBodySchema, listRunsQuerySchema, replayRunBodySchema, usageQuerySchema } from '@rein/contract';
 import { parseInput } from './http-app.js';
 import { idParamsSchema, apiRoutes as schemas } from './route-schemas.js';
 import { type EventStreams, lastEventId } from './sse.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { requireApiKeys } from '../shared/config.js';
 import type { Runtime } from '../process/runtime.js';
+import { requireApiKeys } from '../shared/config.js';
 import { createHttpApp } from './http-app.js';
 
 /**

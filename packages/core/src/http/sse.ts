@@ -1,10 +1,10 @@
+import type { Principal } from '@rein/contract';
 import type { FastifyReply } from 'fastify';
+import type { RedisClient } from '../adapters/redis/redis.js';
+import { type SseEntry, type SseSource, StreamHub } from '../adapters/redis/stream-hub.js';
 import { TooManyStreamsError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { ReinOptions } from '../shared/options.js';
-import type { RedisClient } from '../adapters/redis/redis.js';
-import type { Principal } from '@rein/contract';
-import { type SseEntry, type SseSource, StreamHub } from '../adapters/redis/stream-hub.js';
 
 export type { SseEntry, SseSource };
 

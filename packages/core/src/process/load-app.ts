@@ -1,8 +1,8 @@
 import { createRequire } from 'node:module';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ConfigError } from '../shared/errors.js';
 import { type App, isApp } from '@rein/define/internal';
+import { ConfigError } from '../shared/errors.js';
 
 /** Where an app module lives: a file path (relative to `cwd`), or a package resolved from `cwd`, then from core. */
 function locate(spec: string, cwd: string): string {

@@ -1,10 +1,9 @@
-import { AgentCatalog } from '@rein/define/internal';
-import { createInputFilter, type InputFilter } from '../shared/guards/input-filter.js';
-import { withFaultInjection } from '../adapters/resilience/fault-injection.js';
-import { RunStore } from '../adapters/redis/run-store.js';
-import { createReadResultTool } from '../policy/step/read-result.js';
 import type { Tool } from '@rein/define/internal';
-import { type App, type AppServices, buildTools } from '@rein/define/internal';
+import { AgentCatalog, type App, type AppServices, buildTools } from '@rein/define/internal';
+import { RunStore } from '../adapters/redis/run-store.js';
+import { withFaultInjection } from '../adapters/resilience/fault-injection.js';
+import { createReadResultTool } from '../policy/step/read-result.js';
+import { createInputFilter, type InputFilter } from '../shared/guards/input-filter.js';
 
 /** What every service (and the test harnesses) runs an app with: one place builds it. */
 export interface Registry {

@@ -1,10 +1,8 @@
+import { apiKeySchema, appVersionSchema, escalationSchema, tenantRoleSchema } from '@rein/contract';
 import { z } from 'zod';
-import { priceSchema } from './price.js';
 import { ConfigError } from './errors.js';
+import { priceSchema } from './price.js';
 import { providersSchema, resolveProviderKeys } from './provider-config.js';
-import { escalationSchema } from '@rein/contract';
-import { apiKeySchema, tenantRoleSchema } from '@rein/contract';
-import { appVersionSchema } from '@rein/contract';
 
 /** REIN_MAX_TOOL_RESULT_BYTES by default: the most of one tool result Rein keeps anywhere. */
 export const DEFAULT_MAX_TOOL_RESULT_BYTES = 256 * 1024;

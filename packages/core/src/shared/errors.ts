@@ -1,5 +1,5 @@
-import { ReinError } from '@rein/define/internal';
 import type { RunReason } from '@rein/contract';
+import { ReinError } from '@rein/define/internal';
 
 /**
  * One error hierarchy for Rein: its base and the errors an app's definitions throw live

@@ -1,5 +1,5 @@
-import { Counter, collectDefaultMetrics, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
 import { runStatusSchema, TERMINAL_STATUSES } from '@rein/contract';
+import { Counter, collectDefaultMetrics, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
  * Rein's Prometheus metrics. Labels are bounded (agent, status, reason, model, tool,

@@ -1,17 +1,24 @@
-import { escalationDueAt } from '../policy/approvals/escalation.js';
-import type { TenantQuotas } from '../adapters/redis/tenant-quotas.js';
-import type { Logger } from '../shared/logger.js';
-import type { Metrics } from '../shared/metrics.js';
-import { type CancelExpiry, type EnqueueOptions, type ExpireJob, type JobName, type JobPayload, jobRoute } from '../adapters/queue/job-catalog.js';
 import type { Approval } from '@rein/contract';
 import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '@rein/contract';
+import {
+  type CancelExpiry,
+  type EnqueueOptions,
+  type ExpireJob,
+  type JobName,
+  type JobPayload,
+  jobRoute,
+} from '../adapters/queue/job-catalog.js';
 import { type ApprovalEvent, type ApprovalFeed, approvalEvent } from '../adapters/redis/approval-feed.js';
 import type { AuditLog } from '../adapters/redis/audit-log.js';
 import type { RunStore } from '../adapters/redis/run-store.js';
-import type { Commit } from '../policy/run/run-transitions.js';
+import type { TenantQuotas } from '../adapters/redis/tenant-quotas.js';
+import { escalationDueAt } from '../policy/approvals/escalation.js';
 import { commitAudit } from '../policy/run/commit-audit.js';
+import type { Commit } from '../policy/run/run-transitions.js';
 import { type CommitFacts, changeFacts, commitFacts, finishFact, type RecordFacts, recordFacts } from '../policy/step/commit-facts.js';
 import type { Transition } from '../policy/step/step-policy.js';
+import type { Logger } from '../shared/logger.js';
+import type { Metrics } from '../shared/metrics.js';
 
 /** A job a commit enqueues once it landed. */
 export type FollowUpJob = { [N in JobName]: { name: N; payload: JobPayload<N> } }[JobName];

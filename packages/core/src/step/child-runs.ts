@@ -1,11 +1,11 @@
+import { type RunRecord, TERMINAL_STATUSES, type ToolCallRecord } from '@rein/contract';
 import type { AgentCatalog } from '@rein/define/internal';
 import { type Enqueue, jobRoute } from '../adapters/queue/job-catalog.js';
-import { type RunRecord, TERMINAL_STATUSES, type ToolCallRecord } from '@rein/contract';
 import type { EffectLedger } from '../adapters/redis/effect-ledger.js';
 import type { RunStore } from '../adapters/redis/run-store.js';
 import { activeTraceparent } from '../adapters/tracing/trace-context.js';
-import type { PlannedCall } from '../policy/step/call-plan.js';
 import { runEvent } from '../policy/run/run-event.js';
+import type { PlannedCall } from '../policy/step/call-plan.js';
 import { boundedByTree, childLimits, childObservation, childRecord, treeTotal } from '../policy/step/sub-agents.js';
 import type { ToolCallResult } from './tool-executor.js';
 

@@ -1,7 +1,7 @@
-import { safeCut } from '../shared/guards/pii-masker.js';
-import type { ModelDelta } from '../adapters/model/model-gateway.js';
 import type { RunEvent } from '@rein/contract';
+import type { ModelDelta } from '../adapters/model/model-gateway.js';
 import { runEvent } from '../policy/run/run-event.js';
+import { safeCut } from '../shared/guards/pii-masker.js';
 
 export interface DeltaBatching {
   /** A batch waits at most this long after its first piece. */

@@ -1,8 +1,7 @@
-import { auditUsage } from '../policy/budget/usage-audit.js';
+import type { ChatMessage, JournaledSummary, RunRecord } from '@rein/contract';
 import type { ModelGateway } from '../adapters/model/model-gateway.js';
-import type { ChatMessage } from '@rein/contract';
-import type { JournaledSummary, RunRecord } from '@rein/contract';
 import type { DecisionJournal } from '../adapters/redis/decision-journal.js';
+import { auditUsage } from '../policy/budget/usage-audit.js';
 import { summariseTurns } from '../policy/step/context-policy.js';
 import { completionRoom } from '../policy/step/step-policy.js';
 

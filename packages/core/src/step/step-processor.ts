@@ -1,41 +1,30 @@
-import pLimit from 'p-limit';
+import type { Approval, ChatMessage } from '@rein/contract';
+import { type Decision, type RunReason, type RunRecord, TERMINAL_STATUSES, type ToolCallRecord } from '@rein/contract';
 import type { AgentCatalog, AgentProfile } from '@rein/define/internal';
-import { delegationSpecs } from '@rein/define/internal';
-import type { FleetVersions } from '../policy/app/fleet-versions.js';
-import type { EscalationDefaults } from '../policy/approvals/escalation.js';
-import type { TenantQuotas } from '../adapters/redis/tenant-quotas.js';
-import { estimatePromptTokens } from '../policy/budget/token-estimator.js';
-import { auditUsage } from '../policy/budget/usage-audit.js';
-import type { Price } from '../shared/config.js';
-import { type ReinError, StaleStepError } from '../shared/errors.js';
-import type { InputFilter } from '../shared/guards/input-filter.js';
-import type { PiiMasker } from '../shared/guards/pii-masker.js';
-import type { Logger } from '../shared/logger.js';
-import type { Metrics } from '../shared/metrics.js';
+import { agentTool, delegationSpecs, type Tool, toolDependency, toolSpec } from '@rein/define/internal';
+import pLimit from 'p-limit';
 import type { ModelGateway } from '../adapters/model/model-gateway.js';
 import type { Enqueue, StepJob } from '../adapters/queue/job-catalog.js';
-import { CircuitBreakers, type FleetBreakerState } from '../adapters/resilience/circuit-breakers.js';
-import type { Approval } from '@rein/contract';
-import type { ChatMessage } from '@rein/contract';
-import { type Decision, type RunReason, type RunRecord, TERMINAL_STATUSES, type ToolCallRecord } from '@rein/contract';
 import { type ApprovalFeed, approvalEvent } from '../adapters/redis/approval-feed.js';
 import type { DecisionJournal } from '../adapters/redis/decision-journal.js';
 import { eventCommand, type RunStore } from '../adapters/redis/run-store.js';
-import { agentTool, type Tool, toolDependency, toolSpec } from '@rein/define/internal';
+import type { TenantQuotas } from '../adapters/redis/tenant-quotas.js';
+import { CircuitBreakers, type FleetBreakerState } from '../adapters/resilience/circuit-breakers.js';
 import { toolSpan } from '../adapters/tracing/genai.js';
-import type { TransitionApplier } from './apply-transition.js';
+import type { FleetVersions } from '../policy/app/fleet-versions.js';
+import type { EscalationDefaults } from '../policy/approvals/escalation.js';
 import { budgetVerdict, raisedLimits } from '../policy/budget/budget-ask.js';
-import { distinctCallIds } from '../policy/step/call-identity.js';
-import { type DelegationLimits, type PlannedCall, planCalls, transferRecord } from '../policy/step/call-plan.js';
-import type { SpawnChild } from './child-runs.js';
-import { compaction, READ_RESULT_TOOL, withModelSummary } from '../policy/step/context-policy.js';
-import { createDeltaPublisher } from './delta-publisher.js';
-import { type EarlierCall, guardFromHistory } from '../policy/step/loop-guard.js';
-import { modelSummary } from './model-summary.js';
-import { isPlanning, planOutcome, planResponseFormat } from '../policy/step/plan.js';
-import { type ReplayVerdict, recordingOf, replayProfile, replayStep } from '../policy/step/replay-policy.js';
+import { estimatePromptTokens } from '../policy/budget/token-estimator.js';
+import { auditUsage } from '../policy/budget/usage-audit.js';
 import { runEvent } from '../policy/run/run-event.js';
 import { cancelRun, moveRun, raiseBudget, retryOnStale, startRun } from '../policy/run/run-transitions.js';
+import { versionVerdict, withdrawnOnMove } from '../policy/run/version-route.js';
+import { distinctCallIds } from '../policy/step/call-identity.js';
+import { type DelegationLimits, type PlannedCall, planCalls, transferRecord } from '../policy/step/call-plan.js';
+import { compaction, READ_RESULT_TOOL, withModelSummary } from '../policy/step/context-policy.js';
+import { type EarlierCall, guardFromHistory } from '../policy/step/loop-guard.js';
+import { isPlanning, planOutcome, planResponseFormat } from '../policy/step/plan.js';
+import { type ReplayVerdict, recordingOf, replayProfile, replayStep } from '../policy/step/replay-policy.js';
 import {
   afterDecision,
   afterPlan,
@@ -53,8 +42,17 @@ import {
   type Transition,
 } from '../policy/step/step-policy.js';
 import { boundedByTree, treeTotal } from '../policy/step/sub-agents.js';
+import type { Price } from '../shared/config.js';
+import { type ReinError, StaleStepError } from '../shared/errors.js';
+import type { InputFilter } from '../shared/guards/input-filter.js';
+import type { PiiMasker } from '../shared/guards/pii-masker.js';
+import type { Logger } from '../shared/logger.js';
+import type { Metrics } from '../shared/metrics.js';
+import type { TransitionApplier } from './apply-transition.js';
+import type { SpawnChild } from './child-runs.js';
+import { createDeltaPublisher } from './delta-publisher.js';
+import { modelSummary } from './model-summary.js';
 import type { BreakerStates, ToolCallResult, ToolExecutor } from './tool-executor.js';
-import { versionVerdict, withdrawnOnMove } from '../policy/run/version-route.js';
 
 export type { GuardLimits } from '../policy/step/step-policy.js';
 

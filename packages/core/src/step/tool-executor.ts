@@ -1,20 +1,18 @@
-import { BreakerOpenError, BulkheadFullError, ToolCallCutError, ToolOutcomeUnknownError } from '../shared/errors.js';
-import type { Logger } from '../shared/logger.js';
-import type { Metrics } from '../shared/metrics.js';
+import type { Approval, ModelToolCall, ToolCallRecord } from '@rein/contract';
+import { resultText, type Tool, toolDependency } from '@rein/define/internal';
+import type { EffectLedger } from '../adapters/redis/effect-ledger.js';
 import type { Bulkhead } from '../adapters/resilience/bulkhead.js';
 import type { CircuitBreakers, FleetBreakerState } from '../adapters/resilience/circuit-breakers.js';
-import type { Approval } from '@rein/contract';
-import type { ModelToolCall } from '@rein/contract';
-import type { ToolCallRecord } from '@rein/contract';
-import type { EffectLedger } from '../adapters/redis/effect-ledger.js';
-import { resultText, type Tool, toolDependency } from '@rein/define/internal';
 import { type CaptureContent, toolSpan } from '../adapters/tracing/genai.js';
 import { REIN_ATTR } from '../adapters/tracing/rein-spans.js';
 import { annotateActiveSpan } from '../adapters/tracing/spans.js';
 import { type CallContext, type PlannedCall, plannedRecord } from '../policy/step/call-plan.js';
 import { errorObservation } from '../policy/step/tool-observation.js';
-import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../shared/config.js';
 import { capToolResult } from '../policy/step/tool-result-cap.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../shared/config.js';
+import { BreakerOpenError, BulkheadFullError, ToolCallCutError, ToolOutcomeUnknownError } from '../shared/errors.js';
+import type { Logger } from '../shared/logger.js';
+import type { Metrics } from '../shared/metrics.js';
 
 /** Fleet breaker states the caller read already, by dependency (the step reads them with its journal write). */
 export type BreakerStates = ReadonlyMap<string, FleetBreakerState>;

@@ -3,9 +3,9 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type CallToolResult, ErrorCode, McpError, type Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServerConfig } from '@rein/define/internal';
 import { McpToolError, McpUnavailableError, ToolOutcomeUnknownError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import type { McpServerConfig } from '@rein/define/internal';
 import { McpStdioTransport } from './mcp-stdio-transport.js';
 
 export interface McpConnectionEvents {

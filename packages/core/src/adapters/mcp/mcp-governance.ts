@@ -1,6 +1,5 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import type { Risk } from '@rein/contract';
-import type { TenantRole } from '@rein/contract';
+import type { Risk, TenantRole } from '@rein/contract';
 import type { McpToolOverride } from '@rein/define/internal';
 
 export interface McpGovernance {

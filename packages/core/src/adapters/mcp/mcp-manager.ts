@@ -1,12 +1,11 @@
 import type { Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServerConfig, McpServers, Tool } from '@rein/define/internal';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { McpServerStartError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
-import type { Tool } from '@rein/define/internal';
 import { McpConnection } from './mcp-connection.js';
-import type { McpServerConfig, McpServers } from '@rein/define/internal';
 import { createMcpTool } from './mcp-tool.js';
 
 // ajv-formats is CommonJS: its default export arrives wrapped under NodeNext.

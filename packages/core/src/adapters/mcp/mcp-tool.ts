@@ -1,11 +1,10 @@
 import type { Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
+import type { McpToolOverride, Tool } from '@rein/define/internal';
 import type { ValidateFunction } from 'ajv';
 import { z } from 'zod';
 import { canonicalJson, hashArguments } from '../../policy/app/argument-hash.js';
-import type { Tool } from '@rein/define/internal';
 import { mcpGovernance } from './mcp-governance.js';
 import { mcpObservation } from './mcp-result.js';
-import type { McpToolOverride } from '@rein/define/internal';
 import { mcpToolName } from './mcp-tool-name.js';
 
 /** Sends one `tools/call` to the tool's server; the key travels in the request's `_meta`. */

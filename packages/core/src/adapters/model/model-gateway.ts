@@ -1,7 +1,7 @@
+import type { ChatMessage, ModelToolCall } from '@rein/contract';
 import { Agent, type Dispatcher, request } from 'undici';
 import { z } from 'zod';
 import { ModelCallCutError, ModelRejectedError, ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../../shared/errors.js';
-import type { ChatMessage, ModelToolCall } from '@rein/contract';
 import { startCallDeadline } from './call-deadline.js';
 import { type ModelDelta, readCompletionStream } from './completion-stream.js';
 

@@ -1,5 +1,5 @@
-import { type CompleteWith, createOpenAICompletion } from './model-gateway.js';
 import { DEFAULT_PROVIDER, type Provider, parseModelId } from '../../shared/provider-config.js';
+import { type CompleteWith, createOpenAICompletion } from './model-gateway.js';
 
 /**
  * One chat completion per model id, sent to the id's provider with the provider's own

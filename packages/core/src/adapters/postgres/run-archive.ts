@@ -1,18 +1,21 @@
-import pg from 'pg';
-import { z } from 'zod';
-import { ReinError } from '../../shared/errors.js';
-import { type Approval, approvalSchema } from '@rein/contract';
-import { type Compensation, compensationSchema } from '@rein/contract';
-import { type RunEvent, runEventSchema } from '@rein/contract';
 import {
+  type Approval,
+  approvalSchema,
+  type Compensation,
+  compensationSchema,
+  type RunEvent,
   type RunRecord,
+  runEventSchema,
   runRecordSchema,
   type StepRecord,
   stepRecordSchema,
   TERMINAL_STATUSES,
   toolCallRecordSchema,
+  treeUsageSchema,
 } from '@rein/contract';
-import { treeUsageSchema } from '@rein/contract';
+import pg from 'pg';
+import { z } from 'zod';
+import { ReinError } from '../../shared/errors.js';
 import type { StoredEvent } from '../redis/run-store.js';
 import { type ArchivePool, guardedQueries, type Queryable } from './archive-pool.js';
 import { type RunSearch, type RunSearchPage, searchRuns, type UsageQuery, type UsageRow, usage } from './run-search.js';

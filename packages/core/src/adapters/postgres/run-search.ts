@@ -1,7 +1,6 @@
+import { boundedInstantSchema, type RunRecord, type RunStatus, runRecordSchema, type UsageGroup, type UsageRow } from '@rein/contract';
 import { z } from 'zod';
 import { InvalidRequestError } from '../../shared/errors.js';
-import { boundedInstantSchema, type UsageGroup, type UsageRow } from '@rein/contract';
-import { type RunRecord, type RunStatus, runRecordSchema } from '@rein/contract';
 import type { Queryable } from './archive-pool.js';
 
 export interface RunSearch {

@@ -1,7 +1,7 @@
+import type { Versioning } from '@rein/contract';
 import { type ConnectionOptions, type JobsOptions, Queue } from 'bullmq';
 import { z } from 'zod';
 import { queuePrefix, stepQueuePrefix } from '../../shared/keys.js';
-import type { Versioning } from '@rein/contract';
 import { activeTraceparent, traceparentSchema } from '../tracing/trace-context.js';
 
 export const STEP_QUEUE = 'rein-steps';

@@ -1,8 +1,8 @@
+import type { Approval } from '@rein/contract';
+import { type ApprovalFeedEvent, approvalFeedEventSchema } from '@rein/contract';
 import { z } from 'zod';
 import { APPROVAL_OUTBOX_KEY, tenantKeys } from '../../shared/keys.js';
 import type { RedisClient } from './redis.js';
-import type { Approval } from '@rein/contract';
-import { type ApprovalFeedEvent, approvalFeedEventSchema } from '@rein/contract';
 
 export type UncertainEffect = Extract<ApprovalFeedEvent, { type: 'effect.uncertain' }>;
 export type ApprovalEvent = Extract<

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { AUDIT_TENANTS_KEY, tenantKeys } from '../../shared/keys.js';
-import type { Logger } from '../../shared/logger.js';
-import { type RedisClient, sendCommands } from './redis.js';
 import { type AuditEntry, type AuditRecord, auditEntrySchema } from '@rein/contract';
 import { canonicalJson } from '../../policy/app/argument-hash.js';
+import { AUDIT_TENANTS_KEY, tenantKeys } from '../../shared/keys.js';
+import type { Logger } from '../../shared/logger.js';
 import { withScripts } from './lua-scripts.js';
+import { type RedisClient, sendCommands } from './redis.js';
 
 /** The `prevHash` of a log's first entry. */
 export const GENESIS_HASH = '0'.repeat(64);

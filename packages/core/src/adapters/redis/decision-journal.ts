@@ -1,18 +1,19 @@
 import { createHash } from 'node:crypto';
-import { ReinError } from '../../shared/errors.js';
-import { runKeys } from '../../shared/keys.js';
-import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
-import { type ChatMessage, readMessage } from '@rein/contract';
 import {
+  type ChatMessage,
   type Decision,
   decisionSchema,
   type JournaledSummary,
   journaledSummarySchema,
+  readMessage,
   type Snapshot,
   type StoredSnapshot,
   snapshotSchema,
   storedSnapshotSchema,
 } from '@rein/contract';
+import { ReinError } from '../../shared/errors.js';
+import { runKeys } from '../../shared/keys.js';
+import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
 
 /** Hashes made, by text: the same system prompt and tool list are hashed on every step of every run. */
 const hashes = new Map<string, string>();

@@ -1,8 +1,7 @@
-import { runKeys } from '../../shared/keys.js';
-import type { RedisClient } from './redis.js';
 import { type Effect, effectSchema } from '@rein/contract';
+import { runKeys } from '../../shared/keys.js';
 import { EffectWrite, withScripts } from './lua-scripts.js';
-
+import type { RedisClient } from './redis.js';
 
 /** A step's calls write the ledger only while their run is live; an undo of a finished run writes it always. */
 export type LedgerScope = 'step' | 'undo';

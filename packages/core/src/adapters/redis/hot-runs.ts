@@ -1,8 +1,8 @@
-import type { RunTreeParts } from '../postgres/run-archive.js';
-import { ARCHIVE_BACKLOG_KEY, ARCHIVE_HOT_KEY, runKeys } from '../../shared/keys.js';
-import { type RedisClient, sendCommands } from './redis.js';
-import { type RunEvent, runEventSchema } from '@rein/contract';
 import type { RunRecord } from '@rein/contract';
+import { type RunEvent, runEventSchema } from '@rein/contract';
+import { ARCHIVE_BACKLOG_KEY, ARCHIVE_HOT_KEY, runKeys } from '../../shared/keys.js';
+import type { RunTreeParts } from '../postgres/run-archive.js';
+import { type RedisClient, sendCommands } from './redis.js';
 import type { RunStore, StoredEvent } from './run-store.js';
 
 /**

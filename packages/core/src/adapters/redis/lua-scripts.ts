@@ -88,7 +88,7 @@ export enum OpenCohortResult {
   AtLimit = 0,
 }
 
-const load = (file: string) => readFileSync(new URL(`../lua/${file}`, import.meta.url), 'utf8');
+const load = (file: string) => readFileSync(new URL(`./lua/${file}`, import.meta.url), 'utf8');
 
 const scripts = {
   createRun: { file: 'create-run-3.lua', keys: 3 },

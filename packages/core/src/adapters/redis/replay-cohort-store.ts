@@ -1,8 +1,8 @@
+import { principalSchema } from '@rein/contract';
 import { z } from 'zod';
 import { tenantKeys } from '../../shared/keys.js';
-import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
-import { principalSchema } from '@rein/contract';
 import { OpenCohortResult, type ReserveResult, withScripts } from './lua-scripts.js';
+import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
 
 /** A cohort's fixed part: who asked, what it replays with, and the originals it sampled (in order). */
 export const cohortDocSchema = z.object({

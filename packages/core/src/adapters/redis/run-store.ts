@@ -1,30 +1,38 @@
-import { NotFoundError, StaleStepError } from '../../shared/errors.js';
-import { ACTIVE_RUNS_KEY, DEADLINES_KEY, fairShareKeys, runKeys, tenantKeys, versionRunsKey } from '../../shared/keys.js';
-import type { Metrics } from '../../shared/metrics.js';
-import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
-import { type IdempotencyEntry, idempotencyEntrySchema } from '../../policy/run/idempotency.js';
-import { type Approval, type ApprovalStatus, approvalSchema, approvalStatusSchema } from '@rein/contract';
-import { type Compensation, type CompensationStatus, compensationSchema } from '@rein/contract';
-import { type RunEvent, runEventSchema } from '@rein/contract';
-import { type ChatMessage, readMessage } from '@rein/contract';
 import {
+  type Approval,
+  type ApprovalStatus,
+  approvalSchema,
+  approvalStatusSchema,
+  type ChatMessage,
+  type Compensation,
+  type CompensationStatus,
+  compensationSchema,
   type Decision,
   decisionSchema,
+  type RunEvent,
   type RunRecord,
   type RunStatus,
+  readMessage,
+  runEventSchema,
   runRecordSchema,
   runStatusSchema,
   SCHEMA_VERSION,
   type StepRecord,
   stepRecordSchema,
   TERMINAL_STATUSES,
+  type TreeUsage,
+  treeUsageSchema,
 } from '@rein/contract';
-import { type TreeUsage, treeUsageSchema } from '@rein/contract';
+import { type IdempotencyEntry, idempotencyEntrySchema } from '../../policy/run/idempotency.js';
+import type { Commit } from '../../policy/run/run-transitions.js';
+import { NotFoundError, StaleStepError } from '../../shared/errors.js';
+import { ACTIVE_RUNS_KEY, DEADLINES_KEY, fairShareKeys, runKeys, tenantKeys, versionRunsKey } from '../../shared/keys.js';
+import type { Metrics } from '../../shared/metrics.js';
 import { type Page, type PageCursor, type PageQuery, pageIndexes } from './index-pager.js';
 import { ClaimResult, CommitResult, CreateResult, withScripts } from './lua-scripts.js';
+import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
 import { runFootprint } from './run-footprint.js';
 import { versionRunEntry } from './version-directory.js';
-import type { Commit } from '../../policy/run/run-transitions.js';
 
 /**
  * How long a session claim whose run has no record yet counts as busy: far longer than

@@ -1,7 +1,7 @@
-import { scheduleKeys } from '../../shared/keys.js';
-import type { RedisClient } from './redis.js';
 import { type ScheduleFiring, type ScheduleRecord, scheduleFiringSchema, scheduleRecordSchema } from '@rein/contract';
+import { scheduleKeys } from '../../shared/keys.js';
 import { AddScheduleResult, withScripts } from './lua-scripts.js';
+import type { RedisClient } from './redis.js';
 
 /** Firings kept per schedule in its history. */
 export const SCHEDULE_HISTORY_SIZE = 50;

@@ -1,9 +1,9 @@
+import type { RunRecord } from '@rein/contract';
 import type { Quota, Quotas } from '../../shared/config.js';
 import { ReinError } from '../../shared/errors.js';
 import { fairShareKeys, tenantKeys } from '../../shared/keys.js';
-import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
-import type { RunRecord } from '@rein/contract';
 import { AdmitResult, TurnResult, withScripts } from './lua-scripts.js';
+import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
 
 /** 429: the tenant is over one of its quotas; says which and what the limit is. */
 export class QuotaExceededError extends ReinError {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import type { RunStatus } from '@rein/contract';
 import type { FleetVersions } from '../../policy/app/fleet-versions.js';
 import { VERSION_KEYS, versionRunsKey } from '../../shared/keys.js';
 import type { Logger } from '../../shared/logger.js';
 import { type RedisClient, sendCommands } from './redis.js';
-import type { RunStatus } from '@rein/contract';
 
 /** A process's heartbeat is refreshed this often and lapses after HEARTBEAT_TTL_MS without one. */
 export const HEARTBEAT_EVERY_MS = 5_000;

@@ -4,8 +4,8 @@ import { BreakerOpenError, ModelCallCutError, ModelReplyInvalidError, ReinError 
 import { breakerKeys } from '../../shared/keys.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
-import type { RedisClient, RedisCommand } from '../redis/redis.js';
 import { BreakerReport, withScripts } from '../redis/lua-scripts.js';
+import type { RedisClient, RedisCommand } from '../redis/redis.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
 

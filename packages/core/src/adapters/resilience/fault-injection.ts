@@ -1,6 +1,6 @@
+import type { Tool } from '@rein/define/internal';
 import { FAULTS_KEY } from '../../shared/keys.js';
 import type { RedisClient } from '../redis/redis.js';
-import type { Tool } from '@rein/define/internal';
 
 /**
  * Chaos testing only (REIN_FAULT_INJECTION=on): wraps a tool so that it hangs while the

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { BulkheadFullError } from '../../shared/errors.js';
 import { breakerKeys, fleetLimitKey } from '../../shared/keys.js';
-import type { RedisClient } from '../redis/redis.js';
 import { LeaseResult, withScripts } from '../redis/lua-scripts.js';
+import type { RedisClient } from '../redis/redis.js';
 import type { FleetBreakerState } from './circuit-breakers.js';
 
 /**

@@ -1,7 +1,7 @@
 import { BulkheadFullError, ModelCallCutError, ModelReplyInvalidError, ModelUnavailableError, ReinError } from '../../shared/errors.js';
 import type { Metrics } from '../../shared/metrics.js';
-import type { CompleteWith, ModelGateway } from '../model/model-gateway.js';
 import { parseModelId } from '../../shared/provider-config.js';
+import type { CompleteWith, ModelGateway } from '../model/model-gateway.js';
 import { type CaptureContent, chatSpan } from '../tracing/genai.js';
 import { Bulkhead } from './bulkhead.js';
 import type { CircuitBreakers } from './circuit-breakers.js';

@@ -18,9 +18,8 @@ import {
   GEN_AI_OPERATION_NAME_VALUE_CHAT,
   GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL,
 } from '@opentelemetry/semantic-conventions/incubating';
+import type { ModelToolCall, ToolCallRecord } from '@rein/contract';
 import type { ModelReply, ModelRequest } from '../model/model-gateway.js';
-import type { ModelToolCall } from '@rein/contract';
-import type { ToolCallRecord } from '@rein/contract';
 import { REIN_ATTR } from './rein-spans.js';
 import { inSpan } from './spans.js';
 

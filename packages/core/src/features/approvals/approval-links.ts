@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { ConflictError, ForbiddenError, GoneError, NotFoundError } from '../../shared/errors.js';
-import type { ApiKey, Principal } from '@rein/contract';
-import type { ApprovalView } from '@rein/contract';
+import type { ApiKey, ApprovalView, Principal } from '@rein/contract';
 import type { LinkUses } from '../../adapters/redis/link-uses.js';
-import type { ApprovalService } from './approval-service.js';
 import { holdsRole, mayDecide } from '../../policy/approvals/decision-rights.js';
 import { type LinkPayload, readLink, signLink } from '../../policy/approvals/link-token.js';
+import { ConflictError, ForbiddenError, GoneError, NotFoundError } from '../../shared/errors.js';
+import type { ApprovalService } from './approval-service.js';
 
 export interface ApprovalLinksDeps {
   approvals: Pick<ApprovalService, 'get' | 'decide'>;

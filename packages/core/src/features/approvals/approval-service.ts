@@ -1,27 +1,33 @@
+import type { ListApprovalsQuery, Principal } from '@rein/contract';
+import { type Approval, budgetRaiseSchema, planStepSchema, type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
+import { requirementOf, type Tool } from '@rein/define/internal';
 import { z } from 'zod';
 import type { RunArchive } from '../../adapters/postgres/run-archive.js';
-import type { FollowUps, TransitionApplier } from '../../step/apply-transition.js';
-import { editPlan, planHash } from '../../policy/step/plan.js';
-import { decideApprovals, retryOnStale } from '../../policy/run/run-transitions.js';
-import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError, ReinError, StaleStepError } from '../../shared/errors.js';
-import { approvalView } from '../runs/run-service.js';
-import type { ListApprovalsQuery } from '@rein/contract';
-import { type Approval, budgetRaiseSchema } from '@rein/contract';
-import type { Principal } from '@rein/contract';
-import { planStepSchema, type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { approvalEvent, escalationEvent } from '../../adapters/redis/approval-feed.js';
-import { idempotencyKey } from '../../policy/step/call-identity.js';
 import { decodeCursor, encodeCursor } from '../../adapters/redis/index-pager.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
-import { hashArguments } from '../../policy/app/argument-hash.js';
-import { requirementOf, type Tool } from '@rein/define/internal';
-import { toolJsonSchema } from '../../policy/app/tool-digest.js';
 import { decisionSpan, REIN_ATTR } from '../../adapters/tracing/rein-spans.js';
+import { hashArguments } from '../../policy/app/argument-hash.js';
+import { toolJsonSchema } from '../../policy/app/tool-digest.js';
 import { stricterOf } from '../../policy/approvals/approval-binding.js';
 import { runOfApproval } from '../../policy/approvals/approval-id.js';
 import { decisionRefusal, mayDecide, overseesTenant } from '../../policy/approvals/decision-rights.js';
 import { type EscalationDefaults, escalated } from '../../policy/approvals/escalation.js';
 import { type Tally, tallyApproval } from '../../policy/approvals/quorum.js';
+import { decideApprovals, retryOnStale } from '../../policy/run/run-transitions.js';
+import { idempotencyKey } from '../../policy/step/call-identity.js';
+import { editPlan, planHash } from '../../policy/step/plan.js';
+import {
+  ConflictError,
+  ForbiddenError,
+  GoneError,
+  InvalidRequestError,
+  NotFoundError,
+  ReinError,
+  StaleStepError,
+} from '../../shared/errors.js';
+import type { FollowUps, TransitionApplier } from '../../step/apply-transition.js';
+import { approvalView } from '../runs/run-service.js';
 
 /** `argsHash`: decide only if the approval still binds these arguments (a link minted for them). */
 export type Decision = ({ kind: 'approve'; comment?: string; arguments?: Record<string, unknown> } | { kind: 'reject'; reason: string }) & {

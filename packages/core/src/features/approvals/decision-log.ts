@@ -1,8 +1,7 @@
-import { ForbiddenError } from '../../shared/errors.js';
-import type { Principal } from '@rein/contract';
-import type { AuditQuery } from '@rein/contract';
+import type { AuditQuery, Principal } from '@rein/contract';
 import type { AuditLog } from '../../adapters/redis/audit-log.js';
 import { holdsRole } from '../../policy/approvals/decision-rights.js';
+import { ForbiddenError } from '../../shared/errors.js';
 
 /** `GET /v1/audit`: a tenant's decision log, for its admins only (it names every run and approver). */
 export function createDecisionLog(log: Pick<AuditLog, 'page' | 'latestCheckpoint'>) {

@@ -1,5 +1,4 @@
-import type { Principal } from '@rein/contract';
-import type { RunRecord } from '@rein/contract';
+import type { Principal, RunRecord } from '@rein/contract';
 import { mayReadRun, overseesTenant } from '../../policy/approvals/decision-rights.js';
 
 /** The owners of runs by id, null where a run is gone (`RunStore.getMany`). */

@@ -1,10 +1,10 @@
+import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { isArchiveUnavailable } from '../../adapters/postgres/archive-pool.js';
 import { isUnstorable, type RunArchive } from '../../adapters/postgres/run-archive.js';
+import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
+import { type HotRuns, type RunSnapshot, sameRevision } from '../../adapters/redis/hot-runs.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
-import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
-import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
-import { type HotRuns, type RunSnapshot, sameRevision } from '../../adapters/redis/hot-runs.js';
 
 export interface RunArchivingDeps {
   hot: HotRuns;

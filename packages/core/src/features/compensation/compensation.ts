@@ -1,26 +1,30 @@
-import type { AgentCatalog } from '@rein/define/internal';
-import { approvalId } from '../../policy/approvals/approval-id.js';
-import { mayReadRun, overseesTenant } from '../../policy/approvals/decision-rights.js';
-import { BreakerOpenError, BulkheadFullError, ConflictError, ForbiddenError, NotFoundError, ToolOutcomeUnknownError } from '../../shared/errors.js';
-import type { Logger } from '../../shared/logger.js';
-import type { Metrics } from '../../shared/metrics.js';
-import { type CompensateJob, type Enqueue, UNDO_ROUTE } from '../../adapters/queue/job-catalog.js';
-import type { CircuitBreakers } from '../../adapters/resilience/circuit-breakers.js';
-import type { Approval } from '@rein/contract';
-import type { Compensation, CompensationStatus, CompensationStep } from '@rein/contract';
-import type { Principal } from '@rein/contract';
+import type { Approval, Compensation, CompensationStatus, CompensationStep, Principal, WebhookEventType } from '@rein/contract';
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
-import type { WebhookEventType } from '@rein/contract';
+import type { AgentCatalog } from '@rein/define/internal';
+import { resultText, type Tool, thrownMessage, toolDependency } from '@rein/define/internal';
+import { type CompensateJob, type Enqueue, UNDO_ROUTE } from '../../adapters/queue/job-catalog.js';
 import { approvalEvent } from '../../adapters/redis/approval-feed.js';
 import type { EffectLedger } from '../../adapters/redis/effect-ledger.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
+import type { CircuitBreakers } from '../../adapters/resilience/circuit-breakers.js';
 import { hashArguments } from '../../policy/app/argument-hash.js';
-import { resultText, type Tool, thrownMessage, toolDependency } from '@rein/define/internal';
-import type { TransitionApplier } from '../../step/apply-transition.js';
+import { approvalId } from '../../policy/approvals/approval-id.js';
+import { mayReadRun, overseesTenant } from '../../policy/approvals/decision-rights.js';
 import { runEvent } from '../../policy/run/run-event.js';
 import { retryOnStale } from '../../policy/run/run-transitions.js';
-import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../../shared/config.js';
 import { capToolResult } from '../../policy/step/tool-result-cap.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../../shared/config.js';
+import {
+  BreakerOpenError,
+  BulkheadFullError,
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  ToolOutcomeUnknownError,
+} from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Metrics } from '../../shared/metrics.js';
+import type { TransitionApplier } from '../../step/apply-transition.js';
 
 /** The ledger key of an undo: its own, beside the write's `run:step:toolCallId` (I4); each retry of a failed undo has its own too. */
 export const compensationKey = (runId: string, step: number, toolCallId: string, retry?: number) =>

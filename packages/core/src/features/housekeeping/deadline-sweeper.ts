@@ -1,5 +1,5 @@
-import type { Logger } from '../../shared/logger.js';
 import { isParked, type RunStore } from '../../adapters/redis/run-store.js';
+import type { Logger } from '../../shared/logger.js';
 import type { StepProcessor } from '../../step/step-processor.js';
 
 /**

@@ -1,13 +1,13 @@
+import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import type { Queue } from 'bullmq';
-import type { ApprovalService } from '../approvals/approval-service.js';
+import { type Enqueue, jobCatalog, jobRoute } from '../../adapters/queue/job-catalog.js';
+import type { ApprovalFeed } from '../../adapters/redis/approval-feed.js';
+import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
-import { type Enqueue, jobCatalog, jobRoute } from '../../adapters/queue/job-catalog.js';
-import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
-import type { ApprovalFeed } from '../../adapters/redis/approval-feed.js';
-import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { TransitionApplier } from '../../step/apply-transition.js';
+import type { ApprovalService } from '../approvals/approval-service.js';
 
 export interface ReaperDeps {
   store: RunStore;

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { overseesTenant } from '../../policy/approvals/decision-rights.js';
-import { ConflictError, ForbiddenError, NotFoundError, ReinError } from '../../shared/errors.js';
-import type { Logger } from '../../shared/logger.js';
 import type { Principal } from '@rein/contract';
 import { type CohortEntry, type CreateReplayCohortBody, type ReplayCohortView, type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { ReserveResult } from '../../adapters/redis/lua-scripts.js';
 import type { CohortDoc, ReplayCohortStore } from '../../adapters/redis/replay-cohort-store.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
-import type { ReplayService } from './replay-service.js';
+import { overseesTenant } from '../../policy/approvals/decision-rights.js';
 import { diffRuns } from '../../policy/run/run-diff.js';
+import { ConflictError, ForbiddenError, NotFoundError, ReinError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import type { ReplayService } from './replay-service.js';
 
 /** The most finished runs a cohort samples from (newest first within its window). */
 const CANDIDATES_MAX = 5000;

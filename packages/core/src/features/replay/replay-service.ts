@@ -1,23 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import type { ChatMessage, Principal } from '@rein/contract';
+import { type ForkRunBody, type ReplayRunBody, type ReplayStarted, type RunDiff, type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
+import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
+import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
+import { newTraceparent } from '../../adapters/tracing/trace-context.js';
+import { diffRuns } from '../../policy/run/run-diff.js';
 import { runEvent } from '../../policy/run/run-event.js';
 import { ConflictError, ForbiddenError, InvalidRequestError } from '../../shared/errors.js';
 import type { Metrics } from '../../shared/metrics.js';
-import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
-import type { Principal } from '@rein/contract';
-import type { ChatMessage } from '@rein/contract';
-import {
-  type ForkRunBody,
-  type ReplayRunBody,
-  type ReplayStarted,
-  type RunDiff,
-  type RunRecord,
-  TERMINAL_STATUSES,
-} from '@rein/contract';
-import type { RunStore } from '../../adapters/redis/run-store.js';
-import { newTraceparent } from '../../adapters/tracing/trace-context.js';
 import { queuedRun } from '../runs/queued-run.js';
-import { diffRuns } from '../../policy/run/run-diff.js';
 import type { LimitCeilings } from '../runs/run-service.js';
 
 export interface ReplayServiceDeps {

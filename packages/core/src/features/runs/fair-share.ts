@@ -1,7 +1,7 @@
-import type { TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
-import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
+import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
+import type { TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
 
 export interface FairShareDeps {
   store: Pick<RunStore, 'get'>;

@@ -1,32 +1,36 @@
 import { randomUUID } from 'node:crypto';
+import type { Approval, ApprovalView, Compensation, Principal, RunTrace, RunView, TreeUsage } from '@rein/contract';
+import {
+  type ListRunsQuery,
+  type RunRecord,
+  type SubmitRunBody,
+  TERMINAL_STATUSES,
+  USAGE_DEFAULT_DAYS,
+  type UsageQuery,
+  type UsageResponse,
+} from '@rein/contract';
 import type { AgentCatalog } from '@rein/define/internal';
+import type { ArchivedRun, RunArchive, RunTreeParts } from '../../adapters/postgres/run-archive.js';
+import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
+import { approvalEvent } from '../../adapters/redis/approval-feed.js';
+import type { DecisionJournal } from '../../adapters/redis/decision-journal.js';
+import { decodeCursor, encodeCursor } from '../../adapters/redis/index-pager.js';
+import type { RunStore, StoredEvent } from '../../adapters/redis/run-store.js';
+import type { SseSource } from '../../adapters/redis/stream-hub.js';
+import type { Admission, TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
+import { newTraceparent } from '../../adapters/tracing/trace-context.js';
 import { decisionRights, mayReadRun, overseesTenant } from '../../policy/approvals/decision-rights.js';
 import { approvalsNeeded } from '../../policy/approvals/quorum.js';
-import type { ArchivedRun, RunArchive, RunTreeParts } from '../../adapters/postgres/run-archive.js';
-import type { Admission, TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
-import type { TransitionApplier } from '../../step/apply-transition.js';
-import type { Compensator } from '../compensation/compensation.js';
+import { bodyHash, replayOf } from '../../policy/run/idempotency.js';
 import { runEvent } from '../../policy/run/run-event.js';
 import { cancelRun, retryOnStale } from '../../policy/run/run-transitions.js';
 import { treeTotal } from '../../policy/step/sub-agents.js';
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../../shared/errors.js';
 import type { PiiMasker } from '../../shared/guards/pii-masker.js';
-import type { SseSource } from '../../adapters/redis/stream-hub.js';
 import { runKeys, tenantKeys } from '../../shared/keys.js';
 import type { Metrics } from '../../shared/metrics.js';
-import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
-import { type ListRunsQuery, type SubmitRunBody, USAGE_DEFAULT_DAYS, type UsageQuery, type UsageResponse } from '@rein/contract';
-import type { Approval } from '@rein/contract';
-import type { Compensation } from '@rein/contract';
-import type { Principal } from '@rein/contract';
-import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
-import type { ApprovalView, RunTrace, RunView, TreeUsage } from '@rein/contract';
-import { approvalEvent } from '../../adapters/redis/approval-feed.js';
-import type { DecisionJournal } from '../../adapters/redis/decision-journal.js';
-import { decodeCursor, encodeCursor } from '../../adapters/redis/index-pager.js';
-import type { RunStore, StoredEvent } from '../../adapters/redis/run-store.js';
-import { newTraceparent } from '../../adapters/tracing/trace-context.js';
-import { bodyHash, replayOf } from '../../policy/run/idempotency.js';
+import type { TransitionApplier } from '../../step/apply-transition.js';
+import type { Compensator } from '../compensation/compensation.js';
 import { queuedRun } from './queued-run.js';
 import { type SessionSettings, sessionHistory } from './session-history.js';
 

@@ -1,8 +1,7 @@
-import { estimatePromptTokens } from '../../policy/budget/token-estimator.js';
-import type { Compensation } from '@rein/contract';
-import type { ChatMessage } from '@rein/contract';
+import type { ChatMessage, Compensation } from '@rein/contract';
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import type { RunStore } from '../../adapters/redis/run-store.js';
+import { estimatePromptTokens } from '../../policy/budget/token-estimator.js';
 
 export interface SessionSettings {
   /** The most tokens earlier turns may take in a new run's prompt; older turns go first. */

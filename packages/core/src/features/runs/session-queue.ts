@@ -1,9 +1,9 @@
-import type { TransitionApplier } from '../../step/apply-transition.js';
+import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
+import type { RunStore } from '../../adapters/redis/run-store.js';
 import { admitQueuedRun } from '../../policy/run/run-transitions.js';
 import { StaleStepError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
-import type { RunStore } from '../../adapters/redis/run-store.js';
+import type { TransitionApplier } from '../../step/apply-transition.js';
 import { type SessionSettings, sessionHistory } from './session-history.js';
 
 export interface SessionQueueDeps {

@@ -1,20 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentCatalog } from '@rein/define/internal';
-import { holdsRole } from '../../policy/approvals/decision-rights.js';
-import { ConflictError, NotFoundError, ReinError } from '../../shared/errors.js';
-import type { Logger } from '../../shared/logger.js';
-import type { Metrics } from '../../shared/metrics.js';
-import type { ScheduleTimers } from '../../adapters/queue/schedule-queue.js';
-import type { Principal } from '@rein/contract';
-import type { AuditAction } from '@rein/contract';
+import type {
+  AuditAction,
+  CreateScheduleBody,
+  PatchScheduleBody,
+  Principal,
+  ScheduleFiring,
+  ScheduleRecord,
+  ScheduleView,
+} from '@rein/contract';
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
-import type { CreateScheduleBody, PatchScheduleBody, ScheduleFiring, ScheduleRecord, ScheduleView } from '@rein/contract';
+import type { AgentCatalog } from '@rein/define/internal';
+import type { ScheduleTimers } from '../../adapters/queue/schedule-queue.js';
 import type { AuditLog } from '../../adapters/redis/audit-log.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { ScheduleStore } from '../../adapters/redis/schedule-store.js';
+import { holdsRole } from '../../policy/approvals/decision-rights.js';
+import { checkCron, isMissed, latestFireAt, missedFirings, nextFireAt, scheduledRunId } from '../../policy/run/schedule-cron.js';
+import { ConflictError, NotFoundError, ReinError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Metrics } from '../../shared/metrics.js';
 import type { RunService } from '../runs/run-service.js';
 import { runView } from '../runs/run-service.js';
-import { checkCron, isMissed, latestFireAt, missedFirings, nextFireAt, scheduledRunId } from '../../policy/run/schedule-cron.js';
 
 export interface ScheduleServiceDeps {
   store: ScheduleStore;

@@ -1,10 +1,10 @@
-import type { Logger } from '../../shared/logger.js';
-import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
+import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
 import { approvalEvent } from '../../adapters/redis/approval-feed.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
-import type { TransitionApplier } from '../../step/apply-transition.js';
 import { cancelRun, retryOnStale } from '../../policy/run/run-transitions.js';
+import type { Logger } from '../../shared/logger.js';
+import type { TransitionApplier } from '../../step/apply-transition.js';
 
 export interface RunTreeDeps {
   store: RunStore;

@@ -1,13 +1,12 @@
+import type { Principal, PromoteBody, UpgradeAnswer, UpgradeBody, VersionList, VersionView } from '@rein/contract';
+import { TERMINAL_STATUSES } from '@rein/contract';
+import { type Enqueue, jobRoute, type StepScheduler } from '../../adapters/queue/job-catalog.js';
+import type { RunStore } from '../../adapters/redis/run-store.js';
+import type { VersionDirectory } from '../../adapters/redis/version-directory.js';
 import { holdsRole, isOperator } from '../../policy/approvals/decision-rights.js';
 import { currentVersion } from '../../policy/run/version-route.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import { type Enqueue, jobRoute, type StepScheduler } from '../../adapters/queue/job-catalog.js';
-import type { Principal } from '@rein/contract';
-import { TERMINAL_STATUSES } from '@rein/contract';
-import type { PromoteBody, UpgradeAnswer, UpgradeBody, VersionList, VersionView } from '@rein/contract';
-import type { RunStore } from '../../adapters/redis/run-store.js';
-import type { VersionDirectory } from '../../adapters/redis/version-directory.js';
 
 export interface VersionServiceDeps {
   directory: VersionDirectory;

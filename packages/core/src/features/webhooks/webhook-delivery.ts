@@ -1,11 +1,11 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
+import type { DeliveryAttempt } from '@rein/contract';
 import { Webhook as Signer } from 'standardwebhooks';
 import { ReinError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
-import type { DeliveryAttempt } from '@rein/contract';
 import { isRefusedAddress, publicOnlyLookup, WebhookUrlRefusedError } from './address-guard.js';
 import type { DeliveryJob } from './webhook-dispatcher.js';
 import type { WebhookStore } from './webhook-store.js';

@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
+import type { ApprovalFeedEvent, RunRecord } from '@rein/contract';
+import { type WebhookEventType, webhookEventTypeSchema } from '@rein/contract';
 import { type ConnectionOptions, type JobsOptions, Queue } from 'bullmq';
 import { z } from 'zod';
 import { WEBHOOK_QUEUE_PREFIX } from '../../shared/keys.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
-import type { ApprovalFeedEvent } from '@rein/contract';
-import type { RunRecord } from '@rein/contract';
-import { type WebhookEventType, webhookEventTypeSchema } from '@rein/contract';
 import type { WebhookStore } from './webhook-store.js';
 
 export const WEBHOOK_QUEUE = 'rein-webhooks';

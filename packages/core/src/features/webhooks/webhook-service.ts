@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import type { Principal } from '@rein/contract';
 import { type CreateWebhookBody, createdWebhookSchema, type Webhook, type WebhookView } from '@rein/contract';
 import type { AuditLog } from '../../adapters/redis/audit-log.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import { assertPublicUrl } from './address-guard.js';
 import type { WebhookStore } from './webhook-store.js';
 

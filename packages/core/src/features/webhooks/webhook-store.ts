@@ -1,7 +1,7 @@
-import { tenantKeys } from '../../shared/keys.js';
-import type { RedisClient } from '../../adapters/redis/redis.js';
 import { type DeliveryAttempt, deliveryAttemptSchema, type Webhook, webhookSchema } from '@rein/contract';
 import { AddWebhookResult, withScripts } from '../../adapters/redis/lua-scripts.js';
+import type { RedisClient } from '../../adapters/redis/redis.js';
+import { tenantKeys } from '../../shared/keys.js';
 
 /** Attempts kept per webhook in its delivery log. */
 export const DELIVERY_LOG_SIZE = 100;

@@ -1,11 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { AgentProfile } from '@rein/define/internal';
-import { ConfigError } from '../../shared/errors.js';
 import { appVersionSchema } from '@rein/contract';
+import type { AgentProfile, App, Tool } from '@rein/define/internal';
+import { ConfigError } from '../../shared/errors.js';
 import { canonicalJson } from './argument-hash.js';
-import type { Tool } from '@rein/define/internal';
 import { toolDigest } from './tool-digest.js';
-import type { App } from '@rein/define/internal';
 
 /** A content version: `c-` and 12 hex digits of the hash of what the app declares. */
 export const CONTENT_VERSION_PREFIX = 'c-';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
+import type { Tool } from '@rein/define/internal';
 import { z } from 'zod';
 import { canonicalJson } from './argument-hash.js';
-import type { Tool } from '@rein/define/internal';
 
 /**
  * What an approver saw of a tool, as one hash: its name, kind, argument schema (JSON

@@ -1,6 +1,6 @@
 import type { Approval } from '@rein/contract';
-import { hashArguments } from '../app/argument-hash.js';
 import type { ApprovalRequirement, Tool } from '@rein/define/internal';
+import { hashArguments } from '../app/argument-hash.js';
 import { ROLE_RANK } from './decision-rights.js';
 
 export type Binding = { ok: true; args: unknown } | { ok: false; problem: string };

@@ -1,6 +1,4 @@
-import type { Approval } from '@rein/contract';
-import type { Principal, Role, TenantRole } from '@rein/contract';
-import type { RunRecord } from '@rein/contract';
+import type { Approval, Principal, Role, RunRecord, TenantRole } from '@rein/contract';
 
 /** Tenant roles in order of authority: a role may do whatever a lower one may. */
 export const ROLE_RANK: Record<TenantRole, number> = { user: 0, approver: 1, supervisor: 2, admin: 3 };

@@ -1,5 +1,4 @@
-import type { Approval, Escalation } from '@rein/contract';
-import type { TenantRole } from '@rein/contract';
+import type { Approval, Escalation, TenantRole } from '@rein/contract';
 import { ROLE_RANK } from './decision-rights.js';
 
 /** The app-wide escalation of an approval by the role it needs (REIN_APPROVAL_ESCALATION), when its policy names none. */

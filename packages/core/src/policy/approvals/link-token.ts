@@ -1,6 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
 import type { ApiKey } from '@rein/contract';
+import { z } from 'zod';
 
 /**
  * What a one-click link carries, signed: the approval, the arguments' hash it was minted

@@ -1,8 +1,7 @@
-import { approvalId } from '../approvals/approval-id.js';
 import type { Approval, BudgetRaise } from '@rein/contract';
-import { budgetRaiseSchema } from '@rein/contract';
-import { type Limits, limitsSchema, type RunReason, type RunRecord } from '@rein/contract';
+import { budgetRaiseSchema, type Limits, limitsSchema, type RunReason, type RunRecord } from '@rein/contract';
 import { hashArguments } from '../app/argument-hash.js';
+import { approvalId } from '../approvals/approval-id.js';
 
 /**
  * Budgets that ask (`defineAgent({ onBudget: 'ask' })`): a run out of its token or cost

@@ -1,6 +1,6 @@
+import type { ChatMessage } from '@rein/contract';
 import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
-import type { ChatMessage } from '@rein/contract';
 
 /** Tokens every chat message costs on top of its text (role, separators), per OpenAI's counting guide. */
 const PER_MESSAGE = 4;

@@ -1,7 +1,4 @@
-import type { Approval } from '@rein/contract';
-import type { RunEvent } from '@rein/contract';
-import type { AuditAction, AuditRecord } from '@rein/contract';
-import type { RunRecord } from '@rein/contract';
+import type { Approval, AuditAction, AuditRecord, RunEvent, RunRecord } from '@rein/contract';
 
 /** Who acts when nobody does: a timer's expiry or escalation. */
 export const SYSTEM_ACTOR = 'system';

@@ -1,8 +1,5 @@
+import type { Approval, ChatMessage, RunEvent, RunReason, RunRecord, StepRecord } from '@rein/contract';
 import { StaleStepError } from '../../shared/errors.js';
-import type { Approval } from '@rein/contract';
-import type { RunEvent } from '@rein/contract';
-import type { ChatMessage } from '@rein/contract';
-import type { RunReason, RunRecord, StepRecord } from '@rein/contract';
 import { runEvent } from './run-event.js';
 
 /**

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
+import { MISSED_COUNT_LIMIT, type MissedFirings } from '@rein/contract';
 import cronParser from 'cron-parser';
 import { InvalidRequestError } from '../../shared/errors.js';
-import { MISSED_COUNT_LIMIT, type MissedFirings } from '@rein/contract';
 
 /**
  * Cron expressions and fire times, with the parser BullMQ's job schedulers use

@@ -1,8 +1,6 @@
-import type { FleetVersions } from '../app/fleet-versions.js';
-import type { Approval } from '@rein/contract';
-import type { RunRecord } from '@rein/contract';
-import type { Versioning } from '@rein/contract';
+import type { Approval, RunRecord, Versioning } from '@rein/contract';
 import type { Tool } from '@rein/define/internal';
+import type { FleetVersions } from '../app/fleet-versions.js';
 import { toolDigest } from '../app/tool-digest.js';
 import { approvedPlanSteps, planDigest } from '../step/plan.js';
 

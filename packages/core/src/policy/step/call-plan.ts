@@ -1,16 +1,23 @@
-import type { z } from 'zod';
+import type { Approval, ApprovalStatus, ModelToolCall, RunRecord, ToolCallRecord, ToolOutcome } from '@rein/contract';
 import type { AgentProfile } from '@rein/define/internal';
-import { callArgumentsSchema, delegationOf, transferArgumentsSchema } from '@rein/define/internal';
+import {
+  agentTool,
+  callArgumentsSchema,
+  delegationOf,
+  parseToolArguments,
+  requirementOf,
+  type Tool,
+  type ToolContext,
+  thrownMessage,
+  transferArgumentsSchema,
+} from '@rein/define/internal';
+import type { z } from 'zod';
+import { hashArguments } from '../app/argument-hash.js';
+import { toolDigest } from '../app/tool-digest.js';
 import { verifyBinding } from '../approvals/approval-binding.js';
 import { approvalId } from '../approvals/approval-id.js';
 import { type EscalationDefaults, firstEscalation } from '../approvals/escalation.js';
-import type { Approval, ApprovalStatus } from '@rein/contract';
-import type { ModelToolCall } from '@rein/contract';
-import type { RunRecord, ToolCallRecord, ToolOutcome } from '@rein/contract';
 import { idempotencyKey } from './call-identity.js';
-import { hashArguments } from '../app/argument-hash.js';
-import { agentTool, parseToolArguments, requirementOf, type Tool, type ToolContext, thrownMessage } from '@rein/define/internal';
-import { toolDigest } from '../app/tool-digest.js';
 import { linkParsedCallsToPlan, planCoverProblem } from './plan.js';
 import { childRunId, depthOf } from './sub-agents.js';
 import { errorObservation } from './tool-observation.js';

@@ -1,6 +1,6 @@
-import { CALL_PREFIX, TRANSFER_PREFIX } from '@rein/define/internal';
 import type { Approval } from '@rein/contract';
 import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '@rein/contract';
+import { CALL_PREFIX, TRANSFER_PREFIX } from '@rein/define/internal';
 import type { Transition } from './step-policy.js';
 
 export interface ToolCallFact {

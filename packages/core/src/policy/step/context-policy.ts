@@ -1,5 +1,5 @@
-import { type ContextPolicy, READ_RESULT_TOOL } from '@rein/define/internal';
 import type { ChatMessage } from '@rein/contract';
+import { type ContextPolicy, READ_RESULT_TOOL } from '@rein/define/internal';
 import { toolMessageContent } from './tool-observation.js';
 
 /** What an agent declares (the policy's schema, the built-in tool's name) lives with the definition API. */

@@ -1,5 +1,4 @@
-import type { ModelToolCall } from '@rein/contract';
-import type { LoopGuardState, ToolCallRecord } from '@rein/contract';
+import type { LoopGuardState, ModelToolCall, ToolCallRecord } from '@rein/contract';
 import { hashArguments } from '../app/argument-hash.js';
 
 /** Identity of a call for loop detection: the tool and its arguments, key order ignored. */

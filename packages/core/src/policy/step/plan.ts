@@ -1,14 +1,14 @@
-import type { PlanOptions } from '@rein/define/internal';
-import { z } from 'zod';
-import { exceeds, stricterOf } from '../approvals/approval-binding.js';
-import { approvalId } from '../approvals/approval-id.js';
-import { InvalidRequestError, ToolError } from '../../shared/errors.js';
 import type { Approval } from '@rein/contract';
 import { type PlanStep, planStepSchema, type RunPlan, type RunRecord } from '@rein/contract';
-import { idempotencyKey } from './call-identity.js';
-import { hashArguments } from '../app/argument-hash.js';
+import type { PlanOptions } from '@rein/define/internal';
 import { type ApprovalRequirement, parseToolArguments, requirementOf, type Tool, type ToolContext } from '@rein/define/internal';
+import { z } from 'zod';
+import { InvalidRequestError, ToolError } from '../../shared/errors.js';
+import { hashArguments } from '../app/argument-hash.js';
 import { toolDigest } from '../app/tool-digest.js';
+import { exceeds, stricterOf } from '../approvals/approval-binding.js';
+import { approvalId } from '../approvals/approval-id.js';
+import { idempotencyKey } from './call-identity.js';
 import type { PlanOutcome } from './step-policy.js';
 
 /**

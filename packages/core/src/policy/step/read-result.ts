@@ -1,8 +1,8 @@
-import { z } from 'zod';
-import { parseHandle, READ_RESULT_TOOL } from './context-policy.js';
-import { ToolError } from '../../shared/errors.js';
 import type { StepRecord } from '@rein/contract';
 import { defineTool, type Tool } from '@rein/define/internal';
+import { z } from 'zod';
+import { ToolError } from '../../shared/errors.js';
+import { parseHandle, READ_RESULT_TOOL } from './context-policy.js';
 
 /** Where `read_result` finds a result: the run's committed step records (the full text is kept there). */
 export interface StepRecordReader {

@@ -1,6 +1,5 @@
+import type { Approval, ReplaySettings, RunRecord, StepRecord, ToolCallRecord } from '@rein/contract';
 import type { AgentProfile } from '@rein/define/internal';
-import type { Approval } from '@rein/contract';
-import type { ReplaySettings, RunRecord, StepRecord, ToolCallRecord } from '@rein/contract';
 import { hashArguments } from '../app/argument-hash.js';
 import { type PlannedCall, plannedRecord, transferRecord } from './call-plan.js';
 

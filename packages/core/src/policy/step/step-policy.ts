@@ -1,14 +1,23 @@
-import { TRANSFER_PREFIX } from '@rein/define/internal';
-import { costOf } from '../budget/cost.js';
-import type { Price } from '../../shared/config.js';
-import type { Approval } from '@rein/contract';
-import type { ChatMessage } from '@rein/contract';
-import type { Decision, Limits, LoopGuardState, RunPlan, RunReason, RunRecord, StepRecord, ToolCallRecord } from '@rein/contract';
+import type {
+  Approval,
+  ChatMessage,
+  Decision,
+  Limits,
+  LoopGuardState,
+  RunPlan,
+  RunReason,
+  RunRecord,
+  StepRecord,
+  ToolCallRecord,
+} from '@rein/contract';
 import { TERMINAL_STATUSES } from '@rein/contract';
-import { type ContextPolicy, observationContent } from './context-policy.js';
-import { advanceGuard, checkRepeats, type EarlierCall, failingTool } from './loop-guard.js';
+import { TRANSFER_PREFIX } from '@rein/define/internal';
+import type { Price } from '../../shared/config.js';
+import { costOf } from '../budget/cost.js';
 import { runEvent } from '../run/run-event.js';
 import { type Charge, continueRun, finishRun, parkRun, waitRun } from '../run/run-transitions.js';
+import { type ContextPolicy, observationContent } from './context-policy.js';
+import { advanceGuard, checkRepeats, type EarlierCall, failingTool } from './loop-guard.js';
 import { checkOutput, OUTPUT_REPAIR_TURNS, type OutputCheck, type OutputSpec, repairMessage } from './structured-output.js';
 
 /**

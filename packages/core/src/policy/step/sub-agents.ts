@@ -1,7 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Limits, RunRecord } from '@rein/contract';
-import type { Versioning } from '@rein/contract';
-import type { TreeUsage } from '@rein/contract';
+import type { Limits, RunRecord, TreeUsage, Versioning } from '@rein/contract';
 
 /**
  * The pure rules of a tree of runs: a child's id, its record and limits, what its end

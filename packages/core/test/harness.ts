@@ -24,11 +24,12 @@ import { TenantQuotas } from '../src/adapters/redis/tenant-quotas.js';
 import { createApprovalService } from '../src/features/approvals/approval-service.js';
 import { createRunService } from '../src/features/runs/run-service.js';
 import type { SessionSettings } from '../src/features/runs/session-history.js';
-import { createRunTree, type RunTree } from '../src/features/tree/run-tree.js';
+import { createRunTree, treePlug } from '../src/features/tree/run-tree.js';
 import type { EscalationDefaults } from '../src/policy/approvals/escalation.js';
 import type { DelegationLimits } from '../src/policy/step/call-plan.js';
 import { knownToolNames } from '../src/policy/step/commit-facts.js';
 import { createRegistry } from '../src/process/registry.js';
+import { createRunEndHooks } from '../src/process/run-end-hooks.js';
 import { loadConfig, type Price, type Quotas } from '../src/shared/config.js';
 import { createPiiMasker } from '../src/shared/guards/pii-masker.js';
 import { createMetrics } from '../src/shared/metrics.js';
@@ -115,6 +116,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   const audit = new AuditLog(redis, logger, opts.now);
   const clock = opts.now ? { now: opts.now } : {};
   const quotas = new TenantQuotas(redis, opts.quotas ?? loadConfig({}).REIN_TENANT_QUOTAS, opts.now);
+  const runEnd = createRunEndHooks();
   const applier = createTransitionApplier({
     store,
     quotas,
@@ -124,16 +126,12 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     metrics,
     knownTool: knownToolNames(tools, agents),
     audit,
-    ...(opts.onFinished ? { hooks: { finished: opts.onFinished } } : {}),
-    hooks: {
-      async finished(run) {
-        await opts.onFinished?.(run);
-        await tree?.finished(run);
-      },
-    },
+    hooks: runEnd,
     ...clock,
   });
-  const tree: RunTree | undefined = createRunTree({ store, applier, enqueue, logger, ...clock });
+  const tree = createRunTree({ store, applier, enqueue, logger, ...clock });
+  // As the runtime plugs its features in; a test's own hook runs first, where webhooks and compensation would.
+  runEnd.plug([...(opts.onFinished ? [{ feature: 'test', finished: opts.onFinished }] : []), treePlug(tree)]);
   const executeTool = createToolExecutor({
     ledger,
     metrics,

@@ -22,16 +22,16 @@ import { FleetLimit } from '../adapters/resilience/fleet-limit.js';
 import { setupTracing, type Tracing } from '../adapters/tracing/tracing-setup.js';
 import { type ApprovalService, createApprovalService } from '../features/approvals/approval-service.js';
 import { createDecisionLog, type DecisionLog } from '../features/approvals/decision-log.js';
-import { createRunArchiving, type RunArchiving } from '../features/archive/run-archiving.js';
-import { type Compensator, createCompensator } from '../features/compensation/compensation.js';
-import { createReplayCohortService, type ReplayCohortService } from '../features/replay/replay-cohort-service.js';
+import { archivePlug, createRunArchiving, type RunArchiving } from '../features/archive/run-archiving.js';
+import { type Compensator, compensationPlug, createCompensator } from '../features/compensation/compensation.js';
+import { cohortPlug, createReplayCohortService, type ReplayCohortService } from '../features/replay/replay-cohort-service.js';
 import { createReplayService, type ReplayService } from '../features/replay/replay-service.js';
-import { createFairShare, type FairShare } from '../features/runs/fair-share.js';
+import { createFairShare, type FairShare, fairSharePlug } from '../features/runs/fair-share.js';
 import { createRunService, type RunService } from '../features/runs/run-service.js';
-import { createSessionQueue, type SessionQueue } from '../features/runs/session-queue.js';
+import { createSessionQueue, type SessionQueue, sessionPlug } from '../features/runs/session-queue.js';
 import { createScheduleService, type ScheduleService } from '../features/schedules/schedule-service.js';
-import { createRunTree, type RunTree } from '../features/tree/run-tree.js';
-import { WebhookDispatcher } from '../features/webhooks/webhook-dispatcher.js';
+import { createRunTree, treePlug } from '../features/tree/run-tree.js';
+import { WebhookDispatcher, webhookPlug } from '../features/webhooks/webhook-dispatcher.js';
 import { createWebhookService, type WebhookService } from '../features/webhooks/webhook-service.js';
 import { WebhookStore } from '../features/webhooks/webhook-store.js';
 import { resolveAppVersion } from '../policy/app/app-version.js';
@@ -48,6 +48,7 @@ import type { ReinOptions } from '../shared/options.js';
 import { createTransitionApplier, type TransitionApplier } from '../step/apply-transition.js';
 import { createChildRuns, type SpawnChild } from '../step/child-runs.js';
 import { createRegistry, type Registry } from './registry.js';
+import { createRunEndHooks } from './run-end-hooks.js';
 
 /**
  * What every Rein process shares: the API and the approver run on it as is. The worker's
@@ -241,11 +242,8 @@ async function buildRuntime<X extends Extras>(
     Date.now,
     archive ? { cold: new AuditArchive(archive.pool), retentionMs: options.archive.hotRetentionMs } : undefined,
   );
-  // The compensator commits through the applier whose finish hook it is: bound once both exist.
-  let compensator: Compensator | undefined;
-  // Likewise the tree, which cancels a finished run's children through the applier.
-  let tree: RunTree | undefined;
-  let cohorts: ReplayCohortService | undefined;
+  // The applier is built first; the features that commit through it plug into its run-end hooks below.
+  const runEnd = createRunEndHooks();
   const applier = createTransitionApplier({
     store,
     quotas,
@@ -255,28 +253,7 @@ async function buildRuntime<X extends Extras>(
     metrics,
     knownTool: knownToolNames(tools, agents),
     audit,
-    hooks: {
-      async finished(run) {
-        // A replay fires no webhook and has nothing to compensate: its calls never reached the world.
-        // A cohort's replay starts the cohort's next one.
-        if (run.mode === 'replay') await cohorts?.replayFinished(run);
-        else {
-          await dispatcher.onRunFinished(run);
-          await compensator
-            ?.onRunFinished(run)
-            .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
-        }
-        await tree?.finished(run);
-        // Its session may be free now: the next run queued for it (if any) starts.
-        if (run.sessionId) await enqueue('admit', { runId: run.id, cause: 'finished', traceparent: run.traceparent });
-        // Its slot is free: the tenant's oldest waiting run (fair share) takes it.
-        if (quotas.quotaOf(run.tenantId).queueBeyondLimit)
-          await enqueue('slot', { runId: run.id, tenantId: run.tenantId, freed: true, traceparent: run.traceparent });
-        // Last: the archive job reads what the hooks before it wrote. A failure keeps the run in the active-runs index (the reaper runs the hooks again).
-        await archive?.archiving.finished(run);
-      },
-      decided: async (run) => compensator?.decided(run),
-    },
+    hooks: runEnd,
   });
   const ceilings = {
     maxSteps: options.limits.maxStepsCeiling,
@@ -288,8 +265,8 @@ async function buildRuntime<X extends Extras>(
     toolTraffic: options.sessions.toolTraffic,
     model: options.model.name,
   };
-  tree = createRunTree({ store, applier, enqueue, logger });
-  compensator = createCompensator({
+  const tree = createRunTree({ store, applier, enqueue, logger });
+  const compensator = createCompensator({
     store,
     applier,
     ledger,
@@ -339,7 +316,7 @@ async function buildRuntime<X extends Extras>(
     currentVersion: () => currentVersion(versions.known(), versions.own),
     liveWorkers: async (version) => (await versions.list()).find((f) => f.version === version)?.workers ?? 0,
   });
-  cohorts = createReplayCohortService({
+  const cohorts = createReplayCohortService({
     store,
     cohorts: new ReplayCohortStore(redis, options.retention.traceTtlDays * 86_400),
     replays,
@@ -364,10 +341,22 @@ async function buildRuntime<X extends Extras>(
     store,
     applier,
     sessions,
-    undoSettled: (run) => (compensator as Compensator).settled(run),
+    undoSettled: (run) => compensator.settled(run),
     waitingForSlot: (run) => quotas.waiting(run.tenantId, run.id),
     logger,
   });
+  // What a run's end sets off, in this order. The archive is last: its job reads what the
+  // plugs before it wrote. A plug that throws leaves the run in the active-runs index, and
+  // the reaper runs the hooks again.
+  runEnd.plug([
+    cohortPlug(cohorts),
+    webhookPlug(dispatcher),
+    compensationPlug(compensator, logger),
+    treePlug(tree),
+    sessionPlug(enqueue),
+    fairSharePlug(quotas, enqueue),
+    ...(archive ? [archivePlug(archive.archiving)] : []),
+  ]);
   return {
     options,
     app,

@@ -5,6 +5,7 @@ import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
 import { type HotRuns, type RunSnapshot, sameRevision } from '../../adapters/redis/hot-runs.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
+import type { RunEndPlug } from '../run-end.js';
 
 export interface RunArchivingDeps {
   hot: HotRuns;
@@ -150,3 +151,9 @@ export function createRunArchiving(deps: RunArchivingDeps) {
 }
 
 export type RunArchiving = ReturnType<typeof createRunArchiving>;
+
+/** A finished run joins the archive's backlog and its archive job is enqueued. */
+export const archivePlug = (archiving: Pick<RunArchiving, 'finished'>): RunEndPlug => ({
+  feature: 'archive',
+  finished: (run) => archiving.finished(run),
+});

@@ -25,6 +25,7 @@ import {
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
 import type { TransitionApplier } from '../../step/apply-transition.js';
+import type { RunEndPlug } from '../run-end.js';
 
 /** The ledger key of an undo: its own, beside the write's `run:step:toolCallId` (I4); each retry of a failed undo has its own too. */
 export const compensationKey = (runId: string, step: number, toolCallId: string, retry?: number) =>
@@ -480,3 +481,18 @@ export function createCompensator(deps: CompensatorDeps) {
 }
 
 export type Compensator = ReturnType<typeof createCompensator>;
+
+/**
+ * A finished run's saga starts (a replay has nothing to compensate); a decided plan runs.
+ * A saga that cannot start is logged, not thrown: the run's other plugs still run.
+ */
+export const compensationPlug = (compensator: Pick<Compensator, 'onRunFinished' | 'decided'>, logger: Logger): RunEndPlug => ({
+  feature: 'compensation',
+  async finished(run) {
+    if (run.mode === 'replay') return;
+    await compensator
+      .onRunFinished(run)
+      .catch((err: Error) => logger.error({ runId: run.id, err: err.message }, 'could not start the compensation of a run'));
+  },
+  decided: (run) => compensator.decided(run),
+});

@@ -8,6 +8,7 @@ import { overseesTenant } from '../../policy/approvals/decision-rights.js';
 import { diffRuns } from '../../policy/run/run-diff.js';
 import { ConflictError, ForbiddenError, NotFoundError, ReinError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
+import type { RunEndPlug } from '../run-end.js';
 import type { ReplayService } from './replay-service.js';
 
 /** The most finished runs a cohort samples from (newest first within its window). */
@@ -228,3 +229,11 @@ export function createReplayCohortService(deps: ReplayCohortDeps) {
 }
 
 export type ReplayCohortService = ReturnType<typeof createReplayCohortService>;
+
+/** A cohort's replay that ends starts the cohort's next one. */
+export const cohortPlug = (cohorts: Pick<ReplayCohortService, 'replayFinished'>): RunEndPlug => ({
+  feature: 'replay',
+  async finished(run) {
+    if (run.mode === 'replay') await cohorts.replayFinished(run);
+  },
+});

@@ -2,6 +2,7 @@ import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
+import type { RunEndPlug } from '../run-end.js';
 
 export interface FairShareDeps {
   store: Pick<RunStore, 'get'>;
@@ -70,3 +71,12 @@ export function createFairShare(deps: FairShareDeps) {
 }
 
 export type FairShare = ReturnType<typeof createFairShare>;
+
+/** A finished run's slot is free: its tenant's oldest waiting run (fair share) takes it. */
+export const fairSharePlug = (quotas: Pick<TenantQuotas, 'quotaOf'>, enqueue: Enqueue): RunEndPlug => ({
+  feature: 'fair share',
+  async finished(run) {
+    if (quotas.quotaOf(run.tenantId).queueBeyondLimit)
+      await enqueue('slot', { runId: run.id, tenantId: run.tenantId, freed: true, traceparent: run.traceparent });
+  },
+});

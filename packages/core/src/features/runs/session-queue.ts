@@ -1,9 +1,11 @@
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
+import type { Enqueue } from '../../adapters/queue/job-catalog.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
 import { admitQueuedRun } from '../../policy/run/run-transitions.js';
 import { StaleStepError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { TransitionApplier } from '../../step/apply-transition.js';
+import type { RunEndPlug } from '../run-end.js';
 import { type SessionSettings, sessionHistory } from './session-history.js';
 
 export interface SessionQueueDeps {
@@ -72,3 +74,11 @@ export function createSessionQueue(deps: SessionQueueDeps) {
 }
 
 export type SessionQueue = ReturnType<typeof createSessionQueue>;
+
+/** A finished run's session may be free now: the next run queued for it (if any) starts. */
+export const sessionPlug = (enqueue: Enqueue): RunEndPlug => ({
+  feature: 'sessions',
+  async finished(run) {
+    if (run.sessionId) await enqueue('admit', { runId: run.id, cause: 'finished', traceparent: run.traceparent });
+  },
+});

@@ -5,6 +5,7 @@ import type { RunStore } from '../../adapters/redis/run-store.js';
 import { cancelRun, retryOnStale } from '../../policy/run/run-transitions.js';
 import type { Logger } from '../../shared/logger.js';
 import type { TransitionApplier } from '../../step/apply-transition.js';
+import type { RunEndPlug } from '../run-end.js';
 
 export interface RunTreeDeps {
   store: RunStore;
@@ -54,3 +55,6 @@ export function createRunTree(deps: RunTreeDeps) {
 }
 
 export type RunTree = ReturnType<typeof createRunTree>;
+
+/** A finished run's children end with it; a finished child wakes its waiting parent. */
+export const treePlug = (tree: Pick<RunTree, 'finished'>): RunEndPlug => ({ feature: 'tree', finished: (run) => tree.finished(run) });

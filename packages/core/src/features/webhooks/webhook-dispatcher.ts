@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { WEBHOOK_QUEUE_PREFIX } from '../../shared/keys.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
+import type { RunEndPlug } from '../run-end.js';
 import type { WebhookStore } from './webhook-store.js';
 
 export const WEBHOOK_QUEUE = 'rein-webhooks';
@@ -130,3 +131,11 @@ export class WebhookDispatcher {
     return this.queue.close();
   }
 }
+
+/** A finished run's webhooks; a replay fires none (its calls never reached the world). */
+export const webhookPlug = (dispatcher: Pick<WebhookDispatcher, 'onRunFinished'>): RunEndPlug => ({
+  feature: 'webhooks',
+  async finished(run) {
+    if (run.mode !== 'replay') await dispatcher.onRunFinished(run);
+  },
+});

@@ -125,6 +125,7 @@ export type { CaptureContent } from './adapters/tracing/genai.js';
 export { REIN_ATTR, stepSpan, submitSpan } from './adapters/tracing/rein-spans.js';
 export { parseTraceparent, traceparentSchema } from './adapters/tracing/trace-context.js';
 export { setupTracing, type Tracing } from './adapters/tracing/tracing-setup.js';
+export { type A2aService, createA2aService } from './features/a2a/a2a-service.js';
 export { type ApprovalLinks, createApprovalLinks, type LinkPreview } from './features/approvals/approval-links.js';
 export {
   type ApprovalService,
@@ -156,6 +157,7 @@ export {
 } from './features/webhooks/webhook-dispatcher.js';
 export { createWebhookService, MAX_WEBHOOKS_PER_TENANT, type WebhookService } from './features/webhooks/webhook-service.js';
 export { DELIVERY_LOG_SIZE, WebhookStore } from './features/webhooks/webhook-store.js';
+export { type A2aRoutesDeps, registerA2aCard, registerA2aRoutes } from './http/a2a-routes.js';
 export { basicPassword, bearerToken, findApiKey, metricsAuthorized } from './http/credentials.js';
 export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
 export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';

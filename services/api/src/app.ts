@@ -10,6 +10,7 @@ import {
   upgradeBodySchema,
 } from '@rein/contract';
 import {
+  createA2aService,
   createServiceApp,
   createVersionService,
   EventStreams,
@@ -18,6 +19,8 @@ import {
   parseInput,
   REIN_ATTR,
   type Runtime,
+  registerA2aCard,
+  registerA2aRoutes,
   registerQueueDepth,
   registerRunRoutes,
   registerVersionGauges,
@@ -49,6 +52,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
+  const a2a = createA2aService({ runs, approvals: rt.approvals, agents: rt.app.agents, version: rt.version });
 
   const app = createServiceApp(rt, (v1) => {
     v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {
@@ -117,7 +121,11 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       return reply.code(202).header('location', `/v1/replays/${cohort.id}`).send(cohort);
     });
     v1.get('/v1/replays/:id', { schema: schemas.getReplayCohort }, async (req) => rt.cohorts.get(req.principal, id(req.params)));
+
+    // Protocol doors (docs/interop.md): the same caller, the same services.
+    registerA2aRoutes(v1, { a2a, runs, streams, logger: rt.logger });
   });
+  registerA2aCard(app, a2a);
 
   app.addHook('preClose', async () => streams.close());
   app.register((scope) => mountQueueBoard(scope, rt));

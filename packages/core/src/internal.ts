@@ -139,6 +139,7 @@ export { createRunArchiving, type RunArchiving, retirable } from './features/arc
 export { type Compensator, compensationKey, createCompensator } from './features/compensation/compensation.js';
 export { sweepDeadlines } from './features/housekeeping/deadline-sweeper.js';
 export { type ReaperDeps, reap } from './features/housekeeping/reaper.js';
+export { createMcpDoor, type McpDoor } from './features/mcp-door/mcp-door.js';
 export { createFairShare, type FairShare } from './features/runs/fair-share.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './features/runs/run-service.js';
 export { INTERRUPTED_TURN, type SessionSettings, sessionHistory } from './features/runs/session-history.js';
@@ -162,6 +163,7 @@ export { basicPassword, bearerToken, findApiKey, metricsAuthorized } from './htt
 export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
 export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';
 export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
+export { type McpRoutesDeps, registerMcpRoutes } from './http/mcp-routes.js';
 export { OPENAPI_PATH } from './http/openapi.js';
 export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
 export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';

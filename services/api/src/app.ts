@@ -11,6 +11,7 @@ import {
 } from '@rein/contract';
 import {
   createA2aService,
+  createMcpDoor,
   createServiceApp,
   createVersionService,
   EventStreams,
@@ -21,6 +22,7 @@ import {
   type Runtime,
   registerA2aCard,
   registerA2aRoutes,
+  registerMcpRoutes,
   registerQueueDepth,
   registerRunRoutes,
   registerVersionGauges,
@@ -53,6 +55,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
   const a2a = createA2aService({ runs, approvals: rt.approvals, agents: rt.app.agents, version: rt.version });
+  const mcp = createMcpDoor({ runs, agents: rt.app.agents, version: rt.version, logger: rt.logger });
 
   const app = createServiceApp(rt, (v1) => {
     v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {
@@ -124,6 +127,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
     // Protocol doors (docs/interop.md): the same caller, the same services.
     registerA2aRoutes(v1, { a2a, runs, streams, logger: rt.logger });
+    registerMcpRoutes(v1, { door: mcp, runs, streams, logger: rt.logger });
   });
   registerA2aCard(app, a2a);
 

@@ -2,8 +2,9 @@ import type { Principal } from '@rein/contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { jsonRpcRequestSchema, sendMessageParamsSchema, taskIdParamsSchema } from '../features/a2a/a2a-schemas.js';
-import type { A2aService, A2aStreamFrame, WatchRun } from '../features/a2a/a2a-service.js';
+import type { A2aService, A2aStreamFrame } from '../features/a2a/a2a-service.js';
 import type { RunService } from '../features/runs/run-service.js';
+import type { WatchRun } from '../features/runs/watch-run.js';
 import { ReinError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { type EventStreams, openSse } from './sse.js';
@@ -69,6 +70,12 @@ export interface A2aRoutesDeps {
   logger: Logger;
 }
 
+/** Follows runs through the process's event streams (one blocking Redis connection for all of them). */
+export const watchRuns = (runs: Pick<RunService, 'events'>, streams: EventStreams): WatchRun =>
+  async function* (principal: Principal, runId: string, signal: AbortSignal) {
+    yield* streams.follow(await runs.events(principal, runId), '0', signal);
+  };
+
 /** The Agent Card of each agent (public, as A2A discovery expects), outside the authenticated scope. */
 export function registerA2aCard(app: FastifyInstance, a2a: A2aService): void {
   app.get('/a2a/:agent/.well-known/agent-card.json', { schema: { hide: true } }, async (req) => {
@@ -83,9 +90,7 @@ export function registerA2aCard(app: FastifyInstance, a2a: A2aService): void {
  */
 export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): void {
   const { a2a, streams } = deps;
-  const watch: WatchRun = async function* (principal: Principal, runId: string, signal: AbortSignal) {
-    yield* streams.follow(await deps.runs.events(principal, runId), '0', signal);
-  };
+  const watch = watchRuns(deps.runs, streams);
 
   scope.post('/a2a/:agent', { schema: { hide: true } }, async (req, reply) => {
     const { agent } = params(agentParams, req.params);

@@ -5,13 +5,8 @@ import { A2A_TERMINAL, type A2aTask, a2aContextId, a2aSettled, a2aState, a2aTask
 import { ConflictError, InvalidRequestError, NotFoundError } from '../../shared/errors.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
 import type { RunService } from '../runs/run-service.js';
+import type { WatchRun } from '../runs/watch-run.js';
 import { a2aDecisionSchema, type SendMessageParams } from './a2a-schemas.js';
-
-/**
- * Wakes a follower of a run whenever its event stream moves (an empty batch: a heartbeat's
- * time passed), until the run finishes or `signal` aborts; the HTTP layer's event streams.
- */
-export type WatchRun = (principal: Principal, runId: string, signal: AbortSignal) => AsyncIterable<unknown[]>;
 
 /** One frame of a task's stream, as A2A's `StreamResponse` names its cases; `null`: nothing new for a while. */
 export type A2aStreamFrame =

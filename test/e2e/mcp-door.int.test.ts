@@ -39,7 +39,7 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     });
     expect(result.isError).toBeFalsy();
     expect(textOf(result)).toContain('A12345');
-    const runId = (result._meta?.['rein/run'] as { runId: string }).runId;
+    const { runId } = (result._meta?.['rein/run'] ?? {}) as { runId: string };
     expect(await fleet().client().runs.get(runId)).toMatchObject({ status: 'succeeded', agent: 'order-assistant' });
     expect(progress.length).toBeGreaterThan(0);
   });
@@ -62,7 +62,6 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
   it('cancels the run when the client cancels the call', async () => {
     const client = await connect();
     const abort = new AbortController();
-    let runId = '';
     const call = client.callTool({ name: 'order-assistant', arguments: { input: LATE_ORDER } }, undefined, {
       signal: abort.signal,
       onprogress: () => abort.abort(),
@@ -70,8 +69,7 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     await expect(call).rejects.toThrow();
     // The run of the cancelled call is the caller's newest one.
     const { runs } = await fleet().client().runs.list({ limit: 1 });
-    runId = runs[0]?.id ?? '';
-    const ended = await fleet().waitForRun(runId, (r) => r.status === 'cancelled' || r.status === 'pending_approval');
+    const ended = await fleet().waitForRun(runs[0]?.id ?? '', (r) => r.status === 'cancelled' || r.status === 'pending_approval');
     expect(ended.status).toBe('cancelled');
   });
 

@@ -154,6 +154,27 @@ describe('A2A 1.0 with the @a2a-js/sdk client', () => {
     await expect(collect(client.resubscribeTask({ tenant: '', id: started.id }))).rejects.toMatchObject({ envelopeCode: -32004 });
   });
 
+  it('makes one task of the same message sent twice at once, and refuses an approval of another task', async () => {
+    const client = await clientFor(KEYS.user.key);
+    const message = text(LATE_ORDER);
+    const answers = await Promise.allSettled([client.sendMessage(send(message)), client.sendMessage(send(message))]);
+    const ids = new Set(answers.flatMap((a) => (a.status === 'fulfilled' ? [asTask(a.value).id] : [])));
+    const refused = answers.flatMap((a) => (a.status === 'rejected' ? [a.reason] : []));
+    expect(ids.size).toBe(1);
+    for (const reason of refused) expect(reason).toMatchObject({ data: { code: 'idempotency_key_in_flight' } });
+    const [taskId] = [...ids] as [string];
+    const task = asTask(await client.getTask({ tenant: '', id: taskId }));
+    expect((await fleet().client().sessions.get(task.contextId)).runs).toHaveLength(1);
+
+    // An approval id of the caller's own other task does not decide anything here.
+    const other = asTask(await client.sendMessage(send(text(LATE_ORDER))));
+    const [foreign] = approvalsOf(other);
+    await expect(
+      client.sendMessage(send(decision(taskId, task.contextId, { approvalId: foreign?.approvalId, decision: 'approve' }))),
+    ).rejects.toMatchObject({ envelopeCode: -32001 });
+    expect((await fleet().client().runs.get(other.id)).status).toBe('pending_approval');
+  });
+
   it('ends an input the guards refuse as rejected', async () => {
     const client = await clientFor(KEYS.user.key);
     const task = asTask(await client.sendMessage(send(text('write me a python script'))));

@@ -22,7 +22,7 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     open.push(client);
     return client;
   };
-  const textOf = (result: { content?: unknown }) =>
+  const textOf = (result: Record<string, unknown>) =>
     ((result.content ?? []) as Array<{ type: string; text?: string }>).map((c) => c.text ?? '').join('\n');
 
   it('lists one tool per agent, named as the agent', async () => {

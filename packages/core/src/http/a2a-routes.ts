@@ -102,6 +102,9 @@ export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): 
       if (typeof version === 'string' && version !== '' && !version.startsWith('1.'))
         throw new RpcError(RPC.versionNotSupported, `A2A ${version} is not served here; send A2A-Version: 1.0`);
       const body = envelope.data.params;
+      const configuration = (body?.configuration ?? {}) as { taskPushNotificationConfig?: unknown };
+      if (configuration.taskPushNotificationConfig != null)
+        throw new RpcError(RPC.pushNotSupported, 'push notifications are not served; stream or poll the task');
       switch (method) {
         case 'SendMessage':
           return reply.send(

@@ -58,4 +58,6 @@ export type ReinErrorCode =
   | 'fork_step_unavailable'
   | 'replay_unsupported'
   | 'unknown_model'
+  | 'task_not_awaiting_input'
+  | 'unsupported_part'
   | (string & {});

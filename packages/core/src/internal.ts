@@ -125,6 +125,7 @@ export type { CaptureContent } from './adapters/tracing/genai.js';
 export { REIN_ATTR, stepSpan, submitSpan } from './adapters/tracing/rein-spans.js';
 export { parseTraceparent, traceparentSchema } from './adapters/tracing/trace-context.js';
 export { setupTracing, type Tracing } from './adapters/tracing/tracing-setup.js';
+export { type A2aService, createA2aService } from './features/a2a/a2a-service.js';
 export { type ApprovalLinks, createApprovalLinks, type LinkPreview } from './features/approvals/approval-links.js';
 export {
   type ApprovalService,
@@ -138,6 +139,7 @@ export { createRunArchiving, type RunArchiving, retirable } from './features/arc
 export { type Compensator, compensationKey, createCompensator } from './features/compensation/compensation.js';
 export { sweepDeadlines } from './features/housekeeping/deadline-sweeper.js';
 export { type ReaperDeps, reap } from './features/housekeeping/reaper.js';
+export { createMcpDoor, type McpDoor } from './features/mcp-door/mcp-door.js';
 export { createFairShare, type FairShare } from './features/runs/fair-share.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './features/runs/run-service.js';
 export { INTERRUPTED_TURN, type SessionSettings, sessionHistory } from './features/runs/session-history.js';
@@ -156,10 +158,12 @@ export {
 } from './features/webhooks/webhook-dispatcher.js';
 export { createWebhookService, MAX_WEBHOOKS_PER_TENANT, type WebhookService } from './features/webhooks/webhook-service.js';
 export { DELIVERY_LOG_SIZE, WebhookStore } from './features/webhooks/webhook-store.js';
+export { type A2aRoutesDeps, registerA2aCard, registerA2aRoutes } from './http/a2a-routes.js';
 export { basicPassword, bearerToken, findApiKey, metricsAuthorized } from './http/credentials.js';
 export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
 export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';
 export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
+export { type McpRoutesDeps, registerMcpRoutes } from './http/mcp-routes.js';
 export { OPENAPI_PATH } from './http/openapi.js';
 export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
 export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';

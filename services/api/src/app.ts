@@ -10,6 +10,8 @@ import {
   upgradeBodySchema,
 } from '@rein/contract';
 import {
+  createA2aService,
+  createMcpDoor,
   createServiceApp,
   createVersionService,
   EventStreams,
@@ -18,6 +20,9 @@ import {
   parseInput,
   REIN_ATTR,
   type Runtime,
+  registerA2aCard,
+  registerA2aRoutes,
+  registerMcpRoutes,
   registerQueueDepth,
   registerRunRoutes,
   registerVersionGauges,
@@ -49,6 +54,8 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
+  const a2a = createA2aService({ runs, approvals: rt.approvals, agents: rt.app.agents, version: rt.version });
+  const mcp = createMcpDoor({ runs, agents: rt.app.agents, version: rt.version, logger: rt.logger });
 
   const app = createServiceApp(rt, (v1) => {
     v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {
@@ -117,7 +124,12 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       return reply.code(202).header('location', `/v1/replays/${cohort.id}`).send(cohort);
     });
     v1.get('/v1/replays/:id', { schema: schemas.getReplayCohort }, async (req) => rt.cohorts.get(req.principal, id(req.params)));
+
+    // Protocol doors (docs/interop.md): the same caller, the same services.
+    registerA2aRoutes(v1, { a2a, runs, streams, logger: rt.logger });
+    registerMcpRoutes(v1, { door: mcp, runs, streams, logger: rt.logger });
   });
+  registerA2aCard(app, a2a);
 
   app.addHook('preClose', async () => streams.close());
   app.register((scope) => mountQueueBoard(scope, rt));

@@ -41,6 +41,65 @@ export class EventStreams {
   }
 
   /**
+   * Takes one of the caller's open-stream slots until `release` is called: a caller whose
+   * user or tenant is at its cap gets 429 `too_many_streams`. Whatever follows a run on a
+   * held connection (an SSE stream, a protocol's blocking call) takes one.
+   */
+  hold(caller: Pick<Principal, 'tenantId' | 'userId'>): () => void {
+    const holders = [
+      { key: JSON.stringify([caller.tenantId]), cap: this.caps.perTenant, of: 'tenant' as const },
+      { key: JSON.stringify([caller.tenantId, caller.userId]), cap: this.caps.perUser, of: 'user' as const },
+    ];
+    const full = holders.find((h) => (this.open.get(h.key) ?? 0) >= h.cap);
+    if (full) throw new TooManyStreamsError(full.cap, full.of);
+    for (const h of holders) this.open.set(h.key, (this.open.get(h.key) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      for (const h of holders) {
+        const left = (this.open.get(h.key) ?? 1) - 1;
+        if (left > 0) this.open.set(h.key, left);
+        else this.open.delete(h.key);
+      }
+    };
+  }
+
+  /**
+   * The entries of `source` after `fromId`, a batch at a time, until its last entry, its
+   * end, or `signal`; an empty batch says a heartbeat's time passed with nothing new.
+   * Streams end on `close()` too.
+   */
+  async *follow<E extends SseEntry>(source: SseSource<E>, fromId: string, signal: AbortSignal): AsyncGenerator<E[]> {
+    const closed = new AbortController();
+    const stop = () => closed.abort();
+    signal.addEventListener('abort', stop, { once: true });
+    this.live.add(closed);
+    let cursor = fromId;
+    // Set once the source has ended: one more read sends what the finish wrote, then the stream ends.
+    let ending = false;
+    try {
+      while (!closed.signal.aborted) {
+        const entries = await source.read(cursor);
+        const kept = new Set(source.keep ? await source.keep(entries) : entries);
+        const last = entries.findIndex((entry) => source.isLast?.(entry));
+        const batch = last < 0 ? entries : entries.slice(0, last + 1);
+        if (batch.length > 0) cursor = (batch[batch.length - 1] as E).id;
+        const shown = batch.filter((entry) => kept.has(entry));
+        if (shown.length > 0) yield shown;
+        if (last >= 0) return;
+        if (entries.length > 0) continue;
+        if (ending) return;
+        if (await source.ended?.()) ending = true;
+        else if (!(await this.hub.wait(source.key, cursor, HEARTBEAT_MS, closed.signal)) && !closed.signal.aborted) yield [];
+      }
+    } finally {
+      signal.removeEventListener('abort', stop);
+      this.live.delete(closed);
+    }
+  }
+
+  /**
    * Streams `source` from `fromId` as SSE. Each SSE id is the stream entry id, so a client
    * that reconnects with Last-Event-ID resumes exactly where it left off. A caller whose
    * user or tenant is at its cap gets 429 `too_many_streams` before the stream opens.
@@ -51,53 +110,19 @@ export class EventStreams {
     source: SseSource<E>,
     fromId: string,
   ): Promise<void> {
-    const holders = [
-      { key: JSON.stringify([caller.tenantId]), cap: this.caps.perTenant, of: 'tenant' as const },
-      { key: JSON.stringify([caller.tenantId, caller.userId]), cap: this.caps.perUser, of: 'user' as const },
-    ];
-    const full = holders.find((h) => (this.open.get(h.key) ?? 0) >= h.cap);
-    if (full) throw new TooManyStreamsError(full.cap, full.of);
-    for (const h of holders) this.open.set(h.key, (this.open.get(h.key) ?? 0) + 1);
+    const release = this.hold(caller);
     const closed = new AbortController();
-    this.live.add(closed);
-    reply.hijack();
-    const res = reply.raw;
-    res.on('close', () => closed.abort());
-    res.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
+    const res = openSse(reply, () => closed.abort());
     res.write(': rein events\n\n');
-    let cursor = fromId;
-    // Set once the source has ended: one more read sends what the finish wrote, then the stream ends.
-    let ending = false;
     try {
-      while (!closed.signal.aborted) {
-        const entries = await source.read(cursor);
-        const kept = new Set(source.keep ? await source.keep(entries) : entries);
-        for (const entry of entries) {
-          if (kept.has(entry)) res.write(`id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`);
-          cursor = entry.id;
-          if (source.isLast?.(entry)) closed.abort();
-        }
-        if (entries.length > 0 || closed.signal.aborted) continue;
-        if (ending) break;
-        if (await source.ended?.()) ending = true;
-        else if (!(await this.hub.wait(source.key, cursor, HEARTBEAT_MS, closed.signal)) && !closed.signal.aborted) {
-          res.write(': heartbeat\n\n');
-        }
+      for await (const batch of this.follow(source, fromId, closed.signal)) {
+        if (batch.length === 0) res.write(': heartbeat\n\n');
+        for (const entry of batch) res.write(`id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`);
       }
     } catch (err) {
       if (!closed.signal.aborted) this.logger.warn({ err: (err as Error).message }, 'event stream ended');
     } finally {
-      for (const h of holders) {
-        const left = (this.open.get(h.key) ?? 1) - 1;
-        if (left > 0) this.open.set(h.key, left);
-        else this.open.delete(h.key);
-      }
-      this.live.delete(closed);
+      release();
       res.end();
     }
   }
@@ -107,6 +132,20 @@ export class EventStreams {
     for (const stream of this.live) stream.abort();
     this.hub.close();
   }
+}
+
+/** Takes the reply over as a server-sent event stream; `onClose` runs when the client goes. */
+export function openSse(reply: FastifyReply, onClose: () => void): FastifyReply['raw'] {
+  reply.hijack();
+  const res = reply.raw;
+  res.on('close', onClose);
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  return res;
 }
 
 /** Last-Event-ID (header, or `lastEventId` query for clients that cannot set headers); '0' = from the start. */

@@ -1,0 +1,176 @@
+import { createHash } from 'node:crypto';
+import { type Principal, type RunView, submitRunBodySchema } from '@rein/contract';
+import type { AgentProfile } from '@rein/define/internal';
+import { A2A_TERMINAL, type A2aTask, a2aContextId, a2aSettled, a2aState, a2aTask } from '../../policy/a2a/a2a-task.js';
+import { ConflictError, InvalidRequestError, NotFoundError } from '../../shared/errors.js';
+import type { ApprovalService } from '../approvals/approval-service.js';
+import type { RunService } from '../runs/run-service.js';
+import type { WatchRun } from '../runs/watch-run.js';
+import { a2aDecisionSchema, type SendMessageParams } from './a2a-schemas.js';
+
+/** One frame of a task's stream, as A2A's `StreamResponse` names its cases; `null`: nothing new for a while. */
+export type A2aStreamFrame =
+  | { task: A2aTask }
+  | { statusUpdate: { taskId: string; contextId: string; status: A2aTask['status'] } }
+  | { artifactUpdate: { taskId: string; contextId: string; artifact: A2aTask['artifacts'][number]; append: false; lastChunk: true } }
+  | null;
+
+export interface A2aServiceDeps {
+  runs: Pick<RunService, 'submit' | 'get' | 'cancel'>;
+  approvals: Pick<ApprovalService, 'get' | 'decide'>;
+  agents: readonly AgentProfile[];
+  /** The app version this process serves: the card's `version`. */
+  version: string;
+}
+
+/** The Agent Card's security scheme: the same bearer keys as the API. */
+const BEARER = {
+  bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', description: 'a Rein API key (or an OIDC token where sign-in is on)' } },
+};
+
+/**
+ * A2A 1.0 over the run and approval services: a task is a run, its context the session,
+ * an answer to `input-required` an approval decision. It adds no rule of its own, so a
+ * caller meets the same keys, tenants, quotas, budgets and approval rights as on `/v1`.
+ */
+export function createA2aService(deps: A2aServiceDeps) {
+  const profiles = new Map(deps.agents.map((a) => [a.name, a]));
+
+  const agentOf = (name: string): AgentProfile => {
+    const profile = profiles.get(name);
+    if (!profile) throw new NotFoundError(`agent ${name}`);
+    return profile;
+  };
+
+  /** The run behind a task of this agent; another agent's run, like another tenant's, is not found. */
+  async function view(principal: Principal, agent: string, id: string): Promise<RunView> {
+    const run = await deps.runs.get(principal, id);
+    if (run.agent !== agent) throw new NotFoundError(`task ${id}`);
+    return run;
+  }
+
+  /** Decides the approvals a message's data parts answer: each with the caller's own rights (403 otherwise, and it waits). */
+  async function answer(principal: Principal, run: RunView, parts: SendMessageParams['message']['parts']): Promise<void> {
+    const decisions = parts.flatMap((p) => (p.data === undefined ? [] : [p.data]));
+    if (a2aState(run) !== 'TASK_STATE_INPUT_REQUIRED')
+      throw new ConflictError('task_not_awaiting_input', `task ${run.id} is ${run.status}: it takes no message now`);
+    if (decisions.length === 0)
+      throw new InvalidRequestError(
+        `task ${run.id} waits for approvals: answer with a data part {approvalId, decision: "approve"|"reject", reason?, arguments?}`,
+      );
+    for (const raw of decisions) {
+      const parsed = a2aDecisionSchema.safeParse(raw);
+      if (!parsed.success) throw new InvalidRequestError(`a decision part: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+      const d = parsed.data;
+      const approval = await deps.approvals.get(principal, d.approvalId);
+      if (approval.runId !== run.id && approval.rootRunId !== run.id) throw new NotFoundError(`approval ${d.approvalId} of task ${run.id}`);
+      await deps.approvals.decide(
+        principal,
+        d.approvalId,
+        d.decision === 'approve'
+          ? { kind: 'approve', ...(d.reason ? { comment: d.reason } : {}), ...(d.arguments ? { arguments: d.arguments } : {}) }
+          : { kind: 'reject', reason: d.reason ?? 'rejected by the A2A caller' },
+      );
+    }
+  }
+
+  /** Follows a run until its task settles (terminal or `input-required`) or `signal` aborts; the task as it then is. */
+  async function settle(principal: Principal, agent: string, run: RunView, watch: WatchRun, signal: AbortSignal): Promise<RunView> {
+    let current = run;
+    if (a2aSettled(a2aState(current))) return current;
+    for await (const _ of watch(principal, run.id, signal)) {
+      current = await view(principal, agent, run.id);
+      if (a2aSettled(a2aState(current))) break;
+    }
+    return current;
+  }
+
+  return {
+    /** The Agent Card of one agent, its JSON-RPC interface at `endpoint`. */
+    card(agent: string, endpoint: string) {
+      const profile = agentOf(agent);
+      const description = profile.description ?? `Rein agent ${profile.name}`;
+      return {
+        name: profile.name,
+        description,
+        version: deps.version,
+        supportedInterfaces: [{ url: endpoint, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+        capabilities: { streaming: true, pushNotifications: false, extensions: [] },
+        securitySchemes: BEARER,
+        securityRequirements: [{ schemes: { bearer: { list: [] } } }],
+        defaultInputModes: ['text/plain', 'application/json'],
+        defaultOutputModes: profile.output ? ['text/plain', 'application/json'] : ['text/plain'],
+        skills: [{ id: profile.name, name: profile.name, description, tags: ['rein', ...profile.tools], examples: [] }],
+      };
+    },
+
+    /**
+     * `SendMessage`: a message naming a task answers that task's approvals; any other
+     * starts a run in its context (the session). The messageId is the run's idempotency
+     * key, so a retried message is the same task, never a second run. Answers when the task
+     * settles, or at once with `returnImmediately`.
+     */
+    async send(principal: Principal, agent: string, params: SendMessageParams, watch: WatchRun, signal: AbortSignal): Promise<A2aTask> {
+      const profile = agentOf(agent);
+      const { message } = params;
+      let run: RunView;
+      if (message.taskId) {
+        run = await view(principal, agent, message.taskId);
+        if (message.contextId && message.contextId !== a2aContextId(run))
+          throw new InvalidRequestError(`task ${run.id} belongs to context ${a2aContextId(run)}, not ${message.contextId}`);
+        if (A2A_TERMINAL.includes(a2aState(run))) throw new ConflictError('run_finished', `task ${run.id} already ${run.status}`);
+        await answer(principal, run, message.parts);
+        run = await view(principal, agent, run.id);
+      } else {
+        if (message.parts.some((p) => p.url !== undefined || p.raw !== undefined))
+          throw new InvalidRequestError('this agent takes text (and data) parts, not files', 'unsupported_part');
+        const input = message.parts
+          .flatMap((p) => (p.text !== undefined ? [p.text] : p.data !== undefined ? [JSON.stringify(p.data)] : []))
+          .join('\n');
+        // No context given: one derived from the message, so a retry lands in the same session with the same body.
+        const sessionId = message.contextId ?? createHash('sha256').update(message.messageId).digest('hex').slice(0, 32);
+        const body = submitRunBodySchema.safeParse({ agent: profile.name, input, sessionId });
+        if (!body.success)
+          throw new InvalidRequestError(`message: ${body.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+        ({ run } = await deps.runs.submit(principal, body.data, `a2a:${message.messageId}`));
+      }
+      if (!params.configuration?.returnImmediately) run = await settle(principal, agent, run, watch, signal);
+      return a2aTask(run);
+    },
+
+    async get(principal: Principal, agent: string, id: string): Promise<A2aTask> {
+      return a2aTask(await view(principal, agent, id));
+    },
+
+    /** `CancelTask`: the run is cancelled as by `POST /v1/runs/:id/cancel` (its approvals withdrawn). */
+    async cancel(principal: Principal, agent: string, id: string): Promise<A2aTask> {
+      await view(principal, agent, id);
+      return a2aTask(await deps.runs.cancel(principal, id));
+    },
+
+    /**
+     * A task's stream: the task first, then a status update at each change of state (the
+     * answer as an artifact before `completed`), ending when the task settles.
+     */
+    async *updates(principal: Principal, agent: string, id: string, watch: WatchRun, signal: AbortSignal): AsyncGenerator<A2aStreamFrame> {
+      let task = a2aTask(await view(principal, agent, id));
+      yield { task };
+      if (a2aSettled(task.status.state)) return;
+      for await (const batch of watch(principal, id, signal)) {
+        if (batch.length === 0) {
+          yield null;
+          continue;
+        }
+        const next = a2aTask(await view(principal, agent, id));
+        if (next.status.state === task.status.state) continue;
+        task = next;
+        const ids = { taskId: task.id, contextId: task.contextId };
+        for (const artifact of task.artifacts) yield { artifactUpdate: { ...ids, artifact, append: false, lastChunk: true } };
+        yield { statusUpdate: { ...ids, status: task.status } };
+        if (a2aSettled(task.status.state)) return;
+      }
+    },
+  };
+}
+
+export type A2aService = ReturnType<typeof createA2aService>;

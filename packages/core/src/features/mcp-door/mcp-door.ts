@@ -1,0 +1,175 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  CancelledNotificationSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool as McpTool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { type Principal, type RunView, submitRunBodySchema, TERMINAL_STATUSES } from '@rein/contract';
+import type { AgentProfile } from '@rein/define/internal';
+import { ConflictError, NotFoundError, ReinError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import type { RunService } from '../runs/run-service.js';
+import type { WatchRun } from '../runs/watch-run.js';
+
+export interface McpDoorDeps {
+  runs: Pick<RunService, 'submit' | 'get' | 'cancel'>;
+  agents: readonly AgentProfile[];
+  version: string;
+  logger: Logger;
+}
+
+/** A tool call's arguments: the run's input, and the session it continues. */
+const callArgumentsSchema = submitRunBodySchema.pick({ input: true, sessionId: true }).strict();
+
+/** Whether a run has got where a tool call answers: finished, or parked on approvals someone must decide. */
+const settled = (run: RunView) =>
+  TERMINAL_STATUSES.includes(run.status) || (run.status === 'pending_approval' && run.pendingApprovals.some((a) => a.status === 'pending'));
+
+/**
+ * Rein's agents as MCP tools: one tool per agent, named as the agent. A call runs the
+ * agent as `POST /v1/runs` would for the same caller, reports the run's steps as
+ * progress, and answers with the final answer (structured when the agent is typed). A
+ * run parked for approval answers at once with what a person must do, rather than
+ * holding the request for hours. Served stateless: a server per request.
+ */
+export function createMcpDoor(deps: McpDoorDeps) {
+  const tools: McpTool[] = deps.agents.map((agent) => {
+    const output = agent.output?.jsonSchema.schema;
+    return {
+      name: agent.name,
+      description: agent.description ?? `Runs the Rein agent ${agent.name} on the input and answers with its final answer.`,
+      inputSchema: {
+        type: 'object',
+        properties: {
+          input: { type: 'string', minLength: 1, maxLength: 8000, description: "the user's message to the agent" },
+          sessionId: { type: 'string', description: 'continue this conversation (letters, digits, ".", "_", "~", "-")' },
+        },
+        required: ['input'],
+        additionalProperties: false,
+      },
+      // MCP's output schemas describe objects; an agent typed otherwise answers in text only.
+      ...(output?.type === 'object' ? { outputSchema: output as McpTool['outputSchema'] } : {}),
+      annotations: { readOnlyHint: false, openWorldHint: true },
+    };
+  });
+  const byName = new Map(deps.agents.map((a) => [a.name, a]));
+  /** Runs of calls in flight on this process, by caller and request id: what a client's cancellation names. */
+  const inFlight = new Map<string, string>();
+  const callKey = (principal: Principal, requestId: string | number) => JSON.stringify([principal.tenantId, principal.userId, requestId]);
+
+  const cancelQuietly = async (principal: Principal, runId: string) => {
+    try {
+      await deps.runs.cancel(principal, runId);
+    } catch (err) {
+      if (!(err instanceof ConflictError) && !(err instanceof NotFoundError)) deps.logger.warn({ err, runId }, 'mcp: cancel failed');
+    }
+  };
+
+  function answer(run: RunView, typed: boolean): CallToolResult {
+    const meta = { 'rein/run': { runId: run.id, status: run.status, ...(run.reason ? { reason: run.reason } : {}) } };
+    if (run.status === 'succeeded') {
+      return {
+        content: [{ type: 'text', text: run.finalAnswer ?? '' }],
+        ...(typed && run.output !== undefined ? { structuredContent: run.output as Record<string, unknown> } : {}),
+        _meta: meta,
+      };
+    }
+    if (run.status === 'pending_approval') {
+      const approvals = run.pendingApprovals.filter((a) => a.status === 'pending');
+      const lines = approvals.map(
+        (a) => `- approval ${a.id}: ${a.summary} (needs ${a.requiredRole}; POST /v1/approvals/${a.id}/approve on the approver)`,
+      );
+      return {
+        // Not the agent's answer (yet): a client must not take it for one.
+        isError: true,
+        content: [{ type: 'text', text: `Run ${run.id} waits for a person to decide:\n${lines.join('\n')}\nIt goes on once decided.` }],
+        _meta: {
+          'rein/run': {
+            ...meta['rein/run'],
+            approvals: approvals.map((a) => ({ id: a.id, summary: a.summary, requiredRole: a.requiredRole, expiresAt: a.expiresAt })),
+          },
+        },
+      };
+    }
+    return {
+      isError: true,
+      content: [
+        {
+          type: 'text',
+          text: `Run ${run.id} ended ${run.status}${run.reason ? ` (${run.reason})` : ''}${run.finalAnswer ? `: ${run.finalAnswer}` : ''}`,
+        },
+      ],
+      _meta: meta,
+    };
+  }
+
+  return {
+    /** An MCP server acting for `principal` for one HTTP request; `gone` aborts when the client goes. */
+    server(principal: Principal, watch: WatchRun, gone: AbortSignal): Server {
+      const server = new Server({ name: 'rein', version: deps.version }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+      server.setNotificationHandler(CancelledNotificationSchema, async (note) => {
+        const runId = note.params.requestId === undefined ? undefined : inFlight.get(callKey(principal, note.params.requestId));
+        if (runId) await cancelQuietly(principal, runId);
+      });
+      server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+        const agent = byName.get(req.params.name);
+        if (!agent) throw new McpError(ErrorCode.InvalidParams, `no tool ${req.params.name}`);
+        const args = callArgumentsSchema.safeParse(req.params.arguments ?? {});
+        if (!args.success)
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            args.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; '),
+          );
+        let run: RunView;
+        try {
+          ({ run } = await deps.runs.submit(principal, { agent: agent.name, ...args.data }));
+        } catch (err) {
+          // A rule's refusal (quota, busy session, budget ceiling) is the call's result, not a protocol failure.
+          if (err instanceof ReinError && err.status < 500)
+            return { isError: true, content: [{ type: 'text', text: `${err.code}: ${err.message}` }] };
+          throw err;
+        }
+        const key = callKey(principal, extra.requestId);
+        inFlight.set(key, run.id);
+        const stop = new AbortController();
+        const abort = () => stop.abort();
+        extra.signal.addEventListener('abort', abort, { once: true });
+        gone.addEventListener('abort', abort, { once: true });
+        const progressToken = extra._meta?.progressToken;
+        try {
+          let step = -1;
+          for await (const _ of watch(principal, run.id, stop.signal)) {
+            if (settled(run)) break;
+            run = await deps.runs.get(principal, run.id);
+            if (progressToken !== undefined && run.step !== step) {
+              step = run.step;
+              await extra.sendNotification({
+                method: 'notifications/progress',
+                params: { progressToken, progress: run.step, message: `${run.status}, step ${run.step}` },
+              });
+            }
+            if (settled(run)) break;
+          }
+          if (!settled(run)) {
+            // The client cancelled or went away: the run it asked for ends too.
+            await cancelQuietly(principal, run.id);
+            run = await deps.runs.get(principal, run.id);
+          }
+          return answer(run, agent.output?.jsonSchema.schema.type === 'object');
+        } finally {
+          inFlight.delete(key);
+          extra.signal.removeEventListener('abort', abort);
+          gone.removeEventListener('abort', abort);
+        }
+      });
+      return server;
+    },
+  };
+}
+
+export type McpDoor = ReturnType<typeof createMcpDoor>;

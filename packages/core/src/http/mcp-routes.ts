@@ -1,0 +1,57 @@
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { FastifyInstance } from 'fastify';
+import type { McpDoor } from '../features/mcp-door/mcp-door.js';
+import type { RunService } from '../features/runs/run-service.js';
+import type { Logger } from '../shared/logger.js';
+import { watchRuns } from './a2a-routes.js';
+import type { EventStreams } from './sse.js';
+
+export interface McpRoutesDeps {
+  door: McpDoor;
+  runs: Pick<RunService, 'events'>;
+  streams: EventStreams;
+  logger: Logger;
+}
+
+/**
+ * `POST /mcp`: MCP's Streamable HTTP, stateless (a server and transport per request), in
+ * the authenticated scope — the same bearer keys as the API. A tool call holds one of the
+ * caller's stream slots while its run goes on; GET and DELETE answer 405, as a stateless
+ * server does.
+ */
+export function registerMcpRoutes(scope: FastifyInstance, deps: McpRoutesDeps): void {
+  const watch = watchRuns(deps.runs, deps.streams);
+  scope.post('/mcp', { schema: { hide: true } }, async (req, reply) => {
+    const release = deps.streams.hold(req.principal);
+    const gone = new AbortController();
+    const server = deps.door.server(req.principal, watch, gone.signal);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    reply.hijack();
+    reply.raw.on('close', () => {
+      gone.abort();
+      release();
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req.raw, reply.raw, req.body);
+    } catch (err) {
+      deps.logger.error({ err }, 'mcp request failed');
+      if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'application/json' });
+      reply.raw.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'internal error' } }));
+    }
+  });
+  for (const method of ['GET', 'DELETE'] as const) {
+    scope.route({
+      method,
+      url: '/mcp',
+      schema: { hide: true },
+      handler: async (_req, reply) =>
+        reply
+          .status(405)
+          .header('allow', 'POST')
+          .send({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'this MCP server is stateless: POST only' } }),
+    });
+  }
+}

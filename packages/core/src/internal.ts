@@ -139,6 +139,10 @@ export { type Compensator, compensationKey, createCompensator } from './features
 export { sweepDeadlines } from './features/housekeeping/deadline-sweeper.js';
 export { type ReaperDeps, reap } from './features/housekeeping/reaper.js';
 export { createFairShare, type FairShare } from './features/runs/fair-share.js';
+export { createLangGraphService, type LangGraphService, NotServedError } from './features/langgraph/langgraph-service.js';
+export * as lgSchemas from './features/langgraph/lg-schemas.js';
+export { ThreadStore } from './features/langgraph/thread-store.js';
+export { type StreamMode as LgStreamMode } from './policy/langgraph/lg-stream.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './features/runs/run-service.js';
 export { INTERRUPTED_TURN, type SessionSettings, sessionHistory } from './features/runs/session-history.js';
 export { type AdmitResult, createSessionQueue, type SessionQueue } from './features/runs/session-queue.js';

@@ -10,6 +10,7 @@ import {
   upgradeBodySchema,
 } from '@rein/contract';
 import {
+  createLangGraphService,
   createServiceApp,
   createVersionService,
   EventStreams,
@@ -24,9 +25,11 @@ import {
   apiRoutes as schemas,
   streamCaps,
   submitSpan,
+  ThreadStore,
   versionParamsSchema,
 } from '@rein/core/internal';
 import type { FastifyInstance } from 'fastify';
+import { registerLangGraphRoutes } from './langgraph-routes.js';
 import { mountQueueBoard } from './queue-board.js';
 
 /** The runs API: submit, read, trace, stream, list, cancel (the reads shared with the approver). Logic lives in @rein/core. */
@@ -49,6 +52,19 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
+
+  const lgs = createLangGraphService({
+    runs,
+    approvals: rt.approvals,
+    agents: rt.agents,
+    tools: rt.tools,
+    threads: new ThreadStore(rt.redis),
+    schedules: rt.schedules,
+    masker: rt.masker,
+    follow: (source, from, signal) => streams.follow(source, from, signal),
+    appVersion: rt.version,
+  });
+  const doors = [{ prefix: '/lg', routes: (scope: FastifyInstance) => registerLangGraphRoutes(scope, lgs, streams) }];
 
   const app = createServiceApp(rt, (v1) => {
     v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {
@@ -117,7 +133,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       return reply.code(202).header('location', `/v1/replays/${cohort.id}`).send(cohort);
     });
     v1.get('/v1/replays/:id', { schema: schemas.getReplayCohort }, async (req) => rt.cohorts.get(req.principal, id(req.params)));
-  });
+  }, doors);
 
   app.addHook('preClose', async () => streams.close());
   app.register((scope) => mountQueueBoard(scope, rt));

@@ -41,6 +41,64 @@ export class EventStreams {
   }
 
   /**
+   * Takes one of the caller's stream slots on this process, or answers 429
+   * `too_many_streams` when their user or tenant is at its cap; the returned function
+   * gives it back. Every long-lived answer (SSE, a wait for a run) holds one.
+   */
+  hold(caller: Pick<Principal, 'tenantId' | 'userId'>): () => void {
+    const holders = [
+      { key: JSON.stringify([caller.tenantId]), cap: this.caps.perTenant, of: 'tenant' as const },
+      { key: JSON.stringify([caller.tenantId, caller.userId]), cap: this.caps.perUser, of: 'user' as const },
+    ];
+    const full = holders.find((h) => (this.open.get(h.key) ?? 0) >= h.cap);
+    if (full) throw new TooManyStreamsError(full.cap, full.of);
+    for (const h of holders) this.open.set(h.key, (this.open.get(h.key) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      for (const h of holders) {
+        const left = (this.open.get(h.key) ?? 1) - 1;
+        if (left > 0) this.open.set(h.key, left);
+        else this.open.delete(h.key);
+      }
+    };
+  }
+
+  /**
+   * The source's entries after `fromId`, as they come, until its last entry, its end, or
+   * `signal`; `null` when a heartbeat interval passed with nothing new (a reader may
+   * write a keep-alive). Closing the process ends every follower.
+   */
+  async *follow<E extends SseEntry>(source: SseSource<E>, fromId: string, signal: AbortSignal): AsyncGenerator<E | null> {
+    const closed = new AbortController();
+    const abort = () => closed.abort();
+    signal.addEventListener('abort', abort, { once: true });
+    this.live.add(closed);
+    let cursor = fromId;
+    // Set once the source has ended: one more read sends what the finish wrote, then it ends.
+    let ending = false;
+    try {
+      while (!closed.signal.aborted) {
+        const entries = await source.read(cursor);
+        const kept = new Set(source.keep ? await source.keep(entries) : entries);
+        for (const entry of entries) {
+          if (kept.has(entry)) yield entry;
+          cursor = entry.id;
+          if (source.isLast?.(entry)) closed.abort();
+        }
+        if (entries.length > 0 || closed.signal.aborted) continue;
+        if (ending) break;
+        if (await source.ended?.()) ending = true;
+        else if (!(await this.hub.wait(source.key, cursor, HEARTBEAT_MS, closed.signal)) && !closed.signal.aborted) yield null;
+      }
+    } finally {
+      signal.removeEventListener('abort', abort);
+      this.live.delete(closed);
+    }
+  }
+
+  /**
    * Streams `source` from `fromId` as SSE. Each SSE id is the stream entry id, so a client
    * that reconnects with Last-Event-ID resumes exactly where it left off. A caller whose
    * user or tenant is at its cap gets 429 `too_many_streams` before the stream opens.
@@ -51,15 +109,8 @@ export class EventStreams {
     source: SseSource<E>,
     fromId: string,
   ): Promise<void> {
-    const holders = [
-      { key: JSON.stringify([caller.tenantId]), cap: this.caps.perTenant, of: 'tenant' as const },
-      { key: JSON.stringify([caller.tenantId, caller.userId]), cap: this.caps.perUser, of: 'user' as const },
-    ];
-    const full = holders.find((h) => (this.open.get(h.key) ?? 0) >= h.cap);
-    if (full) throw new TooManyStreamsError(full.cap, full.of);
-    for (const h of holders) this.open.set(h.key, (this.open.get(h.key) ?? 0) + 1);
+    const release = this.hold(caller);
     const closed = new AbortController();
-    this.live.add(closed);
     reply.hijack();
     const res = reply.raw;
     res.on('close', () => closed.abort());
@@ -70,34 +121,15 @@ export class EventStreams {
       'x-accel-buffering': 'no',
     });
     res.write(': rein events\n\n');
-    let cursor = fromId;
-    // Set once the source has ended: one more read sends what the finish wrote, then the stream ends.
-    let ending = false;
     try {
-      while (!closed.signal.aborted) {
-        const entries = await source.read(cursor);
-        const kept = new Set(source.keep ? await source.keep(entries) : entries);
-        for (const entry of entries) {
-          if (kept.has(entry)) res.write(`id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`);
-          cursor = entry.id;
-          if (source.isLast?.(entry)) closed.abort();
-        }
-        if (entries.length > 0 || closed.signal.aborted) continue;
-        if (ending) break;
-        if (await source.ended?.()) ending = true;
-        else if (!(await this.hub.wait(source.key, cursor, HEARTBEAT_MS, closed.signal)) && !closed.signal.aborted) {
-          res.write(': heartbeat\n\n');
-        }
+      for await (const entry of this.follow(source, fromId, closed.signal)) {
+        if (entry) res.write(`id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`);
+        else res.write(': heartbeat\n\n');
       }
     } catch (err) {
       if (!closed.signal.aborted) this.logger.warn({ err: (err as Error).message }, 'event stream ended');
     } finally {
-      for (const h of holders) {
-        const left = (this.open.get(h.key) ?? 1) - 1;
-        if (left > 0) this.open.set(h.key, left);
-        else this.open.delete(h.key);
-      }
-      this.live.delete(closed);
+      release();
       res.end();
     }
   }

@@ -94,18 +94,24 @@ describe('the LangGraph SDK against Rein (/lg)', () => {
     expect(runs.map((r) => r.status)).toEqual(['success']);
   });
 
-  it('an edit is re-policed and runs with the edited arguments; a rejection reaches the model', async () => {
+  it('an edit keeps four eyes (the requester may not edit); an approver’s edit runs; a rejection reaches the model', async () => {
     const edited = await parkedThread();
     const args = { ...edited.interrupt.value.arguments, priority: 'low' };
-    const values = (await edited.client.runs.wait(edited.thread.thread_id, AGENT, {
-      command: { resume: { [edited.interrupt.id]: { approved: true, arguments: args } } },
-    })) as Values;
-    expect(String(values.messages.at(-1)?.content)).toContain('创建加急工单');
+    await expect(
+      edited.client.runs.wait(edited.thread.thread_id, AGENT, {
+        command: { resume: { [edited.interrupt.id]: { approved: true, arguments: args } } },
+      }),
+    ).rejects.toThrow(/403.*with edits needs an approver/);
     const runId = edited.interrupt.id.split('.')[0] ?? '';
+    await fleet().client(KEYS.approver.key).approvals.approve(edited.interrupt.id, { arguments: args });
+    const values = (await edited.client.runs.join(edited.thread.thread_id, runId)) as Values;
+    expect(values.messages.at(-1)?.type).toBe('ai');
+    const ticket = values.messages.find((m) => m.type === 'tool' && String(m.content).includes('ticketId'));
+    expect(String(ticket?.content)).toContain('"priority":"low"');
     const trace = await fleet().client().runs.trace(runId);
     const call = trace.steps.flatMap((s) => s.toolCalls).find((c) => c.name === 'create_ticket');
     expect(call?.arguments).toMatchObject({ priority: 'low' });
-    expect(call?.approval).toMatchObject({ editedBy: 'zhangsan', status: 'approved' });
+    expect(call?.approval).toMatchObject({ editedBy: 'lisi', status: 'approved' });
 
     const rejected = await parkedThread();
     const after = (await rejected.client.runs.wait(rejected.thread.thread_id, AGENT, {
@@ -167,7 +173,7 @@ describe('the LangGraph SDK against Rein (/lg)', () => {
     await expect(client.runs.wait(`lg-${randomUUID()}`, AGENT, { input: human(POLICY) })).rejects.toThrow(/404/);
     const fresh = `lg-${randomUUID()}`;
     const values = (await client.runs.wait(fresh, AGENT, { input: human(POLICY), ifNotExists: 'create' })) as Values;
-    expect(values.messages.map((m) => m.type)).toEqual(['human', 'ai']);
+    expect([values.messages[0]?.type, values.messages.at(-1)?.type]).toEqual(['human', 'ai']);
     // A stateless run: no thread, its own values.
     const stateless = (await client.runs.wait(null, AGENT, { input: human(POLICY) })) as Values;
     expect(stateless.messages.at(-1)?.type).toBe('ai');

@@ -326,7 +326,9 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
   async function* untilSettled(principal: Principal, runId: string, from: string, signal: AbortSignal) {
     for await (const entry of deps.follow(await deps.runs.events(principal, runId), from, signal)) {
       yield entry;
-      if (entry?.event.type === 'step.finished' && entry.event.runId === runId && entry.event.data.outcome === 'parked') return;
+      const parked = entry?.event.type === 'step.finished' && entry.event.runId === runId && entry.event.data.outcome === 'parked';
+      // A park read back from history may have been decided since: only a run parked now ends here.
+      if (parked && (await deps.runs.get(principal, runId)).status === 'pending_approval') return;
     }
   }
 

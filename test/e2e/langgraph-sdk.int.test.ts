@@ -22,7 +22,7 @@ const fleet = fleetPerFile();
 const sdk = (key = KEYS.user.key) => new Client({ apiUrl: `${fleet().api}/lg`, apiKey: key, callerOptions: { maxRetries: 0 } });
 const human = (content: string) => ({ messages: [{ role: 'user', content }] });
 
-type Values = { messages: Array<{ type: string; content: unknown; tool_calls?: Array<{ name: string; args: Record<string, unknown> }> }> };
+type Values = { messages: Array<{ type: string; name?: string; content: unknown; tool_calls?: Array<{ name: string; args: Record<string, unknown> }> }> };
 type Interrupt = { id: string; value: { tool: string; arguments: Record<string, unknown>; approval_id: string; risk: string } };
 
 /** A thread whose run parked on create_ticket, through `runs.wait`. */
@@ -106,7 +106,7 @@ describe('the LangGraph SDK against Rein (/lg)', () => {
     await fleet().client(KEYS.approver.key).approvals.approve(edited.interrupt.id, { arguments: args });
     const values = (await edited.client.runs.join(edited.thread.thread_id, runId)) as Values;
     expect(values.messages.at(-1)?.type).toBe('ai');
-    const ticket = values.messages.find((m) => m.type === 'tool' && String(m.content).includes('ticketId'));
+    const ticket = values.messages.find((m) => m.type === 'tool' && m.name === 'create_ticket');
     expect(String(ticket?.content)).toContain('"priority":"low"');
     const trace = await fleet().client().runs.trace(runId);
     const call = trace.steps.flatMap((s) => s.toolCalls).find((c) => c.name === 'create_ticket');

@@ -22,13 +22,17 @@ const fleet = fleetPerFile();
 const sdk = (key = KEYS.user.key) => new Client({ apiUrl: `${fleet().api}/lg`, apiKey: key, callerOptions: { maxRetries: 0 } });
 const human = (content: string) => ({ messages: [{ role: 'user', content }] });
 
-type Values = { messages: Array<{ type: string; name?: string; content: unknown; tool_calls?: Array<{ name: string; args: Record<string, unknown> }> }> };
+type Values = {
+  messages: Array<{ type: string; name?: string; content: unknown; tool_calls?: Array<{ name: string; args: Record<string, unknown> }> }>;
+};
 type Interrupt = { id: string; value: { tool: string; arguments: Record<string, unknown>; approval_id: string; risk: string } };
 
 /** A thread whose run parked on create_ticket, through `runs.wait`. */
 async function parkedThread(client = sdk()) {
   const thread: Thread = await client.threads.create({ metadata: { case: 'late-order' } });
-  const values = (await client.runs.wait(thread.thread_id, AGENT, { input: human(LATE_ORDER) })) as Values & { __interrupt__?: Interrupt[] };
+  const values = (await client.runs.wait(thread.thread_id, AGENT, { input: human(LATE_ORDER) })) as Values & {
+    __interrupt__?: Interrupt[];
+  };
   const interrupt = values.__interrupt__?.[0];
   if (!interrupt) throw new Error(`no interrupt: ${JSON.stringify(values)}`);
   return { thread, interrupt, client };
@@ -87,7 +91,10 @@ describe('the LangGraph SDK against Rein (/lg)', () => {
     expect(history.length).toBeGreaterThanOrEqual(4);
     const sizes = history.map((h) => (h.values as Values).messages.length);
     expect([...sizes].sort((a, b) => b - a)).toEqual(sizes);
-    const older: ThreadState[] = await client.threads.getHistory(thread.thread_id, { limit: 1, before: history[0]?.checkpoint });
+    const older: ThreadState[] = await client.threads.getHistory(thread.thread_id, {
+      limit: 1,
+      before: { configurable: { checkpoint_id: history[0]?.checkpoint.checkpoint_id } },
+    });
     expect(older[0]?.checkpoint.checkpoint_id).toBe(history[1]?.checkpoint.checkpoint_id);
 
     const runs: Run[] = await client.runs.list(thread.thread_id);
@@ -129,11 +136,13 @@ describe('the LangGraph SDK against Rein (/lg)', () => {
     await expect(sdk(KEYS.approver.key).threads.getState(thread.thread_id)).rejects.toThrow(/404/);
     const client = sdk();
     await expect(client.runs.wait(thread.thread_id, AGENT, { command: { goto: 'tools' } })).rejects.toThrow(/command_refused/);
-    await expect(client.runs.wait(thread.thread_id, AGENT, { command: { resume: { 'not-an-approval': { approved: true } } } })).rejects.toThrow(
-      /invalid_resume/,
-    );
+    await expect(
+      client.runs.wait(thread.thread_id, AGENT, { command: { resume: { 'not-an-approval': { approved: true } } } }),
+    ).rejects.toThrow(/invalid_resume/);
     await client.runs.wait(thread.thread_id, AGENT, { command: { resume: { approved: true } } });
-    await expect(client.runs.wait(thread.thread_id, AGENT, { command: { resume: { approved: true } } })).rejects.toThrow(/nothing_to_resume/);
+    await expect(client.runs.wait(thread.thread_id, AGENT, { command: { resume: { approved: true } } })).rejects.toThrow(
+      /nothing_to_resume/,
+    );
   });
 
   it('multitask strategies are ifBusy: reject, enqueue, interrupt and rollback on a busy thread', async () => {
@@ -150,7 +159,10 @@ describe('the LangGraph SDK against Rein (/lg)', () => {
     expect(statuses).toContain('interrupted');
 
     const second = await parkedThread();
-    const rolling: Run = await second.client.runs.create(second.thread.thread_id, AGENT, { input: human(POLICY), multitaskStrategy: 'rollback' });
+    const rolling: Run = await second.client.runs.create(second.thread.thread_id, AGENT, {
+      input: human(POLICY),
+      multitaskStrategy: 'rollback',
+    });
     await second.client.runs.join(second.thread.thread_id, rolling.run_id);
     const first = await second.client.runs.get(second.thread.thread_id, second.interrupt.id.split('.')[0] ?? '');
     expect(first.status).toBe('interrupted');
@@ -194,7 +206,11 @@ describe('the LangGraph SDK against Rein (/lg)', () => {
 
   it('refuses a missing or unknown key', async () => {
     await expect(sdk('not-a-key').assistants.search()).rejects.toThrow(/401|unauthorized/);
-    const res = await fetch(`${fleet().api}/lg/assistants/search`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    const res = await fetch(`${fleet().api}/lg/assistants/search`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(401);
   });
 });

@@ -128,7 +128,8 @@ export function registerLangGraphRoutes(scope: FastifyInstance, lgs: LangGraphSe
     } catch (err) {
       if (!signal.aborted) {
         req.log.warn({ err: (err as Error).message }, 'langgraph stream ended');
-        if (!res.destroyed) res.write(`event: error\ndata: ${JSON.stringify({ error: 'stream_failed', message: 'the stream ended early' })}\n\n`);
+        if (!res.destroyed)
+          res.write(`event: error\ndata: ${JSON.stringify({ error: 'stream_failed', message: 'the stream ended early' })}\n\n`);
       }
     } finally {
       release();
@@ -142,19 +143,32 @@ export function registerLangGraphRoutes(scope: FastifyInstance, lgs: LangGraphSe
     await stream(req, reply, req.principal, run, body.stream_mode, from, body.on_disconnect);
   }
 
-  scope.get('/info', async () => ({ version: LANGGRAPH_SDK_VERSION, server: 'rein', flags: { assistants: true, crons: true, store: false } }));
+  scope.get('/info', async () => ({
+    version: LANGGRAPH_SDK_VERSION,
+    server: 'rein',
+    flags: { assistants: true, crons: true, store: false },
+  }));
 
   scope.post('/assistants/search', async (req) => lgs.assistants.search(parseInput(lg.assistantSearchSchema, req.body, 'body')));
-  scope.post('/assistants/count', async (req) => lgs.assistants.search({ ...parseInput(lg.assistantSearchSchema, req.body, 'body'), limit: 1000, offset: 0 }).length);
+  scope.post(
+    '/assistants/count',
+    async (req) => lgs.assistants.search({ ...parseInput(lg.assistantSearchSchema, req.body, 'body'), limit: 1000, offset: 0 }).length,
+  );
   scope.get('/assistants/:assistant_id', async (req) => lgs.assistants.get(assistantId(req)));
   scope.get('/assistants/:assistant_id/graph', async (req) => lgs.assistants.graph(assistantId(req)));
   scope.get('/assistants/:assistant_id/schemas', async (req) => lgs.assistants.schemas(assistantId(req)));
-  scope.get('/assistants/:assistant_id/subgraphs', async (req) => (lgs.assistants.get(assistantId(req)), {}));
+  // An agent has no subgraphs (its sub-agents are runs of their own): an empty map, once it is known to exist.
+  scope.get('/assistants/:assistant_id/subgraphs', async (req) => {
+    lgs.assistants.get(assistantId(req));
+    return {};
+  });
 
   scope.post('/threads', async (req) => lgs.threads.create(req.principal, parseInput(lg.threadCreateSchema, req.body, 'body')));
   scope.post('/threads/search', async (req) => lgs.threads.search(req.principal, parseInput(lg.threadSearchSchema, req.body, 'body')));
-  scope.post('/threads/count', async (req) =>
-    (await lgs.threads.search(req.principal, { ...parseInput(lg.threadSearchSchema, req.body, 'body'), limit: 1000, offset: 0 })).length,
+  scope.post(
+    '/threads/count',
+    async (req) =>
+      (await lgs.threads.search(req.principal, { ...parseInput(lg.threadSearchSchema, req.body, 'body'), limit: 1000, offset: 0 })).length,
   );
   scope.get('/threads/:thread_id', async (req) => lgs.threads.get(req.principal, threadId(req)));
   scope.patch('/threads/:thread_id', async (req) =>
@@ -216,7 +230,15 @@ export function registerLangGraphRoutes(scope: FastifyInstance, lgs: LangGraphSe
     const q = parseInput(lg.joinStreamQuerySchema, req.query, 'query');
     const run = await lgs.runs.view(req.principal, p.thread_id, p.run_id);
     const modes = q.stream_mode === undefined ? undefined : [q.stream_mode].flat();
-    await stream(req, reply, req.principal, run, modes, lastEventId(req.headers, req.query), truthy(q.cancel_on_disconnect) ? 'cancel' : 'continue');
+    await stream(
+      req,
+      reply,
+      req.principal,
+      run,
+      modes,
+      lastEventId(req.headers, req.query),
+      truthy(q.cancel_on_disconnect) ? 'cancel' : 'continue',
+    );
   });
 
   scope.post('/runs/crons', async (req) => lgs.crons.create(req.principal, null, parseInput(lg.cronCreateSchema, req.body, 'body')));
@@ -224,8 +246,10 @@ export function registerLangGraphRoutes(scope: FastifyInstance, lgs: LangGraphSe
     lgs.crons.create(req.principal, threadId(req), parseInput(lg.cronCreateSchema, req.body, 'body')),
   );
   scope.post('/runs/crons/search', async (req) => lgs.crons.search(req.principal, parseInput(lg.cronSearchSchema, req.body, 'body')));
-  scope.post('/runs/crons/count', async (req) =>
-    (await lgs.crons.search(req.principal, { ...parseInput(lg.cronSearchSchema, req.body, 'body'), limit: 1000, offset: 0 })).length,
+  scope.post(
+    '/runs/crons/count',
+    async (req) =>
+      (await lgs.crons.search(req.principal, { ...parseInput(lg.cronSearchSchema, req.body, 'body'), limit: 1000, offset: 0 })).length,
   );
   scope.patch('/runs/crons/:cron_id', async (req) =>
     lgs.crons.update(req.principal, cronId(req), parseInput(lg.cronUpdateSchema, req.body, 'body')),

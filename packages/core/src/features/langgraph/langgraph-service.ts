@@ -1,7 +1,7 @@
 import type { Principal, RunView, ScheduleView, SubmitRunBody } from '@rein/contract';
 import { submitRunBodySchema, TERMINAL_STATUSES } from '@rein/contract';
 import type { AgentCatalog, Tool } from '@rein/define/internal';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { StoredEvent } from '../../adapters/redis/run-store.js';
 import type { SseSource } from '../../adapters/redis/stream-hub.js';
 import { toolJsonSchema } from '../../policy/app/tool-digest.js';
@@ -29,14 +29,14 @@ import {
   type cronUpdateSchema,
   type historySchema,
   REFUSED_RUN_FIELDS,
-  type RunCreateBody,
   type ResumeDecision,
+  type RunCreateBody,
   resumeSchema,
   SERVED_STREAM_MODES,
   type threadCreateSchema,
   type threadSearchSchema,
 } from './lg-schemas.js';
-import { type ThreadRecord, THREAD_SCAN_LIMIT, type ThreadStore } from './thread-store.js';
+import { THREAD_SCAN_LIMIT, type ThreadRecord, type ThreadStore } from './thread-store.js';
 
 /** What Rein does not do through this door: 501 with a stable code and what to use instead. */
 export class NotServedError extends ReinError {
@@ -390,7 +390,10 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
       /** Input is a human message; state and output are messages (and the agent's declared output); the tools' schemas are the config. */
       schemas(name: string) {
         const profile = deps.agents.get(assistant(name).graph_id);
-        const messages = { type: 'object' as const, properties: { messages: { type: 'array' as const, items: { type: 'object' as const } } } };
+        const messages = {
+          type: 'object' as const,
+          properties: { messages: { type: 'array' as const, items: { type: 'object' as const } } },
+        };
         const tools = Object.fromEntries(
           profile.tools.flatMap((t) => {
             const tool = deps.tools.get(t);
@@ -456,13 +459,11 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
       async history(principal: Principal, threadId: string, q: z.infer<typeof historySchema>) {
         await thread(principal, threadId);
         const { points, latest } = await threadPoints(principal, threadId);
-        const idOf = (ref: Opt<string | { checkpoint_id?: string | null }>) =>
-          typeof ref === 'string' ? ref : (ref?.checkpoint_id ?? undefined);
         const indexOf = (id: string | undefined) => (id ? points.findIndex((p) => checkpointId(p.runId, p.step) === id) : -1);
-        const at = idOf(q.checkpoint);
+        const at = q.checkpoint ?? undefined;
         let end = points.length - 1;
         if (at !== undefined) end = indexOf(at);
-        const before = idOf(q.before);
+        const before = q.before ?? undefined;
         if (before !== undefined) end = Math.min(end, indexOf(before) - 1);
         const states = [];
         for (let i = end; i >= 0 && states.length < q.limit; i--) states.push(stateAt(threadId, points, i, latest));
@@ -508,7 +509,11 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
           }
         }
         const values = await settledValues(principal, run);
-        const { __interrupt__: interrupts, __error__: error, ...state } = values as typeof values & {
+        const {
+          __interrupt__: interrupts,
+          __error__: error,
+          ...state
+        } = values as typeof values & {
           __interrupt__?: unknown;
           __error__?: { error: string; message: string };
         };
@@ -531,7 +536,10 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
       },
       async cancel(principal: Principal, threadId: string, runId: string, action: 'interrupt' | 'rollback') {
         if (action === 'rollback')
-          throw new NotServedError('cancel with action "rollback"', 'cancel, then POST /v1/runs/:id/compensate (approvers) to undo its writes');
+          throw new NotServedError(
+            'cancel with action "rollback"',
+            'cancel, then POST /v1/runs/:id/compensate (approvers) to undo its writes',
+          );
         await thread(principal, threadId);
         await runOfThread(principal, threadId, runId);
         return deps.runs.cancel(principal, runId);
@@ -554,7 +562,8 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
       async create(principal: Principal, threadId: string | null, body: z.infer<typeof cronCreateSchema>) {
         if (threadId !== null) throw new NotServedError('a cron on a thread', 'crons are stateless: each firing is a run of its own');
         for (const field of ['end_time', 'interrupt_before', 'interrupt_after', 'webhook'] as const)
-          if (body[field] !== undefined && body[field] !== null) throw new NotServedError(`"${field}" on a cron`, 'see docs/langgraph-sdk.md');
+          if (body[field] !== undefined && body[field] !== null)
+            throw new NotServedError(`"${field}" on a cron`, 'see docs/langgraph-sdk.md');
         if (!deps.agents.has(body.assistant_id)) throw new NotFoundError(`assistant ${body.assistant_id}`);
         const text = inputText(body.input);
         if (text === undefined) throw new InvalidRequestError('a cron needs an input with a human message');

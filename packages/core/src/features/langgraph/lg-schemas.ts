@@ -37,7 +37,21 @@ export const threadSearchSchema = z.object({
 
 export const threadUpdateSchema = z.object({ metadata, ttl: z.unknown().optional() });
 
-const checkpointRef = z.union([z.string().max(300), z.object({ checkpoint_id: z.string().max(300).nullish() }).loose()]);
+/** A checkpoint as the SDK names one: its id, a checkpoint, or a config (`{configurable: {checkpoint_id}}`). */
+const checkpointRef = z
+  .union([
+    z.string().max(300),
+    z
+      .object({
+        checkpoint_id: z.string().max(300).nullish(),
+        configurable: z
+          .object({ checkpoint_id: z.string().max(300).nullish() })
+          .loose()
+          .nullish(),
+      })
+      .loose(),
+  ])
+  .transform((ref) => (typeof ref === 'string' ? ref : (ref.checkpoint_id ?? ref.configurable?.checkpoint_id ?? undefined)));
 export const historySchema = z.object({
   limit: z.number().int().min(1).max(1000).default(10),
   before: checkpointRef.nullish(),
@@ -97,7 +111,14 @@ export const runCreateSchema = z.object({
 export type RunCreateBody = z.infer<typeof runCreateSchema>;
 
 /** Run fields that ask for what Rein does not do (graph breakpoints, time travel, per-run webhooks, delays): 501 by name. */
-export const REFUSED_RUN_FIELDS = ['interrupt_before', 'interrupt_after', 'checkpoint', 'checkpoint_id', 'webhook', 'after_seconds'] as const;
+export const REFUSED_RUN_FIELDS = [
+  'interrupt_before',
+  'interrupt_after',
+  'checkpoint',
+  'checkpoint_id',
+  'webhook',
+  'after_seconds',
+] as const;
 
 export const SERVED_STREAM_MODES: readonly string[] = STREAM_MODES;
 

@@ -105,7 +105,9 @@ export interface StepMessages {
  * that ran), the final answer with the last step, and a parked run's pending calls.
  */
 export function runMessages(trace: RunTrace, pending: ApprovalView[]): StepMessages[] {
-  const out: StepMessages[] = [{ runId: trace.runId, step: -1, messages: [{ type: 'human', id: `${trace.runId}:input`, content: trace.input }] }];
+  const out: StepMessages[] = [
+    { runId: trace.runId, step: -1, messages: [{ type: 'human', id: `${trace.runId}:input`, content: trace.input }] },
+  ];
   const decided = new Set<string>();
   for (const s of trace.steps) {
     const calls = s.toolCalls;
@@ -178,7 +180,9 @@ export function inputText(input: unknown): string | undefined {
     if (typeof content === 'string') return content;
     if (Array.isArray(content))
       return content
-        .flatMap((p) => (p && typeof p === 'object' && (p as { type?: unknown }).type === 'text' ? [String((p as { text?: unknown }).text)] : []))
+        .flatMap((p) =>
+          p && typeof p === 'object' && (p as { type?: unknown }).type === 'text' ? [String((p as { text?: unknown }).text)] : [],
+        )
         .join('');
   }
   return undefined;

@@ -24,6 +24,13 @@ export type ReinErrorCode =
   | 'method_not_allowed'
   | 'request_timeout'
   | 'session_busy'
+  /** The LangGraph API (`/lg`): a thread id taken, a resume with nothing parked or malformed, a command that would skip a rule, a mode or route not served (501). */
+  | 'thread_exists'
+  | 'nothing_to_resume'
+  | 'invalid_resume'
+  | 'command_refused'
+  | 'stream_mode_unsupported'
+  | 'not_served'
   | 'idempotency_key_in_flight'
   | 'run_finished'
   | 'run_not_finished'

@@ -139,6 +139,9 @@ export { createRunArchiving, type RunArchiving, retirable } from './features/arc
 export { type Compensator, compensationKey, createCompensator } from './features/compensation/compensation.js';
 export { sweepDeadlines } from './features/housekeeping/deadline-sweeper.js';
 export { type ReaperDeps, reap } from './features/housekeeping/reaper.js';
+export { createLangGraphService, type LangGraphService, NotServedError } from './features/langgraph/langgraph-service.js';
+export * as lgSchemas from './features/langgraph/lg-schemas.js';
+export { ThreadStore } from './features/langgraph/thread-store.js';
 export { createMcpDoor, type McpDoor } from './features/mcp-door/mcp-door.js';
 export { createFairShare, type FairShare } from './features/runs/fair-share.js';
 export { approvalView, createRunService, type LimitCeilings, type RunService, runView } from './features/runs/run-service.js';
@@ -188,6 +191,7 @@ export {
 export { linkSecret } from './policy/approvals/link-token.js';
 export { costOf } from './policy/budget/cost.js';
 export { estimatePromptTokens } from './policy/budget/token-estimator.js';
+export type { StreamMode as LgStreamMode } from './policy/langgraph/lg-stream.js';
 export { retryOnStale } from './policy/run/run-transitions.js';
 export { checkCron, isMissed, latestFireAt, nextFireAt, scheduledRunId } from './policy/run/schedule-cron.js';
 export { currentVersion, routeVersion, versionVerdict, withdrawnOnMove } from './policy/run/version-route.js';

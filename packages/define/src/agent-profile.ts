@@ -172,6 +172,11 @@ export class AgentCatalog {
     return this.profiles.get(agent)?.handoffAnswer ?? this.defaultHandoff;
   }
 
+  /** The app's agents, in the order it defines them. */
+  names(): string[] {
+    return [...this.profiles.keys()];
+  }
+
   /** Whether the app defines the agent. */
   has(name: string): boolean {
     return this.profiles.has(name);

@@ -11,6 +11,7 @@ import {
 } from '@rein/contract';
 import {
   createA2aService,
+  createLangGraphService,
   createMcpDoor,
   createServiceApp,
   createVersionService,
@@ -29,9 +30,11 @@ import {
   apiRoutes as schemas,
   streamCaps,
   submitSpan,
+  ThreadStore,
   versionParamsSchema,
 } from '@rein/core/internal';
 import type { FastifyInstance } from 'fastify';
+import { registerLangGraphRoutes } from './langgraph-routes.js';
 import { mountQueueBoard } from './queue-board.js';
 
 /** The runs API: submit, read, trace, stream, list, cancel (the reads shared with the approver). Logic lives in @rein/core. */
@@ -57,78 +60,95 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const a2a = createA2aService({ runs, approvals: rt.approvals, agents: rt.app.agents, version: rt.version });
   const mcp = createMcpDoor({ runs, agents: rt.app.agents, version: rt.version, logger: rt.logger });
 
-  const app = createServiceApp(rt, (v1) => {
-    v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {
-      const body = parseInput(submitRunBodySchema, req.body, 'body');
-      const header = req.headers['idempotency-key'];
-      if (Array.isArray(header)) throw new InvalidRequestError('send one Idempotency-Key header');
-      const key = header === undefined ? undefined : parseInput(idempotencyKeySchema, header, 'Idempotency-Key');
-      // W3C: a missing, repeated or malformed traceparent just starts a new trace.
-      const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
-      const { run, created } = await submitSpan(traceparent, async (runTrace, span) => {
-        const submitted = await runs.submit(req.principal, body, key, runTrace);
-        span.setAttribute(REIN_ATTR.runId, submitted.run.id);
-        return submitted;
-      });
-      reply.header('location', `/v1/runs/${run.id}`);
-      if (!created) reply.header('idempotent-replayed', 'true');
-      return reply.status(created ? 202 : 200).send(run);
-    });
-    registerRunRoutes(v1, rt, { streams, versions });
-
-    v1.get('/v1/sessions/:id', { schema: schemas.getSession }, async (req) => runs.session(req.principal, id(req.params)));
-
-    v1.post('/v1/schedules', { schema: schemas.createSchedule }, async (req, reply) => {
-      const schedule = await rt.schedules.create(req.principal, parseInput(createScheduleBodySchema, req.body, 'body'));
-      return reply.status(201).header('location', `/v1/schedules/${schedule.id}`).send(schedule);
-    });
-    v1.get('/v1/schedules', { schema: schemas.listSchedules }, async (req) => rt.schedules.list(req.principal));
-    v1.get('/v1/schedules/:id', { schema: schemas.getSchedule }, async (req) => rt.schedules.get(req.principal, id(req.params)));
-    v1.patch('/v1/schedules/:id', { schema: schemas.patchSchedule }, async (req) =>
-      rt.schedules.patch(req.principal, id(req.params), parseInput(patchScheduleBodySchema, req.body, 'body')),
-    );
-    v1.delete('/v1/schedules/:id', { schema: schemas.deleteSchedule }, async (req, reply) => {
-      await rt.schedules.remove(req.principal, id(req.params));
-      return reply.status(204).send();
-    });
-
-    v1.post('/v1/webhooks', { schema: schemas.createWebhook }, async (req, reply) => {
-      const hook = await rt.webhooks.create(req.principal, parseInput(createWebhookBodySchema, req.body, 'body'));
-      return reply.status(201).send(hook);
-    });
-    v1.get('/v1/webhooks', { schema: schemas.listWebhooks }, async (req) => ({ webhooks: await rt.webhooks.list(req.principal) }));
-    v1.delete('/v1/webhooks/:id', { schema: schemas.deleteWebhook }, async (req, reply) => {
-      await rt.webhooks.remove(req.principal, id(req.params));
-      return reply.status(204).send();
-    });
-    v1.get('/v1/webhooks/:id/deliveries', { schema: schemas.webhookDeliveries }, async (req) =>
-      rt.webhooks.deliveries(req.principal, id(req.params)),
-    );
-
-    v1.post('/v1/versions/:version/promote', { schema: schemas.promoteVersion }, async (req) =>
-      versions.promote(req.principal, version(req.params), parseInput(promoteBodySchema, req.body ?? {}, 'body')),
-    );
-    v1.post('/v1/versions/:version/upgrade', { schema: schemas.upgradeVersion }, async (req, reply) =>
-      reply
-        .code(202)
-        .send(await versions.upgrade(req.principal, version(req.params), parseInput(upgradeBodySchema, req.body ?? {}, 'body'))),
-    );
-
-    v1.get('/v1/audit', { schema: schemas.getAudit }, async (req) =>
-      rt.decisionLog.page(req.principal, parseInput(auditQuerySchema, req.query, 'query')),
-    );
-    v1.get('/v1/runs/:id/snapshots', { schema: schemas.getSnapshots }, async (req) => runs.snapshots(req.principal, id(req.params)));
-
-    v1.post('/v1/replays', { schema: schemas.createReplayCohort }, async (req, reply) => {
-      const cohort = await rt.cohorts.create(req.principal, parseInput(createReplayCohortBodySchema, req.body, 'body'));
-      return reply.code(202).header('location', `/v1/replays/${cohort.id}`).send(cohort);
-    });
-    v1.get('/v1/replays/:id', { schema: schemas.getReplayCohort }, async (req) => rt.cohorts.get(req.principal, id(req.params)));
-
-    // Protocol doors (docs/interop.md): the same caller, the same services.
-    registerA2aRoutes(v1, { a2a, runs, streams, logger: rt.logger });
-    registerMcpRoutes(v1, { door: mcp, runs, streams, logger: rt.logger });
+  const lgs = createLangGraphService({
+    runs,
+    approvals: rt.approvals,
+    agents: rt.agents,
+    tools: rt.tools,
+    threads: new ThreadStore(rt.redis),
+    schedules: rt.schedules,
+    masker: rt.masker,
+    follow: (source, from, signal) => streams.follow(source, from, signal),
+    appVersion: rt.version,
   });
+  const doors = [{ prefix: '/lg', routes: (scope: FastifyInstance) => registerLangGraphRoutes(scope, lgs, streams) }];
+
+  const app = createServiceApp(
+    rt,
+    (v1) => {
+      v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {
+        const body = parseInput(submitRunBodySchema, req.body, 'body');
+        const header = req.headers['idempotency-key'];
+        if (Array.isArray(header)) throw new InvalidRequestError('send one Idempotency-Key header');
+        const key = header === undefined ? undefined : parseInput(idempotencyKeySchema, header, 'Idempotency-Key');
+        // W3C: a missing, repeated or malformed traceparent just starts a new trace.
+        const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
+        const { run, created } = await submitSpan(traceparent, async (runTrace, span) => {
+          const submitted = await runs.submit(req.principal, body, key, runTrace);
+          span.setAttribute(REIN_ATTR.runId, submitted.run.id);
+          return submitted;
+        });
+        reply.header('location', `/v1/runs/${run.id}`);
+        if (!created) reply.header('idempotent-replayed', 'true');
+        return reply.status(created ? 202 : 200).send(run);
+      });
+      registerRunRoutes(v1, rt, { streams, versions });
+
+      v1.get('/v1/sessions/:id', { schema: schemas.getSession }, async (req) => runs.session(req.principal, id(req.params)));
+
+      v1.post('/v1/schedules', { schema: schemas.createSchedule }, async (req, reply) => {
+        const schedule = await rt.schedules.create(req.principal, parseInput(createScheduleBodySchema, req.body, 'body'));
+        return reply.status(201).header('location', `/v1/schedules/${schedule.id}`).send(schedule);
+      });
+      v1.get('/v1/schedules', { schema: schemas.listSchedules }, async (req) => rt.schedules.list(req.principal));
+      v1.get('/v1/schedules/:id', { schema: schemas.getSchedule }, async (req) => rt.schedules.get(req.principal, id(req.params)));
+      v1.patch('/v1/schedules/:id', { schema: schemas.patchSchedule }, async (req) =>
+        rt.schedules.patch(req.principal, id(req.params), parseInput(patchScheduleBodySchema, req.body, 'body')),
+      );
+      v1.delete('/v1/schedules/:id', { schema: schemas.deleteSchedule }, async (req, reply) => {
+        await rt.schedules.remove(req.principal, id(req.params));
+        return reply.status(204).send();
+      });
+
+      v1.post('/v1/webhooks', { schema: schemas.createWebhook }, async (req, reply) => {
+        const hook = await rt.webhooks.create(req.principal, parseInput(createWebhookBodySchema, req.body, 'body'));
+        return reply.status(201).send(hook);
+      });
+      v1.get('/v1/webhooks', { schema: schemas.listWebhooks }, async (req) => ({ webhooks: await rt.webhooks.list(req.principal) }));
+      v1.delete('/v1/webhooks/:id', { schema: schemas.deleteWebhook }, async (req, reply) => {
+        await rt.webhooks.remove(req.principal, id(req.params));
+        return reply.status(204).send();
+      });
+      v1.get('/v1/webhooks/:id/deliveries', { schema: schemas.webhookDeliveries }, async (req) =>
+        rt.webhooks.deliveries(req.principal, id(req.params)),
+      );
+
+      v1.post('/v1/versions/:version/promote', { schema: schemas.promoteVersion }, async (req) =>
+        versions.promote(req.principal, version(req.params), parseInput(promoteBodySchema, req.body ?? {}, 'body')),
+      );
+      v1.post('/v1/versions/:version/upgrade', { schema: schemas.upgradeVersion }, async (req, reply) =>
+        reply
+          .code(202)
+          .send(await versions.upgrade(req.principal, version(req.params), parseInput(upgradeBodySchema, req.body ?? {}, 'body'))),
+      );
+
+      v1.get('/v1/audit', { schema: schemas.getAudit }, async (req) =>
+        rt.decisionLog.page(req.principal, parseInput(auditQuerySchema, req.query, 'query')),
+      );
+      v1.get('/v1/runs/:id/snapshots', { schema: schemas.getSnapshots }, async (req) => runs.snapshots(req.principal, id(req.params)));
+
+      v1.post('/v1/replays', { schema: schemas.createReplayCohort }, async (req, reply) => {
+        const cohort = await rt.cohorts.create(req.principal, parseInput(createReplayCohortBodySchema, req.body, 'body'));
+        return reply.code(202).header('location', `/v1/replays/${cohort.id}`).send(cohort);
+      });
+      v1.get('/v1/replays/:id', { schema: schemas.getReplayCohort }, async (req) => rt.cohorts.get(req.principal, id(req.params)));
+
+      // Protocol doors (docs/interop.md): the same caller, the same services.
+      registerA2aRoutes(v1, { a2a, runs, streams, logger: rt.logger });
+      registerMcpRoutes(v1, { door: mcp, runs, streams, logger: rt.logger });
+    },
+    doors,
+  );
   registerA2aCard(app, a2a);
 
   app.addHook('preClose', async () => streams.close());

@@ -43,6 +43,11 @@ export interface HttpAppOptions {
    * never runs without a principal, however the path is encoded.
    */
   routes: (v1: FastifyInstance) => void | Promise<void>;
+  /**
+   * Protocol doors mounted under their own prefix (`/lg`), authenticated like `/v1` with
+   * the same keys, also read from `x-api-key` (the header their clients send).
+   */
+  doors?: Array<{ prefix: string; routes: (scope: FastifyInstance) => void | Promise<void> }>;
 }
 
 /** Validates a body, query or params object; a mismatch is a 400 naming the fields. */
@@ -142,6 +147,21 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
     v1.get('/v1/me', { schema: apiRoutes.me }, async (req) => req.principal);
     await opts.routes(v1);
   });
+  for (const door of opts.doors ?? []) {
+    app.register(
+      async (scope) => {
+        scope.addHook('onRequest', async (req) => {
+          const header = req.headers['x-api-key'];
+          const token = typeof header === 'string' ? header : bearerToken(req.headers.authorization);
+          const key = findApiKey(opts.apiKeys, token);
+          if (!key) throw new UnauthorizedError();
+          principals.set(req, { tenantId: key.tenantId, userId: key.userId, roles: key.roles });
+        });
+        await door.routes(scope);
+      },
+      { prefix: door.prefix },
+    );
+  }
 
   // The pid lets a launcher (`rein dev`) tell its own child from whatever else holds the port.
   app.get('/healthz', async () => ({ ok: true, pid: process.pid }));

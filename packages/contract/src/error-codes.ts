@@ -58,4 +58,7 @@ export type ReinErrorCode =
   | 'fork_step_unavailable'
   | 'replay_unsupported'
   | 'unknown_model'
+  | 'chat_message_required'
+  | 'chat_regenerate_unsupported'
+  | 'ag_ui_message_required'
   | (string & {});

@@ -165,7 +165,8 @@ export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from '
 export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
 export { type RunRoutesDeps, registerRunRoutes } from './http/run-routes.js';
 export { createServiceApp } from './http/service-app.js';
-export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
+export { registerDoorRoutes } from './http/door-routes.js';
+export { EventStreams, lastEventId, type SseEntry, type SseFrames, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
 export { contentVersion, resolveAppVersion } from './policy/app/app-version.js';
 export { canonicalJson, hashArguments } from './policy/app/argument-hash.js';
 export type { FleetVersions } from './policy/app/fleet-versions.js';

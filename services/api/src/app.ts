@@ -18,6 +18,7 @@ import {
   parseInput,
   REIN_ATTR,
   type Runtime,
+  registerDoorRoutes,
   registerQueueDepth,
   registerRunRoutes,
   registerVersionGauges,
@@ -68,6 +69,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       return reply.status(created ? 202 : 200).send(run);
     });
     registerRunRoutes(v1, rt, { streams, versions });
+    registerDoorRoutes(v1, rt, streams);
 
     v1.get('/v1/sessions/:id', { schema: schemas.getSession }, async (req) => runs.session(req.principal, id(req.params)));
 

@@ -1,14 +1,21 @@
 import type { Principal } from '@rein/contract';
 import type { FastifyReply } from 'fastify';
 import type { RedisClient } from '../adapters/redis/redis.js';
-import { type SseEntry, type SseSource, StreamHub } from '../adapters/redis/stream-hub.js';
+import { type SseEntry, type SseFrames, type SseSource, StreamHub } from '../adapters/redis/stream-hub.js';
 import { TooManyStreamsError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { ReinOptions } from '../shared/options.js';
 
-export type { SseEntry, SseSource };
+export type { SseEntry, SseFrames, SseSource };
 
 const HEARTBEAT_MS = 15_000;
+/** A reader that takes nothing for this long while its socket's buffer is full is let go (its slot freed). */
+const DRAIN_TIMEOUT_MS = 30_000;
+/** Past this many unread bytes on a socket, writing waits for the reader. */
+const MAX_UNREAD_BYTES = 256 * 1024;
+
+/** Rein's own events: the SSE id is the stream entry id, the SSE event its type. */
+const reinFrames: Pick<SseFrames, 'open' | 'close'> = { open: () => [], close: () => [] };
 
 /** How many event streams one process lets a tenant, and one user of it, hold open at once. */
 export interface StreamCaps {
@@ -44,12 +51,14 @@ export class EventStreams {
    * Streams `source` from `fromId` as SSE. Each SSE id is the stream entry id, so a client
    * that reconnects with Last-Event-ID resumes exactly where it left off. A caller whose
    * user or tenant is at its cap gets 429 `too_many_streams` before the stream opens.
+   * `frames`: a protocol door's own writing of the entries (no SSE ids: its clients replay).
    */
   async serve<E extends SseEntry>(
     reply: FastifyReply,
     caller: Pick<Principal, 'tenantId' | 'userId'>,
     source: SseSource<E>,
     fromId: string,
+    frames?: SseFrames<E>,
   ): Promise<void> {
     const holders = [
       { key: JSON.stringify([caller.tenantId]), cap: this.caps.perTenant, of: 'tenant' as const },
@@ -62,14 +71,32 @@ export class EventStreams {
     this.live.add(closed);
     reply.hijack();
     const res = reply.raw;
-    res.on('close', () => closed.abort());
+    let gone = false;
+    res.on('close', () => {
+      gone = true;
+      closed.abort();
+    });
     res.writeHead(200, {
+      ...frames?.headers,
       'content-type': 'text/event-stream',
       'cache-control': 'no-cache',
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
     });
-    res.write(': rein events\n\n');
+    const { open, close } = frames ?? reinFrames;
+    const data = (payloads: string[]) => payloads.map((p) => `data: ${p}\n\n`).join('');
+    /** Writes, and when the reader is far behind waits for it (bounded): a reader that never reads is let go. */
+    const send = async (text: string) => {
+      if (!text || gone) return;
+      res.write(text);
+      if (res.writableLength > MAX_UNREAD_BYTES && !(await drained(res, closed.signal))) {
+        this.logger.warn({ unread: res.writableLength }, 'event stream reader fell behind; closing it');
+        gone = true;
+        res.destroy();
+        closed.abort();
+      }
+    };
+    await send(`: rein events\n\n${data(open())}`);
     let cursor = fromId;
     // Set once the source has ended: one more read sends what the finish wrote, then the stream ends.
     let ending = false;
@@ -78,7 +105,12 @@ export class EventStreams {
         const entries = await source.read(cursor);
         const kept = new Set(source.keep ? await source.keep(entries) : entries);
         for (const entry of entries) {
-          if (kept.has(entry)) res.write(`id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`);
+          if (kept.has(entry))
+            await send(
+              frames
+                ? data(frames.entry(entry))
+                : `id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`,
+            );
           cursor = entry.id;
           if (source.isLast?.(entry)) closed.abort();
         }
@@ -86,9 +118,10 @@ export class EventStreams {
         if (ending) break;
         if (await source.ended?.()) ending = true;
         else if (!(await this.hub.wait(source.key, cursor, HEARTBEAT_MS, closed.signal)) && !closed.signal.aborted) {
-          res.write(': heartbeat\n\n');
+          await send(': heartbeat\n\n');
         }
       }
+      await send(data(close()));
     } catch (err) {
       if (!closed.signal.aborted) this.logger.warn({ err: (err as Error).message }, 'event stream ended');
     } finally {
@@ -113,4 +146,21 @@ export class EventStreams {
 export function lastEventId(headers: Record<string, unknown>, query: unknown): string {
   const raw = headers['last-event-id'] ?? (query as { lastEventId?: unknown } | undefined)?.lastEventId;
   return typeof raw === 'string' && /^\d+-\d+$/.test(raw) ? raw : '0';
+}
+
+/** Whether the socket drained before the timeout (false also when the reader left). */
+function drained(res: FastifyReply['raw'], signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      res.off('drain', onDrain);
+      signal.removeEventListener('abort', onAbort);
+      resolve(ok);
+    };
+    const onDrain = () => done(true);
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(false), DRAIN_TIMEOUT_MS);
+    res.once('drain', onDrain);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }

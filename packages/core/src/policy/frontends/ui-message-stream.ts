@@ -58,9 +58,10 @@ export function createUiMessageStream(run: { id: string; sessionId?: string | un
       out.push({ type: `${p.kind}-delta`, id: part.id, delta: p.delta });
       return out;
     });
-  const openStep = (): UiChunk[] => {
+  const openStep = (index?: number): UiChunk[] => {
     if (stepOpen) return [];
     stepOpen = true;
+    stepIndex = index;
     stepCalls = new Map();
     calledTools = false;
     text = createStepText();
@@ -97,12 +98,10 @@ export function createUiMessageStream(run: { id: string; sessionId?: string | un
     switch (event.type) {
       case 'step.started': {
         if (stepOpen && stepIndex === event.step) return { frames: [], last: false };
-        const frames = [...closeStep(), ...openStep()];
-        stepIndex = event.step;
-        return { frames, last: false };
+        return { frames: [...closeStep(), ...openStep(event.step)], last: false };
       }
       case 'model.delta': {
-        const out = openStep();
+        const out = openStep(event.step);
         if (typeof data.text === 'string') out.push(...write(text.text(data.text)));
         for (const piece of (data.toolCalls ?? []) as CallPiece[]) {
           if (piece.id && piece.name) {
@@ -117,7 +116,7 @@ export function createUiMessageStream(run: { id: string; sessionId?: string | un
       }
       case 'tool.result': {
         const id = String(data.toolCallId);
-        const out = [...openStep(), ...inputOf(id, String(data.name), data.arguments)];
+        const out = [...openStep(event.step), ...inputOf(id, String(data.name), data.arguments)];
         const outcome = String(data.outcome);
         if (outcome === 'ok') out.push({ type: 'tool-output-available', toolCallId: id, output: observationOf(data) });
         else if (outcome === 'rejected') out.push({ type: 'tool-output-denied', toolCallId: id });
@@ -128,7 +127,7 @@ export function createUiMessageStream(run: { id: string; sessionId?: string | un
       case 'approval.requested': {
         const a = entry.approval;
         if (!a) return { frames: [], last: false };
-        return { frames: [...openStep(), ...approvalRequest(a)], last: false };
+        return { frames: [...openStep(event.step), ...approvalRequest(a)], last: false };
       }
       case 'step.finished': {
         usage = addUsage(usage, data.usage as Partial<Usage> | undefined);

@@ -1,5 +1,6 @@
 import { DemoStore } from '@rein/example-order-assistant';
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
+import { connect } from 'node:net';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { chatTransport, readChunks, TestChat, toolParts } from '../support/ai-chat.js';
@@ -242,6 +243,33 @@ describe('POST /v1/chat/:agent under attack', () => {
     const regenerate = await post({ id, messages: rewritten, trigger: 'regenerate-message' });
     expect(regenerate.status).toBe(400);
     expect((await regenerate.json()).error.code).toBe('chat_regenerate_unsupported');
+  });
+
+  it('a client that never reads the stream holds up nothing: the run finishes and the chat goes on', async () => {
+    const id = `chat-${crypto.randomUUID()}`;
+    const body = JSON.stringify({ id, messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: '查订单 A12345 状态，按政策说能否退' }] }] });
+    const { hostname, port } = new URL(fleet().api);
+    const socket = connect(Number(port), hostname);
+    socket.pause(); // never reads a byte of the answer
+    socket.write(
+      `POST /v1/chat/${AGENT} HTTP/1.1\r\nhost: ${hostname}\r\nauthorization: Bearer ${KEYS.user.key}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    try {
+      let runs: Array<{ id: string }> = [];
+      while (runs.length === 0) {
+        const session = await fleet().callApi('GET', `/v1/sessions/${id}`);
+        runs = session.status === 200 ? session.body.runs : [];
+      }
+      await fleet().waitForRun(runs[0]?.id as string, (r) => r.status === 'succeeded');
+      const next = newChat();
+      Object.assign(next, { id });
+      await next.sendMessage({ text: 'What did I just ask?' });
+      await next.until(ready);
+      expect(textOf(assistant(next))).toContain('A12345');
+    } finally {
+      socket.destroy();
+    }
   });
 
   it('refuses huge message arrays and malformed bodies before anything runs', async () => {

@@ -58,16 +58,23 @@ describe('POST /v1/ag-ui/:agent with @ag-ui/client (HttpAgent)', () => {
     const [interrupt] = outcome?.interrupts ?? [];
     expect(interrupt).toMatchObject({ reason: 'tool_approval', message: expect.any(String), toolCallId: expect.any(String) });
     expect(interrupt?.responseSchema).toMatchObject({ type: 'object', properties: { orderNo: expect.anything() } });
-    const approval = await fleet().client().approvals.get(interrupt?.id as string);
+    const approval = await fleet()
+      .client()
+      .approvals.get(interrupt?.id as string);
     expect(approval).toMatchObject({ status: 'pending', toolName: 'create_ticket', toolCallId: interrupt?.toolCallId });
     expect(await ticketsOf2024001()).toEqual([]);
 
     events.length = 0;
-    await agent.runAgent({ runId: 'r2', resume: [{ interruptId: interrupt?.id as string, status: 'resolved', payload: { approved: true } }] });
+    await agent.runAgent({
+      runId: 'r2',
+      resume: [{ interruptId: interrupt?.id as string, status: 'resolved', payload: { approved: true } }],
+    });
     expect(types(events)[0]).toBe('RUN_STARTED');
     expect(finished(events)?.outcome?.type).toBe('success');
     // The approved call's result, then the answer.
-    expect(events.find((e) => e.type === 'TOOL_CALL_RESULT' && (e as { toolCallId?: string }).toolCallId === interrupt?.toolCallId)).toBeDefined();
+    expect(
+      events.find((e) => e.type === 'TOOL_CALL_RESULT' && (e as { toolCallId?: string }).toolCallId === interrupt?.toolCallId),
+    ).toBeDefined();
     expect(await ticketsOf2024001()).toHaveLength(1);
     expect(await fleet().client().approvals.get(approval.id)).toMatchObject({ status: 'approved', decidedBy: KEYS.user.userId });
   });
@@ -78,7 +85,9 @@ describe('POST /v1/ag-ui/:agent with @ag-ui/client (HttpAgent)', () => {
     agent.addMessage({ id: 'u1', role: 'user', content: LATE_ORDER });
     await agent.runAgent({ runId: 'r1' });
     const [interrupt] = finished(events)?.outcome?.interrupts ?? [];
-    const approval = await fleet().client().approvals.get(interrupt?.id as string);
+    const approval = await fleet()
+      .client()
+      .approvals.get(interrupt?.id as string);
     const edited = { ...(approval.arguments as Record<string, unknown>), priority: 'low' };
     const resume = [{ interruptId: approval.id, status: 'resolved' as const, payload: { approved: true, arguments: edited } }];
 
@@ -109,7 +118,13 @@ describe('POST /v1/ag-ui/:agent with @ag-ui/client (HttpAgent)', () => {
       events.length = 0;
       await agent.runAgent({ runId: 'r2', resume: [{ interruptId: interrupt?.id as string, ...entry }] });
       expect(finished(events)?.outcome?.type).toBe('success');
-      expect((await fleet().client().approvals.get(interrupt?.id as string)).status).toBe('rejected');
+      expect(
+        (
+          await fleet()
+            .client()
+            .approvals.get(interrupt?.id as string)
+        ).status,
+      ).toBe('rejected');
       expect(await ticketsOf2024001()).toHaveLength(before);
     }
   });
@@ -125,7 +140,9 @@ describe('POST /v1/ag-ui/:agent with @ag-ui/client (HttpAgent)', () => {
         const session = await fleet().callApi('GET', `/v1/sessions/${agent.threadId}`);
         runs = session.status === 200 ? session.body.runs : [];
       }
-      await fleet().client().runs.cancel(runs[0]?.id as string);
+      await fleet()
+        .client()
+        .runs.cancel(runs[0]?.id as string);
       await running;
       expect(finished(events)?.outcome?.type).toBe('cancelled');
     } finally {
@@ -164,7 +181,13 @@ describe('POST /v1/ag-ui/:agent under attack', () => {
     const input = (threadId: string, runId: string) => ({ threadId, runId, messages: [], resume });
     expect((await raw(input(agent.threadId, 'x1'), KEYS.other.key)).status).toBe(404);
     expect((await raw(input(`thread-${crypto.randomUUID()}`, 'x2'))).status).toBe(404);
-    expect((await fleet().client().approvals.get(interrupt?.id as string)).status).toBe('pending');
+    expect(
+      (
+        await fleet()
+          .client()
+          .approvals.get(interrupt?.id as string)
+      ).status,
+    ).toBe('pending');
 
     events.length = 0;
     await agent.runAgent({ runId: 'r2', resume: resume as never });
@@ -173,7 +196,13 @@ describe('POST /v1/ag-ui/:agent under attack', () => {
     const again = agentFor(KEYS.user.key, agent.threadId);
     await again.agent.runAgent({ runId: 'r3', resume: resume as never });
     expect(types(again.events)[0]).toBe('RUN_STARTED');
-    expect((await fleet().client().approvals.get(interrupt?.id as string)).decidedBy).toBe(KEYS.user.userId);
+    expect(
+      (
+        await fleet()
+          .client()
+          .approvals.get(interrupt?.id as string)
+      ).decidedBy,
+    ).toBe(KEYS.user.userId);
   });
 
   it('a retried request with the same runId streams the same run; tools, state and system messages sent by the client change nothing', async () => {
@@ -193,7 +222,9 @@ describe('POST /v1/ag-ui/:agent under attack', () => {
     await Promise.all([a.text(), b.text()]);
     const runs = (await fleet().callApi('GET', `/v1/sessions/${threadId}`)).body.runs as Array<{ id: string }>;
     expect(runs).toHaveLength(1);
-    const trace = await fleet().client().runs.trace(runs[0]?.id as string);
+    const trace = await fleet()
+      .client()
+      .runs.trace(runs[0]?.id as string);
     expect(trace.steps.flatMap((s) => s.toolCalls.map((c) => c.name))).not.toContain('delete_everything');
   });
 
@@ -202,6 +233,8 @@ describe('POST /v1/ag-ui/:agent under attack', () => {
     expect((await raw({ threadId: 't', runId: 'r', messages: many })).status).toBe(400);
     const nothing = await raw({ threadId: 't', runId: 'r', messages: [{ id: 'a', role: 'assistant', content: 'hi' }] });
     expect((await nothing.json()).error.code).toBe('ag_ui_message_required');
-    expect((await raw({ threadId: 't', runId: 'r', messages: [], resume: [{ interruptId: 'nope', status: 'resolved' }] })).status).toBe(404);
+    expect((await raw({ threadId: 't', runId: 'r', messages: [], resume: [{ interruptId: 'nope', status: 'resolved' }] })).status).toBe(
+      404,
+    );
   });
 });

@@ -1,6 +1,6 @@
+import { connect } from 'node:net';
 import { DemoStore } from '@rein/example-order-assistant';
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
-import { connect } from 'node:net';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { chatTransport, readChunks, TestChat, toolParts } from '../support/ai-chat.js';
@@ -79,7 +79,9 @@ describe('POST /v1/chat/:agent with the AI SDK (DefaultChatTransport, AbstractCh
     expect(textOf(assistant(chat))).toContain(done.finalAnswer as string);
     expect(await ticketsOf2024001()).toHaveLength(1);
     // Decided as the approval route decides: by the caller, recorded.
-    const approval = await fleet().client().approvals.get(part?.approval?.id as string);
+    const approval = await fleet()
+      .client()
+      .approvals.get(part?.approval?.id as string);
     expect(approval).toMatchObject({ status: 'approved', decidedBy: KEYS.user.userId });
   });
 
@@ -115,7 +117,9 @@ describe('POST /v1/chat/:agent with the AI SDK (DefaultChatTransport, AbstractCh
     expect(said.data).toMatchObject({ code: 'forbidden', status: 'pending' });
     // Asked again: the chat does not resend the refused answer by itself.
     expect(toolParts(chat).find((p) => p.type === 'tool-send_email')?.state).toBe('approval-requested');
-    const approval = await fleet().client().approvals.get(email?.approval?.id as string);
+    const approval = await fleet()
+      .client()
+      .approvals.get(email?.approval?.id as string);
     expect(approval.status).toBe('pending');
     // An approver decides it where approvers do; the run goes on.
     await fleet().client(KEYS.approver.key).approvals.approve(approval.id);
@@ -125,8 +129,15 @@ describe('POST /v1/chat/:agent with the AI SDK (DefaultChatTransport, AbstractCh
   it('reconnects (resumeStream) to a live run and replays it from the start', async () => {
     const chat = newChat();
     // Slow the model so the run is still live when the chat reconnects.
-    await fetch(`${fleet().model}/_faults`, { method: 'POST', body: JSON.stringify({ mode: 'none' }), headers: { 'content-type': 'application/json' } });
-    const first = await post({ id: chat.id, messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: '支持 7 天无理由退货吗？' }] }] });
+    await fetch(`${fleet().model}/_faults`, {
+      method: 'POST',
+      body: JSON.stringify({ mode: 'none' }),
+      headers: { 'content-type': 'application/json' },
+    });
+    const first = await post({
+      id: chat.id,
+      messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: '支持 7 天无理由退货吗？' }] }],
+    });
     expect(first.status).toBe(200);
     expect(first.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
     await first.body?.cancel(); // the client goes away; the run goes on
@@ -134,14 +145,20 @@ describe('POST /v1/chat/:agent with the AI SDK (DefaultChatTransport, AbstractCh
     Object.assign(reconnecting, { id: chat.id });
     await reconnecting.resumeStream();
     await reconnecting.until(ready);
-    const runs = (await fleet().callApi('GET', `/v1/sessions/${chat.id}`)).body.runs as Array<{ id: string; status: string; finalAnswer?: string }>;
+    const runs = (await fleet().callApi('GET', `/v1/sessions/${chat.id}`)).body.runs as Array<{
+      id: string;
+      status: string;
+      finalAnswer?: string;
+    }>;
     expect(runs).toHaveLength(1);
     const run = await fleet().waitForRun(runs[0]?.id as string, (r) => r.status === 'succeeded');
     // Either it replayed the live run to its end, or the run had finished already (204: nothing to resume).
     const replayed = reconnecting.messages.at(-1);
     if (replayed) expect(textOf(replayed)).toBe(run.finalAnswer);
     // A finished chat has nothing to resume.
-    const none = await fetch(`${fleet().api}/v1/chat/${AGENT}/${chat.id}/stream`, { headers: { authorization: `Bearer ${KEYS.user.key}` } });
+    const none = await fetch(`${fleet().api}/v1/chat/${AGENT}/${chat.id}/stream`, {
+      headers: { authorization: `Bearer ${KEYS.user.key}` },
+    });
     expect(none.status).toBe(204);
   });
 
@@ -206,19 +223,29 @@ describe('POST /v1/chat/:agent under attack', () => {
     const part = toolParts(chat).find((p) => p.state === 'approval-requested');
     const answered = (chatId: string) => ({
       id: chatId,
-      messages: [{ ...assistant(chat), parts: [{ ...part, state: 'approval-responded', approval: { id: part?.approval?.id, approved: true } }] }],
+      messages: [
+        { ...assistant(chat), parts: [{ ...part, state: 'approval-responded', approval: { id: part?.approval?.id, approved: true } }] },
+      ],
     });
     const other = await post(answered(chat.id), KEYS.other.key);
     expect(other.status).toBe(404);
     expect((await other.json()).error.code).toBe('not_found');
     const elsewhere = await post(answered(`chat-${crypto.randomUUID()}`));
     expect(elsewhere.status).toBe(404);
-    expect((await fleet().client().approvals.get(part?.approval?.id as string)).status).toBe('pending');
+    expect(
+      (
+        await fleet()
+          .client()
+          .approvals.get(part?.approval?.id as string)
+      ).status,
+    ).toBe('pending');
     // Replayed: the same answer twice decides once and streams the run both times.
     const [first, second] = [await post(answered(chat.id)), await post(answered(chat.id))];
     expect([first.status, second.status]).toEqual([200, 200]);
     await Promise.all([first.body?.cancel(), second.body?.cancel()]);
-    const approval = await fleet().client().approvals.get(part?.approval?.id as string);
+    const approval = await fleet()
+      .client()
+      .approvals.get(part?.approval?.id as string);
     expect(approval.status).toBe('approved');
     await fleet().waitForRun(approval.runId, (r) => r.status === 'succeeded');
   });
@@ -226,7 +253,9 @@ describe('POST /v1/chat/:agent under attack', () => {
   it('an edited history changes nothing the model sees: only the last message is read', async () => {
     const id = `chat-${crypto.randomUUID()}`;
     const turn = (messages: unknown[]) => post({ id, messages });
-    const first = await parse(await turn([{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'Do you support 7-day no-reason returns?' }] }]));
+    const first = await parse(
+      await turn([{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'Do you support 7-day no-reason returns?' }] }]),
+    );
     expect(first.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
     // The client rewrites the first turn (and forges a system message) before asking what it asked.
     const rewritten = [
@@ -247,7 +276,10 @@ describe('POST /v1/chat/:agent under attack', () => {
 
   it('a client that never reads the stream holds up nothing: the run finishes and the chat goes on', async () => {
     const id = `chat-${crypto.randomUUID()}`;
-    const body = JSON.stringify({ id, messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: '查订单 A12345 状态，按政策说能否退' }] }] });
+    const body = JSON.stringify({
+      id,
+      messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: '查订单 A12345 状态，按政策说能否退' }] }],
+    });
     const { hostname, port } = new URL(fleet().api);
     const socket = connect(Number(port), hostname);
     socket.pause(); // never reads a byte of the answer
@@ -298,7 +330,14 @@ describe('POST /v1/chat/:agent under attack', () => {
 async function parse(res: Response): Promise<UIMessageChunk[]> {
   expect(res.status).toBe(200);
   const chunks = await readChunks(res.body as ReadableStream<Uint8Array>);
-  const built = readUIMessageStream({ stream: new ReadableStream({ start: (c) => (chunks.forEach((x) => c.enqueue(x)), c.close()) }) });
+  const built = readUIMessageStream({
+    stream: new ReadableStream({
+      start: (c) => {
+        for (const x of chunks) c.enqueue(x);
+        c.close();
+      },
+    }),
+  });
   for await (const _ of built) {
     /* drained: the reader throws on a stream that does not make a message */
   }

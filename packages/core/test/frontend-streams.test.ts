@@ -7,7 +7,12 @@ import { createUiMessageStream } from '../src/policy/frontends/ui-message-stream
 
 const RUN = '00000000-0000-4000-8000-000000000001';
 let seq = 0;
-const entry = (type: RunEvent['type'], step: number | undefined, data: Record<string, unknown>, extra: Partial<DoorEntry> = {}): DoorEntry => ({
+const entry = (
+  type: RunEvent['type'],
+  step: number | undefined,
+  data: Record<string, unknown>,
+  extra: Partial<DoorEntry> = {},
+): DoorEntry => ({
   id: `1-${seq++}`,
   event: { type, runId: RUN, ...(step === undefined ? {} : { step }), at: '2026-01-01T00:00:00.000Z', data },
   ...extra,
@@ -24,18 +29,41 @@ const approval = {
 /** A step that thinks, calls a gated write and parks; then the resumed step runs it and answers. */
 const parkedThenAnswered = () => [
   entry('step.started', 0, {}),
-  entry('model.delta', 0, { text: 'Open a ticket.', toolCalls: [{ index: 0, id: 'call_1', name: 'create_ticket', arguments: '{"orderNo":' }] }),
+  entry('model.delta', 0, {
+    text: 'Open a ticket.',
+    toolCalls: [{ index: 0, id: 'call_1', name: 'create_ticket', arguments: '{"orderNo":' }],
+  }),
   entry('model.delta', 0, { toolCalls: [{ index: 0, arguments: '"2024001"}' }] }),
-  entry('tool.result', 0, { toolCallId: 'call_1', name: 'create_ticket', arguments: { orderNo: '2024001' }, outcome: 'awaiting_approval', observation: '' }),
+  entry('tool.result', 0, {
+    toolCallId: 'call_1',
+    name: 'create_ticket',
+    arguments: { orderNo: '2024001' },
+    outcome: 'awaiting_approval',
+    observation: '',
+  }),
   entry('approval.requested', 0, { approvalId: approval.id, toolName: 'create_ticket' }, { approval }),
-  entry('step.finished', 0, { outcome: 'parked', thought: 'Open a ticket.', usage: { promptTokens: 5, completionTokens: 5, totalTokens: 10 } }),
+  entry('step.finished', 0, {
+    outcome: 'parked',
+    thought: 'Open a ticket.',
+    usage: { promptTokens: 5, completionTokens: 5, totalTokens: 10 },
+  }),
   entry('approval.decided', 0, { approvalId: approval.id, status: 'approved' }),
   entry('step.started', 0, {}),
-  entry('tool.result', 0, { toolCallId: 'call_1', name: 'create_ticket', arguments: { orderNo: '2024001' }, outcome: 'ok', observation: 'T-1' }),
+  entry('tool.result', 0, {
+    toolCallId: 'call_1',
+    name: 'create_ticket',
+    arguments: { orderNo: '2024001' },
+    outcome: 'ok',
+    observation: 'T-1',
+  }),
   entry('step.finished', 0, { outcome: 'continued' }),
   entry('step.started', 1, {}),
   entry('model.delta', 1, { text: 'Ticket T-1 is open.' }),
-  entry('step.finished', 1, { outcome: 'answered', thought: 'Ticket T-1 is open.', usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 } }),
+  entry('step.finished', 1, {
+    outcome: 'answered',
+    thought: 'Ticket T-1 is open.',
+    usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 },
+  }),
   entry('run.finished', 1, { status: 'succeeded', reason: 'answered', finalAnswer: 'Ticket T-1 is open.' }),
 ];
 
@@ -85,7 +113,11 @@ describe('the UI message stream translation', () => {
       'finish-step',
       'finish',
     ]);
-    expect(chunks.find((c) => c.type === 'tool-approval-request')).toEqual({ type: 'tool-approval-request', approvalId: approval.id, toolCallId: 'call_1' });
+    expect(chunks.find((c) => c.type === 'tool-approval-request')).toEqual({
+      type: 'tool-approval-request',
+      approvalId: approval.id,
+      toolCallId: 'call_1',
+    });
     expect(chunks.at(-1)).toMatchObject({ finishReason: 'stop', messageMetadata: { runId: RUN, usage: { totalTokens: 12 } } });
   });
 
@@ -109,7 +141,10 @@ describe('the AG-UI translation', () => {
     const finished = out[parkAt]?.frames.at(-1);
     expect(finished).toMatchObject({
       type: 'RUN_FINISHED',
-      outcome: { type: 'interrupt', interrupts: [{ id: approval.id, reason: 'tool_approval', toolCallId: 'call_1', responseSchema: { type: 'object' } }] },
+      outcome: {
+        type: 'interrupt',
+        interrupts: [{ id: approval.id, reason: 'tool_approval', toolCallId: 'call_1', responseSchema: { type: 'object' } }],
+      },
     });
     const second = createAgUiStream({ threadId: 't', runId: 'r2', reinRunId: RUN });
     for (const e of events.slice(0, parkAt + 1)) second.translate(e, true);

@@ -2,12 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { createAgUiDoor } from '../features/frontends/ag-ui-door.js';
 import { createChatDoor } from '../features/frontends/chat-door.js';
 import { createDoorRuns } from '../features/frontends/door-runs.js';
-import {
-  chatParamsSchema,
-  chatRequestSchema,
-  chatStreamParamsSchema,
-  runAgentInputSchema,
-} from '../policy/frontends/protocol-bodies.js';
+import { chatParamsSchema, chatRequestSchema, chatStreamParamsSchema, runAgentInputSchema } from '../policy/frontends/protocol-bodies.js';
 import type { Runtime } from '../process/runtime.js';
 import { parseInput } from './http-app.js';
 import { apiRoutes as schemas } from './route-schemas.js';

@@ -51,12 +51,7 @@ import {
   webhookListSchema,
 } from '@rein/contract';
 import { type ZodType, z } from 'zod';
-import {
-  chatParamsSchema,
-  chatRequestSchema,
-  chatStreamParamsSchema,
-  runAgentInputSchema,
-} from '../policy/frontends/protocol-bodies.js';
+import { chatParamsSchema, chatRequestSchema, chatStreamParamsSchema, runAgentInputSchema } from '../policy/frontends/protocol-bodies.js';
 
 /**
  * The schema of every `/v1` route, for its OpenAPI entry: the same zod schemas the

@@ -107,9 +107,7 @@ export class EventStreams {
         for (const entry of entries) {
           if (kept.has(entry))
             await send(
-              frames
-                ? data(frames.entry(entry))
-                : `id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`,
+              frames ? data(frames.entry(entry)) : `id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`,
             );
           cursor = entry.id;
           if (source.isLast?.(entry)) closed.abort();

@@ -57,7 +57,10 @@ export function createAgUiDoor(door: DoorRuns) {
       const last = input.messages.at(-1);
       const text = last?.role === 'user' ? contentText(last.content).trim() : '';
       if (!text)
-        throw new InvalidRequestError('the last message must be a user message with text, or the input must resume interrupts', 'ag_ui_message_required');
+        throw new InvalidRequestError(
+          'the last message must be a user message with text, or the input must resume interrupts',
+          'ag_ui_message_required',
+        );
       const run = await door.submit(principal, agent, text, input.threadId, `ag-ui:${input.threadId}:${input.runId}`);
       return door.fresh(principal, run.id, () => segment(input, run.id).s);
     },

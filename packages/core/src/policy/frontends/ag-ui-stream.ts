@@ -1,13 +1,5 @@
 import type { Usage } from '@rein/contract';
-import {
-  type ApprovalFacts,
-  addUsage,
-  type CallPiece,
-  type DoorEntry,
-  NO_USAGE,
-  observationOf,
-  type Translated,
-} from './door-entry.js';
+import { type ApprovalFacts, addUsage, type CallPiece, type DoorEntry, NO_USAGE, observationOf, type Translated } from './door-entry.js';
 import { createStepText, type TextPiece } from './step-text.js';
 
 /** The AG-UI protocol version this door speaks. */
@@ -109,9 +101,7 @@ export function createAgUiStream(ids: { threadId: string; runId: string; reinRun
     if (calls.has(toolCallId)) return endCalls();
     return [...startCall(toolCallId, name), { type: 'TOOL_CALL_ARGS', toolCallId, delta: JSON.stringify(args ?? {}) }, ...endCalls()];
   };
-  const tokenUsage = () => [
-    { inputTokens: usage.promptTokens, outputTokens: usage.completionTokens, totalTokens: usage.totalTokens },
-  ];
+  const tokenUsage = () => [{ inputTokens: usage.promptTokens, outputTokens: usage.completionTokens, totalTokens: usage.totalTokens }];
   /** Ends the AG-UI run waiting on these approvals: one interrupt each. */
   const interrupted = (pending: ApprovalFacts[]): AgUiEvent[] => [
     ...closeStep(),
@@ -142,13 +132,19 @@ export function createAgUiStream(ids: { threadId: string; runId: string; reinRun
               out.push(...startCall(piece.id, piece.name));
             }
             const id = stepCalls.get(piece.index);
-            if (id && piece.arguments && !calls.get(id)?.ended) out.push({ type: 'TOOL_CALL_ARGS', toolCallId: id, delta: piece.arguments });
+            if (id && piece.arguments && !calls.get(id)?.ended)
+              out.push({ type: 'TOOL_CALL_ARGS', toolCallId: id, delta: piece.arguments });
           }
           return { frames: out, last: false };
         }
         case 'tool.result': {
           const id = String(data.toolCallId);
-          const out = [...openStep(event.step), ...write(text.toolCall()), ...closeMessage(), ...wholeCall(id, String(data.name), data.arguments)];
+          const out = [
+            ...openStep(event.step),
+            ...write(text.toolCall()),
+            ...closeMessage(),
+            ...wholeCall(id, String(data.name), data.arguments),
+          ];
           const outcome = String(data.outcome);
           if (outcome !== 'awaiting_approval' && outcome !== 'awaiting_child')
             out.push({
@@ -205,7 +201,10 @@ export function createAgUiStream(ids: { threadId: string; runId: string; reinRun
 
     /** The stream stopped with nothing more to read before the run said how it ended. */
     end(status: string): AgUiEvent[] {
-      return [...closeStep(), { type: 'RUN_FINISHED', ...run, outcome: { type: status === 'cancelled' ? 'cancelled' : 'success' }, usage: tokenUsage() }];
+      return [
+        ...closeStep(),
+        { type: 'RUN_FINISHED', ...run, outcome: { type: status === 'cancelled' ? 'cancelled' : 'success' }, usage: tokenUsage() },
+      ];
     },
   };
 }

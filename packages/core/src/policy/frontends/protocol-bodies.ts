@@ -60,9 +60,7 @@ const resumeEntrySchema = z.looseObject({
 export const runAgentInputSchema = z.looseObject({
   threadId: addressableIdSchema,
   runId: clientId,
-  messages: z
-    .array(z.looseObject({ id: clientId, role: z.string().max(50), content: z.unknown().optional() }))
-    .max(MAX_DOOR_MESSAGES),
+  messages: z.array(z.looseObject({ id: clientId, role: z.string().max(50), content: z.unknown().optional() })).max(MAX_DOOR_MESSAGES),
   tools: z.array(z.unknown()).max(MAX_PARTS).optional(),
   context: z.array(z.unknown()).max(MAX_PARTS).optional(),
   resume: z.array(resumeEntrySchema).max(MAX_PARTS).optional(),
@@ -74,6 +72,8 @@ export function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .flatMap((p) => (p && typeof p === 'object' && (p as { type?: unknown }).type === 'text' ? [String((p as { text?: unknown }).text ?? '')] : []))
+    .flatMap((p) =>
+      p && typeof p === 'object' && (p as { type?: unknown }).type === 'text' ? [String((p as { text?: unknown }).text ?? '')] : [],
+    )
     .join('\n');
 }

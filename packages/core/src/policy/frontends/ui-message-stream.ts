@@ -1,13 +1,5 @@
 import type { Usage } from '@rein/contract';
-import {
-  type ApprovalFacts,
-  addUsage,
-  type CallPiece,
-  type DoorEntry,
-  NO_USAGE,
-  observationOf,
-  type Translated,
-} from './door-entry.js';
+import { type ApprovalFacts, addUsage, type CallPiece, type DoorEntry, NO_USAGE, observationOf, type Translated } from './door-entry.js';
 import { createStepText, type TextPiece } from './step-text.js';
 
 /** The AI SDK's UI message stream protocol this door speaks (AI SDK 6; the SSE header says `v1`). */
@@ -153,7 +145,10 @@ export function createUiMessageStream(run: { id: string; sessionId?: string | un
   }
 
   function approvalRequest(a: ApprovalFacts): UiChunk[] {
-    return [...inputOf(a.toolCallId, a.toolName, a.arguments), { type: 'tool-approval-request', approvalId: a.id, toolCallId: a.toolCallId }];
+    return [
+      ...inputOf(a.toolCallId, a.toolName, a.arguments),
+      { type: 'tool-approval-request', approvalId: a.id, toolCallId: a.toolCallId },
+    ];
   }
 
   return {

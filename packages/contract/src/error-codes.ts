@@ -67,4 +67,7 @@ export type ReinErrorCode =
   | 'unknown_model'
   | 'task_not_awaiting_input'
   | 'unsupported_part'
+  | 'chat_message_required'
+  | 'chat_regenerate_unsupported'
+  | 'ag_ui_message_required'
   | (string & {});

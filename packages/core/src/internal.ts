@@ -163,6 +163,7 @@ export { createWebhookService, MAX_WEBHOOKS_PER_TENANT, type WebhookService } fr
 export { DELIVERY_LOG_SIZE, WebhookStore } from './features/webhooks/webhook-store.js';
 export { type A2aRoutesDeps, registerA2aCard, registerA2aRoutes } from './http/a2a-routes.js';
 export { basicPassword, bearerToken, findApiKey, metricsAuthorized } from './http/credentials.js';
+export { registerDoorRoutes } from './http/door-routes.js';
 export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
 export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';
 export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
@@ -172,7 +173,7 @@ export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from '
 export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
 export { type RunRoutesDeps, registerRunRoutes } from './http/run-routes.js';
 export { createServiceApp } from './http/service-app.js';
-export { EventStreams, lastEventId, type SseEntry, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
+export { EventStreams, lastEventId, type SseEntry, type SseFrames, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
 export { contentVersion, resolveAppVersion } from './policy/app/app-version.js';
 export { canonicalJson, hashArguments } from './policy/app/argument-hash.js';
 export type { FleetVersions } from './policy/app/fleet-versions.js';

@@ -23,6 +23,7 @@ import {
   type Runtime,
   registerA2aCard,
   registerA2aRoutes,
+  registerDoorRoutes,
   registerMcpRoutes,
   registerQueueDepth,
   registerRunRoutes,
@@ -93,6 +94,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
         return reply.status(created ? 202 : 200).send(run);
       });
       registerRunRoutes(v1, rt, { streams, versions });
+      registerDoorRoutes(v1, rt, streams);
 
       v1.get('/v1/sessions/:id', { schema: schemas.getSession }, async (req) => runs.session(req.principal, id(req.params)));
 

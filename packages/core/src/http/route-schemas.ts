@@ -51,6 +51,7 @@ import {
   webhookListSchema,
 } from '@rein/contract';
 import { type ZodType, z } from 'zod';
+import { chatParamsSchema, chatRequestSchema, chatStreamParamsSchema, runAgentInputSchema } from '../policy/frontends/protocol-bodies.js';
 
 /**
  * The schema of every `/v1` route, for its OpenAPI entry: the same zod schemas the
@@ -108,7 +109,40 @@ const route = <S extends Record<string, unknown>>(tag: string, operationId: stri
   ...schema,
 });
 
+/** A protocol door's stream: its own events, documented by the protocol, not by Rein. */
+const protocolStream = (what: string) => ({
+  description: `${what} (server-sent events; see docs/frontends.md)`,
+  content: { 'text/event-stream': { schema: z.object({ type: z.string() }).loose() } },
+});
+const doorErrors = errors({
+  400: `${ERROR_CODES[400]}, unknown_agent, chat_message_required, chat_regenerate_unsupported, ag_ui_message_required, invalid_arguments`,
+  404: `${ERROR_CODES[404]} (an approval of another tenant, user, session or agent)`,
+  409: 'session_busy (a run of the session is still active), idempotency_key_in_flight',
+  413: ERROR_CODES[413],
+  415: ERROR_CODES[415],
+  422: ERROR_CODES[422],
+  429: 'quota_concurrent_runs, quota_parked_runs, quota_tokens, quota_cost, too_many_streams',
+});
+
 export const apiRoutes = {
+  chat: route('frontends', 'chat', 'The AI SDK UI message stream (useChat, AI SDK 6): send a message or answer approvals', {
+    params: chatParamsSchema,
+    body: chatRequestSchema,
+    response: { 200: protocolStream('UI message stream chunks'), ...doorErrors },
+  }),
+  chatStream: route('frontends', 'chatStream', 'Reconnect to a chat: its live run replayed from the start; 204 when none is live', {
+    params: chatStreamParamsSchema,
+    response: {
+      200: protocolStream('UI message stream chunks'),
+      204: z.null().describe('no live run in this chat'),
+      ...errors({ 429: 'too_many_streams' }),
+    },
+  }),
+  agUi: route('frontends', 'agUiRun', 'AG-UI 1.0: run the agent (RunAgentInput), or resume its interrupts', {
+    params: chatParamsSchema,
+    body: runAgentInputSchema,
+    response: { 200: protocolStream('AG-UI events'), ...doorErrors },
+  }),
   me: route('identity', 'getMe', 'The caller as its API key identifies it', { response: { 200: meSchema, ...errors() } }),
   createRun: route('runs', 'createRun', 'Submit a run', {
     body: submitRunBodySchema,

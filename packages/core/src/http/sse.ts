@@ -1,14 +1,21 @@
 import type { Principal } from '@rein/contract';
 import type { FastifyReply } from 'fastify';
 import type { RedisClient } from '../adapters/redis/redis.js';
-import { type SseEntry, type SseSource, StreamHub } from '../adapters/redis/stream-hub.js';
+import { type SseEntry, type SseFrames, type SseSource, StreamHub } from '../adapters/redis/stream-hub.js';
 import { TooManyStreamsError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { ReinOptions } from '../shared/options.js';
 
-export type { SseEntry, SseSource };
+export type { SseEntry, SseFrames, SseSource };
 
 const HEARTBEAT_MS = 15_000;
+/** A reader that takes nothing for this long while its socket's buffer is full is let go (its slot freed). */
+const DRAIN_TIMEOUT_MS = 30_000;
+/** Past this many unread bytes on a socket, writing waits for the reader. */
+const MAX_UNREAD_BYTES = 256 * 1024;
+
+/** Rein's own events: the SSE id is the stream entry id, the SSE event its type. */
+const reinFrames: Pick<SseFrames, 'open' | 'close'> = { open: () => [], close: () => [] };
 
 /** How many event streams one process lets a tenant, and one user of it, hold open at once. */
 export interface StreamCaps {
@@ -103,22 +110,49 @@ export class EventStreams {
    * Streams `source` from `fromId` as SSE. Each SSE id is the stream entry id, so a client
    * that reconnects with Last-Event-ID resumes exactly where it left off. A caller whose
    * user or tenant is at its cap gets 429 `too_many_streams` before the stream opens.
+   * `frames`: a protocol door's own writing of the entries (no SSE ids: its clients replay).
    */
   async serve<E extends SseEntry>(
     reply: FastifyReply,
     caller: Pick<Principal, 'tenantId' | 'userId'>,
     source: SseSource<E>,
     fromId: string,
+    frames?: SseFrames<E>,
   ): Promise<void> {
     const release = this.hold(caller);
     const closed = new AbortController();
-    const res = openSse(reply, () => closed.abort());
-    res.write(': rein events\n\n');
-    try {
-      for await (const batch of this.follow(source, fromId, closed.signal)) {
-        if (batch.length === 0) res.write(': heartbeat\n\n');
-        for (const entry of batch) res.write(`id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`);
+    let gone = false;
+    const res = openSse(
+      reply,
+      () => {
+        gone = true;
+        closed.abort();
+      },
+      frames?.headers,
+    );
+    const { open, close } = frames ?? reinFrames;
+    const data = (payloads: string[]) => payloads.map((p) => `data: ${p}\n\n`).join('');
+    /** Writes, and when the reader is far behind waits for it (bounded): a reader that never reads is let go. */
+    const send = async (text: string) => {
+      if (!text || gone) return;
+      res.write(text);
+      if (res.writableLength > MAX_UNREAD_BYTES && !(await drained(res, closed.signal))) {
+        this.logger.warn({ unread: res.writableLength }, 'event stream reader fell behind; closing it');
+        gone = true;
+        res.destroy();
+        closed.abort();
       }
+    };
+    try {
+      await send(`: rein events\n\n${data(open())}`);
+      for await (const batch of this.follow(source, fromId, closed.signal)) {
+        if (batch.length === 0) await send(': heartbeat\n\n');
+        for (const entry of batch)
+          await send(
+            frames ? data(frames.entry(entry)) : `id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`,
+          );
+      }
+      await send(data(close()));
     } catch (err) {
       if (!closed.signal.aborted) this.logger.warn({ err: (err as Error).message }, 'event stream ended');
     } finally {
@@ -135,11 +169,12 @@ export class EventStreams {
 }
 
 /** Takes the reply over as a server-sent event stream; `onClose` runs when the client goes. */
-export function openSse(reply: FastifyReply, onClose: () => void): FastifyReply['raw'] {
+export function openSse(reply: FastifyReply, onClose: () => void, headers?: Record<string, string>): FastifyReply['raw'] {
   reply.hijack();
   const res = reply.raw;
   res.on('close', onClose);
   res.writeHead(200, {
+    ...headers,
     'content-type': 'text/event-stream',
     'cache-control': 'no-cache',
     connection: 'keep-alive',
@@ -152,4 +187,21 @@ export function openSse(reply: FastifyReply, onClose: () => void): FastifyReply[
 export function lastEventId(headers: Record<string, unknown>, query: unknown): string {
   const raw = headers['last-event-id'] ?? (query as { lastEventId?: unknown } | undefined)?.lastEventId;
   return typeof raw === 'string' && /^\d+-\d+$/.test(raw) ? raw : '0';
+}
+
+/** Whether the socket drained before the timeout (false also when the reader left). */
+function drained(res: FastifyReply['raw'], signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      res.off('drain', onDrain);
+      signal.removeEventListener('abort', onAbort);
+      resolve(ok);
+    };
+    const onDrain = () => done(true);
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(false), DRAIN_TIMEOUT_MS);
+    res.once('drain', onDrain);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }

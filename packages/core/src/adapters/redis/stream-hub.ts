@@ -7,6 +7,20 @@ export interface SseEntry {
   event: { type: string };
 }
 
+/**
+ * How a stream's entries are written (each string one SSE `data:` payload): Rein's own
+ * events by default; a protocol door writes its protocol's, over the same reader and caps.
+ */
+export interface SseFrames<E extends SseEntry = SseEntry> {
+  /** Response headers beyond the event-stream ones (a protocol's marker header). */
+  headers?: Record<string, string>;
+  /** Written before the first entry. */
+  open(): string[];
+  entry(entry: E): string[];
+  /** Written when the stream ends while its reader is still there. */
+  close(): string[];
+}
+
 export interface SseSource<E extends SseEntry = SseEntry> {
   /** The Redis stream the events live in. */
   key: string;

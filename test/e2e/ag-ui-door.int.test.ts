@@ -232,7 +232,7 @@ describe('POST /v1/ag-ui/:agent under attack', () => {
     const many = Array.from({ length: 201 }, (_, i) => ({ id: `m${i}`, role: 'user', content: 'hi' }));
     expect((await raw({ threadId: 't', runId: 'r', messages: many })).status).toBe(400);
     const nothing = await raw({ threadId: 't', runId: 'r', messages: [{ id: 'a', role: 'assistant', content: 'hi' }] });
-    expect((await errorCode(nothing))).toBe('ag_ui_message_required');
+    expect(await errorCode(nothing)).toBe('ag_ui_message_required');
     expect((await raw({ threadId: 't', runId: 'r', messages: [], resume: [{ interruptId: 'nope', status: 'resolved' }] })).status).toBe(
       404,
     );

@@ -229,7 +229,7 @@ describe('POST /v1/chat/:agent under attack', () => {
     });
     const other = await post(answered(chat.id), KEYS.other.key);
     expect(other.status).toBe(404);
-    expect((await errorCode(other))).toBe('not_found');
+    expect(await errorCode(other)).toBe('not_found');
     const elsewhere = await post(answered(`chat-${crypto.randomUUID()}`));
     expect(elsewhere.status).toBe(404);
     expect(
@@ -271,7 +271,7 @@ describe('POST /v1/chat/:agent under attack', () => {
     // Regenerating is refused with a stable code.
     const regenerate = await post({ id, messages: rewritten, trigger: 'regenerate-message' });
     expect(regenerate.status).toBe(400);
-    expect((await errorCode(regenerate))).toBe('chat_regenerate_unsupported');
+    expect(await errorCode(regenerate)).toBe('chat_regenerate_unsupported');
   });
 
   it('a client that never reads the stream holds up nothing: the run finishes and the chat goes on', async () => {
@@ -308,19 +308,19 @@ describe('POST /v1/chat/:agent under attack', () => {
     const many = Array.from({ length: 201 }, (_, i) => ({ id: `m${i}`, role: 'user', parts: [{ type: 'text', text: 'hi' }] }));
     const huge = await post({ id: `chat-${crypto.randomUUID()}`, messages: many });
     expect(huge.status).toBe(400);
-    expect((await errorCode(huge))).toBe('invalid_request');
+    expect(await errorCode(huge)).toBe('invalid_request');
     for (const body of [{}, { id: 'x', messages: [] }, { id: 'x', messages: [{ id: 'a', role: 'tool', parts: [] }] }]) {
       const res = await post(body);
       expect(res.status).toBe(400);
     }
     const noText = await post({ id: 'x', messages: [{ id: 'a', role: 'user', parts: [{ type: 'file', url: 'data:,x' }] }] });
-    expect((await errorCode(noText))).toBe('chat_message_required');
+    expect(await errorCode(noText)).toBe('chat_message_required');
     const unknownAgent = await fetch(`${fleet().api}/v1/chat/nobody`, {
       method: 'POST',
       headers: { authorization: `Bearer ${KEYS.user.key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ id: 'x', messages: [{ id: 'a', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] }),
     });
-    expect((await errorCode(unknownAgent))).toBe('unknown_agent');
+    expect(await errorCode(unknownAgent)).toBe('unknown_agent');
     const anonymous = await fetch(`${fleet().api}/v1/chat/${AGENT}`, { method: 'POST', body: '{}' });
     expect(anonymous.status).toBe(401);
   });

@@ -382,7 +382,8 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
         requestedBy: 'someone',
         toolName: 'create_ticket',
         arguments: {},
-        argsHash: '0'.repeat(64),
+        // Distinct calls: identical ones (same tool, same hash) would be one row of the inbox.
+        argsHash: i.toString(16).padStart(64, '0'),
         policyVersion: 1,
         summary: i === 0 ? 'The old pending one' : `${status === 'pending' ? 'Pending' : 'Decided'} number ${i}`,
         risk: 'high',

@@ -72,6 +72,7 @@ export function createOrderTools(deps: { store: DemoStore; policies: PolicySearc
         risk: 'high',
         requiredRole: 'user',
         summary: `Create a ${a.priority}-priority "${a.type}" ticket on order ${a.orderNo}: ${a.suggestedAction}`,
+        context: { order: a.orderNo, ticketType: a.type, priority: a.priority },
       }),
       async execute(a, ctx) {
         await requireOrder(ctx.tenantId, a.orderNo);

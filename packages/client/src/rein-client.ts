@@ -1,10 +1,13 @@
 import type {
+  ApprovalContextView,
   ApprovalFeedEvent,
   ApprovalList,
   ApprovalPreview,
   ApprovalView,
   ApproveBody,
   AuditPage,
+  BatchDecideBody,
+  BatchDecision,
   CompensationView,
   CreatedWebhook,
   CreateReplayCohortBody,
@@ -170,6 +173,10 @@ export class ReinClient {
     get: (id: string): Promise<ApprovalView> => this.call(this.approverUrl, 'GET', `/v1/approvals/${enc(id)}`),
     /** The trace of the approval's run so far: what the approver decides on. */
     trace: (id: string): Promise<RunTrace> => this.call(this.approverUrl, 'GET', `/v1/approvals/${enc(id)}/trace`),
+    /** What the approver reads beside the call: the run's input, the thought, the last observations, the app's fields. */
+    context: (id: string): Promise<ApprovalContextView> => this.call(this.approverUrl, 'GET', `/v1/approvals/${enc(id)}/context`),
+    /** Several at once (at most 100), each checked and recorded on its own: one result per id, in order. */
+    decideMany: (body: BatchDecideBody): Promise<BatchDecision> => this.call(this.approverUrl, 'POST', '/v1/approvals/decide', { body }),
     /** Approve; `arguments` replaces what the model proposed (validated and judged again). */
     approve: (id: string, body: ApproveBody = {}): Promise<ApprovalView> =>
       this.call(this.approverUrl, 'POST', `/v1/approvals/${enc(id)}/approve`, { body }),

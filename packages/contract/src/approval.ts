@@ -20,6 +20,15 @@ export type ApprovalVote = z.infer<typeof approvalVoteSchema>;
 export const escalationSchema = z.object({ afterMs: z.number().int().positive(), toRole: tenantRoleSchema }).strict();
 export type Escalation = z.infer<typeof escalationSchema>;
 
+/**
+ * What an app shows approvers beside an approval (`approval({...}).context` in `defineTool`):
+ * the customer, the order, the amount — a few short fields, kept with the approval.
+ */
+export const approvalContextSchema = z
+  .record(z.string().min(1).max(64), z.union([z.string().max(500), z.number(), z.boolean()]))
+  .refine((c) => Object.keys(c).length <= 20, 'at most 20 fields');
+export type ApprovalContext = z.infer<typeof approvalContextSchema>;
+
 export const approvalSchema = z.object({
   schemaVersion: z.literal(SCHEMA_VERSION),
   id: z.string(),
@@ -50,6 +59,8 @@ export const approvalSchema = z.object({
   argsHash: z.string().regex(/^[0-9a-f]{64}$/),
   policyVersion: z.number().int().min(1),
   summary: z.string(),
+  /** The app's own fields for the approver (the tool's policy returned them). */
+  context: approvalContextSchema.optional(),
   risk: riskSchema,
   requiredRole: tenantRoleSchema,
   status: approvalStatusSchema,

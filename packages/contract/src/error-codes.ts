@@ -19,6 +19,7 @@ export type ReinErrorCode =
   | 'invalid_arguments'
   | 'invalid_cursor'
   | 'unauthorized'
+  | 'identity_provider_unavailable'
   | 'forbidden'
   | 'not_found'
   | 'method_not_allowed'

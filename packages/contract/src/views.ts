@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { approvalSchema } from './approval.js';
+import { approvalContextSchema, approvalSchema } from './approval.js';
 import { compensationSchema } from './compensation.js';
 import { approvalFeedEventSchema } from './event.js';
 import { principalSchema, tenantRoleSchema } from './identity.js';
@@ -33,6 +33,26 @@ export const approvalViewSchema = approvalSchema.omit({ schemaVersion: true }).e
   approvalsNeeded: z.number().int().min(0).optional(),
 });
 export type ApprovalView = z.infer<typeof approvalViewSchema>;
+
+/** `GET /v1/approvals/:id/context`: what an approver reads beside the call before deciding. */
+export const approvalContextViewSchema = z.object({
+  approvalId: z.string(),
+  runId: z.string(),
+  /** The run's input, as the run's readers see it. */
+  input: z.string(),
+  /** The model's reasoning at the step that proposed the call. */
+  thought: z.string().optional(),
+  /** The last observations the agent had read before proposing it (each cut to 1000 characters). */
+  observations: z.array(z.object({ step: z.number().int(), toolName: z.string(), observation: z.string() })),
+  requestedBy: z.string(),
+  /** The app's own fields (`approval({...}).context` in `defineTool`). */
+  fields: approvalContextSchema.optional(),
+  waitedMs: z.number().int().min(0),
+  expiresAt: z.string(),
+  /** When it escalates, if it still waits then. */
+  escalatesAt: z.string().optional(),
+});
+export type ApprovalContextView = z.infer<typeof approvalContextViewSchema>;
 
 /**
  * `POST /v1/approvals/:id/preview`: the approval as approving with the edit would judge it

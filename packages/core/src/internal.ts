@@ -139,6 +139,8 @@ export { createRunArchiving, type RunArchiving, retirable } from './features/arc
 export { type Compensator, compensationKey, createCompensator } from './features/compensation/compensation.js';
 export { sweepDeadlines } from './features/housekeeping/deadline-sweeper.js';
 export { type ReaperDeps, reap } from './features/housekeeping/reaper.js';
+export { oidcVerifierFrom } from './features/identity/company-sign-in.js';
+export { createOidcVerifier, type Discovery, type OidcVerifier, type OidcVerifierOptions } from './features/identity/oidc-verifier.js';
 export { createLangGraphService, type LangGraphService, NotServedError } from './features/langgraph/langgraph-service.js';
 export * as lgSchemas from './features/langgraph/lg-schemas.js';
 export { ThreadStore } from './features/langgraph/thread-store.js';
@@ -162,6 +164,7 @@ export {
 export { createWebhookService, MAX_WEBHOOKS_PER_TENANT, type WebhookService } from './features/webhooks/webhook-service.js';
 export { DELIVERY_LOG_SIZE, WebhookStore } from './features/webhooks/webhook-store.js';
 export { type A2aRoutesDeps, registerA2aCard, registerA2aRoutes } from './http/a2a-routes.js';
+export { type Authenticator, createAuthenticator } from './http/authenticator.js';
 export { basicPassword, bearerToken, findApiKey, metricsAuthorized } from './http/credentials.js';
 export { registerDoorRoutes } from './http/door-routes.js';
 export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
@@ -179,6 +182,7 @@ export { canonicalJson, hashArguments } from './policy/app/argument-hash.js';
 export type { FleetVersions } from './policy/app/fleet-versions.js';
 export { toolDigest } from './policy/app/tool-digest.js';
 export { stricterOf, verifyBinding } from './policy/approvals/approval-binding.js';
+export { approvalContext } from './policy/approvals/approval-context.js';
 export { approvalId, runOfApproval } from './policy/approvals/approval-id.js';
 export {
   type DecisionRights,
@@ -192,6 +196,7 @@ export {
 export { linkSecret } from './policy/approvals/link-token.js';
 export { costOf } from './policy/budget/cost.js';
 export { estimatePromptTokens } from './policy/budget/token-estimator.js';
+export { type ClaimMapping, claimAt, principalFromClaims } from './policy/identity/token-claims.js';
 export type { StreamMode as LgStreamMode } from './policy/langgraph/lg-stream.js';
 export { retryOnStale } from './policy/run/run-transitions.js';
 export { checkCron, isMissed, latestFireAt, nextFireAt, scheduledRunId } from './policy/run/schedule-cron.js';
@@ -207,7 +212,7 @@ export { capToolResult } from './policy/step/tool-result-cap.js';
 export { loadApp, loadAppOrExit } from './process/load-app.js';
 export { createRegistry, type Registry } from './process/registry.js';
 export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './process/runtime.js';
-export { type Config, configSchema, loadConfig, loadConfigOrExit, requireApiKeys, workerShards } from './shared/config.js';
+export { type Config, configSchema, loadConfig, loadConfigOrExit, requireCredentials, workerShards } from './shared/config.js';
 export {
   ArchiveUnavailableError,
   BreakerOpenError,

@@ -1,4 +1,14 @@
-import { type Escalation, escalationSchema, type Principal, type Risk, type Role, roleSchema, type TenantRole } from '@rein/contract';
+import {
+  type ApprovalContext,
+  approvalContextSchema,
+  type Escalation,
+  escalationSchema,
+  type Principal,
+  type Risk,
+  type Role,
+  roleSchema,
+  type TenantRole,
+} from '@rein/contract';
 import { z } from 'zod';
 import { ConfigError, ToolError } from './errors.js';
 import { zodSchemaProblem } from './zod-schema.js';
@@ -34,6 +44,8 @@ export interface ApprovalRequirement {
   quorum?: number;
   /** Undecided after `afterMs`, `requiredRole` becomes `toRole` (never lower). */
   escalate?: Escalation;
+  /** Short fields shown to approvers beside the summary (the customer, the amount); never secrets. */
+  context?: ApprovalContext;
 }
 
 /** A tool as the runtime holds it: `defineTool`'s value, with its defaults filled in. */
@@ -85,7 +97,7 @@ export interface ToolDefinition<S extends z.ZodType> {
   approval?: (
     args: z.infer<S>,
     ctx: Omit<ToolContext, 'signal' | 'logger'>,
-  ) => { risk: Risk; summary: string; requiredRole?: TenantRole; quorum?: number; escalate?: Escalation } | null;
+  ) => { risk: Risk; summary: string; requiredRole?: TenantRole; quorum?: number; escalate?: Escalation; context?: ApprovalContext } | null;
   allowedRoles?: readonly Role[];
   /** Say `true` only if `execute` de-duplicates on `ctx.idempotencyKey`: then a call cut off by a crash is re-run. */
   honoursIdempotencyKey?: boolean;
@@ -161,8 +173,15 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): Tool {
     approval: (args, ctx) => {
       const wanted = approval?.(args as z.infer<S>, ctx);
       if (!wanted) return null;
-      const { risk, summary, requiredRole = 'approver', quorum, escalate } = wanted;
-      return { risk, summary, requiredRole, ...(quorum !== undefined ? { quorum } : {}), ...(escalate ? { escalate } : {}) };
+      const { risk, summary, requiredRole = 'approver', quorum, escalate, context } = wanted;
+      return {
+        risk,
+        summary,
+        requiredRole,
+        ...(quorum !== undefined ? { quorum } : {}),
+        ...(escalate ? { escalate } : {}),
+        ...(context ? { context } : {}),
+      };
     },
     execute: async (args, ctx) => def.execute(args as z.infer<S>, ctx),
     ...(compensate
@@ -212,6 +231,8 @@ function governanceProblem(r: ApprovalRequirement): string | undefined {
     return `quorum must be an integer from 2 to ${MAX_QUORUM}, got ${String(r.quorum)}`;
   if (r.escalate !== undefined && !escalationSchema.safeParse(r.escalate).success)
     return 'escalate must be {afterMs: a positive integer, toRole: a role}';
+  if (r.context !== undefined && !approvalContextSchema.safeParse(r.context).success)
+    return 'context must be at most 20 fields of short strings, numbers or booleans';
   return undefined;
 }
 

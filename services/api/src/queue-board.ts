@@ -2,7 +2,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { ApiKey } from '@rein/contract';
-import { basicPassword, bearerToken, envelope, findApiKey, isOperator, type Runtime, requireApiKeys } from '@rein/core/internal';
+import { basicPassword, bearerToken, envelope, findApiKey, isOperator, type Runtime } from '@rein/core/internal';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export const BOARD_PATH = '/admin/queues';
@@ -22,7 +22,8 @@ const isEnvelope = (payload: unknown) => typeof payload === 'string' && payload.
  * envelope, without Bull Board's or Redis's messages.
  */
 export async function mountQueueBoard(app: FastifyInstance, rt: Runtime): Promise<void> {
-  const keys = requireApiKeys(rt.options.http);
+  // Static keys only: a browser reaches the board with Basic auth, which carries no provider token.
+  const keys = rt.options.http.apiKeys ?? [];
   // One board entry per shard; they share the queue name, so the board tells them apart by prefix.
   const shards = rt.scheduler.queues.length;
   const adapters = rt.scheduler.queues.map((queue, shard) => {

@@ -1,4 +1,4 @@
-import type { ApiKey, Principal } from '@rein/contract';
+import type { Principal } from '@rein/contract';
 import { MAX_ID_LENGTH } from '@rein/contract';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Registry } from 'prom-client';
@@ -6,7 +6,8 @@ import type { ZodType } from 'zod';
 import type { RedisClient } from '../adapters/redis/redis.js';
 import { ConfigError, InvalidRequestError, UnauthorizedError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import { bearerToken, findApiKey, metricsAuthorized } from './credentials.js';
+import type { Authenticator } from './authenticator.js';
+import { bearerToken, metricsAuthorized } from './credentials.js';
 import { clientErrorHandler, envelope, publicError } from './error-envelope.js';
 import { boundJsonDepth } from './json-body.js';
 import { documentOnly, registerOpenApi, VERSIONED } from './openapi.js';
@@ -28,7 +29,8 @@ export interface HttpTimeouts {
 
 export interface HttpAppOptions {
   logger: Logger;
-  apiKeys: ApiKey[];
+  /** Who a bearer token is (keys, and provider-signed JWTs when company sign-in is on). */
+  authenticate: Authenticator;
   registry: Registry;
   redis: RedisClient;
   bodyLimit: number;
@@ -64,7 +66,7 @@ const API_VERSION = '1.0.0';
 const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
- * The HTTP shell shared by the API and the approver: bearer-key auth on every `/v1`
+ * The HTTP shell shared by the API and the approver: bearer auth (keys or JWTs) on every `/v1`
  * route, the error envelope `{"error":{"code","message"}}` for every error (Fastify's
  * own included), JSON bodies bounded in size and depth, timeouts for slow clients, one
  * access-log line per request, health, readiness and metrics.
@@ -140,9 +142,7 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
     documentOnly(v1);
     // onRequest runs before the body is read: an unauthenticated caller cannot make us wait for one.
     v1.addHook('onRequest', async (req) => {
-      const key = findApiKey(opts.apiKeys, bearerToken(req.headers.authorization));
-      if (!key) throw new UnauthorizedError();
-      principals.set(req, { tenantId: key.tenantId, userId: key.userId, roles: key.roles });
+      principals.set(req, await opts.authenticate(bearerToken(req.headers.authorization)));
     });
     v1.get('/v1/me', { schema: apiRoutes.me }, async (req) => req.principal);
     await opts.routes(v1);
@@ -153,9 +153,7 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
         scope.addHook('onRequest', async (req) => {
           const header = req.headers['x-api-key'];
           const token = typeof header === 'string' ? header : bearerToken(req.headers.authorization);
-          const key = findApiKey(opts.apiKeys, token);
-          if (!key) throw new UnauthorizedError();
-          principals.set(req, { tenantId: key.tenantId, userId: key.userId, roles: key.roles });
+          principals.set(req, await opts.authenticate(token));
         });
         await door.routes(scope);
       },

@@ -1,5 +1,6 @@
 import {
   addressableIdSchema,
+  approvalContextViewSchema,
   approvalFeedEventSchema,
   approvalLinksSchema,
   approvalListSchema,
@@ -407,6 +408,15 @@ export const approverRoutes = {
     params: idParamsSchema,
     response: { 200: runTraceSchema, ...errors({ 404: ERROR_CODES[404] }) },
   }),
+  approvalContext: route(
+    'approvals',
+    'getApprovalContext',
+    'What an approver reads beside the call: input, thought, observations, the app’s fields, waiting time',
+    {
+      params: idParamsSchema,
+      response: { 200: approvalContextViewSchema, ...errors({ 404: ERROR_CODES[404] }) },
+    },
+  ),
   approve: route('approvals', 'approve', 'Approve, optionally with edited arguments (judged again, never less strict)', {
     ...decided,
     body: approveBodySchema,

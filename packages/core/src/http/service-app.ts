@@ -1,21 +1,26 @@
 import type { FastifyInstance } from 'fastify';
+import { oidcVerifierFrom } from '../features/identity/company-sign-in.js';
+import type { OidcVerifier } from '../features/identity/oidc-verifier.js';
 import type { Runtime } from '../process/runtime.js';
-import { requireApiKeys } from '../shared/config.js';
+import { requireCredentials } from '../shared/config.js';
+import { createAuthenticator } from './authenticator.js';
 import { createHttpApp, type HttpAppOptions } from './http-app.js';
 
 /**
- * The HTTP shell configured from a service's runtime (keys, metrics, Redis, limits);
- * `routes` registers the service's authenticated `/v1` routes.
+ * The HTTP shell configured from a service's runtime (keys, company sign-in, metrics,
+ * Redis, limits); `routes` registers the service's authenticated `/v1` routes. `oidc`: the
+ * process's verifier, when the service uses it for more than bearer tokens (the console's sign-in).
  */
 export function createServiceApp(
   rt: Runtime,
   routes: (v1: FastifyInstance) => void | Promise<void>,
-  doors: HttpAppOptions['doors'] = [],
+  { doors = [], oidc = oidcVerifierFrom(rt.options.oidc) }: { doors?: HttpAppOptions['doors']; oidc?: OidcVerifier | undefined } = {},
 ): FastifyInstance {
   const { http } = rt.options;
+  const apiKeys = requireCredentials(http, rt.options.oidc);
   return createHttpApp({
     logger: rt.logger,
-    apiKeys: requireApiKeys(http),
+    authenticate: createAuthenticator({ apiKeys, ...(oidc ? { oidc } : {}) }),
     registry: rt.metrics.registry,
     redis: rt.redis,
     bodyLimit: http.maxBodyBytes,

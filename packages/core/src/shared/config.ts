@@ -1,4 +1,4 @@
-import { apiKeySchema, appVersionSchema, escalationSchema, tenantRoleSchema } from '@rein/contract';
+import { apiKeySchema, appVersionSchema, escalationSchema, roleSchema, tenantRoleSchema } from '@rein/contract';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { priceSchema } from './price.js';
@@ -273,6 +273,37 @@ export const configSchema = z.object({
   REIN_SCHEDULES_PER_TENANT: z.coerce.number().int().min(0).default(100),
   /** Cohort replays one tenant may run at once (`POST /v1/replays` answers 409 too_many_cohorts beyond). */
   REIN_REPLAY_COHORTS_PER_TENANT: z.coerce.number().int().min(1).default(2),
+  /**
+   * Company sign-in: the OpenID Provider's issuer URL (its discovery document is read from
+   * `<issuer>/.well-known/openid-configuration`). Set: `Authorization: Bearer <JWT>` signed
+   * by the provider is accepted wherever a key is. https, or http on a loopback host only.
+   */
+  REIN_OIDC_ISSUER: z
+    .string()
+    .url()
+    .refine((u) => {
+      const url = new URL(u);
+      return url.protocol === 'https:' || (url.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname));
+    }, 'an https URL (http only on localhost)')
+    .optional(),
+  /** The audiences a token must name one of (comma list): the API's identifier, and the console's client id if it sends ID tokens. */
+  REIN_OIDC_AUDIENCE: csv.pipe(z.array(z.string().min(1)).min(1, 'at least one audience')).optional(),
+  /** Claim paths (a claim's full name, else a dotted path: `realm_access.roles`) for the tenant, the user and the roles. */
+  REIN_OIDC_TENANT_CLAIM: z.string().min(1).max(200).default('tenant'),
+  REIN_OIDC_USER_CLAIM: z.string().min(1).max(200).default('sub'),
+  REIN_OIDC_ROLES_CLAIM: z.string().min(1).max(200).default('roles'),
+  /** The provider's role names to Rein's (`{"rein-approvers": "approver"}`); a name not mapped counts only if it is a Rein role. */
+  REIN_OIDC_ROLE_MAP: jsonOf(z.record(z.string().min(1), roleSchema), '{"<provider role>": "<Rein role>"}').default({}),
+  /** Seconds of clock difference tolerated on `exp`, `nbf` and `iat`. */
+  REIN_OIDC_CLOCK_TOLERANCE_S: z.coerce.number().int().min(0).max(300).default(30),
+  /** The least time between two fetches of the provider's keys when a token names an unknown key id (a rotation). */
+  REIN_OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(30_000),
+  /** The console's client id at the provider (a public client: code flow with PKCE); unset, the console signs in with keys only. */
+  REIN_OIDC_CONSOLE_CLIENT_ID: z.string().min(1).max(200).optional(),
+  /** Scopes the console asks for, space-separated (`openid` is always asked). */
+  REIN_OIDC_CONSOLE_SCOPES: z.string().max(1000).default('openid profile'),
+  /** Which token the console sends: the access token (a JWT for REIN_OIDC_AUDIENCE), or the ID token (providers whose access tokens are opaque). */
+  REIN_OIDC_CONSOLE_TOKEN: z.enum(['access', 'id']).default('access'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**
    * OpenTelemetry, by the standard names. Without an endpoint no SDK is registered:
@@ -333,10 +364,21 @@ export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
   }
 }
 
-/** Services that authenticate callers need REIN_API_KEYS; say so by name if absent. */
-export function requireApiKeys(http: { apiKeys: Config['REIN_API_KEYS'] }) {
-  if (!http.apiKeys?.length) {
-    throw new ConfigError('invalid environment:\n  REIN_API_KEYS: required (a JSON array of {key, tenantId, userId, roles})');
+/**
+ * Services that authenticate callers need REIN_API_KEYS or company sign-in (REIN_OIDC_ISSUER
+ * with REIN_OIDC_AUDIENCE); say so by name if neither. Returns the keys (none with sign-in only).
+ */
+export function requireCredentials(
+  http: { apiKeys: Config['REIN_API_KEYS'] },
+  oidc: { issuer: Config['REIN_OIDC_ISSUER']; audience: Config['REIN_OIDC_AUDIENCE'] },
+) {
+  if (oidc.issuer && !oidc.audience?.length) {
+    throw new ConfigError('invalid environment:\n  REIN_OIDC_AUDIENCE: required with REIN_OIDC_ISSUER (the audience tokens must name)');
   }
-  return http.apiKeys;
+  if (!http.apiKeys?.length && !oidc.issuer) {
+    throw new ConfigError(
+      'invalid environment:\n  REIN_API_KEYS: required (a JSON array of {key, tenantId, userId, roles}) unless REIN_OIDC_ISSUER is set',
+    );
+  }
+  return http.apiKeys ?? [];
 }

@@ -14,6 +14,14 @@ export class UnauthorizedError extends ReinError {
   }
 }
 
+/** The OpenID Provider's discovery document or keys could not be read: no token can be checked, whoever sent it. */
+export class IdentityProviderUnavailableError extends ReinError {
+  override readonly name = 'IdentityProviderUnavailableError';
+  constructor(message: string, cause?: unknown) {
+    super('identity_provider_unavailable', message, { retryable: true, status: 503, cause });
+  }
+}
+
 export class ForbiddenError extends ReinError {
   override readonly name = 'ForbiddenError';
   constructor(message: string) {

@@ -163,6 +163,30 @@ export interface ReinOptions {
     /** REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS. @default 72000 */
     keepAliveTimeoutMs: Config['REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS'];
   };
+  oidc: {
+    /** REIN_OIDC_ISSUER. @default undefined (no company sign-in) */
+    issuer: Config['REIN_OIDC_ISSUER'];
+    /** REIN_OIDC_AUDIENCE. @default undefined (required with an issuer) */
+    audience: Config['REIN_OIDC_AUDIENCE'];
+    /** REIN_OIDC_TENANT_CLAIM. @default 'tenant' */
+    tenantClaim: Config['REIN_OIDC_TENANT_CLAIM'];
+    /** REIN_OIDC_USER_CLAIM. @default 'sub' */
+    userClaim: Config['REIN_OIDC_USER_CLAIM'];
+    /** REIN_OIDC_ROLES_CLAIM. @default 'roles' */
+    rolesClaim: Config['REIN_OIDC_ROLES_CLAIM'];
+    /** REIN_OIDC_ROLE_MAP. @default {} */
+    roleMap: Config['REIN_OIDC_ROLE_MAP'];
+    /** REIN_OIDC_CLOCK_TOLERANCE_S. @default 30 */
+    clockToleranceSec: Config['REIN_OIDC_CLOCK_TOLERANCE_S'];
+    /** REIN_OIDC_JWKS_COOLDOWN_MS. @default 30000 */
+    jwksCooldownMs: Config['REIN_OIDC_JWKS_COOLDOWN_MS'];
+    /** REIN_OIDC_CONSOLE_CLIENT_ID. @default undefined (the console signs in with keys) */
+    consoleClientId: Config['REIN_OIDC_CONSOLE_CLIENT_ID'];
+    /** REIN_OIDC_CONSOLE_SCOPES. @default 'openid profile' */
+    consoleScopes: Config['REIN_OIDC_CONSOLE_SCOPES'];
+    /** REIN_OIDC_CONSOLE_TOKEN. @default 'access' */
+    consoleToken: Config['REIN_OIDC_CONSOLE_TOKEN'];
+  };
   webhooks: {
     /** REIN_WEBHOOK_ALLOW_PRIVATE. @default false */
     allowPrivate: Config['REIN_WEBHOOK_ALLOW_PRIVATE'];
@@ -294,6 +318,17 @@ export const envOptionPaths = {
   REIN_HOT_RETENTION_MS: 'archive.hotRetentionMs',
   REIN_ARCHIVE_RETENTION_DAYS: 'archive.retentionDays',
   REIN_API_KEYS: 'http.apiKeys',
+  REIN_OIDC_ISSUER: 'oidc.issuer',
+  REIN_OIDC_AUDIENCE: 'oidc.audience',
+  REIN_OIDC_TENANT_CLAIM: 'oidc.tenantClaim',
+  REIN_OIDC_USER_CLAIM: 'oidc.userClaim',
+  REIN_OIDC_ROLES_CLAIM: 'oidc.rolesClaim',
+  REIN_OIDC_ROLE_MAP: 'oidc.roleMap',
+  REIN_OIDC_CLOCK_TOLERANCE_S: 'oidc.clockToleranceSec',
+  REIN_OIDC_JWKS_COOLDOWN_MS: 'oidc.jwksCooldownMs',
+  REIN_OIDC_CONSOLE_CLIENT_ID: 'oidc.consoleClientId',
+  REIN_OIDC_CONSOLE_SCOPES: 'oidc.consoleScopes',
+  REIN_OIDC_CONSOLE_TOKEN: 'oidc.consoleToken',
   REIN_METRICS_TOKEN: 'http.metricsToken',
   REIN_BIND_HOST: 'http.bindHost',
   REIN_MAX_BODY_BYTES: 'http.maxBodyBytes',

@@ -37,6 +37,8 @@ export function stricterOf(original: ApprovalRequirement, edited: ApprovalRequir
     risk: RISK_RANK[edited.risk] > RISK_RANK[original.risk] ? edited.risk : original.risk,
     requiredRole: ROLE_RANK[edited.requiredRole] > ROLE_RANK[original.requiredRole] ? edited.requiredRole : original.requiredRole,
     summary: edited.summary,
+    // The fields describe the arguments that will run: the edit's, or none.
+    context: edited.context,
     ...(quorum ? { quorum } : {}),
   };
 }

@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ApiKey } from '@rein/contract';
 import { z } from 'zod';
 
@@ -48,9 +48,12 @@ export function readLink(secret: string, token: string): LinkPayload | null {
 /**
  * The links' signing secret: REIN_LINK_SECRET, or one derived from the API keys (every
  * process of a fleet shares them, so all agree; changing the keys invalidates every link).
+ * With no key (company sign-in only) nothing secret is there to derive from: a random
+ * secret of this process, so no link can be forged (and none outlives the process).
  */
 export function linkSecret(configured: string | undefined, keys: readonly ApiKey[]): string {
   if (configured) return configured;
+  if (keys.length === 0) return randomBytes(32).toString('hex');
   const material = keys
     .map((k) => k.key)
     .sort()

@@ -254,6 +254,7 @@ function planCall(input: CallPlanInput, index: number, call: ModelToolCall, tool
       policyVersion: tool.policyVersion ?? 1,
       toolDigest: toolDigest(tool),
       summary: requirement.summary,
+      ...(requirement.context ? { context: requirement.context } : {}),
       risk: requirement.risk,
       requiredRole: requirement.requiredRole,
       status: 'pending',

@@ -1,8 +1,10 @@
 import type { ApprovalPreview, ApprovalView, PlanStep } from '@rein/contract';
+import { Fragment } from 'preact';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, follow } from './api.js';
 import { diffLines, hasChanges } from './diff.js';
 import { ms, when } from './format.js';
+import { filterQuery, Inbox, type InboxFilters, NO_FILTERS } from './inbox.js';
 import { ApprovalOutcome } from './run-page.js';
 import { type JsonSchema, SchemaForm } from './schema-form.js';
 import { Diff, ErrorNote, Json, Risk, Section, Status, useLoad, useSession } from './ui.js';
@@ -12,7 +14,8 @@ type Obj = Record<string, unknown>;
 /** Pending approvals (all of them, page by page) and the latest decided ones; live from the tenant's approval feed. */
 export function ApprovalsPage() {
   const { api } = useSession();
-  const pending = useLoad(() => api.client.approvals.list({ status: 'pending', limit: 100 }), [api]);
+  const [filters, setFilters] = useState<InboxFilters>(NO_FILTERS);
+  const pending = useLoad(() => api.client.approvals.list({ status: 'pending', limit: 100, ...filterQuery(filters) }), [api, filters]);
   const recent = useLoad(() => api.client.approvals.list({ limit: 30 }), [api]);
   const uncertain = useLoad(() => api.client.approvals.uncertainEffects(), [api]);
   const [live, setLive] = useState(false);
@@ -36,7 +39,7 @@ export function ApprovalsPage() {
   const cursor = extra.after === firstCursor ? extra.nextCursor : firstCursor;
   const more = async () => {
     if (!cursor) return;
-    const page = await api.client.approvals.list({ status: 'pending', limit: 100, cursor });
+    const page = await api.client.approvals.list({ status: 'pending', limit: 100, cursor, ...filterQuery(filters) });
     setExtra((e) => ({
       approvals: [...(e.after === firstCursor ? e.approvals : []), ...page.approvals],
       after: firstCursor,
@@ -51,40 +54,7 @@ export function ApprovalsPage() {
       <h1>Approvals {live ? <span class="live">· live</span> : null}</h1>
       <Section title={`Pending (${rows.length}${cursor ? '+' : ''})`} id="pending-section">
         <ErrorNote error={pending.error} />
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Risk</th>
-                <th scope="col">What</th>
-                <th scope="col">Needs</th>
-                <th scope="col">Requested by</th>
-                <th scope="col">Waiting</th>
-                <th scope="col">Expires</th>
-              </tr>
-            </thead>
-            <tbody id="pending">
-              {rows.map((a) => (
-                <tr key={a.id} data-approval-id={a.id}>
-                  <td>
-                    <Risk risk={a.risk} />
-                  </td>
-                  <td>
-                    <a href={`#/approvals/${encodeURIComponent(a.id)}`}>{a.summary}</a>
-                    <div class="muted">{a.toolName}</div>
-                  </td>
-                  <td>
-                    {a.deciders.role}
-                    {a.quorum ? ` · ${a.approvals?.length ?? 0}/${a.quorum}` : ''}
-                  </td>
-                  <td>{a.requestedBy}</td>
-                  <td>{ms(Date.now() - Date.parse(a.createdAt))}</td>
-                  <td>{when(a.expiresAt)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Inbox rows={rows} filters={filters} onFilters={setFilters} onDecided={() => void pending.reload()} />
         {pending.data && rows.length === 0 ? <p class="muted">Nothing waits for a decision.</p> : null}
         {cursor ? (
           <button type="button" class="secondary" id="pending-more" onClick={more}>
@@ -129,6 +99,7 @@ export function ApprovalPage({ id }: { id: string }) {
   const { api, me } = useSession();
   const loaded = useLoad(() => api.client.approvals.get(id), [api, id]);
   const base = useLoad(() => api.client.approvals.preview(id), [api, id]);
+  const context = useLoad(() => api.client.approvals.context(id), [api, id]);
   const approval = loaded.data;
   const isPlan = approval?.kind === 'plan';
   const current = useMemo(() => (approval ? ((approval.approvedArguments ?? approval.arguments) as Obj) : {}), [approval]);
@@ -273,6 +244,44 @@ export function ApprovalPage({ id }: { id: string }) {
         <dt>Expires</dt>
         <dd>{when(approval.expiresAt)}</dd>
       </dl>
+      {context.data ? (
+        <Section title="Context" id="context">
+          <dl class="facts">
+            {Object.entries(context.data.fields ?? {}).map(([k, v]) => (
+              <Fragment key={k}>
+                <dt>{k}</dt>
+                <dd>{String(v)}</dd>
+              </Fragment>
+            ))}
+            <dt>Asked by the run</dt>
+            <dd id="context-input">{context.data.input}</dd>
+            {context.data.thought ? (
+              <>
+                <dt>The agent's reasoning</dt>
+                <dd id="context-thought">{context.data.thought}</dd>
+              </>
+            ) : null}
+            <dt>Waiting</dt>
+            <dd>
+              {ms(context.data.waitedMs)}
+              {context.data.escalatesAt ? ` · escalates ${when(context.data.escalatesAt)}` : ''} · expires {when(context.data.expiresAt)}
+            </dd>
+          </dl>
+          {context.data.observations.length ? (
+            <>
+              <h3>What it had read</h3>
+              <ul id="context-observations">
+                {context.data.observations.map((o) => (
+                  <li key={`${o.step}-${o.toolName}`}>
+                    <strong>{o.toolName}</strong> <span class="muted">(step {o.step})</span>
+                    <pre class="json">{o.observation}</pre>
+                  </li>
+                ))}
+              </ul>
+            </>
+          ) : null}
+        </Section>
+      ) : null}
       {open && rights && !rights.mayDecide ? (
         <p class="refusal" role="alert" id="refusal">
           You cannot decide this: {rights.refusal}
@@ -334,14 +343,15 @@ export function ApprovalPage({ id }: { id: string }) {
         </Section>
       ) : null}
 
-      {open ? (
+      {/* No button for a decision the caller may not make: shown only once the API has said they may decide it as it stands. */}
+      {open && base.data?.mayDecide ? (
         <Section title="Decide" id="decide">
           <div class="field">
             <label for="comment">Comment (optional, kept with an approval)</label>
             <input id="comment" value={comment} onInput={(e) => setComment(e.currentTarget.value)} />
           </div>
           <div class="actions">
-            <button type="button" disabled={rights?.mayDecide === false || judgeError !== undefined} onClick={() => decide('approve')}>
+            <button type="button" disabled={judgeError !== undefined || judged?.mayDecide === false} onClick={() => decide('approve')}>
               {edit ? 'Approve with edits' : 'Approve'}
             </button>
           </div>
@@ -350,12 +360,7 @@ export function ApprovalPage({ id }: { id: string }) {
             <textarea id="reason" rows={2} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
           </div>
           <div class="actions">
-            <button
-              type="button"
-              class="danger"
-              disabled={rights?.mayDecide === false || reason.trim() === ''}
-              onClick={() => decide('reject')}
-            >
+            <button type="button" class="danger" disabled={reason.trim() === ''} onClick={() => decide('reject')}>
               Reject
             </button>
           </div>
@@ -365,8 +370,12 @@ export function ApprovalPage({ id }: { id: string }) {
         {result}
       </p>
       <ErrorNote error={error} />
-      {me.roles.includes('user') && me.userId === approval.requestedBy && open ? (
-        <p class="muted">You asked for this; someone with the role above decides.</p>
+      {me.userId === approval.requestedBy && open && base.data ? (
+        <p class="muted" id="requester-note">
+          {base.data.mayDecide
+            ? 'You asked for this: you may decide it as proposed; an edit needs someone else.'
+            : 'You asked for this; someone with the role above decides.'}
+        </p>
       ) : null}
     </>
   );

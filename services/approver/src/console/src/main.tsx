@@ -2,6 +2,15 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, createApi } from './api.js';
 import { ApprovalPage, ApprovalsPage } from './approvals-page.js';
+import {
+  completeSignIn,
+  type OidcSettings,
+  type OidcToken,
+  providerSignOut,
+  type SignInSettings,
+  signInSettings,
+  startSignIn,
+} from './oidc.js';
 import './console.css';
 import { RunPage } from './run-page.js';
 import { RunsPage } from './runs-page.js';
@@ -23,9 +32,9 @@ function useRoute(): string[] {
   return route;
 }
 
-function SignIn({ onSession }: { onSession: (s: Session, key: string) => void }) {
+function SignIn({ onSession, oidc, notice }: { onSession: (s: Session, key: string) => void; oidc?: OidcSettings; notice?: string }) {
   const [key, setKey] = useState('');
-  const [error, setError] = useState('');
+  const [error, setError] = useState(notice ?? '');
   const submit = async (e: Event) => {
     e.preventDefault();
     setError('');
@@ -38,6 +47,14 @@ function SignIn({ onSession }: { onSession: (s: Session, key: string) => void })
   return (
     <main id="main" class="sign-in">
       <h1>Rein console</h1>
+      {oidc ? (
+        <div class="card">
+          <button type="button" id="company-sign-in" onClick={() => void startSignIn(oidc).catch((err: Error) => setError(err.message))}>
+            Sign in with your company account
+          </button>
+          <p class="muted">Your session lasts as long as the provider's token, in this tab's memory only.</p>
+        </div>
+      ) : null}
       <form onSubmit={submit} class="card">
         <label for="api-key">API key</label>
         <input id="api-key" type="password" autoComplete="off" value={key} onInput={(e) => setKey(e.currentTarget.value)} required />
@@ -62,19 +79,52 @@ async function open(key: string): Promise<Session> {
 
 function App() {
   const [session, setSession] = useState<Session | null>(null);
-  const [restoring, setRestoring] = useState(() => sessionStorage.getItem(KEY) !== null);
+  const [restoring, setRestoring] = useState(true);
+  const [settings, setSettings] = useState<SignInSettings>({ methods: ['key'] });
+  // The company token lives here, in memory: a reload or a closed tab signs out.
+  const [company, setCompany] = useState<OidcToken>();
+  const [notice, setNotice] = useState<string>();
   const route = useRoute();
   useEffect(() => {
-    const key = sessionStorage.getItem(KEY);
-    if (!key) return;
-    open(key)
-      .then(setSession, () => sessionStorage.removeItem(KEY))
+    (async () => {
+      const s = await signInSettings().catch(() => ({ methods: ['key'] }) as SignInSettings);
+      setSettings(s);
+      if (s.oidc) {
+        const token = await completeSignIn(s.oidc).catch((err: Error) => {
+          setNotice(err.message);
+          return undefined;
+        });
+        if (token) {
+          setCompany(token);
+          setSession(await open(token.token));
+          return;
+        }
+      }
+      const key = sessionStorage.getItem(KEY);
+      if (key) await open(key).then(setSession, () => sessionStorage.removeItem(KEY));
+    })()
+      .catch((err: Error) => setNotice(`Could not sign in: ${err.message}`))
       .finally(() => setRestoring(false));
   }, []);
+  // A company session ends when its token does: back to the sign-in page, saying why.
+  useEffect(() => {
+    if (!company) return;
+    const timer = setTimeout(
+      () => {
+        setCompany(undefined);
+        setSession(null);
+        setNotice('Your session expired; sign in again.');
+      },
+      Math.max(0, company.expiresAt - Date.now()),
+    );
+    return () => clearTimeout(timer);
+  }, [company]);
   if (restoring) return <p class="muted">Signing in…</p>;
   if (!session)
     return (
       <SignIn
+        {...(settings.oidc ? { oidc: settings.oidc } : {})}
+        {...(notice ? { notice } : {})}
         onSession={(s, key) => {
           sessionStorage.setItem(KEY, key);
           setSession(s);
@@ -111,6 +161,7 @@ function App() {
           class="link"
           onClick={() => {
             sessionStorage.removeItem(KEY);
+            if (company && settings.oidc?.endSessionEndpoint) return providerSignOut(settings.oidc, company.idToken);
             location.hash = '';
             location.reload();
           }}

@@ -145,12 +145,15 @@ export class EventStreams {
     };
     try {
       await send(`: rein events\n\n${data(open())}`);
-      for await (const batch of this.follow(source, fromId, closed.signal)) {
+      follow: for await (const batch of this.follow(source, fromId, closed.signal)) {
         if (batch.length === 0) await send(': heartbeat\n\n');
-        for (const entry of batch)
+        for (const entry of batch) {
           await send(
             frames ? data(frames.entry(entry)) : `id: ${entry.id}\nevent: ${entry.event.type}\ndata: ${JSON.stringify(entry.event)}\n\n`,
           );
+          // Asked again once written: a door's frames may decide, as they translate an entry, that it ends the stream.
+          if (source.isLast?.(entry)) break follow;
+        }
       }
       await send(data(close()));
     } catch (err) {

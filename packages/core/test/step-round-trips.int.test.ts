@@ -1,9 +1,12 @@
+import { defineTool } from '@rein/define/internal';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { ModelGateway } from '../src/adapters/model/model-gateway.js';
 import { CircuitBreakers } from '../src/adapters/resilience/circuit-breakers.js';
 import { FleetLimit } from '../src/adapters/resilience/fleet-limit.js';
 import { createResilientModelGateway } from '../src/adapters/resilience/resilient-model.js';
+import { contextPolicySchema } from '../src/policy/step/context-policy.js';
 import { ModelUnavailableError } from '../src/shared/errors.js';
 import { fleetLimitKey, runKeys } from '../src/shared/keys.js';
 import { createMetrics } from '../src/shared/metrics.js';
@@ -119,6 +122,34 @@ describe('the round trips of a step', () => {
     await t.redis.zrem(LEASES, 'another-worker');
     await t.drain();
     expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', finalAnswer: 'done' });
+    expect(await t.redis.zcard(LEASES)).toBe(0);
+  });
+
+  it('gives the lease back before a model-written summary, whose call needs one of its own at a fleet limit of one', async () => {
+    const report = defineTool({
+      name: 'big_report',
+      description: 'A long report.',
+      kind: 'read',
+      parameters: z.object({ part: z.number() }),
+      execute: ({ part }) => ({ part, rows: Array.from({ length: 200 }, (_, i) => `row ${i} of part ${part}`) }),
+    });
+    const context = contextPolicySchema.parse({ toolResultMaxChars: 300, historyTokens: 600, summarize: 'model' });
+    let summaries = 0;
+    const replies = [1, 2, 3, 4, 5].map((part) => ({ toolCalls: [toolCall(`c${part}`, 'big_report', { part })] }));
+    const { t } = withGateway(
+      [
+        (req) => {
+          if ((req.messages[0]?.content ?? '').startsWith('You summarise')) return { content: `SUMMARY-${++summaries}` };
+          return replies.shift() ?? { content: 'done' };
+        },
+      ],
+      { extraTools: [report], profile: { context, limits: { maxSteps: 10, maxTokens: 20_000, timeoutMs: 60_000 } } },
+      1,
+    );
+    const id = await t.submit('reports please', undefined, { maxTokens: 20_000 });
+    await t.drain();
+    expect(await t.store.require(id)).toMatchObject({ status: 'succeeded', finalAnswer: 'done' });
+    expect(summaries).toBeGreaterThan(0);
     expect(await t.redis.zcard(LEASES)).toBe(0);
   });
 

@@ -19,6 +19,7 @@ import { ApprovalFeed } from '../src/adapters/redis/approval-feed.js';
 import { AuditLog } from '../src/adapters/redis/audit-log.js';
 import { DecisionJournal } from '../src/adapters/redis/decision-journal.js';
 import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
+import { createRedisClient, redisOptions } from '../src/adapters/redis/redis.js';
 import { RunStore } from '../src/adapters/redis/run-store.js';
 import { TenantQuotas } from '../src/adapters/redis/tenant-quotas.js';
 import { createApprovalService } from '../src/features/approvals/approval-service.js';
@@ -77,10 +78,14 @@ export interface HarnessOptions {
   versions?: StepVersions;
   /** The run archive the run service reads what Redis no longer holds from. */
   archive?: RunArchive;
+  /** A worker's connection (what one turn sends leaves in one write), for tests that count round trips. */
+  workerConnection?: boolean;
 }
 
 export function createHarness(url: string, model: ModelGateway, opts: HarnessOptions = {}) {
-  const redis = new Redis(url, { maxRetriesPerRequest: null });
+  const redis = opts.workerConnection
+    ? (createRedisClient({ url, tls: 'off' }, redisOptions('worker')) as Redis)
+    : new Redis(url, { maxRetriesPerRequest: null });
   const logger = pino({ level: 'silent' });
   const metrics = createMetrics('test');
   const store = new RunStore(redis, 3600, metrics);

@@ -2,7 +2,6 @@ import { type RunReason, type RunRecord, TERMINAL_STATUSES } from '@rein/contrac
 import type { AgentProfile } from '@rein/define/internal';
 import type { StepRead } from '../adapters/redis/run-store.js';
 import { budgetVerdict, raisedLimits } from '../policy/budget/budget-ask.js';
-import { runEvent } from '../policy/run/run-event.js';
 import { raiseBudget, startRun } from '../policy/run/run-transitions.js';
 import { askForBudget, exhaustedBudget, failRun } from '../policy/step/step-policy.js';
 import { boundedByTree, treeTotal } from '../policy/step/sub-agents.js';
@@ -92,10 +91,6 @@ export async function admit(
     }
   }
   if (run.status === 'queued') run = await deps.applier.apply(run, { kind: 'start', change: startRun(run, clock.iso()) });
-  // A live-only event: sent without waiting for its reply (the connection keeps it in order).
-  deps.store
-    .appendEvent(runEvent('step.started', run.id, run.step))
-    .catch((err: Error) => log.warn({ err: err.message }, 'step.started not written'));
   const started = run;
   return {
     kind: 'admitted',

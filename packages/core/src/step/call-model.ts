@@ -1,6 +1,7 @@
 import type { ChatMessage, Decision, RunRecord } from '@rein/contract';
 import type { AgentProfile } from '@rein/define/internal';
 import { agentTool, toolDependency } from '@rein/define/internal';
+import type { ModelLease } from '../adapters/model/model-gateway.js';
 import { eventCommand } from '../adapters/redis/run-store.js';
 import { CircuitBreakers, type FleetBreakerState } from '../adapters/resilience/circuit-breakers.js';
 import { estimatePromptTokens } from '../policy/budget/token-estimator.js';
@@ -31,7 +32,7 @@ export interface ModelCall {
 /**
  * Calls the model for this step and journals its reply before anything else happens (I3),
  * or returns null when the prompt cannot fit the budget (`budget`: the run with the limits
- * its tree leaves it).
+ * its tree leaves it). `lease`: the fleet lease the step took with its read, for the call.
  */
 export async function callModel(
   deps: CallModelDeps,
@@ -40,6 +41,7 @@ export async function callModel(
   history: ChatMessage[],
   log: Logger,
   budget: RunRecord = run,
+  lease?: ModelLease,
 ): Promise<ModelCall | null> {
   const { views, clock } = deps;
   const tools = views.specs(profile);
@@ -51,14 +53,16 @@ export async function callModel(
   const estimate = (m: ChatMessage[]) => estimatePromptTokens(deps.modelName, m, []);
   const compacted = compaction(history, profile.context, estimate);
   // `summarize: 'model'`: the model writes the summary of the oldest turns (journaled; charged with this step's reply).
-  const summary =
-    compacted && profile.context?.summarize === 'model'
-      ? await modelSummary({ model: deps.model, journal: deps.journal, estimate, now: clock.now }, run, compacted.dropped, {
-          timeoutMs,
-          deadlineBound,
-          ...(profile.models ? { models: profile.models } : {}),
-        })
-      : null;
+  const summarizing = compacted && profile.context?.summarize === 'model';
+  // The summary's call comes first and takes its own lease: holding this one through it could starve it at a limit of one.
+  if (summarizing) lease?.release();
+  const summary = summarizing
+    ? await modelSummary({ model: deps.model, journal: deps.journal, estimate, now: clock.now }, run, compacted.dropped, {
+        timeoutMs,
+        deadlineBound,
+        ...(profile.models ? { models: profile.models } : {}),
+      })
+    : null;
   const sent = compacted ? (summary ? withModelSummary(compacted, summary.text) : compacted.sent) : history;
   const messages: ChatMessage[] = [views.system(profile), ...sent];
   const spent = summary ? summary.usage.promptTokens + summary.usage.completionTokens : 0;
@@ -84,6 +88,7 @@ export async function callModel(
     deadlineBound,
     ...(deps.modelIdleTimeoutMs ? { idleTimeoutMs: deps.modelIdleTimeoutMs } : {}),
     onDelta: deltas.push,
+    ...(lease && !summarizing ? { lease } : {}),
     ...(profile.models ? { models: profile.models } : {}),
     ...(plan ? { responseFormat: plan } : profile.output ? { responseFormat: profile.output.jsonSchema } : {}),
   };

@@ -1,6 +1,8 @@
 import type { Approval, Decision, RunReason, RunRecord } from '@rein/contract';
 import type { AgentProfile } from '@rein/define/internal';
+import type { ModelLease } from '../adapters/model/model-gateway.js';
 import type { StepJob } from '../adapters/queue/job-catalog.js';
+import { runEvent } from '../policy/run/run-event.js';
 import { replayProfile, replayStep } from '../policy/step/replay-policy.js';
 import { afterReply, afterTools, deadlineReason, gate, replayStopped } from '../policy/step/step-policy.js';
 import { StaleStepError } from '../shared/errors.js';
@@ -19,7 +21,8 @@ export type { GuardLimits, StepOutcome, StepProcessorDeps, StepVersions } from '
 
 /**
  * One ReAct step per call, in phases (docs/design.md, "The phases of a step"): read and
- * triage (one round trip, then the pure `gate`), place the run on its version's workers,
+ * triage (one round trip that also takes the model's fleet lease and sends `step.started`,
+ * then the pure `gate`), place the run on its version's workers,
  * admit it (tree, budget, input, start), call the model and journal its reply, plan the
  * calls, run them (a replay's get what its original recorded), conclude (the pure
  * `afterTools`) and apply the Transition. Safe to run any number of times for the same
@@ -31,17 +34,29 @@ export function createStepProcessor(deps: StepProcessorDeps) {
   const apply = createStepApply({ ...deps, clock });
   const phase = { ...deps, clock, views, apply };
 
-  /** Read and triage, place, admit, call the model: the step's decision, then `act` on it. */
-  async function attempt(job: StepJob): Promise<StepOutcome> {
+  /**
+   * Read and triage, place, admit, call the model: the step's decision, then `act` on it.
+   * `lease`: the model's fleet lease, asked for with the read; `announce`: send `step.started` with it.
+   */
+  async function attempt(job: StepJob, lease: ModelLease | undefined, announce: boolean): Promise<StepOutcome> {
     // A job that names the run's tenant has its quota read beside the run (another slot, same round trip).
     const quota = job.tenantId ? deps.quotas.usageRead(job.tenantId) : undefined;
-    const read = await deps.store.readStep(job.runId, job.step, quota ? [quota.command] : []);
+    const reading = deps.store.readStep(job.runId, job.step, quota ? [quota.command] : []);
+    // A live-only event, sent with the read (one round trip): it says a worker took the step up, before knowing whether it runs.
+    const started = announce
+      ? deps.store
+          .appendEvent(runEvent('step.started', job.runId, job.step), true)
+          .catch((err: Error) => deps.logger.warn({ runId: job.runId, err: err.message }, 'step.started not written'))
+      : undefined;
+    const [read] = await Promise.all([reading, started, lease?.answered]);
     const g = gate(read.run, job.step, read.approvals, read.decision, read.children);
+    // Only a step that asks the model keeps the lease.
+    if (g.kind !== 'decide') lease?.release();
     if (g.kind === 'skip' || !read.run) return 'skipped';
     if (g.kind !== 'already_committed') {
       const placed = await placeRun(phase, read.run, read.approvals);
       if (placed === 'rerouted') return 'rerouted';
-      if (placed === 'moved') return attempt(job); // read again, as the new version's
+      if (placed === 'moved') return attempt(job, lease, false); // read again, as the new version's
     }
     if (g.kind === 'already_committed' || g.kind === 'parked') {
       await deps.applier.ensureNext(read.run, g.kind === 'parked' ? read.approvals : undefined);
@@ -55,7 +70,7 @@ export function createStepProcessor(deps: StepProcessorDeps) {
     const quotaExhausted = quota && job.tenantId === read.run.tenantId ? quota.exhausted(read.reads[0]) : undefined;
     const admission = await admit(phase, read, read.run, profile, quotaExhausted, log);
     if (admission.kind === 'ended') return admission.outcome;
-    const made = await callModel(phase, admission.run, profile, read.messages, log, admission.budget);
+    const made = await callModel(phase, admission.run, profile, read.messages, log, admission.budget, lease);
     if (!made) return admission.outOfTokens();
     // A step's duration is its model call (journaled) plus what happens from here on.
     return act(made.run, profile, made.decision, read.approvals, log, performance.now(), made.breakerStates);
@@ -87,8 +102,10 @@ export function createStepProcessor(deps: StepProcessorDeps) {
   }
 
   async function process(job: StepJob): Promise<StepOutcome> {
+    // Asked for now, so it leaves with the read; a step that does not call the model gives it back.
+    const lease = deps.model.lease?.(deps.modelTimeoutMs);
     try {
-      return await attempt(job);
+      return await attempt(job, lease, true);
     } catch (err) {
       if (!(err instanceof StaleStepError)) throw err;
       // Someone else committed first (I2): just make sure the run moves on.
@@ -96,6 +113,8 @@ export function createStepProcessor(deps: StepProcessorDeps) {
       const current = await deps.store.get(job.runId);
       if (current) await deps.applier.ensureNext(current);
       return 'already_committed';
+    } finally {
+      lease?.release();
     }
   }
 

@@ -26,6 +26,8 @@ export interface ModelRequest {
   onDelta?: (delta: ModelDelta) => void;
   /** Structured output — an agent's `output` schema, or a plan-mode agent's plan — sent as `response_format` json_schema where the provider supports it; the reply is validated all the same. */
   responseFormat?: { name: string; schema: Record<string, unknown> };
+  /** The fleet lease this call's step took with its read (ModelGateway.lease): the call uses it instead of asking for one. */
+  lease?: ModelLease;
 }
 
 export interface ModelReply {
@@ -41,9 +43,25 @@ export interface ModelReply {
   raw?: unknown;
 }
 
+/** A fleet lease on a model, asked for before its call is known to happen. */
+export interface ModelLease {
+  readonly model: string;
+  /** Settles when the lease's answer is in; never rejects (a failed request is the call's error). */
+  readonly answered: Promise<unknown>;
+  /** Gives it back: the step will not call this model (or is done). Once is enough; later calls do nothing. */
+  release(): void;
+}
+
 /** Anything that answers a chat completion: the OpenAI gateway, or a scripted fake in tests. */
 export interface ModelGateway {
   complete(request: ModelRequest): Promise<ModelReply>;
+  /**
+   * Sends the request for the fleet lease of the model a call tries first, now, so a step
+   * can send it with its read and await both in one round trip (`timeoutMs`: the longest
+   * the call may take). Undefined when there is nothing to take ahead (no fleet limit, or
+   * this process is at its own limit for the model and the call will wait for a slot).
+   */
+  lease?(timeoutMs: number): ModelLease | undefined;
 }
 
 /** What we accept from an OpenAI-compatible endpoint; anything else is a malformed reply. */

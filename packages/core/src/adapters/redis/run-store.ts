@@ -558,10 +558,14 @@ export class RunStore {
     await this.redis.zrem(DEADLINES_KEY, runId);
   }
 
-  /** Live-only events (e.g. "tool called"); the durable ones are written by commit. */
-  async appendEvent(event: RunEvent): Promise<void> {
-    const [name, ...args] = eventCommand(event);
-    await this.redis.call(name, ...args);
+  /**
+   * Live-only events (e.g. "tool called"); the durable ones are written by commit.
+   * `existing`: only to a stream that exists, for an event sent before the run is read (a
+   * run that is gone does not get its stream back, without a TTL).
+   */
+  async appendEvent(event: RunEvent, existing = false): Promise<void> {
+    const [, key, ...args] = eventCommand(event);
+    await this.redis.call('xadd', key as string, ...(existing ? ['NOMKSTREAM', ...args] : args));
   }
 
   /** Up to 100 events after `afterId`, at once (live readers wait on a StreamHub). */

@@ -6,6 +6,18 @@ import type { RedisClient } from '../redis/redis.js';
 import type { FleetBreakerState } from './circuit-breakers.js';
 
 /**
+ * A lease asked for ahead of its call, so the request leaves with whatever else the caller
+ * sends in the same turn (a step's read): `run` takes it instead of asking again.
+ */
+export interface HeldLease {
+  readonly dependency: string;
+  /** Whether the lease was granted, with the dependency's fleet breaker state read beside it. */
+  readonly granted: Promise<{ leased: boolean; breaker: FleetBreakerState }>;
+  /** Gives the lease back; once, and only a lease that was granted. Not awaited: a lost release expires with its lease. */
+  release(): void;
+}
+
+/**
  * A concurrency limit shared by every worker (e.g. a model provider's rate limit):
  * N workers together never hold more than `limit` calls. Leases expire, so a crash
  * frees its slot after `leaseMs`.
@@ -20,29 +32,48 @@ export class FleetLimit {
     this.redis = withScripts(redis);
   }
 
-  /**
-   * Runs `fn` under a lease. The lease comes with the dependency's fleet breaker state,
-   * read in the same call (one round trip for both), for `fn` to hand to its breaker.
-   */
-  async run<T>(dependency: string, limit: number, leaseMs: number, fn: (breaker: FleetBreakerState) => Promise<T>): Promise<T> {
+  /** Sends the lease request now; the answer is awaited by whoever uses the lease. */
+  take(dependency: string, limit: number, leaseMs: number): HeldLease {
     const key = fleetLimitKey(dependency);
     const b = breakerKeys(dependency);
-    const lease = randomUUID();
-    const [got, open, tripped] = await this.redis.acquireLease(
-      key,
-      b.open,
-      b.tripped,
-      lease,
-      String(this.now()),
-      String(leaseMs),
-      String(limit),
-    );
-    if (got !== LeaseResult.Leased) throw new BulkheadFullError(dependency, 'fleet');
+    const id = randomUUID();
+    const granted = this.redis
+      .acquireLease(key, b.open, b.tripped, id, String(this.now()), String(leaseMs), String(limit))
+      .then(([got, open, tripped]) => ({ leased: got === LeaseResult.Leased, breaker: [open, tripped] as FleetBreakerState }));
+    // A lease taken ahead may never be used: its failure is the user's to see, not an unhandled rejection.
+    granted.catch(() => undefined);
+    let released = false;
+    return {
+      dependency,
+      granted,
+      release: () => {
+        if (released) return;
+        released = true;
+        granted.then(({ leased }) => (leased ? this.redis.zrem(key, id) : undefined)).catch(() => undefined);
+      },
+    };
+  }
+
+  /**
+   * Runs `fn` under a lease (`held`, when one for this dependency was taken ahead). The
+   * lease comes with the dependency's fleet breaker state, read in the same call (one
+   * round trip for both), for `fn` to hand to its breaker.
+   */
+  async run<T>(
+    dependency: string,
+    limit: number,
+    leaseMs: number,
+    fn: (breaker: FleetBreakerState) => Promise<T>,
+    held?: HeldLease,
+  ): Promise<T> {
+    const lease = held?.dependency === dependency ? held : this.take(dependency, limit, leaseMs);
     try {
-      return await fn([open, tripped]);
+      const { leased, breaker } = await lease.granted;
+      if (!leased) throw new BulkheadFullError(dependency, 'fleet');
+      return await fn(breaker);
     } finally {
-      // Not awaited: the step need not wait for the release, and a lost one expires with its lease.
-      this.redis.zrem(key, lease).catch(() => undefined);
+      // The step need not wait for the release.
+      lease.release();
     }
   }
 }

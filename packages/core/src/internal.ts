@@ -109,8 +109,10 @@ export {
   isCluster,
   type RedisRole,
   type RedisSettings,
+  redisLocation,
   redisOptions,
 } from './adapters/redis/redis.js';
+export { isConnectionError, RedisOutages } from './adapters/redis/redis-outages.js';
 export { type RunFilter, RunStore } from './adapters/redis/run-store.js';
 export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './adapters/redis/schedule-store.js';
 export { StreamHub, streamIdAfter } from './adapters/redis/stream-hub.js';
@@ -213,6 +215,7 @@ export {
   McpToolError,
   McpUnavailableError,
   ModelRejectedError,
+  RedisUnavailableError,
   ModelReplyInvalidError,
   ModelUnavailableError,
   NotFoundError,

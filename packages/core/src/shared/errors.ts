@@ -115,11 +115,24 @@ export class ModelReplyInvalidError extends ReinError {
 }
 
 /** A compare-and-set commit lost: someone else already moved the run on. */
+/** Redis did not answer when a process started: named with the variable that points at it. */
+export class RedisUnavailableError extends ReinError {
+  override readonly name = 'RedisUnavailableError';
+  constructor(at: { where: string; variable: string }, cause: unknown) {
+    super(
+      'redis_unavailable',
+      `Redis at ${at.where} (${at.variable}) is not reachable: ${(cause as Error)?.message ?? cause}. Start Redis 7 there, or set ${at.variable} to one that runs`,
+      { retryable: true, status: 503, cause },
+    );
+  }
+}
+
 /** The run archive (PostgreSQL) did not answer: a read of an archived run, a search or usage may be tried again. */
 export class ArchiveUnavailableError extends ReinError {
   override readonly name = 'ArchiveUnavailableError';
   constructor(cause: unknown) {
-    super('archive_unavailable', `the run archive is unavailable: ${(cause as Error)?.message ?? cause}`, {
+    // The cause (an address, a driver message) stays in the log and in exitOnStartError's line, not in an HTTP answer.
+    super('archive_unavailable', 'the run archive (PostgreSQL, REIN_ARCHIVE_URL) is not reachable: try again shortly', {
       retryable: true,
       status: 503,
       cause,

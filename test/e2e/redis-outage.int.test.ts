@@ -62,6 +62,8 @@ describe('Redis away, as the operator reads it', () => {
       const env = { REDIS_URL: redis.url, API_PORT: String(apiPort), WORKER_METRICS_PORT: String(await freePort()) };
       const services = { api: start('api', env), worker: start('worker', env) };
       await waitForPort(apiPort, 60_000);
+      // Each has said it started (the API's line may come after its port answers).
+      await expect.poll(() => services.api.stdout.some((l) => l.includes('Server listening')), { timeout: 60_000 }).toBe(true);
       await expect.poll(() => services.worker.stdout.some((l) => l.includes('worker started')), { timeout: 60_000 }).toBe(true);
       const before = { api: services.api.stdout.length, worker: services.worker.stdout.length };
 

@@ -76,7 +76,12 @@ try {
       });
       if (!out.includes(`+ ${name}@${version}`)) problem(`${name}: npm publish --dry-run did not name ${name}@${version}`);
     } catch (err) {
-      problem(`${name}: npm publish --dry-run failed: ${String(err.stderr ?? err.message).trim().split('\n').at(-1)}`);
+      problem(
+        `${name}: npm publish --dry-run failed: ${String(err.stderr ?? err.message)
+          .trim()
+          .split('\n')
+          .at(-1)}`,
+      );
     }
   }
 } finally {

@@ -122,6 +122,10 @@ function start(name: string, args: string[], env: Record<string, string>) {
 describe('a packed install outside the repository', () => {
   it(`installs on this Node (${process.version}) with no engine warning, and without the repository's overrides`, () => {
     expect(installOutput).not.toMatch(/EBADENGINE/);
+    // As docs/deploying-your-app.md asks: Rein and zod are development dependencies of the app (the image provides them).
+    const app = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8'));
+    expect(Object.keys(app.devDependencies ?? {})).toEqual(expect.arrayContaining(['@rein/core', '@rein/cli', 'zod']));
+    expect(app.dependencies ?? {}).toEqual({});
     expect(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).overrides).toBeUndefined();
   });
 

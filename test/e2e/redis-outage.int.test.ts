@@ -81,12 +81,15 @@ describe('Redis away, as the operator reads it', () => {
         const outage = service.stdout.slice(before[name]).map((l) => JSON.parse(l) as { redis?: string; msg: string });
         // Every connection: lost, then back (a reminder comes only after 10 s down).
         for (const c of connections[name]) {
-          expect(outage.filter((l) => l.redis === c).map((l) => l.msg), `${name} ${c}`).toEqual([
-            `Redis connection "${c}" lost: reconnecting with backoff`,
-            `Redis connection "${c}" is back`,
-          ]);
+          expect(
+            outage.filter((l) => l.redis === c).map((l) => l.msg),
+            `${name} ${c}`,
+          ).toEqual([`Redis connection "${c}" lost: reconnecting with backoff`, `Redis connection "${c}" is back`]);
         }
-        expect(outage.filter((l) => !l.redis), `${name}: ${JSON.stringify(outage)}`).toEqual([]);
+        expect(
+          outage.filter((l) => !l.redis),
+          `${name}: ${JSON.stringify(outage)}`,
+        ).toEqual([]);
         expect(service.stderr, name).toBe('');
       }
     } finally {

@@ -109,10 +109,8 @@ export {
   isCluster,
   type RedisRole,
   type RedisSettings,
-  redisLocation,
   redisOptions,
 } from './adapters/redis/redis.js';
-export { isConnectionError, RedisOutages } from './adapters/redis/redis-outages.js';
 export { type RunFilter, RunStore } from './adapters/redis/run-store.js';
 export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './adapters/redis/schedule-store.js';
 export { StreamHub, streamIdAfter } from './adapters/redis/stream-hub.js';
@@ -215,10 +213,10 @@ export {
   McpToolError,
   McpUnavailableError,
   ModelRejectedError,
-  RedisUnavailableError,
   ModelReplyInvalidError,
   ModelUnavailableError,
   NotFoundError,
+  RedisUnavailableError,
   StaleStepError,
   type StepFailure,
   ToolOutcomeUnknownError,

@@ -37,7 +37,12 @@ describe('a Redis outage in the log', () => {
       t.connection.emit('error', refused);
     }
     expect(t.lines).toEqual([
-      expect.objectContaining({ level: 40, redis: 'queues', err: refused.message, msg: 'Redis connection "queues" lost: reconnecting with backoff' }),
+      expect.objectContaining({
+        level: 40,
+        redis: 'queues',
+        err: refused.message,
+        msg: 'Redis connection "queues" lost: reconnecting with backoff',
+      }),
     ]);
     for (let ms = 9_000; ms < 40_000; ms += 50) {
       t.at(ms);
@@ -51,7 +56,13 @@ describe('a Redis outage in the log', () => {
     t.at(41_000);
     t.connection.status = 'ready';
     t.connection.emit('ready');
-    expect(t.lines.at(-1)).toMatchObject({ level: 30, redis: 'queues', downMs: 41_000, errors: 800, msg: 'Redis connection "queues" is back' });
+    expect(t.lines.at(-1)).toMatchObject({
+      level: 30,
+      redis: 'queues',
+      downMs: 41_000,
+      errors: 800,
+      msg: 'Redis connection "queues" is back',
+    });
     expect(t.outages.isDown('queues')).toBe(false);
   });
 

@@ -118,10 +118,13 @@ export class ModelReplyInvalidError extends ReinError {
 /** Redis did not answer when a process started: named with the variable that points at it. */
 export class RedisUnavailableError extends ReinError {
   override readonly name = 'RedisUnavailableError';
-  constructor(at: { where: string; variable: string }, cause: unknown) {
+  constructor(at: { where: string; cluster: boolean }, cause: unknown) {
+    const why = (cause as Error)?.message ?? String(cause);
     super(
       'redis_unavailable',
-      `Redis at ${at.where} (${at.variable}) is not reachable: ${(cause as Error)?.message ?? cause}. Start Redis 7 there, or set ${at.variable} to one that runs`,
+      at.cluster
+        ? `the Redis Cluster at ${at.where} (REDIS_CLUSTER_NODES) is not reachable: ${why}. Start it, or set REDIS_CLUSTER_NODES to its nodes`
+        : `Redis at ${at.where} (REDIS_URL) is not reachable: ${why}. Start Redis 7 there, or set REDIS_URL to one that runs`,
       { retryable: true, status: 503, cause },
     );
   }

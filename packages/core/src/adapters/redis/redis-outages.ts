@@ -1,7 +1,16 @@
 import type { Logger } from 'pino';
 
 /** Error codes and messages that say a Redis connection is away, not that a command went wrong. */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+]);
 const CONNECTION_MESSAGE =
   /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|Socket closed unexpectedly|Stream isn't writeable|enableOfflineQueue|max retries per request|All nodes failed|Failed to refresh slots cache/i;
 
@@ -96,9 +105,6 @@ export class RedisOutages {
     const outage = this.outages.get(name);
     if (!outage) return;
     this.outages.delete(name);
-    this.logger.info(
-      { redis: name, downMs: this.now() - outage.since, errors: outage.errors },
-      `Redis connection "${name}" is back`,
-    );
+    this.logger.info({ redis: name, downMs: this.now() - outage.since, errors: outage.errors }, `Redis connection "${name}" is back`);
   }
 }

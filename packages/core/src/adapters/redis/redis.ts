@@ -111,26 +111,20 @@ export function sendCommands(redis: RedisClient, commands: RedisCommand[]): Prom
   return Promise.all(commands.map(([name, ...args]) => redis.call(name, ...args)));
 }
 
-/** Where Redis is, as the operator configured it (credentials left out), and the variable that says so. */
-export function redisLocation(settings: RedisSettings): { where: string; variable: string } {
-  if (settings.clusterNodes)
-    return { where: settings.clusterNodes.map((n) => `${n.host}:${n.port}`).join(','), variable: 'REDIS_CLUSTER_NODES' };
+/** Where Redis is, as the operator configured it (credentials left out), and whether it is a cluster's seeds. */
+export function redisLocation(settings: RedisSettings): { where: string; cluster: boolean } {
+  if (settings.clusterNodes) return { where: settings.clusterNodes.map((n) => `${n.host}:${n.port}`).join(','), cluster: true };
   const url = new URL(settings.url);
   url.username = '';
   url.password = '';
-  return { where: url.href.replace(/\/$/, ''), variable: 'REDIS_URL' };
+  return { where: url.href.replace(/\/$/, ''), cluster: false };
 }
 
 /**
  * The process's first connection: it fails with RedisUnavailableError naming Redis and the
  * variable that points at it (ioredis alone says only `Connection is closed.`).
  */
-export async function connectRedis(
-  settings: RedisSettings,
-  role: RedisRole,
-  outages: RedisOutages,
-  name = 'redis',
-): Promise<RedisClient> {
+export async function connectRedis(settings: RedisSettings, role: RedisRole, outages: RedisOutages, name = 'redis'): Promise<RedisClient> {
   const redis = createRedisClient(settings, redisOptions(role));
   let reason: Error | undefined;
   // Before the outage log's: the first connect's failure is said once, by the error thrown below.

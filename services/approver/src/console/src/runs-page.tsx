@@ -191,8 +191,7 @@ export function RunsPage() {
       </div>
       {finishedOnly ? (
         <p class="muted" data-testid="finished-only">
-          Finished runs only: a search reads the archive. Runs still running or waiting for an approval are listed without a
-          search text.
+          Finished runs only: a search reads the archive. Runs still running or waiting for an approval are listed without a search text.
         </p>
       ) : null}
       {loaded && shown.length === 0 && !error ? <p class="muted">No runs match.</p> : null}

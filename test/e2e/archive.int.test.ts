@@ -197,8 +197,15 @@ describe.skipIf(!db)('the run archive, end to end (Redis + PostgreSQL)', () => {
   it('searches Chinese and English through the API, combined with filters, paged; never across tenants', async () => {
     const id = await finishedRun('张三 的订单 2024001 到哪了');
     const search = async (q: string, who = USER, extra = '') =>
-      (await get(api, `/v1/runs?q=${encodeURIComponent(q)}${extra}`, who)).json() as { runs: Array<{ id: string }>; nextCursor?: string };
+      (await get(api, `/v1/runs?q=${encodeURIComponent(q)}${extra}`, who)).json() as {
+        runs: Array<{ id: string }>;
+        nextCursor?: string;
+        finishedOnly?: true;
+      };
     for (const q of ['张三', '2024001', 'SHIPPED', 'of 张三 has']) expect((await search(q)).runs.map((r) => r.id)).toContain(id);
+    // A search reads the archive and says so: runs still active are not in it.
+    expect((await search('张三')).finishedOnly).toBe(true);
+    expect((await get(api, '/v1/runs?limit=5')).json().finishedOnly).toBeUndefined();
     expect((await search('张三', USER, '&status=failed')).runs).toEqual([]);
     expect((await search('张三', OTHER_TENANT)).runs).toEqual([]);
     // Another user of the tenant searches only their own runs.

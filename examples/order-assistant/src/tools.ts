@@ -20,7 +20,7 @@ const withOverdue = (order: Order, now: number) => ({
   daysOverdue: order.status === 'not_shipped' ? Math.max(0, Math.floor((now - Date.parse(order.promisedDate)) / DAY)) : 0,
 });
 
-/** The order assistant's six tools, built over their back ends (README, the order-assistant example). */
+/** The order assistant's six tools, built over their back ends (docs/order-assistant.md). */
 export function createOrderTools(deps: { store: DemoStore; policies: PolicySearch; now?: () => number }): Tool[] {
   const { store, policies } = deps;
   const now = deps.now ?? Date.now;

@@ -110,7 +110,7 @@ ${Object.values(COMMANDS)
   .join('\n')}
   rein --version                                                           the version
 Every command takes --help (its options and the environment it reads) and --version (rein replay's names an app version).
-The services read the rest of their configuration from the environment (README: Configuration).
+The services read the rest of their configuration from the environment (docs/configuration.md).
 
 environment:
 ${env(SERVICE_ENV.slice(0, 3))}

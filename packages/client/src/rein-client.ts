@@ -64,6 +64,12 @@ export interface CreateRunOptions {
 }
 
 export interface WaitOptions {
+  /**
+   * What to wait for: `'finished'`, the end of the run; `'settled'` (the default), the end or
+   * the run parked on an approval nobody has decided yet. A park whose approvals are all
+   * decided (the run about to resume) is neither: `wait` right after a decision waits on.
+   */
+  until?: 'settled' | 'finished';
   /** Give up with `ReinWaitTimeoutError` after this long (default 60 s). */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -71,8 +77,9 @@ export interface WaitOptions {
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
-/** Finished, or parked until a human decides. */
-const settled = (run: RunView) => TERMINAL.has(run.status) || run.status === 'pending_approval';
+/** Whether `run` is what a wait `until` asks for. */
+const reached = (run: RunView, until: NonNullable<WaitOptions['until']>) =>
+  TERMINAL.has(run.status) || (until === 'settled' && run.status === 'pending_approval' && run.pendingApprovals.length > 0);
 
 type Query = Record<string, string | number | undefined>;
 
@@ -124,10 +131,12 @@ export class ReinClient {
     /** One page; pass `nextCursor` back as `cursor` for the next. */
     list: (params: ListRunsParams = {}): Promise<RunList> => this.call(this.apiUrl, 'GET', '/v1/runs', { query: params }),
     /**
-     * The run once it has finished or is parked waiting for an approval. Follows the
-     * run's event stream rather than polling; throws `ReinWaitTimeoutError` after `timeoutMs`.
+     * The run once it has finished, or (`until: 'settled'`, the default) is parked on an
+     * approval still to be decided. Follows the run's event stream rather than polling;
+     * throws `ReinWaitTimeoutError` after `timeoutMs`.
      */
     wait: async (id: string, opts: WaitOptions = {}): Promise<RunView> => {
+      const until = opts.until ?? 'settled';
       const timeoutMs = opts.timeoutMs ?? 60_000;
       const stop = new AbortController();
       const timer = setTimeout(() => stop.abort(), timeoutMs);
@@ -135,11 +144,11 @@ export class ReinClient {
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       try {
         let run = await this.runs.get(id);
-        if (settled(run)) return run;
+        if (reached(run, until)) return run;
         for await (const { event } of this.runs.stream(id, { signal: stop.signal })) {
           if (event.type !== 'approval.requested' && event.type !== 'run.finished') continue;
           run = await this.runs.get(id);
-          if (settled(run)) return run;
+          if (reached(run, until)) return run;
         }
         if (stop.signal.aborted) throw opts.signal?.aborted ? opts.signal.reason : new ReinWaitTimeoutError(id, timeoutMs);
         return await this.runs.get(id);

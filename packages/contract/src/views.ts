@@ -121,7 +121,12 @@ export const runViewSchema = z.object({
 export type RunView = z.infer<typeof runViewSchema>;
 
 /** A page of `GET /v1/runs`; pass `nextCursor` back as `cursor` for the next one. */
-export const runListSchema = z.object({ runs: z.array(runViewSchema), nextCursor: z.string().optional() });
+export const runListSchema = z.object({
+  runs: z.array(runViewSchema),
+  nextCursor: z.string().optional(),
+  /** Set on a search (`q`, `from`, `to`): it reads the archive, which holds finished runs only; active runs are listed without one. */
+  finishedOnly: z.literal(true).optional(),
+});
 export type RunList = z.infer<typeof runListSchema>;
 
 /** `GET /v1/sessions/:id`: the session's runs, oldest first. */

@@ -230,6 +230,7 @@ export {
   ModelReplyInvalidError,
   ModelUnavailableError,
   NotFoundError,
+  RedisUnavailableError,
   StaleStepError,
   type StepFailure,
   ToolOutcomeUnknownError,

@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Enqueue, slotJobSchema } from '../src/adapters/queue/job-catalog.js';
 import { connectRedis, type RedisClient } from '../src/adapters/redis/redis.js';
+import { RedisOutages } from '../src/adapters/redis/redis-outages.js';
 import { TenantQuotas } from '../src/adapters/redis/tenant-quotas.js';
 import { createFairShare } from '../src/features/runs/fair-share.js';
 import type { Quotas } from '../src/shared/config.js';
@@ -168,7 +169,7 @@ describe('fair share across tenants on a Redis Cluster', () => {
     const redis = await connectRedis(
       { url: 'redis://127.0.0.1:1', clusterNodes: cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), tls: 'off' },
       'producer',
-      pino({ level: 'silent' }),
+      new RedisOutages(pino({ level: 'silent' })),
     );
     clients.push(redis);
     // Each case starts from an empty cluster.

@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StepScheduler } from '../src/adapters/queue/job-catalog.js';
 import { checkRedisSettings, connectRedis, createRedisClient, type RedisClient, type RedisSettings } from '../src/adapters/redis/redis.js';
+import { RedisOutages } from '../src/adapters/redis/redis-outages.js';
 import { StreamHub } from '../src/adapters/redis/stream-hub.js';
 import { runKeys } from '../src/shared/keys.js';
 import { startTestCluster, type TestCluster } from '../src/testing/index.js';
@@ -19,7 +20,7 @@ beforeAll(async () => {
     clusterNodes: cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
     tls: 'off',
   };
-  redis = await connectRedis(settings, 'producer', silent);
+  redis = await connectRedis(settings, 'producer', new RedisOutages(silent));
 });
 afterAll(async () => {
   redis?.disconnect();
@@ -45,7 +46,7 @@ describe('on a Redis Cluster', () => {
       admin.disconnect();
     }
     const seedOnly = { ...settings, clusterNodes: settings.clusterNodes?.slice(0, 1) };
-    const asRein = await connectRedis({ ...seedOnly, username: 'rein', password: 's3cret' }, 'producer', silent);
+    const asRein = await connectRedis({ ...seedOnly, username: 'rein', password: 's3cret' }, 'producer', new RedisOutages(silent));
     try {
       const [a, b, c] = await idsOnDistinctNodes(3);
       for (const id of [a, b, c]) await asRein.set(runKeys(id as string).run, 'x');
@@ -54,7 +55,7 @@ describe('on a Redis Cluster', () => {
     } finally {
       asRein.disconnect();
     }
-    const wrong = connectRedis({ ...seedOnly, username: 'rein', password: 'wrong' }, 'producer', silent);
+    const wrong = connectRedis({ ...seedOnly, username: 'rein', password: 'wrong' }, 'producer', new RedisOutages(silent));
     await expect(wrong).rejects.toThrow();
   });
 
@@ -99,7 +100,7 @@ describe('on a Redis Cluster', () => {
   });
 
   it("puts each run's jobs on its own shard queue, the shards on different slots", async () => {
-    const bull = await connectRedis(settings, 'worker', silent);
+    const bull = await connectRedis(settings, 'worker', new RedisOutages(silent));
     const scheduler = new StepScheduler(bull, 3, 3);
     try {
       const ids = Array.from({ length: 30 }, (_, i) => `shard-run-${i}`);

@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisClient, sendCommands } from '../src/adapters/redis/redis.js';
+import { RedisOutages } from '../src/adapters/redis/redis-outages.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 import { readsProcessed } from './harness.js';
 
@@ -12,7 +13,7 @@ let redis: RedisClient;
 beforeAll(async () => {
   server = await startTestRedis();
   admin = new Redis(server.url);
-  redis = await connectRedis({ url: server.url, tls: 'off' }, 'worker', pino({ level: 'silent' }));
+  redis = await connectRedis({ url: server.url, tls: 'off' }, 'worker', new RedisOutages(pino({ level: 'silent' })));
 });
 afterAll(async () => {
   redis?.disconnect();

@@ -266,7 +266,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
   };
 
   // One connection for every shard's worker; BullMQ adds a blocking one per worker.
-  const connection = bullConnection(options.redis, 'worker', logger);
+  const connection = bullConnection(options.redis, 'worker', rt.redisOutages, 'step workers');
   // A worker takes its own version's step queues only: a job of a run on another version never reaches it (routing by version).
   const startShard = (shard: number) => {
     const worker = new Worker(STEP_QUEUE, processJob, {
@@ -278,7 +278,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
       // A step killed with its worker is picked up again; a step that kills every worker is not.
       maxStalledCount: 3,
     });
-    worker.on('error', (err) => logger.warn({ err: err.message }, 'worker error'));
+    worker.on('error', (err) => rt.redisOutages.error('step workers', err, 'worker error', { shard }));
     worker.on('failed', (job, err) => {
       if (!job || err.name === 'DelayedError') return;
       const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/.test(err.message);
@@ -299,7 +299,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
       concurrency: 2,
       lockDuration: queue.jobLockMs,
     });
-    worker.on('error', (err) => logger.warn({ err: err.message, shard }, 'housekeeping worker error'));
+    worker.on('error', (err) => rt.redisOutages.error('step workers', err, 'housekeeping worker error', { shard }));
     return worker;
   });
   // Schedule firings have a worker of their own too: a firing only submits a run, and full step slots must not delay it.
@@ -309,7 +309,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     concurrency: 4,
     lockDuration: queue.jobLockMs,
   });
-  scheduleWorker.on('error', (err) => logger.warn({ err: err.message }, 'schedule worker error'));
+  scheduleWorker.on('error', (err) => rt.redisOutages.error('step workers', err, 'schedule worker error'));
   // Exported at 0 from the start, so that the first replacement shows as an increase.
   for (const shard of shards) rt.metrics.fetchLoopRestarts.inc({ shard: String(shard) }, 0);
   rt.scheduler

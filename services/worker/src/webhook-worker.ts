@@ -31,12 +31,12 @@ export function createWebhookWorker(rt: WorkerRuntime): Worker {
       return deliver(deliveryJobSchema.parse(job.data), attempt, attempt >= (job.opts.attempts ?? 1));
     },
     {
-      connection: bullConnection(options.redis, 'worker', logger),
+      connection: bullConnection(options.redis, 'worker', rt.redisOutages, 'webhook worker'),
       prefix: WEBHOOK_QUEUE_PREFIX,
       concurrency: options.queue.workerConcurrency,
       settings: { backoffStrategy: (attemptsMade: number) => webhookRetryDelayMs(attemptsMade, webhooks.retryBaseMs) },
     },
   );
-  worker.on('error', (err) => logger.warn({ err: err.message }, 'webhook worker error'));
+  worker.on('error', (err) => rt.redisOutages.error('webhook worker', err, 'webhook worker error'));
   return worker;
 }

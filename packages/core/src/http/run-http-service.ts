@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { ArchiveSchemaError } from '../adapters/postgres/migrations.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../process/runtime.js';
 import type { Config } from '../shared/config.js';
-import { ArchiveUnavailableError, ConfigError, McpServerStartError } from '../shared/errors.js';
+import { ArchiveUnavailableError, ConfigError, McpServerStartError, RedisUnavailableError } from '../shared/errors.js';
 import { compileOptions, loadOptionsOrExit, optionsFromConfig, type PartialReinOptions, type ReinOptions } from '../shared/options.js';
 
 /** How `startApi` / `startWorker` / `startApprover` run: config (default: the environment) and signal handling. */
@@ -46,8 +46,10 @@ export function closeOnSignals(service: RunningService, name: string): void {
  */
 export function exitOnStartError(err: unknown): never {
   const archive = err instanceof ArchiveSchemaError || err instanceof ArchiveUnavailableError;
-  if (!(err instanceof McpServerStartError || err instanceof ConfigError || archive)) throw err;
-  process.stderr.write(`rein: ${err.message}\n`);
+  if (!(err instanceof McpServerStartError || err instanceof ConfigError || err instanceof RedisUnavailableError || archive)) throw err;
+  // The archive's answer over HTTP leaves its cause out; the operator starting the service needs it.
+  const cause = err instanceof ArchiveUnavailableError && err.cause instanceof Error ? ` (${err.cause.message})` : '';
+  process.stderr.write(`rein: ${err.message}${cause}\n`);
   process.exit(1);
 }
 

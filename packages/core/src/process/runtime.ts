@@ -1,6 +1,6 @@
 import type { AgentCatalog, App, Tool } from '@rein/define/internal';
 import { McpManager } from '../adapters/mcp/mcp-manager.js';
-import { type ArchivePool, createArchivePool } from '../adapters/postgres/archive-pool.js';
+import { type ArchivePool, createArchivePool, guardedQueries } from '../adapters/postgres/archive-pool.js';
 import { AuditArchive } from '../adapters/postgres/audit-archive.js';
 import { checkArchiveSchema } from '../adapters/postgres/migrations.js';
 import { RunArchive } from '../adapters/postgres/run-archive.js';
@@ -12,6 +12,7 @@ import { DecisionJournal } from '../adapters/redis/decision-journal.js';
 import { EffectLedger } from '../adapters/redis/effect-ledger.js';
 import { HotRuns } from '../adapters/redis/hot-runs.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from '../adapters/redis/redis.js';
+import { RedisOutages } from '../adapters/redis/redis-outages.js';
 import { ReplayCohortStore } from '../adapters/redis/replay-cohort-store.js';
 import { RunStore } from '../adapters/redis/run-store.js';
 import { ScheduleStore } from '../adapters/redis/schedule-store.js';
@@ -65,6 +66,8 @@ export interface Runtime {
   logger: Logger;
   metrics: Metrics;
   redis: RedisClient;
+  /** Says a Redis outage in a few log lines: every connection and queue of the process reports through it. */
+  redisOutages: RedisOutages;
   store: RunStore;
   /** The one writer of run records (engine/apply-transition.ts). */
   applier: TransitionApplier;
@@ -174,12 +177,14 @@ async function buildRuntime<X extends Extras>(
   checkPrices(options.model, app.agents, logger);
   const tracing = setupTracing(options.tracing, service, masker, logger);
   const metrics = createMetrics(service);
-  const redis = await connectRedis(options.redis, role, logger);
+  const redisOutages = new RedisOutages(logger);
+  const redis = await connectRedis(options.redis, role, redisOutages);
   await checkRedisSettings(redis, logger);
   registerRedisUp(metrics, redis);
-  const bull = bullConnection(options.redis, role, logger);
+  const bull = bullConnection(options.redis, role, redisOutages, 'queues');
+  const queueError = (err: Error) => redisOutages.error('queues', err, 'queue error');
   const scheduleQueue = new ScheduleQueue(bull);
-  scheduleQueue.queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
+  scheduleQueue.queue.on('error', queueError);
   let registry: Registry;
   let mcp: McpManager;
   let versions: VersionDirectory;
@@ -188,13 +193,17 @@ async function buildRuntime<X extends Extras>(
     registry = createRegistry(app, { redis }, { faultInjection: options.resilience.faultInjection === 'on' });
     // Before MCP servers join: a server's tools are stood for by its declaration.
     const version = resolveAppVersion(app, [...registry.tools.values()], options.appVersion);
-    versions = new VersionDirectory(redis, version, role === 'worker' ? 'worker' : service === 'approver' ? 'approver' : 'api', logger);
+    versions = new VersionDirectory(redis, version, role === 'worker' ? 'worker' : service === 'approver' ? 'approver' : 'api', (err) =>
+      redisOutages.error('redis', err, 'could not refresh the fleet version state'),
+    );
     const directory = versions;
-    scheduler = new StepScheduler(bull, options.queue.stepAttempts, options.queue.shards, {
-      own: version,
-      route: (job) => routeVersion(job, directory.known(), version),
-    });
-    for (const queue of scheduler.queues) queue.on('error', (err) => logger.warn({ err: err.message }, 'queue connection error'));
+    scheduler = new StepScheduler(
+      bull,
+      options.queue.stepAttempts,
+      options.queue.shards,
+      { own: version, route: (job) => routeVersion(job, directory.known(), version) },
+      queueError,
+    );
     mcp = new McpManager(app.mcpServers, registry.tools, { logger, metrics });
     if (connectMcp) await mcp.start();
     await versions.start();
@@ -211,7 +220,7 @@ async function buildRuntime<X extends Extras>(
   const added = extras(redis, logger, metrics);
   const webhookStore = new WebhookStore(redis);
   const dispatcher = new WebhookDispatcher(bull, webhookStore, metrics, logger, { consoleUrl: options.webhooks.consoleUrl });
-  dispatcher.queue.on('error', (err) => logger.warn({ err: err.message }, 'webhook queue connection error'));
+  dispatcher.queue.on('error', queueError);
   // Start with the queues' connections ready: one still handshaking when Redis drops rejects where nobody listens.
   await Promise.all([...scheduler.queues, scheduleQueue.queue, dispatcher.queue].map((q) => q.waitUntilReady()));
   const store = new RunStore(redis, options.retention.traceTtlDays * 86_400, metrics);
@@ -240,7 +249,7 @@ async function buildRuntime<X extends Extras>(
     redis,
     logger,
     Date.now,
-    archive ? { cold: new AuditArchive(archive.pool), retentionMs: options.archive.hotRetentionMs } : undefined,
+    archive ? { cold: new AuditArchive(guardedQueries(archive.pool)), retentionMs: options.archive.hotRetentionMs } : undefined,
   );
   // The applier is built first; the features that commit through it plug into its run-end hooks below.
   const runEnd = createRunEndHooks();
@@ -365,6 +374,7 @@ async function buildRuntime<X extends Extras>(
     logger,
     metrics,
     redis,
+    redisOutages,
     store,
     applier,
     feed,

@@ -96,7 +96,7 @@ export type Quotas = z.infer<typeof quotasSchema>;
 
 /**
  * Every setting of every Rein process. Parsed once per process; nothing else reads
- * `process.env`. Names are part of the public contract (README, configuration).
+ * `process.env`. Names are part of the public contract (docs/configuration.md).
  */
 export const configSchema = z.object({
   /** Single-node Redis; `rediss://` for TLS, `redis://user:password@host` for an ACL user. */

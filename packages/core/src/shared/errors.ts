@@ -123,11 +123,27 @@ export class ModelReplyInvalidError extends ReinError {
 }
 
 /** A compare-and-set commit lost: someone else already moved the run on. */
+/** Redis did not answer when a process started: named with the variable that points at it. */
+export class RedisUnavailableError extends ReinError {
+  override readonly name = 'RedisUnavailableError';
+  constructor(at: { where: string; cluster: boolean }, cause: unknown) {
+    const why = (cause as Error)?.message ?? String(cause);
+    super(
+      'redis_unavailable',
+      at.cluster
+        ? `the Redis Cluster at ${at.where} (REDIS_CLUSTER_NODES) is not reachable: ${why}. Start it, or set REDIS_CLUSTER_NODES to its nodes`
+        : `Redis at ${at.where} (REDIS_URL) is not reachable: ${why}. Start Redis 7 there, or set REDIS_URL to one that runs`,
+      { retryable: true, status: 503, cause },
+    );
+  }
+}
+
 /** The run archive (PostgreSQL) did not answer: a read of an archived run, a search or usage may be tried again. */
 export class ArchiveUnavailableError extends ReinError {
   override readonly name = 'ArchiveUnavailableError';
   constructor(cause: unknown) {
-    super('archive_unavailable', `the run archive is unavailable: ${(cause as Error)?.message ?? cause}`, {
+    // The cause (an address, a driver message) stays in the log and in exitOnStartError's line, not in an HTTP answer.
+    super('archive_unavailable', 'the run archive (PostgreSQL, REIN_ARCHIVE_URL) is not reachable: try again shortly', {
       retryable: true,
       status: 503,
       cause,

@@ -212,16 +212,17 @@ export class StepScheduler {
     private readonly attempts: number,
     private readonly shards = 1,
     private readonly router?: JobRouter,
+    /** Every queue's `error` (each one opened later too): without a listener BullMQ prints them outside the log. */
+    private readonly onError: (err: Error) => void = () => {},
   ) {
     this.queues = this.open(router?.own);
-    this.housekeepingQueues = Array.from(
-      { length: shards },
-      (_, shard) => new Queue(HOUSEKEEPING_QUEUE, { connection, prefix: queuePrefix(shard) }),
+    this.housekeepingQueues = Array.from({ length: shards }, (_, shard) =>
+      new Queue(HOUSEKEEPING_QUEUE, { connection, prefix: queuePrefix(shard) }).on('error', this.onError),
     );
   }
 
   private open(version: string | undefined): Queue[] {
-    return Array.from({ length: this.shards }, (_, shard) => stepQueue(this.connection, shard, version));
+    return Array.from({ length: this.shards }, (_, shard) => stepQueue(this.connection, shard, version).on('error', this.onError));
   }
 
   private queuesOf(version: string | undefined): Queue[] {

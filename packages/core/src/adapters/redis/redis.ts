@@ -1,6 +1,8 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
+import { RedisUnavailableError } from '../../shared/errors.js';
 import type { ReinOptions } from '../../shared/options.js';
+import type { RedisOutages } from './redis-outages.js';
 
 /**
  * Producers (API, approver) fail fast while Redis is away so callers get a 503 at
@@ -109,23 +111,42 @@ export function sendCommands(redis: RedisClient, commands: RedisCommand[]): Prom
   return Promise.all(commands.map(([name, ...args]) => redis.call(name, ...args)));
 }
 
-export async function connectRedis(settings: RedisSettings, role: RedisRole, logger: Logger): Promise<RedisClient> {
+/** Where Redis is, as the operator configured it (credentials left out), and whether it is a cluster's seeds. */
+export function redisLocation(settings: RedisSettings): { where: string; cluster: boolean } {
+  if (settings.clusterNodes) return { where: settings.clusterNodes.map((n) => `${n.host}:${n.port}`).join(','), cluster: true };
+  const url = new URL(settings.url);
+  url.username = '';
+  url.password = '';
+  return { where: url.href.replace(/\/$/, ''), cluster: false };
+}
+
+/**
+ * The process's first connection: it fails with RedisUnavailableError naming Redis and the
+ * variable that points at it (ioredis alone says only `Connection is closed.`).
+ */
+export async function connectRedis(settings: RedisSettings, role: RedisRole, outages: RedisOutages, name = 'redis'): Promise<RedisClient> {
   const redis = createRedisClient(settings, redisOptions(role));
-  // Without a listener, ioredis reports every reconnect attempt as an unhandled error.
-  redis.on('error', (err: Error) => logger.warn({ err: err.message, role }, 'redis connection error'));
+  let reason: Error | undefined;
+  // Before the outage log's: the first connect's failure is said once, by the error thrown below.
+  const first = (err: Error) => {
+    reason = err;
+  };
+  redis.on('error', first);
   try {
     await redis.connect();
   } catch (err) {
     redis.disconnect(); // a refused login or no seed answering: stop the reconnect loop, the caller decides
-    throw err;
+    throw new RedisUnavailableError(redisLocation(settings), reason ?? err);
   }
+  redis.off('error', first);
+  outages.watch(name, redis);
   return redis;
 }
 
 /** A connection for BullMQ (which duplicates it for blocking commands); connects at once. */
-export function bullConnection(settings: RedisSettings, role: RedisRole, logger: Logger): RedisClient {
+export function bullConnection(settings: RedisSettings, role: RedisRole, outages: RedisOutages, name: string): RedisClient {
   const redis = createRedisClient(settings, { ...redisOptions(role), lazyConnect: false });
-  redis.on('error', (err: Error) => logger.warn({ err: err.message, role }, 'queue redis connection error'));
+  outages.watch(name, redis);
   return redis;
 }
 

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { RunStatus } from '@rein/contract';
 import type { FleetVersions } from '../../policy/app/fleet-versions.js';
 import { VERSION_KEYS, versionRunsKey } from '../../shared/keys.js';
-import type { Logger } from '../../shared/logger.js';
 import { type RedisClient, sendCommands } from './redis.js';
 
 /** A process's heartbeat is refreshed this often and lapses after HEARTBEAT_TTL_MS without one. */
@@ -57,7 +56,8 @@ export class VersionDirectory {
     private readonly redis: RedisClient,
     readonly own: string,
     private readonly role: VersionRole,
-    private readonly logger?: Logger,
+    /** A failed background refresh (Redis away: the runtime counts it into the outage). */
+    private readonly onError: (err: Error) => void = () => {},
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -66,9 +66,7 @@ export class VersionDirectory {
     await Promise.all([this.heartbeat(), this.fresh()]);
     this.timer = setInterval(() => {
       const beat = this.now() - this.beatAt >= HEARTBEAT_EVERY_MS - FLEET_STATE_TTL_MS / 2;
-      Promise.all([beat ? this.heartbeat() : undefined, this.fresh()]).catch((err: Error) =>
-        this.logger?.warn({ err: err.message }, 'could not refresh the fleet version state'),
-      );
+      Promise.all([beat ? this.heartbeat() : undefined, this.fresh()]).catch(this.onError);
     }, FLEET_STATE_TTL_MS);
     this.timer.unref();
   }

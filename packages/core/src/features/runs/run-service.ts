@@ -449,7 +449,11 @@ export function createRunService(deps: RunServiceDeps) {
           ...(q.cursor ? { cursor: q.cursor } : {}),
           limit: q.limit,
         });
-        return { runs: found.runs.map((r) => runView(r, [])), ...(found.nextCursor ? { nextCursor: found.nextCursor } : {}) };
+        return {
+          runs: found.runs.map((r) => runView(r, [])),
+          ...(found.nextCursor ? { nextCursor: found.nextCursor } : {}),
+          finishedOnly: true as const,
+        };
       }
       const { runs, next } = await deps.store.list(
         principal.tenantId,

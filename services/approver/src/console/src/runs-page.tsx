@@ -25,6 +25,7 @@ export function RunsPage() {
   const [filters, setFilters] = useState<Filters>(EMPTY);
   const [runs, setRuns] = useState<RunView[]>([]);
   const [cursor, setCursor] = useState<string | undefined>();
+  const [finishedOnly, setFinishedOnly] = useState(false);
   const [error, setError] = useState<Error | undefined>();
   const [loaded, setLoaded] = useState(false);
 
@@ -52,10 +53,11 @@ export function RunsPage() {
       const page = await list();
       setRuns(page.runs);
       setCursor(page.nextCursor);
+      setFinishedOnly(page.finishedOnly === true);
       setError(undefined);
     } catch (err) {
       setError(
-        err instanceof ApiError && err.code === 'archive_unavailable'
+        err instanceof ApiError && err.code === 'archive_unavailable' && err.status === 409
           ? new Error('Text search needs the run archive (REIN_ARCHIVE_URL); without it, filter by status, agent, user and time.')
           : (err as Error),
       );
@@ -187,6 +189,11 @@ export function RunsPage() {
           </tbody>
         </table>
       </div>
+      {finishedOnly ? (
+        <p class="muted" data-testid="finished-only">
+          Finished runs only: a search reads the archive. Runs still running or waiting for an approval are listed without a search text.
+        </p>
+      ) : null}
       {loaded && shown.length === 0 && !error ? <p class="muted">No runs match.</p> : null}
       {cursor ? (
         <button type="button" class="secondary" onClick={more}>

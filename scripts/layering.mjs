@@ -5,7 +5,7 @@
 // The layers below are the table of docs/design.md; change them there and here together.
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join, posix } from 'node:path';
+import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 
 const SRC = 'packages/core/src';

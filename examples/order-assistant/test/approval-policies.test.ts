@@ -25,6 +25,7 @@ describe('approval policies of the demo tools', () => {
       risk: 'high',
       requiredRole: 'user',
       summary: 'Create a high-priority "超时发货" ticket on order 2024001: 补偿 44.95 元',
+      context: { order: '2024001', ticketType: '超时发货', priority: 'high' },
     });
     expect(judge('update_order_note', { orderNo: 'A12345', note: 'VIP' })).toMatchObject({ risk: 'high', requiredRole: 'user' });
     expect(judge('send_email', { to: 'a@example.com', subject: 's', body: 'b' })).toMatchObject({ risk: 'high', requiredRole: 'approver' });

@@ -17,6 +17,7 @@ import {
   type StepMessages,
 } from '../../policy/langgraph/lg-shapes.js';
 import { eventParts, type LgStreamPart, type StreamMode } from '../../policy/langgraph/lg-stream.js';
+import { awaitsDecision } from '../../policy/run/run-settled.js';
 import { ConflictError, InvalidRequestError, NotFoundError, ReinError } from '../../shared/errors.js';
 import type { PiiMasker } from '../../shared/guards/pii-masker.js';
 import type { ApprovalService, Decision } from '../approvals/approval-service.js';
@@ -141,7 +142,7 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
   }
 
   const interruptsOf = (run: RunView | undefined) =>
-    run?.status === 'pending_approval' ? run.pendingApprovals.filter((a) => a.status === 'pending').map(lgInterrupt) : [];
+    run && awaitsDecision(run) ? run.pendingApprovals.filter((a) => a.status === 'pending').map(lgInterrupt) : [];
 
   const taskId = (run: RunView) => checkpointId(run.id, run.pendingApprovals[0]?.step ?? run.step);
 
@@ -269,7 +270,7 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
       );
     if (command.resume === undefined) throw new InvalidRequestError('command needs resume', 'invalid_resume');
     const runs = await sessionRuns(principal, threadId);
-    const parked = [...runs].reverse().find((r) => r.status === 'pending_approval');
+    const parked = [...runs].reverse().find(awaitsDecision);
     if (!parked) throw new ConflictError('nothing_to_resume', `thread ${threadId} has no run waiting for a decision`);
     const pending = parked.pendingApprovals.filter((a) => a.status === 'pending').map((a) => a.id);
     const decisions = decisionsOf(command.resume, pending);
@@ -329,8 +330,8 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
       for (const entry of batch.length > 0 ? batch : [null]) {
         yield entry;
         const parked = entry?.event.type === 'step.finished' && entry.event.runId === runId && entry.event.data.outcome === 'parked';
-        // A park read back from history may have been decided since: only a run parked now ends here.
-        if (parked && (await deps.runs.get(principal, runId)).status === 'pending_approval') return;
+        // A park read back from history may have been decided since: only a run waiting on a person now ends here.
+        if (parked && awaitsDecision(await deps.runs.get(principal, runId))) return;
       }
     }
   }

@@ -8,8 +8,9 @@ import {
   McpError,
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { type Principal, type RunView, submitRunBodySchema, TERMINAL_STATUSES } from '@rein/contract';
+import { type Principal, type RunView, submitRunBodySchema } from '@rein/contract';
 import type { AgentProfile } from '@rein/define/internal';
+import { isSettled } from '../../policy/run/run-settled.js';
 import { ConflictError, NotFoundError, ReinError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { RunService } from '../runs/run-service.js';
@@ -24,10 +25,6 @@ export interface McpDoorDeps {
 
 /** A tool call's arguments: the run's input, and the session it continues. */
 const callArgumentsSchema = submitRunBodySchema.pick({ input: true, sessionId: true }).strict();
-
-/** Whether a run has got where a tool call answers: finished, or parked on approvals someone must decide. */
-const settled = (run: RunView) =>
-  TERMINAL_STATUSES.includes(run.status) || (run.status === 'pending_approval' && run.pendingApprovals.some((a) => a.status === 'pending'));
 
 /**
  * Rein's agents as MCP tools: one tool per agent, named as the agent. A call runs the
@@ -144,7 +141,7 @@ export function createMcpDoor(deps: McpDoorDeps) {
         try {
           let step = -1;
           for await (const _ of watch(principal, run.id, stop.signal)) {
-            if (settled(run)) break;
+            if (isSettled(run)) break;
             run = await deps.runs.get(principal, run.id);
             if (progressToken !== undefined && run.step !== step) {
               step = run.step;
@@ -153,9 +150,9 @@ export function createMcpDoor(deps: McpDoorDeps) {
                 params: { progressToken, progress: run.step, message: `${run.status}, step ${run.step}` },
               });
             }
-            if (settled(run)) break;
+            if (isSettled(run)) break;
           }
-          if (!settled(run)) {
+          if (!isSettled(run)) {
             // The client cancelled or went away: the run it asked for ends too.
             await cancelQuietly(principal, run.id);
             run = await deps.runs.get(principal, run.id);

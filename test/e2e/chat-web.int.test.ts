@@ -151,6 +151,10 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the chat page browser su
     expect(await ticket.locator('.state').textContent()).toBe('done');
     expect(await ticket.locator('pre').last().textContent()).toContain('ticketId');
     expect(await tab.locator('.message.assistant .text').last().textContent()).toBe(run.finalAnswer);
+    // The step resumed after the decision does not say its thought a second time.
+    const thoughts = await tab.locator('.message.assistant .thought').allTextContents();
+    expect(thoughts).toHaveLength(3);
+    expect(new Set(thoughts).size).toBe(thoughts.length);
     expect(await tickets()).toHaveLength(before + 1);
     expect(await approvalOf(run.id, 'approved')).toMatchObject({ decidedBy: KEYS.approver.userId, toolName: 'create_ticket' });
     await shot(tab, 'chat-web-answer');

@@ -177,6 +177,31 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the chat page browser su
     await tab.close();
   });
 
+  it('a decision the caller may not make: the card says so and the approval stays pending for an approver', async () => {
+    const tab = await signIn(KEYS.user.key);
+    await tab.getByLabel('Message').fill('Make good on late order 2024001');
+    await tab.getByRole('button', { name: 'Send' }).click();
+    // create_ticket and submit_refund are the requester's to approve; send_email needs an approver.
+    const email = tab.getByRole('group', { name: 'Approve send_email?' });
+    for (let i = 0; i < 3; i++) {
+      const card = tab.locator('fieldset.approval').first();
+      await card.waitFor({ timeout: 45_000 });
+      const legend = (await card.locator('legend').textContent()) ?? '';
+      if (legend === 'Approve send_email?') break;
+      await card.getByRole('button', { name: 'Approve' }).click();
+      await tab.getByRole('group', { name: legend }).waitFor({ state: 'detached', timeout: 45_000 });
+    }
+    await email.getByRole('button', { name: 'Approve' }).click();
+    const note = email.getByRole('status');
+    await note.waitFor({ timeout: 45_000 });
+    expect(await note.textContent()).toMatch(/^Not applied: .+\. It stays pending for someone who may decide it\.$/);
+    // Still asked: the page does not send the refused answer again by itself.
+    expect(await email.getByRole('button', { name: 'Approve' }).isVisible()).toBe(true);
+    const { approvals } = await fleet.client(KEYS.approver.key).approvals.list({ status: 'pending', tool: 'send_email' });
+    expect(approvals.filter((a) => a.requestedBy === KEYS.user.userId)).toHaveLength(1);
+    await tab.close();
+  });
+
   it('served as `npm run chat-web` serves it: same origin, the chat door reached through the proxy', async () => {
     const proxied = await serve(await freePort(), {}, { REIN_API_URL: fleet.api });
     const tab = await signIn(KEYS.user.key, proxied);

@@ -172,6 +172,7 @@ export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } fro
 export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
 export { type McpRoutesDeps, registerMcpRoutes } from './http/mcp-routes.js';
 export { OPENAPI_PATH } from './http/openapi.js';
+export { takeOver } from './http/raw-reply.js';
 export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
 export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
 export { type RunRoutesDeps, registerRunRoutes } from './http/run-routes.js';

@@ -56,7 +56,8 @@ const parkedThenAnswered = () => [
     outcome: 'ok',
     observation: 'T-1',
   }),
-  entry('step.finished', 0, { outcome: 'continued' }),
+  // The resumed step commits the model's reply again, its thought included (nothing streams).
+  entry('step.finished', 0, { outcome: 'continued', thought: 'Open a ticket.' }),
   entry('step.started', 1, {}),
   entry('model.delta', 1, { text: 'Ticket T-1 is open.' }),
   entry('step.finished', 1, {
@@ -85,7 +86,7 @@ describe('step text', () => {
 });
 
 describe('the UI message stream translation', () => {
-  it('makes one message per run: reasoning, a tool part asked for approval, the park, then its output and the answer', () => {
+  it('makes one message per run: reasoning, a tool part asked for approval, the park, then its output and the answer (the thought said once)', () => {
     const ui = createUiMessageStream({ id: RUN, sessionId: 'c1' });
     const all = parkedThenAnswered().map((e) => ui.translate(e));
     const parkAt = all.findIndex((t) => t.last);

@@ -28,6 +28,24 @@ describe('options', () => {
     expect(() => optionsFromEnv({ REIN_QUEUE_SHARDS: 'zero' })).toThrow(/REIN_QUEUE_SHARDS/);
   });
 
+  it('REIN_CORS_ORIGINS: exact origins, off by default; a path, a wildcard or another scheme is refused by name', () => {
+    expect(optionsFromEnv({}).http.corsOrigins).toEqual([]);
+    expect(optionsFromEnv({ REIN_CORS_ORIGINS: 'http://localhost:5173, https://chat.example.com' }).http.corsOrigins).toEqual([
+      'http://localhost:5173',
+      'https://chat.example.com',
+    ]);
+    for (const bad of [
+      '*',
+      'https://chat.example.com/',
+      'https://chat.example.com/app',
+      'chat.example.com',
+      'file:///tmp',
+      'https://*.example.com',
+    ]) {
+      expect(() => optionsFromEnv({ REIN_CORS_ORIGINS: bad }), bad).toThrow(/REIN_CORS_ORIGINS.*is not an origin/s);
+    }
+  });
+
   it('compileOptions fills defaults around a partial, section by section', () => {
     const options = compileOptions({ queue: { shards: 3 }, logLevel: 'error' });
     expect(options.queue.shards).toBe(3);

@@ -149,7 +149,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       registerA2aRoutes(v1, { a2a, runs, streams, logger: rt.logger });
       registerMcpRoutes(v1, { door: mcp, runs, streams, logger: rt.logger });
     },
-    { doors },
+    { doors, cors: true },
   );
   registerA2aCard(app, a2a);
 

@@ -11,6 +11,7 @@ import {
   lgSchemas as lg,
   NotServedError,
   parseInput,
+  takeOver,
 } from '@rein/core/internal';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
@@ -110,8 +111,7 @@ export function registerLangGraphRoutes(scope: FastifyInstance, lgs: LangGraphSe
   ) {
     const served = new Set((modes?.length ? modes : ['values']) as LgStreamMode[]);
     const { signal, release } = watch(req, reply, run, onDisconnect);
-    reply.hijack();
-    const res = reply.raw;
+    const res = takeOver(reply);
     res.writeHead(200, {
       'content-type': 'text/event-stream',
       'cache-control': 'no-cache',

@@ -1,3 +1,4 @@
+import cors from '@fastify/cors';
 import type { Principal } from '@rein/contract';
 import { MAX_ID_LENGTH } from '@rein/contract';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
@@ -37,6 +38,11 @@ export interface HttpAppOptions {
   timeouts: HttpTimeouts;
   /** Set: `/metrics` answers only `Authorization: Bearer <metricsToken>`. */
   metricsToken?: string;
+  /**
+   * Browser origins answered with CORS headers (preflights included, before authentication,
+   * since a browser sends no credentials with one). Empty or unset: no CORS at all.
+   */
+  corsOrigins?: readonly string[];
   /** Names the OpenAPI document at `/openapi.json`. */
   title: string;
   /**
@@ -50,6 +56,24 @@ export interface HttpAppOptions {
    * the same keys, also read from `x-api-key` (the header their clients send).
    */
   doors?: Array<{ prefix: string; routes: (scope: FastifyInstance) => void | Promise<void> }>;
+}
+
+/** Response headers a browser page may read: where a created run is, a replayed request, the chat stream's version. */
+const EXPOSED_HEADERS = ['location', 'content-location', 'idempotent-replayed', 'x-vercel-ai-ui-message-stream'];
+
+/**
+ * CORS for the listed origins. Registered before the routes so its hook covers every
+ * scope; an origin not listed gets what it gets with CORS off (no headers, a 404 preflight).
+ * No credentials mode: a key or token travels in `Authorization`, never in a cookie.
+ */
+function allowOrigins(app: FastifyInstance, origins: readonly string[]): void {
+  const allowed = new Set(origins);
+  app.register(cors, {
+    origin: (origin, done) => done(null, origin !== undefined && allowed.has(origin)),
+    methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
+    exposedHeaders: EXPOSED_HEADERS,
+    maxAge: 600,
+  });
 }
 
 /** Validates a body, query or params object; a mismatch is a 400 naming the fields. */
@@ -119,6 +143,7 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
   });
   boundJsonDepth(app);
   registerOpenApi(app, opts.title, API_VERSION);
+  if (opts.corsOrigins?.length) allowOrigins(app, opts.corsOrigins);
 
   app.decorateRequest('principal', {
     getter(this: FastifyRequest) {

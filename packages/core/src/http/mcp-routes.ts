@@ -4,6 +4,7 @@ import type { McpDoor } from '../features/mcp-door/mcp-door.js';
 import type { RunService } from '../features/runs/run-service.js';
 import type { Logger } from '../shared/logger.js';
 import { watchRuns } from './a2a-routes.js';
+import { takeOver } from './raw-reply.js';
 import type { EventStreams } from './sse.js';
 
 export interface McpRoutesDeps {
@@ -26,8 +27,7 @@ export function registerMcpRoutes(scope: FastifyInstance, deps: McpRoutesDeps): 
     const gone = new AbortController();
     const server = deps.door.server(req.principal, watch, gone.signal);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    reply.hijack();
-    reply.raw.on('close', () => {
+    takeOver(reply).on('close', () => {
       gone.abort();
       release();
       void transport.close();

@@ -5,6 +5,7 @@ import { type SseEntry, type SseFrames, type SseSource, StreamHub } from '../ada
 import { TooManyStreamsError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { ReinOptions } from '../shared/options.js';
+import { takeOver } from './raw-reply.js';
 
 export type { SseEntry, SseFrames, SseSource };
 
@@ -173,8 +174,7 @@ export class EventStreams {
 
 /** Takes the reply over as a server-sent event stream; `onClose` runs when the client goes. */
 export function openSse(reply: FastifyReply, onClose: () => void, headers?: Record<string, string>): FastifyReply['raw'] {
-  reply.hijack();
-  const res = reply.raw;
+  const res = takeOver(reply);
   res.on('close', onClose);
   res.writeHead(200, {
     ...headers,

@@ -23,6 +23,21 @@ const apiKeys = z.string().transform((raw, ctx) => {
   }
 });
 
+/** Browser origins, each exactly `scheme://host[:port]` as a browser sends it in `Origin`. */
+const origins = csv.transform((list, ctx) =>
+  list.filter((entry) => {
+    let origin: string | undefined;
+    try {
+      const url = new URL(entry);
+      origin = /^https?:$/.test(url.protocol) ? url.origin : undefined;
+    } catch {}
+    // URL takes `*` as a host character: a wildcard would then match nothing, silently.
+    if (origin === entry && !entry.includes('*')) return true;
+    ctx.addIssue({ code: 'custom', message: `"${entry}" is not an origin: http(s)://host[:port], no path or trailing slash, no wildcard` });
+    return false;
+  }),
+);
+
 /** `true` / `false` exactly (z.coerce.boolean would read "false" as true). */
 const flag = z.enum(['true', 'false']).transform((v) => v === 'true');
 
@@ -140,6 +155,8 @@ export const configSchema = z.object({
     .optional(),
   /** Address the HTTP services and the worker's metrics endpoint listen on. */
   REIN_BIND_HOST: z.string().min(1).default('0.0.0.0'),
+  /** The browser origins the API answers CORS for (a comma list); empty: no CORS, call it from the same origin. */
+  REIN_CORS_ORIGINS: origins.default([]),
   API_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   APPROVER_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),

@@ -150,6 +150,8 @@ export interface ReinOptions {
     workerMetricsPort: Config['WORKER_METRICS_PORT'];
     /** REIN_BIND_HOST. @default '0.0.0.0' */
     bindHost: Config['REIN_BIND_HOST'];
+    /** REIN_CORS_ORIGINS: browser origins the API answers CORS for. @default [] (no CORS) */
+    corsOrigins: Config['REIN_CORS_ORIGINS'];
     /** REIN_MAX_BODY_BYTES. */
     maxBodyBytes: Config['REIN_MAX_BODY_BYTES'];
     /** REIN_MAX_STREAMS_PER_TENANT. @default 200 */
@@ -331,6 +333,7 @@ export const envOptionPaths = {
   REIN_OIDC_CONSOLE_TOKEN: 'oidc.consoleToken',
   REIN_METRICS_TOKEN: 'http.metricsToken',
   REIN_BIND_HOST: 'http.bindHost',
+  REIN_CORS_ORIGINS: 'http.corsOrigins',
   REIN_MAX_BODY_BYTES: 'http.maxBodyBytes',
   REIN_MAX_STREAMS_PER_TENANT: 'http.maxStreamsPerTenant',
   REIN_MAX_STREAMS_PER_USER: 'http.maxStreamsPerUser',

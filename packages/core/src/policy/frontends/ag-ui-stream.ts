@@ -1,6 +1,6 @@
 import type { Usage } from '@rein/contract';
 import { type ApprovalFacts, addUsage, type CallPiece, type DoorEntry, NO_USAGE, observationOf, type Translated } from './door-entry.js';
-import { createStepText, type TextPiece } from './step-text.js';
+import { createSpokenSteps, createStepText, type TextPiece } from './step-text.js';
 
 /** The AG-UI protocol version this door speaks. */
 export const AG_UI_PROTOCOL_VERSION = '1.0';
@@ -27,6 +27,8 @@ export const interruptOf = (a: ApprovalFacts) => ({
  */
 export function createAgUiStream(ids: { threadId: string; runId: string; reinRunId: string }) {
   let step: string | undefined;
+  let stepIndex: number | undefined;
+  const spoken = createSpokenSteps();
   let stepCalls = new Map<number, string>();
   let calledTools = false;
   let text = createStepText();
@@ -77,6 +79,7 @@ export function createAgUiStream(ids: { threadId: string; runId: string; reinRun
   const openStep = (index: number | undefined): AgUiEvent[] => {
     if (step !== undefined) return [];
     step = `step ${index ?? 0}`;
+    stepIndex = index;
     stepCalls = new Map();
     calledTools = false;
     text = createStepText();
@@ -84,7 +87,12 @@ export function createAgUiStream(ids: { threadId: string; runId: string; reinRun
   };
   const closeStep = (fallback?: string | null): AgUiEvent[] => {
     if (step === undefined) return [];
-    const out = [...write(text.end(calledTools, fallback)), ...closeMessage(), ...endCalls(), { type: 'STEP_FINISHED', stepName: step }];
+    const out = [
+      ...write(text.end(calledTools, spoken.fallback(stepIndex, fallback))),
+      ...closeMessage(),
+      ...endCalls(),
+      { type: 'STEP_FINISHED', stepName: step },
+    ];
     step = undefined;
     return out;
   };

@@ -51,3 +51,21 @@ export function createStepText(holdChars = THOUGHT_HOLD_CHARS) {
     },
   };
 }
+
+/**
+ * The steps whose text a client already has. A step resumed after a park (an approval
+ * decided, a child ended) commits its thought again and streams nothing: without this the
+ * continuation would say the thought a second time.
+ */
+export function createSpokenSteps() {
+  const spoken = new Set<number>();
+  return {
+    /** The committed thought to fall back on as step `index` closes: none when it has been said. */
+    fallback(index: number | undefined, thought: string | null | undefined): string | null {
+      if (index === undefined) return thought ?? null;
+      if (spoken.has(index)) return null;
+      spoken.add(index);
+      return thought ?? null;
+    },
+  };
+}

@@ -1,6 +1,6 @@
 import type { Usage } from '@rein/contract';
 import { type ApprovalFacts, addUsage, type CallPiece, type DoorEntry, NO_USAGE, observationOf, type Translated } from './door-entry.js';
-import { createStepText, type TextPiece } from './step-text.js';
+import { createSpokenSteps, createStepText, type TextPiece } from './step-text.js';
 
 /** The AI SDK's UI message stream protocol this door speaks (AI SDK 6; the SSE header says `v1`). */
 export const UI_MESSAGE_STREAM_VERSION = 'v1';
@@ -28,6 +28,7 @@ export function createUiMessageStream(run: { id: string; sessionId?: string | un
   let stepCalls = new Map<number, string>();
   let calledTools = false;
   let text = createStepText();
+  const spoken = createSpokenSteps();
   let part: { kind: TextPiece['kind']; id: string } | undefined;
   let parts = 0;
   let usage: Usage = NO_USAGE;
@@ -62,7 +63,7 @@ export function createUiMessageStream(run: { id: string; sessionId?: string | un
   const closeStep = (fallback?: string | null): UiChunk[] => {
     if (!stepOpen) return [];
     stepOpen = false;
-    return [...write(text.end(calledTools, fallback)), ...closePart(), { type: 'finish-step' }];
+    return [...write(text.end(calledTools, spoken.fallback(stepIndex, fallback))), ...closePart(), { type: 'finish-step' }];
   };
   const startCall = (toolCallId: string, toolName: string): UiChunk[] => {
     if (tools.has(toolCallId)) return [];

@@ -1,4 +1,5 @@
 import {
+  approvalLoadQuerySchema,
   approveBodySchema,
   batchDecideBodySchema,
   createLinksBodySchema,
@@ -83,6 +84,9 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
           lastEventId(req.headers, req.query),
         );
       });
+      v1.get('/v1/approvals/load', { schema: schemas.approvalLoad }, async (req) =>
+        approvals.load(req.principal, parseInput(approvalLoadQuerySchema, req.query, 'query')),
+      );
       // Writes whose outcome is unknown after a crash: approvers reconcile them by hand.
       v1.get('/v1/effects/uncertain', { schema: schemas.uncertainEffects }, async (req) => ({
         effects: await rt.feed.uncertainEffects(req.principal.tenantId, 100, (effects) =>

@@ -4,6 +4,8 @@ import {
   approvalFeedEventSchema,
   approvalLinksSchema,
   approvalListSchema,
+  approvalLoadQuerySchema,
+  approvalLoadSchema,
   approvalPreviewSchema,
   approvalViewSchema,
   approveBodySchema,
@@ -397,6 +399,15 @@ export const approverRoutes = {
     querystring: resumeQuery,
     response: { 200: sse(approvalFeedEventSchema, 'approval feed events'), ...errors({ 429: 'too_many_streams' }) },
   }),
+  approvalLoad: route(
+    'approvals',
+    'getApprovalLoad',
+    'The tenant’s approval load (approvers and up): time to decision by tool and risk, decisions per approver per hour, the share within the SLA, expiries',
+    {
+      querystring: approvalLoadQuerySchema,
+      response: { 200: approvalLoadSchema, ...errors({ 403: ERROR_CODES[403] }) },
+    },
+  ),
   uncertainEffects: route('approvals', 'listUncertainEffects', 'Writes whose outcome is unknown after a crash, to reconcile by hand', {
     response: { 200: uncertainEffectListSchema, ...errors() },
   }),

@@ -38,6 +38,8 @@ describe('a run waiting for a version nobody serves', () => {
         undefined,
       ),
     ).toBe(true);
+    // Decided approvals leave the run's list: parked on none, its resume is queued.
+    expect(awaitsJob(run('pending_approval'), [], undefined)).toBe(true);
     expect(awaitsJob(run('succeeded'), [], { status: 'running', updatedAt: at(20) })).toBe(true);
     expect(awaitsJob(run('succeeded'), [], { status: 'pending', updatedAt: at(20) })).toBe(false);
     expect(awaitsJob(run('succeeded'), [], undefined)).toBe(false);

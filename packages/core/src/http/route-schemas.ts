@@ -377,6 +377,12 @@ export const approverRoutes = {
   cancelRun: apiRoutes.cancelRun,
   compensateRun: apiRoutes.compensateRun,
   runEvents: apiRoutes.runEvents,
+  // The schedule routes the console manages from its own origin (http/schedule-routes.ts).
+  createSchedule: apiRoutes.createSchedule,
+  listSchedules: apiRoutes.listSchedules,
+  getSchedule: apiRoutes.getSchedule,
+  patchSchedule: apiRoutes.patchSchedule,
+  deleteSchedule: apiRoutes.deleteSchedule,
   consoleSettings: route('console', 'getConsoleSettings', 'What the console shows beyond the API: a trace UI link template', {
     response: { 200: consoleSettingsSchema, ...errors() },
   }),

@@ -12,15 +12,14 @@ type Saga = Pick<Compensation, 'status' | 'updatedAt'> | undefined;
 
 /**
  * Whether a job of the run waits on a queue (pure): a queued or running run's step, a parked
- * run's resume once all its approvals are decided, or a saga's undo jobs. A run queued behind
+ * run's resume once none of its approvals is pending (as the version directory counts it), or a saga's undo jobs. A run queued behind
  * its session, waiting on children or on a person has no job yet.
  */
 export function awaitsJob(run: WaitingRun, approvals: readonly Pick<Approval, 'id' | 'status'>[], compensation: Saga): boolean {
   const stepping = (run.status === 'queued' || run.status === 'running') && !run.queuedBehind;
+  // A decision takes the approval off the run's list: parked with none pending is a resume on the queue.
   const resuming =
-    run.status === 'pending_approval' &&
-    run.pendingApprovals.length > 0 &&
-    run.pendingApprovals.every((id) => approvals.some((a) => a.id === id && a.status !== 'pending'));
+    run.status === 'pending_approval' && run.pendingApprovals.every((id) => approvals.some((a) => a.id === id && a.status !== 'pending'));
   return stepping || resuming || compensation?.status === 'running';
 }
 

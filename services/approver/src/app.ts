@@ -23,6 +23,7 @@ import {
   parseInput,
   type Runtime,
   registerRunRoutes,
+  registerScheduleRoutes,
   requireCredentials,
   approverRoutes as schemas,
   streamCaps,
@@ -64,6 +65,7 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
     (v1) => {
       // The console reads runs from its own origin: the API's run routes, registered here too.
       registerRunRoutes(v1, rt, { streams, versions });
+      registerScheduleRoutes(v1, rt);
       v1.get('/v1/console', { schema: schemas.consoleSettings }, async () => ({
         ...(rt.options.tracing.urlTemplate ? { traceUrlTemplate: rt.options.tracing.urlTemplate } : {}),
       }));

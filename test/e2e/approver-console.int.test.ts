@@ -424,10 +424,142 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     await page.close();
   });
 
+  // Strings, as for axe: the page's globals (document, window) are not this file's.
+  /** Pairs of the matched elements whose boxes overlap (by more than half a pixel each way), named by their text or label. */
+  const overlaps = (page: Page, selector: string) =>
+    page.evaluate(`(() => {
+      const boxes = [...document.querySelectorAll(${JSON.stringify(selector)})].map((el) => ({
+        name: (el.getAttribute('aria-label') || el.textContent || el.tagName).trim().slice(0, 30),
+        r: el.getBoundingClientRect(),
+      }));
+      const hits = [];
+      for (const [i, a] of boxes.entries())
+        for (const b of boxes.slice(i + 1)) {
+          const x = Math.min(a.r.right, b.r.right) - Math.max(a.r.left, b.r.left);
+          const y = Math.min(a.r.bottom, b.r.bottom) - Math.max(a.r.top, b.r.top);
+          if (x > 0.5 && y > 0.5) hits.push(a.name + ' × ' + b.name);
+        }
+      return hits;
+    })()`) as Promise<string[]>;
+  /** Elements (by selector) that reach past the viewport's right or left edge: cut off. */
+  const cutOff = (page: Page, selector: string) =>
+    page.evaluate(`[...document.querySelectorAll(${JSON.stringify(selector)})]
+      .filter((el) => {
+        const r = el.getBoundingClientRect();
+        return r.width > 0 && (r.left < -0.5 || r.right > window.innerWidth + 0.5);
+      })
+      .map((el) => el.getAttribute('data-label') ?? el.tagName)`) as Promise<string[]>;
+  const noPageOverflow = async (page: Page, what: string) =>
+    expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth'), what).toBe(true);
+
+  it('lays out at 1280 px and on a phone (390 px): filters clear of their buttons, no table cut off, no sideways scroll', async () => {
+    const run = await submit('Customer complains order 2024001 has not shipped, please handle it');
+    const approval = await pendingApproval(run.id);
+    for (const width of [1280, 390]) {
+      const page = await signIn(KEYS.approver.key, width);
+      // Runs: every label, field and button of the filter form in a box of its own, inside the form.
+      await page.locator('#runs tr').first().waitFor();
+      expect(await overlaps(page, 'form.filters > *'), `runs filters at ${width}`).toEqual([]);
+      expect(await overlaps(page, 'form.filters input, form.filters select, form.filters button'), `runs fields at ${width}`).toEqual([]);
+      expect(await cutOff(page, 'form.filters input, form.filters select, form.filters button'), `runs filters at ${width}`).toEqual([]);
+      expect(await cutOff(page, '#runs td'), `runs table at ${width}`).toEqual([]);
+      await noPageOverflow(page, `runs at ${width}`);
+      await shot(page, width === 390 ? 'phone-runs' : 'runs-1280');
+
+      await page.goto(`${fleet.approver}/console#/approvals`);
+      const row = page.locator(`#pending tr[data-approval-id="${approval.id}"]`);
+      await row.waitFor();
+      expect(await overlaps(page, 'form.filters > *'), `inbox filters at ${width}`).toEqual([]);
+      expect(await overlaps(page, '.bulk > *'), `bulk bar at ${width}`).toEqual([]);
+      // Every cell of an approval is on screen: its risk, what, who asked, when it expires.
+      expect(await cutOff(page, `#pending tr[data-approval-id="${approval.id}"] td`), `approvals at ${width}`).toEqual([]);
+      expect(await row.getByRole('link').isVisible()).toBe(true);
+      await noPageOverflow(page, `approvals at ${width}`);
+      await accessible(page, `approvals at ${width}`);
+      await shot(page, width === 390 ? 'phone-approvals' : 'approvals-1280');
+
+      await page.goto(`${fleet.approver}/console#/usage`);
+      await page.locator('#approval-load-summary').waitFor();
+      await noPageOverflow(page, `usage at ${width}`);
+      await page.close();
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('lists schedules with their next run in their own time zone, shows history and next firings, and enables and disables them', async () => {
+    const daily = await fleet.callApi('POST', '/v1/schedules', KEYS.user.key, {
+      input: '订单 A12345 的退货政策是什么？',
+      cron: '30 2 * * *',
+      timezone: 'Asia/Shanghai',
+    });
+    expect(daily.status, JSON.stringify(daily.body)).toBe(201);
+    // Every 2 s: it fires while the test watches (as its owner, zhangsan), then is disabled from the console.
+    const often = await fleet.callApi('POST', '/v1/schedules', KEYS.user.key, { input: '支持 7 天无理由退货吗？', cron: '*/2 * * * * *' });
+    expect(often.status, JSON.stringify(often.body)).toBe(201);
+
+    const page = await signIn(KEYS.user.key);
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Schedules' }).click();
+    const row = page.locator(`#schedules tr[data-schedule-id="${daily.body.id}"]`);
+    await row.waitFor();
+    // 02:30 in Shanghai, written in Shanghai's time (UTC+8), not the browser's or UTC.
+    expect(await row.locator('td[data-label="Next run"]').textContent()).toMatch(/ 02:30:00 GMT\+8$/);
+    await accessible(page, 'schedules page');
+    await shot(page, 'schedules');
+
+    await row.getByRole('link').click();
+    const next = page.locator('#next-firings-list li');
+    await next.first().waitFor();
+    expect(await next.count()).toBe(5);
+    for (const text of await next.allTextContents()) expect(text).toMatch(/ 02:30:00 GMT\+8 \(.* 18:30:00 UTC\)$/);
+
+    await page.goto(`${fleet.approver}/console#/schedules/${often.body.id}`);
+    // Its firings arrive: a started run, linked (read again until the first one is recorded).
+    const started = page.locator('#firings tr[data-outcome="started"] a');
+    await expect
+      .poll(
+        async () => {
+          if ((await started.count()) === 0) await page.reload();
+          return started.count();
+        },
+        { timeout: 30_000, interval: 1000 },
+      )
+      .toBeGreaterThan(0);
+    await accessible(page, 'schedule page');
+    await shot(page, 'schedule');
+    await page.getByRole('button', { name: /^Disable schedule/ }).click();
+    await expect.poll(() => page.locator('h1 .badge').textContent()).toBe('disabled');
+    expect(await page.locator('#next-firings').textContent()).toContain('None: it is disabled.');
+    expect((await fleet.callApi('GET', `/v1/schedules/${often.body.id}`, KEYS.user.key)).body).toMatchObject({
+      enabled: false,
+      nextRunAt: null,
+    });
+    await page.getByRole('button', { name: /^Enable schedule/ }).click();
+    await expect.poll(() => page.locator('h1 .badge').textContent()).toBe('enabled');
+    await page.getByRole('button', { name: /^Disable schedule/ }).click();
+    await expect.poll(() => page.locator('h1 .badge').textContent()).toBe('disabled');
+
+    // Another user of the tenant sees neither, nor opens one by its address.
+    const other = await signIn(OTHER_USER.key);
+    await other.goto(`${fleet.approver}/console#/schedules`);
+    await other.getByRole('heading', { name: 'Schedules' }).waitFor();
+    await expect.poll(() => other.locator('#schedules tr').count()).toBe(0);
+    await other.goto(`${fleet.approver}/console#/schedules/${daily.body.id}`);
+    await expect.poll(() => other.getByRole('alert').textContent()).toContain('schedule');
+    await fleet.callApi('DELETE', `/v1/schedules/${daily.body.id}`, KEYS.user.key);
+    await fleet.callApi('DELETE', `/v1/schedules/${often.body.id}`, KEYS.user.key);
+    await other.close();
+    await page.close();
+    expect(problems).toEqual([]);
+  });
+
   it('shows usage and the deploy view, accessible, and the runs page fits a phone', async () => {
     const approver = await signIn(KEYS.approver.key);
     await approver.goto(`${fleet.approver}/console#/usage`);
     await approver.locator('#usage-source').waitFor();
+    // The approval load: the tenant's decisions so far (this suite has decided some as lisi).
+    await expect.poll(() => approver.locator('#approval-load-summary').textContent()).toMatch(/\d+ asked · [1-9]\d* decided/);
+    expect(await approver.locator('#deciders tr', { hasText: 'lisi' }).count()).toBe(1);
+    expect(await approver.locator('#time-to-decision tr', { hasText: 'create_ticket' }).count()).toBe(1);
     expect(await approver.locator('#usage-source').textContent()).toContain(db ? 'From the run archive' : 'No run archive');
     await expect.poll(() => approver.getByRole('img', { name: /^Runs per agent|^Tokens per agent/ }).count()).toBeGreaterThan(0);
     expect(await approver.getByRole('img', { name: /^Tokens per agent/ }).getAttribute('aria-label')).toContain('order-assistant');

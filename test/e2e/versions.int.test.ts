@@ -61,12 +61,17 @@ describe('a run keeps the app version it started with', () => {
     await stopped(v1);
     await versionUntil('v1', workersOf(0));
     await worker('v2');
+    // Parked on a person, no job waits: nothing to flag although no v1 worker lives.
+    expect((await fleet().client().runs.get(run.id)).waitingForVersion).toBeUndefined();
 
     await approve(run);
     // The resume waits on v1's queue: v2 never takes it, and the fleet says so.
     await sleep(2500);
     const waiting = await fleet().client().runs.get(run.id);
     expect(waiting.status).toBe('pending_approval');
+    // Its view says what it waits for: a worker of v1, since the later of its decision and the last v1 worker.
+    expect(waiting.waitingForVersion?.version).toBe('v1');
+    expect(Date.parse(waiting.waitingForVersion?.since ?? '')).toBeGreaterThanOrEqual(Date.parse(waiting.updatedAt));
     const metrics = await (await fetch(`${fleet().api}/metrics`)).text();
     expect(metrics).toMatch(/rein_runs_waiting_for_version\{[^}]*version="v1"[^}]*\} 1/); // decided, its resume waits for v1
     const { body } = await fleet().callApi('GET', '/v1/versions', KEYS.operator.key);
@@ -76,6 +81,7 @@ describe('a run keeps the app version it started with', () => {
     const done = await finished(run.id);
     expect(done.status).toBe('succeeded');
     expect(done.finalAnswer).toContain('change to billing applied by v1');
+    expect(done.waitingForVersion).toBeUndefined();
     expect(new Set((await trace(run.id)).steps.map((s) => s.appVersion))).toEqual(new Set(['v1']));
   });
 
@@ -95,7 +101,9 @@ describe('a run keeps the app version it started with', () => {
         );
       await sleep(100);
     }
-    expect((await fleet().client().runs.get(id)).status).toBe('queued');
+    const queued = await fleet().client().runs.get(id);
+    expect(queued.status).toBe('queued');
+    expect(queued.waitingForVersion?.version).toBe('v1');
     await worker('v1');
     await fleet().waitForRun(id, (r) => r.status === 'pending_approval');
   });

@@ -1,6 +1,7 @@
 export type {
   ApprovalFeedEvent,
   ApprovalList,
+  ApprovalLoad,
   ApprovalPreview,
   ApprovalView,
   CompensationView,

@@ -2,6 +2,7 @@ import type {
   ApprovalContextView,
   ApprovalFeedEvent,
   ApprovalList,
+  ApprovalLoad,
   ApprovalPreview,
   ApprovalView,
   ApproveBody,
@@ -195,6 +196,9 @@ export class ReinClient {
     preview: (id: string, edited?: Record<string, unknown>): Promise<ApprovalPreview> =>
       this.call(this.approverUrl, 'POST', `/v1/approvals/${enc(id)}/preview`, { body: edited ? { arguments: edited } : {} }),
     uncertainEffects: (): Promise<UncertainEffectList> => this.call(this.approverUrl, 'GET', '/v1/effects/uncertain'),
+    /** The tenant's approval load over the last `hours` (default 24; approvers and up): time to decision, per approver, SLA, expiries. */
+    load: (params: { hours?: number } = {}): Promise<ApprovalLoad> =>
+      this.call(this.approverUrl, 'GET', '/v1/approvals/load', { query: params }),
     /** The tenant's approval feed, live and endless (end it with `signal`); resumed like `runs.stream`. */
     stream: (opts: StreamOptions = {}): AsyncGenerator<StreamedEvent<ApprovalFeedEvent>> =>
       reconnectingStream(

@@ -2,6 +2,7 @@ import { startApi } from '@rein/api';
 import { startApprover } from '@rein/approver';
 import {
   type ApprovalFeedEvent,
+  approvalLoadSchema,
   approvalViewSchema,
   compensationViewSchema,
   runTraceSchema,
@@ -138,6 +139,11 @@ describe('@rein/client against a real api, approver and worker', () => {
     // Right after the decision the run may still read pending_approval (not yet resumed): a park
     // with nothing left to decide is not what `wait` returns, so it waits on to the end.
     expect((await user().runs.wait(run.id, { timeoutMs: 30_000 })).status).toBe('succeeded');
+    // The approval load counts the decision (as its schema says), by its approver; a plain user is refused it.
+    const load = approvalLoadSchema.parse(await approver().approvals.load({ hours: 1 }));
+    expect(load.decided).toBeGreaterThanOrEqual(1);
+    expect(load.deciders.map((d) => d.userId)).toContain('bob');
+    await expect(user().approvals.load()).rejects.toMatchObject({ status: 403, code: 'forbidden' });
     const events = (await collect(user().runs.stream(run.id))).map((e) => e.event);
     expect(events.at(-1)?.type).toBe('run.finished');
     expect((await user().runs.get(run.id)).status).toBe('succeeded');

@@ -117,9 +117,17 @@ export const scheduleViewSchema = scheduleRecordSchema
   .extend({ userId: z.string(), nextRunAt: z.string().nullable() });
 export type ScheduleView = z.infer<typeof scheduleViewSchema>;
 
-/** `GET /v1/schedules/:id`: the schedule with its latest firings (newest first) and the runs they started. */
+/** Fire times a schedule's read lists ahead. */
+export const NEXT_FIRINGS = 5;
+
+/**
+ * `GET /v1/schedules/:id`: the schedule with its latest firings (newest first), the runs they
+ * started, and its next fire times (NEXT_FIRINGS of them, UTC instants computed in its
+ * `timezone`; none while it is disabled).
+ */
 export const scheduleDetailSchema = scheduleViewSchema.extend({
   history: z.array(scheduleFiringSchema),
+  nextFirings: z.array(z.string()),
   runs: z.array(runViewSchema),
 });
 export type ScheduleDetail = z.infer<typeof scheduleDetailSchema>;

@@ -114,6 +114,12 @@ export const runViewSchema = z.object({
   pendingApprovals: z.array(approvalViewSchema),
   /** The run's saga compensation, if it has one (`status: failed` is compensation_failed). */
   compensation: compensationViewSchema.optional(),
+  /**
+   * Its next job (a step, a resume, an undo) belongs to an app version no live worker runs:
+   * nothing moves until one starts or an upgrade moves the run. `since`: the later of the
+   * run's last change and the last time a worker of that version was seen. Read of one run only.
+   */
+  waitingForVersion: z.object({ version: z.string(), since: z.string() }).optional(),
   createdAt: z.string(),
   updatedAt: z.string(),
   deadlineAt: z.string(),
@@ -195,3 +201,38 @@ export const batchDecisionSchema = z.object({
   ),
 });
 export type BatchDecision = z.infer<typeof batchDecisionSchema>;
+
+/** `GET /v1/approvals/load`: the window read, in hours back from now (at most a week: what Redis keeps of approvals). */
+export const approvalLoadQuerySchema = z.object({ hours: z.coerce.number().int().min(1).max(168).default(24) });
+export type ApprovalLoadQuery = z.infer<typeof approvalLoadQuerySchema>;
+
+/**
+ * The approval load of the caller's tenant over a window (approvals asked for in it): time to
+ * decision by tool and risk, decisions per approver per hour, the share decided within the
+ * SLA (`REIN_APPROVAL_SLA_MS`), expiries. `truncated`: the window held more approvals than
+ * are read (the newest counted).
+ */
+export const approvalLoadSchema = z.object({
+  from: z.string(),
+  to: z.string(),
+  slaMs: z.number().int().min(0),
+  asked: z.number().int().min(0),
+  pending: z.number().int().min(0),
+  expired: z.number().int().min(0),
+  /** Decided by a person (approved or rejected). */
+  decided: z.number().int().min(0),
+  /** Of the approvals that ended (decided or expired), the share a person decided within the SLA; null when none ended. */
+  withinSla: z.number().min(0).max(1).nullable(),
+  timeToDecision: z.array(
+    z.object({
+      tool: z.string(),
+      risk: z.string(),
+      decided: z.number().int().min(1),
+      p50Ms: z.number().min(0),
+      p95Ms: z.number().min(0),
+    }),
+  ),
+  deciders: z.array(z.object({ userId: z.string(), decided: z.number().int().min(1), perHour: z.number().min(0) })),
+  truncated: z.literal(true).optional(),
+});
+export type ApprovalLoad = z.infer<typeof approvalLoadSchema>;

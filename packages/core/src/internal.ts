@@ -176,6 +176,7 @@ export { takeOver } from './http/raw-reply.js';
 export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
 export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
 export { type RunRoutesDeps, registerRunRoutes } from './http/run-routes.js';
+export { registerScheduleRoutes } from './http/schedule-routes.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, type SseEntry, type SseFrames, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
 export { contentVersion, resolveAppVersion } from './policy/app/app-version.js';

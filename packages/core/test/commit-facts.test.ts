@@ -1,6 +1,14 @@
 import type { Approval, RunRecord, StepRecord, ToolCallRecord } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
-import { changeFacts, commitFacts, finishFact, knownToolNames, recordFacts } from '../src/policy/step/commit-facts.js';
+import {
+  changeFacts,
+  commitFacts,
+  deciderLabels,
+  finishFact,
+  knownToolNames,
+  metSla,
+  recordFacts,
+} from '../src/policy/step/commit-facts.js';
 import type { Transition } from '../src/policy/step/step-policy.js';
 
 /** What a committed step counts, read from its records (pure: no Redis, no registry). */
@@ -85,7 +93,14 @@ describe('commitFacts', () => {
 
 describe('changeFacts', () => {
   const createdAt = '2026-01-01T00:00:00.000Z';
-  const approval = { toolName: 'submit_refund', risk: 'high', status: 'approved', createdAt } as Approval;
+  const approval = {
+    toolName: 'submit_refund',
+    risk: 'high',
+    status: 'approved',
+    createdAt,
+    tenantId: 't1',
+    decidedBy: 'lisi',
+  } as Approval;
   const now = Date.parse(createdAt) + 90_000;
 
   it("counts a decision's approvals with how long they waited, and a saga plan's approval as created", () => {
@@ -93,11 +108,29 @@ describe('changeFacts', () => {
       toolCalls: [],
       effectsUncertain: [],
       approvalsCreated: [],
-      approvalsDecided: [{ tool: 'submit_refund', decision: 'approved', waitedMs: 90_000 }],
+      approvalsDecided: [
+        { tool: 'submit_refund', risk: 'high', decision: 'approved', waitedMs: 90_000, tenantId: 't1', decidedBy: 'lisi' },
+      ],
     });
     expect(changeFacts('compensate', [{ ...approval, status: 'pending' }], now).approvalsCreated).toEqual([
       { tool: 'submit_refund', risk: 'high' },
     ]);
+  });
+
+  it('names no decider for an expiry, and counts only a decision a person made in time as within the SLA', () => {
+    const [expired] = changeFacts('decide', [{ ...approval, status: 'expired', decidedBy: undefined }], now).approvalsDecided;
+    expect(expired).toEqual({ tool: 'submit_refund', risk: 'high', decision: 'expired', waitedMs: 90_000, tenantId: 't1' });
+    expect(metSla({ decision: 'expired', waitedMs: 1 }, 60_000)).toBe(false);
+    expect(metSla({ decision: 'rejected', waitedMs: 60_000 }, 60_000)).toBe(true);
+    expect(metSla({ decision: 'approved', waitedMs: 60_001 }, 60_000)).toBe(false);
+  });
+
+  it('labels a decider by user id only when a static key names them in that tenant (a bounded list)', () => {
+    const label = deciderLabels([{ tenantId: 't1', userId: 'lisi' }]);
+    expect(label('t1', 'lisi')).toBe('lisi');
+    // Another tenant's user of that name, and anyone from company sign-in: one label, however many there are.
+    expect(label('t2', 'lisi')).toBe('company');
+    expect(new Set(Array.from({ length: 1000 }, (_, i) => label('t1', `oidc-user-${i}`)))).toEqual(new Set(['company']));
   });
 
   it("does not count a cancel's withdrawn approvals as decisions", () => {

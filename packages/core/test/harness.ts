@@ -28,7 +28,7 @@ import type { SessionSettings } from '../src/features/runs/session-history.js';
 import { createRunTree, treePlug } from '../src/features/tree/run-tree.js';
 import type { EscalationDefaults } from '../src/policy/approvals/escalation.js';
 import type { DelegationLimits } from '../src/policy/step/call-plan.js';
-import { knownToolNames } from '../src/policy/step/commit-facts.js';
+import { deciderLabels, knownToolNames } from '../src/policy/step/commit-facts.js';
 import { createRegistry } from '../src/process/registry.js';
 import { createRunEndHooks } from '../src/process/run-end-hooks.js';
 import { loadConfig, type Price, type Quotas } from '../src/shared/config.js';
@@ -78,6 +78,8 @@ export interface HarnessOptions {
   versions?: StepVersions;
   /** The run archive the run service reads what Redis no longer holds from. */
   archive?: RunArchive;
+  /** The static keys' users, whose decisions are counted under their own user id (else as `company`). */
+  deciders?: Array<{ tenantId: string; userId: string }>;
   /** A worker's connection (what one turn sends leaves in one write), for tests that count round trips. */
   workerConnection?: boolean;
 }
@@ -130,6 +132,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     cancelExpiry,
     metrics,
     knownTool: knownToolNames(tools, agents),
+    approvalLoad: { slaMs: 600_000, decider: deciderLabels(opts.deciders ?? []) },
     audit,
     hooks: runEnd,
     ...clock,
@@ -186,7 +189,14 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     ...(opts.archive ? { archive: opts.archive } : {}),
     ...clock,
   });
-  const approvals = createApprovalService({ store, applier, tools, ...clock, ...(opts.escalation ? { escalation: opts.escalation } : {}) });
+  const approvals = createApprovalService({
+    store,
+    applier,
+    tools,
+    slaMs: 600_000,
+    ...clock,
+    ...(opts.escalation ? { escalation: opts.escalation } : {}),
+  });
 
   return {
     redis,

@@ -1,10 +1,8 @@
 import {
   auditQuerySchema,
   createReplayCohortBodySchema,
-  createScheduleBodySchema,
   createWebhookBodySchema,
   idempotencyKeySchema,
-  patchScheduleBodySchema,
   promoteBodySchema,
   submitRunBodySchema,
   upgradeBodySchema,
@@ -27,6 +25,7 @@ import {
   registerMcpRoutes,
   registerQueueDepth,
   registerRunRoutes,
+  registerScheduleRoutes,
   registerVersionGauges,
   apiRoutes as schemas,
   streamCaps,
@@ -98,19 +97,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
       v1.get('/v1/sessions/:id', { schema: schemas.getSession }, async (req) => runs.session(req.principal, id(req.params)));
 
-      v1.post('/v1/schedules', { schema: schemas.createSchedule }, async (req, reply) => {
-        const schedule = await rt.schedules.create(req.principal, parseInput(createScheduleBodySchema, req.body, 'body'));
-        return reply.status(201).header('location', `/v1/schedules/${schedule.id}`).send(schedule);
-      });
-      v1.get('/v1/schedules', { schema: schemas.listSchedules }, async (req) => rt.schedules.list(req.principal));
-      v1.get('/v1/schedules/:id', { schema: schemas.getSchedule }, async (req) => rt.schedules.get(req.principal, id(req.params)));
-      v1.patch('/v1/schedules/:id', { schema: schemas.patchSchedule }, async (req) =>
-        rt.schedules.patch(req.principal, id(req.params), parseInput(patchScheduleBodySchema, req.body, 'body')),
-      );
-      v1.delete('/v1/schedules/:id', { schema: schemas.deleteSchedule }, async (req, reply) => {
-        await rt.schedules.remove(req.principal, id(req.params));
-        return reply.status(204).send();
-      });
+      registerScheduleRoutes(v1, rt);
 
       v1.post('/v1/webhooks', { schema: schemas.createWebhook }, async (req, reply) => {
         const hook = await rt.webhooks.create(req.principal, parseInput(createWebhookBodySchema, req.body, 'body'));

@@ -63,6 +63,12 @@ describe('schedules API', () => {
     expect(new Date(res.body.nextRunAt).toISOString()).toMatch(/T18:30:00\.000Z$/);
     const scheduler = await rt.scheduleQueue.queue.getJobScheduler(res.body.id);
     expect(scheduler).toMatchObject({ pattern: '30 2 * * *', tz: 'Asia/Shanghai' });
+    // Its read lists the next five fire times, computed in its zone: 02:30 in Shanghai on five days in a row.
+    const { nextFirings } = (await call(ALICE, 'GET', `/v1/schedules/${res.body.id}`)).body as { nextFirings: string[] };
+    expect(nextFirings).toHaveLength(5);
+    expect(nextFirings[0]).toBe(res.body.nextRunAt);
+    expect(nextFirings.every((t) => t.endsWith('T18:30:00.000Z'))).toBe(true);
+    expect(nextFirings.slice(1).map((t, i) => Date.parse(t) - Date.parse(nextFirings[i] as string))).toEqual(Array(4).fill(86_400_000));
   });
 
   it.each([
@@ -96,6 +102,7 @@ describe('schedules API', () => {
     const { body: s } = await create(ALICE, { cron: '0 * * * *' });
     const off = await call(ALICE, 'PATCH', `/v1/schedules/${s.id}`, { enabled: false });
     expect(off.body).toMatchObject({ enabled: false, nextRunAt: null });
+    expect((await call(ALICE, 'GET', `/v1/schedules/${s.id}`)).body.nextFirings).toEqual([]);
     expect(await rt.scheduleQueue.queue.getJobScheduler(s.id)).toBeUndefined();
     expect((await call(ALICE, 'PATCH', `/v1/schedules/${s.id}`, { cron: 'nope nope nope nope nope' })).body.error.code).toBe(
       'invalid_cron',

@@ -1,4 +1,5 @@
 import {
+  approvalLoadQuerySchema,
   approveBodySchema,
   batchDecideBodySchema,
   createLinksBodySchema,
@@ -22,6 +23,7 @@ import {
   parseInput,
   type Runtime,
   registerRunRoutes,
+  registerScheduleRoutes,
   requireCredentials,
   approverRoutes as schemas,
   streamCaps,
@@ -63,6 +65,7 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
     (v1) => {
       // The console reads runs from its own origin: the API's run routes, registered here too.
       registerRunRoutes(v1, rt, { streams, versions });
+      registerScheduleRoutes(v1, rt);
       v1.get('/v1/console', { schema: schemas.consoleSettings }, async () => ({
         ...(rt.options.tracing.urlTemplate ? { traceUrlTemplate: rt.options.tracing.urlTemplate } : {}),
       }));
@@ -83,6 +86,9 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
           lastEventId(req.headers, req.query),
         );
       });
+      v1.get('/v1/approvals/load', { schema: schemas.approvalLoad }, async (req) =>
+        approvals.load(req.principal, parseInput(approvalLoadQuerySchema, req.query, 'query')),
+      );
       // Writes whose outcome is unknown after a crash: approvers reconcile them by hand.
       v1.get('/v1/effects/uncertain', { schema: schemas.uncertainEffects }, async (req) => ({
         effects: await rt.feed.uncertainEffects(req.principal.tenantId, 100, (effects) =>

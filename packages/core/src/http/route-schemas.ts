@@ -4,6 +4,8 @@ import {
   approvalFeedEventSchema,
   approvalLinksSchema,
   approvalListSchema,
+  approvalLoadQuerySchema,
+  approvalLoadSchema,
   approvalPreviewSchema,
   approvalViewSchema,
   approveBodySchema,
@@ -375,6 +377,12 @@ export const approverRoutes = {
   cancelRun: apiRoutes.cancelRun,
   compensateRun: apiRoutes.compensateRun,
   runEvents: apiRoutes.runEvents,
+  // The schedule routes the console manages from its own origin (http/schedule-routes.ts).
+  createSchedule: apiRoutes.createSchedule,
+  listSchedules: apiRoutes.listSchedules,
+  getSchedule: apiRoutes.getSchedule,
+  patchSchedule: apiRoutes.patchSchedule,
+  deleteSchedule: apiRoutes.deleteSchedule,
   consoleSettings: route('console', 'getConsoleSettings', 'What the console shows beyond the API: a trace UI link template', {
     response: { 200: consoleSettingsSchema, ...errors() },
   }),
@@ -397,6 +405,15 @@ export const approverRoutes = {
     querystring: resumeQuery,
     response: { 200: sse(approvalFeedEventSchema, 'approval feed events'), ...errors({ 429: 'too_many_streams' }) },
   }),
+  approvalLoad: route(
+    'approvals',
+    'getApprovalLoad',
+    'The tenant’s approval load (approvers and up): time to decision by tool and risk, decisions per approver per hour, the share within the SLA, expiries',
+    {
+      querystring: approvalLoadQuerySchema,
+      response: { 200: approvalLoadSchema, ...errors({ 403: ERROR_CODES[403] }) },
+    },
+  ),
   uncertainEffects: route('approvals', 'listUncertainEffects', 'Writes whose outcome is unknown after a crash, to reconcile by hand', {
     response: { 200: uncertainEffectListSchema, ...errors() },
   }),

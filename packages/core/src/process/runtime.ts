@@ -39,7 +39,7 @@ import { resolveAppVersion } from '../policy/app/app-version.js';
 import { checkPrices, fleetModels } from '../policy/budget/cost.js';
 import { currentVersion, routeVersion } from '../policy/run/version-route.js';
 import type { DelegationLimits } from '../policy/step/call-plan.js';
-import { knownToolNames } from '../policy/step/commit-facts.js';
+import { deciderLabels, knownToolNames } from '../policy/step/commit-facts.js';
 import { ArchiveUnavailableError, ReinError } from '../shared/errors.js';
 import type { InputFilter } from '../shared/guards/input-filter.js';
 import { createPiiMasker, type PiiMasker } from '../shared/guards/pii-masker.js';
@@ -261,6 +261,7 @@ async function buildRuntime<X extends Extras>(
     cancelExpiry: scheduler.cancelExpiry,
     metrics,
     knownTool: knownToolNames(tools, agents),
+    approvalLoad: { slaMs: options.approvals.slaMs, decider: deciderLabels(options.http.apiKeys ?? []) },
     audit,
     hooks: runEnd,
   });
@@ -312,6 +313,7 @@ async function buildRuntime<X extends Extras>(
     compensator,
     currentVersion: () => currentVersion(versions.known(), versions.own),
     ...(archive ? { archive: archive.runs } : {}),
+    versionWorkers: { route: (run) => routeVersion(run, versions.known(), versions.own), workersOf: (v) => versions.workersOf(v) },
   });
   const replayModels = fleetModels(options.model, app.agents);
   const replays = createReplayService({
@@ -397,6 +399,7 @@ async function buildRuntime<X extends Extras>(
       applier,
       tools,
       escalation: options.approvals.escalation,
+      slaMs: options.approvals.slaMs,
       ...(archive ? { archive: archive.runs } : {}),
     }),
     ...(archive ? { archive } : {}),

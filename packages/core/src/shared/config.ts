@@ -225,6 +225,8 @@ export const configSchema = z.object({
   /** The most of one tool result (UTF-8 bytes) Rein keeps: a longer one is cut, with a marker, before the journal, trace and model see it. */
   REIN_MAX_TOOL_RESULT_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_MAX_TOOL_RESULT_BYTES),
   APPROVAL_TTL_MS: z.coerce.number().int().positive().default(900_000),
+  /** The time within which a team means to decide an approval: what `rein_approval_sla_total` and the console's approval load measure against. */
+  REIN_APPROVAL_SLA_MS: z.coerce.number().int().positive().default(600_000),
   /**
    * The app-wide escalation of approvals by the role they need, for policies that name none,
    * and the next link of every escalation chain: `{"approver": {"afterMs": 600000, "toRole": "supervisor"}}`.

@@ -122,6 +122,18 @@ export function createMetrics(service: string) {
       labelNames: ['tool', 'decision'],
       registers,
     }),
+    approvalSla: new Counter({
+      name: 'rein_approval_sla_total',
+      help: 'Approvals that ended (decided or expired), by whether a person decided them within REIN_APPROVAL_SLA_MS (met="true")',
+      labelNames: ['tool', 'risk', 'met'],
+      registers,
+    }),
+    approvalDecisionsBy: new Counter({
+      name: 'rein_approval_decisions_by_decider_total',
+      help: 'Approvals decided by a person, by tenant and decider: a REIN_API_KEYS user id (a bounded list), else "company" (company sign-in)',
+      labelNames: ['tenant', 'decider'],
+      registers,
+    }),
     modelPriceMissing: new Counter({
       name: 'rein_model_price_missing_total',
       help: 'Model calls charged 0 because REIN_MODEL_PRICES has no price for the model',
@@ -253,8 +265,8 @@ export function createMetrics(service: string) {
     }),
     approvalWait: new Histogram({
       name: 'rein_approval_wait_seconds',
-      help: 'Time from an approval request to its decision or expiry',
-      labelNames: ['tool', 'decision'],
+      help: 'Time from an approval request to its decision or expiry, by tool, risk and decision',
+      labelNames: ['tool', 'risk', 'decision'],
       buckets: [1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200],
       registers,
     }),

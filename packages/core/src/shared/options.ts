@@ -118,6 +118,8 @@ export interface ReinOptions {
   approvals: {
     /** APPROVAL_TTL_MS: how long a pending approval waits. @default 900000 */
     ttlMs: Config['APPROVAL_TTL_MS'];
+    /** REIN_APPROVAL_SLA_MS: the decision time measured against (metrics, approval load). @default 600000 */
+    slaMs: Config['REIN_APPROVAL_SLA_MS'];
     /** REIN_APPROVAL_ESCALATION: escalation by required role, for policies that name none. @default {} */
     escalation: Config['REIN_APPROVAL_ESCALATION'];
     /** REIN_LINK_SECRET: signs one-click links. @default derived from REIN_API_KEYS */
@@ -277,6 +279,7 @@ export const envOptionPaths = {
   APPROVER_PORT: 'http.approverPort',
   WORKER_METRICS_PORT: 'http.workerMetricsPort',
   APPROVAL_TTL_MS: 'approvals.ttlMs',
+  REIN_APPROVAL_SLA_MS: 'approvals.slaMs',
   REIN_APPROVAL_ESCALATION: 'approvals.escalation',
   REIN_LINK_SECRET: 'approvals.linkSecret',
   REIN_BUDGET_FOUR_EYES: 'approvals.budgetFourEyes',

@@ -15,7 +15,16 @@ import type { TenantQuotas } from '../adapters/redis/tenant-quotas.js';
 import { escalationDueAt } from '../policy/approvals/escalation.js';
 import { commitAudit } from '../policy/run/commit-audit.js';
 import type { Commit } from '../policy/run/run-transitions.js';
-import { type CommitFacts, changeFacts, commitFacts, finishFact, type RecordFacts, recordFacts } from '../policy/step/commit-facts.js';
+import {
+  type ApprovalLoadSettings,
+  type CommitFacts,
+  changeFacts,
+  commitFacts,
+  finishFact,
+  metSla,
+  type RecordFacts,
+  recordFacts,
+} from '../policy/step/commit-facts.js';
 import type { Transition } from '../policy/step/step-policy.js';
 import type { Logger } from '../shared/logger.js';
 import type { Metrics } from '../shared/metrics.js';
@@ -67,6 +76,8 @@ export interface ApplierDeps {
   now?: () => number;
   /** Whether a tool name is registered (an unknown one is counted as `unknown`). */
   knownTool: (name: string) => boolean;
+  /** What approval decisions are measured against (REIN_APPROVAL_SLA_MS) and how deciders are labelled. */
+  approvalLoad: ApprovalLoadSettings;
   hooks?: FinishHooks;
   /** The tenants' decision logs: what each commit decided is appended after it landed. */
   audit?: Pick<AuditLog, 'append'>;
@@ -201,7 +212,9 @@ export function createTransitionApplier(deps: ApplierDeps) {
     for (const f of facts.approvalsCreated ?? []) m.approvalsCreated.inc(f);
     for (const f of facts.approvalsDecided ?? []) {
       m.approvalsDecided.inc({ tool: f.tool, decision: f.decision });
-      m.approvalWait.observe({ tool: f.tool, decision: f.decision }, f.waitedMs / 1000);
+      m.approvalWait.observe({ tool: f.tool, risk: f.risk, decision: f.decision }, f.waitedMs / 1000);
+      m.approvalSla.inc({ tool: f.tool, risk: f.risk, met: String(metSla(f, deps.approvalLoad.slaMs)) });
+      if (f.decidedBy) m.approvalDecisionsBy.inc({ tenant: f.tenantId, decider: deps.approvalLoad.decider(f.tenantId, f.decidedBy) });
     }
   }
 

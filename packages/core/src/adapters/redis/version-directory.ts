@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { RunStatus } from '@rein/contract';
 import type { FleetVersions } from '../../policy/app/fleet-versions.js';
 import { VERSION_KEYS, versionRunsKey } from '../../shared/keys.js';
-import { type RedisClient, sendCommands } from './redis.js';
+import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
 
 /** A process's heartbeat is refreshed this often and lapses after HEARTBEAT_TTL_MS without one. */
 export const HEARTBEAT_EVERY_MS = 5_000;
@@ -102,7 +102,20 @@ export class VersionDirectory {
       ['zremrangebyscore', VERSION_KEYS.live, '-inf', `(${at}`],
       ['hsetnx', VERSION_KEYS.seen, `first:${this.own}`, at],
       ['hset', VERSION_KEYS.seen, `last:${this.own}`, at],
+      // A worker's own sighting: what a run waiting for its version was last served by.
+      ...(this.role === 'worker' ? [['hset', VERSION_KEYS.seen, `worker:${this.own}`, at] as RedisCommand] : []),
     ]);
+  }
+
+  /** The live workers of `version` and when one was last seen (ms; undefined: never). */
+  async workersOf(version: string): Promise<{ workers: number; lastWorkerAt?: number }> {
+    const at = this.now();
+    const [live, last] = (await sendCommands(this.redis, [
+      ['zrangebyscore', VERSION_KEYS.live, at, '+inf'],
+      ['hget', VERSION_KEYS.seen, `worker:${version}`],
+    ])) as [string[], string | null];
+    const workers = parseLive(live).filter((p) => p.role === 'worker' && p.version === version).length;
+    return { workers, ...(last ? { lastWorkerAt: Number(last) } : {}) };
   }
 
   /** This process leaves: its heartbeat goes at once, so a drained version shows no worker. */
@@ -185,7 +198,7 @@ export class VersionDirectory {
     const forgotten = (tenantId === undefined ? facts : [])
       .filter((f) => f.workers + f.apis === 0 && Object.keys(f.runs).length === 0 && f.lastSeen < at - FORGET_AFTER_MS)
       .map((f) => f.version);
-    if (forgotten.length) await this.redis.hdel(VERSION_KEYS.seen, ...forgotten.flatMap((v) => [`first:${v}`, `last:${v}`]));
+    if (forgotten.length) await this.redis.hdel(VERSION_KEYS.seen, ...forgotten.flatMap((v) => [`first:${v}`, `last:${v}`, `worker:${v}`]));
     return facts.filter((f) => !forgotten.includes(f.version));
   }
 }

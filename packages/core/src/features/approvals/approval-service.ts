@@ -1,4 +1,4 @@
-import type { ListApprovalsQuery, Principal } from '@rein/contract';
+import type { ApprovalLoad, ApprovalLoadQuery, ListApprovalsQuery, Principal } from '@rein/contract';
 import { type Approval, budgetRaiseSchema, planStepSchema, type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { requirementOf, type Tool } from '@rein/define/internal';
 import { z } from 'zod';
@@ -11,6 +11,7 @@ import { hashArguments } from '../../policy/app/argument-hash.js';
 import { toolJsonSchema } from '../../policy/app/tool-digest.js';
 import { stricterOf } from '../../policy/approvals/approval-binding.js';
 import { runOfApproval } from '../../policy/approvals/approval-id.js';
+import { approvalLoad } from '../../policy/approvals/approval-load.js';
 import { decisionRefusal, mayDecide, overseesTenant } from '../../policy/approvals/decision-rights.js';
 import { type EscalationDefaults, escalated } from '../../policy/approvals/escalation.js';
 import { type Tally, tallyApproval } from '../../policy/approvals/quorum.js';
@@ -43,8 +44,13 @@ export interface ApprovalServiceDeps {
   escalation?: EscalationDefaults;
   /** The archive of finished runs: a listed approval whose run's keys are gone is read there. */
   archive?: Pick<RunArchive, 'approvalsById'>;
+  /** REIN_APPROVAL_SLA_MS: the decision time the approval load is measured against. */
+  slaMs: number;
   now?: () => number;
 }
+
+/** The most approvals one load reads (newest first); a busier window is answered `truncated`. */
+export const LOAD_MAX_APPROVALS = 5000;
 
 /**
  * List, decide and expire approvals. Every transition is a compare-and-set on the run
@@ -173,6 +179,27 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
 
     async get(principal: Principal, id: string) {
       return approvalView((await find(principal, id)).approval);
+    },
+
+    /** The tenant's approval load over the last `hours` (approvers and up: it names who decided how much). */
+    async load(principal: Principal, q: ApprovalLoadQuery): Promise<ApprovalLoad> {
+      if (!overseesTenant(principal)) throw new ForbiddenError('approval load is readable by approvers and admins');
+      const to = now();
+      const from = to - q.hours * 3_600_000;
+      const found: Approval[] = [];
+      let cursor: Parameters<typeof deps.store.pageApprovals>[2]['cursor'];
+      // Newest first, a page at a time, until the window or the cap ends.
+      do {
+        const page = await deps.store.pageApprovals(principal.tenantId, undefined, { limit: 500, after: from - 1, before: to + 1, cursor });
+        const approvals = await approvalsById(principal.tenantId, page.ids);
+        found.push(...approvals.filter((a): a is Approval => a !== null && a.tenantId === principal.tenantId));
+        cursor = page.next;
+      } while (cursor && found.length < LOAD_MAX_APPROVALS);
+      const counted = found.slice(0, LOAD_MAX_APPROVALS);
+      return {
+        ...approvalLoad(counted, { from, to, slaMs: deps.slaMs }),
+        ...(cursor || found.length > LOAD_MAX_APPROVALS ? { truncated: true as const } : {}),
+      };
     },
 
     /**

@@ -24,6 +24,7 @@ import { approvalsNeeded } from '../../policy/approvals/quorum.js';
 import { bodyHash, replayOf } from '../../policy/run/idempotency.js';
 import { runEvent } from '../../policy/run/run-event.js';
 import { cancelRun, retryOnStale } from '../../policy/run/run-transitions.js';
+import { awaitsJob, type VersionWorkers, waitingForVersion } from '../../policy/run/waiting-for-version.js';
 import { treeTotal } from '../../policy/step/sub-agents.js';
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../../shared/errors.js';
 import type { PiiMasker } from '../../shared/guards/pii-masker.js';
@@ -64,6 +65,8 @@ export interface RunServiceDeps {
   currentVersion?: () => string;
   /** The archive of finished runs: what Redis no longer holds is read there, with the same rules. */
   archive?: RunArchive;
+  /** Where a run's jobs go and who serves that version: a run's view says when nobody does. */
+  versionWorkers?: { route(run: RunRecord): string; workersOf(version: string): Promise<VersionWorkers> };
   now?: () => number;
 }
 
@@ -352,7 +355,14 @@ export function createRunService(deps: RunServiceDeps) {
       const shown = archived
         ? runView(run, archived.approvals, await treeFacts(run, archived.tree ?? { children: [], descendants: [] }))
         : await view(run);
-      return { ...shown, ...(compensation ? { compensation: compensationView(compensation) } : {}) };
+      const by = deps.versionWorkers;
+      const version = by && !archived && awaitsJob(run, shown.pendingApprovals, compensation ?? undefined) ? by.route(run) : undefined;
+      const waiting = by && version ? waitingForVersion(run, compensation ?? undefined, version, await by.workersOf(version)) : undefined;
+      return {
+        ...shown,
+        ...(compensation ? { compensation: compensationView(compensation) } : {}),
+        ...(waiting ? { waitingForVersion: waiting } : {}),
+      };
     },
 
     /** An approver undoes a finished run's completed writes, latest first. */

@@ -8,14 +8,22 @@ import type {
   ScheduleRecord,
   ScheduleView,
 } from '@rein/contract';
-import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
+import { NEXT_FIRINGS, type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import type { AgentCatalog } from '@rein/define/internal';
 import type { ScheduleTimers } from '../../adapters/queue/schedule-queue.js';
 import type { AuditLog } from '../../adapters/redis/audit-log.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { ScheduleStore } from '../../adapters/redis/schedule-store.js';
 import { holdsRole } from '../../policy/approvals/decision-rights.js';
-import { checkCron, isMissed, latestFireAt, missedFirings, nextFireAt, scheduledRunId } from '../../policy/run/schedule-cron.js';
+import {
+  checkCron,
+  isMissed,
+  latestFireAt,
+  missedFirings,
+  nextFireAt,
+  nextFireTimes,
+  scheduledRunId,
+} from '../../policy/run/schedule-cron.js';
 import { ConflictError, NotFoundError, ReinError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
@@ -151,7 +159,8 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
       const history = await deps.store.history(id);
       const ids = [...new Set(history.flatMap((f) => (f.outcome === 'started' && f.runId ? [f.runId] : [])))];
       const runs = (await deps.runStore.getMany(ids)).filter((r): r is RunRecord => r !== null);
-      return { ...view(s), history, runs: runs.map((r) => runView(r, [])) };
+      const nextFirings = s.enabled ? nextFireTimes(s.cron, s.timezone, now(), NEXT_FIRINGS).map(iso) : [];
+      return { ...view(s), history, runs: runs.map((r) => runView(r, [])), nextFirings };
     },
 
     async patch(principal: Principal, id: string, body: PatchScheduleBody): Promise<ScheduleView> {

@@ -31,6 +31,12 @@ export function checkCron(cron: string, timezone: string): void {
 /** The first fire time strictly after `at` (ms). */
 export const nextFireAt = (cron: string, timezone: string, at: number): number => parse(cron, timezone, at).next().getTime();
 
+/** The next `count` fire times strictly after `at` (ms), for a person to check an expression against. */
+export function nextFireTimes(cron: string, timezone: string, at: number, count: number): number[] {
+  const times = parse(cron, timezone, at);
+  return Array.from({ length: count }, () => times.next().getTime());
+}
+
 /** The latest fire time at or before `at` (ms). */
 export const latestFireAt = (cron: string, timezone: string, at: number): number =>
   parse(cron, timezone, at + 1)

@@ -22,9 +22,33 @@ export interface RecordFacts {
 
 export interface DecisionFact {
   tool: string;
+  risk: string;
   decision: string;
   /** From the approval's request to its decision. */
   waitedMs: number;
+  tenantId: string;
+  /** Who decided it; none for an expiry. */
+  decidedBy?: string;
+}
+
+/** How long a team means to take for a decision, and how a decider is named on a label. */
+export interface ApprovalLoadSettings {
+  slaMs: number;
+  decider: (tenantId: string, userId: string) => string;
+}
+
+/** Whether a person decided the approval within the SLA (pure): an expiry never is. */
+export const metSla = (f: Pick<DecisionFact, 'decision' | 'waitedMs'>, slaMs: number): boolean =>
+  (f.decision === 'approved' || f.decision === 'rejected') && f.waitedMs <= slaMs;
+
+/**
+ * A decider's label (pure): a user of the static keys (REIN_API_KEYS, a list an operator
+ * wrote, so bounded) by their user id; anyone else — company sign-in, whose people are as
+ * many as the company has — as `company`, so no sign-in can mint a label.
+ */
+export function deciderLabels(keys: readonly { tenantId: string; userId: string }[]) {
+  const known = new Set(keys.map((k) => `${k.tenantId}\u0000${k.userId}`));
+  return (tenantId: string, userId: string): string => (known.has(`${tenantId}\u0000${userId}`) ? userId : 'company');
 }
 
 export interface FinishFact {
@@ -91,7 +115,14 @@ export function changeFacts(
       kind === 'decide'
         ? approvals
             .filter((a) => a.status !== 'pending')
-            .map((a) => ({ tool: a.toolName, decision: a.status, waitedMs: now - Date.parse(a.createdAt) }))
+            .map((a) => ({
+              tool: a.toolName,
+              risk: a.risk,
+              decision: a.status,
+              waitedMs: now - Date.parse(a.createdAt),
+              tenantId: a.tenantId,
+              ...(a.status !== 'expired' && a.decidedBy ? { decidedBy: a.decidedBy } : {}),
+            }))
         : [],
   };
 }

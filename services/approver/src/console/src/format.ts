@@ -24,3 +24,24 @@ export const ago = (iso: string, now = Date.now()): string => `${ms(Math.max(0, 
 export const pretty = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v, null, 2) ?? String(v)));
 
 export const TERMINAL = ['succeeded', 'failed', 'cancelled'];
+
+/** An instant as a wall clock in an IANA time zone, with its offset: what a schedule's cron means there. */
+export const inZone = (iso: string | null | undefined, timeZone: string): string => {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  try {
+    return new Intl.DateTimeFormat('sv-SE', {
+      timeZone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      timeZoneName: 'shortOffset',
+    }).format(d);
+  } catch {
+    return when(iso); // a zone this browser does not know: UTC, as `when` writes it
+  }
+};

@@ -179,7 +179,7 @@ export function Inbox({
         Keys: j/k move · x select · a approve selected · r reject selected (reason first) · Enter open
       </p>
       <div class="table-wrap">
-        <table>
+        <table class="stack">
           <thead>
             <tr>
               <th scope="col">Select</th>
@@ -206,7 +206,7 @@ export function Inbox({
                   class={i === focus ? 'focused' : undefined}
                   onFocus={() => setFocus(i)}
                 >
-                  <td>
+                  <td data-label="Select">
                     <input
                       type="checkbox"
                       aria-label={`Select ${a.summary}${g.approvals.length > 1 ? ` (${g.approvals.length} identical)` : ''}`}
@@ -214,10 +214,10 @@ export function Inbox({
                       onChange={() => toggle(g.key)}
                     />
                   </td>
-                  <td>
+                  <td data-label="Risk">
                     <Risk risk={a.risk} />
                   </td>
-                  <td>
+                  <td data-label="What">
                     <a href={`#/approvals/${encodeURIComponent(a.id)}`}>{a.summary}</a>
                     {g.approvals.length > 1 ? <span class="badge count"> ×{g.approvals.length}</span> : null}
                     <div class="muted">
@@ -229,13 +229,13 @@ export function Inbox({
                         : ''}
                     </div>
                   </td>
-                  <td>
+                  <td data-label="Needs">
                     {a.deciders.role}
                     {a.quorum ? ` · ${a.approvals?.length ?? 0}/${a.quorum}` : ''}
                   </td>
-                  <td>{requesters.join(', ')}</td>
-                  <td>{ms(Date.now() - Date.parse(oldest.createdAt))}</td>
-                  <td>{when(oldest.expiresAt)}</td>
+                  <td data-label="Requested by">{requesters.join(', ')}</td>
+                  <td data-label="Waiting">{ms(Date.now() - Date.parse(oldest.createdAt))}</td>
+                  <td data-label="Expires">{when(oldest.expiresAt)}</td>
                 </tr>
               );
             })}

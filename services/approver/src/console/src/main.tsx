@@ -14,6 +14,7 @@ import {
 import './console.css';
 import { RunPage } from './run-page.js';
 import { RunsPage } from './runs-page.js';
+import { SchedulePage, SchedulesPage } from './schedules-page.js';
 import { atLeast, type Me, type Session, SessionContext } from './ui.js';
 import { UsagePage } from './usage-page.js';
 import { VersionsPage } from './versions-page.js';
@@ -136,6 +137,7 @@ function App() {
   const nav = [
     ['runs', 'Runs'],
     ['approvals', 'Approvals'],
+    ['schedules', 'Schedules'],
     ...(atLeast(me, 'approver') ? [['usage', 'Usage']] : []),
     ...(me.roles.includes('admin') || me.roles.includes('operator') ? [['versions', 'Versions']] : []),
   ];
@@ -176,6 +178,10 @@ function App() {
           <ApprovalPage key={id} id={id} />
         ) : page === 'approvals' ? (
           <ApprovalsPage />
+        ) : page === 'schedules' && id ? (
+          <SchedulePage key={id} id={id} />
+        ) : page === 'schedules' ? (
+          <SchedulesPage />
         ) : page === 'usage' ? (
           <UsagePage />
         ) : page === 'versions' ? (

@@ -66,6 +66,13 @@ export function RunPage({ id }: { id: string }) {
         Run <code>{run.id}</code> <Status status={run.status} />
         {live && !finished ? <span class="live"> · live</span> : null}
       </h1>
+      {run.waitingForVersion ? (
+        <p class="refusal" id="waiting-for-version" role="status">
+          Waiting for app version <code>{run.waitingForVersion.version}</code>: no worker of it is alive (since{' '}
+          {when(run.waitingForVersion.since)}). Start a worker of that version, or have an operator move its runs with{' '}
+          <code>rein versions upgrade</code>.
+        </p>
+      ) : null}
       <dl class="facts card">
         <dt>Agent</dt>
         <dd>{run.agent}</dd>

@@ -153,7 +153,7 @@ export function RunsPage() {
       </form>
       <ErrorNote error={error} />
       <div class="table-wrap">
-        <table class="runs">
+        <table class="runs stack">
           <caption class="sr-only">Runs, newest first</caption>
           <thead>
             <tr>
@@ -170,18 +170,24 @@ export function RunsPage() {
           <tbody id="runs">
             {shown.map((r) => (
               <tr key={r.id} data-run-id={r.id}>
-                <td>
+                <td data-label="Run">
                   <a href={`#/runs/${encodeURIComponent(r.id)}`}>{r.id.slice(0, 12)}</a>
                 </td>
-                <td>
+                <td data-label="Status">
                   <Status status={r.status} />
                 </td>
-                <td>{r.agent}</td>
-                <td class="input-cell">{r.input}</td>
-                <td class="num">{tokens(r.usage.totalTokens)}</td>
-                <td class="num">{usd(r.costUsd)}</td>
-                <td>{r.appVersion ?? '—'}</td>
-                <td>
+                <td data-label="Agent">{r.agent}</td>
+                <td data-label="Input" class="input-cell">
+                  {r.input}
+                </td>
+                <td data-label="Tokens" class="num">
+                  {tokens(r.usage.totalTokens)}
+                </td>
+                <td data-label="Cost" class="num">
+                  {usd(r.costUsd)}
+                </td>
+                <td data-label="Version">{r.appVersion ?? '—'}</td>
+                <td data-label="Created">
                   <time dateTime={r.createdAt}>{ago(r.createdAt)}</time>
                 </td>
               </tr>

@@ -2,8 +2,8 @@ import type { ReinClient } from '@rein/client';
 import type { UsageResponse } from '@rein/contract';
 import { useState } from 'preact/hooks';
 import { ApiError } from './api.js';
-import { tokens, usd } from './format.js';
-import { ErrorNote, Section, useLoad, useSession } from './ui.js';
+import { ms, tokens, usd } from './format.js';
+import { ErrorNote, Risk, Section, useLoad, useSession } from './ui.js';
 
 interface Row {
   key: string;
@@ -103,7 +103,87 @@ export function UsagePage() {
           </Section>
         </>
       ) : null}
+      <ApprovalLoadSection />
     </>
+  );
+}
+
+const pct = (n: number | null) => (n === null ? '—' : `${Math.round(n * 1000) / 10}%`);
+
+/** The approval load (GET /v1/approvals/load): what a team reads before it trusts an auto-approve policy. */
+function ApprovalLoadSection() {
+  const { api } = useSession();
+  const [hours, setHours] = useState(24);
+  const load = useLoad(() => api.client.approvals.load({ hours }), [api, hours]);
+  const l = load.data;
+  return (
+    <Section title="Approval load" id="approval-load">
+      <form class="filters" aria-label="Approval load window" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Approvals asked for in the last
+          <select value={String(hours)} onChange={(e) => setHours(Number(e.currentTarget.value))}>
+            <option value="1">hour</option>
+            <option value="24">24 hours</option>
+            <option value="168">7 days</option>
+          </select>
+        </label>
+      </form>
+      <ErrorNote error={load.error} />
+      {l ? (
+        <>
+          <p id="approval-load-summary">
+            {l.asked} asked · {l.decided} decided · {l.expired} expired · {l.pending} pending · <strong>{pct(l.withinSla)}</strong> decided
+            within the SLA ({ms(l.slaMs)}){l.truncated ? ' · the newest 5,000 counted' : ''}
+          </p>
+          <div class="table-wrap">
+            <table aria-label="Time to decision by tool and risk">
+              <thead>
+                <tr>
+                  <th scope="col">Tool</th>
+                  <th scope="col">Risk</th>
+                  <th scope="col">Decided</th>
+                  <th scope="col">p50</th>
+                  <th scope="col">p95</th>
+                </tr>
+              </thead>
+              <tbody id="time-to-decision">
+                {l.timeToDecision.map((r) => (
+                  <tr key={`${r.tool}:${r.risk}`}>
+                    <td>{r.tool}</td>
+                    <td>
+                      <Risk risk={r.risk} />
+                    </td>
+                    <td class="num">{r.decided}</td>
+                    <td class="num">{ms(r.p50Ms)}</td>
+                    <td class="num">{ms(r.p95Ms)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <div class="table-wrap">
+            <table aria-label="Decisions per approver">
+              <thead>
+                <tr>
+                  <th scope="col">Approver</th>
+                  <th scope="col">Decided</th>
+                  <th scope="col">Per hour</th>
+                </tr>
+              </thead>
+              <tbody id="deciders">
+                {l.deciders.map((d) => (
+                  <tr key={d.userId}>
+                    <td>{d.userId}</td>
+                    <td class="num">{d.decided}</td>
+                    <td class="num">{d.perHour.toFixed(2)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
+      ) : null}
+    </Section>
   );
 }
 

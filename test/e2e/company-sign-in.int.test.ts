@@ -66,6 +66,29 @@ describe('company sign-in with a real OpenID Provider', () => {
     });
   });
 
+  it('fires the schedule of a person who has no key, as them, while they keep signing in', async () => {
+    const acme = await idp.serviceToken('acme-bot');
+    const created = await fleet.callApi('POST', '/v1/schedules', acme, {
+      input: '支持 7 天无理由退货吗？',
+      cron: '*/2 * * * * *',
+      overlap: 'allow',
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    let detail: { history: { outcome: string; reason?: string }[]; runs: unknown[] } = { history: [], runs: [] };
+    for (let i = 0; i < 150 && !detail.history.length; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      detail = (await fleet.callApi('GET', `/v1/schedules/${id}`, acme)).body;
+    }
+    expect((await fleet.callApi('DELETE', `/v1/schedules/${id}`, acme)).status).toBe(204);
+    // Without a key of its owner, a firing was paused (or failed unverifiable) before sign-ins counted.
+    expect(detail.history[0]).toMatchObject({ outcome: 'started' });
+    const run = detail.runs[0] as { id: string; metadata: Record<string, unknown> };
+    expect(run.metadata).toMatchObject({ scheduleId: id });
+    // It ran as its owner: a user sees only their own runs.
+    expect((await fleet.callApi('GET', `/v1/runs/${run.id}`, acme)).status).toBe(200);
+  });
+
   it('keeps tenants apart: a token of another tenant sees and decides nothing of this one', async () => {
     const acme = await idp.serviceToken('acme-bot');
     const globex = await idp.serviceToken('globex-bot');

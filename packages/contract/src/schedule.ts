@@ -82,8 +82,9 @@ export type ScheduleFiring = z.infer<typeof scheduleFiringSchema>;
 
 /**
  * Why a schedule stopped firing by itself: its owner's key no longer exists with the roles
- * the schedule runs with (`code` `owner_key_missing` or `owner_roles_changed`). Enabling it
- * again clears it.
+ * the schedule runs with (`code` `owner_key_missing` or `owner_roles_changed`), or, for a
+ * person who signs in through the company provider, their latest sign-in is too old
+ * (`owner_signed_out`) or lacks a role. Enabling it again clears it.
  */
 export const schedulePauseSchema = z.object({ at: z.string(), code: z.string(), reason: z.string() });
 export type SchedulePause = z.infer<typeof schedulePauseSchema>;

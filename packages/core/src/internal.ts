@@ -113,6 +113,7 @@ export {
 } from './adapters/redis/redis.js';
 export { type RunFilter, RunStore } from './adapters/redis/run-store.js';
 export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './adapters/redis/schedule-store.js';
+export { SignInStore } from './adapters/redis/sign-in-store.js';
 export { StreamHub, streamIdAfter } from './adapters/redis/stream-hub.js';
 export { QuotaExceededError, TenantQuotas } from './adapters/redis/tenant-quotas.js';
 export { HEARTBEAT_TTL_MS, VersionDirectory, type VersionFacts } from './adapters/redis/version-directory.js';

@@ -1,10 +1,10 @@
 import type { Principal, ScheduleRecord } from '@rein/contract';
 import { optionsFromEnv } from '@rein/core';
-import { createRuntime, type Runtime, ScheduleStore, scheduledRunId } from '@rein/core/internal';
+import { createRuntime, type Runtime, ScheduleStore, SignInStore, scheduledRunId } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApiApp } from '../src/app.js';
 
 const ALICE = { key: 'sched-test-alice-key', tenantId: 'acme', userId: 'alice', roles: ['user'] };
@@ -331,5 +331,66 @@ describe('who a schedule runs as, and the decision log', () => {
     expect(on.body.paused).toBeUndefined();
     expect(await rt.schedules.fire(s.id, at + 2000)).toBe('started');
     expect(await rt.store.get(scheduledRunId(s.id, at + 2000))).toMatchObject({ userId: 'alice', roles: ['user'] });
+  });
+});
+
+describe('schedules owned by people who sign in through the company provider', () => {
+  let signedIn: Runtime;
+  beforeAll(async () => {
+    signedIn = await createRuntime(
+      optionsFromEnv({
+        REDIS_URL: redis.url,
+        REIN_API_KEYS: JSON.stringify([ALICE]),
+        // Never fetched here: the test records sign-ins as the services do once a token verifies.
+        REIN_OIDC_ISSUER: 'https://idp.invalid',
+        REIN_OIDC_AUDIENCE: 'rein',
+        LOG_LEVEL: 'silent',
+      }),
+      'schedules-sign-in-test',
+      'producer',
+      orderApp,
+    );
+  });
+  afterAll(async () => {
+    await signedIn?.close();
+  });
+
+  const dana: Principal = { tenantId: 'acme', userId: 'dana', roles: ['user', 'approver'] };
+  const createAs = (owner: Principal) =>
+    signedIn.schedules.create(owner, {
+      input: 'hi',
+      cron: '*/2 * * * * *',
+      timezone: 'UTC',
+      overlap: 'allow',
+      catchUp: 'none',
+      enabled: true,
+    });
+  const signInStore = () => new SignInStore(signedIn.redis);
+  const nextSlot = () => Math.ceil(Date.now() / 2000) * 2000;
+
+  it('fires as a person with no key while their latest sign-in carries its roles', async () => {
+    const s = await createAs(dana);
+    // The services record a verified token without waiting on Redis: wait for the record here.
+    signedIn.signIns?.seen(dana);
+    await vi.waitFor(async () => expect(await signInStore().get('acme', 'dana')).toMatchObject({ roles: dana.roles }));
+    const at = nextSlot();
+    expect(await signedIn.schedules.fire(s.id, at)).toBe('started');
+    expect(await signedIn.store.get(scheduledRunId(s.id, at))).toMatchObject({ userId: 'dana', roles: dana.roles });
+  });
+
+  it('pauses when that sign-in is older than REIN_OIDC_OWNER_STANDING_MS, or no longer carries a role it runs with', async () => {
+    const stale = await createAs({ ...dana, userId: 'erin' });
+    await signInStore().record({ ...dana, userId: 'erin' }, Date.now() - 31 * 86_400_000);
+    expect(await signedIn.schedules.fire(stale.id, nextSlot())).toBe('paused');
+    expect((await signedIn.schedules.get({ ...dana, roles: ['admin'] }, stale.id)).paused).toMatchObject({ code: 'owner_signed_out' });
+
+    const demoted = await createAs({ ...dana, userId: 'fay' });
+    await signInStore().record({ ...dana, userId: 'fay', roles: ['user'] }, Date.now());
+    expect(await signedIn.schedules.fire(demoted.id, nextSlot())).toBe('paused');
+    expect((await signedIn.schedules.get({ ...dana, roles: ['admin'] }, demoted.id)).paused).toMatchObject({ code: 'owner_roles_changed' });
+
+    const stranger = await createAs({ ...dana, userId: 'gus' });
+    expect(await signedIn.schedules.fire(stranger.id, nextSlot())).toBe('paused');
+    expect((await signedIn.schedules.get({ ...dana, roles: ['admin'] }, stranger.id)).paused).toMatchObject({ code: 'owner_key_missing' });
   });
 });

@@ -10,6 +10,8 @@ export interface AuthenticatorOptions {
   apiKeys: readonly ApiKey[];
   /** Set: provider-signed JWTs are accepted beside the keys. */
   oidc?: Pick<OidcVerifier, 'verify'>;
+  /** Told of each principal a provider-signed JWT proved (schedules' owners stand by their sign-ins). */
+  onSignedIn?: (p: Principal) => void;
 }
 
 /**
@@ -22,7 +24,11 @@ export function createAuthenticator(opts: AuthenticatorOptions) {
     if (token === undefined) throw new UnauthorizedError(opts.oidc ? 'missing or unknown API key or token' : undefined);
     const key = findApiKey([...opts.apiKeys], token);
     if (key) return { tenantId: key.tenantId, userId: key.userId, roles: key.roles };
-    if (opts.oidc && COMPACT_JWS.test(token)) return opts.oidc.verify(token);
+    if (opts.oidc && COMPACT_JWS.test(token)) {
+      const principal = await opts.oidc.verify(token);
+      opts.onSignedIn?.(principal);
+      return principal;
+    }
     throw new UnauthorizedError(opts.oidc ? 'missing or unknown API key or token' : undefined);
   };
 }

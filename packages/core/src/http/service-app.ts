@@ -25,7 +25,11 @@ export function createServiceApp(
   const apiKeys = requireCredentials(http, rt.options.oidc);
   return createHttpApp({
     logger: rt.logger,
-    authenticate: createAuthenticator({ apiKeys, ...(oidc ? { oidc } : {}) }),
+    authenticate: createAuthenticator({
+      apiKeys,
+      ...(oidc ? { oidc } : {}),
+      ...(rt.signIns ? { onSignedIn: rt.signIns.seen } : {}),
+    }),
     registry: rt.metrics.registry,
     redis: rt.redis,
     bodyLimit: http.maxBodyBytes,

@@ -16,6 +16,7 @@ import { RedisOutages } from '../adapters/redis/redis-outages.js';
 import { ReplayCohortStore } from '../adapters/redis/replay-cohort-store.js';
 import { RunStore } from '../adapters/redis/run-store.js';
 import { ScheduleStore } from '../adapters/redis/schedule-store.js';
+import { SignInStore } from '../adapters/redis/sign-in-store.js';
 import { TenantQuotas } from '../adapters/redis/tenant-quotas.js';
 import { VersionDirectory } from '../adapters/redis/version-directory.js';
 import { CircuitBreakers } from '../adapters/resilience/circuit-breakers.js';
@@ -25,6 +26,7 @@ import { type ApprovalService, createApprovalService } from '../features/approva
 import { createDecisionLog, type DecisionLog } from '../features/approvals/decision-log.js';
 import { archivePlug, createRunArchiving, type RunArchiving } from '../features/archive/run-archiving.js';
 import { type Compensator, compensationPlug, createCompensator } from '../features/compensation/compensation.js';
+import { createSignIns, type SignIns } from '../features/identity/sign-ins.js';
 import { cohortPlug, createReplayCohortService, type ReplayCohortService } from '../features/replay/replay-cohort-service.js';
 import { createReplayService, type ReplayService } from '../features/replay/replay-service.js';
 import { createFairShare, type FairShare, fairSharePlug } from '../features/runs/fair-share.js';
@@ -84,6 +86,8 @@ export interface Runtime {
   replays: ReplayService;
   /** Cohort replays (`POST|GET /v1/replays`), advanced as their replays finish. */
   cohorts: ReplayCohortService;
+  /** People's latest company sign-ins (REIN_OIDC_ISSUER set): recorded by the services, read by schedules. */
+  signIns?: SignIns;
   /** Agents on a schedule: CRUD, and the firings workers take from `scheduleQueue`. */
   schedules: ScheduleService;
   scheduleQueue: ScheduleQueue;
@@ -336,6 +340,9 @@ async function buildRuntime<X extends Extras>(
     staleAfterMs: 2 * options.limits.timeoutCeilingMs,
     logger,
   });
+  const signIns = options.oidc.issuer
+    ? createSignIns({ store: new SignInStore(redis), standingMs: options.oidc.ownerStandingMs, logger })
+    : undefined;
   const schedules = createScheduleService({
     store: new ScheduleStore(redis),
     timers: scheduleQueue,
@@ -347,6 +354,7 @@ async function buildRuntime<X extends Extras>(
     perTenant: options.schedules.perTenant,
     audit,
     identities: options.http.apiKeys?.map(({ tenantId, userId, roles }) => ({ tenantId, userId, roles })),
+    ...(signIns ? { signIns } : {}),
   });
   const sessionQueue = createSessionQueue({
     store,
@@ -391,6 +399,7 @@ async function buildRuntime<X extends Extras>(
     replays,
     cohorts,
     schedules,
+    ...(signIns ? { signIns } : {}),
     scheduleQueue,
     sessionQueue,
     fairShare: createFairShare({ store, quotas, enqueue }),

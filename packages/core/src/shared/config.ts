@@ -317,6 +317,12 @@ export const configSchema = z.object({
   REIN_OIDC_CLOCK_TOLERANCE_S: z.coerce.number().int().min(0).max(300).default(30),
   /** The least time between two fetches of the provider's keys when a token names an unknown key id (a rotation). */
   REIN_OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(30_000),
+  /** How long a person's latest company sign-in lets schedules they own fire as them (the provider revokes people; Rein hears of it at sign-in). */
+  REIN_OIDC_OWNER_STANDING_MS: z.coerce
+    .number()
+    .int()
+    .min(60_000)
+    .default(30 * 86_400_000),
   /** The console's client id at the provider (a public client: code flow with PKCE); unset, the console signs in with keys only. */
   REIN_OIDC_CONSOLE_CLIENT_ID: z.string().min(1).max(200).optional(),
   /** Scopes the console asks for, space-separated (`openid` is always asked). */

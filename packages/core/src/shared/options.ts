@@ -184,6 +184,8 @@ export interface ReinOptions {
     clockToleranceSec: Config['REIN_OIDC_CLOCK_TOLERANCE_S'];
     /** REIN_OIDC_JWKS_COOLDOWN_MS. @default 30000 */
     jwksCooldownMs: Config['REIN_OIDC_JWKS_COOLDOWN_MS'];
+    /** REIN_OIDC_OWNER_STANDING_MS. @default 2592000000 (30 days) */
+    ownerStandingMs: Config['REIN_OIDC_OWNER_STANDING_MS'];
     /** REIN_OIDC_CONSOLE_CLIENT_ID. @default undefined (the console signs in with keys) */
     consoleClientId: Config['REIN_OIDC_CONSOLE_CLIENT_ID'];
     /** REIN_OIDC_CONSOLE_SCOPES. @default 'openid profile' */
@@ -331,6 +333,7 @@ export const envOptionPaths = {
   REIN_OIDC_ROLE_MAP: 'oidc.roleMap',
   REIN_OIDC_CLOCK_TOLERANCE_S: 'oidc.clockToleranceSec',
   REIN_OIDC_JWKS_COOLDOWN_MS: 'oidc.jwksCooldownMs',
+  REIN_OIDC_OWNER_STANDING_MS: 'oidc.ownerStandingMs',
   REIN_OIDC_CONSOLE_CLIENT_ID: 'oidc.consoleClientId',
   REIN_OIDC_CONSOLE_SCOPES: 'oidc.consoleScopes',
   REIN_OIDC_CONSOLE_TOKEN: 'oidc.consoleToken',

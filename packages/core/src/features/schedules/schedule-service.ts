@@ -27,6 +27,7 @@ import {
 import { ConflictError, NotFoundError, ReinError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
+import type { SignIns, Standing } from '../identity/sign-ins.js';
 import type { RunService } from '../runs/run-service.js';
 import { runView } from '../runs/run-service.js';
 
@@ -48,6 +49,11 @@ export interface ScheduleServiceDeps {
    * Undefined (this process knows no keys): no firing can be checked, so none starts.
    */
   identities: readonly Principal[] | undefined;
+  /**
+   * Company sign-in, when it is on (REIN_OIDC_ISSUER): an owner with no key stands while
+   * their latest sign-in is recent and carries the schedule's roles (features/identity/sign-ins.ts).
+   */
+  signIns?: Pick<SignIns, 'standing'>;
   now?: () => number;
 }
 
@@ -55,7 +61,7 @@ export interface ScheduleServiceDeps {
 export type FireResult = 'started' | 'replayed' | 'skipped' | 'missed' | 'paused' | 'failed' | 'disabled' | 'gone';
 
 /** Why the owner may no longer have runs started as them, or null while they may. */
-export function ownerStanding(identities: readonly Principal[], owner: Principal): { code: string; reason: string } | null {
+export function ownerStanding(identities: readonly Principal[], owner: Principal): Standing | null {
   const keys = identities.filter((i) => i.tenantId === owner.tenantId && i.userId === owner.userId);
   if (keys.length === 0)
     return { code: 'owner_key_missing', reason: `no key of user ${owner.userId} in tenant ${owner.tenantId} exists any more` };
@@ -98,6 +104,16 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
 
   const audit = (actor: string, action: AuditAction, s: ScheduleRecord, data: Record<string, unknown>) =>
     deps.audit.append([{ tenantId: s.owner.tenantId, actor, action, subject: { scheduleId: s.id }, data }]);
+
+  /** Null while the owner stands by a key with the schedule's roles, or else by their company sign-ins; else why not. */
+  async function standingOf(owner: Principal): Promise<Standing | null> {
+    const byKey = deps.identities ? ownerStanding(deps.identities, owner) : null;
+    if (deps.identities && !byKey) return null;
+    if (!deps.signIns) return byKey;
+    const bySignIn = await deps.signIns.standing(owner);
+    // A person with a key but no sign-in is told about the key, not about the provider.
+    return bySignIn && byKey?.code === 'owner_roles_changed' && bySignIn.code === 'owner_key_missing' ? byKey : bySignIn;
+  }
 
   /** The firing found its owner without the key or roles it runs with: it stops until someone enables it again. */
   async function pause(s: ScheduleRecord, base: Pick<ScheduleFiring, 'scheduledFor' | 'at'>, why: { code: string; reason: string }) {
@@ -204,12 +220,12 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
       }
       const at = now();
       deps.metrics.scheduleLag.observe(Math.max(0, at - scheduledFor) / 1000);
-      if (!deps.identities) {
+      if (!deps.identities && !deps.signIns) {
         // Not the owner's doing: the schedule stays on, and a process that knows the keys will start it.
         await record(s, { scheduledFor: iso(scheduledFor), at: iso(at), outcome: 'failed', reason: 'owner_unverifiable' });
         return 'failed';
       }
-      const standing = ownerStanding(deps.identities, s.owner);
+      const standing = await standingOf(s.owner);
       if (standing) {
         await pause(s, { scheduledFor: iso(scheduledFor), at: iso(at) }, standing);
         return 'paused';

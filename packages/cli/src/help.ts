@@ -70,13 +70,21 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
     env: CLIENT_ENV,
   },
   audit: {
-    usage: 'rein audit verify [--expect-head <seq>:<hash>]',
-    summary: "recompute the tenant's decision log hash chain; names the first broken entry",
-    details: `Reads GET /v1/audit as REIN_API_KEY (a tenant admin) from the first entry on.
+    usage:
+      'rein audit verify [--expect-head <seq>:<hash>] | verify --receipt F --public-key K | verify --log F --checkpoint C [--public-key K] | export [--out F]',
+    summary: "check the tenant's decision log, a decision's receipt, or an exported log, offline where it can",
+    details: `verify: reads GET /v1/audit as REIN_API_KEY (a tenant admin) from the first entry on.
 Exits 0 when the chain holds, 1 naming the first entry altered, removed or moved.
   --expect-head SEQ:HASH   a head an earlier verify printed and you kept: exit 1 when the chain
                            ends before entry SEQ or holds another entry there (truncated)
-With the archive on, the chain is also checked against its latest head checkpoint.`,
+With the archive on, the chain is also checked against its latest head checkpoint.
+Offline (no fleet asked; exit 1 naming what does not hold):
+  verify --receipt F --public-key K   a decision's receipt (F: the receipt, or the decision's whole
+                                      answer); K: the answer of GET /v1/audit/keys, saved
+  verify --log F --checkpoint C       an exported log (rein audit export) against a checkpoint kept
+                                      outside Rein (a line of REIN_AUDIT_CHECKPOINT_SINK); with
+                                      --public-key K the checkpoint's signature too
+export [--out F]: the tenant's whole decision log as JSON lines, oldest first (stdout without --out).`,
     env: CLIENT_ENV,
   },
   migrate: {

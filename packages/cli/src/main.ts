@@ -5,6 +5,7 @@ import { ReinNetworkError } from '@rein/client';
 import type { App, RunningService, ServiceOptions } from '@rein/core';
 import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
 import { migrate, usage } from './archive-commands.js';
+import { exportLog, verifyLogFile, verifyReceiptFile } from './audit-proof.js';
 import { auditVerify, parseKeptHead } from './audit-verify.js';
 import { dev } from './dev.js';
 import { fleetClient } from './fleet-client.js';
@@ -125,10 +126,31 @@ try {
       break;
     }
     case 'audit': {
-      const { values, positionals } = options('audit', { 'expect-head': { type: 'string' } });
+      const flags = ['expect-head', 'receipt', 'public-key', 'log', 'checkpoint', 'out'];
+      const { values, positionals } = options('audit', Object.fromEntries(flags.map((f) => [f, { type: 'string' as const }])));
+      const str = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined);
+      if (positionals[0] === 'export') {
+        const n = await exportLog(fleetClient().rein, str('out'));
+        process.stderr.write(`${n} entries exported\n`);
+        process.exit(0);
+      }
       if (positionals[0] !== 'verify') throw new Error(`rein audit needs a subcommand\n${commandHelp('audit')}`);
-      const kept = typeof values['expect-head'] === 'string' ? parseKeptHead(values['expect-head']) : undefined;
-      const result = await auditVerify(fleetClient().rein, kept);
+      // Offline: a receipt, or an exported log against a checkpoint; no fleet is asked.
+      const receipt = str('receipt');
+      const log = str('log');
+      let result: { ok: boolean; message: string };
+      if (receipt) {
+        const keys = str('public-key');
+        if (!keys) throw new Error(`--receipt needs --public-key (the answer of GET /v1/audit/keys, saved)\n${commandHelp('audit')}`);
+        result = await verifyReceiptFile(receipt, keys);
+      } else if (log) {
+        const checkpoint = str('checkpoint');
+        if (!checkpoint) throw new Error(`--log needs --checkpoint (a line of the checkpoint sink)\n${commandHelp('audit')}`);
+        result = await verifyLogFile(log, checkpoint, str('public-key'));
+      } else {
+        const head = str('expect-head');
+        result = await auditVerify(fleetClient().rein, head ? parseKeptHead(head) : undefined);
+      }
       (result.ok ? process.stdout : process.stderr).write(`${result.message}\n`);
       process.exit(result.ok ? 0 : 1);
       break;

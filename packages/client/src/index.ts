@@ -4,6 +4,8 @@ export type {
   ApprovalLoad,
   ApprovalPreview,
   ApprovalView,
+  AuditKeys,
+  AuditReceipt,
   CompensationView,
   CreatedWebhook,
   ErrorEnvelope,
@@ -32,4 +34,4 @@ export type {
 export { verifyWebhook } from '@rein/contract';
 export type { ReconnectPolicy, StreamedEvent, StreamOptions } from './event-stream.js';
 export { ReinApiError, ReinNetworkError, ReinWaitTimeoutError } from './rein-api-error.js';
-export { type CreateRunOptions, ReinClient, type ReinClientOptions, type WaitOptions } from './rein-client.js';
+export { type CreateRunOptions, type Receipted, ReinClient, type ReinClientOptions, type WaitOptions } from './rein-client.js';

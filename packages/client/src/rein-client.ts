@@ -6,7 +6,9 @@ import type {
   ApprovalPreview,
   ApprovalView,
   ApproveBody,
+  AuditKeys,
   AuditPage,
+  AuditReceipt,
   BatchDecideBody,
   BatchDecision,
   CompensationView,
@@ -43,6 +45,9 @@ import type {
 } from '@rein/contract';
 import { reconnectingStream, type StreamedEvent, type StreamOptions } from './event-stream.js';
 import { ReinApiError, ReinNetworkError, ReinWaitTimeoutError } from './rein-api-error.js';
+
+/** A decision's answer: with its signed receipt when the fleet has an audit key (`rein audit verify --receipt`). */
+export type Receipted<T> = T & { receipt?: AuditReceipt };
 
 export interface ReinClientOptions {
   /** The runs API, e.g. `http://127.0.0.1:8080`. */
@@ -119,9 +124,9 @@ export class ReinClient {
     trace: (id: string): Promise<RunTrace> => this.call(this.apiUrl, 'GET', `/v1/runs/${enc(id)}/trace`),
     /** The exact model requests and replies (admin keys only). */
     snapshots: (id: string): Promise<SnapshotList> => this.call(this.apiUrl, 'GET', `/v1/runs/${enc(id)}/snapshots`),
-    cancel: (id: string): Promise<RunView> => this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/cancel`),
+    cancel: (id: string): Promise<Receipted<RunView>> => this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/cancel`),
     /** Undo a finished run's completed writes, latest first (approvers and up); the compensation is itself a saga to follow. */
-    compensate: (id: string): Promise<CompensationView> => this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/compensate`),
+    compensate: (id: string): Promise<Receipted<CompensationView>> => this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/compensate`),
     /** Replay a finished run: its model calls are real, its tool calls are answered from its records (docs/replay.md). */
     replay: (id: string, body: ReplayRunBody = {}): Promise<ReplayStarted> =>
       this.call(this.apiUrl, 'POST', `/v1/runs/${enc(id)}/replay`, { body }),
@@ -188,9 +193,9 @@ export class ReinClient {
     /** Several at once (at most 100), each checked and recorded on its own: one result per id, in order. */
     decideMany: (body: BatchDecideBody): Promise<BatchDecision> => this.call(this.approverUrl, 'POST', '/v1/approvals/decide', { body }),
     /** Approve; `arguments` replaces what the model proposed (validated and judged again). */
-    approve: (id: string, body: ApproveBody = {}): Promise<ApprovalView> =>
+    approve: (id: string, body: ApproveBody = {}): Promise<Receipted<ApprovalView>> =>
       this.call(this.approverUrl, 'POST', `/v1/approvals/${enc(id)}/approve`, { body }),
-    reject: (id: string, reason: string): Promise<ApprovalView> =>
+    reject: (id: string, reason: string): Promise<Receipted<ApprovalView>> =>
       this.call(this.approverUrl, 'POST', `/v1/approvals/${enc(id)}/reject`, { body: { reason } }),
     /** Judges an edit without deciding: the risk and rule it would get, whether the caller may decide, the tools' JSON Schemas. */
     preview: (id: string, edited?: Record<string, unknown>): Promise<ApprovalPreview> =>
@@ -222,7 +227,7 @@ export class ReinClient {
   }
   /** Agents on a cron schedule, each firing a run as their creator (a user's own; an admin's: the tenant's). */
   readonly schedules = {
-    create: (body: CreateScheduleInput): Promise<ScheduleView> => this.call(this.apiUrl, 'POST', '/v1/schedules', { body }),
+    create: (body: CreateScheduleInput): Promise<Receipted<ScheduleView>> => this.call(this.apiUrl, 'POST', '/v1/schedules', { body }),
     list: async (): Promise<ScheduleView[]> =>
       (await this.call<{ schedules: ScheduleView[] }>(this.apiUrl, 'GET', '/v1/schedules')).schedules,
     get: (id: string): Promise<ScheduleDetail> => this.call(this.apiUrl, 'GET', `/v1/schedules/${enc(id)}`),
@@ -236,7 +241,7 @@ export class ReinClient {
   /** Tenant admins only. */
   readonly webhooks = {
     /** The answer is the only place the signing secret (`whsec_…`) ever appears: keep it. */
-    create: (body: CreateWebhookBody): Promise<CreatedWebhook> => this.call(this.apiUrl, 'POST', '/v1/webhooks', { body }),
+    create: (body: CreateWebhookBody): Promise<Receipted<CreatedWebhook>> => this.call(this.apiUrl, 'POST', '/v1/webhooks', { body }),
     list: async (): Promise<WebhookView[]> => (await this.call<{ webhooks: WebhookView[] }>(this.apiUrl, 'GET', '/v1/webhooks')).webhooks,
     delete: async (id: string): Promise<void> => {
       await this.call(this.apiUrl, 'DELETE', `/v1/webhooks/${enc(id)}`);
@@ -247,9 +252,9 @@ export class ReinClient {
   /** The fleet's app versions (admin keys): list, promote (where new runs go; also the rollback), upgrade (move a version's runs). */
   readonly versions = {
     list: (): Promise<VersionList> => this.call(this.apiUrl, 'GET', '/v1/versions'),
-    promote: (version: string, opts: { force?: boolean } = {}): Promise<VersionList> =>
+    promote: (version: string, opts: { force?: boolean } = {}): Promise<Receipted<VersionList>> =>
       this.call(this.apiUrl, 'POST', `/v1/versions/${enc(version)}/promote`, { body: opts }),
-    upgrade: (version: string, body: UpgradeBody = {}): Promise<UpgradeAnswer> =>
+    upgrade: (version: string, body: UpgradeBody = {}): Promise<Receipted<UpgradeAnswer>> =>
       this.call(this.apiUrl, 'POST', `/v1/versions/${enc(version)}/upgrade`, { body }),
   };
 
@@ -257,6 +262,8 @@ export class ReinClient {
   readonly audit = {
     page: (params: { from?: string; to?: string; cursor?: string; limit?: number } = {}): Promise<AuditPage> =>
       this.call(this.apiUrl, 'GET', '/v1/audit', { query: params }),
+    /** Anyone signed in: the fleet's audit public keys, which verify a decision's `receipt` offline (save the answer as a file). */
+    keys: (): Promise<AuditKeys> => this.call(this.apiUrl, 'GET', '/v1/audit/keys'),
   };
 
   private async call<T>(

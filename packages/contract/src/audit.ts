@@ -22,6 +22,10 @@ export const auditActionSchema = z.enum([
   'schedule.deleted',
   /** Stopped by a firing: its owner's key is gone or lost a role the schedule runs with. */
   'schedule.paused',
+  /** Fleet-wide, logged to the deciding operator's tenant: new runs go to this app version. */
+  'version.promoted',
+  /** Fleet-wide, logged to the deciding operator's tenant: unfinished runs of one app version moved to another. */
+  'version.upgraded',
 ]);
 export type AuditAction = z.infer<typeof auditActionSchema>;
 
@@ -78,6 +82,49 @@ export const auditPageSchema = z.object({
   nextCursor: z.string().optional(),
 });
 export type AuditPage = z.infer<typeof auditPageSchema>;
+
+/**
+ * A decision's receipt: its log entry, where it sits in the chain, and an Ed25519 signature
+ * (base64url) by the fleet's audit key `keyId` over `rein.audit.receipt.v1`, the tenant, the
+ * seq and the hash, one per line. Verifiable offline with the public keys of `GET /v1/audit/keys`:
+ * the entry's hash recomputed, then the signature.
+ */
+export const auditReceiptSchema = z.object({
+  entry: auditEntrySchema,
+  seq: z.number().int().min(1),
+  hash: sha256Hex,
+  keyId: z.string().min(1).max(64),
+  signature: z.string().min(1).max(200),
+});
+export type AuditReceipt = z.infer<typeof auditReceiptSchema>;
+
+/** `GET /v1/audit/keys`: the fleet's audit public keys (SPKI PEM), the signing one and those retired that still verify. */
+export const auditKeysSchema = z.object({
+  keys: z.array(
+    z.object({
+      keyId: z.string(),
+      algorithm: z.literal('Ed25519'),
+      publicKey: z.string(),
+      status: z.enum(['active', 'retired']),
+    }),
+  ),
+});
+export type AuditKeys = z.infer<typeof auditKeysSchema>;
+
+/**
+ * A tenant's chain head as signed and written outside Redis (the archive, the checkpoint
+ * sink): the signature covers `rein.audit.checkpoint.v1`, the tenant, seq, hash and `at`.
+ * A log that no longer holds entry `seq` with this `hash` was cut back or rewritten.
+ */
+export const signedCheckpointSchema = z.object({
+  tenantId: z.string(),
+  seq: z.number().int().min(1),
+  hash: sha256Hex,
+  at: z.string(),
+  keyId: z.string().min(1).max(64),
+  signature: z.string().min(1).max(200),
+});
+export type SignedCheckpoint = z.infer<typeof signedCheckpointSchema>;
 
 /** What a writer records; the log adds `seq`, `at`, `prevHash` and `hash`. */
 export interface AuditRecord {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { approvalContextSchema, approvalSchema } from './approval.js';
+import { auditReceiptSchema } from './audit.js';
 import { compensationSchema } from './compensation.js';
 import { approvalFeedEventSchema } from './event.js';
 import { principalSchema, tenantRoleSchema } from './identity.js';
@@ -196,6 +197,8 @@ export const batchDecisionSchema = z.object({
       id: z.string(),
       ok: z.boolean(),
       approval: approvalViewSchema.optional(),
+      /** The decision's signed receipt, when the fleet has an audit key (REIN_AUDIT_SIGNING_KEY). */
+      receipt: auditReceiptSchema.optional(),
       error: z.object({ code: z.string(), message: z.string() }).optional(),
     }),
   ),

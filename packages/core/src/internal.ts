@@ -95,7 +95,7 @@ export {
   type ScheduleTimers,
 } from './adapters/queue/schedule-queue.js';
 export { ApprovalFeed } from './adapters/redis/approval-feed.js';
-export { AuditLog, auditHash, type ChainCheck, GENESIS_HASH, truncation, verifyAuditChain } from './adapters/redis/audit-log.js';
+export { AuditLog } from './adapters/redis/audit-log.js';
 export { DecisionJournal } from './adapters/redis/decision-journal.js';
 export { EffectLedger } from './adapters/redis/effect-ledger.js';
 export { HotRuns, type RunSnapshot, revisionOf, sameRevision } from './adapters/redis/hot-runs.js';
@@ -174,6 +174,7 @@ export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-bo
 export { type McpRoutesDeps, registerMcpRoutes } from './http/mcp-routes.js';
 export { OPENAPI_PATH } from './http/openapi.js';
 export { takeOver } from './http/raw-reply.js';
+export { receipted, receiptedHeader } from './http/receipt-reply.js';
 export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
 export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
 export { type RunRoutesDeps, registerRunRoutes } from './http/run-routes.js';
@@ -197,6 +198,16 @@ export {
   ROLE_RANK,
 } from './policy/approvals/decision-rights.js';
 export { linkSecret } from './policy/approvals/link-token.js';
+export { auditHash, type ChainCheck, GENESIS_HASH, truncation, verifyAuditChain } from './policy/audit/audit-chain.js';
+export {
+  type AuditSigner,
+  createAuditSigner,
+  keyIdOf,
+  type Verdict,
+  verifyCheckpoint,
+  verifyLogAgainstCheckpoint,
+  verifyReceipt,
+} from './policy/audit/receipts.js';
 export { costOf } from './policy/budget/cost.js';
 export { estimatePromptTokens } from './policy/budget/token-estimator.js';
 export { type ClaimMapping, claimAt, principalFromClaims } from './policy/identity/token-claims.js';

@@ -1,10 +1,13 @@
-import type { AuditRecord } from '@rein/contract';
+import { generateKeyPairSync } from 'node:crypto';
+import type { AuditRecord, SignedCheckpoint } from '@rein/contract';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type ArchivePool, createArchivePool } from '../src/adapters/postgres/archive-pool.js';
 import { AuditArchive } from '../src/adapters/postgres/audit-archive.js';
 import { migrateArchive } from '../src/adapters/postgres/migrations.js';
-import { AuditLog, verifyAuditChain } from '../src/adapters/redis/audit-log.js';
+import { type AuditCheckpoint, AuditLog, type CheckpointSink } from '../src/adapters/redis/audit-log.js';
+import { verifyAuditChain } from '../src/policy/audit/audit-chain.js';
+import { createAuditSigner, verifyCheckpoint } from '../src/policy/audit/receipts.js';
 import { tenantKeys } from '../src/shared/keys.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 import { startTestPostgres } from '../src/testing/postgres-server.js';
@@ -103,8 +106,8 @@ describe.skipIf(!db)('the decision log beyond Redis (real PostgreSQL)', () => {
   it('checkpoints the head outside Redis; a log whose last entry was removed and head rewound no longer holds it', async () => {
     for (let n = 1; n <= 3; n++) await log.append([record(n)]);
     const head = await log.head('acme');
-    expect(await log.checkpointAll()).toEqual({ written: 1, behind: [] });
-    expect(await log.checkpointAll()).toEqual({ written: 0, behind: [] });
+    expect(await log.checkpointAll()).toEqual({ written: 1, behind: [], sinkBehind: [] });
+    expect(await log.checkpointAll()).toEqual({ written: 0, behind: [], sinkBehind: [] });
     expect(await log.latestCheckpoint('acme')).toMatchObject({ seq: 3, hash: head.hash });
 
     // The attack: the last entry deleted and the head rewound to the one before. The chain verifies on its own…
@@ -116,13 +119,13 @@ describe.skipIf(!db)('the decision log beyond Redis (real PostgreSQL)', () => {
     const truncated = await log.page('acme', { limit: 100 });
     expect(verifyAuditChain(truncated.entries)).toMatchObject({ ok: true, entries: 2 });
     // …but not against the checkpoint: the pass reports it behind and does not move the checkpoint back.
-    expect(await log.checkpointAll()).toEqual({ written: 0, behind: ['acme'] });
+    expect(await log.checkpointAll()).toEqual({ written: 0, behind: ['acme'], sinkBehind: [] });
     expect(await log.latestCheckpoint('acme')).toMatchObject({ seq: 3, hash: head.hash });
 
     // Appended to since, the log reaches seq 3 again, with another entry there: still behind.
     await log.append([record(9)]);
     await log.append([record(10)]);
-    expect(await log.checkpointAll()).toEqual({ written: 0, behind: ['acme'] });
+    expect(await log.checkpointAll()).toEqual({ written: 0, behind: ['acme'], sinkBehind: [] });
     // Removed from Redis's list of tenants, it is still checked (the archive has its checkpoints).
     await redis.del('rein:audit-tenants');
     expect((await log.checkpointAll()).behind).toEqual(['acme']);
@@ -130,11 +133,40 @@ describe.skipIf(!db)('the decision log beyond Redis (real PostgreSQL)', () => {
 
   it('a checkpointed entry trimmed to the archive still counts as held', async () => {
     await log.append([record(1)]);
-    expect(await log.checkpointAll()).toEqual({ written: 1, behind: [] });
+    expect(await log.checkpointAll()).toEqual({ written: 1, behind: [], sinkBehind: [] });
     await fillAndAge();
     expect(await redis.hexists(tenantKeys('acme').audit, '1')).toBe(0);
-    expect(await log.checkpointAll()).toEqual({ written: 1, behind: [] });
+    expect(await log.checkpointAll()).toEqual({ written: 1, behind: [], sinkBehind: [] });
     expect(await log.latestCheckpoint('acme')).toMatchObject({ seq: 7 });
+  });
+
+  it('signs checkpoints and sends them to the sink; a sink that is down blocks no decision and is reported each pass', async () => {
+    const signer = createAuditSigner(generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
+    const taken: SignedCheckpoint[] = [];
+    let up = false;
+    const sink: CheckpointSink = {
+      name: 'test sink',
+      write: async (c) => {
+        if (!up) throw new Error('connect ECONNREFUSED');
+        taken.push(c);
+      },
+    };
+    log = new AuditLog(redis, undefined, () => clock, { cold: new AuditArchive(pool), retentionMs: HOUR }, { signer, sink });
+    for (let n = 1; n <= 2; n++) await log.append([record(n)]);
+    // Down: the archive still takes its (signed) copy, the pass names the tenant, and appends go on.
+    expect(await log.checkpointAll()).toEqual({ written: 1, behind: [], sinkBehind: ['acme'] });
+    expect(await log.latestCheckpoint('acme')).toMatchObject({ seq: 2, keyId: signer.keyId, signature: expect.any(String) });
+    await log.append([record(3)]);
+    expect((await log.head('acme')).seq).toBe(3);
+    expect((await log.checkpointAll()).sinkBehind).toEqual(['acme']);
+    // Back: the head it missed is sent, once, signed; the archive's copy verifies with the same key.
+    up = true;
+    expect(await log.checkpointAll()).toEqual({ written: 1, behind: [], sinkBehind: [] });
+    expect(await log.checkpointAll()).toEqual({ written: 0, behind: [], sinkBehind: [] });
+    expect(taken).toEqual([expect.objectContaining({ tenantId: 'acme', seq: 3, hash: (await log.head('acme')).hash })]);
+    expect(verifyCheckpoint(taken[0] as SignedCheckpoint, signer.keys())).toEqual({ ok: true });
+    const archived = (await log.latestCheckpoint('acme')) as AuditCheckpoint;
+    expect(verifyCheckpoint({ tenantId: 'acme', ...archived } as SignedCheckpoint, signer.keys())).toEqual({ ok: true });
   });
 
   it('without an archive, Redis keeps every entry', async () => {

@@ -2,7 +2,7 @@ import type { Escalation, Principal } from '@rein/contract';
 import { defineTool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { auditHash, verifyAuditChain } from '../src/adapters/redis/audit-log.js';
+import { auditHash, verifyAuditChain } from '../src/policy/audit/audit-chain.js';
 import { tenantKeys } from '../src/shared/keys.js';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { APPROVER, harnessPerTest, USER } from './harness.js';

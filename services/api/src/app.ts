@@ -19,6 +19,8 @@ import {
   parseInput,
   REIN_ATTR,
   type Runtime,
+  receipted,
+  receiptedHeader,
   registerA2aCard,
   registerA2aRoutes,
   registerDoorRoutes,
@@ -53,6 +55,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     enqueue: rt.enqueue,
     queues: rt.scheduler,
     logger: rt.logger,
+    audit: rt.audit,
   });
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
@@ -100,27 +103,32 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       registerScheduleRoutes(v1, rt);
 
       v1.post('/v1/webhooks', { schema: schemas.createWebhook }, async (req, reply) => {
-        const hook = await rt.webhooks.create(req.principal, parseInput(createWebhookBodySchema, req.body, 'body'));
+        const body = parseInput(createWebhookBodySchema, req.body, 'body');
+        const hook = await receipted(rt.receipts, req.principal, () => rt.webhooks.create(req.principal, body));
         return reply.status(201).send(hook);
       });
       v1.get('/v1/webhooks', { schema: schemas.listWebhooks }, async (req) => ({ webhooks: await rt.webhooks.list(req.principal) }));
       v1.delete('/v1/webhooks/:id', { schema: schemas.deleteWebhook }, async (req, reply) => {
-        await rt.webhooks.remove(req.principal, id(req.params));
+        await receiptedHeader(rt.receipts, req.principal, reply, () => rt.webhooks.remove(req.principal, id(req.params)));
         return reply.status(204).send();
       });
       v1.get('/v1/webhooks/:id/deliveries', { schema: schemas.webhookDeliveries }, async (req) =>
         rt.webhooks.deliveries(req.principal, id(req.params)),
       );
 
-      v1.post('/v1/versions/:version/promote', { schema: schemas.promoteVersion }, async (req) =>
-        versions.promote(req.principal, version(req.params), parseInput(promoteBodySchema, req.body ?? {}, 'body')),
-      );
-      v1.post('/v1/versions/:version/upgrade', { schema: schemas.upgradeVersion }, async (req, reply) =>
-        reply
+      v1.post('/v1/versions/:version/promote', { schema: schemas.promoteVersion }, async (req) => {
+        const body = parseInput(promoteBodySchema, req.body ?? {}, 'body');
+        return receipted(rt.receipts, req.principal, () => versions.promote(req.principal, version(req.params), body));
+      });
+      v1.post('/v1/versions/:version/upgrade', { schema: schemas.upgradeVersion }, async (req, reply) => {
+        const body = parseInput(upgradeBodySchema, req.body ?? {}, 'body');
+        return reply
           .code(202)
-          .send(await versions.upgrade(req.principal, version(req.params), parseInput(upgradeBodySchema, req.body ?? {}, 'body'))),
-      );
+          .send(await receipted(rt.receipts, req.principal, () => versions.upgrade(req.principal, version(req.params), body)));
+      });
 
+      // The fleet's audit public keys: what verifies a receipt or a signed checkpoint offline.
+      v1.get('/v1/audit/keys', { schema: schemas.getAuditKeys }, async () => rt.audit.signer?.keys() ?? { keys: [] });
       v1.get('/v1/audit', { schema: schemas.getAudit }, async (req) =>
         rt.decisionLog.page(req.principal, parseInput(auditQuerySchema, req.query, 'query')),
       );

@@ -22,6 +22,7 @@ import {
   oidcVerifierFrom,
   parseInput,
   type Runtime,
+  receipted,
   registerRunRoutes,
   registerScheduleRoutes,
   requireCredentials,
@@ -113,7 +114,7 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
       });
       v1.post('/v1/approvals/:id/approve', { schema: schemas.approve }, async (req) => {
         const body = parseInput(approveBodySchema, req.body, 'body');
-        return approvals.decide(req.principal, id(req.params), { kind: 'approve', ...body });
+        return receipted(rt.receipts, req.principal, () => approvals.decide(req.principal, id(req.params), { kind: 'approve', ...body }));
       });
       // Judge an edit before deciding it: the console shows the risk and the rule it would get.
       v1.post('/v1/approvals/:id/preview', { schema: schemas.previewApproval }, async (req) => {
@@ -127,7 +128,9 @@ export function createApproverApp(rt: Runtime): FastifyInstance {
       });
       v1.post('/v1/approvals/:id/reject', { schema: schemas.reject }, async (req) => {
         const body = parseInput(rejectBodySchema, req.body, 'body');
-        return approvals.decide(req.principal, id(req.params), { kind: 'reject', reason: body.reason });
+        return receipted(rt.receipts, req.principal, () =>
+          approvals.decide(req.principal, id(req.params), { kind: 'reject', reason: body.reason }),
+        );
       });
     },
     { oidc },

@@ -224,14 +224,16 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
       schema: housekeepingJobSchema,
       run: async () => `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`,
     },
-    // Copies each tenant's decision-log head to the archive; a log that no longer holds its last checkpoint was truncated.
+    // Copies each tenant's decision-log head to the archive and the checkpoint sink (signed with
+    // the audit key); a log that no longer holds its last checkpoint was truncated.
     [AUDIT_CHECKPOINT.name]: {
       schema: housekeepingJobSchema,
       run: async () => {
-        if (!rt.archive) return 'no archive';
-        const { written, behind } = await rt.audit.checkpointAll();
+        if (!rt.archive && !options.audit.checkpointSink) return 'no archive, no sink';
+        const { written, behind, sinkBehind } = await rt.audit.checkpointAll();
         rt.metrics.auditLogsBehind.set(behind.length);
-        return `checkpointed ${written}, behind ${behind.length}`;
+        rt.metrics.auditSinkBehind.set(sinkBehind.length);
+        return `checkpointed ${written}, behind ${behind.length}, sink behind ${sinkBehind.length}`;
       },
     },
     [REAPER.name]: {
@@ -316,7 +318,7 @@ export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWo
     .scheduleHousekeeping(
       options.maintenance.sweepIntervalMs,
       options.maintenance.reaperIntervalMs,
-      rt.archive ? options.maintenance.auditCheckpointIntervalMs : undefined,
+      rt.archive || options.audit.checkpointSink ? options.maintenance.auditCheckpointIntervalMs : undefined,
     )
     .catch((err: Error) => logger.error({ err: err.message }, 'could not schedule the housekeeping passes'));
 

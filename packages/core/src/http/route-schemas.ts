@@ -10,8 +10,10 @@ import {
   approvalViewSchema,
   approveBodySchema,
   appVersionSchema,
+  auditKeysSchema,
   auditPageSchema,
   auditQuerySchema,
+  auditReceiptSchema,
   batchDecideBodySchema,
   batchDecisionSchema,
   compensationViewSchema,
@@ -105,6 +107,10 @@ const resumeQuery = z.object({
     .optional(),
 });
 
+/** A decision's answer: the same, with its signed receipt when the fleet has an audit key (REIN_AUDIT_SIGNING_KEY). */
+const receiptedSchema = <T extends z.ZodObject>(answer: T) =>
+  answer.extend({ receipt: auditReceiptSchema.optional().describe('the decision’s signed log entry (`rein audit verify --receipt`)') });
+
 const route = <S extends Record<string, unknown>>(tag: string, operationId: string, summary: string, schema: S) => ({
   tags: [tag],
   operationId,
@@ -190,12 +196,12 @@ export const apiRoutes = {
   }),
   cancelRun: route('runs', 'cancelRun', 'Cancel a run that has not finished', {
     params: idParamsSchema,
-    response: { 200: runViewSchema, ...errors({ 404: ERROR_CODES[404], 409: 'run_finished' }) },
+    response: { 200: receiptedSchema(runViewSchema), ...errors({ 404: ERROR_CODES[404], 409: 'run_finished' }) },
   }),
   compensateRun: route('runs', 'compensateRun', 'Undo a finished run’s completed writes, latest first (approvers and up)', {
     params: idParamsSchema,
     response: {
-      202: compensationViewSchema,
+      202: receiptedSchema(compensationViewSchema),
       ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'run_not_finished, nothing_to_compensate, compensation_exists' }),
     },
   }),
@@ -255,7 +261,7 @@ export const apiRoutes = {
   createSchedule: route('schedules', 'createSchedule', 'Run an agent on a cron schedule, as the caller', {
     body: createScheduleBodySchema,
     response: {
-      201: scheduleViewSchema.describe('the schedule, with its next fire time'),
+      201: receiptedSchema(scheduleViewSchema).describe('the schedule, with its next fire time'),
       ...errors({
         400: `${ERROR_CODES[400]}, invalid_cron, invalid_timezone, unknown_agent`,
         409: 'too_many_schedules',
@@ -275,28 +281,38 @@ export const apiRoutes = {
     params: idParamsSchema,
     body: patchScheduleBodySchema,
     response: {
-      200: scheduleViewSchema,
+      200: receiptedSchema(scheduleViewSchema),
       ...errors({ 400: `${ERROR_CODES[400]}, invalid_cron, invalid_timezone`, 404: ERROR_CODES[404], 415: ERROR_CODES[415] }),
     },
   }),
-  deleteSchedule: route('schedules', 'deleteSchedule', 'Remove a schedule (runs it started stay)', {
-    params: idParamsSchema,
-    response: { 204: z.null().describe('removed'), ...errors({ 404: ERROR_CODES[404] }) },
-  }),
+  deleteSchedule: route(
+    'schedules',
+    'deleteSchedule',
+    'Remove a schedule (runs it started stay); its receipt, when signed, in the `rein-receipt` header (base64url JSON)',
+    {
+      params: idParamsSchema,
+      response: { 204: z.null().describe('removed'), ...errors({ 404: ERROR_CODES[404] }) },
+    },
+  ),
   createWebhook: route('webhooks', 'createWebhook', 'Register a webhook (tenant admins); the answer is the only one with its secret', {
     body: createWebhookBodySchema,
     response: {
-      201: createdWebhookSchema,
+      201: receiptedSchema(createdWebhookSchema),
       ...errors({ 400: `${ERROR_CODES[400]}, webhook_url_refused`, 403: ERROR_CODES[403], 409: 'too_many_webhooks' }),
     },
   }),
   listWebhooks: route('webhooks', 'listWebhooks', 'The tenant’s webhooks (tenant admins)', {
     response: { 200: webhookListSchema, ...errors({ 403: ERROR_CODES[403] }) },
   }),
-  deleteWebhook: route('webhooks', 'deleteWebhook', 'Remove a webhook (tenant admins)', {
-    params: idParamsSchema,
-    response: { 204: z.null().describe('removed'), ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },
-  }),
+  deleteWebhook: route(
+    'webhooks',
+    'deleteWebhook',
+    'Remove a webhook (tenant admins); its receipt, when signed, in the `rein-receipt` header (base64url JSON)',
+    {
+      params: idParamsSchema,
+      response: { 204: z.null().describe('removed'), ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },
+    },
+  ),
   listVersions: route(
     'versions',
     'listVersions',
@@ -313,7 +329,7 @@ export const apiRoutes = {
       params: versionParamsSchema,
       body: promoteBodySchema,
       response: {
-        200: versionListSchema,
+        200: receiptedSchema(versionListSchema),
         ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'version_not_live (no worker runs it; force to promote anyway)' }),
       },
     },
@@ -326,7 +342,7 @@ export const apiRoutes = {
       params: versionParamsSchema,
       body: upgradeBodySchema,
       response: {
-        202: upgradeAnswerSchema,
+        202: receiptedSchema(upgradeAnswerSchema),
         ...errors({
           403: ERROR_CODES[403],
           404: ERROR_CODES[404],
@@ -338,6 +354,9 @@ export const apiRoutes = {
   webhookDeliveries: route('webhooks', 'listWebhookDeliveries', 'A webhook’s latest delivery attempts, newest first (tenant admins)', {
     params: idParamsSchema,
     response: { 200: deliveryLogSchema, ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404] }) },
+  }),
+  getAuditKeys: route('audit', 'getAuditKeys', 'The fleet’s audit public keys (Ed25519): what verifies a decision’s receipt offline', {
+    response: { 200: auditKeysSchema, ...errors() },
   }),
   getAudit: route(
     'audit',
@@ -353,7 +372,7 @@ export const apiRoutes = {
 const decided = {
   params: idParamsSchema,
   response: {
-    200: approvalViewSchema,
+    200: receiptedSchema(approvalViewSchema),
     ...errors({
       400: `${ERROR_CODES[400]}, invalid_arguments (edited arguments the tool refuses)`,
       403: ERROR_CODES[403],

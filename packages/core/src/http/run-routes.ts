@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { VersionService } from '../features/versions/version-service.js';
 import type { Runtime } from '../process/runtime.js';
 import { parseInput } from './http-app.js';
+import { receipted } from './receipt-reply.js';
 import { idParamsSchema, apiRoutes as schemas } from './route-schemas.js';
 import { type EventStreams, lastEventId } from './sse.js';
 
@@ -29,10 +30,12 @@ export function registerRunRoutes(v1: FastifyInstance, rt: Runtime, deps: RunRou
   v1.get('/v1/versions', { schema: schemas.listVersions }, async (req) => deps.versions.list(req.principal));
   v1.get('/v1/runs/:id', { schema: schemas.getRun }, async (req) => runs.get(req.principal, id(req.params)));
   v1.get('/v1/runs/:id/trace', { schema: schemas.getTrace }, async (req) => runs.trace(req.principal, id(req.params)));
-  v1.post('/v1/runs/:id/cancel', { schema: schemas.cancelRun }, async (req) => runs.cancel(req.principal, id(req.params)));
+  v1.post('/v1/runs/:id/cancel', { schema: schemas.cancelRun }, async (req) =>
+    receipted(rt.receipts, req.principal, () => runs.cancel(req.principal, id(req.params))),
+  );
   // Undo a finished run's completed writes (approver and up).
   v1.post('/v1/runs/:id/compensate', { schema: schemas.compensateRun }, async (req, reply) =>
-    reply.code(202).send(await runs.compensate(req.principal, id(req.params))),
+    reply.code(202).send(await receipted(rt.receipts, req.principal, () => runs.compensate(req.principal, id(req.params)))),
   );
   // Replay and fork (docs/replay.md): new runs of a finished one the caller may read.
   v1.post('/v1/runs/:id/replay', { schema: schemas.replayRun }, async (req, reply) =>

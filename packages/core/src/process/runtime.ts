@@ -25,6 +25,8 @@ import { setupTracing, type Tracing } from '../adapters/tracing/tracing-setup.js
 import { type ApprovalService, createApprovalService } from '../features/approvals/approval-service.js';
 import { createDecisionLog, type DecisionLog } from '../features/approvals/decision-log.js';
 import { archivePlug, createRunArchiving, type RunArchiving } from '../features/archive/run-archiving.js';
+import { auditProofFrom } from '../features/audit/audit-proof.js';
+import { createReceipts, type Receipts } from '../features/audit/receipts.js';
 import { type Compensator, compensationPlug, createCompensator } from '../features/compensation/compensation.js';
 import { createSignIns, type SignIns } from '../features/identity/sign-ins.js';
 import { cohortPlug, createReplayCohortService, type ReplayCohortService } from '../features/replay/replay-cohort-service.js';
@@ -102,6 +104,8 @@ export interface Runtime {
   webhooks: WebhookService;
   /** The tenants' decision logs (hash chains): appended by the applier and the webhook service. */
   audit: AuditLog;
+  /** Signs a decision's log entry as its receipt (REIN_AUDIT_SIGNING_KEY). */
+  receipts: Receipts;
   decisionLog: DecisionLog;
   webhookStore: WebhookStore;
   dispatcher: WebhookDispatcher;
@@ -249,12 +253,15 @@ async function buildRuntime<X extends Extras>(
     throw err;
   }
   // With the archive on, the decision log is kept there beyond the hot retention too.
+  // With an audit key, decisions get signed receipts and heads are checkpointed signed (features/audit/audit-proof.ts).
   const audit = new AuditLog(
     redis,
     logger,
     Date.now,
     archive ? { cold: new AuditArchive(guardedQueries(archive.pool)), retentionMs: options.archive.hotRetentionMs } : undefined,
+    await auditProofFrom(options.audit, options.webhooks.allowPrivate),
   );
+  const receipts = createReceipts(audit);
   // The applier is built first; the features that commit through it plug into its run-end hooks below.
   const runEnd = createRunEndHooks();
   const applier = createTransitionApplier({
@@ -406,6 +413,7 @@ async function buildRuntime<X extends Extras>(
     approvals: createApprovalService({
       store,
       applier,
+      receipts,
       tools,
       escalation: options.approvals.escalation,
       slaMs: options.approvals.slaMs,
@@ -417,6 +425,7 @@ async function buildRuntime<X extends Extras>(
     tracing,
     webhooks: createWebhookService({ store: webhookStore, allowPrivate: options.webhooks.allowPrivate, audit }),
     audit,
+    receipts,
     decisionLog: createDecisionLog(audit),
     webhookStore,
     dispatcher,

@@ -212,6 +212,22 @@ export const configSchema = z.object({
   REIN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(200).default(5000),
   /** With the archive on: how often the workers copy each tenant's decision-log head to it (a checkpoint truncation is checked against). */
   REIN_AUDIT_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().min(1000).default(60_000),
+  /**
+   * The fleet's audit key: an Ed25519 private key (PKCS#8 PEM, `\n` escapes allowed) or the
+   * path of a file holding one. Set, decisions answer a signed `receipt` and checkpoints are signed.
+   */
+  REIN_AUDIT_SIGNING_KEY: z.string().min(1).optional(),
+  /** Public keys (SPKI PEM, or paths of files holding them) of audit keys rotated out: listed at GET /v1/audit/keys so old receipts still verify. */
+  REIN_AUDIT_RETIRED_KEYS: jsonOf(z.array(z.string().min(1)).max(50), '["<PEM or path>", ...]').default([]),
+  /**
+   * Where signed checkpoints of every tenant's chain head go beyond Rein's own stores: an
+   * absolute file path (one JSON line per checkpoint, appended) or an https:// URL (POSTed,
+   * through the webhooks' address guard). Needs REIN_AUDIT_SIGNING_KEY.
+   */
+  REIN_AUDIT_CHECKPOINT_SINK: z
+    .string()
+    .refine((v) => v.startsWith('/') || /^https?:\/\//.test(v), 'an absolute file path or an http(s):// URL')
+    .optional(),
   /** The N-th repeat of an identical tool call ends the run (`repeated_call`). */
   REIN_REPEAT_LIMIT: z.coerce.number().int().min(1).default(2),
   /** How deep a tree of sub-agent runs may grow: a run at this depth is offered no `call_<agent>` that runs. */

@@ -118,8 +118,11 @@ export const fairShareKeys = {
   line: (tenantId: string) => `rein:fair:{fair}:line:${encodeURIComponent(tenantId)}`,
 };
 
-/** With the archive on: tenants with a decision log, whose heads the checkpoint pass copies to the archive. */
+/** With the archive or a checkpoint sink on: tenants with a decision log, whose heads the checkpoint pass copies out. */
 export const AUDIT_TENANTS_KEY = 'rein:audit-tenants';
+
+/** With a checkpoint sink: tenant → the head (`<seq> <hash>`) the sink last took, so a pass sends only heads that moved. */
+export const AUDIT_SUNK_KEY = 'rein:audit-sunk';
 
 /** Every non-terminal run by last change (ms): what the reaper scans. */
 export const ACTIVE_RUNS_KEY = 'rein:active-runs';

@@ -193,6 +193,11 @@ export function createMetrics(service: string) {
       help: 'Finished runs the archive refused to store (kept in rein.dead_letters instead, out of the backlog)',
       registers,
     }),
+    auditSinkBehind: new Gauge({
+      name: 'rein_audit_checkpoint_sink_behind',
+      help: 'Tenants whose decision-log head the checkpoint sink (REIN_AUDIT_CHECKPOINT_SINK) did not take in the last pass: the external copy lags (set by the checkpoint pass)',
+      registers,
+    }),
     auditLogsBehind: new Gauge({
       name: 'rein_audit_logs_behind_checkpoint',
       help: 'Tenants whose decision log no longer holds its last checkpoint in the archive: entries removed and the head rewound (set by the checkpoint pass)',

@@ -112,8 +112,16 @@ export interface ReinOptions {
     reaperStaleMs: Config['REIN_REAPER_STALE_MS'];
     /** REIN_SWEEP_INTERVAL_MS. @default 5000 */
     sweepIntervalMs: Config['REIN_SWEEP_INTERVAL_MS'];
-    /** REIN_AUDIT_CHECKPOINT_INTERVAL_MS: with the archive on, how often decision-log heads are checkpointed there. @default 60000 */
+    /** REIN_AUDIT_CHECKPOINT_INTERVAL_MS: with the archive or a checkpoint sink on, how often decision-log heads are checkpointed. @default 60000 */
     auditCheckpointIntervalMs: Config['REIN_AUDIT_CHECKPOINT_INTERVAL_MS'];
+  };
+  audit: {
+    /** REIN_AUDIT_SIGNING_KEY. @default undefined (no receipts, unsigned checkpoints) */
+    signingKey: Config['REIN_AUDIT_SIGNING_KEY'];
+    /** REIN_AUDIT_RETIRED_KEYS. @default [] */
+    retiredKeys: Config['REIN_AUDIT_RETIRED_KEYS'];
+    /** REIN_AUDIT_CHECKPOINT_SINK. @default undefined (checkpoints go to the archive only) */
+    checkpointSink: Config['REIN_AUDIT_CHECKPOINT_SINK'];
   };
   approvals: {
     /** APPROVAL_TTL_MS: how long a pending approval waits. @default 900000 */
@@ -320,6 +328,9 @@ export const envOptionPaths = {
   REIN_REAPER_STALE_MS: 'maintenance.reaperStaleMs',
   REIN_SWEEP_INTERVAL_MS: 'maintenance.sweepIntervalMs',
   REIN_AUDIT_CHECKPOINT_INTERVAL_MS: 'maintenance.auditCheckpointIntervalMs',
+  REIN_AUDIT_SIGNING_KEY: 'audit.signingKey',
+  REIN_AUDIT_RETIRED_KEYS: 'audit.retiredKeys',
+  REIN_AUDIT_CHECKPOINT_SINK: 'audit.checkpointSink',
   REIN_TRACE_TTL_DAYS: 'retention.traceTtlDays',
   REIN_ARCHIVE_URL: 'archive.url',
   REIN_HOT_RETENTION_MS: 'archive.hotRetentionMs',

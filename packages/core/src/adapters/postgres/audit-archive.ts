@@ -39,19 +39,21 @@ export class AuditArchive implements AuditColdStore {
   /** Idempotent: a head checkpointed twice (one pass per housekeeping shard) is kept once. */
   async putCheckpoint(tenantId: string, checkpoint: AuditCheckpoint): Promise<void> {
     await this.pool.query(
-      `INSERT INTO rein.audit_checkpoints (tenant_id, seq, hash, at) VALUES ($1, $2, $3, $4)
+      `INSERT INTO rein.audit_checkpoints (tenant_id, seq, hash, at, key_id, signature) VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (tenant_id, seq) DO NOTHING`,
-      [tenantId, checkpoint.seq, checkpoint.hash, checkpoint.at],
+      [tenantId, checkpoint.seq, checkpoint.hash, checkpoint.at, checkpoint.keyId ?? null, checkpoint.signature ?? null],
     );
   }
 
   async latestCheckpoint(tenantId: string): Promise<AuditCheckpoint | null> {
-    const { rows } = await this.pool.query<{ seq: string; hash: string; at: Date }>(
-      'SELECT seq, hash, at FROM rein.audit_checkpoints WHERE tenant_id = $1 ORDER BY seq DESC LIMIT 1',
+    const { rows } = await this.pool.query<{ seq: string; hash: string; at: Date; key_id: string | null; signature: string | null }>(
+      'SELECT seq, hash, at, key_id, signature FROM rein.audit_checkpoints WHERE tenant_id = $1 ORDER BY seq DESC LIMIT 1',
       [tenantId],
     );
     const row = rows[0];
-    return row ? { seq: Number(row.seq), hash: row.hash, at: row.at.toISOString() } : null;
+    if (!row) return null;
+    const signed = row.key_id && row.signature ? { keyId: row.key_id, signature: row.signature } : {};
+    return { seq: Number(row.seq), hash: row.hash, at: row.at.toISOString(), ...signed };
   }
 
   async checkpointedTenants(): Promise<string[]> {

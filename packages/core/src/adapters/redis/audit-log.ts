@@ -1,43 +1,11 @@
-import { createHash } from 'node:crypto';
-import { type AuditEntry, type AuditRecord, auditEntrySchema } from '@rein/contract';
-import { canonicalJson } from '../../policy/app/argument-hash.js';
-import { AUDIT_TENANTS_KEY, tenantKeys } from '../../shared/keys.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { type AuditEntry, type AuditRecord, auditEntrySchema, type SignedCheckpoint } from '@rein/contract';
+import { auditHash, GENESIS_HASH } from '../../policy/audit/audit-chain.js';
+import type { AuditSigner } from '../../policy/audit/receipts.js';
+import { AUDIT_SUNK_KEY, AUDIT_TENANTS_KEY, tenantKeys } from '../../shared/keys.js';
 import type { Logger } from '../../shared/logger.js';
 import { withScripts } from './lua-scripts.js';
 import { type RedisClient, sendCommands } from './redis.js';
-
-/** The `prevHash` of a log's first entry. */
-export const GENESIS_HASH = '0'.repeat(64);
-
-/** sha256 of the canonical JSON of the entry without its `hash`: what `rein audit verify` recomputes. */
-export const auditHash = ({ hash: _h, ...entry }: AuditEntry | Omit<AuditEntry, 'hash'>) =>
-  createHash('sha256').update(canonicalJson(entry)).digest('hex');
-
-export type ChainCheck = { ok: true; entries: number; head: string } | { ok: false; seq: number; problem: string };
-
-/**
- * Checks a run of entries, oldest first, continuing a chain whose last hash was `prevHash`
- * at `seq - 1`: each entry's hash recomputed, each linked to the one before, no seq skipped
- * or repeated. Names the first entry that breaks it (an altered, removed or moved entry).
- */
-export function verifyAuditChain(entries: readonly AuditEntry[], from = { seq: 1, prevHash: GENESIS_HASH }): ChainCheck {
-  let { seq, prevHash } = from;
-  for (const e of entries) {
-    if (e.data?.missing === true && e.hash === GENESIS_HASH) return { ok: false, seq, problem: `entry ${seq} was removed` };
-    if (e.seq !== seq) return { ok: false, seq, problem: `expected entry ${seq}, found ${e.seq} (an entry is missing or moved)` };
-    if (e.prevHash !== prevHash) return { ok: false, seq, problem: `entry ${seq} does not follow entry ${seq - 1} (prevHash differs)` };
-    if (auditHash(e) !== e.hash) return { ok: false, seq, problem: `entry ${seq} was altered (its hash does not match its content)` };
-    prevHash = e.hash;
-    seq++;
-  }
-  return { ok: true, entries: entries.length, head: prevHash };
-}
-
-/** Whether a verified chain ending at `last` reached the log's head: one that stops short was truncated. */
-export function truncation(last: { seq: number; hash: string }, head: { seq: number; hash: string }): string | undefined {
-  if (last.seq === head.seq && last.hash === head.hash) return undefined;
-  return `the chain ends at entry ${last.seq} but the log's head is entry ${head.seq} (entries removed)`;
-}
 
 /** A loser of the head race retries; this many lost in a row means something is wrong. */
 const APPEND_ATTEMPTS = 50;
@@ -49,12 +17,30 @@ export interface StoredAuditEntry {
   json: string;
 }
 
-/** A head copied out of Redis (`at`: when, ISO): a later log must still hold that entry. */
+/** A head copied out of Redis (`at`: when, ISO): a later log must still hold that entry. Signed when the fleet has an audit key. */
 export interface AuditCheckpoint {
   seq: number;
   hash: string;
   at: string;
+  keyId?: string;
+  signature?: string;
 }
+
+/** Where signed checkpoints go beyond Rein's own stores (REIN_AUDIT_CHECKPOINT_SINK: a file, an HTTPS endpoint). */
+export interface CheckpointSink {
+  /** Names the sink in logs, without secrets. */
+  readonly name: string;
+  write(checkpoint: SignedCheckpoint): Promise<void>;
+}
+
+/** What makes the log provable outside Rein: the fleet's audit key, and a sink for its signed checkpoints. */
+export interface AuditProof {
+  signer: AuditSigner;
+  sink?: CheckpointSink;
+}
+
+/** Entries appended within `collect` (one decision's request): what its receipt signs. */
+const appended = new AsyncLocalStorage<AuditEntry[]>();
 
 /** Where entries go beyond Redis's retention, and where heads are checkpointed (the PostgreSQL archive, archive/audit-archive.ts). */
 export interface AuditColdStore {
@@ -98,22 +84,40 @@ export class AuditLog {
     private readonly logger?: Logger,
     private readonly now: () => number = Date.now,
     private readonly retention?: AuditRetention,
+    private readonly proof?: AuditProof,
   ) {
     this.redis = withScripts(redis);
+  }
+
+  /** The fleet's audit key, when one is configured (REIN_AUDIT_SIGNING_KEY). */
+  get signer(): AuditSigner | undefined {
+    return this.proof?.signer;
+  }
+
+  /**
+   * Runs `fn` and returns, beside its value, the entries appended while it ran (in its own
+   * async context, so concurrent requests never see each other's): a decision route signs
+   * the entry its decision wrote as that decision's receipt.
+   */
+  async collect<T>(fn: () => Promise<T>): Promise<{ value: T; entries: AuditEntry[] }> {
+    const entries: AuditEntry[] = [];
+    const value = await appended.run(entries, fn);
+    return { value, entries };
   }
 
   /** Appends the records in order, each to its tenant's chain; then trims what is past retention. */
   async append(records: readonly AuditRecord[]): Promise<void> {
     for (const r of records) {
       try {
-        await this.appendOne(r);
+        const entry = await this.appendOne(r);
+        appended.getStore()?.push(entry);
       } catch (err) {
         this.logger?.error({ err: (err as Error).message, tenantId: r.tenantId, action: r.action }, 'could not append to the decision log');
       }
     }
     const tenants = new Set(records.map((r) => r.tenantId));
     // Named once for the checkpoint pass, which copies each such tenant's head to the archive.
-    const unnamed = this.retention ? [...tenants].filter((t) => !this.registered.has(t)) : [];
+    const unnamed = this.retention || this.proof?.sink ? [...tenants].filter((t) => !this.registered.has(t)) : [];
     if (unnamed.length) {
       await this.redis
         .sadd(AUDIT_TENANTS_KEY, ...unnamed)
@@ -233,39 +237,70 @@ export class AuditLog {
   }
 
   /**
-   * Copies the tenant's head to the archive when it moved on from the last checkpoint. A log
-   * that no longer holds the last checkpoint (entries removed and the head rewound, maybe
+   * Copies the tenant's head out of Redis when it moved on since the last copy: signed when
+   * the fleet has an audit key, to the archive and to the checkpoint sink. A log that no
+   * longer holds the archive's last checkpoint (entries removed and the head rewound, maybe
    * appended to since) is `behind`: nothing is written, so the checkpoint keeps the truth.
+   * The sink is written on its own: one that is down leaves the archive's copy standing and
+   * is reported as `sinkBehind` for the pass to count (decisions never wait on a checkpoint).
    */
-  async checkpoint(tenantId: string): Promise<CheckpointOutcome> {
+  async checkpoint(tenantId: string): Promise<{ outcome: CheckpointOutcome; sinkBehind?: string }> {
     const cold = this.retention?.cold;
-    if (!cold) return 'unchanged';
-    const [head, last] = await Promise.all([this.head(tenantId), cold.latestCheckpoint(tenantId)]);
-    if (last && !(await this.holds(tenantId, head, last))) return 'behind';
-    if (head.seq === 0 || head.seq === last?.seq) return 'unchanged';
-    await cold.putCheckpoint(tenantId, { ...head, at: new Date(this.now()).toISOString() });
-    return 'written';
+    const sink = this.proof?.sink;
+    if (!cold && !sink) return { outcome: 'unchanged' };
+    const [head, last] = await Promise.all([this.head(tenantId), cold ? cold.latestCheckpoint(tenantId) : null]);
+    if (last && !(await this.holds(tenantId, head, last))) return { outcome: 'behind' };
+    if (head.seq === 0) return { outcome: 'unchanged' };
+    const at = new Date(this.now()).toISOString();
+    const signed = this.proof ? this.proof.signer.checkpoint({ tenantId, ...head, at }) : undefined;
+    let outcome: CheckpointOutcome = 'unchanged';
+    if (cold && head.seq !== last?.seq) {
+      await cold.putCheckpoint(tenantId, signed ?? { ...head, at });
+      outcome = 'written';
+    }
+    if (sink && signed) {
+      const sunk = await this.redis.hget(AUDIT_SUNK_KEY, tenantId);
+      if (sunk !== `${head.seq} ${head.hash}`) {
+        try {
+          await sink.write(signed);
+        } catch (err) {
+          return { outcome, sinkBehind: `the checkpoint sink ${sink.name} did not take the head: ${(err as Error).message}` };
+        }
+        await this.redis.hset(AUDIT_SUNK_KEY, tenantId, `${head.seq} ${head.hash}`);
+        outcome = 'written';
+      }
+    }
+    return { outcome };
   }
 
-  /** One checkpoint pass over every tenant with a log (named in Redis, or checkpointed before). Returns the tenants behind. */
-  async checkpointAll(): Promise<{ written: number; behind: string[] }> {
+  /**
+   * One checkpoint pass over every tenant with a log (named in Redis, or checkpointed before).
+   * Returns how many heads were written, the tenants behind their archived checkpoint, and
+   * those whose head the sink did not take.
+   */
+  async checkpointAll(): Promise<{ written: number; behind: string[]; sinkBehind: string[] }> {
     const cold = this.retention?.cold;
-    if (!cold) return { written: 0, behind: [] };
+    if (!cold && !this.proof?.sink) return { written: 0, behind: [], sinkBehind: [] };
     // The archive's own list too: a tenant removed from Redis's set is still checked.
-    const [named, checkpointed] = await Promise.all([this.redis.smembers(AUDIT_TENANTS_KEY), cold.checkpointedTenants()]);
+    const [named, checkpointed] = await Promise.all([this.redis.smembers(AUDIT_TENANTS_KEY), cold ? cold.checkpointedTenants() : []]);
     let written = 0;
     const behind: string[] = [];
+    const sinkBehind: string[] = [];
     for (const tenantId of new Set([...named, ...checkpointed])) {
-      const outcome = await this.checkpoint(tenantId).catch((err: Error) => {
+      const { outcome, sinkBehind: why } = await this.checkpoint(tenantId).catch((err: Error) => {
         this.logger?.warn({ err: err.message, tenantId }, 'could not checkpoint the decision log');
-        return 'unchanged' as const;
+        return { outcome: 'unchanged' as const, sinkBehind: undefined };
       });
+      if (why) {
+        sinkBehind.push(tenantId);
+        this.logger?.warn({ err: why, tenantId }, 'could not checkpoint the decision log');
+      }
       if (outcome === 'written') written++;
       if (outcome === 'behind') behind.push(tenantId);
     }
     for (const tenantId of behind)
       this.logger?.error({ tenantId }, 'the decision log no longer holds its last checkpoint: entries were removed and its head rewound');
-    return { written, behind };
+    return { written, behind, sinkBehind };
   }
 
   /** The archive's latest checkpoint of the tenant's head (null: none, or no archive). */

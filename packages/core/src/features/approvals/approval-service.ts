@@ -28,6 +28,7 @@ import {
   StaleStepError,
 } from '../../shared/errors.js';
 import type { FollowUps, TransitionApplier } from '../../step/apply-transition.js';
+import type { Receipts } from '../audit/receipts.js';
 import { approvalView } from '../runs/run-service.js';
 
 /** `argsHash`: decide only if the approval still binds these arguments (a link minted for them). */
@@ -37,6 +38,8 @@ export type Decision = ({ kind: 'approve'; comment?: string; arguments?: Record<
 
 export interface ApprovalServiceDeps {
   store: RunStore;
+  /** Signs each decision of a batch as its own receipt (the single decision routes sign theirs). */
+  receipts?: Receipts;
   /** Commits the decisions, counts them, announces them, resumes the step (and tells a finished run's saga). */
   applier: Pick<TransitionApplier, 'apply'>;
   tools: Map<string, Tool>;
@@ -287,7 +290,11 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
       const results = [];
       for (const id of ids) {
         try {
-          results.push({ id, ok: true, approval: await service.decide(principal, id, decision) });
+          // Each decision its own receipt: the entry it wrote, signed (features/audit/receipts.ts).
+          const decided = deps.receipts
+            ? await deps.receipts.of(principal.tenantId, () => service.decide(principal, id, decision))
+            : { value: await service.decide(principal, id, decision) };
+          results.push({ id, ok: true, approval: decided.value, ...(decided.receipt ? { receipt: decided.receipt } : {}) });
         } catch (err) {
           if (!(err instanceof ReinError) || err.status >= 500) throw err;
           results.push({ id, ok: false, error: { code: err.code, message: err.message } });

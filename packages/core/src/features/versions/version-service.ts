@@ -1,6 +1,7 @@
 import type { Principal, PromoteBody, UpgradeAnswer, UpgradeBody, VersionList, VersionView } from '@rein/contract';
 import { TERMINAL_STATUSES } from '@rein/contract';
 import { type Enqueue, jobRoute, type StepScheduler } from '../../adapters/queue/job-catalog.js';
+import type { AuditLog } from '../../adapters/redis/audit-log.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { VersionDirectory } from '../../adapters/redis/version-directory.js';
 import { holdsRole, isOperator } from '../../policy/approvals/decision-rights.js';
@@ -15,6 +16,8 @@ export interface VersionServiceDeps {
   /** The versions' step queues: what waits on each, and an upgrade's move of it. */
   queues: Pick<StepScheduler, 'jobCounts' | 'moveJobs'>;
   logger: Logger;
+  /** Promotions and upgrades go to the deciding operator's tenant's decision log (they are fleet-wide: no tenant owns them). */
+  audit?: Pick<AuditLog, 'append'>;
 }
 
 /** Runs kicked per round trip by an upgrade. */
@@ -83,6 +86,15 @@ export function createVersionService(deps: VersionServiceDeps) {
         );
       await directory.promote(version);
       deps.logger.warn({ version, by: principal.userId }, 'app version promoted');
+      await deps.audit?.append([
+        {
+          tenantId: principal.tenantId,
+          actor: principal.userId,
+          action: 'version.promoted',
+          subject: {},
+          data: { version, force: !!body.force },
+        },
+      ]);
       return list(principal);
     },
 
@@ -120,6 +132,9 @@ export function createVersionService(deps: VersionServiceDeps) {
       }
       const jobs = await deps.queues.moveJobs(from, to);
       deps.logger.warn({ from, to, runs, jobs, by: principal.userId }, 'app version upgrade requested');
+      await deps.audit?.append([
+        { tenantId: principal.tenantId, actor: principal.userId, action: 'version.upgraded', subject: {}, data: { from, to, runs, jobs } },
+      ]);
       return { from, to, runs, jobs };
     },
   };

@@ -31,8 +31,17 @@ interface Response {
   status: number;
 }
 
-/** POSTs once; resolves with the status, rejects on a network error, a refused address or the timeout (before the status line). */
-function post(url: URL, body: string, headers: Record<string, string>, deps: WebhookDeliveryDeps): Promise<Response> {
+/**
+ * POSTs once through the address guard (no redirects followed); resolves with the status,
+ * rejects on a network error, a refused address or the timeout (before the status line).
+ * Webhooks and the decision log's checkpoint sink send through it.
+ */
+export function postGuarded(
+  url: URL,
+  body: string,
+  headers: Record<string, string>,
+  deps: Pick<WebhookDeliveryDeps, 'allowPrivate' | 'timeoutMs'>,
+): Promise<Response> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (!deps.allowPrivate && isIP(host) && isRefusedAddress(host)) return Promise.reject(new WebhookUrlRefusedError(host));
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -95,7 +104,7 @@ export function createWebhookDelivery(deps: WebhookDeliveryDeps) {
     };
     let failure: string;
     try {
-      const res = await post(new URL(hook.url), body, headers, deps);
+      const res = await postGuarded(new URL(hook.url), body, headers, deps);
       if (res.status >= 200 && res.status < 300) {
         await record('delivered', { status: res.status });
         return 'delivered';

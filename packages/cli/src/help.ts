@@ -69,6 +69,23 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
   upgrade <version>        its unfinished runs move to the current version (or --to V) at their next step`,
     env: CLIENT_ENV,
   },
+  deploy: {
+    usage:
+      'rein deploy check --version V [--against V0] [--max-withdrawn N] [--max-diverged P] [--agent A]... [--since 24h] [--limit N] [--report F] [--json F]',
+    summary: 'before promoting V: what it would change in flight, and how recent runs replay on it (a CI gate)',
+    details: `Needs REIN_API_KEY holding the operator and admin roles (else the first operator and the first
+admin key of REIN_API_KEYS) and a live worker of V (a canary).
+Asks GET /v1/versions/V/impact (tools, agents and MCP servers that differ from V0 — default the
+current version —, approvals an upgrade would withdraw, runs and schedules whose agent changed),
+then replays each agent's recent runs on V as a cohort of the key's tenant. Changes nothing.
+  --max-withdrawn N        exit 1 when more than N approvals would be withdrawn
+  --max-diverged P         exit 1 when more than P (10% or 0.1) of the replays diverged
+  --agent A                replay only these agents (repeatable; default: every agent V serves)
+  --since D, --limit N     the runs replayed: created since D ago (24h), at most N per agent (20)
+  --report F, --json F     write the Markdown report to F (default: print it), the JSON one to F
+Exit 1 also when nothing was replayed: a gate with nothing to judge fails.`,
+    env: CLIENT_ENV,
+  },
   audit: {
     usage:
       'rein audit verify [--expect-head <seq>:<hash>] | verify --receipt F --public-key K | verify --log F --checkpoint C [--public-key K] | export [--out F]',

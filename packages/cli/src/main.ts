@@ -7,6 +7,7 @@ import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
 import { migrate, usage } from './archive-commands.js';
 import { exportLog, verifyLogFile, verifyReceiptFile } from './audit-proof.js';
 import { auditVerify, parseKeptHead } from './audit-verify.js';
+import { deployCheck } from './deploy-check.js';
 import { dev } from './dev.js';
 import { fleetClient } from './fleet-client.js';
 import { type CommandName, commandHelp, isCommand, USAGE } from './help.js';
@@ -172,6 +173,30 @@ try {
       const camel = (f: string) => f.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
       const given = Object.fromEntries(flags.flatMap((f) => (str(f) === undefined ? [] : [[camel(f), str(f)]])));
       process.exit(await replay(fleetClient().rein, positionals[0], given));
+      break;
+    }
+    case 'deploy': {
+      const flags = ['version', 'against', 'max-withdrawn', 'max-diverged', 'since', 'limit', 'report', 'json'];
+      const { values, positionals } = options('deploy', {
+        ...Object.fromEntries(flags.map((f) => [f, { type: 'string' as const }])),
+        agent: { type: 'string', multiple: true },
+      });
+      if (positionals[0] !== 'check' || typeof values.version !== 'string')
+        throw new Error(`rein deploy needs: check --version V\n${commandHelp('deploy')}`);
+      const str = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined);
+      const camel = (f: string) => f.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+      const given = Object.fromEntries(flags.flatMap((f) => (str(f) === undefined ? [] : [[camel(f), str(f)]])));
+      const agents = Array.isArray(values.agent) ? (values.agent as string[]) : [];
+      process.exit(
+        await deployCheck(
+          { versions: fleetClient(process.env, 'operator').rein.versions, replays: fleetClient(process.env, 'admin').rein.replays },
+          {
+            ...given,
+            version: values.version,
+            ...(agents.length ? { agents } : {}),
+          },
+        ),
+      );
       break;
     }
     case 'versions': {

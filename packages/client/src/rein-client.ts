@@ -40,6 +40,7 @@ import type {
   UpgradeBody,
   UsageQueryParams,
   UsageResponse,
+  VersionImpact,
   VersionList,
   WebhookView,
 } from '@rein/contract';
@@ -254,6 +255,9 @@ export class ReinClient {
     list: (): Promise<VersionList> => this.call(this.apiUrl, 'GET', '/v1/versions'),
     promote: (version: string, opts: { force?: boolean } = {}): Promise<Receipted<VersionList>> =>
       this.call(this.apiUrl, 'POST', `/v1/versions/${enc(version)}/promote`, { body: opts }),
+    /** Operators: what promoting `version` (and upgrading `against`'s runs to it) would change; changes nothing. */
+    impact: (version: string, opts: { against?: string } = {}): Promise<VersionImpact> =>
+      this.call(this.apiUrl, 'GET', `/v1/versions/${enc(version)}/impact`, { query: opts }),
     upgrade: (version: string, body: UpgradeBody = {}): Promise<Receipted<UpgradeAnswer>> =>
       this.call(this.apiUrl, 'POST', `/v1/versions/${enc(version)}/upgrade`, { body }),
   };

@@ -61,6 +61,7 @@ export type ReinErrorCode =
   | 'version_not_live'
   | 'too_many_cohorts'
   | 'version_not_upgradable'
+  | 'version_not_registered'
   | 'not_a_replay'
   | 'original_unavailable'
   | 'fork_step_unavailable'

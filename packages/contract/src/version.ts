@@ -49,3 +49,61 @@ export const upgradeAnswerSchema = z.object({
   jobs: z.number().int().min(0),
 });
 export type UpgradeAnswer = z.infer<typeof upgradeAnswerSchema>;
+
+/**
+ * What one app version serves, as its processes register it (`rein:{versions}:manifest:<v>`):
+ * each tool's digest (what an approval was asked under), each agent's digest and tools, the
+ * MCP servers it declares. What `GET /v1/versions/:v/impact` compares.
+ */
+export const versionManifestSchema = z.object({
+  version: appVersionSchema,
+  registeredAt: z.string(),
+  tools: z.record(z.string(), z.object({ digest: z.string(), kind: z.string(), roles: z.array(z.string()).nullable() })),
+  agents: z.record(z.string(), z.object({ digest: z.string(), tools: z.array(z.string()) })),
+  mcpServers: z.array(z.string()),
+});
+export type VersionManifest = z.infer<typeof versionManifestSchema>;
+
+/** `GET /v1/versions/:version/impact?against=`: the version to compare with (default: the current one). */
+export const versionImpactQuerySchema = z.object({ against: appVersionSchema.optional() }).strict();
+
+const changedNames = z.object({ added: z.array(z.string()), removed: z.array(z.string()), changed: z.array(z.string()) });
+
+/**
+ * What promoting `version` and upgrading `against`'s runs to it would change, changing
+ * nothing: the definitions that differ, then the work in flight they touch. Counts cover
+ * the whole fleet; the items listed are the caller's tenant's (at most 200 of each).
+ */
+export const versionImpactSchema = z.object({
+  version: appVersionSchema,
+  against: appVersionSchema,
+  /** The agents `version` serves (what a deploy check replays). */
+  agentsServed: z.array(z.string()),
+  tools: changedNames,
+  agents: changedNames,
+  mcpServers: z.object({ added: z.array(z.string()), removed: z.array(z.string()) }),
+  /** Pending or approved approvals an upgrade would withdraw: their tool changed or is gone. */
+  withdrawn: z.object({
+    count: z.number().int().min(0),
+    items: z.array(
+      z.object({
+        runId: z.string(),
+        approvalId: z.string(),
+        tool: z.string(),
+        status: z.string(),
+        why: z.enum(['tool_changed', 'tool_removed']),
+      }),
+    ),
+  }),
+  /** Unfinished runs of `against` whose agent changed or is gone in `version`. */
+  runs: z.object({
+    count: z.number().int().min(0),
+    items: z.array(z.object({ runId: z.string(), agent: z.string(), status: z.string(), why: z.enum(['agent_changed', 'agent_removed']) })),
+  }),
+  /** Schedules whose agent changed or is gone in `version`. */
+  schedules: z.object({
+    count: z.number().int().min(0),
+    items: z.array(z.object({ scheduleId: z.string(), agent: z.string(), why: z.enum(['agent_changed', 'agent_removed']) })),
+  }),
+});
+export type VersionImpact = z.infer<typeof versionImpactSchema>;

@@ -151,6 +151,7 @@ export { approvalView, createRunService, type LimitCeilings, type RunService, ru
 export { INTERRUPTED_TURN, type SessionSettings, sessionHistory } from './features/runs/session-history.js';
 export { type AdmitResult, createSessionQueue, type SessionQueue } from './features/runs/session-queue.js';
 export { createScheduleService, type FireResult, type ScheduleService } from './features/schedules/schedule-service.js';
+export { createVersionImpact, type VersionImpactCheck, VersionNotRegisteredError } from './features/versions/version-impact.js';
 export { createVersionService, type VersionService } from './features/versions/version-service.js';
 export { isRefusedAddress, WebhookUrlRefusedError } from './features/webhooks/address-guard.js';
 export { createWebhookDelivery, type WebhookDelivery, WebhookDeliveryFailedError } from './features/webhooks/webhook-delivery.js';
@@ -185,6 +186,7 @@ export { contentVersion, resolveAppVersion } from './policy/app/app-version.js';
 export { canonicalJson, hashArguments } from './policy/app/argument-hash.js';
 export type { FleetVersions } from './policy/app/fleet-versions.js';
 export { toolDigest } from './policy/app/tool-digest.js';
+export { agentDigest, manifestOf } from './policy/app/version-manifest.js';
 export { stricterOf, verifyBinding } from './policy/approvals/approval-binding.js';
 export { approvalContext } from './policy/approvals/approval-context.js';
 export { approvalId, runOfApproval } from './policy/approvals/approval-id.js';

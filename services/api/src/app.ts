@@ -6,12 +6,14 @@ import {
   promoteBodySchema,
   submitRunBodySchema,
   upgradeBodySchema,
+  versionImpactQuerySchema,
 } from '@rein/contract';
 import {
   createA2aService,
   createLangGraphService,
   createMcpDoor,
   createServiceApp,
+  createVersionImpact,
   createVersionService,
   EventStreams,
   InvalidRequestError,
@@ -29,6 +31,7 @@ import {
   registerRunRoutes,
   registerScheduleRoutes,
   registerVersionGauges,
+  ScheduleStore,
   apiRoutes as schemas,
   streamCaps,
   submitSpan,
@@ -57,6 +60,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     logger: rt.logger,
     audit: rt.audit,
   });
+  const impact = createVersionImpact({ directory: rt.versions, store: rt.store, schedules: new ScheduleStore(rt.redis) });
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
@@ -120,6 +124,9 @@ export function createApiApp(rt: Runtime): FastifyInstance {
         const body = parseInput(promoteBodySchema, req.body ?? {}, 'body');
         return receipted(rt.receipts, req.principal, () => versions.promote(req.principal, version(req.params), body));
       });
+      v1.get('/v1/versions/:version/impact', { schema: schemas.versionImpact }, async (req) =>
+        impact(req.principal, version(req.params), parseInput(versionImpactQuerySchema, req.query, 'query').against),
+      );
       v1.post('/v1/versions/:version/upgrade', { schema: schemas.upgradeVersion }, async (req, reply) => {
         const body = parseInput(upgradeBodySchema, req.body ?? {}, 'body');
         return reply

@@ -52,6 +52,8 @@ import {
   upgradeBodySchema,
   usageQuerySchema,
   usageResponseSchema,
+  versionImpactQuerySchema,
+  versionImpactSchema,
   versionListSchema,
   webhookListSchema,
 } from '@rein/contract';
@@ -331,6 +333,19 @@ export const apiRoutes = {
       response: {
         200: receiptedSchema(versionListSchema),
         ...errors({ 403: ERROR_CODES[403], 404: ERROR_CODES[404], 409: 'version_not_live (no worker runs it; force to promote anyway)' }),
+      },
+    },
+  ),
+  versionImpact: route(
+    'versions',
+    'getVersionImpact',
+    'What promoting this app version and upgrading another’s runs to it would change, changing nothing (operators): definitions that differ, approvals withdrawn, runs and schedules whose agent changed',
+    {
+      params: versionParamsSchema,
+      querystring: versionImpactQuerySchema,
+      response: {
+        200: versionImpactSchema,
+        ...errors({ 403: ERROR_CODES[403], 404: 'version_not_registered (no process of it registered what it serves)' }),
       },
     },
   ),

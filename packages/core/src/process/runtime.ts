@@ -40,6 +40,7 @@ import { WebhookDispatcher, webhookPlug } from '../features/webhooks/webhook-dis
 import { createWebhookService, type WebhookService } from '../features/webhooks/webhook-service.js';
 import { WebhookStore } from '../features/webhooks/webhook-store.js';
 import { resolveAppVersion } from '../policy/app/app-version.js';
+import { manifestOf } from '../policy/app/version-manifest.js';
 import { checkPrices, fleetModels } from '../policy/budget/cost.js';
 import { currentVersion, routeVersion } from '../policy/run/version-route.js';
 import type { DelegationLimits } from '../policy/step/call-plan.js';
@@ -200,7 +201,8 @@ async function buildRuntime<X extends Extras>(
   try {
     registry = createRegistry(app, { redis }, { faultInjection: options.resilience.faultInjection === 'on' });
     // Before MCP servers join: a server's tools are stood for by its declaration.
-    const version = resolveAppVersion(app, [...registry.tools.values()], options.appVersion);
+    const declared = [...registry.tools.values()];
+    const version = resolveAppVersion(app, declared, options.appVersion);
     versions = new VersionDirectory(redis, version, role === 'worker' ? 'worker' : service === 'approver' ? 'approver' : 'api', (err) =>
       redisOutages.error('redis', err, 'could not refresh the fleet version state'),
     );
@@ -215,6 +217,8 @@ async function buildRuntime<X extends Extras>(
     mcp = new McpManager(app.mcpServers, registry.tools, { logger, metrics });
     if (connectMcp) await mcp.start();
     await versions.start();
+    // What this version serves, for a deploy's impact check (its MCP servers stood for by their declarations).
+    await versions.register(manifestOf(version, app.agents, declared, Object.keys(app.mcpServers), new Date().toISOString()));
   } catch (err) {
     // A bad tools factory or an MCP server that cannot start: leave no connection behind.
     await scheduler?.close();

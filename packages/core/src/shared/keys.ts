@@ -179,6 +179,8 @@ export const VERSION_KEYS = {
   seen: 'rein:{versions}:seen',
 } as const;
 
+/** What a version serves (its processes register it at start): the manifest `GET /v1/versions/:v/impact` compares. */
+export const versionManifestKey = (version: string) => `rein:{versions}:manifest:${version}`;
 /** A version's runs that are not finished: run id → `<status>|<pending approvals>|<tenant>`. */
 export const versionRunsKey = (version: string) => `rein:version:{${version}}:runs`;
 /** A spent one-click approval link (its nonce), kept until the link would have expired. */

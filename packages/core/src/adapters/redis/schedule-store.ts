@@ -55,6 +55,19 @@ export class ScheduleStore {
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
 
+  /** Every schedule of the fleet, scanned in pages (a deploy's impact check reads their agents). */
+  async *all(): AsyncGenerator<ScheduleRecord> {
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.redis.hscan(scheduleKeys.all, cursor, 'COUNT', 500);
+      for (let i = 1; i < flat.length; i += 2) {
+        const parsed = scheduleRecordSchema.safeParse(JSON.parse(flat[i] as string));
+        if (parsed.success) yield parsed.data;
+      }
+      cursor = next;
+    } while (cursor !== '0');
+  }
+
   /** Removes the schedule, its history and its last run; returns whether it existed. */
   async remove(schedule: Pick<ScheduleRecord, 'id' | 'owner'>): Promise<boolean> {
     const { id } = schedule;

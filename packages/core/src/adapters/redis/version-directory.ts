@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { RunStatus } from '@rein/contract';
+import { type RunStatus, type VersionManifest, versionManifestSchema } from '@rein/contract';
 import type { FleetVersions } from '../../policy/app/fleet-versions.js';
-import { VERSION_KEYS, versionRunsKey } from '../../shared/keys.js';
+import { VERSION_KEYS, versionManifestKey, versionRunsKey } from '../../shared/keys.js';
 import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
 
 /** A process's heartbeat is refreshed this often and lapses after HEARTBEAT_TTL_MS without one. */
@@ -13,6 +13,8 @@ export const FLEET_STATE_TTL_MS = 1_000;
 export const FORGET_AFTER_MS = 7 * 86_400_000;
 /** At most this many versions are listed and labelled: a fleet runs a few at a time; older ones drop first. */
 export const MAX_LISTED_VERSIONS = 20;
+/** How long a version's manifest is kept after its last process started. */
+export const MANIFEST_TTL_MS = 30 * 86_400_000;
 
 export type VersionRole = 'api' | 'worker' | 'approver';
 
@@ -143,6 +145,31 @@ export class VersionDirectory {
   /** Whether any process of `version` was ever seen (a version nobody runs cannot be promoted or upgraded to by mistake). */
   async seen(version: string): Promise<boolean> {
     return (await this.redis.hexists(VERSION_KEYS.seen, `first:${version}`)) === 1;
+  }
+
+  /** Records what this version serves, for a month past its last start (a deploy's impact check compares two). */
+  async register(manifest: VersionManifest): Promise<void> {
+    await this.redis.set(versionManifestKey(manifest.version), JSON.stringify(manifest), 'PX', MANIFEST_TTL_MS);
+  }
+
+  /** What `version` serves, as its processes registered it (null: none registered, or unreadable). */
+  async manifest(version: string): Promise<VersionManifest | null> {
+    const raw = await this.redis.get(versionManifestKey(version));
+    if (raw === null) return null;
+    try {
+      return versionManifestSchema.parse(JSON.parse(raw));
+    } catch {
+      return null;
+    }
+  }
+
+  /** `version`'s unfinished runs: id → status, pending approvals and tenant. */
+  async runEntries(version: string): Promise<Array<{ runId: string; status: RunStatus; pending: number; tenantId: string }>> {
+    const all = await this.redis.hgetall(versionRunsKey(version));
+    return Object.entries(all ?? {}).map(([runId, entry]) => {
+      const [status, pending, ...tenant] = entry.split('|') as [RunStatus, string, ...string[]];
+      return { runId, status, pending: Number(pending) || 0, tenantId: tenant.join('|') };
+    });
   }
 
   /** The ids of `version`'s unfinished runs (what an upgrade kicks). */

@@ -1,0 +1,51 @@
+import { createHash } from 'node:crypto';
+import type { VersionManifest } from '@rein/contract';
+import type { AgentProfile, Tool } from '@rein/define/internal';
+import { canonicalJson } from './argument-hash.js';
+import { toolDigest } from './tool-digest.js';
+
+/** An agent's definition as one hash: prompt, tools, models, limits, output, policies, sub-agents. */
+export function agentDigest(agent: AgentProfile): string {
+  const output = agent.output?.jsonSchema ?? null;
+  const { name: _n, description: _d, output: _o, ...rest } = agent;
+  return createHash('sha256')
+    .update(canonicalJson({ ...rest, output }))
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/** What a version serves (pure): its tools' and agents' digests and its MCP servers. */
+export function manifestOf(
+  version: string,
+  agents: readonly AgentProfile[],
+  tools: Iterable<Tool>,
+  mcpServers: readonly string[],
+  at: string,
+): VersionManifest {
+  return {
+    version,
+    registeredAt: at,
+    tools: Object.fromEntries(
+      [...tools].map((t) => [t.name, { digest: toolDigest(t), kind: t.kind, roles: t.allowedRoles ? [...t.allowedRoles] : null }]),
+    ),
+    agents: Object.fromEntries(agents.map((a) => [a.name, { digest: agentDigest(a), tools: [...a.tools] }])),
+    mcpServers: [...mcpServers].sort(),
+  };
+}
+
+/** Names added, removed and changed (by digest) from `before` to `after`. */
+export function changedNames(before: Record<string, { digest: string }>, after: Record<string, { digest: string }>) {
+  const names = (r: Record<string, unknown>) => Object.keys(r).sort();
+  return {
+    added: names(after).filter((n) => !(n in before)),
+    removed: names(before).filter((n) => !(n in after)),
+    changed: names(before).filter((n) => n in after && before[n]?.digest !== after[n]?.digest),
+  };
+}
+
+/** Why an approval asked under `digest` for `tool` would be withdrawn in `after`, or null when it stays. */
+export function withdrawalUnder(tool: string, digest: string | undefined, after: VersionManifest): 'tool_changed' | 'tool_removed' | null {
+  const now = after.tools[tool];
+  if (!now) return 'tool_removed';
+  return digest === undefined || digest !== now.digest ? 'tool_changed' : null;
+}

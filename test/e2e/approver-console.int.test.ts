@@ -1,9 +1,10 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Approval, approvalSchema } from '@rein/contract';
-import { createArchivePool, migrateArchive, runKeys, tenantKeys } from '@rein/core/internal';
+import { type Approval, type AuditKeys, type AuditReceipt, approvalSchema } from '@rein/contract';
+import { createArchivePool, migrateArchive, runKeys, tenantKeys, verifyReceipt } from '@rein/core/internal';
 import { startTestPostgres, startTestRedis, type TestPostgres, type TestRedis } from '@rein/core/testing';
 import { DemoStore } from '@rein/example-order-assistant';
 import { Redis } from 'ioredis';
@@ -17,6 +18,7 @@ const SUPERVISOR = { key: 'e2e-supervisor-key-sunqi', tenantId: 'e2e', userId: '
 const OTHER_USER = { key: 'e2e-user-key-zhouba', tenantId: 'e2e', userId: 'zhouba', roles: ['user'] };
 const ROLES = { user: KEYS.user, approver: KEYS.approver, supervisor: SUPERVISOR, admin: KEYS.admin };
 const TRACE_UI = 'http://127.0.0.1:16686/trace/{traceId}';
+const AUDIT_KEY = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 /** Set (to a folder, e.g. docs/console): each page's screenshot at 1280 px is written there. */
 const SHOTS = process.env.CONSOLE_SCREENSHOTS;
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -50,6 +52,7 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
       env: {
         REIN_API_KEYS: JSON.stringify([...Object.values(KEYS), SUPERVISOR, OTHER_USER]),
         REIN_TRACE_URL_TEMPLATE: TRACE_UI,
+        REIN_AUDIT_SIGNING_KEY: AUDIT_KEY,
         ...(db ? { REIN_ARCHIVE_URL: db.url } : {}),
       },
     });
@@ -237,6 +240,13 @@ describe.skipIf(!hasSystemBinary(CHROMIUM, 'chromium', 'the console browser suit
     const before = new Set((await new DemoStore(client).tickets(KEYS.user.tenantId, '2024001')).map((t) => t.ticketId));
     await page.getByRole('button', { name: 'Approve with edits' }).click();
     await expect.poll(() => page.locator('#decide-result').textContent()).toBe('Approved with edits.');
+    // The decider keeps the decision's signed receipt: it downloads, and verifies with the fleet's published keys.
+    const href = (await page.locator('#receipt-download').getAttribute('href')) ?? '';
+    const receipt = JSON.parse(decodeURIComponent(href.slice(href.indexOf(',') + 1))) as AuditReceipt;
+    expect(receipt.entry).toMatchObject({ action: 'approval.approved', actor: KEYS.approver.userId });
+    expect(verifyReceipt(receipt, (await fleet.callApi('GET', '/v1/audit/keys', KEYS.approver.key)).body as AuditKeys)).toEqual({
+      ok: true,
+    });
 
     // Live: the open run page shows the ticket's step and the end, without a reload.
     await runPage.locator('#steps .call[data-tool="create_ticket"] .outcome-ok').waitFor({ timeout: 30_000 });

@@ -1,4 +1,4 @@
-import type { ApprovalPreview, ApprovalView, PlanStep } from '@rein/contract';
+import type { ApprovalPreview, ApprovalView, AuditReceipt, PlanStep } from '@rein/contract';
 import { Fragment } from 'preact';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, follow } from './api.js';
@@ -110,6 +110,8 @@ export function ApprovalPage({ id }: { id: string }) {
   const [comment, setComment] = useState('');
   const [reason, setReason] = useState('');
   const [result, setResult] = useState<string>();
+  /** The decision's signed receipt, when the fleet signs them: the decider keeps it (a download). */
+  const [receipt, setReceipt] = useState<AuditReceipt>();
   const [error, setError] = useState<Error>();
 
   // The edit as the API takes it: the whole arguments of a tool call, `{"<step>": args}` of a plan.
@@ -150,6 +152,7 @@ export function ApprovalPage({ id }: { id: string }) {
     async (kind: 'approve' | 'reject') => {
       setError(undefined);
       setResult(undefined);
+      setReceipt(undefined);
       try {
         const decided =
           kind === 'approve'
@@ -160,6 +163,7 @@ export function ApprovalPage({ id }: { id: string }) {
             ? `Counted: it needs ${decided.approvalsNeeded ?? 0} more approval(s).`
             : `${decided.status === 'approved' ? 'Approved' : 'Rejected'}${decided.editedBy ? ' with edits' : ''}.`,
         );
+        setReceipt(decided.receipt);
         setEdited(null);
         setStepEdits({});
         await loaded.reload();
@@ -369,6 +373,18 @@ export function ApprovalPage({ id }: { id: string }) {
       <p id="decide-result" role="status">
         {result}
       </p>
+      {receipt ? (
+        <p id="decide-receipt">
+          <a
+            id="receipt-download"
+            download={`rein-receipt-${receipt.entry.tenantId}-${receipt.seq}.json`}
+            href={`data:application/json;charset=utf-8,${encodeURIComponent(JSON.stringify(receipt, null, 2))}`}
+          >
+            Download the signed receipt
+          </a>{' '}
+          of this decision (entry {receipt.seq} of the decision log; check it offline with <code>rein audit verify --receipt</code>)
+        </p>
+      ) : null}
       <ErrorNote error={error} />
       {me.userId === approval.requestedBy && open && base.data ? (
         <p class="muted" id="requester-note">

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run demo` (`-- --tree` for a tree of agents): the order assistant's late-order complaint against the running fleet
 // (or one it starts), printed live step by step, approved when it parks, then the final
-// answer. The same as `rein run "<input>" --approve --start-fleet`, with the trace's
+// answer. The same as `npx rein run "<input>" --approve --start-fleet` (deciding as an approver), with the trace's
 // labels in the example's language next to English.
 import { run } from '@rein/cli';
 

@@ -293,7 +293,7 @@ describe('a packed install outside the repository', () => {
     expect(finished.status).toBe('succeeded');
     expect(effects().map((line) => JSON.parse(line))).toEqual([{ name: 'Grace', key: expect.stringContaining(id), by: 'ada' }]);
 
-    // The same through the installed bin: `rein run … --approve` submits, follows and approves as the caller.
+    // The same through the installed bin: `rein run … --approve` submits as the user, follows, and approves as the approver.
     const { stdout } = await run(process.execPath, [rein, 'run', 'Please invite "Lin"', '--approve'], {
       cwd: project,
       env: {
@@ -301,10 +301,12 @@ describe('a packed install outside the repository', () => {
         REIN_API_URL: `http://127.0.0.1:${apiPort}`,
         REIN_APPROVER_URL: `http://127.0.0.1:${approverPort}`,
         REIN_API_KEY: USER.key,
+        REIN_APPROVER_KEY: APPROVER.key,
       },
       timeout: 120_000,
     });
     expect(stdout).toContain('[Approval] high — Invite Lin');
+    expect(stdout).toMatch(new RegExp(`\\[Decision\\] approved by ${APPROVER.userId}`));
     expect(stdout).toMatch(/final answer \(succeeded, completed\)/);
     expect(effects().map((line) => JSON.parse(line).name)).toEqual(['Grace', 'Lin']);
   });

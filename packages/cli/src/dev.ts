@@ -228,11 +228,11 @@ export async function dev(opts: DevOptions = {}): Promise<void> {
         `  Listening  on ${env.REIN_BIND_HOST}${env.REIN_BIND_HOST === '127.0.0.1' ? ' only (rein dev --host 0.0.0.0 to expose; the demo keys are public)' : ''}`,
         '',
         ...(env.REIN_APP
-          ? ['  try, in another terminal: rein run "<input>" --watch']
+          ? ['  try, in another terminal: npx rein run "<input>" --watch']
           : [
               `  try: curl -s -X POST http://${shown}:${apiPort}/v1/runs -H 'Authorization: Bearer ${first.key}' \\`,
               `         -H 'Content-Type: application/json' -d '{"input":"客户张三投诉订单 2024001 一直没发货，帮他处理一下"}'`,
-              '  or, in another terminal: rein run "<input>" --watch   (npm run demo in the repository)',
+              '  or, in another terminal: npx rein run "<input>" --watch   (npm run demo in the repository)',
             ]),
         '',
       ].join('\n'),

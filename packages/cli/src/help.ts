@@ -40,7 +40,8 @@ Also reads SCRIPTED_MODEL_PORT (8090).`,
     summary: 'submit a run (and follow it live)',
     details: `  --agent A                the agent to run (default: the app's first)
   --watch                  follow the run live; when it parks, says where to approve
-  --approve                approve whatever it asks for, as the caller (demo shortcut)
+  --approve                approve whatever it asks for, as an approver: REIN_APPROVER_KEY, else the
+                           first approver (then supervisor, admin) key of REIN_API_KEYS (demo shortcut)
   --start-fleet            start a fleet (rein dev) if none answers`,
     env: CLIENT_ENV,
   },

@@ -30,48 +30,65 @@ const clip = (s: string, n = 220) => (s.length > n ? `${s.slice(0, n)}…` : s);
  * Prints one event the way a ReAct trace reads (Thought / Action / Observe per step);
  * tool results print when their step finishes. While the model writes, its prose prints
  * line by line and each tool call it starts once, by name: arguments print whole, on
- * the Action line, never piece by piece.
+ * the Action line, never piece by piece. A parent's stream carries its sub-agents' events
+ * too: with `rootRunId`, theirs print indented under the child's own run and step numbers.
  */
-export function createTraceRenderer(out: Out = print, labels: TraceLabels = ENGLISH_LABELS) {
-  let tools: Array<Record<string, unknown>> = [];
-  let lastStep = -1;
-  let writing = '';
-  const flushWriting = () => {
-    if (writing.trim()) out(`[Writing]  ${writing.trim()}`);
-    writing = '';
+export function createTraceRenderer(out: Out = print, labels: TraceLabels = ENGLISH_LABELS, rootRunId?: string) {
+  const runs = new Map<string, { tools: Array<Record<string, unknown>>; lastStep: number; writing: string }>();
+  const stateOf = (runId: string) => {
+    let state = runs.get(runId);
+    if (!state) runs.set(runId, (state = { tools: [], lastStep: -1, writing: '' }));
+    return state;
   };
   return (e: RunEvent) => {
+    const child = rootRunId !== undefined && e.runId !== rootRunId;
+    const emit: Out = child
+      ? (text) =>
+          out(
+            text
+              .split('\n')
+              .map((l) => (l ? `    ↳ ${l}` : l))
+              .join('\n'),
+          )
+      : out;
+    const heading = (n: number) => (child ? `sub-agent run ${e.runId.slice(0, 8)} · ${labels.step(n)}` : labels.step(n));
+    const state = stateOf(e.runId);
+    const flushWriting = () => {
+      if (state.writing.trim()) emit(`[Writing]  ${state.writing.trim()}`);
+      state.writing = '';
+    };
     const step = e.step ?? 0;
     const data = (e.data ?? {}) as Record<string, unknown>;
-    if (e.type === 'tool.result') tools.push(data);
+    if (e.type === 'tool.result') state.tools.push(data);
     if (e.type === 'model.delta') {
-      writing += typeof data.text === 'string' ? data.text : '';
-      const lines = writing.split('\n');
-      writing = lines.pop() ?? '';
-      for (const line of lines) if (line.trim()) out(`[Writing]  ${line.trim()}`);
+      state.writing += typeof data.text === 'string' ? data.text : '';
+      const lines = state.writing.split('\n');
+      state.writing = lines.pop() ?? '';
+      for (const line of lines) if (line.trim()) emit(`[Writing]  ${line.trim()}`);
       const calls = (data.toolCalls ?? []) as Array<{ name?: string }>;
       for (const { name } of calls) {
         if (!name) continue;
         flushWriting();
-        out(`[Writing]  → ${name}(…)`);
+        emit(`[Writing]  → ${name}(…)`);
       }
     }
     if (e.type === 'step.finished') flushWriting();
     if (e.type === 'step.finished' && data.outcome !== 'answered') {
-      out(`--- ${labels.step(step + 1)}${step === lastStep ? ' (resumed after the decision)' : ''} ---`);
-      lastStep = step;
-      if (data.thought) out(`[Thought]  ${data.thought}`);
-      for (const t of tools) {
+      emit(`--- ${heading(step + 1)}${step === state.lastStep ? ' (resumed after the decision)' : ''} ---`);
+      state.lastStep = step;
+      if (data.thought) emit(`[Thought]  ${data.thought}`);
+      for (const t of state.tools) {
         const observation = String(t.observation ?? '');
-        out(`[Action ]  ${t.name}(${args(t.arguments)})`);
-        out(`[Observe]  ${t.outcome === 'ok' ? clip(observation) : `(${t.outcome}) ${clip(observation)}`}`);
+        emit(`[Action ]  ${t.name}(${args(t.arguments)})`);
+        emit(`[Observe]  ${t.outcome === 'ok' ? clip(observation) : `(${t.outcome}) ${clip(observation)}`}`);
       }
-      tools = [];
+      state.tools = [];
     }
-    if (e.type === 'approval.requested') out(`\n[Approval] ${data.risk} — ${data.summary}  (${data.approvalId})`);
+    if (e.type === 'approval.requested') emit(`\n[Approval] ${data.risk} — ${data.summary}  (${data.approvalId})`);
     if (e.type === 'approval.decided')
-      out(`[Decision] ${data.status}${data.decidedBy ? ` by ${data.decidedBy}` : ''}${data.comment ? `: ${data.comment}` : ''}\n`);
-    if (e.type === 'step.finished' && data.outcome === 'answered') out(`--- ${labels.step(step + 1)} ---\n[Action ]  ${labels.answers}`);
+      emit(`[Decision] ${data.status}${data.decidedBy ? ` by ${data.decidedBy}` : ''}${data.comment ? `: ${data.comment}` : ''}\n`);
+    if (e.type === 'step.finished' && data.outcome === 'answered') emit(`--- ${heading(step + 1)} ---\n[Action ]  ${labels.answers}`);
+    if (child && e.type === 'run.finished') emit(`(sub-agent run ${e.runId.slice(0, 8)} ${String(data.status ?? 'finished')})`);
   };
 }
 

@@ -58,4 +58,24 @@ describe('the trace renderer', () => {
     const french = render(answered, { ...ENGLISH_LABELS, step: (n) => `étape ${n}`, answers: 'réponse finale' });
     expect(french).toEqual(['--- étape 2 ---', '[Action ]  réponse finale']);
   });
+
+  it("prints a sub-agent's steps under its own run and step numbers, not the parent's", () => {
+    const lines: string[] = [];
+    const r = createTraceRenderer((l) => lines.push(l), ENGLISH_LABELS, 'parent-1');
+    const of = (runId: string, e: Omit<RunEvent, 'runId' | 'at'>) => ({ runId, at, ...e }) as RunEvent;
+    r(of('parent-1', { type: 'step.finished', step: 0, data: { outcome: 'waiting', thought: 'asking refunds' } } as never));
+    r(of('child-12345678', { type: 'step.finished', step: 0, data: { outcome: 'answered' } } as never));
+    r(of('child-12345678', { type: 'run.finished', data: { status: 'succeeded' } } as never));
+    r(of('parent-1', { type: 'step.finished', step: 1, data: { outcome: 'answered' } } as never));
+    const text = lines.join('\n').split('\n');
+    expect(text).toEqual([
+      '--- step 1 ---',
+      '[Thought]  asking refunds',
+      '    ↳ --- sub-agent run child-12 · step 1 ---',
+      '    ↳ [Action ]  none → final answer',
+      '    ↳ (sub-agent run child-12 succeeded)',
+      '--- step 2 ---',
+      '[Action ]  none → final answer',
+    ]);
+  });
 });

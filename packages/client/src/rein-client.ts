@@ -166,14 +166,14 @@ export class ReinClient {
     },
     /**
      * The run's events as they happen (from the start, or after `lastEventId`), ending
-     * after `run.finished`. Dropped connections are resumed with Last-Event-ID: no event
-     * is lost or repeated.
+     * after its own `run.finished` (a sub-agent's, which a parent's stream carries too, does
+     * not end it). Dropped connections are resumed with Last-Event-ID: no event is lost or repeated.
      */
     stream: (id: string, opts: StreamOptions = {}): AsyncGenerator<StreamedEvent<TypedRunEvent>> =>
       reconnectingStream(
         (last, signal) => this.open(this.apiUrl, `/v1/runs/${enc(id)}/events`, last, signal),
         (data) => data as TypedRunEvent,
-        (event) => event.type === 'run.finished',
+        (event) => event.type === 'run.finished' && event.runId === id,
         opts,
         this.policy,
       ),

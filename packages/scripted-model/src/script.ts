@@ -43,9 +43,11 @@ type Lang = 'zh' | 'en';
 
 const ORDER_NO = /(?<![A-Za-z0-9])([A-Za-z]\d{3,}|\d{6,})(?![A-Za-z0-9])/g;
 
+/** A result as JSON; one an approver's edit ran is prefixed (`Approved by … with edited arguments … Result: `): its JSON follows. */
 const parse = (text: string): unknown => {
+  const edited = /^Approved by .* with edited arguments [\s\S]* Result: ([\s\S]*)$/.exec(text);
   try {
-    return JSON.parse(text);
+    return JSON.parse(edited ? (edited[1] as string) : text);
   } catch {
     return null;
   }

@@ -129,6 +129,16 @@ describe('scripted order assistant', () => {
     expect(answer).toContain('工单未创建');
     expect(answer).toContain('rejected by lisi: 补偿过高');
   });
+
+  it('says the ticket was created when an approver edited its arguments (the result follows the edit note)', () => {
+    const { answer } = play('客户张三投诉订单 2024001 一直没发货', (name, args) =>
+      name === 'create_ticket'
+        ? `Approved by lisi with edited arguments {"priority":"low"} (you proposed {"priority":"high"}). Result: ${JSON.stringify(backOffice(name, args))}`
+        : backOffice(name, args),
+    );
+    expect(answer).toContain('已为订单 2024001 创建加急工单 T20260315001');
+    expect(answer).not.toContain('工单未创建');
+  });
 });
 
 describe('the generic rule for any app', () => {

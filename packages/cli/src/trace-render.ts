@@ -36,8 +36,10 @@ const clip = (s: string, n = 220) => (s.length > n ? `${s.slice(0, n)}…` : s);
 export function createTraceRenderer(out: Out = print, labels: TraceLabels = ENGLISH_LABELS, rootRunId?: string) {
   const runs = new Map<string, { tools: Array<Record<string, unknown>>; lastStep: number; writing: string }>();
   const stateOf = (runId: string) => {
-    let state = runs.get(runId);
-    if (!state) runs.set(runId, (state = { tools: [], lastStep: -1, writing: '' }));
+    const known = runs.get(runId);
+    if (known) return known;
+    const state = { tools: [] as Array<Record<string, unknown>>, lastStep: -1, writing: '' };
+    runs.set(runId, state);
     return state;
   };
   return (e: RunEvent) => {

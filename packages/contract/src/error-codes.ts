@@ -62,6 +62,8 @@ export type ReinErrorCode =
   | 'too_many_cohorts'
   | 'version_not_upgradable'
   | 'version_not_registered'
+  | 'store_value_too_large'
+  | 'store_full'
   | 'not_a_replay'
   | 'original_unavailable'
   | 'fork_step_unavailable'

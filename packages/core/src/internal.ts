@@ -40,6 +40,7 @@ export {
 export { createProviderCompletion } from './adapters/model/providers.js';
 export { type ArchivePool, createArchivePool } from './adapters/postgres/archive-pool.js';
 export { ArchiveSchemaError, checkArchiveSchema, loadMigrations, migrateArchive } from './adapters/postgres/migrations.js';
+export { PgItemStore } from './adapters/postgres/pg-item-store.js';
 export { type ArchiveDoc, RunArchive } from './adapters/postgres/run-archive.js';
 export {
   type AdmitJob,
@@ -111,6 +112,7 @@ export {
   type RedisSettings,
   redisOptions,
 } from './adapters/redis/redis.js';
+export { RedisItemStore } from './adapters/redis/redis-item-store.js';
 export { type RunFilter, RunStore } from './adapters/redis/run-store.js';
 export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './adapters/redis/schedule-store.js';
 export { SignInStore } from './adapters/redis/sign-in-store.js';
@@ -151,6 +153,7 @@ export { approvalView, createRunService, type LimitCeilings, type RunService, ru
 export { INTERRUPTED_TURN, type SessionSettings, sessionHistory } from './features/runs/session-history.js';
 export { type AdmitResult, createSessionQueue, type SessionQueue } from './features/runs/session-queue.js';
 export { createScheduleService, type FireResult, type ScheduleService } from './features/schedules/schedule-service.js';
+export { createStoreService, type ItemView, type StoreService } from './features/store/store-service.js';
 export { createVersionImpact, type VersionImpactCheck, VersionNotRegisteredError } from './features/versions/version-impact.js';
 export { createVersionService, type VersionService } from './features/versions/version-service.js';
 export { isRefusedAddress, WebhookUrlRefusedError } from './features/webhooks/address-guard.js';
@@ -225,6 +228,7 @@ export { linkCallsToPlan, PLAN_APPROVAL, planResponseFormat, validatePlan } from
 export type { GuardLimits, Transition as StepEffect, Transition } from './policy/step/step-policy.js';
 export { escapeMarkup, toolMessageContent, truncateObservation } from './policy/step/tool-observation.js';
 export { capToolResult } from './policy/step/tool-result-cap.js';
+export type { ItemStore, StoredItem } from './policy/store/store-items.js';
 export { loadApp, loadAppOrExit } from './process/load-app.js';
 export { createRegistry, type Registry } from './process/registry.js';
 export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './process/runtime.js';

@@ -13,13 +13,16 @@ import {
   createLangGraphService,
   createMcpDoor,
   createServiceApp,
+  createStoreService,
   createVersionImpact,
   createVersionService,
   EventStreams,
   InvalidRequestError,
   idParamsSchema,
+  PgItemStore,
   parseInput,
   REIN_ATTR,
+  RedisItemStore,
   type Runtime,
   receipted,
   receiptedHeader,
@@ -78,7 +81,13 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     follow: (source, from, signal) => streams.follow(source, from, signal),
     appVersion: rt.version,
   });
-  const doors = [{ prefix: '/lg', routes: (scope: FastifyInstance) => registerLangGraphRoutes(scope, lgs, streams) }];
+  // The store: in PostgreSQL with the archive, in Redis otherwise (one set of rules).
+  const store = createStoreService({
+    items: rt.archive ? new PgItemStore(rt.archive.pool) : new RedisItemStore(rt.redis),
+    maxValueBytes: rt.options.store.maxValueBytes,
+    maxItems: rt.options.store.maxItems,
+  });
+  const doors = [{ prefix: '/lg', routes: (scope: FastifyInstance) => registerLangGraphRoutes(scope, lgs, streams, store) }];
 
   const app = createServiceApp(
     rt,

@@ -11,6 +11,7 @@ import {
   lgSchemas as lg,
   NotServedError,
   parseInput,
+  type StoreService,
   takeOver,
 } from '@rein/core/internal';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -37,11 +38,6 @@ const NOT_SERVED: Array<[method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', pa
   ['DELETE', '/threads/:thread_id/runs/:run_id', 'runs stay for audit; cancel a live one'],
   ['POST', '/runs/batch', 'create runs one by one'],
   ['POST', '/runs/cancel', 'cancel runs one by one'],
-  ['PUT', '/store/items', 'the store is not served yet'],
-  ['GET', '/store/items', 'the store is not served yet'],
-  ['DELETE', '/store/items', 'the store is not served yet'],
-  ['POST', '/store/items/search', 'the store is not served yet'],
-  ['POST', '/store/namespaces', 'the store is not served yet'],
 ];
 
 const truthy = (v: string | undefined) => v === '1' || v === 'true';
@@ -67,7 +63,7 @@ async function write(res: ServerResponse, chunk: string, signal: AbortSignal): P
  * translator over the run, approval and schedule services, mounted in its own
  * authenticated scope (the SDK's `x-api-key` carries a Rein key).
  */
-export function registerLangGraphRoutes(scope: FastifyInstance, lgs: LangGraphService, streams: EventStreams): void {
+export function registerLangGraphRoutes(scope: FastifyInstance, lgs: LangGraphService, streams: EventStreams, store: StoreService): void {
   const threadId = (req: FastifyRequest) => parseInput(lg.threadPathSchema, req.params, 'path').thread_id;
   const runPath = (req: FastifyRequest) => parseInput(lg.runPathSchema, req.params, 'path');
   const assistantId = (req: FastifyRequest) => parseInput(lg.assistantPathSchema, req.params, 'path').assistant_id;
@@ -146,8 +142,42 @@ export function registerLangGraphRoutes(scope: FastifyInstance, lgs: LangGraphSe
   scope.get('/info', async () => ({
     version: LANGGRAPH_SDK_VERSION,
     server: 'rein',
-    flags: { assistants: true, crons: true, store: false },
+    flags: { assistants: true, crons: true, store: true },
   }));
+
+  // The store: the caller's items (a tenant admin's: the tenant's shared space), features/store/store-service.ts.
+  scope.put('/store/items', async (req, reply) => {
+    const body = parseInput(lg.storePutSchema, req.body, 'body');
+    await store.put(req.principal, body);
+    return reply.code(204).send();
+  });
+  scope.get('/store/items', async (req) => {
+    const q = parseInput(lg.storeGetQuerySchema, req.query, 'query');
+    return store.get(req.principal, q.namespace === '' ? [] : q.namespace.split('.'), q.key, q.refresh_ttl === 'true');
+  });
+  scope.delete('/store/items', async (req, reply) => {
+    const body = parseInput(lg.storeDeleteSchema, req.body, 'body');
+    await store.delete(req.principal, body.namespace, body.key);
+    return reply.code(204).send();
+  });
+  scope.post('/store/items/search', async (req) => {
+    const q = parseInput(lg.storeSearchSchema, req.body ?? {}, 'body');
+    return store.search(req.principal, {
+      ...q,
+      filter: q.filter ?? undefined,
+      query: q.query ?? undefined,
+      refresh_ttl: q.refresh_ttl ?? undefined,
+    });
+  });
+  scope.post('/store/namespaces', async (req) => {
+    const q = parseInput(lg.storeNamespacesSchema, req.body ?? {}, 'body');
+    return store.namespaces(req.principal, {
+      ...q,
+      prefix: q.prefix ?? undefined,
+      suffix: q.suffix ?? undefined,
+      max_depth: q.max_depth ?? undefined,
+    });
+  });
 
   scope.post('/assistants/search', async (req) => lgs.assistants.search(parseInput(lg.assistantSearchSchema, req.body, 'body')));
   scope.post(

@@ -228,6 +228,9 @@ export const configSchema = z.object({
     .string()
     .refine((v) => v.startsWith('/') || /^https?:\/\//.test(v), 'an absolute file path or an http(s):// URL')
     .optional(),
+  /** The LangGraph store: the largest value (its JSON, bytes), and items one tenant may hold. */
+  REIN_STORE_MAX_VALUE_BYTES: z.coerce.number().int().min(256).max(16_777_216).default(65_536),
+  REIN_STORE_MAX_ITEMS: z.coerce.number().int().min(1).default(10_000),
   /** The N-th repeat of an identical tool call ends the run (`repeated_call`). */
   REIN_REPEAT_LIMIT: z.coerce.number().int().min(1).default(2),
   /** How deep a tree of sub-agent runs may grow: a run at this depth is offered no `call_<agent>` that runs. */

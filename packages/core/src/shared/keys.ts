@@ -73,6 +73,8 @@ export const tenantKeys = (tenantId: string) => {
     webhooks: `${p}:webhooks`,
     /** The last delivery attempts of one webhook, newest first (a capped list). */
     webhookDeliveries: (webhookId: string) => `${p}:webhook:${webhookId}:deliveries`,
+    /** The LangGraph store's items (features/store): item address → item JSON (Redis keeps it when no archive is set). */
+    store: `${p}:store`,
     /** Company sign-in: user id → the roles of their latest verified token and when (`{roles, at}` JSON). */
     signIns: `${p}:sign-ins`,
     /** A user's LangGraph threads (their sessions, named): thread id → record JSON, and ids by last update (ms). */

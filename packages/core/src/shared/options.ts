@@ -115,6 +115,12 @@ export interface ReinOptions {
     /** REIN_AUDIT_CHECKPOINT_INTERVAL_MS: with the archive or a checkpoint sink on, how often decision-log heads are checkpointed. @default 60000 */
     auditCheckpointIntervalMs: Config['REIN_AUDIT_CHECKPOINT_INTERVAL_MS'];
   };
+  store: {
+    /** REIN_STORE_MAX_VALUE_BYTES. @default 65536 */
+    maxValueBytes: Config['REIN_STORE_MAX_VALUE_BYTES'];
+    /** REIN_STORE_MAX_ITEMS. @default 10000 */
+    maxItems: Config['REIN_STORE_MAX_ITEMS'];
+  };
   audit: {
     /** REIN_AUDIT_SIGNING_KEY. @default undefined (no receipts, unsigned checkpoints) */
     signingKey: Config['REIN_AUDIT_SIGNING_KEY'];
@@ -328,6 +334,8 @@ export const envOptionPaths = {
   REIN_REAPER_STALE_MS: 'maintenance.reaperStaleMs',
   REIN_SWEEP_INTERVAL_MS: 'maintenance.sweepIntervalMs',
   REIN_AUDIT_CHECKPOINT_INTERVAL_MS: 'maintenance.auditCheckpointIntervalMs',
+  REIN_STORE_MAX_VALUE_BYTES: 'store.maxValueBytes',
+  REIN_STORE_MAX_ITEMS: 'store.maxItems',
   REIN_AUDIT_SIGNING_KEY: 'audit.signingKey',
   REIN_AUDIT_RETIRED_KEYS: 'audit.retiredKeys',
   REIN_AUDIT_CHECKPOINT_SINK: 'audit.checkpointSink',

@@ -111,6 +111,7 @@ const scripts = {
   reserveCohortReplay: { file: 'reserve-cohort-replay-2.lua', keys: 2 },
   finishCohortReplay: { file: 'finish-cohort-replay-4.lua', keys: 4 },
   openCohort: { file: 'open-cohort-1.lua', keys: 1 },
+  putStoreItem: { file: 'put-store-item-1.lua', keys: 1 },
 } as const;
 
 export interface ReinScripts {
@@ -134,6 +135,7 @@ export interface ReinScripts {
   reserveCohortReplay(tokens: string, running: string, ...argv: string[]): Promise<ReserveResult>;
   finishCohortReplay(finished: string, held: string, tokens: string, running: string, ...argv: string[]): Promise<number>;
   openCohort(open: string, id: string, now: string, staleBefore: string, max: string): Promise<OpenCohortResult>;
+  putStoreItem(store: string, address: string, json: string, max: string): Promise<number>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */

@@ -51,7 +51,7 @@ export async function auditProofFrom(audit: ReinOptions['audit'], allowPrivate: 
       throw new ConfigError('invalid environment:\n  REIN_AUDIT_CHECKPOINT_SINK: needs REIN_AUDIT_SIGNING_KEY (checkpoints are signed)');
     return undefined;
   }
-  const privatePem = await pemOf(audit.signingKey, 'REIN_AUDIT_SIGNING_KEY');
+  const privatePem = await pemOf(audit.signingKey, 'REIN_AUDIT_SIGNING_KEY (the audit key)');
   const retired = await Promise.all(audit.retiredKeys.map((k, i) => pemOf(k, `REIN_AUDIT_RETIRED_KEYS[${i}]`)));
   let signer: AuditProof['signer'];
   try {

@@ -173,3 +173,43 @@ export const cronSearchSchema = z.object({
   enabled: z.boolean().nullish(),
   ...page,
 });
+
+/** The store's bodies (`client.store`): namespaces as label arrays (a GET joins them with periods). */
+const label = z.string().max(128);
+const namespace = z.array(label).max(10);
+const storeKey = z.string().min(1).max(512);
+const storeValue = z.record(z.string(), z.unknown());
+
+export const storePutSchema = z.object({
+  namespace,
+  key: storeKey,
+  value: storeValue,
+  /** Indexing for semantic search: accepted and ignored (text queries match the value's words). */
+  index: z.unknown().optional(),
+  /** Minutes; null or absent: kept until deleted. */
+  ttl: z.number().positive().max(5_256_000).nullish(),
+});
+
+export const storeGetQuerySchema = z.object({
+  namespace: z.string().max(1300).default(''),
+  key: storeKey,
+  refresh_ttl: z.enum(['true', 'false']).optional(),
+});
+
+export const storeDeleteSchema = z.object({ namespace, key: storeKey });
+
+export const storeSearchSchema = z.object({
+  namespace_prefix: namespace.default([]),
+  filter: storeValue.nullish(),
+  query: z.string().max(1000).nullish(),
+  refresh_ttl: z.boolean().nullish(),
+  ...page,
+});
+
+export const storeNamespacesSchema = z.object({
+  prefix: namespace.nullish(),
+  suffix: namespace.nullish(),
+  max_depth: z.number().int().min(1).max(10).nullish(),
+  limit: z.number().int().min(1).max(1000).default(100),
+  offset: page.offset,
+});

@@ -200,8 +200,31 @@ describe('the LangGraph SDK against Rein (/lg)', () => {
     await client.crons.delete(cron.cron_id);
     expect((await client.crons.search({ assistantId: AGENT })).map((c) => c.cron_id)).not.toContain(cron.cron_id);
 
-    await expect(client.store.putItem(['memories'], 'k', { a: 1 })).rejects.toThrow(/501|not_served/);
     await expect(client.runs.wait(null, AGENT, { input: human(POLICY), interruptBefore: ['tools'] })).rejects.toThrow(/not_served/);
+  });
+
+  it("a thread's cron fires into the thread: each firing is a run of the thread, after what it already said", async () => {
+    const client = sdk();
+    const thread: Thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, AGENT, { input: human(POLICY) });
+    const cron = await client.crons.createForThread(thread.thread_id, AGENT, { schedule: '*/2 * * * * *', input: human(POLICY) });
+    expect(cron).toMatchObject({ thread_id: thread.thread_id });
+    expect((await client.crons.search({ threadId: thread.thread_id })).map((c) => c.cron_id)).toEqual([cron.cron_id]);
+    let runs: Run[] = [];
+    for (let i = 0; i < 150 && runs.filter((r) => r.status === 'success').length < 2; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      runs = await client.runs.list(thread.thread_id);
+    }
+    await client.crons.delete(cron.cron_id);
+    expect(runs.filter((r) => r.status === 'success').length).toBeGreaterThanOrEqual(2);
+    // The thread's history holds both turns: the firing continued the conversation.
+    const state: ThreadState = await client.threads.getState(thread.thread_id);
+    const humans = (state.values as Values).messages.filter((m) => m.type === 'human');
+    expect(humans.length).toBeGreaterThanOrEqual(2);
+    // Another user's thread is not theirs to schedule into.
+    await expect(
+      sdk(KEYS.approver.key).crons.createForThread(thread.thread_id, AGENT, { schedule: '0 9 * * 1', input: human(POLICY) }),
+    ).rejects.toThrow(/404|not_found/);
   });
 
   it('refuses a missing or unknown key', async () => {

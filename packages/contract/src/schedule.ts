@@ -32,6 +32,8 @@ export const createScheduleBodySchema = z
     metadata: submitRunBodySchema.shape.metadata,
     limits: submitRunBodySchema.shape.limits,
     enabled: z.boolean().default(true),
+    /** Each firing continues this session of the caller's (queued behind a run still in it): a LangGraph thread cron. */
+    sessionId: submitRunBodySchema.shape.sessionId,
   })
   .strict();
 export type CreateScheduleBody = z.infer<typeof createScheduleBodySchema>;
@@ -106,6 +108,7 @@ export const scheduleRecordSchema = z.object({
   metadata: z.record(z.string(), z.unknown()),
   limits: submitRunBodySchema.shape.limits,
   enabled: z.boolean(),
+  sessionId: z.string().optional(),
   paused: schedulePauseSchema.optional(),
   createdAt: z.string(),
   updatedAt: z.string(),

@@ -563,8 +563,9 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
     },
 
     crons: {
+      /** A thread's cron fires into the thread (its session, queued behind a run still in it); a stateless one, runs of their own. */
       async create(principal: Principal, threadId: string | null, body: z.infer<typeof cronCreateSchema>) {
-        if (threadId !== null) throw new NotServedError('a cron on a thread', 'crons are stateless: each firing is a run of its own');
+        if (threadId !== null) await thread(principal, threadId); // 404 for a thread not the caller's
         for (const field of ['end_time', 'interrupt_before', 'interrupt_after', 'webhook'] as const)
           if (body[field] !== undefined && body[field] !== null)
             throw new NotServedError(`"${field}" on a cron`, 'see docs/langgraph-sdk.md');
@@ -580,15 +581,20 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
           catchUp: 'none',
           ...(body.metadata ? { metadata: body.metadata } : {}),
           enabled: body.enabled ?? true,
+          ...(threadId !== null ? { sessionId: threadId } : {}),
         });
         return lgCron(schedule);
       },
       async search(principal: Principal, q: z.infer<typeof cronSearchSchema>) {
         const { schedules } = await deps.schedules.list(principal);
-        if (given(q.thread_id)) return [];
         return page(
           schedules
-            .filter((s) => (!given(q.assistant_id) || s.agent === q.assistant_id) && (!given(q.enabled) || s.enabled === q.enabled))
+            .filter(
+              (s) =>
+                (!given(q.assistant_id) || s.agent === q.assistant_id) &&
+                (!given(q.enabled) || s.enabled === q.enabled) &&
+                (!given(q.thread_id) || s.sessionId === q.thread_id),
+            )
             .map(lgCron),
           q,
         );
@@ -611,12 +617,12 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
   return service;
 }
 
-/** A schedule as the SDK's `Cron`: stateless (no thread), its payload the input it submits. */
+/** A schedule as the SDK's `Cron`: on its thread (the schedule's session) or stateless, its payload the input it submits. */
 function lgCron(s: ScheduleView) {
   return {
     cron_id: s.id,
     assistant_id: s.agent,
-    thread_id: null,
+    thread_id: s.sessionId ?? null,
     end_time: null,
     schedule: s.cron,
     timezone: s.timezone,

@@ -154,6 +154,7 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
         metadata: body.metadata ?? {},
         ...(body.limits ? { limits: body.limits } : {}),
         enabled: body.enabled,
+        ...(body.sessionId ? { sessionId: body.sessionId } : {}),
         createdAt: at,
         updatedAt: at,
       };
@@ -161,7 +162,13 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
       if (!(await deps.store.add(s, deps.perTenant)))
         throw new ConflictError('too_many_schedules', `tenant ${principal.tenantId} already has ${deps.perTenant} schedules (the limit)`);
       if (s.enabled) await deps.timers.upsert(s);
-      await audit(principal.userId, 'schedule.created', s, { agent, cron: s.cron, timezone: s.timezone, enabled: s.enabled });
+      await audit(principal.userId, 'schedule.created', s, {
+        agent,
+        cron: s.cron,
+        timezone: s.timezone,
+        enabled: s.enabled,
+        ...(s.sessionId ? { sessionId: s.sessionId } : {}),
+      });
       return view(s);
     },
 
@@ -265,6 +272,8 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
             input: s.input,
             metadata: { ...s.metadata, scheduleId: s.id, scheduledFor: base.scheduledFor },
             ...(s.limits ? { limits: s.limits } : {}),
+            // A session's schedule waits its turn behind a run still in the session, never cuts in.
+            ...(s.sessionId ? { sessionId: s.sessionId, ifBusy: 'enqueue' as const } : {}),
           },
           undefined,
           undefined,

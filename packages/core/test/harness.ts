@@ -20,11 +20,13 @@ import { AuditLog } from '../src/adapters/redis/audit-log.js';
 import { DecisionJournal } from '../src/adapters/redis/decision-journal.js';
 import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
 import { createRedisClient, redisOptions } from '../src/adapters/redis/redis.js';
+import { RedisItemStore } from '../src/adapters/redis/redis-item-store.js';
 import { RunStore } from '../src/adapters/redis/run-store.js';
 import { TenantQuotas } from '../src/adapters/redis/tenant-quotas.js';
 import { createApprovalService } from '../src/features/approvals/approval-service.js';
 import { createRunService } from '../src/features/runs/run-service.js';
 import type { SessionSettings } from '../src/features/runs/session-history.js';
+import { createStoreService } from '../src/features/store/store-service.js';
 import { createRunTree, treePlug } from '../src/features/tree/run-tree.js';
 import type { EscalationDefaults } from '../src/policy/approvals/escalation.js';
 import type { DelegationLimits } from '../src/policy/step/call-plan.js';
@@ -106,7 +108,9 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     guards: orderApp.guards,
     handoffAnswer: orderApp.handoffAnswer,
   });
-  const { tools, agents, inputFilter } = createRegistry(app, { redis });
+  // The store agents' memory writes to, as the services build it without an archive.
+  const itemStore = createStoreService({ items: new RedisItemStore(redis), maxValueBytes: 65_536, maxItems: 10_000 });
+  const { tools, agents, inputFilter } = createRegistry(app, { redis }, { memory: itemStore });
   const queue: Array<{ name: JobName; job: JobPayload<JobName>; delayMs?: number }> = [];
   const enqueue: Enqueue = async (name, job, opts) => {
     const id = (jobCatalog[name].id as (j: typeof job) => string)(job);
@@ -208,6 +212,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     journal,
     ledger,
     demo,
+    itemStore,
     metrics,
     logger,
     queue,

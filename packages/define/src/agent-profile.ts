@@ -4,6 +4,7 @@ import { type ContextPolicy, contextPolicySchema, READ_RESULT_TOOL } from './con
 import { ConfigError, InvalidRequestError } from './errors.js';
 import { type OutputSpec, outputSpec } from './output-spec.js';
 import { type PlanOptions, planOptionsSchema } from './plan-options.js';
+import type { ApprovalRequirement, ToolContext } from './tool.js';
 import { zodSchemaProblem } from './zod-schema.js';
 
 /** An agent as the runtime holds it: `defineAgent`'s value, with its defaults filled in. */
@@ -38,6 +39,8 @@ export interface AgentProfile {
   agents?: readonly string[];
   /** Agents it may hand the run to, each offered as the tool `transfer_to_<agent>` (the same run goes on). */
   handoffs?: readonly string[];
+  /** Its memory in the store (`memory_get`, `memory_search`, `memory_put`). */
+  memory?: MemoryOptions;
 }
 
 /**
@@ -82,7 +85,25 @@ export interface AgentDefinition {
   agents?: readonly string[];
   /** Agents it may hand the run to: each becomes the tool `transfer_to_<agent>` with `{reason?}`. */
   handoffs?: readonly string[];
+  /**
+   * Memory the agent keeps across runs in the store (the LangGraph SDK's `client.store`), in
+   * the run's user's space under `namespace`: the tools `memory_get`, `memory_search` (reads)
+   * and `memory_put` (a write, asked for approval when `approval` says so).
+   */
+  memory?: MemoryOptions;
 }
+
+/** An agent's memory: where its items live, and the approval policy of its writes. */
+export interface MemoryOptions {
+  namespace: readonly string[];
+  approval?: (
+    put: { key: string; value: Record<string, unknown> },
+    ctx: Omit<ToolContext, 'signal' | 'logger'>,
+  ) => Partial<ApprovalRequirement> | null;
+}
+
+/** The tools an agent with `memory` gets (Rein's own names). */
+export const MEMORY_TOOLS = ['memory_get', 'memory_search', 'memory_put'] as const;
 
 const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 };
 const AGENT_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -106,6 +127,21 @@ const definitionSchema = z.object({
   description: z.string().trim().min(1).max(1024).optional(),
   agents: z.array(z.string().regex(AGENT_NAME)).optional(),
   handoffs: z.array(z.string().regex(AGENT_NAME)).optional(),
+  memory: z
+    .object({
+      namespace: z
+        .array(
+          z
+            .string()
+            .min(1)
+            .max(128)
+            .regex(/^[^.]*$/, 'no periods (the store separates labels with them)'),
+        )
+        .min(1)
+        .max(8),
+      approval: z.custom<MemoryOptions['approval']>((v) => typeof v === 'function').optional(),
+    })
+    .optional(),
 });
 
 /** An agent of an app: instructions, the tools it may call (by name), its model and limits. */
@@ -130,13 +166,20 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new ConfigError(`agent "${a.name}": ${field} lists "${twice}" twice`);
   }
+  const ownMemory = a.tools.find((t) => (MEMORY_TOOLS as readonly string[]).includes(t));
+  if (ownMemory && !a.memory) throw new ConfigError(`agent "${a.name}": ${ownMemory} is built in, and only for agents with memory`);
   if (a.tools.includes(READ_RESULT_TOOL) && !a.context)
     throw new ConfigError(`agent "${a.name}": ${READ_RESULT_TOOL} is built in, and only for agents with a context policy`);
   return {
     name: a.name,
     instructions: a.instructions,
     // A context policy brings the tool that reads summarised results back, allowed and unapproved.
-    tools: a.context && !a.tools.includes(READ_RESULT_TOOL) ? [...a.tools, READ_RESULT_TOOL] : a.tools,
+    tools: [
+      ...a.tools,
+      ...(a.context && !a.tools.includes(READ_RESULT_TOOL) ? [READ_RESULT_TOOL] : []),
+      // Memory brings its tools; memory_put is a write like any other.
+      ...(a.memory ? MEMORY_TOOLS.filter((t) => !a.tools.includes(t)) : []),
+    ],
     ...(a.model ? { models: [a.model, ...(a.fallbackModels ?? [])] } : {}),
     limits: { ...DEFAULT_LIMITS, ...a.limits },
     maxCompletionTokens: a.maxCompletionTokens ?? 1024,
@@ -150,6 +193,7 @@ export function defineAgent(def: AgentDefinition): AgentProfile {
     ...(a.description ? { description: a.description } : {}),
     ...(a.agents?.length ? { agents: a.agents } : {}),
     ...(a.handoffs?.length ? { handoffs: a.handoffs } : {}),
+    ...(a.memory ? { memory: a.memory as MemoryOptions } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import { appVersionSchema } from '@rein/contract';
-import { type AgentProfile, HANDOFF_ANSWER } from './agent-profile.js';
+import { type AgentProfile, HANDOFF_ANSWER, MEMORY_TOOLS } from './agent-profile.js';
 import { READ_RESULT_TOOL } from './context-policy.js';
 import { CALL_PREFIX, checkDelegation, isDelegationName, TRANSFER_PREFIX } from './delegation.js';
 import { ConfigError } from './errors.js';
@@ -142,7 +142,8 @@ export function checkTools(app: App, tools: readonly Tool[]): void {
       const problem = issue?.path.length ? `${issue.path.join('.')}: ${issue.message}` : 'not an object';
       throw new ConfigError(`app: tools[${i}]${name} is not a tool (${problem}); build tools with defineTool`);
     }
-    if (tool.name === READ_RESULT_TOOL) throw new ConfigError(`app: tool name "${READ_RESULT_TOOL}" is Rein's own`);
+    if (tool.name === READ_RESULT_TOOL || (MEMORY_TOOLS as readonly string[]).includes(tool.name))
+      throw new ConfigError(`app: tool name "${tool.name}" is Rein's own`);
     if (isDelegationName(tool.name))
       throw new ConfigError(
         `app: tool name "${tool.name}" has the form of a sub-agent call or hand-off (${CALL_PREFIX}…, ${TRANSFER_PREFIX}…)`,
@@ -151,6 +152,7 @@ export function checkTools(app: App, tools: readonly Tool[]): void {
     names.add(tool.name);
   }
   names.add(READ_RESULT_TOOL); // built in: the registry adds it for agents with a context policy
+  for (const t of MEMORY_TOOLS) names.add(t); // built in: the registry adds them for agents with memory
   for (const agent of app.agents) {
     const unknown = agent.tools.find((t) => !names.has(t) && !Object.keys(app.mcpServers).some((server) => t.startsWith(`${server}__`)));
     if (unknown) throw new ConfigError(`app: agent "${agent.name}" names tool "${unknown}", which the app does not define`);

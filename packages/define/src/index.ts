@@ -4,7 +4,7 @@
  * depends on `@rein/contract` and zod only). `@rein/core` re-exports all of it; what the
  * server needs beyond it (the registry's checks, the catalog) is `@rein/define/internal`.
  */
-export { type AgentDefinition, type AgentProfile, type CompensationPolicy, defineAgent } from './agent-profile.js';
+export { type AgentDefinition, type AgentProfile, type CompensationPolicy, defineAgent, type MemoryOptions } from './agent-profile.js';
 export { appStateKey } from './app-state-key.js';
 export type { ContextPolicy } from './context-policy.js';
 export { type App, type AppDefinition, type AppServices, type AppServiceTypes, defineApp } from './define-app.js';

@@ -26,6 +26,8 @@ export interface ToolLogger {
 /** Trusted context a tool runs with: identity from the run record, never from the model (I8). */
 export interface ToolContext extends Principal {
   runId: string;
+  /** The agent whose run calls the tool (Rein always sets it; optional so that a test may build a context without it). */
+  agent?: string;
   step: number;
   toolCallId: string;
   /** `run:step:toolCallId`; write tools de-duplicate on it (I4). */

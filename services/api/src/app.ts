@@ -13,16 +13,13 @@ import {
   createLangGraphService,
   createMcpDoor,
   createServiceApp,
-  createStoreService,
   createVersionImpact,
   createVersionService,
   EventStreams,
   InvalidRequestError,
   idParamsSchema,
-  PgItemStore,
   parseInput,
   REIN_ATTR,
-  RedisItemStore,
   type Runtime,
   receipted,
   receiptedHeader,
@@ -81,13 +78,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     follow: (source, from, signal) => streams.follow(source, from, signal),
     appVersion: rt.version,
   });
-  // The store: in PostgreSQL with the archive, in Redis otherwise (one set of rules).
-  const store = createStoreService({
-    items: rt.archive ? new PgItemStore(rt.archive.pool) : new RedisItemStore(rt.redis),
-    maxValueBytes: rt.options.store.maxValueBytes,
-    maxItems: rt.options.store.maxItems,
-  });
-  const doors = [{ prefix: '/lg', routes: (scope: FastifyInstance) => registerLangGraphRoutes(scope, lgs, streams, store) }];
+  const doors = [{ prefix: '/lg', routes: (scope: FastifyInstance) => registerLangGraphRoutes(scope, lgs, streams, rt.itemStore) }];
 
   const app = createServiceApp(
     rt,

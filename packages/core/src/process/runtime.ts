@@ -3,6 +3,7 @@ import { McpManager } from '../adapters/mcp/mcp-manager.js';
 import { type ArchivePool, createArchivePool, guardedQueries } from '../adapters/postgres/archive-pool.js';
 import { AuditArchive } from '../adapters/postgres/audit-archive.js';
 import { checkArchiveSchema } from '../adapters/postgres/migrations.js';
+import { PgItemStore } from '../adapters/postgres/pg-item-store.js';
 import { RunArchive } from '../adapters/postgres/run-archive.js';
 import { type Enqueue, StepScheduler } from '../adapters/queue/job-catalog.js';
 import { ScheduleQueue } from '../adapters/queue/schedule-queue.js';
@@ -12,6 +13,7 @@ import { DecisionJournal } from '../adapters/redis/decision-journal.js';
 import { EffectLedger } from '../adapters/redis/effect-ledger.js';
 import { HotRuns } from '../adapters/redis/hot-runs.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from '../adapters/redis/redis.js';
+import { RedisItemStore } from '../adapters/redis/redis-item-store.js';
 import { RedisOutages } from '../adapters/redis/redis-outages.js';
 import { ReplayCohortStore } from '../adapters/redis/replay-cohort-store.js';
 import { RunStore } from '../adapters/redis/run-store.js';
@@ -35,6 +37,7 @@ import { createFairShare, type FairShare, fairSharePlug } from '../features/runs
 import { createRunService, type RunService } from '../features/runs/run-service.js';
 import { createSessionQueue, type SessionQueue, sessionPlug } from '../features/runs/session-queue.js';
 import { createScheduleService, type ScheduleService } from '../features/schedules/schedule-service.js';
+import { createStoreService, type StoreService } from '../features/store/store-service.js';
 import { createRunTree, treePlug } from '../features/tree/run-tree.js';
 import { WebhookDispatcher, webhookPlug } from '../features/webhooks/webhook-dispatcher.js';
 import { createWebhookService, type WebhookService } from '../features/webhooks/webhook-service.js';
@@ -91,6 +94,8 @@ export interface Runtime {
   cohorts: ReplayCohortService;
   /** People's latest company sign-ins (REIN_OIDC_ISSUER set): recorded by the services, read by schedules. */
   signIns?: SignIns;
+  /** The LangGraph store's items and agents' memory (features/store). */
+  itemStore: StoreService;
   /** Agents on a schedule: CRUD, and the firings workers take from `scheduleQueue`. */
   schedules: ScheduleService;
   scheduleQueue: ScheduleQueue;
@@ -194,12 +199,21 @@ async function buildRuntime<X extends Extras>(
   const queueError = (err: Error) => redisOutages.error('queues', err, 'queue error');
   const scheduleQueue = new ScheduleQueue(bull);
   scheduleQueue.queue.on('error', queueError);
+  // The store (LangGraph's client.store, agents' memory): in PostgreSQL with the archive, in Redis otherwise.
+  const storePool = options.archive.url
+    ? createArchivePool(options.archive.url, { max: 2, applicationName: `${service}-store`, onError: queueError })
+    : undefined;
+  const itemStore = createStoreService({
+    items: storePool ? new PgItemStore(storePool) : new RedisItemStore(redis),
+    maxValueBytes: options.store.maxValueBytes,
+    maxItems: options.store.maxItems,
+  });
   let registry: Registry;
   let mcp: McpManager;
   let versions: VersionDirectory;
   let scheduler: StepScheduler | undefined;
   try {
-    registry = createRegistry(app, { redis }, { faultInjection: options.resilience.faultInjection === 'on' });
+    registry = createRegistry(app, { redis }, { faultInjection: options.resilience.faultInjection === 'on', memory: itemStore });
     // Before MCP servers join: a server's tools are stood for by its declaration.
     const declared = [...registry.tools.values()];
     const version = resolveAppVersion(app, declared, options.appVersion);
@@ -221,6 +235,7 @@ async function buildRuntime<X extends Extras>(
     await versions.register(manifestOf(version, app.agents, declared, Object.keys(app.mcpServers), new Date().toISOString()));
   } catch (err) {
     // A bad tools factory or an MCP server that cannot start: leave no connection behind.
+    await storePool?.end();
     await scheduler?.close();
     await scheduleQueue.close();
     bull.disconnect();
@@ -410,6 +425,7 @@ async function buildRuntime<X extends Extras>(
     replays,
     cohorts,
     schedules,
+    itemStore,
     ...(signIns ? { signIns } : {}),
     scheduleQueue,
     sessionQueue,
@@ -447,6 +463,7 @@ async function buildRuntime<X extends Extras>(
       bull.disconnect();
       redis.disconnect();
       await archive?.pool.end();
+      await storePool?.end();
       await tracing.shutdown(); // flush the last spans
     },
   };

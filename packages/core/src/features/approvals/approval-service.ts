@@ -111,6 +111,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     userId: run.userId,
     roles: run.roles,
     runId: run.id,
+    agent: run.agent,
     step: approval.step,
     toolCallId: approval.toolCallId,
     idempotencyKey: idempotencyKey(run.id, approval.step, approval.toolCallId),

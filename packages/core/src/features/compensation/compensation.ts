@@ -254,6 +254,7 @@ export function createCompensator(deps: CompensatorDeps) {
       userId: run.userId,
       roles: run.roles,
       runId: owner,
+      agent: run.agent,
       step: s.step,
       toolCallId: s.toolCallId,
       idempotencyKey: key,

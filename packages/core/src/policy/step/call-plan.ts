@@ -191,6 +191,7 @@ const callContext = (run: RunRecord, call: ModelToolCall): CallContext => ({
   userId: run.userId,
   roles: run.roles,
   runId: run.id,
+  agent: run.agent,
   step: run.step,
   toolCallId: call.id,
   idempotencyKey: idempotencyKey(run.id, run.step, call.id),

@@ -305,6 +305,7 @@ export function planOutcome(f: PlanFacts): PlanOutcome {
     userId: run.userId,
     roles: run.roles,
     runId: run.id,
+    agent: run.agent,
     step: run.step,
     toolCallId: PLAN_APPROVAL,
     idempotencyKey: idempotencyKey(run.id, run.step, PLAN_APPROVAL),

@@ -227,6 +227,23 @@ describe('the LangGraph SDK against Rein (/lg)', () => {
     ).rejects.toThrow(/404|not_found/);
   });
 
+  it('copies a thread: the copy starts from the same history and goes on apart from the original', async () => {
+    const client = sdk();
+    const thread: Thread = await client.threads.create({ metadata: { case: 'copy' } });
+    await client.runs.wait(thread.thread_id, AGENT, { input: human(POLICY) });
+    const copy: Thread = await client.threads.copy(thread.thread_id);
+    expect(copy.thread_id).not.toBe(thread.thread_id);
+    expect(copy.metadata).toMatchObject({ case: 'copy' });
+    const before = ((await client.threads.getState(thread.thread_id)).values as Values).messages.length;
+    expect(((await client.threads.getState(copy.thread_id)).values as Values).messages).toHaveLength(before);
+    // A run on the copy continues its history; the original does not see it.
+    await client.runs.wait(copy.thread_id, AGENT, { input: human(POLICY) });
+    expect(((await client.threads.getState(copy.thread_id)).values as Values).messages.length).toBeGreaterThan(before);
+    expect(((await client.threads.getState(thread.thread_id)).values as Values).messages).toHaveLength(before);
+    // Another user cannot copy it.
+    await expect(sdk(KEYS.approver.key).threads.copy(thread.thread_id)).rejects.toThrow(/404|not_found/);
+  });
+
   it('refuses a missing or unknown key', async () => {
     await expect(sdk('not-a-key').assistants.search()).rejects.toThrow(/401|unauthorized/);
     const res = await fetch(`${fleet().api}/lg/assistants/search`, {

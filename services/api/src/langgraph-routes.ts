@@ -29,7 +29,6 @@ const NOT_SERVED: Array<[method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', pa
   ['DELETE', '/assistants/:assistant_id', 'assistants are the app’s agents (defineAgent)'],
   ['POST', '/assistants/:assistant_id/versions', 'an agent’s versions are the app’s (GET /v1/versions)'],
   ['POST', '/assistants/:assistant_id/latest', 'promote an app version (POST /v1/versions/:v/promote)'],
-  ['POST', '/threads/:thread_id/copy', 'fork a finished run (POST /v1/runs/:id/fork)'],
   ['POST', '/threads/:thread_id/state', 'a thread’s state is what its runs committed; nothing writes it from outside'],
   ['PATCH', '/threads/:thread_id/state', 'a thread’s state is what its runs committed; nothing writes it from outside'],
   ['GET', '/threads/:thread_id/state/:checkpoint_id', 'read POST /threads/:thread_id/history with a checkpoint'],
@@ -200,6 +199,7 @@ export function registerLangGraphRoutes(scope: FastifyInstance, lgs: LangGraphSe
     async (req) =>
       (await lgs.threads.search(req.principal, { ...parseInput(lg.threadSearchSchema, req.body, 'body'), limit: 1000, offset: 0 })).length,
   );
+  scope.post('/threads/:thread_id/copy', async (req) => lgs.threads.copy(req.principal, threadId(req)));
   scope.get('/threads/:thread_id', async (req) => lgs.threads.get(req.principal, threadId(req)));
   scope.patch('/threads/:thread_id', async (req) =>
     lgs.threads.update(req.principal, threadId(req), parseInput(lg.threadUpdateSchema, req.body, 'body').metadata),

@@ -626,6 +626,15 @@ export class RunStore {
     return docs.map((doc) => (typeof doc === 'string' ? approvalSchema.parse(JSON.parse(doc)) : null));
   }
 
+  /**
+   * Gives session `to` the runs of session `from` (its index copied, both under the tenant's
+   * hash tag): `to`'s next run continues from the same history. False when `to` already has runs.
+   */
+  async copySession(tenantId: string, userId: string, from: string, to: string): Promise<boolean> {
+    const t = tenantKeys(tenantId);
+    return (await this.redis.copy(t.sessionRuns(userId, from), t.sessionRuns(userId, to))) === 1;
+  }
+
   /** A user's session runs, oldest first. */
   async sessionRunIds(tenantId: string, userId: string, sessionId: string, limit = 200): Promise<string[]> {
     return this.redis.zrange(tenantKeys(tenantId).sessionRuns(userId, sessionId), -limit, -1);

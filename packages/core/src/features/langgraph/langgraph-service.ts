@@ -427,6 +427,17 @@ export function createLangGraphService(deps: LangGraphServiceDeps) {
       async get(principal: Principal, threadId: string) {
         return threadView(principal, await thread(principal, threadId), true);
       },
+      /** A new thread with the same metadata and history (its session's runs): it goes on apart from the original. */
+      async copy(principal: Principal, threadId: string) {
+        const source = await thread(principal, threadId);
+        const id = crypto.randomUUID();
+        // A thread with no run yet copies as an empty thread; one with runs shares them.
+        const hasRuns = (await sessionRuns(principal, threadId)).length > 0;
+        if (hasRuns) await deps.runs.copySession(principal, threadId, id);
+        const created = await newThread(principal, id, source.metadata);
+        if (!created) throw new ConflictError('thread_exists', `thread ${id} already exists`);
+        return threadView(principal, created, true);
+      },
       async search(principal: Principal, q: z.infer<typeof threadSearchSchema>) {
         const records = (await deps.threads.recent(principal.tenantId, principal.userId, THREAD_SCAN_LIMIT)).filter(
           (t) => matches(t.metadata, q.metadata) && (!q.ids || q.ids.includes(t.threadId)),

@@ -222,7 +222,7 @@ export function createRunService(deps: RunServiceDeps) {
     return runView(run, approvals, tree);
   }
 
-  return {
+  const service = {
     /**
      * `traceparent`: the trace the run belongs to (see `submitSpan`); a new one when omitted.
      * `runId`: the id to create it under (a schedule's firing); a run that already has it is
@@ -494,6 +494,21 @@ export function createRunService(deps: RunServiceDeps) {
       return { id: sessionId, runs: await Promise.all(runs.map(view)) };
     },
 
+    /**
+     * A copy of the caller's session under a new id: the same runs, so a run in the copy
+     * continues from the same history while the original goes on apart. A session with a run
+     * still active is not copied (409 `session_busy`): its history is not settled yet.
+     */
+    async copySession(principal: Principal, from: string, to: string) {
+      const { runs } = await service.session(principal, from);
+      const live = runs.find((r) => !TERMINAL_STATUSES.includes(r.status));
+      if (live)
+        throw new ConflictError('session_busy', `session ${from} has run ${live.id} still ${live.status}: copy it once it has ended`);
+      if (!(await deps.store.copySession(principal.tenantId, principal.userId, from, to)))
+        throw new ConflictError('session_exists', `session ${to} already has runs`);
+      return service.session(principal, to);
+    },
+
     /** The run record as the caller may read it (404 otherwise): what replays and forks start from. */
     record: visibleRun,
 
@@ -502,6 +517,7 @@ export function createRunService(deps: RunServiceDeps) {
       return view(await end(principal, id));
     },
   };
+  return service;
 }
 
 export type RunService = ReturnType<typeof createRunService>;

@@ -82,6 +82,9 @@ describe.each(stores)('the store in %s', (_name, make, clear) => {
     expect((await store.get(ann, ['notes'], 'k'))?.value).toEqual({ who: 'ann' });
     expect((await store.search(bob, { namespace_prefix: [], limit: 10, offset: 0 })).items).toEqual([]);
     expect((await store.namespaces(eve, { limit: 10, offset: 0 })).namespaces).toEqual([]);
+    // A user id with glob characters matches only itself.
+    expect((await store.search({ ...ann, userId: 'an*' }, { namespace_prefix: [], limit: 10, offset: 0 })).items).toEqual([]);
+    expect((await store.search({ ...ann, userId: 'a[n]n' }, { namespace_prefix: [], limit: 10, offset: 0 })).items).toEqual([]);
     await store.delete(bob, ['notes'], 'k'); // another user's delete touches only their own space
     expect(await store.get(ann, ['notes'], 'k')).not.toBeNull();
   });

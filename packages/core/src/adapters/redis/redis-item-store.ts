@@ -4,6 +4,9 @@ import { tenantKeys } from '../../shared/keys.js';
 import { withScripts } from './lua-scripts.js';
 import type { RedisClient } from './redis.js';
 
+/** A literal for HSCAN's MATCH: the glob's own characters escaped. */
+const globEscaped = (text: string) => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+
 const parse = (raw: string): StoredItem | null => {
   try {
     return JSON.parse(raw) as StoredItem;
@@ -42,7 +45,8 @@ export class RedisItemStore implements ItemStore {
     const mine = `${scope}\u0000`;
     let cursor = '0';
     do {
-      const [next, flat] = await this.redis.hscan(tenantKeys(tenantId).store, cursor, 'COUNT', 1000);
+      // Only the scope's fields cross the wire (another user's items are skipped by Redis itself).
+      const [next, flat] = await this.redis.hscan(tenantKeys(tenantId).store, cursor, 'MATCH', `${globEscaped(mine)}*`, 'COUNT', 1000);
       for (let i = 0; i < flat.length; i += 2) {
         if (!(flat[i] as string).startsWith(mine)) continue;
         const item = parse(flat[i + 1] as string);

@@ -1,30 +1,16 @@
-import { spawn } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runRein } from '../../packages/cli/test/rein-process.js';
 import { fleetPerFile, KEYS } from '../support/fleet.js';
 
-const rein = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'packages', 'cli', 'dist', 'main.js');
 const fleet = fleetPerFile();
 
-function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [rein, ...args], {
-      env: {
-        ...process.env,
-        REIN_API_URL: fleet().api,
-        REIN_APPROVER_URL: fleet().approver,
-        // The user's key first: the run is theirs; the approval goes to a key with a deciding role.
-        REIN_API_KEYS: JSON.stringify(Object.values(KEYS)),
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (status) => resolve({ status, stdout, stderr }));
+const cli = (args: string[]) =>
+  runRein(args, {
+    REIN_API_URL: fleet().api,
+    REIN_APPROVER_URL: fleet().approver,
+    // The user's key first: the run is theirs; the approval goes to a key with a deciding role.
+    REIN_API_KEYS: JSON.stringify(Object.values(KEYS)),
   });
-}
 
 /** What `npm run demo -- --tree` runs (`rein run --approve` on the order desk), checked for the truth of what it prints. */
 describe('rein run --approve on a tree of agents (the demo)', () => {

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { RunView } from '@rein/client';
 import type { VersionImpact } from '@rein/contract';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runRein } from '../../packages/cli/test/rein-process.js';
 import { fleetPerFile, KEYS } from '../support/fleet.js';
 
 // The deploy-impact check with real processes: an API on v1, workers of v1 and of two
@@ -13,28 +14,12 @@ import { fleetPerFile, KEYS } from '../support/fleet.js';
 // arguments), and `rein deploy check` as a process of its own.
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const APP = join(root, 'test', 'support', 'versioned-app.mjs');
-const rein = join(root, 'packages', 'cli', 'dist', 'main.js');
 const flavour = (v: string) => ({ VERSIONED_APP: v, REIN_APP_VERSION: v });
 const fleet = fleetPerFile({ workers: 0, env: { REIN_APP: APP, ...flavour('v1') } });
 const dir = mkdtempSync(join(tmpdir(), 'rein-deploy-check-'));
 
-function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [rein, ...args], {
-      env: {
-        ...process.env,
-        REIN_API_URL: fleet().api,
-        REIN_APPROVER_URL: fleet().approver,
-        REIN_API_KEYS: JSON.stringify(Object.values(KEYS)),
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (status) => resolve({ status, stdout, stderr }));
-  });
-}
+const cli = (args: string[]) =>
+  runRein(args, { REIN_API_URL: fleet().api, REIN_APPROVER_URL: fleet().approver, REIN_API_KEYS: JSON.stringify(Object.values(KEYS)) });
 
 const stopped = (p: ChildProcess) =>
   new Promise<void>((resolve) => {

@@ -1,34 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { freePort, startTestPostgres, startTestRedis, type TestRedis, waitForPort } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, REIN, runRein, stopProcess } from './rein-process.js';
 
-const rein = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const ADMIN = { key: 'checkpoint-admin-key-1', tenantId: 'acme', userId: 'ann', roles: ['admin'] };
 const db = await startTestPostgres('decision-log checkpoints');
-
-/** `rein` as a process of its own, its exit code and output. */
-function cli(args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [rein, ...args], { env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (status) => resolve({ status, stdout, stderr }));
-  });
-}
-
-/** Polls `probe` until it returns a value (bounded by the test's timeout, never asserting on how long it took). */
-async function eventually<T>(probe: () => Promise<T | undefined>): Promise<T> {
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe.skipIf(!db)('decision-log head checkpoints: a worker writes them, verify and a metric use them', () => {
   let redis: TestRedis;
@@ -54,14 +32,14 @@ describe.skipIf(!db)('decision-log head checkpoints: a worker writes them, verif
       REIN_WEBHOOK_ALLOW_PRIVATE: 'true',
       LOG_LEVEL: 'silent',
     };
-    expect((await cli(['migrate'], fleet)).status).toBe(0);
+    expect((await runRein(['migrate'], fleet)).status).toBe(0);
     for (const service of ['api', 'worker'])
-      services.push(spawn(process.execPath, [rein, service], { env: { ...process.env, ...fleet }, stdio: 'ignore' }));
+      services.push(spawn(process.execPath, [REIN, service], { env: { ...process.env, ...fleet }, stdio: 'ignore' }));
     await Promise.all([waitForPort(apiPort, 30_000), waitForPort(metricsPort, 30_000)]);
     env = { REIN_API_URL: api, REIN_API_KEY: ADMIN.key };
   }, 60_000);
   afterAll(async () => {
-    for (const s of services) s.kill('SIGTERM');
+    await Promise.all(services.map(stopProcess));
     await pool?.end();
     await redis?.stop();
     await db?.stop();
@@ -81,7 +59,7 @@ describe.skipIf(!db)('decision-log head checkpoints: a worker writes them, verif
       const { rows } = await pool.query("SELECT seq::int AS seq, hash FROM rein.audit_checkpoints WHERE tenant_id = 'acme' AND seq = 3");
       return rows[0] as { seq: number; hash: string } | undefined;
     });
-    const good = await cli(['audit', 'verify'], env);
+    const good = await runRein(['audit', 'verify'], env);
     expect(good.status).toBe(0);
     expect(good.stdout).toContain(`head 3:${checkpoint.hash}`);
 
@@ -95,7 +73,7 @@ describe.skipIf(!db)('decision-log head checkpoints: a worker writes them, verif
     } finally {
       admin.disconnect();
     }
-    const cut = await cli(['audit', 'verify'], env);
+    const cut = await runRein(['audit', 'verify'], env);
     expect(cut.status).toBe(1);
     expect(cut.stderr).toContain("before entry 3 that the archive's checkpoint");
     // The next pass sees it too: the metric the alert watches rises, and the checkpoint stays.

@@ -3,36 +3,14 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { freePort, startTestPostgres, startTestRedis, type TestRedis, waitForPort } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, REIN, runRein, stopProcess } from './rein-process.js';
 
-const rein = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const ADMIN = { key: 'receipts-admin-key-01', tenantId: 'acme', userId: 'ann', roles: ['admin'] };
 const db = await startTestPostgres('decision receipts');
-
-/** `rein` as a process of its own, its exit code and output. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [rein, ...args], { env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (status) => resolve({ status, stdout, stderr }));
-  });
-}
-
-/** Polls `probe` until it returns a value (bounded by the test's timeout, never asserting on how long it took). */
-async function eventually<T>(probe: () => Promise<T | undefined>): Promise<T> {
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 const ed25519 = () => {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
@@ -59,7 +37,7 @@ describe.skipIf(!db)('decision receipts and checkpoints verified offline', () =>
   let apiPort: number;
 
   const start = (service: 'api' | 'worker', env: Record<string, string>) => {
-    const child = spawn(process.execPath, [rein, service], { env: { ...process.env, ...env }, stdio: 'ignore' });
+    const child = spawn(process.execPath, [REIN, service], { env: { ...process.env, ...env }, stdio: 'ignore' });
     services.push(child);
     return child;
   };
@@ -102,13 +80,13 @@ describe.skipIf(!db)('decision receipts and checkpoints verified offline', () =>
       REIN_WEBHOOK_ALLOW_PRIVATE: 'true',
       LOG_LEVEL: 'silent',
     };
-    expect((await cli(['migrate'], fleet)).status).toBe(0);
+    expect((await runRein(['migrate'], fleet)).status).toBe(0);
     start('api', fleet);
     start('worker', fleet);
     await waitForPort(apiPort, 30_000);
   }, 60_000);
   afterAll(async () => {
-    for (const s of services) s.kill('SIGTERM');
+    await Promise.all(services.map(stopProcess));
     await pool?.end();
     await redis?.stop();
     await db?.stop();
@@ -125,13 +103,13 @@ describe.skipIf(!db)('decision receipts and checkpoints verified offline', () =>
 
     const keys = file('keys.json', await (await call('GET', '/v1/audit/keys')).json());
     const whole = file('answer.json', created); // the decision's whole answer is taken too
-    const good = await cli(['audit', 'verify', '--receipt', whole, '--public-key', keys]);
+    const good = await runRein(['audit', 'verify', '--receipt', whole, '--public-key', keys]);
     expect(good.stdout).toMatch(/^ok: entry 1 of acme's decision log \(webhook\.created by ann/);
     expect(good.status).toBe(0);
-    expect((await cli(['audit', 'verify', '--receipt', file('h.json', fromHeader), '--public-key', keys])).status).toBe(0);
+    expect((await runRein(['audit', 'verify', '--receipt', file('h.json', fromHeader), '--public-key', keys])).status).toBe(0);
 
     const receipt = created.receipt as unknown as { entry: Record<string, unknown>; signature: string; seq: number };
-    const altered = await cli([
+    const altered = await runRein([
       'audit',
       'verify',
       '--receipt',
@@ -142,11 +120,13 @@ describe.skipIf(!db)('decision receipts and checkpoints verified offline', () =>
     expect(altered.status).toBe(1);
     expect(altered.stderr).toMatch(/altered/);
     const forged = { ...receipt, signature: Buffer.alloc(64, 7).toString('base64url') };
-    expect((await cli(['audit', 'verify', '--receipt', file('f.json', forged), '--public-key', keys])).stderr).toMatch(/does not verify/);
+    expect((await runRein(['audit', 'verify', '--receipt', file('f.json', forged), '--public-key', keys])).stderr).toMatch(
+      /does not verify/,
+    );
     // Entry 2's receipt with entry 1's signature: moved to another seq, refused.
     const moved = { ...fromHeader, signature: receipt.signature };
-    expect((await cli(['audit', 'verify', '--receipt', file('m.json', moved), '--public-key', keys])).status).toBe(1);
-    expect((await cli(['audit', 'verify', '--receipt', file('x.json', '{"nope":1}'), '--public-key', keys])).stderr).toMatch(
+    expect((await runRein(['audit', 'verify', '--receipt', file('m.json', moved), '--public-key', keys])).status).toBe(1);
+    expect((await runRein(['audit', 'verify', '--receipt', file('x.json', '{"nope":1}'), '--public-key', keys])).stderr).toMatch(
       /is not a receipt/,
     );
   }, 60_000);
@@ -164,8 +144,8 @@ describe.skipIf(!db)('decision receipts and checkpoints verified offline', () =>
     const keys = file('keys.json', await (await call('GET', '/v1/audit/keys')).json());
     const checkpoint = file('checkpoint.json', kept);
     const exported = join(dir, 'export.jsonl');
-    expect((await cli(['audit', 'export', '--out', exported], env)).status).toBe(0);
-    const ok = await cli(['audit', 'verify', '--log', exported, '--checkpoint', checkpoint, '--public-key', keys]);
+    expect((await runRein(['audit', 'export', '--out', exported], env)).status).toBe(0);
+    const ok = await runRein(['audit', 'verify', '--log', exported, '--checkpoint', checkpoint, '--public-key', keys]);
     expect(ok.stdout).toMatch(/^ok: 3 entries of acme, holding entry 3/);
     expect(ok.status).toBe(0);
 
@@ -183,14 +163,14 @@ describe.skipIf(!db)('decision receipts and checkpoints verified offline', () =>
     }
     await pool.query("DELETE FROM rein.audit_checkpoints WHERE tenant_id = 'acme'");
     await createHook(3); // a new entry 3
-    expect((await cli(['audit', 'verify'], env)).status).toBe(0);
+    expect((await runRein(['audit', 'verify'], env)).status).toBe(0);
     // The external copy still holds the old entry 3, and the new log does not.
-    expect((await cli(['audit', 'export', '--out', exported], env)).status).toBe(0);
-    const caught = await cli(['audit', 'verify', '--log', exported, '--checkpoint', checkpoint, '--public-key', keys]);
+    expect((await runRein(['audit', 'export', '--out', exported], env)).status).toBe(0);
+    const caught = await runRein(['audit', 'verify', '--log', exported, '--checkpoint', checkpoint, '--public-key', keys]);
     expect(caught.status).toBe(1);
     expect(caught.stderr).toMatch(/entry 3 hashes to [0-9a-f]{64}, not [0-9a-f]{64} as the checkpoint .* says \(the log was rewritten\)/);
     // A forged checkpoint (another seq under the same signature) is refused before the log is read.
-    const forged = await cli([
+    const forged = await runRein([
       'audit',
       'verify',
       '--log',
@@ -206,8 +186,8 @@ describe.skipIf(!db)('decision receipts and checkpoints verified offline', () =>
   it('a key rotated mid-chain: new decisions signed with the new key, old receipts still verify with the retired one listed', async () => {
     const before = await createHook(4);
     const second = ed25519();
-    services.shift()?.kill('SIGTERM'); // the api
-    await eventually(async () => ((await fetch(api).catch(() => null)) ? undefined : true));
+    const oldApi = services.shift();
+    if (oldApi) await stopProcess(oldApi);
     start('api', { ...fleet, REIN_AUDIT_SIGNING_KEY: second.privatePem, REIN_AUDIT_RETIRED_KEYS: JSON.stringify([first.publicPem]) });
     await waitForPort(apiPort, 30_000);
     const after = await createHook(5);
@@ -219,6 +199,6 @@ describe.skipIf(!db)('decision receipts and checkpoints verified offline', () =>
     ]);
     const keys = file('keys2.json', published);
     for (const r of [before, after])
-      expect((await cli(['audit', 'verify', '--receipt', file('r.json', r), '--public-key', keys])).status).toBe(0);
+      expect((await runRein(['audit', 'verify', '--receipt', file('r.json', r), '--public-key', keys])).status).toBe(0);
   }, 120_000);
 });

@@ -1,25 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { freePort, startTestRedis, type TestRedis, waitForPort } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REIN, runRein, stopProcess } from './rein-process.js';
 
-const rein = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const ADMIN = { key: 'audit-admin-key-0001', tenantId: 'acme', userId: 'ann', roles: ['admin'] };
 const USER = { key: 'audit-user-key-00001', tenantId: 'acme', userId: 'alice', roles: ['approver'] };
 const OTHER_ADMIN = { key: 'audit-other-admin-01', tenantId: 'globex', userId: 'gus', roles: ['admin'] };
-
-/** `rein` as a process of its own, its exit code and output. */
-function cli(args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [rein, ...args], { env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (status) => resolve({ status, stdout, stderr }));
-  });
-}
 
 let redis: TestRedis;
 let api: ChildProcess;
@@ -28,7 +15,7 @@ beforeAll(async () => {
   redis = await startTestRedis();
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
-  api = spawn(process.execPath, [rein, 'api'], {
+  api = spawn(process.execPath, [REIN, 'api'], {
     env: {
       ...process.env,
       REDIS_URL: redis.url,
@@ -42,7 +29,7 @@ beforeAll(async () => {
   await waitForPort(port, 30_000);
 }, 40_000);
 afterAll(async () => {
-  api?.kill('SIGTERM');
+  if (api) await stopProcess(api);
   await redis?.stop();
 });
 
@@ -71,7 +58,7 @@ describe('rein audit verify against a running API (issue 31)', () => {
     expect((await call(ADMIN.key, 'GET', '/v1/audit?limit=100000')).status).toBe(400);
 
     const env = { REIN_API_URL: url, REIN_API_KEY: ADMIN.key };
-    const good = await cli(['audit', 'verify'], env);
+    const good = await runRein(['audit', 'verify'], env);
     expect(good.stdout).toMatch(/^ok: 3 entries, head 3:[0-9a-f]{64}/);
     expect(good.status).toBe(0);
 
@@ -80,17 +67,17 @@ describe('rein audit verify against a running API (issue 31)', () => {
       const key = 'rein:tenant:{acme}:audit';
       const entry = JSON.parse((await admin.hget(key, '2')) ?? '{}');
       await admin.hset(key, '2', JSON.stringify({ ...entry, data: { ...entry.data, url: 'https://evil.example/hook' } }));
-      const bad = await cli(['audit', 'verify'], env);
+      const bad = await runRein(['audit', 'verify'], env);
       expect(bad.status).toBe(1);
       expect(bad.stderr).toContain('broken at entry 2');
       // An added field is kept, not dropped on the way, so it breaks the hash too.
       await admin.hset(key, '2', JSON.stringify({ ...entry, note: 'added' }));
-      expect((await cli(['audit', 'verify'], env)).stderr).toContain('broken at entry 2');
+      expect((await runRein(['audit', 'verify'], env)).stderr).toContain('broken at entry 2');
       // A removed entry.
       await admin.hset(key, '2', JSON.stringify(entry));
-      expect((await cli(['audit', 'verify'], env)).status).toBe(0);
+      expect((await runRein(['audit', 'verify'], env)).status).toBe(0);
       await admin.hdel(key, '1');
-      expect((await cli(['audit', 'verify'], env)).stderr).toContain('broken at entry 1');
+      expect((await runRein(['audit', 'verify'], env)).stderr).toContain('broken at entry 1');
     } finally {
       admin.disconnect();
     }
@@ -102,10 +89,10 @@ describe('rein audit verify against a running API (issue 31)', () => {
       const res = await call(OTHER_ADMIN.key, 'POST', '/v1/webhooks', { url: `http://127.0.0.1:9/g${n}`, events: ['approval.requested'] });
       expect(res.status).toBe(201);
     }
-    const good = await cli(['audit', 'verify'], env);
+    const good = await runRein(['audit', 'verify'], env);
     const kept = /head (\d+:[0-9a-f]{64})/.exec(good.stdout)?.[1] ?? '';
     expect(kept).toMatch(/^3:/);
-    expect((await cli(['audit', 'verify', '--expect-head', kept], env)).status).toBe(0);
+    expect((await runRein(['audit', 'verify', '--expect-head', kept], env)).status).toBe(0);
 
     const admin = new Redis(redis.url);
     try {
@@ -115,20 +102,20 @@ describe('rein audit verify against a running API (issue 31)', () => {
       await admin.zrem(`${p}:at`, '3');
       await admin.set(`${p}:head`, `2 ${second.hash} ${Date.parse(second.at)}`);
       // The chain alone still holds: this is what the head kept elsewhere is for.
-      expect((await cli(['audit', 'verify'], env)).status).toBe(0);
-      const cut = await cli(['audit', 'verify', '--expect-head', kept], env);
+      expect((await runRein(['audit', 'verify'], env)).status).toBe(0);
+      const cut = await runRein(['audit', 'verify', '--expect-head', kept], env);
       expect(cut.status).toBe(1);
       expect(cut.stderr).toContain('the chain ends at entry 2, before entry 3');
       // Written again up to seq 3 and beyond: entry 3 is another one.
       for (const n of [4, 5])
         await call(OTHER_ADMIN.key, 'POST', '/v1/webhooks', { url: `http://127.0.0.1:9/g${n}`, events: ['approval.requested'] });
-      const rewritten = await cli(['audit', 'verify', '--expect-head', kept], env);
+      const rewritten = await runRein(['audit', 'verify', '--expect-head', kept], env);
       expect(rewritten.status).toBe(1);
       expect(rewritten.stderr).toContain('broken at entry 3: its hash is');
     } finally {
       admin.disconnect();
     }
-    const malformed = await cli(['audit', 'verify', '--expect-head', '3:abc'], env);
+    const malformed = await runRein(['audit', 'verify', '--expect-head', '3:abc'], env);
     expect(malformed.status).not.toBe(0);
     expect(malformed.stderr).toContain('<seq>:<hash>');
   }, 240_000);

@@ -66,17 +66,31 @@ describe('rein deploy check: what a candidate version would change, before it is
     procs.push(await fleet().startWorker(flavour('v2')), await fleet().startWorker(flavour('v3')));
 
     const impact = async (v: string, key = KEYS.operator.key) => fleet().callApi('GET', `/v1/versions/${v}/impact?against=v1`, key);
-    let v3 = await impact('v3');
-    for (let i = 0; v3.status === 404 && i < 100; i++) {
-      await new Promise((r) => setTimeout(r, 100)); // the canary registers its manifest as it starts
-      v3 = await impact('v3');
-    }
+    // Each canary registers its manifest as it starts: wait for both (v2 is asked below).
+    const registered = async (v: string) => {
+      let got = await impact(v);
+      for (let i = 0; got.status === 404 && i < 100; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        got = await impact(v);
+      }
+      return got;
+    };
+    const v3 = await registered('v3');
+    expect((await registered('v2')).status).toBe(200);
     const body = v3.body as VersionImpact;
     expect(body).toMatchObject({ version: 'v3', against: 'v1', agentsServed: ['deployer'], tools: { changed: ['apply_change'] } });
     expect(body.withdrawn).toEqual({
       count: 1,
       items: [
-        { runId: parked.id, approvalId: parked.pendingApprovals[0]?.id, tool: 'apply_change', status: 'pending', why: 'tool_changed' },
+        {
+          runId: parked.id,
+          approvalId: parked.pendingApprovals[0]?.id,
+          tool: 'apply_change',
+          status: 'pending',
+          why: 'tool_changed',
+          // v3 gives the write's arguments a field: the schema is what differs, not its roles or policy.
+          difference: ['schema'],
+        },
       ],
     });
     expect(body.runs.items).toEqual([expect.objectContaining({ runId: parked.id, agent: 'deployer', why: 'agent_changed' })]);

@@ -65,9 +65,12 @@ export function deployReport(check: DeployCheck, maxDiverged: number): string {
       '',
       '## Approvals that would be withdrawn',
       '',
-      '| run | approval | tool | status | why |',
-      '| --- | --- | --- | --- | --- |',
-      ...i.withdrawn.items.map((w) => `| \`${w.runId}\` | \`${w.approvalId}\` | \`${cell(w.tool)}\` | ${w.status} | ${w.why} |`),
+      '| run | approval | tool | status | why | what differs |',
+      '| --- | --- | --- | --- | --- | --- |',
+      ...i.withdrawn.items.map(
+        (w) =>
+          `| \`${w.runId}\` | \`${w.approvalId}\` | \`${cell(w.tool)}\` | ${w.status} | ${w.why} | ${(w.difference ?? []).join(', ')} |`,
+      ),
     );
   if (i.runs.items.length)
     lines.push(

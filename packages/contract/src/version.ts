@@ -58,7 +58,16 @@ export type UpgradeAnswer = z.infer<typeof upgradeAnswerSchema>;
 export const versionManifestSchema = z.object({
   version: appVersionSchema,
   registeredAt: z.string(),
-  tools: z.record(z.string(), z.object({ digest: z.string(), kind: z.string(), roles: z.array(z.string()).nullable() })),
+  tools: z.record(
+    z.string(),
+    z.object({
+      digest: z.string(),
+      kind: z.string(),
+      roles: z.array(z.string()).nullable(),
+      /** Each part of the digest hashed apart (absent in manifests registered before it was kept). */
+      parts: z.object({ schema: z.string(), roles: z.string(), policy: z.string() }).optional(),
+    }),
+  ),
   agents: z.record(z.string(), z.object({ digest: z.string(), tools: z.array(z.string()) })),
   mcpServers: z.array(z.string()),
 });
@@ -92,6 +101,8 @@ export const versionImpactSchema = z.object({
         tool: z.string(),
         status: z.string(),
         why: z.enum(['tool_changed', 'tool_removed']),
+        /** What differs: `removed`, or the parts of the tool that changed (`kind`, `schema`, `roles`, `policy`), or `asked_under_another_definition`. */
+        difference: z.array(z.enum(['removed', 'kind', 'schema', 'roles', 'policy', 'asked_under_another_definition'])),
       }),
     ),
   }),

@@ -159,4 +159,12 @@ describe.each(stores)('the store in %s', (_name, make, clear) => {
     await store.put(held % 2 ? ann : admin, { namespace: ['many'], key: `k${held}`, value: { replaced: true } });
     await store.put(eve, { namespace: ['many'], key: 'k', value: {} });
   });
+
+  it('counts an expired item against the limit no longer once a put finds the store full', async () => {
+    for (let i = 0; i < 20; i++) await store.put(ann, { namespace: ['t'], key: `k${i}`, value: { i }, ttl: 1 });
+    await expect(store.put(ann, { namespace: ['t'], key: 'more', value: {} })).rejects.toMatchObject({ code: 'store_full' });
+    clock += 2 * 60_000;
+    await store.put(ann, { namespace: ['t'], key: 'more', value: {} });
+    expect((await store.search(ann, { namespace_prefix: ['t'], limit: 100, offset: 0 })).items.map((i) => i.key)).toEqual(['more']);
+  });
 });

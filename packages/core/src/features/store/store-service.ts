@@ -92,6 +92,9 @@ export function createStoreService(deps: StoreServiceDeps) {
         updatedAt: new Date(at).toISOString(),
         ...(ttl !== undefined ? { ttlMinutes: ttl, expiresAt: at + ttl * 60_000 } : {}),
       };
+      if (await items.put(p.tenantId, scopeOf(p), item, deps.maxItems)) return;
+      // Expired items still count until someone reads past them: drop the caller's, then try once more.
+      await live(p, []);
       if (!(await items.put(p.tenantId, scopeOf(p), item, deps.maxItems)))
         throw new ConflictError('store_full', `the tenant's store holds ${deps.maxItems} items, as many as it may (REIN_STORE_MAX_ITEMS)`);
     },

@@ -3,7 +3,7 @@ import { TERMINAL_STATUSES } from '@rein/contract';
 import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { ScheduleStore } from '../../adapters/redis/schedule-store.js';
 import type { VersionDirectory } from '../../adapters/redis/version-directory.js';
-import { changedNames, withdrawalUnder } from '../../policy/app/version-manifest.js';
+import { changedNames, toolDifference, withdrawalUnder } from '../../policy/app/version-manifest.js';
 import { isOperator } from '../../policy/approvals/decision-rights.js';
 import { currentVersion } from '../../policy/run/version-route.js';
 import { ForbiddenError, ReinError } from '../../shared/errors.js';
@@ -92,7 +92,14 @@ export function createVersionImpact(deps: VersionImpactDeps) {
           if (!withdrawal) continue;
           out.withdrawn.count++;
           if (mine(run.tenantId) && out.withdrawn.items.length < LISTED)
-            out.withdrawn.items.push({ runId: run.id, approvalId: a.id, tool: a.toolName, status: a.status, why: withdrawal });
+            out.withdrawn.items.push({
+              runId: run.id,
+              approvalId: a.id,
+              tool: a.toolName,
+              status: a.status,
+              why: withdrawal,
+              difference: toolDifference(a.toolName, a.toolDigest, before, after),
+            });
         }
       }
     }

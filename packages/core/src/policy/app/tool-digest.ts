@@ -30,6 +30,16 @@ export function toolDigest(tool: Tool): string {
   return digest;
 }
 
+/** What a tool's digest covers, each part hashed apart: what a deploy's impact check names as the difference. */
+export function toolDigestParts(tool: Tool): { schema: string; roles: string; policy: string } {
+  const h = (v: unknown) => createHash('sha256').update(canonicalJson(v)).digest('hex').slice(0, 16);
+  return {
+    schema: h(toolJsonSchema(tool)),
+    roles: h(tool.allowedRoles ?? null),
+    policy: h({ policyVersion: tool.policyVersion ?? 1, policy: tool.policySource ?? tool.approval.toString() }),
+  };
+}
+
 /** A tool's arguments as JSON Schema (an MCP tool's own, else its zod schema's), without the dialect. */
 export function toolJsonSchema(tool: Tool): Record<string, unknown> {
   const { $schema: _dialect, ...schema } = tool.jsonSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { VersionManifest } from '@rein/contract';
 import type { AgentProfile, Tool } from '@rein/define/internal';
 import { canonicalJson } from './argument-hash.js';
-import { toolDigest } from './tool-digest.js';
+import { toolDigest, toolDigestParts } from './tool-digest.js';
 
 /** An agent's definition as one hash: prompt, tools, models, limits, output, policies, sub-agents. */
 export function agentDigest(agent: AgentProfile): string {
@@ -26,7 +26,10 @@ export function manifestOf(
     version,
     registeredAt: at,
     tools: Object.fromEntries(
-      [...tools].map((t) => [t.name, { digest: toolDigest(t), kind: t.kind, roles: t.allowedRoles ? [...t.allowedRoles] : null }]),
+      [...tools].map((t) => [
+        t.name,
+        { digest: toolDigest(t), kind: t.kind, roles: t.allowedRoles ? [...t.allowedRoles] : null, parts: toolDigestParts(t) },
+      ]),
     ),
     agents: Object.fromEntries(agents.map((a) => [a.name, { digest: agentDigest(a), tools: [...a.tools] }])),
     mcpServers: [...mcpServers].sort(),
@@ -41,6 +44,32 @@ export function changedNames(before: Record<string, { digest: string }>, after: 
     removed: names(before).filter((n) => !(n in after)),
     changed: names(before).filter((n) => n in after && before[n]?.digest !== after[n]?.digest),
   };
+}
+
+/** A withdrawal's difference: which parts of the tool differ between the definition the approval was asked under and `after`'s. */
+export type ToolDifference = 'removed' | 'kind' | 'schema' | 'roles' | 'policy' | 'asked_under_another_definition';
+
+/**
+ * What changed in `tool` for an approval asked under `digest` (pure): `removed` when
+ * `after` has no such tool; the parts (kind, argument schema, roles, approval policy) that
+ * differ when `before` is the definition it was asked under; `asked_under_another_definition`
+ * when the approval's digest is neither side's (asked on a third version) or a manifest
+ * predates the parts.
+ */
+export function toolDifference(
+  tool: string,
+  digest: string | undefined,
+  before: VersionManifest,
+  after: VersionManifest,
+): ToolDifference[] {
+  const now = after.tools[tool];
+  if (!now) return ['removed'];
+  const then = before.tools[tool];
+  if (!then || digest === undefined || then.digest !== digest || !then.parts || !now.parts) return ['asked_under_another_definition'];
+  const out: ToolDifference[] = [];
+  if (then.kind !== now.kind) out.push('kind');
+  for (const part of ['schema', 'roles', 'policy'] as const) if (then.parts[part] !== now.parts[part]) out.push(part);
+  return out.length ? out : ['asked_under_another_definition'];
 }
 
 /** Why an approval asked under `digest` for `tool` would be withdrawn in `after`, or null when it stays. */

@@ -1,3 +1,4 @@
+import type { Tool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { createFakeModel, toolCall } from '../src/testing/index.js';
 import { APPROVER, harnessPerTest, USER } from './harness.js';
@@ -48,5 +49,20 @@ describe('agents with memory', () => {
     const withMemory = defineAgent({ name: 'y', instructions: 'y', tools: [], memory: { namespace: ['y'] } });
     expect(withMemory.tools).toEqual(['memory_get', 'memory_search', 'memory_put']);
     expect(() => defineAgent({ name: 'z', instructions: 'z', tools: [], memory: { namespace: ['a.b'] } })).toThrow(/no periods/);
+  });
+
+  it("changes memory_put's digest (and the agent's) with the agent's memory policy, so an upgrade withdraws an approval asked under the old one", async () => {
+    const { AgentCatalog, defineAgent } = await import('@rein/define/internal');
+    const { createMemoryTools } = await import('../src/features/store/memory-tools.js');
+    const { toolDigest } = await import('../src/policy/app/tool-digest.js');
+    const { agentDigest } = await import('../src/policy/app/version-manifest.js');
+    const agent = (approval?: () => { risk: 'high' }) =>
+      defineAgent({ name: 'desk', instructions: 'x', tools: [], memory: { namespace: ['desk'], ...(approval ? { approval } : {}) } });
+    const putOf = (a: ReturnType<typeof agent>) =>
+      createMemoryTools({} as never, new AgentCatalog([a], 'desk', 'x')).find((t) => t.name === 'memory_put') as Tool;
+    const [open, gated, gatedAgain] = [agent(), agent(() => ({ risk: 'high' })), agent(() => ({ risk: 'high' }))];
+    expect(toolDigest(putOf(open))).not.toBe(toolDigest(putOf(gated)));
+    expect(toolDigest(putOf(gated))).toBe(toolDigest(putOf(gatedAgain)));
+    expect(agentDigest(open)).not.toBe(agentDigest(gated));
   });
 });

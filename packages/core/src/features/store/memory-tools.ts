@@ -23,6 +23,14 @@ export function createMemoryTools(store: StoreService, agents: AgentCatalog): To
     const e = err as { code?: string; message?: string };
     throw new ToolError(e.code ?? 'memory_failed', e.message ?? String(err));
   };
+  // memory_put asks under each agent's own policy: its digest must change when any of them does,
+  // so an approval asked under one policy is withdrawn on an upgrade to another (policy/run/version-route.ts).
+  const policies = JSON.stringify(
+    agents.names().flatMap((name) => {
+      const memory = agents.get(name).memory;
+      return memory ? [[name, memory.approval?.toString() ?? null]] : [];
+    }),
+  );
   return [
     defineTool({
       name: 'memory_get',
@@ -52,25 +60,28 @@ export function createMemoryTools(store: StoreService, agents: AgentCatalog): To
         return items.map((i) => ({ key: i.key, value: i.value, updated_at: i.updated_at }));
       },
     }),
-    defineTool({
-      name: 'memory_put',
-      description: 'Remember something for later runs of this user: a JSON object under a key (replaces what the key held).',
-      kind: 'write',
-      parameters: z.object({
-        key: z.string().min(1).max(512).describe('A short key, e.g. "preferred_language"'),
-        value: jsonObject.describe('What to remember, as a JSON object'),
+    {
+      ...defineTool({
+        name: 'memory_put',
+        description: 'Remember something for later runs of this user: a JSON object under a key (replaces what the key held).',
+        kind: 'write',
+        parameters: z.object({
+          key: z.string().min(1).max(512).describe('A short key, e.g. "preferred_language"'),
+          value: jsonObject.describe('What to remember, as a JSON object'),
+        }),
+        // A put of the same value under the same key leaves the store as it was: safe to repeat.
+        honoursIdempotencyKey: true,
+        approval: (put, ctx) => {
+          const wanted = ctx.agent === undefined ? undefined : agents.get(ctx.agent).memory?.approval?.(put, ctx);
+          if (!wanted) return null;
+          return { risk: 'high', summary: `Remember "${put.key}"`, ...wanted };
+        },
+        async execute({ key, value }, ctx) {
+          await store.put(owner(ctx), { namespace: namespaceOf(ctx.agent), key, value }).catch(refused);
+          return { remembered: key };
+        },
       }),
-      // A put of the same value under the same key leaves the store as it was: safe to repeat.
-      honoursIdempotencyKey: true,
-      approval: (put, ctx) => {
-        const wanted = ctx.agent === undefined ? undefined : agents.get(ctx.agent).memory?.approval?.(put, ctx);
-        if (!wanted) return null;
-        return { risk: 'high', summary: `Remember "${put.key}"`, ...wanted };
-      },
-      async execute({ key, value }, ctx) {
-        await store.put(owner(ctx), { namespace: namespaceOf(ctx.agent), key, value }).catch(refused);
-        return { remembered: key };
-      },
-    }),
+      policySource: policies,
+    },
   ];
 }

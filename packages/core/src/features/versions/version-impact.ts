@@ -76,7 +76,9 @@ export function createVersionImpact(deps: VersionImpactDeps) {
       const runs = (await deps.store.getMany(entries.slice(i, i + BATCH).map((e) => e.runId))).filter(
         (r): r is RunRecord => r !== null && !TERMINAL_STATUSES.includes(r.status),
       );
-      for (const run of runs) {
+      // One batch's approvals asked for at once: a fleet of parked runs is read in a round trip per batch, not per run.
+      const approvalsOf = await Promise.all(runs.map((r) => deps.store.approvals(r.id)));
+      for (const [i, run] of runs.entries()) {
         const why = agentWhy(run.agent);
         if (why) {
           out.runs.count++;
@@ -84,7 +86,7 @@ export function createVersionImpact(deps: VersionImpactDeps) {
             out.runs.items.push({ runId: run.id, agent: run.agent, status: run.status, why });
         }
         // Only what can still run is judged, as an upgrade judges it: the current step's tool approvals.
-        const pendingAt = (await deps.store.approvals(run.id)).filter(
+        const pendingAt = (approvalsOf[i] ?? []).filter(
           (a) => (a.status === 'pending' || a.status === 'approved') && a.step === run.step && (a.kind ?? 'tool') === 'tool',
         );
         for (const a of pendingAt) {

@@ -7,9 +7,16 @@ import { toolDigest, toolDigestParts } from './tool-digest.js';
 /** An agent's definition as one hash: prompt, tools, models, limits, output, policies, sub-agents. */
 export function agentDigest(agent: AgentProfile): string {
   const output = agent.output?.jsonSchema ?? null;
-  const { name: _n, description: _d, output: _o, ...rest } = agent;
+  // Functions do not serialise: memory's approval policy counts by its source text, as a tool's does.
+  const { name: _n, description: _d, output: _o, memory, ...rest } = agent;
   return createHash('sha256')
-    .update(canonicalJson({ ...rest, output }))
+    .update(
+      canonicalJson({
+        ...rest,
+        output,
+        memory: memory ? { namespace: memory.namespace, approval: memory.approval?.toString() ?? null } : null,
+      }),
+    )
     .digest('hex')
     .slice(0, 32);
 }

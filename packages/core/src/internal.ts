@@ -281,5 +281,6 @@ export { loadOptionsOrExit } from './shared/options.js';
 export { DEFAULT_PROVIDER, type Provider, parseModelId, providerSchema } from './shared/provider-config.js';
 export { createTransitionApplier, type FinishHooks, type Outcome, type TransitionApplier } from './step/apply-transition.js';
 // StepDisposition is the preferred name of StepOutcome (how handling one step job ended, a label).
-export { createStepProcessor, type StepOutcome as StepDisposition, type StepOutcome, type StepProcessor } from './step/step-processor.js';
-export { createToolExecutor, type ToolExecutor } from './step/tool-executor.js';
+export { createStepEngine, type StepEngine, type StepEngineRuntime } from './step/step-engine.js';
+export type { StepOutcome as StepDisposition, StepOutcome, StepProcessor } from './step/step-processor.js';
+export type { ToolExecutor } from './step/tool-executor.js';

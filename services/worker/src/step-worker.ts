@@ -4,11 +4,9 @@ import {
   AUDIT_CHECKPOINT,
   admitJobSchema,
   archiveJobSchema,
-  Bulkhead,
   bullConnection,
   compensateJobSchema,
-  createStepProcessor,
-  createToolExecutor,
+  createStepEngine,
   DEADLINE_SWEEP,
   expireJobSchema,
   failJob,
@@ -81,66 +79,8 @@ export interface StepWorkers {
  */
 export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWorkers {
   const { options, logger } = rt;
-  const { queue, tools, model: models } = options;
-  const toolBulkheads = new Map<string, Bulkhead>();
-  const executeTool = createToolExecutor({
-    ledger: rt.ledger,
-    metrics: rt.metrics,
-    logger,
-    toolTimeoutMs: tools.timeoutMs,
-    maxResultBytes: tools.maxResultBytes,
-    captureContent: rt.tracing.capture,
-    protection: {
-      breakers: rt.breakers,
-      bulkhead: (dependency) => {
-        let b = toolBulkheads.get(dependency);
-        if (!b) {
-          b = new Bulkhead(dependency, tools.processConcurrency, options.resilience.bulkheadWaitMs, (inFlight, rejected) => {
-            rt.metrics.bulkheadInFlight.set({ dependency }, inFlight);
-            if (rejected) rt.metrics.bulkheadRejections.inc({ dependency, scope: 'process' });
-          });
-          toolBulkheads.set(dependency, b);
-        }
-        return b;
-      },
-    },
-  });
-  const steps = createStepProcessor({
-    store: rt.store,
-    applier: rt.applier,
-    feed: rt.feed,
-    journal: rt.journal,
-    model,
-    modelName: models.name,
-    tools: rt.tools,
-    agents: rt.agents,
-    executeTool,
-    quotas: rt.quotas,
-    prices: models.prices,
-    inputFilter: rt.inputFilter,
-    masker: rt.masker,
-    guards: {
-      repeatLimit: options.limits.repeatLimit,
-      toolFailureLimit: tools.failureLimit,
-      toolResultMaxChars: tools.resultMaxChars,
-    },
-    metrics: rt.metrics,
-    logger,
-    toolConcurrency: tools.concurrency,
-    modelTimeoutMs: models.timeoutMs,
-    modelIdleTimeoutMs: models.idleTimeoutMs,
-    approvalTtlMs: options.approvals.ttlMs,
-    budgetFourEyes: options.approvals.budgetFourEyes,
-    versions: {
-      own: rt.version,
-      known: () => rt.versions.known(),
-      fresh: () => rt.versions.fresh(),
-      enqueue: rt.enqueue,
-    },
-    escalation: options.approvals.escalation,
-    spawnChild: rt.spawnChild,
-    delegation: rt.delegation,
-  });
+  const { queue } = options;
+  const { steps } = createStepEngine(rt, { model });
 
   /** Puts the step back for later, or ends the run if "later" is past its deadline. */
   async function delay(job: Job, token: string | undefined, payload: StepJob, err: ReinError): Promise<string> {

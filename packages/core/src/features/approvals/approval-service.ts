@@ -3,6 +3,8 @@ import { type Approval, budgetRaiseSchema, planStepSchema, type RunRecord, TERMI
 import { requirementOf, type Tool } from '@rein/define/internal';
 import { z } from 'zod';
 import type { RunArchive } from '../../adapters/postgres/run-archive.js';
+import { expireJobSchema } from '../../adapters/queue/job-catalog.js';
+import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import { approvalEvent, escalationEvent } from '../../adapters/redis/approval-feed.js';
 import { decodeCursor, encodeCursor } from '../../adapters/redis/index-pager.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
@@ -346,6 +348,12 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
 }
 
 export type ApprovalService = ReturnType<typeof createApprovalService>;
+
+/** The approvals' jobs: expiry and escalation when their instant comes. */
+export const approvalJobs = (approvals: Pick<ApprovalService, 'expireDue' | 'escalateDue'>): JobHandlers<'expire' | 'escalate'> => ({
+  expire: { schema: expireJobSchema, run: async ({ runId, step }) => `expired ${await approvals.expireDue(runId, step)}` },
+  escalate: { schema: expireJobSchema, run: async ({ runId, step }) => `escalated ${await approvals.escalateDue(runId, step)}` },
+});
 
 /** The triage filters of `GET /v1/approvals` an approval itself can answer (the agent is its run's). */
 const matchesTriage = (a: Approval, q: ListApprovalsQuery) =>

@@ -2,7 +2,8 @@ import type { Approval, Compensation, CompensationStatus, CompensationStep, Prin
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import type { AgentCatalog } from '@rein/define/internal';
 import { resultText, type Tool, thrownMessage, toolDependency } from '@rein/define/internal';
-import { type CompensateJob, type Enqueue, UNDO_ROUTE } from '../../adapters/queue/job-catalog.js';
+import { type CompensateJob, compensateJobSchema, type Enqueue, UNDO_ROUTE } from '../../adapters/queue/job-catalog.js';
+import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import { approvalEvent } from '../../adapters/redis/approval-feed.js';
 import type { EffectLedger } from '../../adapters/redis/effect-ledger.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
@@ -482,6 +483,15 @@ export function createCompensator(deps: CompensatorDeps) {
 }
 
 export type Compensator = ReturnType<typeof createCompensator>;
+
+/** A compensation round; on its last attempt it gives up on what it could not undo, and its final failure marks the compensation failed. */
+export const compensationJobs = (compensator: Pick<Compensator, 'process' | 'giveUp'>): JobHandlers<'compensate'> => ({
+  compensate: {
+    schema: compensateJobSchema,
+    run: async (payload, { job }) => `compensation ${await compensator.process(payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`,
+    onFinalFailure: (payload, err) => compensator.giveUp(payload, err.message),
+  },
+});
 
 /**
  * A finished run's saga starts (a replay has nothing to compensate); a decided plan runs.

@@ -153,11 +153,9 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
       budgetFourEyes: opts.budgetFourEyes ?? true,
       ...(opts.escalation ? { escalation: opts.escalation } : {}),
     },
-    ...(opts.delegation
-      ? { limits: { maxAgentDepth: opts.delegation.maxDepth, maxChildrenPerStep: opts.delegation.maxChildrenPerStep } }
-      : {}),
   });
-  const delegation = { maxDepth: options.limits.maxAgentDepth, maxChildrenPerStep: options.limits.maxChildrenPerStep };
+  // A test may set limits no operator could (a depth of 0): they go to the engine as given.
+  const delegation = opts.delegation ?? { maxDepth: options.limits.maxAgentDepth, maxChildrenPerStep: options.limits.maxChildrenPerStep };
   const { steps } = createStepEngine(
     {
       options,

@@ -151,7 +151,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
       // Protocol doors (docs/interop.md): the same caller, the same services.
       registerA2aRoutes(v1, { a2a, runs, streams, logger: rt.logger });
-      registerMcpRoutes(v1, { door: mcp, runs, streams, logger: rt.logger });
+      registerMcpRoutes(v1, { door: mcp, runs, streams, origins: rt.options.http.corsOrigins, logger: rt.logger });
     },
     { doors, cors: true },
   );

@@ -38,6 +38,7 @@ export {
   type ModelRequest,
 } from './adapters/model/model-gateway.js';
 export { createProviderCompletion } from './adapters/model/providers.js';
+export { AddressRefusedError, isRefusedAddress } from './adapters/net/address-guard.js';
 export { type ArchivePool, createArchivePool } from './adapters/postgres/archive-pool.js';
 export { ArchiveSchemaError, checkArchiveSchema, loadMigrations, migrateArchive } from './adapters/postgres/migrations.js';
 export { PgItemStore } from './adapters/postgres/pg-item-store.js';
@@ -156,7 +157,6 @@ export { createScheduleService, type FireResult, type ScheduleService } from './
 export { createStoreService, type ItemView, type StoreService } from './features/store/store-service.js';
 export { createVersionImpact, type VersionImpactCheck, VersionNotRegisteredError } from './features/versions/version-impact.js';
 export { createVersionService, type VersionService } from './features/versions/version-service.js';
-export { isRefusedAddress, WebhookUrlRefusedError } from './features/webhooks/address-guard.js';
 export { createWebhookDelivery, type WebhookDelivery, WebhookDeliveryFailedError } from './features/webhooks/webhook-delivery.js';
 export {
   type DeliveryJob,

@@ -21,6 +21,8 @@ export const runKeys = (runId: string) => {
     children: `${p}:children`,
     /** What its descendants spent: descendant id → that run's usage and cost (each the run's total: writes are idempotent). */
     tree: `${p}:tree`,
+    /** Remote A2A tasks its calls wait on: call key → `{agent, taskId}` (features/remote-agents: cancelled with the run). */
+    remoteTasks: `${p}:remote-tasks`,
   };
 };
 export type RunKeys = ReturnType<typeof runKeys>;

@@ -48,6 +48,16 @@ export class EffectLedger {
     return result === EffectWrite.Held && held ? effectSchema.parse(JSON.parse(held)) : null;
   }
 
+  /**
+   * Adds a handle to a call's intent (what it started elsewhere, to find again after a
+   * crash); false when the run finished meanwhile. Only the call holding the intent writes it.
+   */
+  async recordHandle(runId: string, key: string, tool: string, handle: string): Promise<boolean> {
+    const intent: Effect = { state: 'intent', tool, at: new Date().toISOString(), handle };
+    const [result] = await this.write(runId, 'result', key, intent, 'step');
+    return result === EffectWrite.Written;
+  }
+
   /** Withdraws an intent whose call never started (its breaker refused it), so a retry is not "uncertain". */
   async clearIntent(runId: string, key: string): Promise<void> {
     await this.redis.hdel(runKeys(runId).effects, key);

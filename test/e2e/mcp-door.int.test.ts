@@ -8,7 +8,8 @@ const LATE_ORDER = '客户张三投诉订单 2024001 一直没发货，帮他处
 /** Rein's agents as MCP tools, driven by the official MCP SDK's client over Streamable HTTP with a Rein key. */
 describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
   // Each model reply takes a moment, so a call is still running when the client cancels it.
-  const fleet = fleetPerFile({ modelLatencyMs: 300 });
+  const CONSOLE = 'https://approvals.example.test';
+  const fleet = fleetPerFile({ modelLatencyMs: 300, env: { REIN_CONSOLE_URL: CONSOLE } });
   const open: Client[] = [];
   afterEach(async () => {
     await Promise.all(open.splice(0).map((c) => c.close()));
@@ -49,9 +50,12 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
   it('answers a run parked for approval with what a person must do, without holding the call', async () => {
     const result = await (await connect()).callTool({ name: 'order-assistant', arguments: { input: LATE_ORDER } });
     expect(result.isError).toBe(true);
-    const meta = result._meta?.['rein/run'] as { runId: string; status: string; approvals: Array<{ id: string }> };
+    const meta = result._meta?.['rein/run'] as { runId: string; status: string; approvals: Array<{ id: string; consoleUrl: string }> };
     expect(meta.status).toBe('pending_approval');
-    expect(textOf(result)).toContain(meta.approvals[0]?.id);
+    // Where a person decides it: the console's page for the approval (REIN_CONSOLE_URL), never a link that decides.
+    const page = `${CONSOLE}/console?approval=${meta.approvals[0]?.id}`;
+    expect(meta.approvals[0]?.consoleUrl).toBe(page);
+    expect(textOf(result)).toContain(page);
     const run = await fleet().client().runs.get(meta.runId);
     expect(run.pendingApprovals.map((a) => a.id)).toEqual(meta.approvals.map((a) => a.id));
     // The approval is Rein's like any other: decided on the approver, the run goes on.

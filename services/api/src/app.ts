@@ -67,7 +67,13 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
   const a2a = createA2aService({ runs, approvals: rt.approvals, agents: rt.app.agents, version: rt.version });
-  const mcp = createMcpDoor({ runs, agents: rt.app.agents, version: rt.version, logger: rt.logger });
+  const mcp = createMcpDoor({
+    runs,
+    agents: rt.app.agents,
+    version: rt.version,
+    logger: rt.logger,
+    consoleUrl: rt.options.webhooks.consoleUrl,
+  });
 
   const lgs = createLangGraphService({
     runs,

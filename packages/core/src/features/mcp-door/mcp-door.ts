@@ -15,12 +15,15 @@ import { ConflictError, NotFoundError, ReinError } from '../../shared/errors.js'
 import type { Logger } from '../../shared/logger.js';
 import type { RunService } from '../runs/run-service.js';
 import type { WatchRun } from '../runs/watch-run.js';
+import { approvalConsoleUrl } from '../webhooks/webhook-dispatcher.js';
 
 export interface McpDoorDeps {
   runs: Pick<RunService, 'submit' | 'get' | 'cancel'>;
   agents: readonly AgentProfile[];
   version: string;
   logger: Logger;
+  /** The approver console's public URL (REIN_CONSOLE_URL): a parked call names each approval's page there. */
+  consoleUrl?: string | undefined;
 }
 
 /** A tool call's arguments: the run's input, and the session it continues. */
@@ -77,8 +80,11 @@ export function createMcpDoor(deps: McpDoorDeps) {
     }
     if (run.status === 'pending_approval') {
       const approvals = run.pendingApprovals.filter((a) => a.status === 'pending');
+      // A page where a person decides, never a link that decides: whoever reads this answer may be a model.
+      const where = (id: string) => (deps.consoleUrl ? approvalConsoleUrl(deps.consoleUrl, id) : undefined);
       const lines = approvals.map(
-        (a) => `- approval ${a.id}: ${a.summary} (needs ${a.requiredRole}; POST /v1/approvals/${a.id}/approve on the approver)`,
+        (a) =>
+          `- approval ${a.id}: ${a.summary} (needs ${a.requiredRole}; decide at ${where(a.id) ?? `POST /v1/approvals/${a.id}/approve on the approver`})`,
       );
       return {
         // Not the agent's answer (yet): a client must not take it for one.
@@ -87,7 +93,13 @@ export function createMcpDoor(deps: McpDoorDeps) {
         _meta: {
           'rein/run': {
             ...meta['rein/run'],
-            approvals: approvals.map((a) => ({ id: a.id, summary: a.summary, requiredRole: a.requiredRole, expiresAt: a.expiresAt })),
+            approvals: approvals.map((a) => ({
+              id: a.id,
+              summary: a.summary,
+              requiredRole: a.requiredRole,
+              expiresAt: a.expiresAt,
+              ...(deps.consoleUrl ? { consoleUrl: where(a.id) } : {}),
+            })),
           },
         },
       };

@@ -1,5 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fleetPerFile, KEYS } from '../support/fleet.js';
 
@@ -63,6 +64,43 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
       .client()
       .approvals.approve(meta.approvals[0]?.id ?? '');
     await fleet().waitForRun(meta.runId, (r) => r.status === 'succeeded');
+  });
+
+  it('runs a call as an MCP task the client polls: the task is the run, parked for a person, then completed', async () => {
+    const client = await connect();
+    const { tools } = await client.listTools();
+    expect(tools.find((t) => t.name === 'order-assistant')?.execution).toEqual({ taskSupport: 'optional' });
+    const created = await client.request(
+      { method: 'tools/call', params: { name: 'order-assistant', arguments: { input: LATE_ORDER }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    const taskId = created.task.taskId;
+    expect(await fleet().client().runs.get(taskId)).toMatchObject({ agent: 'order-assistant' });
+    let task = await client.experimental.tasks.getTask(taskId);
+    for (let i = 0; task.status === 'working' && i < 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      task = await client.experimental.tasks.getTask(taskId);
+    }
+    expect(task.status).toBe('input_required');
+    const [approval] = (await fleet().client().runs.get(taskId)).pendingApprovals;
+    expect(task.statusMessage).toContain(`${CONSOLE}/console?approval=${approval?.id}`);
+    // Another user's client does not see the task; the approval is decided by a person as ever.
+    await expect((await connect(KEYS.other.key)).experimental.tasks.getTask(taskId)).rejects.toThrow(/not found/i);
+    await fleet()
+      .client(KEYS.approver.key)
+      .approvals.approve(approval?.id ?? '');
+    await fleet().waitForRun(taskId, (r) => r.status === 'succeeded');
+    expect((await client.experimental.tasks.getTask(taskId)).status).toBe('completed');
+    const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    expect(textOf(result)).toContain('2024001');
+
+    // A task the client cancels cancels its run.
+    const second = await client.request(
+      { method: 'tools/call', params: { name: 'order-assistant', arguments: { input: LATE_ORDER }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    expect((await client.experimental.tasks.cancelTask(second.task.taskId)).status).toBe('cancelled');
+    expect((await fleet().client().runs.get(second.task.taskId)).status).toBe('cancelled');
   });
 
   it('cancels the run when the client cancels the call', async () => {

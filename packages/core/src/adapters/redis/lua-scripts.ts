@@ -113,6 +113,7 @@ const scripts = {
   openCohort: { file: 'open-cohort-1.lua', keys: 1 },
   putStoreItem: { file: 'put-store-item-1.lua', keys: 1 },
   replaceIfSame: { file: 'replace-if-same-1.lua', keys: 1 },
+  hsetIfSame: { file: 'hset-if-same-1.lua', keys: 1 },
   markArchived: { file: 'mark-archived-1.lua', keys: 1 },
   /** Its key count varies with the run's keys: the first argument says it. */
   dropRun: { file: 'drop-run.lua', keys: undefined },
@@ -284,6 +285,8 @@ export function scriptGateway(redis: RedisClient) {
       r.putStoreItem(k.store, a.address, a.json, str(a.max)) as Promise<number>,
     replaceIfSame: (k: { key: string }, a: { held: string; next: string; ttlSeconds: number }) =>
       r.replaceIfSame(k.key, a.held, a.next, str(a.ttlSeconds)) as Promise<number>,
+    hsetIfSame: (k: { hash: string }, a: { field: string; held: string; next: string }) =>
+      r.hsetIfSame(k.hash, a.field, a.held, a.next) as Promise<number>,
     markArchived: (k: { run: string }, a: { at: string; revision: string }) => r.markArchived(k.run, a.at, a.revision) as Promise<number>,
     dropRun: (k: { events: string; others: readonly string[] }, a: { lastEventId: string }) =>
       r.dropRun(str(1 + k.others.length), k.events, ...k.others, a.lastEventId) as Promise<number>,

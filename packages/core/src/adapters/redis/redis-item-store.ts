@@ -40,6 +40,17 @@ export class RedisItemStore implements ItemStore {
     return raw === null ? null : parse(raw);
   }
 
+  async touch(tenantId: string, scope: StoreScope, read: StoredItem, expiresAt: number): Promise<void> {
+    const field = itemAddress(scope, read.namespace, read.key);
+    const raw = await this.redis.hget(tenantKeys(tenantId).store, field);
+    const held = raw === null ? null : parse(raw);
+    if (!held || held.updatedAt !== read.updatedAt) return;
+    await this.scripts.hsetIfSame(
+      { hash: tenantKeys(tenantId).store },
+      { field, held: raw as string, next: JSON.stringify({ ...held, expiresAt }) },
+    );
+  }
+
   async delete(tenantId: string, scope: StoreScope, namespace: readonly string[], key: string): Promise<void> {
     await this.redis.hdel(tenantKeys(tenantId).store, itemAddress(scope, namespace, key));
   }

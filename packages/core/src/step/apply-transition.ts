@@ -61,6 +61,8 @@ export type Outcome =
 export interface FinishHooks {
   /** The run just finished (webhooks, compensation). */
   finished(run: RunRecord): Promise<void>;
+  /** A commit changed a live run's status or approvals without finishing it (A2A push notifications). */
+  changed?(run: RunRecord): Promise<void>;
   /** An approval of a finished run (its compensation plan) was decided. */
   decided?(run: RunRecord): Promise<void>;
 }
@@ -166,6 +168,8 @@ export function createTransitionApplier(deps: ApplierDeps) {
     // A hook that commits (a saga's plan approval) applies an outcome on the finished run: no finish, no hooks again.
     if (finished) await deps.hooks?.finished(next);
     await Promise.all([charged, treeCharged, deps.store.afterCommit(from, next, change.approvals ?? [])]);
+    // A step that only continues changes neither: most commits call nothing here.
+    if (!TERMINAL_STATUSES.includes(next.status) && (next.status !== from.status || change.approvals?.length)) await deps.hooks?.changed?.(next);
     // A sub-agent's committed events also reach its ancestors' streams (a reader of the root sees the tree).
     // Best effort: the copies are a convenience of the stream, the child's own stream and trace keep everything.
     if (next.ancestors?.length && change.events?.length)

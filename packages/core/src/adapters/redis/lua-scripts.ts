@@ -112,6 +112,7 @@ const scripts = {
   finishCohortReplay: { file: 'finish-cohort-replay-4.lua', keys: 4 },
   openCohort: { file: 'open-cohort-1.lua', keys: 1 },
   putStoreItem: { file: 'put-store-item-1.lua', keys: 1 },
+  putPushConfig: { file: 'put-push-config-1.lua', keys: 1 },
 } as const;
 
 export interface ReinScripts {
@@ -136,6 +137,7 @@ export interface ReinScripts {
   finishCohortReplay(finished: string, held: string, tokens: string, running: string, ...argv: string[]): Promise<number>;
   openCohort(open: string, id: string, now: string, staleBefore: string, max: string): Promise<OpenCohortResult>;
   putStoreItem(store: string, address: string, json: string, max: string): Promise<number>;
+  putPushConfig(configs: string, field: string, json: string, max: string, ttlSeconds: string): Promise<number>;
 }
 
 /** Registers the Lua scripts on a connection (EVALSHA with EVAL fallback, via ioredis). */

@@ -169,7 +169,8 @@ export function createTransitionApplier(deps: ApplierDeps) {
     if (finished) await deps.hooks?.finished(next);
     await Promise.all([charged, treeCharged, deps.store.afterCommit(from, next, change.approvals ?? [])]);
     // A step that only continues changes neither: most commits call nothing here.
-    if (!TERMINAL_STATUSES.includes(next.status) && (next.status !== from.status || change.approvals?.length)) await deps.hooks?.changed?.(next);
+    if (!TERMINAL_STATUSES.includes(next.status) && (next.status !== from.status || change.approvals?.length))
+      await deps.hooks?.changed?.(next);
     // A sub-agent's committed events also reach its ancestors' streams (a reader of the root sees the tree).
     // Best effort: the copies are a convenience of the stream, the child's own stream and trace keep everything.
     if (next.ancestors?.length && change.events?.length)

@@ -28,10 +28,7 @@ export interface A2aPushDeps {
  */
 function keyOf(config: StoredPushConfig, task: A2aTask): string {
   const entered = A2A_TERMINAL.includes(task.status.state) ? '' : task.status.timestamp;
-  return createHash('sha256')
-    .update([config.userId, config.id, task.id, task.status.state, entered].join('\n'))
-    .digest('hex')
-    .slice(0, 32);
+  return createHash('sha256').update([config.userId, config.id, task.id, task.status.state, entered].join('\n')).digest('hex').slice(0, 32);
 }
 
 /**
@@ -102,7 +99,9 @@ export function createA2aPush(deps: A2aPushDeps) {
         feature: 'a2a-push',
         finished: changed,
         changed: (run) =>
-          changed(run).catch((err: Error) => deps.logger.error({ runId: run.id, err: err.message }, 'could not enqueue A2A push notifications')),
+          changed(run).catch((err: Error) =>
+            deps.logger.error({ runId: run.id, err: err.message }, 'could not enqueue A2A push notifications'),
+          ),
       };
     },
   };

@@ -197,7 +197,8 @@ export function createA2aService(deps: A2aServiceDeps) {
         const body = submitRunBodySchema.safeParse({ agent: profile.name, input, sessionId });
         if (!body.success)
           throw new InvalidRequestError(`message: ${body.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-        if (pushConfig?.taskId) throw new InvalidRequestError('a push config sent with a new message names no task: the task is the one it starts');
+        if (pushConfig?.taskId)
+          throw new InvalidRequestError('a push config sent with a new message names no task: the task is the one it starts');
         ({ run } = await deps.runs.submit(principal, body.data, `a2a:${message.messageId}`));
         if (pushConfig) await setPushConfig(principal, run, pushConfig);
       }

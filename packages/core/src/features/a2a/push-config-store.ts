@@ -38,8 +38,7 @@ export class PushConfigStore {
     const json = JSON.stringify(storedPushConfigSchema.parse(config));
     const field = pushConfigField(config.userId, config.id);
     return (
-      (await withScripts(this.redis).putPushConfig(runKeys(config.taskId).a2aPush, field, json, String(max), String(this.ttlSeconds))) ===
-      1
+      (await withScripts(this.redis).putPushConfig(runKeys(config.taskId).a2aPush, field, json, String(max), String(this.ttlSeconds))) === 1
     );
   }
 

@@ -113,18 +113,22 @@ export function createA2aService(deps: A2aServiceDeps) {
   /**
    * Stores the caller's config on a task it can read and tells it the task's state at once.
    * Without an id, the URL names it: the same request again replaces it rather than adding one.
+   * Without a token, Rein makes one (the receiver reads it back with Get or List).
    * Its URL was checked before (`checkPushUrl`).
    */
   async function setPushConfig(principal: Principal, run: RunView, params: PushConfigParams): Promise<PushConfigView> {
     if (params.taskId && params.taskId !== run.id) throw new InvalidRequestError(`the config names task ${params.taskId}, not ${run.id}`);
+    const id = params.id ?? `pc_${createHash('sha256').update(params.url).digest('hex').slice(0, 24)}`;
+    // No token given: the one Rein gave this config before, if it holds one, so a retry changes nothing.
+    const held = params.token ? null : await deps.push.configs.byField(run.id, pushConfigField(principal.userId, id));
     const config: StoredPushConfig = {
       schemaVersion: 1,
-      id: params.id ?? `pc_${createHash('sha256').update(params.url).digest('hex').slice(0, 24)}`,
+      id,
       taskId: run.id,
       tenantId: principal.tenantId,
       userId: principal.userId,
       url: params.url,
-      token: params.token ?? randomBytes(24).toString('base64url'),
+      token: params.token ?? held?.token ?? randomBytes(24).toString('base64url'),
       ...(params.authentication ? { authentication: params.authentication } : {}),
       createdAt: new Date((deps.push.now ?? Date.now)()).toISOString(),
     };

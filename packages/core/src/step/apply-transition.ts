@@ -102,7 +102,8 @@ function stepFollowUps(t: Transition): FollowUps {
  * order: compare-and-set, with a step's tenant charge sent beside it → a finished run's
  * charge lands → the finish hooks of a run that just finished → the indexes (the
  * active-runs index last, so the reaper repairs a crash in between) → the counters →
- * log → follow-ups (feed events, jobs, expiry timers). The charge lands before the next
+ * log → follow-ups (feed events, jobs, expiry timers) → the change hooks of a live run whose
+ * status or approvals changed (A2A push notifications). The charge lands before the next
  * step is enqueued, so that step's quota check sees it; the indexes are written before
  * it, so a next step's own indexes are never overwritten by older ones. Counters are read
  * from the committed records, after the commit: an attempt that loses the compare-and-set
@@ -168,9 +169,6 @@ export function createTransitionApplier(deps: ApplierDeps) {
     // A hook that commits (a saga's plan approval) applies an outcome on the finished run: no finish, no hooks again.
     if (finished) await deps.hooks?.finished(next);
     await Promise.all([charged, treeCharged, deps.store.afterCommit(from, next, change.approvals ?? [])]);
-    // A step that only continues changes neither: most commits call nothing here.
-    if (!TERMINAL_STATUSES.includes(next.status) && (next.status !== from.status || change.approvals?.length))
-      await deps.hooks?.changed?.(next);
     // A sub-agent's committed events also reach its ancestors' streams (a reader of the root sees the tree).
     // Best effort: the copies are a convenience of the stream, the child's own stream and trace keep everything.
     if (next.ancestors?.length && change.events?.length)
@@ -189,6 +187,9 @@ export function createTransitionApplier(deps: ApplierDeps) {
     await scheduleExpiry(followUps.expiry ?? []);
     for (const e of followUps.cancelExpiry ?? []) await deps.cancelExpiry?.(e);
     if (o.kind === 'decide' && TERMINAL_STATUSES.includes(from.status)) await deps.hooks?.decided?.(next);
+    // Last, so that the next job is not kept waiting; a step that only continues changes neither, and calls nothing here.
+    if (!TERMINAL_STATUSES.includes(next.status) && (next.status !== from.status || change.approvals?.length))
+      await deps.hooks?.changed?.(next);
     return next;
   }
 

@@ -403,11 +403,12 @@ async function buildRuntime<X extends Extras>(
   runEnd.plug([
     cohortPlug(cohorts),
     webhookPlug(dispatcher),
-    a2aPush.plug(),
     compensationPlug(compensator, logger),
     treePlug(tree),
     sessionPlug(enqueue),
     fairSharePlug(quotas, enqueue),
+    // After the plugs that move other runs: a push that cannot be enqueued holds up only the archive (the reaper retries both).
+    a2aPush.plug(),
     ...(archive ? [archivePlug(archive.archiving)] : []),
   ]);
   return {

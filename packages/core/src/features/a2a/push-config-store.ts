@@ -23,6 +23,14 @@ export const pushConfigField = (userId: string, id: string) => `${encodeURICompo
 
 const parse = (raw: string) => storedPushConfigSchema.parse(JSON.parse(raw));
 
+const safeJson = (raw: string): unknown => {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+};
+
 /**
  * A task's push-notification configs: one hash under the run's hash tag (dropped with the
  * run's keys), living as long as the run's trace from the latest write.
@@ -48,10 +56,18 @@ export class PushConfigStore {
     return raw ? parse(raw) : null;
   }
 
-  /** Every config of the task, whoever set it: what a change of state fans out to. Empty for nearly every run. */
+  /**
+   * Every config of the task, whoever set it: what a change of state fans out to. Empty for
+   * nearly every run. One that does not parse is left out, so it cannot hold up a run's finish hooks.
+   */
   async all(taskId: string): Promise<StoredPushConfig[]> {
     const raw = await this.redis.hvals(runKeys(taskId).a2aPush);
-    return raw.map(parse).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    return raw
+      .flatMap((r) => {
+        const parsed = storedPushConfigSchema.safeParse(safeJson(r));
+        return parsed.success ? [parsed.data] : [];
+      })
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
 
   /** Removes one config of this caller; returns whether it existed. */

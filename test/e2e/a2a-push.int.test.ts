@@ -125,7 +125,12 @@ describe('A2A push notifications with the @a2a-js/sdk client', () => {
   const at = (path: string) => [
     ...new Map(receiver.got.filter((d) => d.path === path && d.answered === 204).map((d) => [d.headers['webhook-id'], d])).values(),
   ];
-  const statesAt = (path: string) => at(path).map((d) => taskOf(d).status?.state);
+  /** The states pushed to `path`, in the order the task entered them (a retried delivery arrives late). */
+  const statesAt = (path: string) =>
+    at(path)
+      .map((d) => taskOf(d).status)
+      .sort((a, b) => String(a?.timestamp).localeCompare(String(b?.timestamp)))
+      .map((s) => s?.state);
   async function until(what: string, probe: () => boolean): Promise<void> {
     const end = Date.now() + 45_000;
     while (Date.now() < end) {
@@ -183,7 +188,7 @@ describe('A2A push notifications with the @a2a-js/sdk client', () => {
     // Each change once, in order: no state twice in a row, input-required then working then completed.
     expect(states.filter((s, i) => s === states[i - 1])).toEqual([]);
     expect(states.slice(-3)).toEqual([TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED]);
-    const done = at('/flaky').at(-1) as Delivery;
+    const done = at('/flaky').find((d) => taskOf(d).status?.state === TaskState.TASK_STATE_COMPLETED) as Delivery;
     expect(taskOf(done).artifacts[0]?.parts[0]?.content).toMatchObject({ $case: 'text' });
     for (const d of at('/flaky')) expect(signedWith(token, d)).toBe(true);
     // The refused first delivery came again, the same notification under the same webhook-id.
@@ -278,5 +283,24 @@ describe('A2A push notifications with the @a2a-js/sdk client', () => {
     // Replacing one it holds is still allowed.
     await client.createTaskPushNotificationConfig(config(task.id, '/many/0', { token: 'replaced-token' }));
     await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+
+    // An inline config naming a task (another one) with a new message starts nothing.
+    await expect(client.sendMessage(send(text(LATE_ORDER), config(task.id, '/inline-elsewhere')))).rejects.toMatchObject(invalid);
+    // Shapes the SDK would not send: JSON-RPC straight.
+    const rpc = async (method: string, params: unknown) => {
+      const res = await fetch(`${fleet().api}/a2a/order-assistant`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${KEYS.user.key}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      });
+      return ((await res.json()) as { error?: { code: number } }).error?.code;
+    };
+    const url = `${receiver.url}/raw`;
+    expect(await rpc('tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url } })).toBe(-32601);
+    expect(await rpc('CreateTaskPushNotificationConfig', { taskId: task.id, url, authentication: { scheme: 'Bearer' } })).toBe(-32602);
+    expect(await rpc('CreateTaskPushNotificationConfig', { taskId: task.id, url: { href: url } })).toBe(-32602);
+    expect(await rpc('CreateTaskPushNotificationConfig', { taskId: task.id, url, token: 'x'.repeat(513) })).toBe(-32602);
+    expect(await rpc('ListTaskPushNotificationConfigs', { taskId: task.id, pageSize: -1 })).toBe(-32602);
+    expect(await rpc('GetTaskPushNotificationConfig', { taskId: task.id })).toBe(-32602);
   });
 });

@@ -42,6 +42,8 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     const { runId } = (result._meta?.['rein/run'] ?? {}) as { runId: string };
     expect(await fleet().client().runs.get(runId)).toMatchObject({ status: 'succeeded', agent: 'order-assistant' });
     expect(progress.length).toBeGreaterThan(0);
+    // MCP: progress increases with each notification.
+    expect(progress.every((p, i) => i === 0 || p > (progress[i - 1] ?? p))).toBe(true);
   });
 
   it('answers a run parked for approval with what a person must do, without holding the call', async () => {
@@ -73,11 +75,20 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     expect(ended.status).toBe('cancelled');
   });
 
-  it('refuses a caller without a key, and bad arguments', async () => {
+  it('refuses a caller without a key and an unknown tool; answers bad arguments with a result a model can correct', async () => {
     await expect(connect('not-a-key')).rejects.toThrow();
     const client = await connect();
-    await expect(client.callTool({ name: 'order-assistant', arguments: { input: '' } })).rejects.toThrow(/input/);
-    await expect(client.callTool({ name: 'order-assistant', arguments: { input: 'x', extra: 1 } })).rejects.toThrow();
     await expect(client.callTool({ name: 'no-such-agent', arguments: { input: 'x' } })).rejects.toThrow(/no tool/);
+    const { runs: before } = await fleet().client().runs.list({ limit: 1 });
+    // MCP 2025-11-25: an input validation error is a tool execution error (isError), not a protocol error.
+    const empty = await client.callTool({ name: 'order-assistant', arguments: { input: '' } });
+    expect(empty.isError).toBe(true);
+    expect(textOf(empty)).toMatch(/^invalid_request: input/);
+    const extra = await client.callTool({ name: 'order-assistant', arguments: { input: 'x', extra: 1 } });
+    expect(extra.isError).toBe(true);
+    expect(textOf(extra)).toMatch(/extra/);
+    // Neither started a run.
+    const { runs: after } = await fleet().client().runs.list({ limit: 1 });
+    expect(after[0]?.id).toBe(before[0]?.id);
   });
 });

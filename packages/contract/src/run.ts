@@ -275,7 +275,8 @@ export type StepRecord = z.infer<typeof stepRecordSchema>;
 
 /** What a write-tool effect looks like in the ledger (I4). */
 export const effectSchema = z.discriminatedUnion('state', [
-  z.object({ state: z.literal('intent'), tool: z.string(), at: z.string() }),
+  /** `handle`: what the call remembered of the work it started elsewhere (a remote task id), to find it again after a crash. */
+  z.object({ state: z.literal('intent'), tool: z.string(), at: z.string(), handle: z.string().optional() }),
   z.object({ state: z.literal('done'), tool: z.string(), at: z.string(), ok: z.boolean(), observation: z.string() }),
 ]);
 export type Effect = z.infer<typeof effectSchema>;

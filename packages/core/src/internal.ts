@@ -38,6 +38,7 @@ export {
   type ModelRequest,
 } from './adapters/model/model-gateway.js';
 export { createProviderCompletion } from './adapters/model/providers.js';
+export { AddressRefusedError, isRefusedAddress } from './adapters/net/address-guard.js';
 export { type ArchivePool, createArchivePool } from './adapters/postgres/archive-pool.js';
 export { ArchiveSchemaError, checkArchiveSchema, loadMigrations, migrateArchive } from './adapters/postgres/migrations.js';
 export { PgItemStore } from './adapters/postgres/pg-item-store.js';
@@ -156,7 +157,6 @@ export { createScheduleService, type FireResult, type ScheduleService } from './
 export { createStoreService, type ItemView, type StoreService } from './features/store/store-service.js';
 export { createVersionImpact, type VersionImpactCheck, VersionNotRegisteredError } from './features/versions/version-impact.js';
 export { createVersionService, type VersionService } from './features/versions/version-service.js';
-export { isRefusedAddress, WebhookUrlRefusedError } from './features/webhooks/address-guard.js';
 export { createWebhookDelivery, type WebhookDelivery, WebhookDeliveryFailedError } from './features/webhooks/webhook-delivery.js';
 export {
   type DeliveryJob,
@@ -168,23 +168,8 @@ export {
 } from './features/webhooks/webhook-dispatcher.js';
 export { createWebhookService, MAX_WEBHOOKS_PER_TENANT, type WebhookService } from './features/webhooks/webhook-service.js';
 export { DELIVERY_LOG_SIZE, WebhookStore } from './features/webhooks/webhook-store.js';
-export { type A2aRoutesDeps, registerA2aCard, registerA2aRoutes } from './http/a2a-routes.js';
-export { type Authenticator, createAuthenticator } from './http/authenticator.js';
 export { basicPassword, bearerToken, findApiKey, metricsAuthorized } from './http/credentials.js';
-export { registerDoorRoutes } from './http/door-routes.js';
 export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
-export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';
-export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
-export { type McpRoutesDeps, registerMcpRoutes } from './http/mcp-routes.js';
-export { OPENAPI_PATH } from './http/openapi.js';
-export { takeOver } from './http/raw-reply.js';
-export { receipted, receiptedHeader } from './http/receipt-reply.js';
-export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
-export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
-export { type RunRoutesDeps, registerRunRoutes } from './http/run-routes.js';
-export { registerScheduleRoutes } from './http/schedule-routes.js';
-export { createServiceApp } from './http/service-app.js';
-export { EventStreams, lastEventId, type SseEntry, type SseFrames, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
 export { contentVersion, resolveAppVersion } from './policy/app/app-version.js';
 export { canonicalJson, hashArguments } from './policy/app/argument-hash.js';
 export type { FleetVersions } from './policy/app/fleet-versions.js';
@@ -232,6 +217,7 @@ export type { ItemStore, StoredItem } from './policy/store/store-items.js';
 export { loadApp, loadAppOrExit } from './process/load-app.js';
 export { createRegistry, type Registry } from './process/registry.js';
 export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './process/runtime.js';
+export { closeOnSignals, exitOnStartError, type RunningService, type ServiceOptions, serviceOptions } from './process/service-lifecycle.js';
 export { type Config, configSchema, loadConfig, loadConfigOrExit, requireCredentials, workerShards } from './shared/config.js';
 export {
   ArchiveUnavailableError,

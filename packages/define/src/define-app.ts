@@ -5,6 +5,7 @@ import { CALL_PREFIX, checkDelegation, isDelegationName, TRANSFER_PREFIX } from 
 import { ConfigError } from './errors.js';
 import { type InputRules, inputRulesSchema, type PiiRules, piiRulesSchema } from './guard-rules.js';
 import { type McpServers, mcpServersSchema } from './mcp-server-config.js';
+import { type RemoteAgents, remoteAgentsSchema, remoteAgentTool } from './remote-agent-config.js';
 import { type Tool, toolValueSchema } from './tool.js';
 
 /**
@@ -47,6 +48,13 @@ export interface AppDefinition {
    * choice for third-party servers: no hint of theirs can lift an approval. Default `true`.
    */
   trustAnnotations?: boolean;
+  /**
+   * Remote A2A agents, each the tool `call_<name>` `{input}` for the agents that list it:
+   * `{url, headers?, description?, approval?, timeoutMs?, optional?}`. A call is a governed
+   * write: journaled (a worker that dies mid-call asks the remote task's state, never sends
+   * again), approved unless `approval: false`, and cancelled with its run.
+   */
+  remoteAgents?: RemoteAgents;
 }
 
 /** An app: what `REIN_APP`'s default export is, and what `startApi`/`startWorker`/`startApprover` take. */
@@ -59,6 +67,7 @@ export interface App {
   readonly guards: { input?: InputRules; pii?: PiiRules };
   readonly handoffAnswer: string;
   readonly mcpServers: McpServers;
+  readonly remoteAgents: RemoteAgents;
 }
 
 /**
@@ -90,7 +99,11 @@ export function defineApp(def: AppDefinition): App {
     guards,
     handoffAnswer: def.handoffAnswer ?? HANDOFF_ANSWER,
     mcpServers: withTrust(parseRules(mcpServersSchema, def.mcpServers ?? {}, 'mcpServers'), def.trustAnnotations),
+    remoteAgents: parseRules(remoteAgentsSchema, def.remoteAgents ?? {}, 'remoteAgents'),
   };
+  // call_<name> would be both a sub-agent call and the remote agent's tool.
+  const shadowed = Object.keys(app.remoteAgents).find((name) => def.agents.some((a) => a.name === name));
+  if (shadowed) throw new ConfigError(`app: remote agent "${shadowed}" has the name of one of the app's agents`);
   if (typeof def.tools !== 'function') checkTools(app, def.tools);
   return app;
 }
@@ -153,6 +166,7 @@ export function checkTools(app: App, tools: readonly Tool[]): void {
   }
   names.add(READ_RESULT_TOOL); // built in: the registry adds it for agents with a context policy
   for (const t of MEMORY_TOOLS) names.add(t); // built in: the registry adds them for agents with memory
+  for (const remote of Object.keys(app.remoteAgents)) names.add(remoteAgentTool(remote)); // built by the registry
   for (const agent of app.agents) {
     const unknown = agent.tools.find((t) => !names.has(t) && !Object.keys(app.mcpServers).some((server) => t.startsWith(`${server}__`)));
     if (unknown) throw new ConfigError(`app: agent "${agent.name}" names tool "${unknown}", which the app does not define`);

@@ -13,10 +13,12 @@ export { type InputRules, inputRulesSchema, type PiiRules, piiRulesSchema } from
 export type { McpServerConfig, McpServers, McpToolOverride } from './mcp-server-config.js';
 export type { OutputSpec } from './output-spec.js';
 export type { PlanOptions } from './plan-options.js';
+export type { RemoteAgentConfig, RemoteAgents } from './remote-agent-config.js';
 export {
   type ApprovalRequirement,
   type CompensateWith,
   defineTool,
+  type EffectHandle,
   type Tool,
   type ToolContext,
   type ToolDefinition,

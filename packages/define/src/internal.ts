@@ -12,5 +12,6 @@ export * from './guard-rules.js';
 export * from './mcp-server-config.js';
 export * from './output-spec.js';
 export * from './plan-options.js';
+export * from './remote-agent-config.js';
 export * from './tool.js';
 export * from './zod-schema.js';

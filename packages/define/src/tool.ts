@@ -35,6 +35,22 @@ export interface ToolContext extends Principal {
   signal: AbortSignal;
   /** Bound to the run and step; PII in what it logs is masked. */
   logger: ToolLogger;
+  /** A write call's entry in the effect ledger (Rein sets it for write tools): absent for reads. */
+  effect?: EffectHandle;
+}
+
+/**
+ * For a write tool that starts work elsewhere and waits for it (a remote task, a job): it
+ * remembers the work's handle before waiting, so a call cut off by a crash finds that work
+ * again instead of starting it twice.
+ */
+export interface EffectHandle {
+  /** An earlier attempt of this very call was cut off (a worker stopped mid-call). */
+  readonly resumed: boolean;
+  /** What that attempt remembered, if it got that far. */
+  readonly remembered?: string;
+  /** Remembers the handle; false when the run has finished meanwhile (stop the work: nobody waits for it). */
+  remember(handle: string): Promise<boolean>;
 }
 
 /** What an approval policy asks for; `null` means the call needs no approval. */

@@ -9,34 +9,36 @@ import {
   versionImpactQuerySchema,
 } from '@rein/contract';
 import {
-  createA2aService,
-  createLangGraphService,
-  createMcpDoor,
   createServiceApp,
-  createVersionImpact,
-  createVersionService,
   EventStreams,
-  InvalidRequestError,
   idParamsSchema,
   parseInput,
-  REIN_ATTR,
-  type Runtime,
   receipted,
   receiptedHeader,
   registerA2aCard,
   registerA2aRoutes,
   registerDoorRoutes,
   registerMcpRoutes,
-  registerQueueDepth,
   registerRunRoutes,
   registerScheduleRoutes,
-  registerVersionGauges,
-  ScheduleStore,
   apiRoutes as schemas,
   streamCaps,
+  versionParamsSchema,
+} from '@rein/core/http';
+import {
+  createA2aService,
+  createLangGraphService,
+  createMcpDoor,
+  createVersionImpact,
+  createVersionService,
+  InvalidRequestError,
+  REIN_ATTR,
+  type Runtime,
+  registerQueueDepth,
+  registerVersionGauges,
+  ScheduleStore,
   submitSpan,
   ThreadStore,
-  versionParamsSchema,
 } from '@rein/core/internal';
 import type { FastifyInstance } from 'fastify';
 import { registerLangGraphRoutes } from './langgraph-routes.js';
@@ -155,7 +157,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
       // Protocol doors (docs/interop.md): the same caller, the same services.
       registerA2aRoutes(v1, { a2a, runs, streams, logger: rt.logger });
-      registerMcpRoutes(v1, { door: mcp, runs, streams, logger: rt.logger });
+      registerMcpRoutes(v1, { door: mcp, runs, streams, origins: rt.options.http.corsOrigins, logger: rt.logger });
     },
     { doors, cors: true },
   );

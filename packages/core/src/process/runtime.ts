@@ -33,6 +33,7 @@ import { auditProofFrom } from '../features/audit/audit-proof.js';
 import { createReceipts, type Receipts } from '../features/audit/receipts.js';
 import { type Compensator, compensationPlug, createCompensator } from '../features/compensation/compensation.js';
 import { createSignIns, type SignIns } from '../features/identity/sign-ins.js';
+import { createRemoteAgents } from '../features/remote-agents/remote-agents.js';
 import { cohortPlug, createReplayCohortService, type ReplayCohortService } from '../features/replay/replay-cohort-service.js';
 import { createReplayService, type ReplayService } from '../features/replay/replay-service.js';
 import { createFairShare, type FairShare, fairSharePlug } from '../features/runs/fair-share.js';
@@ -213,12 +214,17 @@ async function buildRuntime<X extends Extras>(
     maxValueBytes: options.store.maxValueBytes,
     maxItems: options.store.maxItems,
   });
+  const remoteAgents = createRemoteAgents(app.remoteAgents, { redis, allowPrivate: options.remoteAgents.allowPrivate, logger });
   let registry: Registry;
   let mcp: McpManager;
   let versions: VersionDirectory;
   let scheduler: StepScheduler | undefined;
   try {
-    registry = createRegistry(app, { redis }, { faultInjection: options.resilience.faultInjection === 'on', memory: itemStore });
+    registry = createRegistry(
+      app,
+      { redis },
+      { faultInjection: options.resilience.faultInjection === 'on', memory: itemStore, remoteAgents },
+    );
     // Before MCP servers join: a server's tools are stood for by its declaration.
     const declared = [...registry.tools.values()];
     const version = resolveAppVersion(app, declared, options.appVersion);
@@ -234,7 +240,7 @@ async function buildRuntime<X extends Extras>(
       queueError,
     );
     mcp = new McpManager(app.mcpServers, registry.tools, { logger, metrics });
-    if (connectMcp) await mcp.start();
+    if (connectMcp) await Promise.all([mcp.start(), remoteAgents.start(registry.tools)]);
     await versions.start();
     // What this version serves, for a deploy's impact check (its MCP servers stood for by their declarations).
     await versions.register(manifestOf(version, app.agents, declared, Object.keys(app.mcpServers), new Date().toISOString()));
@@ -401,6 +407,8 @@ async function buildRuntime<X extends Extras>(
   // plugs before it wrote. A plug that throws leaves the run in the active-runs index, and
   // the reaper runs the hooks again.
   runEnd.plug([
+    // First: what still works elsewhere for the run stops before anything is undone.
+    remoteAgents.plug,
     cohortPlug(cohorts),
     webhookPlug(dispatcher),
     compensationPlug(compensator, logger),

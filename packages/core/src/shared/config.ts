@@ -289,6 +289,7 @@ export const configSchema = z.object({
   REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(72_000),
   /** Let webhooks call loopback, private and link-local addresses (tests and local setups only). */
   REIN_WEBHOOK_ALLOW_PRIVATE: flag.default(false),
+  REIN_REMOTE_AGENT_ALLOW_PRIVATE: flag.default(false),
   REIN_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /**
    * The approver console's public base URL (`https://approvals.example.com`): an

@@ -25,6 +25,8 @@ export const runKeys = (runId: string) => {
     a2aPush: `${p}:a2a-push`,
     /** The A2A task state last pushed to those configs: a commit that leaves it as it was pushes nothing. */
     a2aPushState: `${p}:a2a-push-state`,
+    /** Remote A2A tasks its calls wait on: call key → `{agent, taskId}` (features/remote-agents: cancelled with the run). */
+    remoteTasks: `${p}:remote-tasks`,
   };
 };
 export type RunKeys = ReturnType<typeof runKeys>;

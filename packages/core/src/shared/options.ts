@@ -207,6 +207,10 @@ export interface ReinOptions {
     /** REIN_OIDC_CONSOLE_TOKEN. @default 'access' */
     consoleToken: Config['REIN_OIDC_CONSOLE_TOKEN'];
   };
+  remoteAgents: {
+    /** REIN_REMOTE_AGENT_ALLOW_PRIVATE: remote A2A agents on private addresses (an in-cluster agent) may be called. @default false */
+    allowPrivate: Config['REIN_REMOTE_AGENT_ALLOW_PRIVATE'];
+  };
   webhooks: {
     /** REIN_WEBHOOK_ALLOW_PRIVATE. @default false */
     allowPrivate: Config['REIN_WEBHOOK_ALLOW_PRIVATE'];
@@ -366,6 +370,7 @@ export const envOptionPaths = {
   REIN_HTTP_IDLE_TIMEOUT_MS: 'http.idleTimeoutMs',
   REIN_HTTP_KEEP_ALIVE_TIMEOUT_MS: 'http.keepAliveTimeoutMs',
   REIN_WEBHOOK_ALLOW_PRIVATE: 'webhooks.allowPrivate',
+  REIN_REMOTE_AGENT_ALLOW_PRIVATE: 'remoteAgents.allowPrivate',
   REIN_WEBHOOK_TIMEOUT_MS: 'webhooks.timeoutMs',
   REIN_WEBHOOK_RETRY_BASE_MS: 'webhooks.retryBaseMs',
   REIN_CONSOLE_URL: 'webhooks.consoleUrl',

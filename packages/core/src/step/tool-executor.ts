@@ -1,5 +1,5 @@
-import type { Approval, ModelToolCall, ToolCallRecord } from '@rein/contract';
-import { resultText, type Tool, toolDependency } from '@rein/define/internal';
+import type { Approval, Effect, ModelToolCall, ToolCallRecord } from '@rein/contract';
+import { type EffectHandle, resultText, type Tool, toolDependency } from '@rein/define/internal';
 import type { EffectLedger } from '../adapters/redis/effect-ledger.js';
 import type { Bulkhead } from '../adapters/resilience/bulkhead.js';
 import type { CircuitBreakers, FleetBreakerState } from '../adapters/resilience/circuit-breakers.js';
@@ -56,6 +56,13 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     return { record: { id: call.id, name: call.name, arguments: args, outcome, observation, durationMs, ...extra } };
   };
 
+  /** A write call's entry in the ledger, as its tool sees it (remote calls resume by what they remembered). */
+  const effectHandle = (tool: string, ctx: CallContext, prior: Effect | null): EffectHandle => ({
+    resumed: prior?.state === 'intent',
+    ...(prior?.state === 'intent' && prior.handle ? { remembered: prior.handle } : {}),
+    remember: (handle) => deps.ledger.recordHandle(ctx.runId, ctx.idempotencyKey, tool, handle),
+  });
+
   /**
    * Runs the tool; a write tool through the effect ledger, whose recorded result is reused,
    * never re-run. A read tool has no effect to protect: cut off by a crash, it simply runs
@@ -107,7 +114,12 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       const timedOut = () => (msLeft < ownMs ? new ToolCallCutError(timeoutMs) : new Error(`timed out after ${timeoutMs} ms`));
       const invoke = () =>
         Promise.race([
-          tool.execute(args, { ...ctx, signal, logger: deps.logger.child({ runId: ctx.runId, step: ctx.step, tool: tool.name }) }),
+          tool.execute(args, {
+            ...ctx,
+            signal,
+            logger: deps.logger.child({ runId: ctx.runId, step: ctx.step, tool: tool.name }),
+            ...(journaled ? { effect: effectHandle(tool.name, ctx, prior) } : {}),
+          }),
           new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(timedOut()), { once: true })),
         ]);
       const p = deps.protection;

@@ -7,8 +7,8 @@ import type { RedisClient } from './redis.js';
  * taken once per run, when it finishes, not per step.
  */
 export async function runFootprint(redis: RedisClient, runId: string): Promise<number> {
-  // At a run's finish its effect ledger is gone and no compensation exists yet: not asked for.
-  const { effects: _dropped, compensation: _later, ...kept } = runKeys(runId);
+  // At a run's finish its effect ledger is gone, its remote tasks are settled and no compensation exists yet: not asked for.
+  const { effects: _dropped, remoteTasks: _settled, compensation: _later, ...kept } = runKeys(runId);
   const pipeline = redis.pipeline();
   for (const key of Object.values(kept)) pipeline.memory('USAGE', key, 'SAMPLES', 0);
   const replies = (await pipeline.exec()) ?? [];

@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { type Principal, type RunView, submitRunBodySchema } from '@rein/contract';
 import type { AgentProfile } from '@rein/define/internal';
+import { assertPublicUrl } from '../../adapters/net/address-guard.js';
 import { A2A_TERMINAL, type A2aTask, a2aContextId, a2aSettled, a2aState, a2aTask } from '../../policy/a2a/a2a-task.js';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../../shared/errors.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
 import type { RunService } from '../runs/run-service.js';
 import type { WatchRun } from '../runs/watch-run.js';
-import { assertPublicUrl } from '../webhooks/address-guard.js';
 import type { A2aPush } from './a2a-push.js';
 import { a2aDecisionSchema, type PushConfigParams, type SendMessageParams } from './a2a-schemas.js';
 import { type PushConfigStore, pushConfigField, type StoredPushConfig } from './push-config-store.js';
@@ -140,7 +140,7 @@ export function createA2aService(deps: A2aServiceDeps) {
 
   /** A push URL Rein may call (the webhooks' SSRF rule), checked before anything is started or decided. */
   async function checkPushUrl(params: PushConfigParams | undefined): Promise<void> {
-    if (params && !deps.push.allowPrivate) await assertPublicUrl(params.url);
+    if (params && !deps.push.allowPrivate) await assertPublicUrl(params.url, 'webhook_url');
   }
 
   /** The caller's own config of a task it can read; anyone else's, like a missing one, is not found. */

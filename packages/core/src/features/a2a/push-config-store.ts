@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { withScripts } from '../../adapters/redis/lua-scripts.js';
+import { scriptGateway } from '../../adapters/redis/lua-scripts.js';
 import type { RedisClient } from '../../adapters/redis/redis.js';
 import type { A2aTaskState } from '../../policy/a2a/a2a-task.js';
 import { runKeys } from '../../shared/keys.js';
@@ -46,7 +46,10 @@ export class PushConfigStore {
     const json = JSON.stringify(storedPushConfigSchema.parse(config));
     const field = pushConfigField(config.userId, config.id);
     return (
-      (await withScripts(this.redis).putPushConfig(runKeys(config.taskId).a2aPush, field, json, String(max), String(this.ttlSeconds))) === 1
+      (await scriptGateway(this.redis).putPushConfig(
+        { configs: runKeys(config.taskId).a2aPush },
+        { field, json, max, ttlSeconds: this.ttlSeconds },
+      )) === 1
     );
   }
 

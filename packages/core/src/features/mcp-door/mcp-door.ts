@@ -117,11 +117,11 @@ export function createMcpDoor(deps: McpDoorDeps) {
         const agent = byName.get(req.params.name);
         if (!agent) throw new McpError(ErrorCode.InvalidParams, `no tool ${req.params.name}`);
         const args = callArgumentsSchema.safeParse(req.params.arguments ?? {});
-        if (!args.success)
-          throw new McpError(
-            ErrorCode.InvalidParams,
-            args.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; '),
-          );
+        // MCP 2025-11-25: bad arguments are the call's result, which a model can read and correct; an unknown tool is a protocol error.
+        if (!args.success) {
+          const problems = args.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ');
+          return { isError: true, content: [{ type: 'text', text: `invalid_request: ${problems}` }] };
+        }
         let run: RunView;
         try {
           ({ run } = await deps.runs.submit(principal, { agent: agent.name, ...args.data }));

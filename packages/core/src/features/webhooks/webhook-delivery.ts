@@ -3,10 +3,10 @@ import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import type { DeliveryAttempt } from '@rein/contract';
 import { Webhook as Signer } from 'standardwebhooks';
+import { AddressRefusedError, isRefusedAddress, publicOnlyLookup } from '../../adapters/net/address-guard.js';
 import { ReinError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
-import { isRefusedAddress, publicOnlyLookup, WebhookUrlRefusedError } from './address-guard.js';
 import type { DeliveryJob, PushJob, WebhookJob } from './webhook-dispatcher.js';
 import type { WebhookStore } from './webhook-store.js';
 
@@ -45,7 +45,8 @@ export function postGuarded(
   deps: Pick<WebhookDeliveryDeps, 'allowPrivate' | 'timeoutMs'>,
 ): Promise<Response> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (!deps.allowPrivate && isIP(host) && isRefusedAddress(host)) return Promise.reject(new WebhookUrlRefusedError(host));
+  if (!deps.allowPrivate && isIP(host) && isRefusedAddress(host))
+    return Promise.reject(new AddressRefusedError(host, 'webhook_url_refused'));
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     const req = send(
@@ -142,7 +143,7 @@ export function createWebhookDelivery(deps: WebhookDeliveryDeps) {
       failure = `endpoint answered ${res.status}`;
       await record(lastAttempt ? 'gave_up' : 'failed', { status: res.status, error: failure });
     } catch (err) {
-      if (err instanceof WebhookUrlRefusedError) {
+      if (err instanceof AddressRefusedError) {
         await record('refused', { error: err.message });
         deps.logger.warn({ ...logged, err: err.message }, 'webhook delivery refused');
         return 'refused'; // not retried: the endpoint is not one Rein may call

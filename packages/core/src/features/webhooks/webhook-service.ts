@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Principal } from '@rein/contract';
 import { type CreateWebhookBody, createdWebhookSchema, type Webhook, type WebhookView } from '@rein/contract';
+import { assertPublicUrl } from '../../adapters/net/address-guard.js';
 import type { AuditLog } from '../../adapters/redis/audit-log.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
-import { assertPublicUrl } from './address-guard.js';
 import type { WebhookStore } from './webhook-store.js';
 
 /** Webhooks one tenant may register. */
@@ -53,7 +53,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     /** The one response that carries the signing secret: the caller keeps it. */
     async create(principal: Principal, body: CreateWebhookBody) {
       requireAdmin(principal);
-      if (!deps.allowPrivate) await assertPublicUrl(body.url);
+      if (!deps.allowPrivate) await assertPublicUrl(body.url, 'webhook_url');
       const hook: Webhook = {
         schemaVersion: 1,
         id: `wh_${randomUUID().replaceAll('-', '')}`,

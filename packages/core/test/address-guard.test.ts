@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { describe, expect, it } from 'vitest';
-import { isRefusedAddress } from '../src/features/webhooks/address-guard.js';
+import { isRefusedAddress } from '../src/adapters/net/address-guard.js';
 import { WEBHOOK_ATTEMPTS, webhookRetryDelayMs } from '../src/features/webhooks/webhook-dispatcher.js';
 
 describe('webhook address guard (SSRF)', () => {

@@ -38,7 +38,7 @@ function embeddedIPv4(ip: IPv6): IPv4 | null | undefined {
 }
 
 /**
- * Whether a webhook may call this address: an allow-list, not a deny-list. IPv4 must be
+ * Whether Rein may call this address (webhooks, sinks, remote agents): an allow-list, not a deny-list. IPv4 must be
  * plain unicast (none of the library's special ranges: private, loopback, link-local,
  * carrier-grade NAT, documentation, benchmarking, reserved, ...); IPv6 must be global
  * unicast outside every special range, and an IPv6 address carrying an IPv4 one is judged
@@ -56,44 +56,47 @@ function isPublicAddress(address: string): boolean {
   return v6.range() === 'unicast' && v6.match(GLOBAL_UNICAST_V6);
 }
 
-/** Whether a webhook may not reach this IP address (anything that is not a public unicast address). */
+/** Whether Rein may not call this IP address (anything that is not a public unicast address). */
 export const isRefusedAddress = (address: string): boolean => !isPublicAddress(address);
 
 /**
- * A webhook URL whose host is, or resolves to, an address Rein does not call (SSRF). The
- * message never names the address: the refusal must not tell a caller what an internal
- * name resolves to.
+ * A host that is, or resolves to, an address Rein does not call (SSRF): a webhook's, a
+ * checkpoint sink's, a remote agent's. The message never names the address: the refusal
+ * must not tell a caller what an internal name resolves to.
  */
-export class WebhookUrlRefusedError extends InvalidRequestError {
-  constructor(host: string) {
-    super(`webhook host ${host} is not a public address (or resolves to one that is not)`, 'webhook_url_refused');
+export class AddressRefusedError extends InvalidRequestError {
+  constructor(host: string, code = 'address_refused') {
+    super(`host ${host} is not a public address (or resolves to one that is not)`, code);
   }
 }
 
-/** Refuses a URL whose host is or resolves (now) to a refused address; at creation time. */
-export async function assertPublicUrl(url: string): Promise<void> {
+/**
+ * Refuses a URL whose host is or resolves (now) to a refused address; at creation time.
+ * The codes are `<what>_refused` and `<what>_unresolvable` (e.g. `webhook_url_refused`).
+ */
+export async function assertPublicUrl(url: string, what: string): Promise<void> {
   const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
   const addresses = isIP(host)
     ? [host]
     : await dnsLookupAll(host, { all: true }).then(
         (list) => list.map((a) => a.address),
         () => {
-          throw new InvalidRequestError(`webhook host ${host} does not resolve`, 'webhook_url_unresolvable');
+          throw new InvalidRequestError(`host ${host} does not resolve`, `${what}_unresolvable`);
         },
       );
-  if (addresses.some(isRefusedAddress)) throw new WebhookUrlRefusedError(host);
+  if (addresses.some(isRefusedAddress)) throw new AddressRefusedError(host, `${what}_refused`);
 }
 
 /**
- * A `lookup` for http(s).request that refuses private answers: the address checked is
- * the one connected to, so a DNS answer that changes between check and connect (DNS
- * rebinding) cannot slip through. IP-literal hosts skip lookups: check them with isRefusedAddress.
+ * A `lookup` for http(s).request and undici that refuses private answers: the address
+ * checked is the one connected to, so a DNS answer that changes between check and connect
+ * (DNS rebinding) cannot slip through. IP-literal hosts skip lookups: check them with isRefusedAddress.
  */
 export const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
   dnsLookup(hostname, options, (err, address, family) => {
     if (err) return callback(err, address, family);
     const list = Array.isArray(address) ? address.map((a: { address: string }) => a.address) : [address];
-    if (list.some(isRefusedAddress)) return callback(new WebhookUrlRefusedError(hostname), address, family);
+    if (list.some(isRefusedAddress)) return callback(new AddressRefusedError(hostname), address, family);
     callback(null, address, family);
   });
 };

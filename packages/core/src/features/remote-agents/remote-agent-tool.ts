@@ -1,0 +1,185 @@
+import { type Message, Role, type Task } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import {
+  callArgumentsSchema,
+  type RemoteAgentConfig,
+  remoteAgentTool,
+  type Tool,
+  ToolError,
+  ToolOutcomeUnknownError,
+} from '@rein/define/internal';
+import type { RemoteTaskList } from '../../adapters/redis/remote-tasks.js';
+import { messageText, remoteOutcome } from '../../policy/a2a/remote-task.js';
+import { hashArguments } from '../../policy/app/argument-hash.js';
+
+/** How long a call waits on its remote task by default; past it, the remote task is cancelled. */
+export const DEFAULT_REMOTE_TIMEOUT_MS = 5 * 60_000;
+/** What the executor gives the call beyond its own deadline, so the call cancels the remote task itself. */
+const GRACE_MS = 15_000;
+const SUMMARY_MAX = 300;
+
+export interface RemoteAgentToolDeps {
+  /** The SDK client for this remote agent (its card read within the TTL). */
+  client(): Promise<Client>;
+  tasks: RemoteTaskList;
+  /** Pause between two reads of the remote task's state (ms, for the attempt number). */
+  pollDelayMs?: (attempt: number) => number;
+  now?: () => number;
+}
+
+const defaultPollDelay = (attempt: number) => Math.min(2_000, 200 * 2 ** Math.min(attempt, 4));
+
+/** A JSON-RPC error the remote agent answered with: it refused the request, so nothing happened there. */
+const answeredWithError = (err: unknown): err is Error & { envelopeCode: number } =>
+  typeof (err as { envelopeCode?: unknown } | null)?.envelopeCode === 'number';
+/** JSON-RPC's internal error: the agent may have acted before it failed. */
+const INTERNAL_ERROR = -32603;
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+
+/**
+ * A remote A2A agent as the tool `call_<name>` `{input}`: a governed write. The message's
+ * id is the call's idempotency key; the remote task's id is remembered in the effect
+ * ledger before the call waits on it, so a worker that dies mid-call resumes by reading
+ * the task's state and never sends the message again (without the id, the outcome is
+ * uncertain). The task stays listed, to be cancelled when the run ends, until it is over.
+ */
+export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, deps: RemoteAgentToolDeps): Tool {
+  const timeoutMs = config.timeoutMs ?? DEFAULT_REMOTE_TIMEOUT_MS;
+  const pollDelay = deps.pollDelayMs ?? defaultPollDelay;
+  const now = deps.now ?? Date.now;
+  const approval =
+    config.approval === false
+      ? null
+      : { risk: config.approval?.risk ?? ('high' as const), requiredRole: config.approval?.requiredRole ?? 'approver' };
+  const origin = new URL(config.url).origin;
+
+  /** Sends once. A refusal by the agent is a failure; a broken link after sending is an unknown outcome. */
+  async function send(client: Client, message: Message, signal: AbortSignal): Promise<Task | Message> {
+    try {
+      return await client.sendMessage(
+        {
+          tenant: '',
+          message,
+          configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
+          metadata: undefined,
+        },
+        { signal },
+      );
+    } catch (err) {
+      if (answeredWithError(err) && err.envelopeCode !== INTERNAL_ERROR)
+        throw new ToolError('remote_agent_refused', `${name} refused the message: ${err.message}`);
+      throw new ToolOutcomeUnknownError(
+        `the message to ${name} may have arrived, but no answer came back (${(err as Error).message})`,
+        err,
+      );
+    }
+  }
+
+  /** Cancels the remote task; whether it is cancelled (or over) now. */
+  async function cancel(client: Client, taskId: string): Promise<boolean> {
+    try {
+      const task = await client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(10_000) });
+      return remoteOutcome(name, task).kind !== 'pending';
+    } catch {
+      return false;
+    }
+  }
+
+  /** Reads the task until it is over or asks for input; a read that fails is tried again until the deadline. */
+  async function waitFor(
+    client: Client,
+    task: Task,
+    deadline: number,
+    signal: AbortSignal,
+    runId: string,
+    callKey: string,
+  ): Promise<string> {
+    for (let attempt = 0; ; attempt++) {
+      const outcome = remoteOutcome(name, task);
+      if (outcome.kind === 'needs_input') return outcome.text; // left listed: the run's end cancels what nobody will answer
+      if (outcome.kind === 'answer' || outcome.kind === 'failed') {
+        await deps.tasks.remove(runId, callKey);
+        if (outcome.kind === 'failed') throw new ToolError('remote_agent_failed', outcome.text);
+        return outcome.text;
+      }
+      if (now() >= deadline || signal.aborted) {
+        const why = signal.aborted ? 'the call was cut off' : `no answer within ${timeoutMs} ms`;
+        if (await cancel(client, task.id)) {
+          await deps.tasks.remove(runId, callKey);
+          throw new ToolError('remote_agent_timeout', `${name}: ${why}; its task ${task.id} was cancelled`);
+        }
+        throw new ToolOutcomeUnknownError(`${name}: ${why}, and its task ${task.id} could not be cancelled`);
+      }
+      await sleep(Math.min(pollDelay(attempt), Math.max(0, deadline - now())), signal);
+      task = await client.getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: AbortSignal.timeout(30_000) }).catch(() => task);
+    }
+  }
+
+  return {
+    name: remoteAgentTool(name),
+    description: config.description ?? `Ask the remote agent "${name}" and get its answer.`,
+    kind: 'write',
+    parameters: callArgumentsSchema,
+    dependency: `a2a:${name}`,
+    // Re-run after a crash only to resume: the remembered task is read, the message never sent again.
+    honoursIdempotencyKey: true,
+    timeoutMs: timeoutMs + GRACE_MS,
+    // Another address or approval rule voids approvals granted under the old one.
+    policyVersion: 1 + Number.parseInt(hashArguments({ url: config.url, approval }).slice(0, 7), 16),
+    policySource: JSON.stringify({ remoteAgent: name, url: config.url, approval }),
+    approval: (args) => {
+      if (!approval) return null;
+      const input = (args as { input: string }).input;
+      const shown = input.length > SUMMARY_MAX ? `${input.slice(0, SUMMARY_MAX)}…` : input;
+      return { ...approval, summary: `Ask the remote agent ${name}: ${shown}`, context: { 'remote agent': name, at: origin } };
+    },
+    execute: async (args, ctx) => {
+      const { input } = callArgumentsSchema.parse(args);
+      const effect = ctx.effect;
+      if (!effect) throw new Error(`${remoteAgentTool(name)} runs only as a journaled write`);
+      const deadline = now() + timeoutMs;
+      const client = await deps.client();
+      let task: Task;
+      if (effect.remembered) {
+        const id = effect.remembered;
+        task = await client.getTask({ tenant: '', id, historyLength: 0 }, { signal: ctx.signal }).catch((err: Error) => {
+          throw new ToolOutcomeUnknownError(`${name}'s task ${id}, started before a worker stopped, cannot be read (${err.message})`, err);
+        });
+      } else {
+        if (effect.resumed)
+          throw new ToolOutcomeUnknownError(`a worker stopped while it sent the message to ${name}, before its task was known`);
+        const message: Message = {
+          messageId: ctx.idempotencyKey,
+          contextId: '',
+          taskId: '',
+          role: Role.ROLE_USER,
+          parts: [{ content: { $case: 'text', value: input }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+          metadata: undefined,
+          extensions: [],
+          referenceTaskIds: [],
+        };
+        const sent = await send(client, message, ctx.signal);
+        if (!('status' in sent)) return messageText(sent) || `(${name} answered with an empty message)`;
+        task = sent;
+        await deps.tasks.add(ctx.runId, ctx.idempotencyKey, { agent: name, taskId: task.id });
+        if (!(await effect.remember(task.id))) {
+          await cancel(client, task.id);
+          throw new ToolError('remote_agent_cancelled', `the run finished while ${name} worked; its task ${task.id} was cancelled`);
+        }
+      }
+      return waitFor(client, task, deadline, ctx.signal, ctx.runId, ctx.idempotencyKey);
+    },
+  };
+}

@@ -402,7 +402,7 @@ async function buildRuntime<X extends Extras>(
     logger,
   });
   const pushConfigs = new PushConfigStore(redis, options.retention.traceTtlDays * 86_400);
-  const a2aPush = createA2aPush({ configs: pushConfigs, store, dispatcher, logger });
+  const a2aPush = createA2aPush({ configs: pushConfigs, store, dispatcher, logger, metrics });
   // What a run's end sets off, in this order. The archive is last: its job reads what the
   // plugs before it wrote. A plug that throws leaves the run in the active-runs index, and
   // the reaper runs the hooks again.

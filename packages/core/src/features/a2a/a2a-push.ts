@@ -4,6 +4,7 @@ import { Webhook as Signer } from 'standardwebhooks';
 import type { RunStore } from '../../adapters/redis/run-store.js';
 import { A2A_TERMINAL, type A2aTask, a2aTask } from '../../policy/a2a/a2a-task.js';
 import type { Logger } from '../../shared/logger.js';
+import type { Metrics } from '../../shared/metrics.js';
 import type { RunEndPlug } from '../run-end.js';
 import { runView } from '../runs/run-service.js';
 import type { DeliveryTarget } from '../webhooks/webhook-delivery.js';
@@ -19,6 +20,7 @@ export interface A2aPushDeps {
   /** The webhook queue: push notifications are delivered, retried and guarded as webhooks are. */
   dispatcher: Pick<WebhookDispatcher, 'push'>;
   logger: Logger;
+  metrics: Metrics;
 }
 
 /**
@@ -99,9 +101,10 @@ export function createA2aPush(deps: A2aPushDeps) {
         feature: 'a2a-push',
         finished: changed,
         changed: (run) =>
-          changed(run).catch((err: Error) =>
-            deps.logger.error({ runId: run.id, err: err.message }, 'could not enqueue A2A push notifications'),
-          ),
+          changed(run).catch((err: Error) => {
+            deps.metrics.webhookDeliveries.inc({ outcome: 'not_enqueued' });
+            deps.logger.error({ runId: run.id, err: err.message }, 'could not enqueue A2A push notifications');
+          }),
       };
     },
   };

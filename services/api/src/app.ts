@@ -66,7 +66,13 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
-  const a2a = createA2aService({ runs, approvals: rt.approvals, agents: rt.app.agents, version: rt.version });
+  const a2a = createA2aService({
+    runs,
+    approvals: rt.approvals,
+    agents: rt.app.agents,
+    version: rt.version,
+    push: { configs: rt.pushConfigs, notify: rt.a2aPush, allowPrivate: rt.options.webhooks.allowPrivate },
+  });
   const mcp = createMcpDoor({
     runs,
     agents: rt.app.agents,

@@ -112,6 +112,7 @@ const scripts = {
   finishCohortReplay: { file: 'finish-cohort-replay-4.lua', keys: 4 },
   openCohort: { file: 'open-cohort-1.lua', keys: 1 },
   putStoreItem: { file: 'put-store-item-1.lua', keys: 1 },
+  putPushConfig: { file: 'put-push-config-1.lua', keys: 1 },
   replaceIfSame: { file: 'replace-if-same-1.lua', keys: 1 },
   hsetIfSame: { file: 'hset-if-same-1.lua', keys: 1 },
   markArchived: { file: 'mark-archived-1.lua', keys: 1 },
@@ -283,6 +284,8 @@ export function scriptGateway(redis: RedisClient) {
       r.openCohort(k.open, a.id, str(a.nowMs), str(a.staleBeforeMs), str(a.max)) as Promise<OpenCohortResult>,
     putStoreItem: (k: { store: string }, a: { address: string; json: string; max: number }) =>
       r.putStoreItem(k.store, a.address, a.json, str(a.max)) as Promise<number>,
+    putPushConfig: (k: { configs: string }, a: { field: string; json: string; max: number; ttlSeconds: number }) =>
+      r.putPushConfig(k.configs, a.field, a.json, str(a.max), str(a.ttlSeconds)) as Promise<number>,
     replaceIfSame: (k: { key: string }, a: { held: string; next: string; ttlSeconds: number }) =>
       r.replaceIfSame(k.key, a.held, a.next, str(a.ttlSeconds)) as Promise<number>,
     hsetIfSame: (k: { hash: string }, a: { field: string; held: string; next: string }) =>

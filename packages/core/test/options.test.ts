@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { serviceOptions } from '../src/http/run-http-service.js';
+import { serviceOptions } from '../src/process/service-lifecycle.js';
 import { configSchema, loadConfig } from '../src/shared/config.js';
 import { compileOptions, envOptionPaths, optionsFromEnv } from '../src/shared/options.js';
 

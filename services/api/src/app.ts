@@ -9,36 +9,38 @@ import {
   versionImpactQuerySchema,
 } from '@rein/contract';
 import {
-  createA2aService,
-  createDecisionLog,
-  createLangGraphService,
-  createMcpDoor,
   createServiceApp,
-  createVersionImpact,
-  createVersionService,
-  createWebhookService,
   EventStreams,
-  InvalidRequestError,
   idParamsSchema,
   parseInput,
-  REIN_ATTR,
-  type Runtime,
   receipted,
   receiptedHeader,
   registerA2aCard,
   registerA2aRoutes,
   registerDoorRoutes,
   registerMcpRoutes,
-  registerQueueDepth,
   registerRunRoutes,
   registerScheduleRoutes,
-  registerVersionGauges,
-  ScheduleStore,
   apiRoutes as schemas,
   streamCaps,
+  versionParamsSchema,
+} from '@rein/core/http';
+import {
+  createA2aService,
+  createDecisionLog,
+  createLangGraphService,
+  createMcpDoor,
+  createVersionImpact,
+  createVersionService,
+  createWebhookService,
+  InvalidRequestError,
+  REIN_ATTR,
+  type Runtime,
+  registerQueueDepth,
+  registerVersionGauges,
+  ScheduleStore,
   submitSpan,
   ThreadStore,
-  versionParamsSchema,
 } from '@rein/core/internal';
 import type { FastifyInstance } from 'fastify';
 import { registerLangGraphRoutes } from './langgraph-routes.js';
@@ -69,8 +71,20 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
-  const a2a = createA2aService({ runs, approvals: rt.approvals, agents: rt.app.agents, version: rt.version });
-  const mcp = createMcpDoor({ runs, agents: rt.app.agents, version: rt.version, logger: rt.logger });
+  const a2a = createA2aService({
+    runs,
+    approvals: rt.approvals,
+    agents: rt.app.agents,
+    version: rt.version,
+    push: { configs: rt.pushConfigs, notify: rt.a2aPush, allowPrivate: rt.options.webhooks.allowPrivate },
+  });
+  const mcp = createMcpDoor({
+    runs,
+    agents: rt.app.agents,
+    version: rt.version,
+    logger: rt.logger,
+    consoleUrl: rt.options.webhooks.consoleUrl,
+  });
 
   const lgs = createLangGraphService({
     runs,
@@ -154,7 +168,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
       // Protocol doors (docs/interop.md): the same caller, the same services.
       registerA2aRoutes(v1, { a2a, runs, streams, logger: rt.logger });
-      registerMcpRoutes(v1, { door: mcp, runs, streams, logger: rt.logger });
+      registerMcpRoutes(v1, { door: mcp, runs, streams, origins: rt.options.http.corsOrigins, logger: rt.logger });
     },
     { doors, cors: true },
   );

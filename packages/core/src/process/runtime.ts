@@ -24,6 +24,8 @@ import { VersionDirectory } from '../adapters/redis/version-directory.js';
 import { CircuitBreakers } from '../adapters/resilience/circuit-breakers.js';
 import { FleetLimit } from '../adapters/resilience/fleet-limit.js';
 import { setupTracing, type Tracing } from '../adapters/tracing/tracing-setup.js';
+import { type A2aPush, createA2aPush } from '../features/a2a/a2a-push.js';
+import { PushConfigStore } from '../features/a2a/push-config-store.js';
 import { type ApprovalService, createApprovalService } from '../features/approvals/approval-service.js';
 import { archivePlug, createRunArchiving, type RunArchiving } from '../features/archive/run-archiving.js';
 import { auditProofFrom } from '../features/audit/audit-proof.js';
@@ -108,6 +110,9 @@ export interface Runtime {
   receipts: Receipts;
   webhookStore: WebhookStore;
   dispatcher: WebhookDispatcher;
+  /** A2A tasks' push-notification configs, and the notifications sent at each change of a task's state. */
+  pushConfigs: PushConfigStore;
+  a2aPush: A2aPush;
   compensator: Compensator;
   /** The PostgreSQL archive of finished runs, when REIN_ARCHIVE_URL is set. */
   archive?: { pool: ArchivePool; runs: RunArchive; archiving: RunArchiving };
@@ -405,6 +410,8 @@ async function buildRuntime<X extends Extras>(
     identities: options.http.apiKeys?.map(({ tenantId, userId, roles }) => ({ tenantId, userId, roles })),
     ...(signIns ? { signIns } : {}),
   });
+  const pushConfigs = new PushConfigStore(redis, options.retention.traceTtlDays * 86_400);
+  const a2aPush = createA2aPush({ configs: pushConfigs, store, dispatcher, logger, metrics });
   // What a run's end sets off, in this order. The archive is last: its job reads what the
   // plugs before it wrote. A plug that throws leaves the run in the active-runs index, and
   // the reaper runs the hooks again.
@@ -417,6 +424,8 @@ async function buildRuntime<X extends Extras>(
     treePlug(tree),
     sessionPlug(enqueue),
     fairSharePlug(quotas, enqueue),
+    // After the plugs that move other runs: a push that cannot be enqueued holds up only the archive (the reaper retries both).
+    a2aPush.plug(),
     ...(archive ? [archivePlug(archive.archiving)] : []),
   ]);
   return {
@@ -462,6 +471,8 @@ async function buildRuntime<X extends Extras>(
     receipts,
     webhookStore,
     dispatcher,
+    pushConfigs,
+    a2aPush,
     compensator,
     ...added,
     async close() {

@@ -1,4 +1,4 @@
-import { type Message, Role, type Task } from '@a2a-js/sdk';
+import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import {
   callArgumentsSchema,
@@ -87,17 +87,18 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
     }
   }
 
-  /** Cancels the remote task; whether it is cancelled (or over) now. */
-  async function cancel(client: Client, taskId: string): Promise<boolean> {
-    try {
-      const task = await client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(10_000) });
-      return remoteOutcome(name, task).kind !== 'pending';
-    } catch {
-      return false;
-    }
+  /** Asks the agent to cancel the task; the task as it answers (it may have ended otherwise meanwhile), or none. */
+  async function cancel(client: Client, taskId: string): Promise<Task | undefined> {
+    return client
+      .cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(10_000) })
+      .catch(() => undefined);
   }
 
-  /** Reads the task until it is over or asks for input; a read that fails is tried again until the deadline. */
+  /**
+   * Reads the task until it is over or asks for input; a read that fails is tried again
+   * until the deadline. Then the task is cancelled, and the call ends as the agent's answer
+   * to the cancel says: cancelled, or over otherwise meanwhile (its own outcome), or unknown.
+   */
   async function waitFor(
     client: Client,
     task: Task,
@@ -106,21 +107,22 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
     runId: string,
     callKey: string,
   ): Promise<string> {
+    let stopped: string | undefined; // why the call stopped waiting and cancelled the task
     for (let attempt = 0; ; attempt++) {
       const outcome = remoteOutcome(name, task);
       if (outcome.kind === 'needs_input') return outcome.text; // left listed: the run's end cancels what nobody will answer
       if (outcome.kind === 'answer' || outcome.kind === 'failed') {
         await deps.tasks.remove(runId, callKey);
+        if (stopped && task.status?.state === TaskState.TASK_STATE_CANCELED)
+          throw new ToolError('remote_agent_timeout', `${name}: ${stopped}; its task ${task.id} was cancelled`);
         if (outcome.kind === 'failed') throw new ToolError('remote_agent_failed', outcome.text);
         return outcome.text;
       }
+      if (stopped) throw new ToolOutcomeUnknownError(`${name}: ${stopped}, and its task ${task.id} could not be cancelled`);
       if (now() >= deadline || signal.aborted) {
-        const why = signal.aborted ? 'the call was cut off' : `no answer within ${timeoutMs} ms`;
-        if (await cancel(client, task.id)) {
-          await deps.tasks.remove(runId, callKey);
-          throw new ToolError('remote_agent_timeout', `${name}: ${why}; its task ${task.id} was cancelled`);
-        }
-        throw new ToolOutcomeUnknownError(`${name}: ${why}, and its task ${task.id} could not be cancelled`);
+        stopped = signal.aborted ? 'the call was cut off' : `no answer within ${timeoutMs} ms`;
+        task = (await cancel(client, task.id)) ?? task;
+        continue;
       }
       await sleep(Math.min(pollDelay(attempt), Math.max(0, deadline - now())), signal);
       task = await client.getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: AbortSignal.timeout(30_000) }).catch(() => task);

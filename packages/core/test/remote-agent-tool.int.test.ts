@@ -1,0 +1,154 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RunRecord } from '@rein/contract';
+import type { AgentProfile, RemoteAgentConfig, Tool } from '@rein/define/internal';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RemoteAgentClient } from '../src/adapters/a2a/remote-agent-client.js';
+import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
+import { RemoteTaskList } from '../src/adapters/redis/remote-tasks.js';
+import { createRemoteAgentTool } from '../src/features/remote-agents/remote-agent-tool.js';
+import { planCalls } from '../src/policy/step/call-plan.js';
+import { runKeys } from '../src/shared/keys.js';
+import { createMetrics } from '../src/shared/metrics.js';
+import { createToolExecutor } from '../src/step/tool-executor.js';
+import { startTestRedis, type TestRedis } from '../src/testing/index.js';
+
+/**
+ * call_<name> against a remote agent that misbehaves as an adversary's would: a raw
+ * JSON-RPC server (the SDK's own server would not answer like this), Rein's side the real
+ * SDK client, tool executor and effect ledger on Redis.
+ */
+type Rpc = { id: number; method: string; params: { id?: string } };
+type Handler = (rpc: Rpc, res: ServerResponse) => void;
+
+let redisServer: TestRedis;
+let redis: Redis;
+beforeAll(async () => {
+  redisServer = await startTestRedis();
+  redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
+});
+afterAll(async () => {
+  redis.disconnect();
+  await redisServer.stop();
+});
+
+const open: Server[] = [];
+afterEach(async () => {
+  for (const s of open.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+});
+
+const answer = (res: ServerResponse, rpc: Rpc, result: unknown) =>
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result }));
+const refuse = (res: ServerResponse, rpc: Rpc, code: number, message: string) =>
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, error: { code, message } }));
+const task = (id: string, state: string, text?: string) => ({
+  id,
+  contextId: 'c',
+  status: { state },
+  artifacts: text ? [{ artifactId: 'a', parts: [{ text }] }] : [],
+});
+const bodyOf = (req: IncomingMessage) =>
+  new Promise<string>((resolve) => {
+    let s = '';
+    req.on('data', (c) => {
+      s += c;
+    });
+    req.on('end', () => resolve(s));
+  });
+
+/** A remote agent answering each JSON-RPC method as `on` says (unset: a task that keeps working). */
+async function remoteAgent(on: Partial<Record<'SendMessage' | 'GetTask' | 'CancelTask', Handler>>) {
+  const calls: Rpc[] = [];
+  const server = createServer(async (req, res) => {
+    if (req.url?.endsWith('agent-card.json')) {
+      const card = {
+        name: 'peer',
+        description: 'A peer.',
+        supportedInterfaces: [{ url: `${base}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+        version: '1',
+        capabilities: {},
+        defaultInputModes: ['text'],
+        defaultOutputModes: ['text'],
+        skills: [],
+      };
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(card));
+    }
+    const rpc = JSON.parse(await bodyOf(req)) as Rpc;
+    calls.push(rpc);
+    const handler = on[rpc.method as keyof typeof on];
+    if (handler) return handler(rpc, res);
+    answer(res, rpc, rpc.method === 'SendMessage' ? { task: task('t-1', 'TASK_STATE_WORKING') } : task('t-1', 'TASK_STATE_WORKING'));
+  });
+  open.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { base, calls, server, count: (method: string) => calls.filter((c) => c.method === method).length };
+}
+
+let seq = 0;
+/** The tool for the agent at `url`, run once through the real executor and ledger for a live run. */
+function caller(url: string, config: Partial<RemoteAgentConfig> = {}, client?: RemoteAgentClient) {
+  const remote = client ?? new RemoteAgentClient({ url }, { allowPrivate: true, maxResponseBytes: 20_000 });
+  const tool = createRemoteAgentTool(
+    'peer',
+    { url, approval: false, timeoutMs: 1_000, ...config },
+    { client: () => remote.client(), tasks: new RemoteTaskList(redis), pollDelayMs: () => 20 },
+  );
+  const tools = new Map<string, Tool>([[tool.name, tool]]);
+  const run = {
+    id: `remote-run-${process.pid}-${++seq}`,
+    tenantId: 'acme',
+    userId: 'alice',
+    roles: ['user'],
+    step: 0,
+    deadlineAt: new Date(Date.now() + 3_600_000).toISOString(),
+  } as RunRecord;
+  const execute = createToolExecutor({
+    ledger: new EffectLedger(redis),
+    metrics: createMetrics('test'),
+    logger: pino({ level: 'silent' }),
+    toolTimeoutMs: 10_000,
+  });
+  const call = { id: `call-${seq}`, name: tool.name, arguments: JSON.stringify({ input: 'do the thing' }) };
+  return {
+    run,
+    remote,
+    async call() {
+      await redis.hset(runKeys(run.id).run, 'version', '0');
+      const planned = planCalls({
+        run,
+        profile: { tools: [tool.name] } as unknown as AgentProfile,
+        tools,
+        calls: [call],
+        approvals: [],
+        now: Date.now(),
+        approvalTtlMs: 60_000,
+      })[0];
+      if (!planned) throw new Error('no plan');
+      return (await execute(planned)).record;
+    },
+  };
+}
+
+describe('call_<name> against a misbehaving remote agent', () => {
+  it('a cancel the agent answers with a completed task: the call returns that answer, not "cancelled"', async () => {
+    const agent = await remoteAgent({ CancelTask: (rpc, res) => answer(res, rpc, task('t-1', 'TASK_STATE_COMPLETED', 'done after all')) });
+    const record = await caller(agent.base, { timeoutMs: 300 }).call();
+    expect(agent.count('CancelTask')).toBe(1);
+    expect(record).toMatchObject({ outcome: 'ok', observation: 'done after all' });
+  });
+
+  it('a cancel the agent carries out ends the call as cancelled; one it refuses leaves the outcome unknown', async () => {
+    const agent = await remoteAgent({ CancelTask: (rpc, res) => answer(res, rpc, task('t-1', 'TASK_STATE_CANCELED')) });
+    const cancelled = caller(agent.base, { timeoutMs: 300 });
+    expect(await cancelled.call()).toMatchObject({ outcome: 'error', observation: expect.stringContaining('remote_agent_timeout') });
+    expect(await redis.exists(runKeys(cancelled.run.id).remoteTasks)).toBe(0);
+    const stubborn = await remoteAgent({ CancelTask: (rpc, res) => refuse(res, rpc, -32002, 'not cancelable') });
+    expect(await caller(stubborn.base, { timeoutMs: 300 }).call()).toMatchObject({ outcome: 'uncertain' });
+  });
+});

@@ -151,4 +151,21 @@ describe('call_<name> against a misbehaving remote agent', () => {
     const stubborn = await remoteAgent({ CancelTask: (rpc, res) => refuse(res, rpc, -32002, 'not cancelable') });
     expect(await caller(stubborn.base, { timeoutMs: 300 }).call()).toMatchObject({ outcome: 'uncertain' });
   });
+
+  it('an agent that never answers the message: the call ends by its own deadline as unknown (the message may have arrived)', async () => {
+    const agent = await remoteAgent({ SendMessage: () => {} });
+    const record = await caller(agent.base, { timeoutMs: 300 }).call();
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(record).toMatchObject({ outcome: 'uncertain' });
+  });
+
+  it('a read of the task that never answers: the call still cancels the task by its own deadline', async () => {
+    const agent = await remoteAgent({
+      GetTask: () => {},
+      CancelTask: (rpc, res) => answer(res, rpc, task('t-1', 'TASK_STATE_CANCELED')),
+    });
+    const record = await caller(agent.base, { timeoutMs: 300 }).call();
+    expect(agent.count('CancelTask')).toBe(1);
+    expect(record).toMatchObject({ outcome: 'error', observation: expect.stringContaining('remote_agent_timeout') });
+  });
 });

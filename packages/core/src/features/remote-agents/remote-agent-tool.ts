@@ -17,6 +17,8 @@ export const DEFAULT_REMOTE_TIMEOUT_MS = 5 * 60_000;
 /** What the executor gives the call beyond its own deadline, so the call cancels the remote task itself. */
 const GRACE_MS = 15_000;
 const SUMMARY_MAX = 300;
+/** The longest one read of a remote task may take. */
+const READ_MS = 30_000;
 
 export interface RemoteAgentToolDeps {
   /** The SDK client for this remote agent (its card read within the TTL). */
@@ -64,6 +66,12 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
       ? null
       : { risk: config.approval?.risk ?? ('high' as const), requiredRole: config.approval?.requiredRole ?? 'approver' };
   const origin = new URL(config.url).origin;
+  /**
+   * A request's signal: cut by the call's own deadline (and `most`), so the call settles the
+   * remote task itself well before the executor cuts it, whatever the agent does with the link.
+   */
+  const until = (deadline: number, signal: AbortSignal, most = Number.POSITIVE_INFINITY) =>
+    AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, Math.min(most, deadline - now())))]);
 
   /** Sends once. A refusal by the agent is a failure; a broken link after sending is an unknown outcome. */
   async function send(client: Client, message: Message, signal: AbortSignal): Promise<Task | Message> {
@@ -125,7 +133,9 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
         continue;
       }
       await sleep(Math.min(pollDelay(attempt), Math.max(0, deadline - now())), signal);
-      task = await client.getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: AbortSignal.timeout(30_000) }).catch(() => task);
+      task = await client
+        .getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: until(deadline, signal, READ_MS) })
+        .catch(() => task);
     }
   }
 
@@ -156,9 +166,14 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
       let task: Task;
       if (effect.remembered) {
         const id = effect.remembered;
-        task = await client.getTask({ tenant: '', id, historyLength: 0 }, { signal: ctx.signal }).catch((err: Error) => {
-          throw new ToolOutcomeUnknownError(`${name}'s task ${id}, started before a worker stopped, cannot be read (${err.message})`, err);
-        });
+        task = await client
+          .getTask({ tenant: '', id, historyLength: 0 }, { signal: until(deadline, ctx.signal, READ_MS) })
+          .catch((err: Error) => {
+            throw new ToolOutcomeUnknownError(
+              `${name}'s task ${id}, started before a worker stopped, cannot be read (${err.message})`,
+              err,
+            );
+          });
       } else {
         if (effect.resumed)
           throw new ToolOutcomeUnknownError(`a worker stopped while it sent the message to ${name}, before its task was known`);
@@ -172,7 +187,8 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
           extensions: [],
           referenceTaskIds: [],
         };
-        const sent = await send(client, message, ctx.signal);
+        if (now() >= deadline) throw new ToolError('remote_agent_timeout', `${name}: no time was left to send the message`);
+        const sent = await send(client, message, until(deadline, ctx.signal));
         if (!('status' in sent)) return messageText(sent) || `(${name} answered with an empty message)`;
         task = sent;
         await deps.tasks.add(ctx.runId, ctx.idempotencyKey, { agent: name, taskId: task.id });

@@ -12,6 +12,7 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     seen.push({ url: req.url ?? '', authorization: req.headers.authorization });
     if (req.url === '/huge') return res.end('x'.repeat(2_000));
+    if (req.url?.startsWith('/silent/')) return; // never answers
     if (req.url === '/redirect') return res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data' }).end();
     if (req.url === '/elsewhere/.well-known/agent-card.json') {
       // A card that points the client, with the agent's credentials, at another origin.
@@ -55,6 +56,11 @@ describe('the remote agent fetch (what a card or an answer cannot make Rein do)'
   it('follows no redirect and reads no answer past its bound', async () => {
     await expect(allowed()(`${base}/redirect`)).rejects.toThrow();
     await expect(allowed()(`${base}/huge`)).rejects.toMatchObject({ code: 'remote_agent_refused' });
+  });
+
+  it('gives up on a card that never comes (nothing else bounds the SDK’s card read)', async () => {
+    const silent = new RemoteAgentClient({ url: `${base}/silent` }, { allowPrivate: true, requestTimeoutMs: 200 });
+    await expect(silent.card()).rejects.toThrow();
   });
 
   it('will not follow a card to another origin', async () => {

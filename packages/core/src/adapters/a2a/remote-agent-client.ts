@@ -18,6 +18,8 @@ export interface RemoteAgentClientOptions {
   allowPrivate: boolean;
   /** The largest answer read from the agent (a card, a task with its artifacts). */
   maxResponseBytes?: number;
+  /** The longest a request that brings no deadline of its own (a card read) may take. */
+  requestTimeoutMs?: number;
   /** How long a card read is trusted before it is read again. */
   cardTtlMs?: number;
   now?: () => number;
@@ -32,6 +34,7 @@ export class RemoteAgentRefusedError extends ReinError {
 }
 
 const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /** Relative: the card lives under the agent's own path (`<url>/.well-known/agent-card.json`), not at the host's root. */
 const CARD_PATH = '.well-known/agent-card.json';
 
@@ -71,7 +74,8 @@ export function guardedFetch(address: RemoteAgentAddress, opts: RemoteAgentClien
       method: init?.method ?? 'GET',
       headers: [...headers.entries()],
       ...(init?.body !== undefined && init.body !== null ? { body: init.body as string } : {}),
-      ...(init?.signal ? { signal: init.signal } : {}),
+      // The SDK reads the card with no deadline: a card that never comes must not hold a worker's start or a run's end.
+      signal: init?.signal ?? AbortSignal.timeout(opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
       redirect: 'error',
       dispatcher,
     });

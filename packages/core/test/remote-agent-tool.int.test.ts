@@ -168,4 +168,13 @@ describe('call_<name> against a misbehaving remote agent', () => {
     expect(agent.count('CancelTask')).toBe(1);
     expect(record).toMatchObject({ outcome: 'error', observation: expect.stringContaining('remote_agent_timeout') });
   });
+
+  it('an agent that is down when the message goes (its card read before): the call fails, nothing was sent', async () => {
+    const agent = await remoteAgent({});
+    const down = caller(agent.base);
+    await down.remote.client();
+    agent.server.closeAllConnections();
+    await new Promise((r) => agent.server.close(r));
+    expect(await down.call()).toMatchObject({ outcome: 'error', observation: expect.stringContaining('remote_agent_unreachable') });
+  });
 });

@@ -33,6 +33,29 @@ export class RemoteAgentRefusedError extends ReinError {
   }
 }
 
+/** A request that never reached the remote agent (no connection could be made): nothing happened there. */
+export class RemoteAgentUnreachableError extends ReinError {
+  override readonly name = 'RemoteAgentUnreachableError';
+  constructor(origin: string, cause: unknown) {
+    super('remote_agent_unreachable', `the remote agent at ${origin} cannot be reached`, { retryable: true, cause });
+  }
+}
+
+/** An answer larger than Rein reads: the request was carried out, its answer is not read. */
+export class RemoteAgentAnswerTooLargeError extends ReinError {
+  override readonly name = 'RemoteAgentAnswerTooLargeError';
+  constructor(max: number) {
+    super('remote_agent_answer_too_large', `the remote agent's answer is larger than ${max} bytes`);
+  }
+}
+
+/** Whether a request failed before anything left for the agent: refused by the address rules, or no connection. */
+export const neverSent = (err: unknown): boolean =>
+  err instanceof RemoteAgentRefusedError || err instanceof AddressRefusedError || err instanceof RemoteAgentUnreachableError;
+
+/** Connection failures (undici's cause codes): the request never left. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
 const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /** Relative: the card lives under the agent's own path (`<url>/.well-known/agent-card.json`), not at the host's root. */
@@ -46,7 +69,7 @@ async function limitedBody(res: Awaited<ReturnType<typeof undiciFetch>>, max: nu
     size += chunk.byteLength;
     if (size > max) {
       await res.body?.cancel().catch(() => {});
-      throw new RemoteAgentRefusedError(`the remote agent's answer is larger than ${max} bytes`);
+      throw new RemoteAgentAnswerTooLargeError(max);
     }
     chunks.push(chunk);
   }
@@ -78,6 +101,11 @@ export function guardedFetch(address: RemoteAgentAddress, opts: RemoteAgentClien
       signal: init?.signal ?? AbortSignal.timeout(opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
       redirect: 'error',
       dispatcher,
+    }).catch((err: Error) => {
+      const cause = err.cause as { code?: string } | undefined;
+      if (cause instanceof AddressRefusedError) throw new AddressRefusedError(url.hostname, 'remote_agent_refused');
+      if (NOT_CONNECTED.has(cause?.code ?? '')) throw new RemoteAgentUnreachableError(origin, err);
+      throw err;
     });
     const body = await limitedBody(res, max);
     return new Response(res.status === 204 || res.status === 304 ? null : body, {

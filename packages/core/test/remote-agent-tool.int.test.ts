@@ -177,4 +177,14 @@ describe('call_<name> against a misbehaving remote agent', () => {
     await new Promise((r) => agent.server.close(r));
     expect(await down.call()).toMatchObject({ outcome: 'error', observation: expect.stringContaining('remote_agent_unreachable') });
   });
+
+  it('a task whose answer is larger than Rein reads: the call stops at the first such read, its outcome unknown', async () => {
+    const agent = await remoteAgent({
+      GetTask: (rpc, res) => answer(res, rpc, task('t-1', 'TASK_STATE_COMPLETED', 'x'.repeat(30_000))),
+      CancelTask: (rpc, res) => refuse(res, rpc, -32002, 'the task is over'),
+    });
+    const record = await caller(agent.base, { timeoutMs: 2_000 }).call();
+    expect(agent.count('GetTask')).toBe(1);
+    expect(record).toMatchObject({ outcome: 'uncertain', observation: expect.stringContaining('larger than 20000 bytes') });
+  });
 });

@@ -8,7 +8,7 @@ import {
   ToolError,
   ToolOutcomeUnknownError,
 } from '@rein/define/internal';
-import { neverSent } from '../../adapters/a2a/remote-agent-client.js';
+import { neverSent, RemoteAgentAnswerTooLargeError } from '../../adapters/a2a/remote-agent-client.js';
 import type { RemoteTaskList } from '../../adapters/redis/remote-tasks.js';
 import { messageText, remoteOutcome } from '../../policy/a2a/remote-task.js';
 import { hashArguments } from '../../policy/app/argument-hash.js';
@@ -121,6 +121,7 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
     callKey: string,
   ): Promise<string> {
     let stopped: string | undefined; // why the call stopped waiting and cancelled the task
+    let unreadable: string | undefined; // a task too large to read: it will not get smaller, so waiting ends
     for (let attempt = 0; ; attempt++) {
       const outcome = remoteOutcome(name, task);
       if (outcome.kind === 'needs_input') return outcome.text; // left listed: the run's end cancels what nobody will answer
@@ -132,15 +133,18 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
         return outcome.text;
       }
       if (stopped) throw new ToolOutcomeUnknownError(`${name}: ${stopped}, and its task ${task.id} could not be cancelled`);
-      if (now() >= deadline || signal.aborted) {
-        stopped = signal.aborted ? 'the call was cut off' : `no answer within ${timeoutMs} ms`;
+      if (unreadable || now() >= deadline || signal.aborted) {
+        stopped = unreadable ?? (signal.aborted ? 'the call was cut off' : `no answer within ${timeoutMs} ms`);
         task = (await cancel(client, task.id)) ?? task;
         continue;
       }
       await sleep(Math.min(pollDelay(attempt), Math.max(0, deadline - now())), signal);
       task = await client
         .getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: until(deadline, signal, READ_MS) })
-        .catch(() => task);
+        .catch((err) => {
+          if (err instanceof RemoteAgentAnswerTooLargeError) unreadable = err.message;
+          return task;
+        });
     }
   }
 

@@ -187,4 +187,23 @@ describe('call_<name> against a misbehaving remote agent', () => {
     expect(agent.count('GetTask')).toBe(1);
     expect(record).toMatchObject({ outcome: 'uncertain', observation: expect.stringContaining('larger than 20000 bytes') });
   });
+
+  it('a task id Rein cannot keep (huge, empty, control characters) is never written to the ledger or Redis', async () => {
+    for (const id of ['t'.repeat(10_000), '', 't-1\r\nx']) {
+      const agent = await remoteAgent({ SendMessage: (rpc, res) => answer(res, rpc, { task: task(id, 'TASK_STATE_WORKING') }) });
+      const odd = caller(agent.base, { timeoutMs: 300 });
+      expect(await odd.call()).toMatchObject({ outcome: 'uncertain', observation: expect.stringContaining('task id') });
+      expect(await redis.exists(runKeys(odd.run.id).remoteTasks)).toBe(0);
+      const effects = (await redis.hvals(runKeys(odd.run.id).effects)).map((e) => JSON.parse(e));
+      expect(effects).toEqual([expect.not.objectContaining({ handle: expect.anything() })]);
+      expect(agent.count('GetTask')).toBe(0);
+    }
+  });
+
+  it('a read answering another task than the one asked for is not taken as this task', async () => {
+    const agent = await remoteAgent({ GetTask: (rpc, res) => answer(res, rpc, task('t-other', 'TASK_STATE_COMPLETED', 'not yours')) });
+    const record = await caller(agent.base, { timeoutMs: 300 }).call();
+    expect(record.observation).not.toContain('not yours');
+    expect(agent.calls.filter((c) => c.method !== 'SendMessage').every((c) => c.params.id === 't-1')).toBe(true);
+  });
 });

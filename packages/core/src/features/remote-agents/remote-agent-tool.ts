@@ -10,7 +10,7 @@ import {
 } from '@rein/define/internal';
 import { neverSent, RemoteAgentAnswerTooLargeError } from '../../adapters/a2a/remote-agent-client.js';
 import type { RemoteTaskList } from '../../adapters/redis/remote-tasks.js';
-import { messageText, remoteOutcome } from '../../policy/a2a/remote-task.js';
+import { keepableTaskId, messageText, remoteOutcome } from '../../policy/a2a/remote-task.js';
 import { hashArguments } from '../../policy/app/argument-hash.js';
 
 /** How long a call waits on its remote task by default; past it, the remote task is cancelled. */
@@ -31,6 +31,9 @@ export interface RemoteAgentToolDeps {
 }
 
 const defaultPollDelay = (attempt: number) => Math.min(2_000, 200 * 2 ** Math.min(attempt, 4));
+
+/** What an agent answered about a task, if it is that task: an answer about another one is not taken for it. */
+const sameTask = (task: Task, read: Task | undefined): Task => (read?.id === task.id ? read : task);
 
 /** A JSON-RPC error the remote agent answered with: it refused the request, so nothing happened there. */
 const answeredWithError = (err: unknown): err is Error & { envelopeCode: number } =>
@@ -135,12 +138,13 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
       if (stopped) throw new ToolOutcomeUnknownError(`${name}: ${stopped}, and its task ${task.id} could not be cancelled`);
       if (unreadable || now() >= deadline || signal.aborted) {
         stopped = unreadable ?? (signal.aborted ? 'the call was cut off' : `no answer within ${timeoutMs} ms`);
-        task = (await cancel(client, task.id)) ?? task;
+        task = sameTask(task, await cancel(client, task.id));
         continue;
       }
       await sleep(Math.min(pollDelay(attempt), Math.max(0, deadline - now())), signal);
       task = await client
         .getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: until(deadline, signal, READ_MS) })
+        .then((read) => sameTask(task, read))
         .catch((err) => {
           if (err instanceof RemoteAgentAnswerTooLargeError) unreadable = err.message;
           return task;
@@ -177,6 +181,10 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
         const id = effect.remembered;
         task = await client
           .getTask({ tenant: '', id, historyLength: 0 }, { signal: until(deadline, ctx.signal, READ_MS) })
+          .then((read) => {
+            if (read.id !== id) throw new Error('the agent answered about another task');
+            return read;
+          })
           .catch((err: Error) => {
             throw new ToolOutcomeUnknownError(
               `${name}'s task ${id}, started before a worker stopped, cannot be read (${err.message})`,
@@ -200,6 +208,10 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
         const sent = await send(client, message, until(deadline, ctx.signal));
         if (!('status' in sent)) return messageText(sent) || `(${name} answered with an empty message)`;
         task = sent;
+        if (!keepableTaskId(task.id))
+          throw new ToolOutcomeUnknownError(
+            `${name} started a task, but its task id cannot be kept (${task.id.length} characters, or control characters)`,
+          );
         await deps.tasks.add(ctx.runId, ctx.idempotencyKey, { agent: name, taskId: task.id });
         if (!(await effect.remember(task.id))) {
           await cancel(client, task.id);

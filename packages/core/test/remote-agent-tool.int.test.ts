@@ -9,6 +9,7 @@ import { RemoteAgentClient } from '../src/adapters/a2a/remote-agent-client.js';
 import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
 import { RemoteTaskList } from '../src/adapters/redis/remote-tasks.js';
 import { createRemoteAgentTool } from '../src/features/remote-agents/remote-agent-tool.js';
+import { idempotencyKey } from '../src/policy/step/call-identity.js';
 import { planCalls } from '../src/policy/step/call-plan.js';
 import { runKeys } from '../src/shared/keys.js';
 import { createMetrics } from '../src/shared/metrics.js';
@@ -118,6 +119,8 @@ function caller(url: string, config: Partial<RemoteAgentConfig> = {}, client?: R
   return {
     run,
     remote,
+    /** The call's key in the effect ledger. */
+    key: idempotencyKey(run.id, 0, call.id),
     async call() {
       await redis.hset(runKeys(run.id).run, 'version', '0');
       const planned = planCalls({
@@ -205,5 +208,34 @@ describe('call_<name> against a misbehaving remote agent', () => {
     const record = await caller(agent.base, { timeoutMs: 300 }).call();
     expect(record.observation).not.toContain('not yours');
     expect(agent.calls.filter((c) => c.method !== 'SendMessage').every((c) => c.params.id === 't-1')).toBe(true);
+  });
+
+  it('the run finishing between the message and its task being remembered: the task is cancelled and not left listed', async () => {
+    let runId = '';
+    const agent = await remoteAgent({
+      SendMessage: (rpc, res) => {
+        void redis.hset(runKeys(runId).run, 'finished', '1').then(() => answer(res, rpc, { task: task('t-1', 'TASK_STATE_WORKING') }));
+      },
+      CancelTask: (rpc, res) => answer(res, rpc, task('t-1', 'TASK_STATE_CANCELED')),
+    });
+    const late = caller(agent.base);
+    runId = late.run.id;
+    expect(await late.call()).toMatchObject({ outcome: 'error', observation: expect.stringContaining('remote_agent_cancelled') });
+    expect(agent.count('CancelTask')).toBe(1);
+    expect(await redis.exists(runKeys(late.run.id).remoteTasks)).toBe(0);
+  });
+
+  it('a worker resuming a remembered task whose agent cannot be reached now: unknown, not a failure', async () => {
+    const agent = await remoteAgent({});
+    agent.server.closeAllConnections();
+    await new Promise((r) => agent.server.close(r));
+    for (const handle of ['t-1', undefined]) {
+      const resumed = caller(agent.base);
+      const ledger = new EffectLedger(redis);
+      await redis.hset(runKeys(resumed.run.id).run, 'version', '0');
+      await ledger.recordIntent(resumed.run.id, resumed.key, 'call_peer');
+      if (handle) await ledger.recordHandle(resumed.run.id, resumed.key, 'call_peer', handle);
+      expect(await resumed.call()).toMatchObject({ outcome: 'uncertain' });
+    }
   });
 });

@@ -175,7 +175,13 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
       const effect = ctx.effect;
       if (!effect) throw new Error(`${remoteAgentTool(name)} runs only as a journaled write`);
       const deadline = now() + timeoutMs;
-      const client = await deps.client();
+      if (effect.resumed && !effect.remembered)
+        throw new ToolOutcomeUnknownError(`a worker stopped while it sent the message to ${name}, before its task was known`);
+      // Resuming, the message went already: an agent that cannot be reached now leaves its outcome unknown, not failed.
+      const client = await deps.client().catch((err: Error) => {
+        if (!effect.remembered) throw err;
+        throw new ToolOutcomeUnknownError(`${name}, whose task started before a worker stopped, cannot be reached (${err.message})`, err);
+      });
       let task: Task;
       if (effect.remembered) {
         const id = effect.remembered;
@@ -192,8 +198,6 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
             );
           });
       } else {
-        if (effect.resumed)
-          throw new ToolOutcomeUnknownError(`a worker stopped while it sent the message to ${name}, before its task was known`);
         const message: Message = {
           messageId: ctx.idempotencyKey,
           contextId: '',
@@ -214,7 +218,11 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
           );
         await deps.tasks.add(ctx.runId, ctx.idempotencyKey, { agent: name, taskId: task.id });
         if (!(await effect.remember(task.id))) {
-          await cancel(client, task.id);
+          // The run's end may have listed its tasks before this one was added: cancelled here, and unlisted once over.
+          const after = remoteOutcome(name, sameTask(task, await cancel(client, task.id))).kind;
+          if (after === 'pending' || after === 'needs_input')
+            throw new ToolOutcomeUnknownError(`the run finished while ${name} worked, and its task ${task.id} could not be cancelled`);
+          await deps.tasks.remove(ctx.runId, ctx.idempotencyKey);
           throw new ToolError('remote_agent_cancelled', `the run finished while ${name} worked; its task ${task.id} was cancelled`);
         }
       }

@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { defineAgent, defineApp } from '@rein/define';
+import { defineAgent, defineApp, defineTool } from '@rein/define';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { cardLocation, guardedFetch, RemoteAgentClient } from '../src/adapters/a2a/remote-agent-client.js';
 
 /** A local server standing for a remote agent that misbehaves in the ways an adversary would. */
@@ -99,5 +100,26 @@ describe('declaring remote agents', () => {
       defineApp({ agents: [agent([])], tools: [], remoteAgents: { billing: { url: 'https://b.example', retries: 3 } as never } }),
     ).toThrow(/remoteAgents/);
     expect(() => defineApp({ agents: [agent(['call_nobody'])], tools: [] })).toThrow(/names tool "call_nobody"/);
+  });
+
+  it('refuses a remote agent whose tool an MCP server’s tools would shadow (call_x__y: server call_x, tool y)', () => {
+    const mcp = { call_x: { command: 'x' } };
+    expect(() =>
+      defineApp({ agents: [agent(['call_x__y'])], tools: [], mcpServers: mcp, remoteAgents: { x__y: { url: 'https://b.example' } } }),
+    ).toThrow(/remote agent "x__y"/);
+  });
+
+  it('refuses a remote agent as an undo (an undo runs outside the run, with no ledger entry to follow the task by)', () => {
+    const pay = defineTool({
+      name: 'pay',
+      description: 'pay',
+      kind: 'write',
+      parameters: z.object({}),
+      execute: async () => null,
+      compensateWith: { tool: 'call_billing', args: () => ({ input: 'refund' }) },
+    });
+    expect(() => defineApp({ agents: [agent(['pay'])], tools: [pay], remoteAgents: { billing: { url: 'https://b.example' } } })).toThrow(
+      /call_billing/,
+    );
   });
 });

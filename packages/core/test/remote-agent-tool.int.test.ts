@@ -238,4 +238,10 @@ describe('call_<name> against a misbehaving remote agent', () => {
       expect(await resumed.call()).toMatchObject({ outcome: 'uncertain' });
     }
   });
+
+  it('an HTTP refusal with no JSON-RPC answer (bad credentials at a proxy): the call fails, it is not left unknown', async () => {
+    const agent = await remoteAgent({ SendMessage: (_rpc, res) => res.writeHead(401).end('unauthorized') });
+    const record = await caller(agent.base).call();
+    expect(record).toMatchObject({ outcome: 'error', observation: expect.stringContaining('remote_agent_rejected') });
+  });
 });

@@ -49,9 +49,38 @@ export class RemoteAgentAnswerTooLargeError extends ReinError {
   }
 }
 
-/** Whether a request failed before anything left for the agent: refused by the address rules, or no connection. */
-export const neverSent = (err: unknown): boolean =>
-  err instanceof RemoteAgentRefusedError || err instanceof AddressRefusedError || err instanceof RemoteAgentUnreachableError;
+/**
+ * The agent's HTTP server turned the request away with a 4xx and no JSON-RPC answer (bad
+ * credentials at a proxy, too many requests): nothing was carried out.
+ */
+export class RemoteAgentRejectedError extends ReinError {
+  override readonly name = 'RemoteAgentRejectedError';
+  constructor(origin: string, status: number) {
+    super('remote_agent_rejected', `the remote agent at ${origin} turned the request away (HTTP ${status})`, {
+      retryable: status === 408 || status === 429,
+    });
+  }
+}
+
+/**
+ * Whether the agent did not act on a request: it never left (refused by the address rules,
+ * no connection) or was turned away before the agent read it.
+ */
+export const notCarriedOut = (err: unknown): boolean =>
+  err instanceof RemoteAgentRefusedError ||
+  err instanceof AddressRefusedError ||
+  err instanceof RemoteAgentUnreachableError ||
+  err instanceof RemoteAgentRejectedError;
+
+/** Whether a body is a JSON-RPC error (the agent's own answer, which the SDK reads). */
+const isJsonRpcError = (body: Uint8Array): boolean => {
+  try {
+    const parsed = JSON.parse(Buffer.from(body).toString('utf8')) as { jsonrpc?: unknown; error?: unknown } | null;
+    return Boolean(parsed?.jsonrpc && parsed.error);
+  } catch {
+    return false;
+  }
+};
 
 /** Connection failures (undici's cause codes): the request never left. */
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -108,6 +137,7 @@ export function guardedFetch(address: RemoteAgentAddress, opts: RemoteAgentClien
       throw err;
     });
     const body = await limitedBody(res, max);
+    if (res.status >= 400 && res.status < 500 && !isJsonRpcError(body)) throw new RemoteAgentRejectedError(origin, res.status);
     return new Response(res.status === 204 || res.status === 304 ? null : body, {
       status: res.status,
       statusText: res.statusText,

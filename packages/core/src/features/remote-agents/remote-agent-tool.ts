@@ -8,7 +8,7 @@ import {
   ToolError,
   ToolOutcomeUnknownError,
 } from '@rein/define/internal';
-import { neverSent, RemoteAgentAnswerTooLargeError } from '../../adapters/a2a/remote-agent-client.js';
+import { notCarriedOut, RemoteAgentAnswerTooLargeError } from '../../adapters/a2a/remote-agent-client.js';
 import type { RemoteTaskList } from '../../adapters/redis/remote-tasks.js';
 import { keepableTaskId, messageText, remoteOutcome } from '../../policy/a2a/remote-task.js';
 import { hashArguments } from '../../policy/app/argument-hash.js';
@@ -77,7 +77,7 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
   const until = (deadline: number, signal: AbortSignal, most = Number.POSITIVE_INFINITY) =>
     AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, Math.min(most, deadline - now())))]);
 
-  /** Sends once. A refusal by the agent, or no link to it, is a failure; a broken link after sending is an unknown outcome. */
+  /** Sends once. A refusal (by the agent, its server or the address rules), or no link, is a failure; a broken link after sending is an unknown outcome. */
   async function send(client: Client, message: Message, signal: AbortSignal): Promise<Task | Message> {
     try {
       return await client.sendMessage(
@@ -90,9 +90,9 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
         { signal },
       );
     } catch (err) {
-      if (neverSent(err)) {
+      if (notCarriedOut(err)) {
         const { code, message, retryable } = err as ToolError;
-        throw new ToolError(code, `the message to ${name} was not sent: ${message}`, { retryable });
+        throw new ToolError(code, `the message to ${name} was not taken: ${message}`, { retryable });
       }
       if (answeredWithError(err) && err.envelopeCode !== INTERNAL_ERROR)
         throw new ToolError('remote_agent_refused', `${name} refused the message: ${err.message}`);

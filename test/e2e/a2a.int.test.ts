@@ -68,7 +68,7 @@ describe('A2A 1.0 with the @a2a-js/sdk client', () => {
     const card = await client.getAgentCard();
     expect(card).toMatchObject({
       name: 'order-assistant',
-      capabilities: { streaming: true },
+      capabilities: { streaming: true, pushNotifications: true },
       supportedInterfaces: [{ protocolBinding: 'JSONRPC', protocolVersion: '1.0', url: `${fleet().api}/a2a/order-assistant` }],
     });
     expect(card.skills[0]?.tags).toContain('create_ticket');
@@ -179,6 +179,32 @@ describe('A2A 1.0 with the @a2a-js/sdk client', () => {
     const client = await clientFor(KEYS.user.key);
     const task = asTask(await client.sendMessage(send(text('write me a python script'))));
     expect(task.status?.state).toBe(TaskState.TASK_STATE_REJECTED);
+  });
+
+  it('refuses push configs to private addresses (REIN_WEBHOOK_ALLOW_PRIVATE is off), inline ones before any run starts', async () => {
+    const client = await clientFor(KEYS.user.key);
+    const task = asTask(await client.sendMessage(send(text('Where is order A12345?'))));
+    const push = (url: string, taskId = task.id) => ({ tenant: '', id: '', taskId, url, token: 'tok', authentication: undefined });
+    for (const url of [
+      'http://127.0.0.1:9/hook',
+      'http://[::1]/hook',
+      'http://169.254.169.254/latest',
+      'http://10.0.0.1/x',
+      'http://localhost/x',
+    ])
+      await expect(client.createTaskPushNotificationConfig(push(url))).rejects.toMatchObject({
+        envelopeCode: -32602,
+        data: { code: 'webhook_url_refused' },
+      });
+    const contextId = `ctx-${randomUUID()}`;
+    const message = text(LATE_ORDER, { contextId });
+    await expect(
+      client.sendMessage({
+        ...send(message),
+        configuration: { ...send(message).configuration, taskPushNotificationConfig: push('http://127.0.0.1:9/', '') },
+      }),
+    ).rejects.toMatchObject({ envelopeCode: -32602, data: { code: 'webhook_url_refused' } });
+    await expect(fleet().client().sessions.get(contextId)).rejects.toMatchObject({ status: 404 });
   });
 
   it('refuses callers without a key, malformed requests and unknown methods', async () => {

@@ -1,5 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fleetPerFile, KEYS } from '../support/fleet.js';
 
@@ -8,7 +9,8 @@ const LATE_ORDER = '客户张三投诉订单 2024001 一直没发货，帮他处
 /** Rein's agents as MCP tools, driven by the official MCP SDK's client over Streamable HTTP with a Rein key. */
 describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
   // Each model reply takes a moment, so a call is still running when the client cancels it.
-  const fleet = fleetPerFile({ modelLatencyMs: 300 });
+  const CONSOLE = 'https://approvals.example.test';
+  const fleet = fleetPerFile({ modelLatencyMs: 300, env: { REIN_CONSOLE_URL: CONSOLE } });
   const open: Client[] = [];
   afterEach(async () => {
     await Promise.all(open.splice(0).map((c) => c.close()));
@@ -42,14 +44,19 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     const { runId } = (result._meta?.['rein/run'] ?? {}) as { runId: string };
     expect(await fleet().client().runs.get(runId)).toMatchObject({ status: 'succeeded', agent: 'order-assistant' });
     expect(progress.length).toBeGreaterThan(0);
+    // MCP: progress increases with each notification.
+    expect(progress.every((p, i) => i === 0 || p > (progress[i - 1] ?? p))).toBe(true);
   });
 
   it('answers a run parked for approval with what a person must do, without holding the call', async () => {
     const result = await (await connect()).callTool({ name: 'order-assistant', arguments: { input: LATE_ORDER } });
     expect(result.isError).toBe(true);
-    const meta = result._meta?.['rein/run'] as { runId: string; status: string; approvals: Array<{ id: string }> };
+    const meta = result._meta?.['rein/run'] as { runId: string; status: string; approvals: Array<{ id: string; consoleUrl: string }> };
     expect(meta.status).toBe('pending_approval');
-    expect(textOf(result)).toContain(meta.approvals[0]?.id);
+    // Where a person decides it: the console's page for the approval (REIN_CONSOLE_URL), never a link that decides.
+    const page = `${CONSOLE}/console?approval=${meta.approvals[0]?.id}`;
+    expect(meta.approvals[0]?.consoleUrl).toBe(page);
+    expect(textOf(result)).toContain(page);
     const run = await fleet().client().runs.get(meta.runId);
     expect(run.pendingApprovals.map((a) => a.id)).toEqual(meta.approvals.map((a) => a.id));
     // The approval is Rein's like any other: decided on the approver, the run goes on.
@@ -57,6 +64,43 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
       .client()
       .approvals.approve(meta.approvals[0]?.id ?? '');
     await fleet().waitForRun(meta.runId, (r) => r.status === 'succeeded');
+  });
+
+  it('runs a call as an MCP task the client polls: the task is the run, parked for a person, then completed', async () => {
+    const client = await connect();
+    const { tools } = await client.listTools();
+    expect(tools.find((t) => t.name === 'order-assistant')?.execution).toEqual({ taskSupport: 'optional' });
+    const created = await client.request(
+      { method: 'tools/call', params: { name: 'order-assistant', arguments: { input: LATE_ORDER }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    const taskId = created.task.taskId;
+    expect(await fleet().client().runs.get(taskId)).toMatchObject({ agent: 'order-assistant' });
+    let task = await client.experimental.tasks.getTask(taskId);
+    for (let i = 0; task.status === 'working' && i < 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      task = await client.experimental.tasks.getTask(taskId);
+    }
+    expect(task.status).toBe('input_required');
+    const [approval] = (await fleet().client().runs.get(taskId)).pendingApprovals;
+    expect(task.statusMessage).toContain(`${CONSOLE}/console?approval=${approval?.id}`);
+    // Another user's client does not see the task; the approval is decided by a person as ever.
+    await expect((await connect(KEYS.other.key)).experimental.tasks.getTask(taskId)).rejects.toThrow(/not found/i);
+    await fleet()
+      .client(KEYS.approver.key)
+      .approvals.approve(approval?.id ?? '');
+    await fleet().waitForRun(taskId, (r) => r.status === 'succeeded');
+    expect((await client.experimental.tasks.getTask(taskId)).status).toBe('completed');
+    const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    expect(textOf(result)).toContain('2024001');
+
+    // A task the client cancels cancels its run.
+    const second = await client.request(
+      { method: 'tools/call', params: { name: 'order-assistant', arguments: { input: LATE_ORDER }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    expect((await client.experimental.tasks.cancelTask(second.task.taskId)).status).toBe('cancelled');
+    expect((await fleet().client().runs.get(second.task.taskId)).status).toBe('cancelled');
   });
 
   it('cancels the run when the client cancels the call', async () => {
@@ -73,11 +117,20 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     expect(ended.status).toBe('cancelled');
   });
 
-  it('refuses a caller without a key, and bad arguments', async () => {
+  it('refuses a caller without a key and an unknown tool; answers bad arguments with a result a model can correct', async () => {
     await expect(connect('not-a-key')).rejects.toThrow();
     const client = await connect();
-    await expect(client.callTool({ name: 'order-assistant', arguments: { input: '' } })).rejects.toThrow(/input/);
-    await expect(client.callTool({ name: 'order-assistant', arguments: { input: 'x', extra: 1 } })).rejects.toThrow();
     await expect(client.callTool({ name: 'no-such-agent', arguments: { input: 'x' } })).rejects.toThrow(/no tool/);
+    const { runs: before } = await fleet().client().runs.list({ limit: 1 });
+    // MCP 2025-11-25: an input validation error is a tool execution error (isError), not a protocol error.
+    const empty = await client.callTool({ name: 'order-assistant', arguments: { input: '' } });
+    expect(empty.isError).toBe(true);
+    expect(textOf(empty)).toMatch(/^invalid_request: input/);
+    const extra = await client.callTool({ name: 'order-assistant', arguments: { input: 'x', extra: 1 } });
+    expect(extra.isError).toBe(true);
+    expect(textOf(extra)).toMatch(/extra/);
+    // Neither started a run.
+    const { runs: after } = await fleet().client().runs.list({ limit: 1 });
+    expect(after[0]?.id).toBe(before[0]?.id);
   });
 });

@@ -43,6 +43,7 @@ export type ReinErrorCode =
   | 'link_expired'
   | 'console_url_unset'
   | 'too_many_webhooks'
+  | 'too_many_push_configs'
   | 'approval_expired'
   | 'payload_too_large'
   | 'unsupported_media_type'

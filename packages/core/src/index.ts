@@ -26,9 +26,9 @@ export {
   type ToolDefinition,
 } from '@rein/define/internal';
 export type { RedisClient } from './adapters/redis/redis.js';
-export type { RunningService, ServiceOptions } from './http/run-http-service.js';
 export type { ContextPolicy } from './policy/step/context-policy.js';
 export type { PlanOptions } from './policy/step/plan.js';
+export type { RunningService, ServiceOptions } from './process/service-lifecycle.js';
 export { ConfigError, ReinError, ToolError } from './shared/errors.js';
 export { type InputRules, inputRulesSchema } from './shared/guards/input-filter.js';
 export { type PiiRules, piiRulesSchema } from './shared/guards/pii-masker.js';

@@ -78,12 +78,15 @@ export {
   wakeJobSchema,
 } from './adapters/queue/job-catalog.js';
 export {
+  type Dequeued,
   failJob,
   InvalidJobError,
   type JobHandler,
+  type JobHandlers,
   type JobTable,
   runJob,
   takeJob,
+  UnrecoverableJobError,
   type WorkerJobName,
   type WorkerJobPayload,
 } from './adapters/queue/job-table.js';
@@ -141,7 +144,6 @@ export { createDecisionLog } from './features/approvals/decision-log.js';
 export { feedVisibleTo, type RunOwners } from './features/approvals/feed-visibility.js';
 export { createRunArchiving, type RunArchiving, retirable } from './features/archive/run-archiving.js';
 export { type Compensator, compensationKey, createCompensator } from './features/compensation/compensation.js';
-export { sweepDeadlines } from './features/housekeeping/deadline-sweeper.js';
 export { type ReaperDeps, reap } from './features/housekeeping/reaper.js';
 export { oidcVerifierFrom } from './features/identity/company-sign-in.js';
 export { createOidcVerifier, type Discovery, type OidcVerifier, type OidcVerifierOptions } from './features/identity/oidc-verifier.js';
@@ -168,23 +170,8 @@ export {
 } from './features/webhooks/webhook-dispatcher.js';
 export { createWebhookService, MAX_WEBHOOKS_PER_TENANT, type WebhookService } from './features/webhooks/webhook-service.js';
 export { DELIVERY_LOG_SIZE, WebhookStore } from './features/webhooks/webhook-store.js';
-export { type A2aRoutesDeps, registerA2aCard, registerA2aRoutes } from './http/a2a-routes.js';
-export { type Authenticator, createAuthenticator } from './http/authenticator.js';
 export { basicPassword, bearerToken, findApiKey, metricsAuthorized } from './http/credentials.js';
-export { registerDoorRoutes } from './http/door-routes.js';
 export { clientErrorHandler, type ErrorEnvelope, envelope, type PublicError, publicError } from './http/error-envelope.js';
-export { createHttpApp, type HttpAppOptions, type HttpTimeouts, parseInput } from './http/http-app.js';
-export { boundJsonDepth, jsonDepthExceeds, MAX_JSON_DEPTH } from './http/json-body.js';
-export { type McpRoutesDeps, registerMcpRoutes } from './http/mcp-routes.js';
-export { OPENAPI_PATH } from './http/openapi.js';
-export { takeOver } from './http/raw-reply.js';
-export { receipted, receiptedHeader } from './http/receipt-reply.js';
-export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
-export { closeOnSignals, exitOnStartError, runHttpService, serviceOptions } from './http/run-http-service.js';
-export { type RunRoutesDeps, registerRunRoutes } from './http/run-routes.js';
-export { registerScheduleRoutes } from './http/schedule-routes.js';
-export { createServiceApp } from './http/service-app.js';
-export { EventStreams, lastEventId, type SseEntry, type SseFrames, type SseSource, type StreamCaps, streamCaps } from './http/sse.js';
 export { contentVersion, resolveAppVersion } from './policy/app/app-version.js';
 export { canonicalJson, hashArguments } from './policy/app/argument-hash.js';
 export type { FleetVersions } from './policy/app/fleet-versions.js';
@@ -232,6 +219,8 @@ export type { ItemStore, StoredItem } from './policy/store/store-items.js';
 export { loadApp, loadAppOrExit } from './process/load-app.js';
 export { createRegistry, type Registry } from './process/registry.js';
 export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './process/runtime.js';
+export { closeOnSignals, exitOnStartError, type RunningService, type ServiceOptions, serviceOptions } from './process/service-lifecycle.js';
+export { workerJobs } from './process/worker-jobs.js';
 export { type Config, configSchema, loadConfig, loadConfigOrExit, requireCredentials, workerShards } from './shared/config.js';
 export {
   ArchiveUnavailableError,
@@ -281,5 +270,7 @@ export { loadOptionsOrExit } from './shared/options.js';
 export { DEFAULT_PROVIDER, type Provider, parseModelId, providerSchema } from './shared/provider-config.js';
 export { createTransitionApplier, type FinishHooks, type Outcome, type TransitionApplier } from './step/apply-transition.js';
 // StepDisposition is the preferred name of StepOutcome (how handling one step job ended, a label).
-export { createStepProcessor, type StepOutcome as StepDisposition, type StepOutcome, type StepProcessor } from './step/step-processor.js';
-export { createToolExecutor, type ToolExecutor } from './step/tool-executor.js';
+export { createStepEngine, type StepEngine, type StepEngineRuntime } from './step/step-engine.js';
+export { backoffMs } from './step/step-jobs.js';
+export type { StepOutcome as StepDisposition, StepOutcome, StepProcessor } from './step/step-processor.js';
+export type { ToolExecutor } from './step/tool-executor.js';

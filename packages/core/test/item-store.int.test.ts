@@ -138,6 +138,32 @@ describe.each(stores)('the store in %s', (_name, make, clear) => {
     expect((await store.search(ann, { namespace_prefix: ['s'], limit: 10, offset: 0 })).items.map((i) => i.key)).toEqual(['kept']);
   });
 
+  it('a refresh neither brings back an item deleted since its read nor undoes a newer put', async () => {
+    const items = make();
+    // Between the read and its refresh, another caller deletes one item and replaces the other.
+    const racing: ItemStore = {
+      put: items.put.bind(items),
+      list: items.list.bind(items),
+      delete: items.delete.bind(items),
+      touch: items.touch.bind(items),
+      get: async (tenantId, scope, namespace, key) => {
+        const read = await items.get(tenantId, scope, namespace, key);
+        clock += 1_000;
+        if (key === 'gone') await items.delete(tenantId, scope, namespace, key);
+        else await raced.put(ann, { namespace: [...namespace], key, value: { v: 'newer' }, ttl: 1 });
+        return read;
+      },
+    };
+    const raced = createStoreService({ items, maxValueBytes: 1024, maxItems: 20, now: () => clock });
+    const refreshing = createStoreService({ items: racing, maxValueBytes: 1024, maxItems: 20, now: () => clock });
+    await store.put(ann, { namespace: ['r'], key: 'gone', value: { v: 1 }, ttl: 1 });
+    await store.put(ann, { namespace: ['r'], key: 'moved', value: { v: 'older' }, ttl: 1 });
+    await refreshing.get(ann, ['r'], 'gone', true);
+    await refreshing.get(ann, ['r'], 'moved', true);
+    expect(await store.get(ann, ['r'], 'gone')).toBeNull();
+    expect((await store.get(ann, ['r'], 'moved'))?.value).toEqual({ v: 'newer' });
+  });
+
   it('refuses a value too large, a bad namespace or key, and a tenant past its limit — even under concurrent puts', async () => {
     await expect(store.put(ann, { namespace: ['x'], key: 'big', value: { s: 'x'.repeat(2000) } })).rejects.toMatchObject({
       code: 'store_value_too_large',

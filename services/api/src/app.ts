@@ -9,34 +9,38 @@ import {
   versionImpactQuerySchema,
 } from '@rein/contract';
 import {
-  createA2aService,
-  createLangGraphService,
-  createMcpDoor,
   createServiceApp,
-  createVersionImpact,
-  createVersionService,
   EventStreams,
-  InvalidRequestError,
   idParamsSchema,
   parseInput,
-  REIN_ATTR,
-  type Runtime,
   receipted,
   receiptedHeader,
   registerA2aCard,
   registerA2aRoutes,
   registerDoorRoutes,
   registerMcpRoutes,
-  registerQueueDepth,
   registerRunRoutes,
   registerScheduleRoutes,
-  registerVersionGauges,
-  ScheduleStore,
   apiRoutes as schemas,
   streamCaps,
+  versionParamsSchema,
+} from '@rein/core/http';
+import {
+  createA2aService,
+  createDecisionLog,
+  createLangGraphService,
+  createMcpDoor,
+  createVersionImpact,
+  createVersionService,
+  createWebhookService,
+  InvalidRequestError,
+  REIN_ATTR,
+  type Runtime,
+  registerQueueDepth,
+  registerVersionGauges,
+  ScheduleStore,
   submitSpan,
   ThreadStore,
-  versionParamsSchema,
 } from '@rein/core/internal';
 import type { FastifyInstance } from 'fastify';
 import { registerLangGraphRoutes } from './langgraph-routes.js';
@@ -60,12 +64,27 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     logger: rt.logger,
     audit: rt.audit,
   });
+  // What only the API serves: webhook subscriptions and the decision log's pages.
+  const webhooks = createWebhookService({ store: rt.webhookStore, allowPrivate: rt.options.webhooks.allowPrivate, audit: rt.audit });
+  const decisionLog = createDecisionLog(rt.audit);
   const impact = createVersionImpact({ directory: rt.versions, store: rt.store, schedules: new ScheduleStore(rt.redis) });
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
   const streams = new EventStreams(rt.redis, rt.logger, streamCaps(rt.options.http));
-  const a2a = createA2aService({ runs, approvals: rt.approvals, agents: rt.app.agents, version: rt.version });
-  const mcp = createMcpDoor({ runs, agents: rt.app.agents, version: rt.version, logger: rt.logger });
+  const a2a = createA2aService({
+    runs,
+    approvals: rt.approvals,
+    agents: rt.app.agents,
+    version: rt.version,
+    push: { configs: rt.pushConfigs, notify: rt.a2aPush, allowPrivate: rt.options.webhooks.allowPrivate },
+  });
+  const mcp = createMcpDoor({
+    runs,
+    agents: rt.app.agents,
+    version: rt.version,
+    logger: rt.logger,
+    consoleUrl: rt.options.webhooks.consoleUrl,
+  });
 
   const lgs = createLangGraphService({
     runs,
@@ -108,16 +127,16 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
       v1.post('/v1/webhooks', { schema: schemas.createWebhook }, async (req, reply) => {
         const body = parseInput(createWebhookBodySchema, req.body, 'body');
-        const hook = await receipted(rt.receipts, req.principal, () => rt.webhooks.create(req.principal, body));
+        const hook = await receipted(rt.receipts, req.principal, () => webhooks.create(req.principal, body));
         return reply.status(201).send(hook);
       });
-      v1.get('/v1/webhooks', { schema: schemas.listWebhooks }, async (req) => ({ webhooks: await rt.webhooks.list(req.principal) }));
+      v1.get('/v1/webhooks', { schema: schemas.listWebhooks }, async (req) => ({ webhooks: await webhooks.list(req.principal) }));
       v1.delete('/v1/webhooks/:id', { schema: schemas.deleteWebhook }, async (req, reply) => {
-        await receiptedHeader(rt.receipts, req.principal, reply, () => rt.webhooks.remove(req.principal, id(req.params)));
+        await receiptedHeader(rt.receipts, req.principal, reply, () => webhooks.remove(req.principal, id(req.params)));
         return reply.status(204).send();
       });
       v1.get('/v1/webhooks/:id/deliveries', { schema: schemas.webhookDeliveries }, async (req) =>
-        rt.webhooks.deliveries(req.principal, id(req.params)),
+        webhooks.deliveries(req.principal, id(req.params)),
       );
 
       v1.post('/v1/versions/:version/promote', { schema: schemas.promoteVersion }, async (req) => {
@@ -137,7 +156,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       // The fleet's audit public keys: what verifies a receipt or a signed checkpoint offline.
       v1.get('/v1/audit/keys', { schema: schemas.getAuditKeys }, async () => rt.audit.signer?.keys() ?? { keys: [] });
       v1.get('/v1/audit', { schema: schemas.getAudit }, async (req) =>
-        rt.decisionLog.page(req.principal, parseInput(auditQuerySchema, req.query, 'query')),
+        decisionLog.page(req.principal, parseInput(auditQuerySchema, req.query, 'query')),
       );
       v1.get('/v1/runs/:id/snapshots', { schema: schemas.getSnapshots }, async (req) => runs.snapshots(req.principal, id(req.params)));
 
@@ -149,7 +168,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
       // Protocol doors (docs/interop.md): the same caller, the same services.
       registerA2aRoutes(v1, { a2a, runs, streams, logger: rt.logger });
-      registerMcpRoutes(v1, { door: mcp, runs, streams, logger: rt.logger });
+      registerMcpRoutes(v1, { door: mcp, runs, streams, origins: rt.options.http.corsOrigins, logger: rt.logger });
     },
     { doors, cors: true },
   );

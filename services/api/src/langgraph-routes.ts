@@ -2,17 +2,14 @@ import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Principal, RunView } from '@rein/contract';
 import { idempotencyKeySchema } from '@rein/contract';
+import { type EventStreams, lastEventId, parseInput, takeOver } from '@rein/core/http';
 import {
-  type EventStreams,
   InvalidRequestError,
   type LangGraphService,
   type LgStreamMode,
-  lastEventId,
   lgSchemas as lg,
   NotServedError,
-  parseInput,
   type StoreService,
-  takeOver,
 } from '@rein/core/internal';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 

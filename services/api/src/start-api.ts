@@ -1,5 +1,5 @@
 import type { App, RunningService, ServiceOptions } from '@rein/core';
-import { runHttpService } from '@rein/core/internal';
+import { runHttpService } from '@rein/core/http';
 import { createApiApp } from './app.js';
 
 /** The runs API over an app, as the stock `@rein/api` service runs it; listens on API_PORT. */

@@ -139,6 +139,26 @@ describe('CORS for the listed origins', () => {
     const direct = await fetch(`${base}/v1/runs`, { headers: { authorization: `Bearer ${USER.key}` } });
     expect(direct.headers.get('access-control-allow-origin')).toBeNull();
   });
+
+  it('MCP refuses a call from an origin not listed, key or not (its transport guards against DNS rebinding)', async () => {
+    for (const [url, origin] of [
+      [base, ELSEWHERE],
+      [plainBase, PAGE],
+    ] as const) {
+      const res = await fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: {
+          origin,
+          authorization: `Bearer ${USER.key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      });
+      expect(res.status, origin).toBe(403);
+      expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32000);
+    }
+  });
 });
 
 describe('CORS off (REIN_CORS_ORIGINS unset, the default)', () => {

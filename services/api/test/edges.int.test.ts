@@ -1,6 +1,7 @@
 import { MAX_ID_LENGTH } from '@rein/contract';
 import { optionsFromEnv } from '@rein/core';
-import { createRuntime, createServiceApp, loadConfig, type Runtime } from '@rein/core/internal';
+import { createServiceApp } from '@rein/core/http';
+import { createRuntime, loadConfig, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';

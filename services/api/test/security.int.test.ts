@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { optionsFromEnv } from '@rein/core';
-import { createLogger, createRuntime, createServiceApp, type Runtime } from '@rein/core/internal';
+import { createServiceApp } from '@rein/core/http';
+import { createLogger, createRuntime, type Runtime } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import orderApp from '@rein/example-order-assistant';
 import type { FastifyInstance } from 'fastify';

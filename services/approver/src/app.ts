@@ -9,25 +9,27 @@ import {
 } from '@rein/contract';
 import type { Principal } from '@rein/core';
 import {
-  approvalContext,
-  createApprovalLinks,
   createServiceApp,
-  createVersionService,
   EventStreams,
-  feedVisibleTo,
   idParamsSchema,
-  LinkUses,
   lastEventId,
-  linkSecret,
-  oidcVerifierFrom,
   parseInput,
-  type Runtime,
   receipted,
   registerRunRoutes,
   registerScheduleRoutes,
-  requireCredentials,
   approverRoutes as schemas,
   streamCaps,
+} from '@rein/core/http';
+import {
+  approvalContext,
+  createApprovalLinks,
+  createVersionService,
+  feedVisibleTo,
+  LinkUses,
+  linkSecret,
+  oidcVerifierFrom,
+  type Runtime,
+  requireCredentials,
   tenantKeys,
 } from '@rein/core/internal';
 import type { FastifyInstance } from 'fastify';

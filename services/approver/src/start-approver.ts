@@ -1,5 +1,5 @@
 import type { App, RunningService, ServiceOptions } from '@rein/core';
-import { runHttpService } from '@rein/core/internal';
+import { runHttpService } from '@rein/core/http';
 import { createApproverApp } from './app.js';
 
 /**

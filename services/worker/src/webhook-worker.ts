@@ -10,7 +10,8 @@ import {
 import { type Job, Worker } from 'bullmq';
 
 /**
- * Consumes the webhook queue: one job = one event for one webhook. A failed attempt
+ * Consumes the webhook queue: one job = one event for one webhook, or one A2A push
+ * notification for one config. A failed attempt
  * throws, and BullMQ retries the same job (same `webhook-id`) on the webhook backoff
  * schedule; the job's last attempt is logged as `gave_up`.
  */
@@ -23,6 +24,7 @@ export function createWebhookWorker(rt: WorkerRuntime): Worker {
     logger,
     timeoutMs: webhooks.timeoutMs,
     allowPrivate: webhooks.allowPrivate,
+    pushTarget: rt.a2aPush.target,
   });
   const worker = new Worker(
     WEBHOOK_QUEUE,

@@ -11,6 +11,8 @@ export interface RunEndPlug {
   feature: string;
   /** The run reached a terminal status. A throw leaves the run in the active-runs index for the reaper. */
   finished?(run: RunRecord): Promise<void>;
+  /** A commit changed a live run's status or approvals (it did not finish it). A throw is the plug's to handle: the commit stands. */
+  changed?(run: RunRecord): Promise<void>;
   /** An approval of a finished run (its saga's plan) was decided. */
   decided?(run: RunRecord): Promise<void>;
 }

@@ -1,7 +1,14 @@
 import type { Principal } from '@rein/contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { jsonRpcRequestSchema, sendMessageParamsSchema, taskIdParamsSchema } from '../features/a2a/a2a-schemas.js';
+import {
+  jsonRpcRequestSchema,
+  pushConfigIdParamsSchema,
+  pushConfigListParamsSchema,
+  pushConfigSchema,
+  sendMessageParamsSchema,
+  taskIdParamsSchema,
+} from '../features/a2a/a2a-schemas.js';
 import type { A2aService, A2aStreamFrame } from '../features/a2a/a2a-service.js';
 import type { RunService } from '../features/runs/run-service.js';
 import type { WatchRun } from '../features/runs/watch-run.js';
@@ -20,7 +27,6 @@ const RPC = {
   refused: -32000,
   taskNotFound: -32001,
   taskNotCancelable: -32002,
-  pushNotSupported: -32003,
   unsupportedOperation: -32004,
   extendedCardNotConfigured: -32007,
   versionNotSupported: -32009,
@@ -102,9 +108,6 @@ export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): 
       if (typeof version === 'string' && version !== '' && !version.startsWith('1.'))
         throw new RpcError(RPC.versionNotSupported, `A2A ${version} is not served here; send A2A-Version: 1.0`);
       const body = envelope.data.params;
-      const configuration = (body?.configuration ?? {}) as { taskPushNotificationConfig?: unknown };
-      if (configuration.taskPushNotificationConfig != null)
-        throw new RpcError(RPC.pushNotSupported, 'push notifications are not served; stream or poll the task');
       switch (method) {
         case 'SendMessage':
           return reply.send(
@@ -134,10 +137,18 @@ export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): 
         case 'CancelTask':
           return reply.send(success(id, await a2a.cancel(req.principal, agent, params(taskIdParamsSchema, body).id)));
         case 'CreateTaskPushNotificationConfig':
-        case 'GetTaskPushNotificationConfig':
+          return reply.send(success(id, await a2a.createPushConfig(req.principal, agent, params(pushConfigSchema, body))));
+        case 'GetTaskPushNotificationConfig': {
+          const { taskId, id: configId } = params(pushConfigIdParamsSchema, body);
+          return reply.send(success(id, await a2a.getPushConfig(req.principal, agent, taskId, configId)));
+        }
         case 'ListTaskPushNotificationConfigs':
-        case 'DeleteTaskPushNotificationConfig':
-          throw new RpcError(RPC.pushNotSupported, 'push notifications are not served; stream or poll the task');
+          return reply.send(success(id, await a2a.listPushConfigs(req.principal, agent, params(pushConfigListParamsSchema, body).taskId)));
+        case 'DeleteTaskPushNotificationConfig': {
+          const { taskId, id: configId } = params(pushConfigIdParamsSchema, body);
+          await a2a.deletePushConfig(req.principal, agent, taskId, configId);
+          return reply.send(success(id, {}));
+        }
         case 'GetExtendedAgentCard':
           throw new RpcError(RPC.extendedCardNotConfigured, 'the public card is the whole card');
         default:

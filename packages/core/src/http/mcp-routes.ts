@@ -11,6 +11,8 @@ export interface McpRoutesDeps {
   door: McpDoor;
   runs: Pick<RunService, 'events'>;
   streams: EventStreams;
+  /** The browser origins a call may come from (REIN_CORS_ORIGINS); a call from any other is refused. */
+  origins: readonly string[];
   logger: Logger;
 }
 
@@ -18,11 +20,18 @@ export interface McpRoutesDeps {
  * `POST /mcp`: MCP's Streamable HTTP, stateless (a server and transport per request), in
  * the authenticated scope — the same bearer keys as the API. A tool call holds one of the
  * caller's stream slots while its run goes on; GET and DELETE answer 405, as a stateless
- * server does.
+ * server does. MCP's transport asks a server to check `Origin` against DNS rebinding: a
+ * call a browser sends from an origin not listed is refused with 403.
  */
 export function registerMcpRoutes(scope: FastifyInstance, deps: McpRoutesDeps): void {
   const watch = watchRuns(deps.runs, deps.streams);
+  const origins = new Set(deps.origins);
   scope.post('/mcp', { schema: { hide: true } }, async (req, reply) => {
+    const origin = req.headers.origin;
+    if (origin !== undefined && !origins.has(origin))
+      return reply
+        .status(403)
+        .send({ jsonrpc: '2.0', id: null, error: { code: -32000, message: `origin ${origin} is not one this server answers` } });
     const release = deps.streams.hold(req.principal);
     const gone = new AbortController();
     const server = deps.door.server(req.principal, watch, gone.signal);

@@ -17,6 +17,9 @@ export function createRunEndHooks(): FinishHooks & { plug(plugs: readonly RunEnd
     async finished(run: RunRecord) {
       for (const p of board) await p.finished?.(run);
     },
+    async changed(run: RunRecord) {
+      for (const p of board) await p.changed?.(run);
+    },
     async decided(run: RunRecord) {
       for (const p of board) await p.decided?.(run);
     },

@@ -21,6 +21,10 @@ export const runKeys = (runId: string) => {
     children: `${p}:children`,
     /** What its descendants spent: descendant id → that run's usage and cost (each the run's total: writes are idempotent). */
     tree: `${p}:tree`,
+    /** A2A push-notification configs of its task: `<userId>:<configId>` → config JSON (features/a2a/push-config-store.ts). */
+    a2aPush: `${p}:a2a-push`,
+    /** The A2A task state last pushed to those configs: a commit that leaves it as it was pushes nothing. */
+    a2aPushState: `${p}:a2a-push-state`,
     /** Remote A2A tasks its calls wait on: call key → `{agent, taskId}` (features/remote-agents: cancelled with the run). */
     remoteTasks: `${p}:remote-tasks`,
   };

@@ -61,6 +61,8 @@ export type Outcome =
 export interface FinishHooks {
   /** The run just finished (webhooks, compensation). */
   finished(run: RunRecord): Promise<void>;
+  /** A commit changed a live run's status or approvals without finishing it (A2A push notifications). */
+  changed?(run: RunRecord): Promise<void>;
   /** An approval of a finished run (its compensation plan) was decided. */
   decided?(run: RunRecord): Promise<void>;
 }
@@ -100,7 +102,8 @@ function stepFollowUps(t: Transition): FollowUps {
  * order: compare-and-set, with a step's tenant charge sent beside it → a finished run's
  * charge lands → the finish hooks of a run that just finished → the indexes (the
  * active-runs index last, so the reaper repairs a crash in between) → the counters →
- * log → follow-ups (feed events, jobs, expiry timers). The charge lands before the next
+ * log → follow-ups (feed events, jobs, expiry timers) → the change hooks of a live run whose
+ * status or approvals changed (A2A push notifications). The charge lands before the next
  * step is enqueued, so that step's quota check sees it; the indexes are written before
  * it, so a next step's own indexes are never overwritten by older ones. Counters are read
  * from the committed records, after the commit: an attempt that loses the compare-and-set
@@ -184,6 +187,9 @@ export function createTransitionApplier(deps: ApplierDeps) {
     await scheduleExpiry(followUps.expiry ?? []);
     for (const e of followUps.cancelExpiry ?? []) await deps.cancelExpiry?.(e);
     if (o.kind === 'decide' && TERMINAL_STATUSES.includes(from.status)) await deps.hooks?.decided?.(next);
+    // Last, so that the next job is not kept waiting; a step that only continues changes neither, and calls nothing here.
+    if (!TERMINAL_STATUSES.includes(next.status) && (next.status !== from.status || change.approvals?.length))
+      await deps.hooks?.changed?.(next);
     return next;
   }
 

@@ -94,6 +94,14 @@ export class PgItemStore implements ItemStore {
     return rows[0] ? itemOf(rows[0]) : null;
   }
 
+  async touch(tenantId: string, scope: StoreScope, read: StoredItem, expiresAt: number): Promise<void> {
+    await this.queries.query(
+      `UPDATE rein.store_items SET expires_at = $6
+        WHERE tenant_id = $1 AND scope = $2 AND namespace = $3 AND key = $4 AND updated_at = $5`,
+      [tenantId, scope, [...read.namespace], read.key, read.updatedAt, new Date(expiresAt).toISOString()],
+    );
+  }
+
   async delete(tenantId: string, scope: StoreScope, namespace: readonly string[], key: string): Promise<void> {
     await this.queries.query('DELETE FROM rein.store_items WHERE tenant_id = $1 AND scope = $2 AND namespace = $3 AND key = $4', [
       tenantId,

@@ -4,7 +4,7 @@ import { auditHash, GENESIS_HASH } from '../../policy/audit/audit-chain.js';
 import type { AuditSigner } from '../../policy/audit/receipts.js';
 import { AUDIT_SUNK_KEY, AUDIT_TENANTS_KEY, tenantKeys } from '../../shared/keys.js';
 import type { Logger } from '../../shared/logger.js';
-import { withScripts } from './lua-scripts.js';
+import { type ScriptGateway, scriptGateway } from './lua-scripts.js';
 import { type RedisClient, sendCommands } from './redis.js';
 
 /** A loser of the head race retries; this many lost in a row means something is wrong. */
@@ -73,7 +73,8 @@ const TRIM_BATCH = 500;
  * never throws into its caller, whose decision already stands: it logs.
  */
 export class AuditLog {
-  private readonly redis;
+  private readonly redis: RedisClient;
+  private readonly scripts: ScriptGateway;
   /** When this process last trimmed each tenant's log (at most once per retention, and per minute). */
   private readonly trimmed = new Map<string, number>();
   /** Tenants this process already named in AUDIT_TENANTS_KEY. */
@@ -86,7 +87,8 @@ export class AuditLog {
     private readonly retention?: AuditRetention,
     private readonly proof?: AuditProof,
   ) {
-    this.redis = withScripts(redis);
+    this.redis = redis;
+    this.scripts = scriptGateway(redis);
   }
 
   /** The fleet's audit key, when one is configured (REIN_AUDIT_SIGNING_KEY). */
@@ -190,8 +192,11 @@ export class AuditLog {
       const unhashed: Omit<AuditEntry, 'hash'> = { ...record, seq: Number(seq) + 1, at: new Date(at).toISOString(), prevHash };
       const entry = { ...unhashed, hash: auditHash(unhashed) } as AuditEntry;
       const json = JSON.stringify(entry);
-      if (await this.redis.appendAudit(k.audit, k.auditByTime, k.auditHead, String(entry.seq), prevHash, json, entry.hash, String(at)))
-        return entry;
+      const appended = await this.scripts.appendAudit(
+        { entries: k.audit, byTime: k.auditByTime, head: k.auditHead },
+        { seq: entry.seq, prevHash, json, hash: entry.hash, atMs: at },
+      );
+      if (appended) return entry;
     }
     throw new Error(`the decision log of ${record.tenantId} kept moving: ${APPEND_ATTEMPTS} appends lost`);
   }

@@ -1,6 +1,6 @@
 import { type Effect, effectSchema } from '@rein/contract';
 import { runKeys } from '../../shared/keys.js';
-import { EffectWrite, withScripts } from './lua-scripts.js';
+import { EffectWrite, type ScriptGateway, scriptGateway } from './lua-scripts.js';
 import type { RedisClient } from './redis.js';
 
 /** A step's calls write the ledger only while their run is live; an undo of a finished run writes it always. */
@@ -16,13 +16,15 @@ export type LedgerScope = 'step' | 'undo';
  * Each write sets a TTL, so a ledger cannot outlive its run for long.
  */
 export class EffectLedger {
-  private readonly redis: ReturnType<typeof withScripts>;
+  private readonly redis: RedisClient;
+  private readonly scripts: ScriptGateway;
 
   constructor(
     redis: RedisClient,
     private readonly ttlSeconds = 30 * 86_400,
   ) {
-    this.redis = withScripts(redis);
+    this.redis = redis;
+    this.scripts = scriptGateway(redis);
   }
 
   async get(runId: string, key: string): Promise<Effect | null> {
@@ -32,8 +34,13 @@ export class EffectLedger {
 
   private async write(runId: string, mode: 'intent' | 'result', key: string, effect: Effect, scope: LedgerScope) {
     const k = runKeys(runId);
-    const live = scope === 'step' ? '1' : '0';
-    return this.redis.recordEffect(k.run, k.effects, mode, key, JSON.stringify(effect), String(this.ttlSeconds), live);
+    return this.scripts.recordEffect(k, {
+      mode,
+      key,
+      entry: JSON.stringify(effect),
+      ttlSeconds: this.ttlSeconds,
+      liveOnly: scope === 'step',
+    });
   }
 
   /**

@@ -2,6 +2,7 @@ import type { RunRecord } from '@rein/contract';
 import { type RunEvent, runEventSchema } from '@rein/contract';
 import { ARCHIVE_BACKLOG_KEY, ARCHIVE_HOT_KEY, runKeys } from '../../shared/keys.js';
 import type { RunTreeParts } from '../postgres/run-archive.js';
+import { type ScriptGateway, scriptGateway } from './lua-scripts.js';
 import { type RedisClient, sendCommands } from './redis.js';
 import type { RunStore, StoredEvent } from './run-store.js';
 
@@ -39,10 +40,14 @@ export const sameRevision = (a: readonly number[], b: readonly number[]) => a.le
  * read what is gone from the archive.
  */
 export class HotRuns {
+  private readonly scripts: ScriptGateway;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly store: RunStore,
-  ) {}
+  ) {
+    this.scripts = scriptGateway(redis);
+  }
 
   /** The run's snapshot, or null when its keys are gone. */
   async snapshot(runId: string): Promise<RunSnapshot | null> {
@@ -77,12 +82,9 @@ export class HotRuns {
   async archived(run: RunRecord, revision: number[]): Promise<void> {
     const at = Date.parse(run.updatedAt);
     // Only on a hash that still holds the run: a field written on dropped keys would create a hash with no TTL.
-    const marked = await this.redis.eval(
-      "if redis.call('HEXISTS', KEYS[1], 'doc') == 1 then redis.call('HSET', KEYS[1], 'archivedAt', ARGV[1], 'archivedRevision', ARGV[2]) return 1 end return 0",
-      1,
-      runKeys(run.id).run,
-      new Date().toISOString(),
-      revision.join('.'),
+    const marked = await this.scripts.markArchived(
+      { run: runKeys(run.id).run },
+      { at: new Date().toISOString(), revision: revision.join('.') },
     );
     if (marked !== 1) return this.forget(run.id);
     await sendCommands(this.redis, [
@@ -147,16 +149,8 @@ export class HotRuns {
    */
   async drop(runId: string, lastEventId: string | undefined): Promise<boolean> {
     const k = runKeys(runId);
-    const dropped = await this.redis.eval(
-      `local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
-       if (last and last[1] or '') ~= ARGV[1] then return 0 end
-       redis.call('DEL', unpack(KEYS))
-       return 1`,
-      Object.keys(k).length,
-      k.events,
-      ...Object.values(k).filter((key) => key !== k.events),
-      lastEventId ?? '',
-    );
+    const others = Object.values(k).filter((key) => key !== k.events);
+    const dropped = await this.scripts.dropRun({ events: k.events, others }, { lastEventId: lastEventId ?? '' });
     if (dropped !== 1) return false;
     await this.forget(runId);
     return true;

@@ -1,7 +1,7 @@
 import type { ItemStore, StoredItem, StoreScope } from '../../policy/store/store-items.js';
 import { itemAddress, startsWith } from '../../policy/store/store-items.js';
 import { tenantKeys } from '../../shared/keys.js';
-import { withScripts } from './lua-scripts.js';
+import { type ScriptGateway, scriptGateway } from './lua-scripts.js';
 import type { RedisClient } from './redis.js';
 
 /** A literal for HSCAN's MATCH: the glob's own characters escaped. */
@@ -20,20 +20,35 @@ const parse = (raw: string): StoredItem | null => {
  * JSON. A tenant holds at most REIN_STORE_MAX_ITEMS items, so a listing scans one bounded hash.
  */
 export class RedisItemStore implements ItemStore {
-  private readonly redis;
+  private readonly redis: RedisClient;
+  private readonly scripts: ScriptGateway;
 
   constructor(redis: RedisClient) {
-    this.redis = withScripts(redis);
+    this.redis = redis;
+    this.scripts = scriptGateway(redis);
   }
 
   async put(tenantId: string, scope: StoreScope, item: StoredItem, maxItems: number): Promise<boolean> {
     const address = itemAddress(scope, item.namespace, item.key);
-    return (await this.redis.putStoreItem(tenantKeys(tenantId).store, address, JSON.stringify(item), String(maxItems))) === 1;
+    return (
+      (await this.scripts.putStoreItem({ store: tenantKeys(tenantId).store }, { address, json: JSON.stringify(item), max: maxItems })) === 1
+    );
   }
 
   async get(tenantId: string, scope: StoreScope, namespace: readonly string[], key: string): Promise<StoredItem | null> {
     const raw = await this.redis.hget(tenantKeys(tenantId).store, itemAddress(scope, namespace, key));
     return raw === null ? null : parse(raw);
+  }
+
+  async touch(tenantId: string, scope: StoreScope, read: StoredItem, expiresAt: number): Promise<void> {
+    const field = itemAddress(scope, read.namespace, read.key);
+    const raw = await this.redis.hget(tenantKeys(tenantId).store, field);
+    const held = raw === null ? null : parse(raw);
+    if (!held || held.updatedAt !== read.updatedAt) return;
+    await this.scripts.hsetIfSame(
+      { hash: tenantKeys(tenantId).store },
+      { field, held: raw as string, next: JSON.stringify({ ...held, expiresAt }) },
+    );
   }
 
   async delete(tenantId: string, scope: StoreScope, namespace: readonly string[], key: string): Promise<void> {

@@ -1,7 +1,7 @@
 import { principalSchema } from '@rein/contract';
 import { z } from 'zod';
 import { tenantKeys } from '../../shared/keys.js';
-import { OpenCohortResult, type ReserveResult, withScripts } from './lua-scripts.js';
+import { OpenCohortResult, type ReserveResult, type ScriptGateway, scriptGateway } from './lua-scripts.js';
 import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
 
 /** A cohort's fixed part: who asked, what it replays with, and the originals it sampled (in order). */
@@ -31,19 +31,21 @@ export interface CohortState {
  * replays plus those held by running ones, how many run, and skipped originals.
  */
 export class ReplayCohortStore {
-  private readonly redis: ReturnType<typeof withScripts>;
+  private readonly redis: RedisClient;
+  private readonly scripts: ScriptGateway;
 
   constructor(
     redis: RedisClient,
     private readonly ttlSeconds: number,
   ) {
-    this.redis = withScripts(redis);
+    this.redis = redis;
+    this.scripts = scriptGateway(redis);
   }
 
   /** Admits the cohort unless its tenant runs `max` already (`false`); one silent for `staleMs` no longer counts. */
   async open(doc: CohortDoc, max: number, staleMs: number, now: number): Promise<boolean> {
     const open = tenantKeys(doc.principal.tenantId).openReplayCohorts;
-    const result = await this.redis.openCohort(open, doc.id, String(now), String(now - staleMs), String(max));
+    const result = await this.scripts.openCohort({ open }, { id: doc.id, nowMs: now, staleBeforeMs: now - staleMs, max });
     return result === OpenCohortResult.Opened;
   }
 
@@ -94,14 +96,12 @@ export class ReplayCohortStore {
   /** Holds `tokens` of the cohort's budget and one of its slots for a replay about to start. */
   async reserve(doc: CohortDoc, tokens: number): Promise<ReserveResult> {
     const k = tenantKeys(doc.principal.tenantId).replayCohort(doc.id);
-    return this.redis.reserveCohortReplay(
-      k.tokens,
-      k.running,
-      String(doc.maxTokens),
-      String(tokens),
-      String(doc.concurrency),
-      String(this.ttlSeconds),
-    );
+    return this.scripts.reserveCohortReplay(k, {
+      maxTokens: doc.maxTokens,
+      tokens,
+      concurrency: doc.concurrency,
+      ttlSeconds: this.ttlSeconds,
+    });
   }
 
   /** Gives back a reservation whose replay never started. */
@@ -135,6 +135,6 @@ export class ReplayCohortStore {
   /** Counts a replay's finish once: what it held becomes what it spent, and its slot is freed. */
   async finished(tenantId: string, id: string, replay: string, spent: number): Promise<void> {
     const k = tenantKeys(tenantId).replayCohort(id);
-    await this.redis.finishCohortReplay(k.finished, k.held, k.tokens, k.running, replay, String(spent), String(this.ttlSeconds));
+    await this.scripts.finishCohortReplay(k, { replay, spent, ttlSeconds: this.ttlSeconds });
   }
 }

@@ -29,7 +29,7 @@ import { NotFoundError, StaleStepError } from '../../shared/errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, fairShareKeys, runKeys, tenantKeys, versionRunsKey } from '../../shared/keys.js';
 import type { Metrics } from '../../shared/metrics.js';
 import { type Page, type PageCursor, type PageQuery, pageIndexes } from './index-pager.js';
-import { ClaimResult, CommitResult, CreateResult, withScripts } from './lua-scripts.js';
+import { ClaimResult, CommitResult, CreateResult, type ScriptGateway, scriptGateway } from './lua-scripts.js';
 import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
 import { runFootprint } from './run-footprint.js';
 import { versionRunEntry } from './version-directory.js';
@@ -113,14 +113,16 @@ export interface StoredEvent {
  * overwrite newer state.
  */
 export class RunStore {
-  private readonly redis: ReturnType<typeof withScripts>;
+  private readonly redis: RedisClient;
+  private readonly scripts: ScriptGateway;
 
   constructor(
     redis: RedisClient,
     private readonly traceTtlSeconds: number,
     private readonly metrics?: Pick<Metrics, 'storedBytes'>,
   ) {
-    this.redis = withScripts(redis);
+    this.redis = redis;
+    this.scripts = scriptGateway(redis);
   }
 
   /**
@@ -129,14 +131,11 @@ export class RunStore {
    */
   async create(run: RunRecord, firstMessage: ChatMessage | null, event: RunEvent, history: ChatMessage[] = []): Promise<boolean> {
     const k = runKeys(run.id);
-    const created = await this.redis.createRun(
-      k.run,
-      k.messages,
-      k.events,
-      JSON.stringify(runRecordSchema.parse(run)),
-      storedEvent(event),
-      ...[...history, ...(firstMessage ? [firstMessage] : [])].map((m) => JSON.stringify(m)),
-    );
+    const created = await this.scripts.createRun(k, {
+      run: JSON.stringify(runRecordSchema.parse(run)),
+      event: storedEvent(event),
+      messages: [...history, ...(firstMessage ? [firstMessage] : [])].map((m) => JSON.stringify(m)),
+    });
     if (created === CreateResult.Created) {
       const t = tenantKeys(run.tenantId);
       const at = Date.parse(run.createdAt);
@@ -308,28 +307,15 @@ export class RunStore {
     const approvals = (c.approvals ?? []).flatMap((a) => [a.id, JSON.stringify(a)]);
     const events = (c.events ?? []).map(storedEvent);
     const terminal = TERMINAL_STATUSES.includes(next.status);
-    const result = await this.redis.commitRun(
-      k.run,
-      k.messages,
-      k.steps,
-      k.approvals,
-      k.events,
-      k.decisions,
-      k.effects,
-      k.snapshots,
-      k.blobs,
-      String(c.from.version),
-      JSON.stringify(next),
-      c.step ? String(c.step.index) : '',
-      c.step ? JSON.stringify(c.step) : '',
-      String(terminal ? this.traceTtlSeconds : 0),
-      String(messages.length),
-      String(c.approvals?.length ?? 0),
-      String(events.length),
-      ...messages,
-      ...approvals,
-      ...events,
-    );
+    const result = await this.scripts.commitRun(k, {
+      fromVersion: c.from.version,
+      run: JSON.stringify(next),
+      step: c.step ? { index: c.step.index, json: JSON.stringify(c.step) } : undefined,
+      ttlSeconds: terminal ? this.traceTtlSeconds : 0,
+      messages,
+      approvals,
+      events,
+    });
     if (result === CommitResult.NoSuchRun) throw new NotFoundError(`run ${next.id}`);
     if (result === CommitResult.Stale) {
       throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
@@ -373,14 +359,11 @@ export class RunStore {
       at: step.finishedAt,
       data: { afterFinish: true, toolCalls: step.toolCalls.length },
     };
-    const recorded = await this.redis.recordAfterFinish(
-      k.run,
-      k.steps,
-      k.events,
-      String(step.index),
-      JSON.stringify(stepRecordSchema.parse(step)),
-      storedEvent(runEventSchema.parse(event)),
-    );
+    const recorded = await this.scripts.recordAfterFinish(k, {
+      stepIndex: step.index,
+      step: JSON.stringify(stepRecordSchema.parse(step)),
+      event: storedEvent(runEventSchema.parse(event)),
+    });
     return recorded === 1;
   }
 
@@ -501,14 +484,7 @@ export class RunStore {
     if (held && (!replacing.includes(held.status) || held.round !== c.round - 1)) return false;
     if (!raw) return (await this.redis.set(key, doc, 'EX', this.traceTtlSeconds, 'NX')) === 'OK';
     // Replacing one: only if it is still the one read.
-    const replaced = await this.redis.eval(
-      "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) return 1 end return 0",
-      1,
-      key,
-      raw,
-      doc,
-      String(this.traceTtlSeconds),
-    );
+    const replaced = await this.scripts.replaceIfSame({ key }, { held: raw, next: doc, ttlSeconds: this.traceTtlSeconds });
     return replaced === 1;
   }
 
@@ -655,12 +631,9 @@ export class RunStore {
     const key = t.sessionActive(run.userId, run.sessionId);
     let replace = '';
     for (let tries = 0; tries < 3; tries++) {
-      const [result, marker, nowMs] = await this.redis.claimSession(
-        key,
-        t.sessionQueue(run.userId, run.sessionId),
-        run.id,
-        String(this.traceTtlSeconds),
-        replace,
+      const [result, marker, nowMs] = await this.scripts.claimSession(
+        { active: key, queue: t.sessionQueue(run.userId, run.sessionId) },
+        { runId: run.id, ttlSeconds: this.traceTtlSeconds, replace },
       );
       if (result === ClaimResult.Claimed) return null;
       if (result === ClaimResult.Queued) return marker; // runs wait for the session: this one goes behind them
@@ -698,7 +671,8 @@ export class RunStore {
 
   /** Frees the session if this run still holds it (compare-and-delete). */
   async releaseSession(run: Pick<RunRecord, 'id' | 'tenantId' | 'userId' | 'sessionId'>): Promise<void> {
-    if (run.sessionId) await this.redis.releaseSession(tenantKeys(run.tenantId).sessionActive(run.userId, run.sessionId), run.id);
+    if (run.sessionId)
+      await this.scripts.releaseSession({ active: tenantKeys(run.tenantId).sessionActive(run.userId, run.sessionId) }, { runId: run.id });
   }
 
   /**
@@ -718,11 +692,14 @@ export class RunStore {
    * meantime (and may have been taken by another request) is left alone.
    */
   async bindIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<void> {
-    await this.redis.settleIdempotencyKey(key, JSON.stringify(claim), JSON.stringify({ ...claim, bound: true }), String(ttlSeconds));
+    await this.scripts.settleIdempotencyKey(
+      { key },
+      { claim: JSON.stringify(claim), next: JSON.stringify({ ...claim, bound: true }), ttlSeconds },
+    );
   }
 
   /** Releases a claim whose run was not created, so the key is free again. */
   async releaseIdempotencyKey(key: string, claim: IdempotencyEntry): Promise<void> {
-    await this.redis.settleIdempotencyKey(key, JSON.stringify(claim), '', '0');
+    await this.scripts.settleIdempotencyKey({ key }, { claim: JSON.stringify(claim), next: '', ttlSeconds: 0 });
   }
 }

@@ -1,6 +1,6 @@
 import { type ScheduleFiring, type ScheduleRecord, scheduleFiringSchema, scheduleRecordSchema } from '@rein/contract';
 import { scheduleKeys } from '../../shared/keys.js';
-import { AddScheduleResult, withScripts } from './lua-scripts.js';
+import { AddScheduleResult, type ScriptGateway, scriptGateway } from './lua-scripts.js';
 import type { RedisClient } from './redis.js';
 
 /** Firings kept per schedule in its history. */
@@ -13,11 +13,13 @@ const parse = (raw: string) => scheduleRecordSchema.parse(JSON.parse(raw));
  * one's latest firings and its last run.
  */
 export class ScheduleStore {
-  private readonly redis;
+  private readonly redis: RedisClient;
+  private readonly scripts: ScriptGateway;
   private indexing?: Promise<void>;
 
   constructor(redis: RedisClient) {
-    this.redis = withScripts(redis);
+    this.redis = redis;
+    this.scripts = scriptGateway(redis);
   }
 
   /**
@@ -28,7 +30,7 @@ export class ScheduleStore {
     await this.indexed();
     const json = JSON.stringify(scheduleRecordSchema.parse(schedule));
     const tenant = scheduleKeys.tenant(schedule.owner.tenantId);
-    return (await this.redis.addSchedule(scheduleKeys.all, tenant, schedule.id, json, String(max))) === AddScheduleResult.Added;
+    return (await this.scripts.addSchedule({ all: scheduleKeys.all, tenant }, { id: schedule.id, json, max })) === AddScheduleResult.Added;
   }
 
   /** Rewrites a stored schedule (an edit, a pause); its tenant does not change. */

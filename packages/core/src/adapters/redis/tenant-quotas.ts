@@ -2,7 +2,7 @@ import type { RunRecord } from '@rein/contract';
 import type { Quota, Quotas } from '../../shared/config.js';
 import { ReinError } from '../../shared/errors.js';
 import { fairShareKeys, tenantKeys } from '../../shared/keys.js';
-import { AdmitResult, TurnResult, withScripts } from './lua-scripts.js';
+import { AdmitResult, type ScriptGateway, scriptGateway, TurnResult } from './lua-scripts.js';
 import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
 
 /** 429: the tenant is over one of its quotas; says which and what the limit is. */
@@ -33,7 +33,8 @@ export type Admission = 'admitted' | 'waiting_slot' | 'waiting_turn';
  * must not stop the tenant's new ones), and tokens and cost per UTC day.
  */
 export class TenantQuotas {
-  private readonly redis: ReturnType<typeof withScripts>;
+  private readonly redis: RedisClient;
+  private readonly scripts: ScriptGateway;
   /** Day keys (usage and charged marks, per tenant) this process already gave their TTL. */
   private readonly expiring = new Set<string>();
 
@@ -42,7 +43,8 @@ export class TenantQuotas {
     private readonly quotas: Quotas,
     private readonly now: () => number = Date.now,
   ) {
-    this.redis = withScripts(redis);
+    this.redis = redis;
+    this.scripts = scriptGateway(redis);
   }
 
   quotaOf(tenantId: string): Quota {
@@ -62,15 +64,15 @@ export class TenantQuotas {
    */
   async admit(tenantId: string, runId: string): Promise<Admission> {
     const q = this.quotaOf(tenantId);
-    const result = await this.redis.admitRun(
-      tenantKeys(tenantId).active,
-      this.usageKey(tenantId),
-      tenantKeys(tenantId).parked,
-      runId,
-      String(q.maxConcurrentRuns),
-      String(q.tokensPerDay),
-      String(Math.round(q.costPerDayUsd * 1_000_000)),
-      String(maxParkedRuns(q)),
+    const result = await this.scripts.admitRun(
+      { active: tenantKeys(tenantId).active, usage: this.usageKey(tenantId), parked: tenantKeys(tenantId).parked },
+      {
+        runId,
+        maxConcurrentRuns: q.maxConcurrentRuns,
+        tokensPerDay: q.tokensPerDay,
+        costMicrosPerDay: Math.round(q.costPerDayUsd * 1_000_000),
+        maxParkedRuns: maxParkedRuns(q),
+      },
     );
     if (result === AdmitResult.TooManyRuns && q.queueBeyondLimit) return 'waiting_slot';
     // Within its tenant's limit, a queueing tenant's run still waits its turn for a fleet-wide slot.
@@ -108,7 +110,7 @@ export class TenantQuotas {
    */
   async takeSlot(tenantId: string, freed?: string): Promise<string | null> {
     const t = tenantKeys(tenantId);
-    return this.redis.takeSlot(t.active, t.waiting, String(this.quotaOf(tenantId).maxConcurrentRuns), freed ?? '');
+    return this.scripts.takeSlot(t, { max: this.quotaOf(tenantId).maxConcurrentRuns, freed: freed ?? '' });
   }
 
   /** Whether the tenant's runs share the fleet-wide slots (`fairShareSlots`, for `queueBeyondLimit` tenants). */
@@ -118,7 +120,7 @@ export class TenantQuotas {
 
   /** A run holding its tenant's slot joins the tenant's line for a fleet-wide one (enter-fair-share-2.lua). */
   async enterFairShare(tenantId: string, runId: string): Promise<void> {
-    await this.redis.enterFairShare(fairShareKeys.ring, fairShareKeys.line(tenantId), tenantId, runId);
+    await this.scripts.enterFairShare({ ring: fairShareKeys.ring, line: fairShareKeys.line(tenantId) }, { tenantId, runId });
   }
 
   /**
@@ -133,7 +135,10 @@ export class TenantQuotas {
     for (;;) {
       const head = await this.redis.lindex(fairShareKeys.ring, 0);
       if (head === null) return null;
-      const taken = await this.redis.takeTurn(fairShareKeys.slots, fairShareKeys.ring, fairShareKeys.line(head), head, String(max));
+      const taken = await this.scripts.takeTurn(
+        { slots: fairShareKeys.slots, ring: fairShareKeys.ring, line: fairShareKeys.line(head) },
+        { tenantId: head, max },
+      );
       if (taken === TurnResult.SlotsTaken) return null;
       if (typeof taken === 'string') return { tenantId: head, runId: taken };
       // Another process took that turn, or the tenant had nobody left: read the head again.
@@ -171,15 +176,15 @@ export class TenantQuotas {
     const usage = t.usage(today);
     // A day key's TTL is set by each process's first charge to it, not by every charge.
     const ttl = this.expiring.has(usage) ? 0 : 2 * DAY_SECONDS;
-    const added = await this.redis.chargeUsage(
-      usage,
-      t.charged(today),
-      t.charged(day(now - DAY_SECONDS * 1000)),
-      run.id,
-      String(run.usage.totalTokens),
-      String(Math.round(run.costUsd * 1_000_000)),
-      String(ttl),
-      run.createdAt.slice(0, 10) < today ? '1' : '0',
+    const added = await this.scripts.chargeUsage(
+      { usage, charged: t.charged(today), chargedBefore: t.charged(day(now - DAY_SECONDS * 1000)) },
+      {
+        runId: run.id,
+        tokens: run.usage.totalTokens,
+        costMicros: Math.round(run.costUsd * 1_000_000),
+        ttlSeconds: ttl,
+        beganBefore: run.createdAt.slice(0, 10) < today,
+      },
     );
     if (ttl && added > 0) this.remember(usage);
     return added;

@@ -4,7 +4,7 @@ import { BreakerOpenError, ModelCallCutError, ModelReplyInvalidError, ReinError 
 import { breakerKeys } from '../../shared/keys.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
-import { BreakerReport, withScripts } from '../redis/lua-scripts.js';
+import { BreakerReport, type ScriptGateway, scriptGateway } from '../redis/lua-scripts.js';
 import type { RedisClient, RedisCommand } from '../redis/redis.js';
 import { REIN_ATTR } from '../tracing/rein-spans.js';
 import { annotateActiveSpan } from '../tracing/spans.js';
@@ -52,7 +52,8 @@ const isHealthSignal = (err: unknown) =>
  */
 export class CircuitBreakers {
   private readonly local = new Map<string, CircuitBreaker<[() => Promise<unknown>], unknown>>();
-  private readonly redis: ReturnType<typeof withScripts>;
+  private readonly redis: RedisClient;
+  private readonly scripts: ScriptGateway;
   /** This process in the reports of its opened breakers. */
   private readonly worker = randomUUID();
 
@@ -63,7 +64,8 @@ export class CircuitBreakers {
     private readonly metrics: Metrics,
     private readonly now: () => number = Date.now,
   ) {
-    this.redis = withScripts(redis);
+    this.redis = redis;
+    this.scripts = scriptGateway(redis);
   }
 
   private breaker(name: string) {
@@ -99,8 +101,8 @@ export class CircuitBreakers {
   private async reportOpen(name: string) {
     const k = breakerKeys(name);
     const { rollingCountTimeoutMs: windowMs, fleetWorkers, resetTimeoutMs } = this.options;
-    const argv = [this.worker, this.now(), windowMs, fleetWorkers, resetTimeoutMs].map(String);
-    if ((await this.redis.reportBreakerOpen(k.reporters, k.open, k.tripped, k.probe, ...argv)) === BreakerReport.FleetOpened) {
+    const report = { worker: this.worker, nowMs: this.now(), windowMs, quorum: fleetWorkers, resetTimeoutMs };
+    if ((await this.scripts.reportBreakerOpen(k, report)) === BreakerReport.FleetOpened) {
       this.event(name, 'fleet_open');
     }
   }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { BulkheadFullError } from '../../shared/errors.js';
 import { breakerKeys, fleetLimitKey } from '../../shared/keys.js';
-import { LeaseResult, withScripts } from '../redis/lua-scripts.js';
+import { LeaseResult, type ScriptGateway, scriptGateway } from '../redis/lua-scripts.js';
 import type { RedisClient } from '../redis/redis.js';
 import type { FleetBreakerState } from './circuit-breakers.js';
 
@@ -23,13 +23,15 @@ export interface HeldLease {
  * frees its slot after `leaseMs`.
  */
 export class FleetLimit {
-  private readonly redis: ReturnType<typeof withScripts>;
+  private readonly redis: RedisClient;
+  private readonly scripts: ScriptGateway;
 
   constructor(
     redis: RedisClient,
     private readonly now: () => number = Date.now,
   ) {
-    this.redis = withScripts(redis);
+    this.redis = redis;
+    this.scripts = scriptGateway(redis);
   }
 
   /** Sends the lease request now; the answer is awaited by whoever uses the lease. */
@@ -37,8 +39,8 @@ export class FleetLimit {
     const key = fleetLimitKey(dependency);
     const b = breakerKeys(dependency);
     const id = randomUUID();
-    const granted = this.redis
-      .acquireLease(key, b.open, b.tripped, id, String(this.now()), String(leaseMs), String(limit))
+    const granted = this.scripts
+      .acquireLease({ leases: key, open: b.open, tripped: b.tripped }, { leaseId: id, nowMs: this.now(), ttlMs: leaseMs, limit })
       .then(([got, open, tripped]) => ({ leased: got === LeaseResult.Leased, breaker: [open, tripped] as FleetBreakerState }));
     // A lease taken ahead may never be used: its failure is the user's to see, not an unhandled rejection.
     granted.catch(() => undefined);

@@ -1,4 +1,4 @@
-import { addressableIdSchema, MAX_ID_LENGTH } from '@rein/contract';
+import { addressableIdSchema, createWebhookBodySchema, MAX_ID_LENGTH } from '@rein/contract';
 import { z } from 'zod';
 
 /** A JSON-RPC 2.0 request as A2A sends it (no batches: A2A has none). */
@@ -35,8 +35,9 @@ const partSchema = z
     'a part holds exactly one of text, data, url, raw',
   );
 
-/** Protobuf's JSON leaves an unset string empty: an empty id is no id. */
-const optionalId = z.preprocess((v) => (v === '' ? undefined : v), addressableIdSchema.optional());
+/** Protobuf's JSON leaves an unset string empty: an empty value is no value. */
+const unsetIfEmpty = <T extends z.ZodTypeAny>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+const optionalId = unsetIfEmpty(addressableIdSchema);
 
 export const a2aMessageSchema = z.object({
   messageId: clientIdSchema,
@@ -50,6 +51,49 @@ export const a2aMessageSchema = z.object({
 });
 export type A2aIncomingMessage = z.infer<typeof a2aMessageSchema>;
 
+/** A header value Rein sends as given: printable ASCII, bounded, so it cannot split or bloat a request. */
+const headerValue = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .regex(/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/, 'printable ASCII, no leading or trailing space');
+
+/**
+ * A push-notification config as a caller gives it (A2A's `TaskPushNotificationConfig`):
+ * where Rein POSTs the task at each change of state. The URL obeys the webhooks' rules (http
+ * or https, no credentials, 2000 characters); `token` comes back as `X-A2A-Notification-Token`
+ * and keys the delivery's signature; `authentication` becomes the `Authorization` header.
+ */
+export const pushConfigSchema = z.object({
+  tenant: z.string().max(MAX_ID_LENGTH).optional(),
+  id: unsetIfEmpty(clientIdSchema),
+  taskId: optionalId,
+  url: createWebhookBodySchema.shape.url,
+  token: unsetIfEmpty(headerValue(512)),
+  authentication: z
+    .object({
+      scheme: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/, 'an HTTP authentication scheme'),
+      credentials: headerValue(4096),
+    })
+    .optional(),
+});
+export type PushConfigParams = z.infer<typeof pushConfigSchema>;
+
+/** `GetTaskPushNotificationConfig`, `DeleteTaskPushNotificationConfig`: one config of a task. */
+export const pushConfigIdParamsSchema = z.object({
+  tenant: z.string().max(MAX_ID_LENGTH).optional(),
+  taskId: addressableIdSchema,
+  id: clientIdSchema,
+});
+
+/** `ListTaskPushNotificationConfigs`: a task's configs fit one page (at most MAX_PUSH_CONFIGS_PER_TASK). */
+export const pushConfigListParamsSchema = z.object({
+  tenant: z.string().max(MAX_ID_LENGTH).optional(),
+  taskId: addressableIdSchema,
+  pageSize: z.number().int().min(0).optional(),
+  pageToken: z.string().max(MAX_ID_LENGTH).optional(),
+});
+
 export const sendMessageParamsSchema = z.object({
   tenant: z.string().max(MAX_ID_LENGTH).optional(),
   message: a2aMessageSchema,
@@ -58,7 +102,7 @@ export const sendMessageParamsSchema = z.object({
       acceptedOutputModes: z.array(z.string().max(200)).max(32).optional(),
       historyLength: z.number().int().min(0).optional(),
       returnImmediately: z.boolean().optional(),
-      taskPushNotificationConfig: z.unknown().optional(),
+      taskPushNotificationConfig: pushConfigSchema.optional(),
     })
     .optional(),
   metadata: metadataSchema,

@@ -1,12 +1,35 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { type Principal, type RunView, submitRunBodySchema } from '@rein/contract';
 import type { AgentProfile } from '@rein/define/internal';
+import { assertPublicUrl } from '../../adapters/net/address-guard.js';
 import { A2A_TERMINAL, type A2aTask, a2aContextId, a2aSettled, a2aState, a2aTask } from '../../policy/a2a/a2a-task.js';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../../shared/errors.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
 import type { RunService } from '../runs/run-service.js';
 import type { WatchRun } from '../runs/watch-run.js';
-import { a2aDecisionSchema, type SendMessageParams } from './a2a-schemas.js';
+import type { A2aPush } from './a2a-push.js';
+import { a2aDecisionSchema, type PushConfigParams, type SendMessageParams } from './a2a-schemas.js';
+import { type PushConfigStore, pushConfigField, type StoredPushConfig } from './push-config-store.js';
+
+/** Push-notification configs one task may hold (all callers together): bounds each change's fan-out. */
+export const MAX_PUSH_CONFIGS_PER_TASK = 10;
+
+/** A config as shown back to the caller who set it: the credentials it gave stay with Rein. */
+export interface PushConfigView {
+  id: string;
+  taskId: string;
+  url: string;
+  token: string;
+  authentication?: { scheme: string };
+}
+
+const pushConfigView = (c: StoredPushConfig): PushConfigView => ({
+  id: c.id,
+  taskId: c.taskId,
+  url: c.url,
+  token: c.token,
+  ...(c.authentication ? { authentication: { scheme: c.authentication.scheme } } : {}),
+});
 
 /** One frame of a task's stream, as A2A's `StreamResponse` names its cases; `null`: nothing new for a while. */
 export type A2aStreamFrame =
@@ -21,6 +44,8 @@ export interface A2aServiceDeps {
   agents: readonly AgentProfile[];
   /** The app version this process serves: the card's `version`. */
   version: string;
+  /** Push notifications: the configs, their first push, and REIN_WEBHOOK_ALLOW_PRIVATE (the webhooks' address rule). */
+  push: { configs: PushConfigStore; notify: Pick<A2aPush, 'registered'>; allowPrivate: boolean; now?: () => number };
 }
 
 /** The Agent Card's security scheme: the same bearer keys as the API. */
@@ -85,6 +110,47 @@ export function createA2aService(deps: A2aServiceDeps) {
     return current;
   }
 
+  /**
+   * Stores the caller's config on a task it can read and tells it the task's state at once.
+   * Without an id, the URL names it: the same request again replaces it rather than adding one.
+   * Without a token, Rein makes one (the receiver reads it back with Get or List).
+   * Its URL was checked before (`checkPushUrl`).
+   */
+  async function setPushConfig(principal: Principal, run: RunView, params: PushConfigParams): Promise<PushConfigView> {
+    if (params.taskId && params.taskId !== run.id) throw new InvalidRequestError(`the config names task ${params.taskId}, not ${run.id}`);
+    const id = params.id ?? `pc_${createHash('sha256').update(params.url).digest('hex').slice(0, 24)}`;
+    // No token given: the one Rein gave this config before, if it holds one, so a retry changes nothing.
+    const held = params.token ? null : await deps.push.configs.byField(run.id, pushConfigField(principal.userId, id));
+    const config: StoredPushConfig = {
+      schemaVersion: 1,
+      id,
+      taskId: run.id,
+      tenantId: principal.tenantId,
+      userId: principal.userId,
+      url: params.url,
+      token: params.token ?? held?.token ?? randomBytes(24).toString('base64url'),
+      ...(params.authentication ? { authentication: params.authentication } : {}),
+      createdAt: new Date((deps.push.now ?? Date.now)()).toISOString(),
+    };
+    if (!(await deps.push.configs.put(config, MAX_PUSH_CONFIGS_PER_TASK)))
+      throw new ConflictError('too_many_push_configs', `a task holds at most ${MAX_PUSH_CONFIGS_PER_TASK} push-notification configs`);
+    await deps.push.notify.registered(config, a2aTask(run));
+    return pushConfigView(config);
+  }
+
+  /** A push URL Rein may call (the webhooks' SSRF rule), checked before anything is started or decided. */
+  async function checkPushUrl(params: PushConfigParams | undefined): Promise<void> {
+    if (params && !deps.push.allowPrivate) await assertPublicUrl(params.url, 'webhook_url');
+  }
+
+  /** The caller's own config of a task it can read; anyone else's, like a missing one, is not found. */
+  async function ownPushConfig(principal: Principal, agent: string, taskId: string, id: string): Promise<StoredPushConfig> {
+    await view(principal, agent, taskId);
+    const config = await deps.push.configs.byField(taskId, pushConfigField(principal.userId, id));
+    if (!config || config.tenantId !== principal.tenantId) throw new NotFoundError(`push config ${id} of task ${taskId}`);
+    return config;
+  }
+
   return {
     /** The Agent Card of one agent, its JSON-RPC interface at `endpoint`. */
     card(agent: string, endpoint: string) {
@@ -95,7 +161,7 @@ export function createA2aService(deps: A2aServiceDeps) {
         description,
         version: deps.version,
         supportedInterfaces: [{ url: endpoint, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-        capabilities: { streaming: true, pushNotifications: false, extensions: [] },
+        capabilities: { streaming: true, pushNotifications: true, extensions: [] },
         securitySchemes: BEARER,
         securityRequirements: [{ schemes: { bearer: { list: [] } } }],
         defaultInputModes: ['text/plain', 'application/json'],
@@ -113,12 +179,15 @@ export function createA2aService(deps: A2aServiceDeps) {
     async send(principal: Principal, agent: string, params: SendMessageParams, watch: WatchRun, signal: AbortSignal): Promise<A2aTask> {
       const profile = agentOf(agent);
       const { message } = params;
+      const pushConfig = params.configuration?.taskPushNotificationConfig;
+      await checkPushUrl(pushConfig);
       let run: RunView;
       if (message.taskId) {
         run = await view(principal, agent, message.taskId);
         if (message.contextId && message.contextId !== a2aContextId(run))
           throw new InvalidRequestError(`task ${run.id} belongs to context ${a2aContextId(run)}, not ${message.contextId}`);
         if (A2A_TERMINAL.includes(a2aState(run))) throw new ConflictError('run_finished', `task ${run.id} already ${run.status}`);
+        if (pushConfig) await setPushConfig(principal, run, pushConfig);
         await answer(principal, run, message.parts);
         run = await view(principal, agent, run.id);
       } else {
@@ -132,10 +201,38 @@ export function createA2aService(deps: A2aServiceDeps) {
         const body = submitRunBodySchema.safeParse({ agent: profile.name, input, sessionId });
         if (!body.success)
           throw new InvalidRequestError(`message: ${body.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+        if (pushConfig?.taskId)
+          throw new InvalidRequestError('a push config sent with a new message names no task: the task is the one it starts');
         ({ run } = await deps.runs.submit(principal, body.data, `a2a:${message.messageId}`));
+        if (pushConfig) await setPushConfig(principal, run, pushConfig);
       }
       if (!params.configuration?.returnImmediately) run = await settle(principal, agent, run, watch, signal);
       return a2aTask(run);
+    },
+
+    /** `CreateTaskPushNotificationConfig`: the caller's config of a task it can read (the same id again replaces it). */
+    async createPushConfig(principal: Principal, agent: string, params: PushConfigParams): Promise<PushConfigView> {
+      if (!params.taskId) throw new InvalidRequestError('taskId: the task to notify about is required');
+      const run = await view(principal, agent, params.taskId);
+      await checkPushUrl(params);
+      return setPushConfig(principal, run, params);
+    },
+
+    async getPushConfig(principal: Principal, agent: string, taskId: string, id: string): Promise<PushConfigView> {
+      return pushConfigView(await ownPushConfig(principal, agent, taskId, id));
+    },
+
+    /** The caller's configs of the task (one page: a task holds at most MAX_PUSH_CONFIGS_PER_TASK). */
+    async listPushConfigs(principal: Principal, agent: string, taskId: string) {
+      await view(principal, agent, taskId);
+      const mine = (await deps.push.configs.all(taskId)).filter((c) => c.userId === principal.userId && c.tenantId === principal.tenantId);
+      return { configs: mine.map(pushConfigView), nextPageToken: '' };
+    },
+
+    /** Deletes the caller's config: deliveries still queued for it are dropped. */
+    async deletePushConfig(principal: Principal, agent: string, taskId: string, id: string): Promise<void> {
+      await ownPushConfig(principal, agent, taskId, id);
+      await deps.push.configs.remove(taskId, principal.userId, id);
     },
 
     async get(principal: Principal, agent: string, id: string): Promise<A2aTask> {

@@ -1,11 +1,14 @@
+import type { TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
   type CallToolResult,
   CancelledNotificationSchema,
+  type CreateTaskResult,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
+  type Task as McpTask,
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { type Principal, type RunView, submitRunBodySchema } from '@rein/contract';
@@ -15,12 +18,15 @@ import { ConflictError, NotFoundError, ReinError } from '../../shared/errors.js'
 import type { Logger } from '../../shared/logger.js';
 import type { RunService } from '../runs/run-service.js';
 import type { WatchRun } from '../runs/watch-run.js';
+import { approvalConsoleUrl } from '../webhooks/webhook-dispatcher.js';
 
 export interface McpDoorDeps {
   runs: Pick<RunService, 'submit' | 'get' | 'cancel'>;
   agents: readonly AgentProfile[];
   version: string;
   logger: Logger;
+  /** The approver console's public URL (REIN_CONSOLE_URL): a parked call names each approval's page there. */
+  consoleUrl?: string | undefined;
 }
 
 /** A tool call's arguments: the run's input, and the session it continues. */
@@ -51,6 +57,8 @@ export function createMcpDoor(deps: McpDoorDeps) {
       // MCP's output schemas describe objects; an agent typed otherwise answers in text only.
       ...(output?.type === 'object' ? { outputSchema: output as McpTool['outputSchema'] } : {}),
       annotations: { readOnlyHint: false, openWorldHint: true },
+      // A run can take hours (a person decides its writes): a client may run it as a task it polls.
+      execution: { taskSupport: 'optional' },
     };
   });
   const byName = new Map(deps.agents.map((a) => [a.name, a]));
@@ -66,6 +74,12 @@ export function createMcpDoor(deps: McpDoorDeps) {
     }
   };
 
+  /** Who must decide what, and where: a page where a person decides, never a link that decides (a model may read this). */
+  const approvalLine = (a: RunView['pendingApprovals'][number]) =>
+    `approval ${a.id}: ${a.summary} (needs ${a.requiredRole}; decide at ${
+      deps.consoleUrl ? approvalConsoleUrl(deps.consoleUrl, a.id) : `POST /v1/approvals/${a.id}/approve on the approver`
+    })`;
+
   function answer(run: RunView, typed: boolean): CallToolResult {
     const meta = { 'rein/run': { runId: run.id, status: run.status, ...(run.reason ? { reason: run.reason } : {}) } };
     if (run.status === 'succeeded') {
@@ -77,9 +91,7 @@ export function createMcpDoor(deps: McpDoorDeps) {
     }
     if (run.status === 'pending_approval') {
       const approvals = run.pendingApprovals.filter((a) => a.status === 'pending');
-      const lines = approvals.map(
-        (a) => `- approval ${a.id}: ${a.summary} (needs ${a.requiredRole}; POST /v1/approvals/${a.id}/approve on the approver)`,
-      );
+      const lines = approvals.map((a) => `- ${approvalLine(a)}`);
       return {
         // Not the agent's answer (yet): a client must not take it for one.
         isError: true,
@@ -87,7 +99,13 @@ export function createMcpDoor(deps: McpDoorDeps) {
         _meta: {
           'rein/run': {
             ...meta['rein/run'],
-            approvals: approvals.map((a) => ({ id: a.id, summary: a.summary, requiredRole: a.requiredRole, expiresAt: a.expiresAt })),
+            approvals: approvals.map((a) => ({
+              id: a.id,
+              summary: a.summary,
+              requiredRole: a.requiredRole,
+              expiresAt: a.expiresAt,
+              ...(deps.consoleUrl ? { consoleUrl: approvalConsoleUrl(deps.consoleUrl, a.id) } : {}),
+            })),
           },
         },
       };
@@ -104,24 +122,96 @@ export function createMcpDoor(deps: McpDoorDeps) {
     };
   }
 
+  const typed = (agent: string) => byName.get(agent)?.output?.jsonSchema.schema.type === 'object';
+
+  /**
+   * A run as an MCP task (MCP 2025-11-25's tasks, experimental in the SDK): the task id is
+   * the run id, so a task lives as long as its run and any API process answers for it.
+   */
+  function taskOf(run: RunView): McpTask {
+    const status: McpTask['status'] =
+      run.status === 'succeeded'
+        ? 'completed'
+        : run.status === 'failed'
+          ? 'failed'
+          : run.status === 'cancelled'
+            ? 'cancelled'
+            : run.status === 'pending_approval'
+              ? 'input_required'
+              : 'working';
+    const message =
+      run.status === 'pending_approval'
+        ? `waits for a person to decide: ${run.pendingApprovals
+            .filter((a) => a.status === 'pending')
+            .map(approvalLine)
+            .join('; ')}`
+        : run.reason
+          ? `${run.status}: ${run.reason}`
+          : run.status;
+    return {
+      taskId: run.id,
+      status,
+      statusMessage: message,
+      ttl: null,
+      createdAt: run.createdAt,
+      lastUpdatedAt: run.updatedAt,
+      pollInterval: 1_000,
+    };
+  }
+
+  /** The caller's runs as tasks, read through the run service (a run of another caller is no task of theirs). */
+  function taskStore(principal: Principal): TaskStore {
+    const runOf = (id: string) =>
+      deps.runs.get(principal, id).catch((err) => {
+        if (err instanceof NotFoundError) return null;
+        throw err;
+      });
+    return {
+      // Tasks are made by tools/call (a run); nothing else asks for one.
+      createTask: async () => {
+        throw new McpError(ErrorCode.InvalidRequest, 'tasks are created by tools/call');
+      },
+      getTask: async (id) => {
+        const run = await runOf(id);
+        return run ? taskOf(run) : null;
+      },
+      // The run is the result: nothing to store.
+      storeTaskResult: async () => {},
+      getTaskResult: async (id) => {
+        const run = await runOf(id);
+        if (!run) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${id}`);
+        return answer(run, typed(run.agent));
+      },
+      updateTaskStatus: async (id, status) => {
+        if (status === 'cancelled') await cancelQuietly(principal, id);
+      },
+      listTasks: async () => {
+        throw new McpError(ErrorCode.MethodNotFound, 'tasks/list is not served: list runs with GET /v1/runs');
+      },
+    };
+  }
+
   return {
     /** An MCP server acting for `principal` for one HTTP request; `gone` aborts when the client goes. */
     server(principal: Principal, watch: WatchRun, gone: AbortSignal): Server {
-      const server = new Server({ name: 'rein', version: deps.version }, { capabilities: { tools: {} } });
+      const server = new Server(
+        { name: 'rein', version: deps.version },
+        { capabilities: { tools: {}, tasks: { requests: { tools: { call: {} } }, cancel: {} } }, taskStore: taskStore(principal) },
+      );
       server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
       server.setNotificationHandler(CancelledNotificationSchema, async (note) => {
         const runId = note.params.requestId === undefined ? undefined : inFlight.get(callKey(principal, note.params.requestId));
         if (runId) await cancelQuietly(principal, runId);
       });
-      server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+      server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult | CreateTaskResult> => {
         const agent = byName.get(req.params.name);
         if (!agent) throw new McpError(ErrorCode.InvalidParams, `no tool ${req.params.name}`);
         const args = callArgumentsSchema.safeParse(req.params.arguments ?? {});
-        if (!args.success)
-          throw new McpError(
-            ErrorCode.InvalidParams,
-            args.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; '),
-          );
+        // MCP 2025-11-25: bad arguments are the call's result, which a model can read and correct; an unknown tool is a protocol error.
+        if (!args.success) {
+          const problems = args.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ');
+          return { isError: true, content: [{ type: 'text', text: `invalid_request: ${problems}` }] };
+        }
         let run: RunView;
         try {
           ({ run } = await deps.runs.submit(principal, { agent: agent.name, ...args.data }));
@@ -131,6 +221,8 @@ export function createMcpDoor(deps: McpDoorDeps) {
             return { isError: true, content: [{ type: 'text', text: `${err.code}: ${err.message}` }] };
           throw err;
         }
+        // As a task: answered at once; the client polls tasks/get and reads tasks/result.
+        if (req.params.task) return { task: taskOf(run) };
         const key = callKey(principal, extra.requestId);
         inFlight.set(key, run.id);
         const stop = new AbortController();
@@ -157,7 +249,7 @@ export function createMcpDoor(deps: McpDoorDeps) {
             await cancelQuietly(principal, run.id);
             run = await deps.runs.get(principal, run.id);
           }
-          return answer(run, agent.output?.jsonSchema.schema.type === 'object');
+          return answer(run, typed(agent.name));
         } finally {
           inFlight.delete(key);
           extra.signal.removeEventListener('abort', abort);

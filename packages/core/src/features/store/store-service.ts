@@ -68,7 +68,7 @@ export function createStoreService(deps: StoreServiceDeps) {
   async function refresh(p: Principal, hits: StoredItem[]): Promise<void> {
     const at = now();
     for (const i of hits.filter((h) => h.ttlMinutes !== undefined))
-      await items.put(p.tenantId, scopeOf(p), { ...i, expiresAt: at + (i.ttlMinutes as number) * 60_000 }, Number.MAX_SAFE_INTEGER);
+      await items.touch(p.tenantId, scopeOf(p), i, at + (i.ttlMinutes as number) * 60_000);
   }
 
   return {

@@ -7,7 +7,7 @@ import { AddressRefusedError, isRefusedAddress, publicOnlyLookup } from '../../a
 import { ReinError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
-import type { DeliveryJob } from './webhook-dispatcher.js';
+import type { DeliveryJob, PushJob, WebhookJob } from './webhook-dispatcher.js';
 import type { WebhookStore } from './webhook-store.js';
 
 export interface WebhookDeliveryDeps {
@@ -16,6 +16,8 @@ export interface WebhookDeliveryDeps {
   logger: Logger;
   timeoutMs: number;
   allowPrivate: boolean;
+  /** Resolves an A2A push notification's target (features/a2a/a2a-push.ts); without it, such a job is dropped. */
+  pushTarget?: (job: PushJob) => Promise<DeliveryTarget | null>;
   now?: () => number;
 }
 
@@ -51,7 +53,7 @@ export function postGuarded(
       url,
       {
         method: 'POST',
-        headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body).toString() },
+        headers: { 'content-type': 'application/json', ...headers, 'content-length': Buffer.byteLength(body).toString() },
         // Resolved and checked in one step, so the address connected to is the one checked.
         ...(deps.allowPrivate ? {} : { lookup: publicOnlyLookup }),
       },
@@ -70,32 +72,59 @@ export function postGuarded(
   });
 }
 
+/** Where one delivery goes, resolved when it is sent: a target deleted since drops its pending deliveries. */
+export interface DeliveryTarget {
+  url: string;
+  body: string;
+  /** Signs the delivery (Standard Webhooks): a webhook's secret, a push config's token. */
+  signer: Signer;
+  /** Sent beside the signature headers (a content type, A2A's token and `Authorization`). */
+  headers: Record<string, string>;
+  /** Bound fields of the delivery's log lines. */
+  logged: Record<string, string>;
+  /** Writes an attempt to the target's delivery log, where it keeps one. */
+  record?(attempt: Omit<DeliveryAttempt, 'type'>): Promise<void>;
+}
+
 /**
- * Delivers one event to one webhook, signed per Standard Webhooks (`webhook-id`,
- * `webhook-timestamp`, `webhook-signature`), and writes the attempt to the webhook's
- * log. Redirects are not followed (a redirect is a non-2xx), so they cannot lead past
- * the address check. A deleted webhook drops its pending deliveries.
+ * Delivers one job to its target, signed per Standard Webhooks (`webhook-id`,
+ * `webhook-timestamp`, `webhook-signature`): a webhook's event, or an A2A push notification
+ * (its target resolved by `pushTarget`). Redirects are not followed (a redirect is a
+ * non-2xx), so they cannot lead past the address check. A deleted webhook or push config
+ * drops its pending deliveries.
  */
 export function createWebhookDelivery(deps: WebhookDeliveryDeps) {
   const now = deps.now ?? Date.now;
 
-  return async function deliver(job: DeliveryJob, attempt: number, lastAttempt: boolean): Promise<DeliveryAttempt['outcome'] | 'dropped'> {
+  async function webhookTarget(job: WebhookJob): Promise<DeliveryTarget | null> {
     const hook = await deps.hooks.get(job.tenantId, job.webhookId);
-    if (!hook) return 'dropped';
-    const body = JSON.stringify({ type: job.type, timestamp: job.timestamp, data: job.data });
+    if (!hook) return null;
+    return {
+      url: hook.url,
+      body: JSON.stringify({ type: job.type, timestamp: job.timestamp, data: job.data }),
+      signer: new Signer(hook.secret),
+      headers: {},
+      logged: { webhookId: hook.id },
+      record: (attempt) => deps.hooks.logAttempt(job.tenantId, hook.id, { ...attempt, type: job.type }),
+    };
+  }
+
+  return async function deliver(job: DeliveryJob, attempt: number, lastAttempt: boolean): Promise<DeliveryAttempt['outcome'] | 'dropped'> {
+    const target = 'kind' in job ? ((await deps.pushTarget?.(job)) ?? null) : await webhookTarget(job);
+    if (!target) return 'dropped';
     const sentAt = new Date(now());
     const headers = {
+      ...target.headers,
       'webhook-id': job.messageId,
       'webhook-timestamp': Math.floor(sentAt.getTime() / 1000).toString(),
-      'webhook-signature': new Signer(hook.secret).sign(job.messageId, sentAt, body),
+      'webhook-signature': target.signer.sign(job.messageId, sentAt, target.body),
       'user-agent': 'Rein-Webhooks/1',
     };
     const started = performance.now();
     const record = async (outcome: DeliveryAttempt['outcome'], extra: { status?: number; error?: string }) => {
       deps.metrics.webhookDeliveries.inc({ outcome });
-      await deps.hooks.logAttempt(job.tenantId, hook.id, {
+      await target.record?.({
         messageId: job.messageId,
-        type: job.type,
         attempt,
         at: sentAt.toISOString(),
         outcome,
@@ -103,9 +132,10 @@ export function createWebhookDelivery(deps: WebhookDeliveryDeps) {
         durationMs: Math.round(performance.now() - started),
       });
     };
+    const logged = { ...target.logged, tenantId: job.tenantId };
     let failure: string;
     try {
-      const res = await postGuarded(new URL(hook.url), body, headers, deps);
+      const res = await postGuarded(new URL(target.url), target.body, headers, deps);
       if (res.status >= 200 && res.status < 300) {
         await record('delivered', { status: res.status });
         return 'delivered';
@@ -115,13 +145,13 @@ export function createWebhookDelivery(deps: WebhookDeliveryDeps) {
     } catch (err) {
       if (err instanceof AddressRefusedError) {
         await record('refused', { error: err.message });
-        deps.logger.warn({ webhookId: hook.id, tenantId: job.tenantId, err: err.message }, 'webhook delivery refused');
+        deps.logger.warn({ ...logged, err: err.message }, 'webhook delivery refused');
         return 'refused'; // not retried: the endpoint is not one Rein may call
       }
       failure = (err as Error).message;
       await record(lastAttempt ? 'gave_up' : 'failed', { error: failure });
     }
-    deps.logger.warn({ webhookId: hook.id, tenantId: job.tenantId, attempt, err: failure }, 'webhook delivery failed');
+    deps.logger.warn({ ...logged, attempt, err: failure }, 'webhook delivery failed');
     throw new WebhookDeliveryFailedError(failure);
   };
 }

@@ -12,7 +12,7 @@ import type { WebhookStore } from './webhook-store.js';
 export const WEBHOOK_QUEUE = 'rein-webhooks';
 
 /** One delivery of one event to one webhook; every retry reuses `messageId` (the `webhook-id` header). */
-export const deliveryJobSchema = z.object({
+export const webhookJobSchema = z.object({
   webhookId: z.string().min(1),
   tenantId: z.string().min(1),
   messageId: z.string().min(1),
@@ -20,6 +20,24 @@ export const deliveryJobSchema = z.object({
   timestamp: z.string(),
   data: z.record(z.string(), z.unknown()),
 });
+export type WebhookJob = z.infer<typeof webhookJobSchema>;
+
+/**
+ * One A2A push notification (features/a2a/a2a-push.ts): `data`, the task's `StreamResponse`
+ * as it was at one change of state, for the config stored under `config` in the task's hash.
+ */
+export const pushJobSchema = z.object({
+  kind: z.literal('a2a-push'),
+  tenantId: z.string().min(1),
+  taskId: z.string().min(1),
+  config: z.string().min(1),
+  messageId: z.string().min(1),
+  data: z.record(z.string(), z.unknown()),
+});
+export type PushJob = z.infer<typeof pushJobSchema>;
+
+/** What the webhook queue carries: a webhook's event, or an A2A push notification, delivered alike. */
+export const deliveryJobSchema = z.union([pushJobSchema, webhookJobSchema]);
 export type DeliveryJob = z.infer<typeof deliveryJobSchema>;
 
 /** Retry delays grow fourfold from `baseMs` up to 4 h: with the 5 s default, 13 attempts span over 24 h. */
@@ -81,7 +99,7 @@ export class WebhookDispatcher {
       const timestamp = new Date(this.now()).toISOString();
       for (const hook of hooks) {
         const id = messageIdOf(hook.id, type, key);
-        const job = deliveryJobSchema.parse({ webhookId: hook.id, tenantId, messageId: `msg_${id}`, type, timestamp, data });
+        const job = webhookJobSchema.parse({ webhookId: hook.id, tenantId, messageId: `msg_${id}`, type, timestamp, data });
         await this.queue.add('deliver', job, { ...deliveryJobOptions, jobId: `wh-${id}` });
       }
       return true;
@@ -90,6 +108,15 @@ export class WebhookDispatcher {
       this.logger.error({ err: (err as Error).message, tenantId, type }, 'could not enqueue webhook deliveries');
       return false;
     }
+  }
+
+  /**
+   * Enqueues an A2A push notification; `key` identifies it, so the same one enqueued twice
+   * (two processes seeing one change, a finish hook run again) is delivered once. Throws
+   * when it cannot enqueue: the caller decides whether that is retried.
+   */
+  async push(job: PushJob, key: string): Promise<void> {
+    await this.queue.add('deliver', pushJobSchema.parse(job), { ...deliveryJobOptions, jobId: `a2a-${key}` });
   }
 
   /** For the approval feed: what approvers are told, webhooks are told too. */

@@ -1,5 +1,5 @@
 import { type DeliveryAttempt, deliveryAttemptSchema, type Webhook, webhookSchema } from '@rein/contract';
-import { AddWebhookResult, withScripts } from '../../adapters/redis/lua-scripts.js';
+import { AddWebhookResult, scriptGateway } from '../../adapters/redis/lua-scripts.js';
 import type { RedisClient } from '../../adapters/redis/redis.js';
 import { tenantKeys } from '../../shared/keys.js';
 
@@ -13,7 +13,7 @@ export class WebhookStore {
   /** Stores the webhook unless its tenant already has `max`: checked and written in one step. */
   async add(hook: Webhook, max: number): Promise<boolean> {
     const json = JSON.stringify(webhookSchema.parse(hook));
-    const result = await withScripts(this.redis).addWebhook(tenantKeys(hook.tenantId).webhooks, hook.id, json, String(max));
+    const result = await scriptGateway(this.redis).addWebhook({ webhooks: tenantKeys(hook.tenantId).webhooks }, { id: hook.id, json, max });
     return result === AddWebhookResult.Added;
   }
 

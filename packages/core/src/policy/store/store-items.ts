@@ -121,6 +121,11 @@ export interface ItemStore {
   put(tenantId: string, scope: StoreScope, item: StoredItem, maxItems: number): Promise<boolean>;
   get(tenantId: string, scope: StoreScope, namespace: readonly string[], key: string): Promise<StoredItem | null>;
   delete(tenantId: string, scope: StoreScope, namespace: readonly string[], key: string): Promise<void>;
+  /**
+   * Moves an item's expiry to `expiresAt`, only if it is still the item read (the same
+   * `updatedAt`): a refresh never brings back an item deleted since, nor undoes a newer put.
+   */
+  touch(tenantId: string, scope: StoreScope, read: StoredItem, expiresAt: number): Promise<void>;
   /** The scope's items under `prefix` (expired ones included: the caller drops them), narrowed by `query` where the store can. */
   list(tenantId: string, scope: StoreScope, prefix: readonly string[], query?: string): Promise<StoredItem[]>;
 }

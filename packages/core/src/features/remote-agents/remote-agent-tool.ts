@@ -77,7 +77,10 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
   const until = (deadline: number, signal: AbortSignal, most = Number.POSITIVE_INFINITY) =>
     AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, Math.min(most, deadline - now())))]);
 
-  /** Sends once. A refusal (by the agent, its server or the address rules), or no link, is a failure; a broken link after sending is an unknown outcome. */
+  /**
+   * Sends once. A refusal (by the agent, its server or the address rules), or no link, is a
+   * failure; a broken link after sending is an unknown outcome.
+   */
   async function send(client: Client, message: Message, signal: AbortSignal): Promise<Task | Message> {
     try {
       return await client.sendMessage(

@@ -9,6 +9,7 @@ import { RemoteAgentClient } from '../src/adapters/a2a/remote-agent-client.js';
 import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
 import { RemoteTaskList } from '../src/adapters/redis/remote-tasks.js';
 import { createRemoteAgentTool } from '../src/features/remote-agents/remote-agent-tool.js';
+import { createRemoteAgents } from '../src/features/remote-agents/remote-agents.js';
 import { idempotencyKey } from '../src/policy/step/call-identity.js';
 import { planCalls } from '../src/policy/step/call-plan.js';
 import { runKeys } from '../src/shared/keys.js';
@@ -243,5 +244,27 @@ describe('call_<name> against a misbehaving remote agent', () => {
     const agent = await remoteAgent({ SendMessage: (_rpc, res) => res.writeHead(401).end('unauthorized') });
     const record = await caller(agent.base).call();
     expect(record).toMatchObject({ outcome: 'error', observation: expect.stringContaining('remote_agent_rejected') });
+  });
+
+  it('the run’s end cancels its open tasks side by side: one slow cancel does not hold the others', async () => {
+    const held: Array<() => void> = [];
+    const agent = await remoteAgent({
+      // Neither cancel is answered until both have come.
+      CancelTask: (rpc, res) => {
+        held.push(() => answer(res, rpc, task(rpc.params.id ?? '', 'TASK_STATE_CANCELED')));
+        if (held.length === 2) for (const done of held) done();
+      },
+    });
+    const lines: Array<{ msg: string; taskId?: string }> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const remote = createRemoteAgents({ peer: { url: agent.base, approval: false } }, { redis, allowPrivate: true, logger });
+    const runId = `remote-run-${process.pid}-${++seq}`;
+    const tasks = new RemoteTaskList(redis);
+    await tasks.add(runId, 'call-a', { agent: 'peer', taskId: 't-a' });
+    await tasks.add(runId, 'call-b', { agent: 'peer', taskId: 't-b' });
+    await remote.plug.finished({ id: runId } as RunRecord);
+    const cancelled = lines.filter((l) => l.msg === 'remote task cancelled with its run').map((l) => l.taskId);
+    expect(cancelled.sort()).toEqual(['t-a', 't-b']);
+    expect(await redis.exists(runKeys(runId).remoteTasks)).toBe(0);
   });
 });

@@ -55,6 +55,37 @@ const sleep = (ms: number, signal: AbortSignal) =>
   });
 
 /**
+ * Sends once. A refusal (by the agent, its server or the address rules), or no link, is a
+ * failure; a broken link after sending is an unknown outcome.
+ */
+async function send(name: string, client: Client, message: Message, signal: AbortSignal): Promise<Task | Message> {
+  try {
+    return await client.sendMessage(
+      {
+        tenant: '',
+        message,
+        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
+        metadata: undefined,
+      },
+      { signal },
+    );
+  } catch (err) {
+    if (notCarriedOut(err)) {
+      const { code, message, retryable } = err as ToolError;
+      throw new ToolError(code, `the message to ${name} was not taken: ${message}`, { retryable });
+    }
+    if (answeredWithError(err) && err.envelopeCode !== INTERNAL_ERROR)
+      throw new ToolError('remote_agent_refused', `${name} refused the message: ${err.message}`);
+    throw new ToolOutcomeUnknownError(`the message to ${name} may have arrived, but no answer came back (${(err as Error).message})`, err);
+  }
+}
+
+/** Asks the agent to cancel the task; the task as it answers (it may have ended otherwise meanwhile), or none. */
+async function cancel(client: Client, taskId: string): Promise<Task | undefined> {
+  return client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
+}
+
+/**
  * A remote A2A agent as the tool `call_<name>` `{input}`: a governed write. The message's
  * id is the call's idempotency key; the remote task's id is remembered in the effect
  * ledger before the call waits on it, so a worker that dies mid-call resumes by reading
@@ -76,42 +107,6 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
    */
   const until = (deadline: number, signal: AbortSignal, most = Number.POSITIVE_INFINITY) =>
     AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, Math.min(most, deadline - now())))]);
-
-  /**
-   * Sends once. A refusal (by the agent, its server or the address rules), or no link, is a
-   * failure; a broken link after sending is an unknown outcome.
-   */
-  async function send(client: Client, message: Message, signal: AbortSignal): Promise<Task | Message> {
-    try {
-      return await client.sendMessage(
-        {
-          tenant: '',
-          message,
-          configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
-          metadata: undefined,
-        },
-        { signal },
-      );
-    } catch (err) {
-      if (notCarriedOut(err)) {
-        const { code, message, retryable } = err as ToolError;
-        throw new ToolError(code, `the message to ${name} was not taken: ${message}`, { retryable });
-      }
-      if (answeredWithError(err) && err.envelopeCode !== INTERNAL_ERROR)
-        throw new ToolError('remote_agent_refused', `${name} refused the message: ${err.message}`);
-      throw new ToolOutcomeUnknownError(
-        `the message to ${name} may have arrived, but no answer came back (${(err as Error).message})`,
-        err,
-      );
-    }
-  }
-
-  /** Asks the agent to cancel the task; the task as it answers (it may have ended otherwise meanwhile), or none. */
-  async function cancel(client: Client, taskId: string): Promise<Task | undefined> {
-    return client
-      .cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(10_000) })
-      .catch(() => undefined);
-  }
 
   /**
    * Reads the task until it is over or asks for input; a read that fails is tried again
@@ -212,7 +207,7 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
           referenceTaskIds: [],
         };
         if (now() >= deadline) throw new ToolError('remote_agent_timeout', `${name}: no time was left to send the message`);
-        const sent = await send(client, message, until(deadline, ctx.signal));
+        const sent = await send(name, client, message, until(deadline, ctx.signal));
         if (!('status' in sent)) return messageText(sent) || `(${name} answered with an empty message)`;
         task = sent;
         if (!keepableTaskId(task.id))

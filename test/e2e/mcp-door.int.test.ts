@@ -85,7 +85,11 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     const [approval] = (await fleet().client().runs.get(taskId)).pendingApprovals;
     expect(task.statusMessage).toContain(`${CONSOLE}/console?approval=${approval?.id}`);
     // Another user's client does not see the task; the approval is decided by a person as ever.
-    await expect((await connect(KEYS.other.key)).experimental.tasks.getTask(taskId)).rejects.toThrow(/not found/i);
+    const outsider = await connect(KEYS.other.key);
+    await expect(outsider.experimental.tasks.getTask(taskId)).rejects.toThrow(/not found/i);
+    await expect(outsider.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)).rejects.toThrow(/not found/i);
+    await expect(outsider.experimental.tasks.cancelTask(taskId)).rejects.toThrow(/not found/i);
+    expect((await fleet().client().runs.get(taskId)).status).toBe('pending_approval');
     await fleet()
       .client(KEYS.approver.key)
       .approvals.approve(approval?.id ?? '');
@@ -129,6 +133,13 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     const extra = await client.callTool({ name: 'order-assistant', arguments: { input: 'x', extra: 1 } });
     expect(extra.isError).toBe(true);
     expect(textOf(extra)).toMatch(/extra/);
+    // Asked as a task, there is no task to carry that result: a JSON-RPC error says what is wrong.
+    await expect(
+      client.request(
+        { method: 'tools/call', params: { name: 'order-assistant', arguments: { input: '' }, task: {} } },
+        CreateTaskResultSchema,
+      ),
+    ).rejects.toThrow(/invalid_request: input/);
     // Neither started a run.
     const { runs: after } = await fleet().client().runs.list({ limit: 1 });
     expect(after[0]?.id).toBe(before[0]?.id);

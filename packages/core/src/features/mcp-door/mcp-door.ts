@@ -206,19 +206,21 @@ export function createMcpDoor(deps: McpDoorDeps) {
       server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult | CreateTaskResult> => {
         const agent = byName.get(req.params.name);
         if (!agent) throw new McpError(ErrorCode.InvalidParams, `no tool ${req.params.name}`);
-        const args = callArgumentsSchema.safeParse(req.params.arguments ?? {});
         // MCP 2025-11-25: bad arguments are the call's result, which a model can read and correct; an unknown tool is a protocol error.
-        if (!args.success) {
-          const problems = args.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ');
-          return { isError: true, content: [{ type: 'text', text: `invalid_request: ${problems}` }] };
-        }
+        // A call asked as a task answers a task or an error: with no task to carry that result, it is the error.
+        const refused = (text: string): CallToolResult => {
+          if (req.params.task) throw new McpError(ErrorCode.InvalidParams, text);
+          return { isError: true, content: [{ type: 'text', text }] };
+        };
+        const args = callArgumentsSchema.safeParse(req.params.arguments ?? {});
+        if (!args.success)
+          return refused(`invalid_request: ${args.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}`);
         let run: RunView;
         try {
           ({ run } = await deps.runs.submit(principal, { agent: agent.name, ...args.data }));
         } catch (err) {
           // A rule's refusal (quota, busy session, budget ceiling) is the call's result, not a protocol failure.
-          if (err instanceof ReinError && err.status < 500)
-            return { isError: true, content: [{ type: 'text', text: `${err.code}: ${err.message}` }] };
+          if (err instanceof ReinError && err.status < 500) return refused(`${err.code}: ${err.message}`);
           throw err;
         }
         // As a task: answered at once; the client polls tasks/get and reads tasks/result.

@@ -121,6 +121,31 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     expect(ended.status).toBe('cancelled');
   });
 
+  it("one client's cancellation never cancels another client's call that has the same request id", async () => {
+    // Two fresh clients of one user number their requests alike: each one's first call has the same id.
+    const [first, second] = [await connect(), await connect()];
+    const abort = new AbortController();
+    let secondCall: Promise<Record<string, unknown>> | undefined;
+    const started = new Promise<void>((resolve) => {
+      const firstCall = first.callTool({ name: 'order-assistant', arguments: { input: LATE_ORDER } }, undefined, {
+        signal: abort.signal,
+        onprogress: () => {
+          // The first call runs; the second starts beside it, and once it runs too the first is cancelled.
+          secondCall ??= second.callTool({ name: 'order-assistant', arguments: { input: LATE_ORDER } }, undefined, {
+            onprogress: () => {
+              abort.abort();
+              resolve();
+            },
+          });
+        },
+      });
+      firstCall.catch(() => undefined);
+    });
+    await started;
+    const answered = (await secondCall) as Record<string, unknown>;
+    expect((answered._meta?.['rein/run'] as { status: string }).status).toBe('pending_approval');
+  });
+
   it('refuses a caller without a key and an unknown tool; answers bad arguments with a result a model can correct', async () => {
     await expect(connect('not-a-key')).rejects.toThrow();
     const client = await connect();

@@ -62,8 +62,13 @@ export function createMcpDoor(deps: McpDoorDeps) {
     };
   });
   const byName = new Map(deps.agents.map((a) => [a.name, a]));
-  /** Runs of calls in flight on this process, by caller and request id: what a client's cancellation names. */
-  const inFlight = new Map<string, string>();
+  /**
+   * Runs of calls in flight on this process, by caller and request id: what a client's
+   * cancellation names. Stateless, a server cannot tell one client of a caller from another,
+   * and clients number their requests alike: while two calls share a key, a cancellation
+   * naming it is ambiguous and cancels neither (never the other client's run).
+   */
+  const inFlight = new Map<string, string[]>();
   const callKey = (principal: Principal, requestId: string | number) => JSON.stringify([principal.tenantId, principal.userId, requestId]);
 
   const cancelQuietly = async (principal: Principal, runId: string) => {
@@ -200,8 +205,8 @@ export function createMcpDoor(deps: McpDoorDeps) {
       );
       server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
       server.setNotificationHandler(CancelledNotificationSchema, async (note) => {
-        const runId = note.params.requestId === undefined ? undefined : inFlight.get(callKey(principal, note.params.requestId));
-        if (runId) await cancelQuietly(principal, runId);
+        const runs = note.params.requestId === undefined ? [] : (inFlight.get(callKey(principal, note.params.requestId)) ?? []);
+        if (runs.length === 1) await cancelQuietly(principal, runs[0] as string);
       });
       server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult | CreateTaskResult> => {
         const agent = byName.get(req.params.name);
@@ -226,7 +231,8 @@ export function createMcpDoor(deps: McpDoorDeps) {
         // As a task: answered at once; the client polls tasks/get and reads tasks/result.
         if (req.params.task) return { task: taskOf(run) };
         const key = callKey(principal, extra.requestId);
-        inFlight.set(key, run.id);
+        const runId = run.id;
+        inFlight.set(key, [...(inFlight.get(key) ?? []), runId]);
         const stop = new AbortController();
         const abort = () => stop.abort();
         extra.signal.addEventListener('abort', abort, { once: true });
@@ -253,7 +259,9 @@ export function createMcpDoor(deps: McpDoorDeps) {
           }
           return answer(run, typed(agent.name));
         } finally {
-          inFlight.delete(key);
+          const left = (inFlight.get(key) ?? []).filter((id) => id !== runId);
+          if (left.length > 0) inFlight.set(key, left);
+          else inFlight.delete(key);
           extra.signal.removeEventListener('abort', abort);
           gone.removeEventListener('abort', abort);
         }

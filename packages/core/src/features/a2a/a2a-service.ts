@@ -134,7 +134,8 @@ export function createA2aService(deps: A2aServiceDeps) {
     };
     if (!(await deps.push.configs.put(config, MAX_PUSH_CONFIGS_PER_TASK)))
       throw new ConflictError('too_many_push_configs', `a task holds at most ${MAX_PUSH_CONFIGS_PER_TASK} push-notification configs`);
-    await deps.push.notify.registered(config, a2aTask(run));
+    // The task as it is once the config is stored: a change committed since `run` was read found no config to tell.
+    await deps.push.notify.registered(config, a2aTask(await deps.runs.get(principal, run.id)));
     return pushConfigView(config);
   }
 

@@ -90,12 +90,14 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     await expect(outsider.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)).rejects.toThrow(/not found/i);
     await expect(outsider.experimental.tasks.cancelTask(taskId)).rejects.toThrow(/not found/i);
     expect((await fleet().client().runs.get(taskId)).status).toBe('pending_approval');
+    // tasks/result waits while the task waits for a person, and answers once it is over.
+    const held = client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
     await fleet()
       .client(KEYS.approver.key)
       .approvals.approve(approval?.id ?? '');
     await fleet().waitForRun(taskId, (r) => r.status === 'succeeded');
     expect((await client.experimental.tasks.getTask(taskId)).status).toBe('completed');
-    const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    const result = await held;
     expect(textOf(result)).toContain('2024001');
 
     // A task the client cancels cancels its run.

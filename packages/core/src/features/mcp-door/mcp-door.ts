@@ -1,4 +1,4 @@
-import type { TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
+import { isTerminal, type TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
@@ -6,10 +6,12 @@ import {
   CancelledNotificationSchema,
   type CreateTaskResult,
   ErrorCode,
+  GetTaskPayloadRequestSchema,
   ListToolsRequestSchema,
   McpError,
   type Task as McpTask,
   type Tool as McpTool,
+  RELATED_TASK_META_KEY,
 } from '@modelcontextprotocol/sdk/types.js';
 import { type Principal, type RunView, submitRunBodySchema } from '@rein/contract';
 import type { AgentProfile } from '@rein/define/internal';
@@ -199,11 +201,28 @@ export function createMcpDoor(deps: McpDoorDeps) {
   return {
     /** An MCP server acting for `principal` for one HTTP request; `gone` aborts when the client goes. */
     server(principal: Principal, watch: WatchRun, gone: AbortSignal): Server {
+      const store = taskStore(principal);
       const server = new Server(
         { name: 'rein', version: deps.version },
-        { capabilities: { tools: {}, tasks: { requests: { tools: { call: {} } }, cancel: {} } }, taskStore: taskStore(principal) },
+        { capabilities: { tools: {}, tasks: { requests: { tools: { call: {} } }, cancel: {} } }, taskStore: store },
       );
       server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+      // tasks/result waits for the task's end on the run's event stream. The SDK's own handler polls
+      // the task every second and keeps an abort listener per poll while held: a leak, for a task
+      // parked for days.
+      server.setRequestHandler(GetTaskPayloadRequestSchema, async (req, extra) => {
+        const id = req.params.taskId;
+        let task = await store.getTask(id);
+        if (!task) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${id}`);
+        if (!isTerminal(task.status))
+          for await (const _ of watch(principal, id, extra.signal)) {
+            task = await store.getTask(id);
+            if (!task || isTerminal(task.status)) break;
+          }
+        if (!task || !isTerminal(task.status)) throw new McpError(ErrorCode.InvalidRequest, 'Request cancelled');
+        const result = await store.getTaskResult(id);
+        return { ...result, _meta: { ...result._meta, [RELATED_TASK_META_KEY]: { taskId: id } } };
+      });
       server.setNotificationHandler(CancelledNotificationSchema, async (note) => {
         const runs = note.params.requestId === undefined ? [] : (inFlight.get(callKey(principal, note.params.requestId)) ?? []);
         if (runs.length === 1) await cancelQuietly(principal, runs[0] as string);

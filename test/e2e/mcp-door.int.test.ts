@@ -148,6 +148,30 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     expect((answered._meta?.['rein/run'] as { status: string }).status).toBe('pending_approval');
   });
 
+  it('refuses a JSON-RPC batch, whose calls would all be held on one stream slot, and starts none of them', async () => {
+    // Shapes the SDK's client would not send (MCP has no batches since 2025-06-18): JSON-RPC straight.
+    const { runs: before } = await fleet().client().runs.list({ limit: 1 });
+    const call = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'order-assistant', arguments: { input: 'Where is A12345?' } },
+    });
+    const res = await fetch(`${fleet().api}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${KEYS.user.key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify([call(1), call(2)]),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: { code: -32600 } });
+    const { runs: after } = await fleet().client().runs.list({ limit: 1 });
+    expect(after[0]?.id).toBe(before[0]?.id);
+  });
+
   it('refuses a caller without a key and an unknown tool; answers bad arguments with a result a model can correct', async () => {
     await expect(connect('not-a-key')).rejects.toThrow();
     const client = await connect();

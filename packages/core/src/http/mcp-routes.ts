@@ -20,8 +20,9 @@ export interface McpRoutesDeps {
  * `POST /mcp`: MCP's Streamable HTTP, stateless (a server and transport per request), in
  * the authenticated scope — the same bearer keys as the API. A tool call holds one of the
  * caller's stream slots while its run goes on (a JSON-RPC batch, which would hold many on
- * one, is refused); GET and DELETE answer 405, as a stateless server does. MCP's transport asks a server to check `Origin` against DNS rebinding: a
- * call a browser sends from an origin not listed is refused with 403.
+ * one, is refused); GET and DELETE answer 405, as a stateless server does. MCP's
+ * transport asks a server to check `Origin` against DNS rebinding: a call a browser sends
+ * from an origin not listed is refused with 403.
  */
 export function registerMcpRoutes(scope: FastifyInstance, deps: McpRoutesDeps): void {
   const watch = watchRuns(deps.runs, deps.streams);

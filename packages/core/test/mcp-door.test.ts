@@ -3,7 +3,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Principal, RunView } from '@rein/contract';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createMcpDoor } from '../src/features/mcp-door/mcp-door.js';
+import { createMcpDoor, type McpDoorDeps } from '../src/features/mcp-door/mcp-door.js';
 import type { WatchRun } from '../src/features/runs/watch-run.js';
 import { createLogger } from '../src/shared/logger.js';
 
@@ -28,7 +28,21 @@ const run = (over: Partial<RunView> = {}): RunView =>
     ...over,
   }) as RunView;
 
-/** The MCP door over fakes, driven by the MCP SDK's own client through its in-memory transport. */
+/** The door over fake runs, and the MCP SDK's own client connected to it through its in-memory transport. */
+async function connect(runs: McpDoorDeps['runs'], watch: WatchRun) {
+  const door = createMcpDoor({ runs, agents: [{ name: 'a', tools: [] } as never], version: 'v1', logger: createLogger('silent', 'test') });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await door.server(principal, watch, new AbortController().signal).connect(serverSide);
+  const client = new Client({ name: 'test', version: '1.0.0' });
+  await client.connect(clientSide);
+  return client;
+}
+
+const notCalled = async (): Promise<never> => {
+  throw new Error('not called');
+};
+const still: WatchRun = async function* () {};
+
 describe('MCP door: tasks', () => {
   beforeEach(() => {
     vi.useFakeTimers();
@@ -48,37 +62,31 @@ describe('MCP door: tasks', () => {
       });
       yield [{}];
     };
-    const door = createMcpDoor({
-      runs: {
-        get: async () => {
-          reads++;
-          return current;
-        },
-        submit: async () => {
-          throw new Error('not called');
-        },
-        cancel: async () => {
-          throw new Error('not called');
-        },
-      },
-      agents: [{ name: 'a', tools: [] } as never],
-      version: 'v1',
-      logger: createLogger('silent', 'test'),
-    });
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    const server = door.server(principal, watch, new AbortController().signal);
-    await server.connect(serverSide);
-    const client = new Client({ name: 'test', version: '1.0.0' });
-    await client.connect(clientSide);
+    const get = async () => {
+      reads++;
+      return current;
+    };
+    const client = await connect({ get, submit: notCalled, cancel: notCalled }, watch);
 
     const result = client.experimental.tasks.getTaskResult('r1', CallToolResultSchema, { timeout: 3_600_000 });
-    // A person takes a while to decide: the held request costs nothing meanwhile.
+    await vi.advanceTimersByTimeAsync(1);
+    const held = reads;
+    // A person takes a while to decide: the held request reads nothing meanwhile.
     await vi.advanceTimersByTimeAsync(10 * 60_000);
-    expect(reads).toBeLessThanOrEqual(2);
+    expect(reads).toBe(held);
     current = run({ status: 'succeeded', finalAnswer: 'done' });
     moved();
     const answered = await result;
     expect(answered.content).toEqual([{ type: 'text', text: 'done' }]);
+    await client.close();
+  });
+
+  it('a tasks/cancel that could not cancel the run says so, rather than answering the task as if it had', async () => {
+    const cancel = async (): Promise<never> => {
+      throw new Error('the store is unreachable');
+    };
+    const client = await connect({ get: async () => run(), submit: notCalled, cancel }, still);
+    await expect(client.experimental.tasks.cancelTask('r1')).rejects.toThrow(/could not cancel task r1/);
     await client.close();
   });
 });

@@ -189,8 +189,17 @@ export function createMcpDoor(deps: McpDoorDeps) {
         if (!run) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${id}`);
         return answer(run, typed(run.agent));
       },
+      // tasks/cancel: a run that ended meanwhile answers as it ended; a run that could not be
+      // cancelled is an error, never a task answered as if it had been.
       updateTaskStatus: async (id, status) => {
-        if (status === 'cancelled') await cancelQuietly(principal, id);
+        if (status !== 'cancelled') return;
+        try {
+          await deps.runs.cancel(principal, id);
+        } catch (err) {
+          if (err instanceof ConflictError) return;
+          deps.logger.warn({ err, runId: id }, 'mcp: cancel failed');
+          throw new McpError(ErrorCode.InternalError, `could not cancel task ${id}`);
+        }
       },
       listTasks: async () => {
         throw new McpError(ErrorCode.MethodNotFound, 'tasks/list is not served: list runs with GET /v1/runs');

@@ -230,6 +230,17 @@ describe('A2A push notifications with the @a2a-js/sdk client', () => {
     await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
   });
 
+  it('keeps no inline config of a message that answers its task wrongly', async () => {
+    const client = await clientFor(KEYS.user.key);
+    const task = asTask(await client.sendMessage({ ...send(text(LATE_ORDER)), configuration: undefined }));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const wrong = { ...text('approve it'), taskId: task.id, contextId: task.contextId };
+    await expect(client.sendMessage(send(wrong, config(task.id, '/wrong')))).rejects.toMatchObject({ envelopeCode: -32602 });
+    const { configs } = await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' });
+    expect(configs).toEqual([]);
+    await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+  });
+
   it('keeps configs to their caller: another tenant or user is told the task does not exist; an approver sees only its own', async () => {
     const owner = await clientFor(KEYS.user.key);
     const task = asTask(await owner.sendMessage(send(text(LATE_ORDER))));

@@ -188,8 +188,9 @@ export function createA2aService(deps: A2aServiceDeps) {
         if (message.contextId && message.contextId !== a2aContextId(run))
           throw new InvalidRequestError(`task ${run.id} belongs to context ${a2aContextId(run)}, not ${message.contextId}`);
         if (A2A_TERMINAL.includes(a2aState(run))) throw new ConflictError('run_finished', `task ${run.id} already ${run.status}`);
-        if (pushConfig) await setPushConfig(principal, run, pushConfig);
+        // Stored once the message's answer is taken: a refused one leaves nothing behind.
         await answer(principal, run, message.parts);
+        if (pushConfig) await setPushConfig(principal, run, pushConfig);
         run = await view(principal, agent, run.id);
       } else {
         if (message.parts.some((p) => p.url !== undefined || p.raw !== undefined))

@@ -78,12 +78,15 @@ export {
   wakeJobSchema,
 } from './adapters/queue/job-catalog.js';
 export {
+  type Dequeued,
   failJob,
   InvalidJobError,
   type JobHandler,
+  type JobHandlers,
   type JobTable,
   runJob,
   takeJob,
+  UnrecoverableJobError,
   type WorkerJobName,
   type WorkerJobPayload,
 } from './adapters/queue/job-table.js';
@@ -141,7 +144,6 @@ export { createDecisionLog } from './features/approvals/decision-log.js';
 export { feedVisibleTo, type RunOwners } from './features/approvals/feed-visibility.js';
 export { createRunArchiving, type RunArchiving, retirable } from './features/archive/run-archiving.js';
 export { type Compensator, compensationKey, createCompensator } from './features/compensation/compensation.js';
-export { sweepDeadlines } from './features/housekeeping/deadline-sweeper.js';
 export { type ReaperDeps, reap } from './features/housekeeping/reaper.js';
 export { oidcVerifierFrom } from './features/identity/company-sign-in.js';
 export { createOidcVerifier, type Discovery, type OidcVerifier, type OidcVerifierOptions } from './features/identity/oidc-verifier.js';
@@ -218,6 +220,7 @@ export { loadApp, loadAppOrExit } from './process/load-app.js';
 export { createRegistry, type Registry } from './process/registry.js';
 export { createRuntime, createWorkerRuntime, type Runtime, type RuntimeOptions, type WorkerRuntime } from './process/runtime.js';
 export { closeOnSignals, exitOnStartError, type RunningService, type ServiceOptions, serviceOptions } from './process/service-lifecycle.js';
+export { workerJobs } from './process/worker-jobs.js';
 export { type Config, configSchema, loadConfig, loadConfigOrExit, requireCredentials, workerShards } from './shared/config.js';
 export {
   ArchiveUnavailableError,
@@ -267,5 +270,7 @@ export { loadOptionsOrExit } from './shared/options.js';
 export { DEFAULT_PROVIDER, type Provider, parseModelId, providerSchema } from './shared/provider-config.js';
 export { createTransitionApplier, type FinishHooks, type Outcome, type TransitionApplier } from './step/apply-transition.js';
 // StepDisposition is the preferred name of StepOutcome (how handling one step job ended, a label).
-export { createStepProcessor, type StepOutcome as StepDisposition, type StepOutcome, type StepProcessor } from './step/step-processor.js';
-export { createToolExecutor, type ToolExecutor } from './step/tool-executor.js';
+export { createStepEngine, type StepEngine, type StepEngineRuntime } from './step/step-engine.js';
+export { backoffMs } from './step/step-jobs.js';
+export type { StepOutcome as StepDisposition, StepOutcome, StepProcessor } from './step/step-processor.js';
+export type { ToolExecutor } from './step/tool-executor.js';

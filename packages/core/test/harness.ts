@@ -36,11 +36,11 @@ import { createRunEndHooks } from '../src/process/run-end-hooks.js';
 import { loadConfig, type Price, type Quotas } from '../src/shared/config.js';
 import { createPiiMasker } from '../src/shared/guards/pii-masker.js';
 import { createMetrics } from '../src/shared/metrics.js';
+import { compileOptions } from '../src/shared/options.js';
 import { createTransitionApplier, type FinishHooks } from '../src/step/apply-transition.js';
 import { createChildRuns } from '../src/step/child-runs.js';
-import type { GuardLimits, StepVersions } from '../src/step/step-processor.js';
-import { createStepProcessor } from '../src/step/step-processor.js';
-import { createToolExecutor } from '../src/step/tool-executor.js';
+import { createStepEngine } from '../src/step/step-engine.js';
+import type { StepVersions } from '../src/step/step-processor.js';
 import { startTestRedis, type TestRedis } from '../src/testing/index.js';
 
 /** How many times a Redis server has read a client's request: one per write that reached it apart. */
@@ -67,7 +67,6 @@ export interface HarnessOptions {
   escalation?: EscalationDefaults;
   quotas?: Quotas;
   prices?: Record<string, Price>;
-  guards?: Partial<GuardLimits>;
   /** The clock of the engine and approval service; tests advance it instead of sleeping. */
   now?: () => number;
   sessions?: Partial<SessionSettings>;
@@ -113,6 +112,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   // The store agents' memory writes to, as the services build it without an archive.
   const itemStore = createStoreService({ items: new RedisItemStore(redis), maxValueBytes: 65_536, maxItems: 10_000 });
   const { tools, agents, inputFilter } = createRegistry(app, { redis }, { memory: itemStore });
+  const masker = createPiiMasker(app.guards.pii);
   const queue: Array<{ name: JobName; job: JobPayload<JobName>; delayMs?: number }> = [];
   const enqueue: Enqueue = async (name, job, opts) => {
     const id = (jobCatalog[name].id as (j: typeof job) => string)(job);
@@ -157,40 +157,39 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
       : []),
     treePlug(tree),
   ]);
-  const executeTool = createToolExecutor({
-    ledger,
-    metrics,
-    logger,
-    toolTimeoutMs: 2000,
-    ...(opts.now ? { now: opts.now } : {}),
+  // The engine as the workers assemble it, over options that differ from the defaults where the tests need it.
+  const options = compileOptions({
+    model: { name: 'fake-model', timeoutMs: 5000, prices: opts.prices ?? {} },
+    tools: { timeoutMs: 2000 },
+    approvals: {
+      ttlMs: opts.approvalTtlMs ?? 60_000,
+      budgetFourEyes: opts.budgetFourEyes ?? true,
+      ...(opts.escalation ? { escalation: opts.escalation } : {}),
+    },
   });
-  const steps = createStepProcessor({
-    store,
-    applier,
-    feed,
-    journal,
-    model,
-    modelName: 'fake-model',
-    tools,
-    quotas,
-    prices: opts.prices ?? {},
-    inputFilter,
-    masker: createPiiMasker(app.guards.pii),
-    guards: { repeatLimit: 2, toolFailureLimit: 3, toolResultMaxChars: 2000, ...opts.guards },
-    agents,
-    executeTool,
-    metrics,
-    logger,
-    toolConcurrency: 4,
-    modelTimeoutMs: 5000,
-    approvalTtlMs: opts.approvalTtlMs ?? 60_000,
-    budgetFourEyes: opts.budgetFourEyes ?? true,
-    ...(opts.escalation ? { escalation: opts.escalation } : {}),
-    spawnChild: createChildRuns({ store, ledger, agents, enqueue, ...clock }),
-    ...(opts.delegation ? { delegation: opts.delegation } : {}),
-    ...(opts.versions ? { versions: opts.versions } : {}),
-    ...(opts.now ? { now: opts.now } : {}),
-  });
+  // A test may set limits no operator could (a depth of 0): they go to the engine as given.
+  const delegation = opts.delegation ?? { maxDepth: options.limits.maxAgentDepth, maxChildrenPerStep: options.limits.maxChildrenPerStep };
+  const { steps } = createStepEngine(
+    {
+      options,
+      store,
+      applier,
+      feed,
+      journal,
+      ledger,
+      enqueue,
+      tools,
+      agents,
+      quotas,
+      inputFilter,
+      masker,
+      metrics,
+      logger,
+      delegation,
+      spawnChild: createChildRuns({ store, ledger, agents, enqueue, ...clock }),
+    },
+    { model, ...clock, ...(opts.versions ? { versions: opts.versions } : {}) },
+  );
   const runs = createRunService({
     store,
     applier,
@@ -201,7 +200,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     quotas,
     ceilings: { maxSteps: 50, maxTokens: 1_000_000, timeoutMs: 3_600_000 },
     sessions: { windowTokens: 8000, toolTraffic: false, model: 'fake-model', ...opts.sessions },
-    masker: createPiiMasker(app.guards.pii),
+    masker,
     ...(opts.versions ? { currentVersion: () => (opts.versions as StepVersions).own } : {}),
     ...(opts.archive ? { archive: opts.archive } : {}),
     ...clock,

@@ -62,4 +62,47 @@ describe('options', () => {
     // The environment-shaped config is still accepted (deprecated, for one release).
     expect(serviceOptions({ config: loadConfig(env) })).toEqual(optionsFromEnv(env));
   });
+
+  it('compileOptions takes back every value the environment parses, lists, JSON and flags included', () => {
+    const env = {
+      REDIS_CLUSTER_NODES: '10.0.0.1:7000,[::1]:7001',
+      REIN_WORKER_SHARDS: '0,2-3',
+      REIN_QUEUE_SHARDS: '4',
+      REIN_FALLBACK_MODELS: 'a,b',
+      REIN_PROVIDERS: '{"local": {"baseURL": "http://127.0.0.1:1/v1", "apiKeyEnv": "LOCAL_KEY"}}',
+      LOCAL_KEY: 'k',
+      REIN_CORS_ORIGINS: 'http://localhost:5173',
+      REIN_API_KEYS: '[{"key": "key-of-alice-1", "tenantId": "t", "userId": "u", "roles": ["user"]}]',
+      REIN_MODEL_PRICES: '{"m": {"promptPerMTok": 1, "completionPerMTok": 2}}',
+      REIN_REQUIRE_PRICES: 'true',
+      REIN_TENANT_QUOTAS: '{"default": {"maxConcurrentRuns": 2, "tokensPerDay": 10, "costPerDayUsd": 1}}',
+      REIN_AUDIT_RETIRED_KEYS: '["/keys/old.pem"]',
+      REIN_BUDGET_FOUR_EYES: 'false',
+      REIN_APPROVAL_ESCALATION: '{"approver": {"afterMs": 60000, "toRole": "admin"}}',
+      REIN_WEBHOOK_ALLOW_PRIVATE: 'true',
+      REIN_REMOTE_AGENT_ALLOW_PRIVATE: 'true',
+      REIN_CONSOLE_URL: 'https://console.example.com/',
+      REIN_SESSION_TOOL_TRAFFIC: 'true',
+      REIN_OIDC_ISSUER: 'https://id.example.com',
+      REIN_OIDC_AUDIENCE: 'rein,console',
+      REIN_OIDC_ROLE_MAP: '{"approvers": "approver"}',
+    };
+    const fromEnv = optionsFromEnv(env);
+    expect(fromEnv.model.providers.local?.apiKey).toBe('k');
+    expect(compileOptions(fromEnv)).toEqual(fromEnv);
+  });
+
+  it('compileOptions refuses a bad value, an unknown option and a cross-field conflict, naming the option and its variable', () => {
+    expect(() => compileOptions({ queue: { shards: 0 } })).toThrow(/queue\.shards \(REIN_QUEUE_SHARDS\)/);
+    expect(() => compileOptions({ http: { corsOrigins: ['http://a.example/path'] } })).toThrow(
+      /http\.corsOrigins\.0 \(REIN_CORS_ORIGINS\).*not an origin/,
+    );
+    expect(() => compileOptions({ queue: { shard: 2 } as never })).toThrow(/queue.*shard/);
+    expect(() => compileOptions({ audit: { checkpointSink: '/var/log/rein.jsonl' } })).toThrow(
+      /audit\.checkpointSink \(REIN_AUDIT_CHECKPOINT_SINK\): needs audit\.signingKey/,
+    );
+    // The environment's options go through the same rules.
+    expect(() => optionsFromEnv({ REIN_AUDIT_CHECKPOINT_SINK: '/var/log/rein.jsonl' })).toThrow(/needs audit\.signingKey/);
+    expect(() => serviceOptions({ options: { tools: { timeoutMs: -1 } } })).toThrow(/tools\.timeoutMs \(REIN_TOOL_TIMEOUT_MS\)/);
+  });
 });

@@ -27,10 +27,12 @@ import {
 } from '@rein/core/http';
 import {
   createA2aService,
+  createDecisionLog,
   createLangGraphService,
   createMcpDoor,
   createVersionImpact,
   createVersionService,
+  createWebhookService,
   InvalidRequestError,
   REIN_ATTR,
   type Runtime,
@@ -62,6 +64,9 @@ export function createApiApp(rt: Runtime): FastifyInstance {
     logger: rt.logger,
     audit: rt.audit,
   });
+  // What only the API serves: webhook subscriptions and the decision log's pages.
+  const webhooks = createWebhookService({ store: rt.webhookStore, allowPrivate: rt.options.webhooks.allowPrivate, audit: rt.audit });
+  const decisionLog = createDecisionLog(rt.audit);
   const impact = createVersionImpact({ directory: rt.versions, store: rt.store, schedules: new ScheduleStore(rt.redis) });
   const id = (params: unknown) => parseInput(idParamsSchema, params, 'path').id;
   const version = (params: unknown) => parseInput(versionParamsSchema, params, 'path').version;
@@ -122,16 +127,16 @@ export function createApiApp(rt: Runtime): FastifyInstance {
 
       v1.post('/v1/webhooks', { schema: schemas.createWebhook }, async (req, reply) => {
         const body = parseInput(createWebhookBodySchema, req.body, 'body');
-        const hook = await receipted(rt.receipts, req.principal, () => rt.webhooks.create(req.principal, body));
+        const hook = await receipted(rt.receipts, req.principal, () => webhooks.create(req.principal, body));
         return reply.status(201).send(hook);
       });
-      v1.get('/v1/webhooks', { schema: schemas.listWebhooks }, async (req) => ({ webhooks: await rt.webhooks.list(req.principal) }));
+      v1.get('/v1/webhooks', { schema: schemas.listWebhooks }, async (req) => ({ webhooks: await webhooks.list(req.principal) }));
       v1.delete('/v1/webhooks/:id', { schema: schemas.deleteWebhook }, async (req, reply) => {
-        await receiptedHeader(rt.receipts, req.principal, reply, () => rt.webhooks.remove(req.principal, id(req.params)));
+        await receiptedHeader(rt.receipts, req.principal, reply, () => webhooks.remove(req.principal, id(req.params)));
         return reply.status(204).send();
       });
       v1.get('/v1/webhooks/:id/deliveries', { schema: schemas.webhookDeliveries }, async (req) =>
-        rt.webhooks.deliveries(req.principal, id(req.params)),
+        webhooks.deliveries(req.principal, id(req.params)),
       );
 
       v1.post('/v1/versions/:version/promote', { schema: schemas.promoteVersion }, async (req) => {
@@ -151,7 +156,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       // The fleet's audit public keys: what verifies a receipt or a signed checkpoint offline.
       v1.get('/v1/audit/keys', { schema: schemas.getAuditKeys }, async () => rt.audit.signer?.keys() ?? { keys: [] });
       v1.get('/v1/audit', { schema: schemas.getAudit }, async (req) =>
-        rt.decisionLog.page(req.principal, parseInput(auditQuerySchema, req.query, 'query')),
+        decisionLog.page(req.principal, parseInput(auditQuerySchema, req.query, 'query')),
       );
       v1.get('/v1/runs/:id/snapshots', { schema: schemas.getSnapshots }, async (req) => runs.snapshots(req.principal, id(req.params)));
 

@@ -1,2 +1,3 @@
+export { backoffMs } from '@rein/core/internal';
 export { configuredModel, startWorker, type WorkerOptions } from './start-worker.js';
-export { backoffMs, createStepWorker } from './step-worker.js';
+export { createStepWorker } from './step-worker.js';

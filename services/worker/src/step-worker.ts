@@ -1,68 +1,23 @@
-import type { RunReason } from '@rein/contract';
-import { ReinError } from '@rein/core';
 import {
-  AUDIT_CHECKPOINT,
-  admitJobSchema,
-  archiveJobSchema,
-  Bulkhead,
   bullConnection,
-  compensateJobSchema,
-  createStepProcessor,
-  createToolExecutor,
-  DEADLINE_SWEEP,
-  expireJobSchema,
+  createStepEngine,
   failJob,
-  fireJobSchema,
-  fireTimeOf,
   HOUSEKEEPING_QUEUE,
-  housekeepingJobSchema,
   InvalidJobError,
-  isDelaying,
-  type JobTable,
-  jobRoute,
   type ModelGateway,
-  ModelUnavailableError,
   queuePrefix,
-  REAPER,
-  reap,
-  repairJobSchema,
   runJob,
-  SCHEDULE_FIRE,
   SCHEDULE_QUEUE,
   SCHEDULE_QUEUE_PREFIX,
   STEP_QUEUE,
-  type StepJob,
-  slotJobSchema,
-  stepJobSchema,
   stepQueuePrefix,
-  stepSpan,
-  sweepDeadlines,
-  terminalReason,
+  UnrecoverableJobError,
   type WorkerRuntime,
-  wakeJobSchema,
+  workerJobs,
   workerShards,
 } from '@rein/core/internal';
-import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
+import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { watchFetchLoops } from './fetch-watchdog.js';
-
-/** What BullMQ hands a job's handler beside its payload. */
-interface Dequeued {
-  job: Job;
-  token: string | undefined;
-}
-
-/** A non-retryable job failure, for BullMQ; it keeps the typed error so the run's reason comes from it. */
-class UnrecoverableStepError extends UnrecoverableError {
-  constructor(readonly error: ReinError) {
-    super(`${error.code}: ${error.message}`);
-  }
-}
-
-/** Exponential backoff with full jitter between half and all of the step, capped at 30 s. */
-export function backoffMs(attempt: number): number {
-  const ceiling = Math.min(30_000, 500 * 2 ** Math.min(attempt, 10));
-  return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
-}
 
 /** The workers of one process, one per step-queue shard it consumes (and one per housekeeping shard), as one thing to run and close. */
 export interface StepWorkers {
@@ -74,195 +29,21 @@ export interface StepWorkers {
 /**
  * The BullMQ workers: one job = one ReAct step; one Worker per consumed shard, each
  * with `queue.workerConcurrency` (the model bulkhead still caps the process's model calls).
- * A busy or broken dependency (open breaker, full bulkhead, model down) puts the step
- * back on the queue for later without spending an attempt, until the run's deadline;
- * other failures are retried by BullMQ, and a non-retryable error or the last attempt
- * ends the run with a reason.
+ * Every job runs by the worker's job table (`workerJobs`: the features' jobs merged; a
+ * step's delays and final failures are the step engine's, step/step-jobs.ts).
  */
 export function createStepWorker(rt: WorkerRuntime, model: ModelGateway): StepWorkers {
   const { options, logger } = rt;
-  const { queue, tools, model: models } = options;
-  const toolBulkheads = new Map<string, Bulkhead>();
-  const executeTool = createToolExecutor({
-    ledger: rt.ledger,
-    metrics: rt.metrics,
-    logger,
-    toolTimeoutMs: tools.timeoutMs,
-    maxResultBytes: tools.maxResultBytes,
-    captureContent: rt.tracing.capture,
-    protection: {
-      breakers: rt.breakers,
-      bulkhead: (dependency) => {
-        let b = toolBulkheads.get(dependency);
-        if (!b) {
-          b = new Bulkhead(dependency, tools.processConcurrency, options.resilience.bulkheadWaitMs, (inFlight, rejected) => {
-            rt.metrics.bulkheadInFlight.set({ dependency }, inFlight);
-            if (rejected) rt.metrics.bulkheadRejections.inc({ dependency, scope: 'process' });
-          });
-          toolBulkheads.set(dependency, b);
-        }
-        return b;
-      },
-    },
-  });
-  const steps = createStepProcessor({
-    store: rt.store,
-    applier: rt.applier,
-    feed: rt.feed,
-    journal: rt.journal,
-    model,
-    modelName: models.name,
-    tools: rt.tools,
-    agents: rt.agents,
-    executeTool,
-    quotas: rt.quotas,
-    prices: models.prices,
-    inputFilter: rt.inputFilter,
-    masker: rt.masker,
-    guards: {
-      repeatLimit: options.limits.repeatLimit,
-      toolFailureLimit: tools.failureLimit,
-      toolResultMaxChars: tools.resultMaxChars,
-    },
-    metrics: rt.metrics,
-    logger,
-    toolConcurrency: tools.concurrency,
-    modelTimeoutMs: models.timeoutMs,
-    modelIdleTimeoutMs: models.idleTimeoutMs,
-    approvalTtlMs: options.approvals.ttlMs,
-    budgetFourEyes: options.approvals.budgetFourEyes,
-    versions: {
-      own: rt.version,
-      known: () => rt.versions.known(),
-      fresh: () => rt.versions.fresh(),
-      enqueue: rt.enqueue,
-    },
-    escalation: options.approvals.escalation,
-    spawnChild: rt.spawnChild,
-    delegation: rt.delegation,
-  });
-
-  /** Puts the step back for later, or ends the run if "later" is past its deadline. */
-  async function delay(job: Job, token: string | undefined, payload: StepJob, err: ReinError): Promise<string> {
-    const wait = err.retryAfterMs ?? backoffMs(job.attemptsStarted);
-    // The model gateway reports every model trouble (breaker, bulkhead, errors) as model_unavailable.
-    const reason: RunReason = err instanceof ModelUnavailableError ? 'model_unavailable' : 'deadline';
-    const run = await rt.store.get(payload.runId);
-    if (reason === 'model_unavailable') await rt.store.markWaiting(payload.runId, reason);
-    if (run && Date.now() + wait >= Date.parse(run.deadlineAt)) {
-      await steps.fail(payload.runId, reason, err.message, (r) => r.step === payload.step);
-      return 'failed';
-    }
-    rt.metrics.stepDelays.inc({ cause: err.code });
-    logger.info({ runId: payload.runId, step: payload.step, cause: err.code, waitMs: wait }, 'step delayed');
-    await job.moveToDelayed(Date.now() + wait, token);
-    throw new DelayedError();
-  }
-
-  /** One step (step, resume, wake or repair): the processor, in the step's span, delayed when a dependency is busy. */
-  const runStep =
-    (name: 'step' | 'resume' | 'wake' | 'repair') =>
-    async (payload: StepJob, { job, token }: Dequeued) => {
-      rt.metrics.jobWait.observe({ job: name }, Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp - (job.delay ?? 0)) / 1000);
-      return stepSpan(
-        name,
-        payload,
-        async () => {
-          const started = performance.now();
-          try {
-            const outcome = await steps.process(payload);
-            // Only a step that was delayed can carry the "waiting on the model" marker: clear it off the normal path.
-            if (job.attemptsStarted > 1) await rt.store.clearWaiting(payload.runId);
-            rt.metrics.stepDuration.observe({ outcome }, (performance.now() - started) / 1000);
-            return outcome;
-          } catch (err) {
-            if (isDelaying(err)) return delay(job, token, payload, err);
-            if (err instanceof ReinError && !err.retryable) throw new UnrecoverableStepError(err);
-            logger.warn(
-              { runId: payload.runId, step: payload.step, attempt: job.attemptsMade + 1, err: (err as Error).message },
-              'step failed; will retry',
-            );
-            throw err;
-          }
-        },
-        rt.version,
-      );
-    };
-  /** A step's final failure ends its run, with the reason its error names (if the run is still at that step). */
-  const endRun = async ({ runId, step }: StepJob, err: Error) => {
-    const cause = err instanceof UnrecoverableStepError ? err.error : err;
-    await steps.fail(runId, terminalReason(cause), err.message, (run) => run.step === step);
-  };
-
-  /** Every job this worker takes: what it carries, how it runs, and what its final failure does. */
-  const jobs: JobTable<Dequeued> = {
-    step: { schema: stepJobSchema, run: runStep('step'), onFinalFailure: endRun },
-    resume: { schema: stepJobSchema, run: runStep('resume'), onFinalFailure: endRun },
-    wake: { schema: wakeJobSchema, run: runStep('wake'), onFinalFailure: endRun },
-    repair: { schema: repairJobSchema, run: runStep('repair'), onFinalFailure: endRun },
-    expire: { schema: expireJobSchema, run: async ({ runId, step }) => `expired ${await rt.approvals.expireDue(runId, step)}` },
-    escalate: { schema: expireJobSchema, run: async ({ runId, step }) => `escalated ${await rt.approvals.escalateDue(runId, step)}` },
-    compensate: {
-      schema: compensateJobSchema,
-      run: async (payload, { job }) =>
-        `compensation ${await rt.compensator.process(payload, job.attemptsMade + 1 >= (job.opts.attempts ?? 1))}`,
-      onFinalFailure: (payload, err) => rt.compensator.giveUp(payload, err.message),
-    },
-    // With the archive off, a job left by a fleet that had it on has nothing to write to: the run stays in Redis until its TTL.
-    archive: { schema: archiveJobSchema, run: async ({ runId }) => (rt.archive ? rt.archive.archiving.archive(runId) : 'no archive') },
-    // A schedule's firing: its run's id comes from the schedule and the fire time, so a firing taken twice starts one run.
-    slot: {
-      schema: slotJobSchema,
-      run: async ({ tenantId, runId, freed }) => `started ${await rt.fairShare.fill(tenantId, freed ? runId : undefined)}`,
-    },
-    admit: { schema: admitJobSchema, run: async ({ runId }) => `session ${await rt.sessionQueue.admitNext(runId)}` },
-    [SCHEDULE_FIRE.name]: {
-      schema: fireJobSchema,
-      run: async ({ scheduleId }, { job }) => `firing ${await rt.schedules.fire(scheduleId, fireTimeOf(job))}`,
-    },
-    [DEADLINE_SWEEP.name]: {
-      schema: housekeepingJobSchema,
-      run: async () => `failed ${await sweepDeadlines({ store: rt.store, steps, logger })}`,
-    },
-    // Copies each tenant's decision-log head to the archive and the checkpoint sink (signed with
-    // the audit key); a log that no longer holds its last checkpoint was truncated.
-    [AUDIT_CHECKPOINT.name]: {
-      schema: housekeepingJobSchema,
-      run: async () => {
-        if (!rt.archive && !options.audit.checkpointSink) return 'no archive, no sink';
-        const { written, behind, sinkBehind } = await rt.audit.checkpointAll();
-        rt.metrics.auditLogsBehind.set(behind.length);
-        rt.metrics.auditSinkBehind.set(sinkBehind.length);
-        return `checkpointed ${written}, behind ${behind.length}, sink behind ${sinkBehind.length}`;
-      },
-    },
-    [REAPER.name]: {
-      schema: housekeepingJobSchema,
-      run: async () => {
-        const repaired = await reap({
-          store: rt.store,
-          queueOf: (run) => rt.scheduler.queueFor(run.id, jobRoute(run)),
-          enqueue: rt.enqueue,
-          approvals: rt.approvals,
-          feed: rt.feed,
-          applier: rt.applier,
-          metrics: rt.metrics,
-          logger,
-          quotas: rt.quotas,
-          staleMs: options.maintenance.reaperStaleMs,
-        });
-        const retired = rt.archive ? await rt.archive.archiving.sweep() : 0;
-        return `repaired ${repaired}, retired ${retired}`;
-      },
-    },
-  };
+  const { queue } = options;
+  const { steps } = createStepEngine(rt, { model });
+  const jobs = workerJobs(rt, steps);
 
   const processJob = async (job: Job, token?: string) => {
     try {
       return await runJob(jobs, job.name, job.data, { job, token });
     } catch (err) {
       // An unknown or malformed job cannot succeed on a retry.
-      if (err instanceof InvalidJobError) throw new UnrecoverableStepError(err);
+      if (err instanceof InvalidJobError) throw new UnrecoverableJobError(err);
       throw err;
     }
   };

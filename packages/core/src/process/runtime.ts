@@ -27,7 +27,6 @@ import { setupTracing, type Tracing } from '../adapters/tracing/tracing-setup.js
 import { type A2aPush, createA2aPush } from '../features/a2a/a2a-push.js';
 import { PushConfigStore } from '../features/a2a/push-config-store.js';
 import { type ApprovalService, createApprovalService } from '../features/approvals/approval-service.js';
-import { createDecisionLog, type DecisionLog } from '../features/approvals/decision-log.js';
 import { archivePlug, createRunArchiving, type RunArchiving } from '../features/archive/run-archiving.js';
 import { auditProofFrom } from '../features/audit/audit-proof.js';
 import { createReceipts, type Receipts } from '../features/audit/receipts.js';
@@ -43,7 +42,6 @@ import { createScheduleService, type ScheduleService } from '../features/schedul
 import { createStoreService, type StoreService } from '../features/store/store-service.js';
 import { createRunTree, treePlug } from '../features/tree/run-tree.js';
 import { WebhookDispatcher, webhookPlug } from '../features/webhooks/webhook-dispatcher.js';
-import { createWebhookService, type WebhookService } from '../features/webhooks/webhook-service.js';
 import { WebhookStore } from '../features/webhooks/webhook-store.js';
 import { resolveAppVersion } from '../policy/app/app-version.js';
 import { manifestOf } from '../policy/app/version-manifest.js';
@@ -102,20 +100,14 @@ export interface Runtime {
   /** Agents on a schedule: CRUD, and the firings workers take from `scheduleQueue`. */
   schedules: ScheduleService;
   scheduleQueue: ScheduleQueue;
-  /** Runs queued for a busy session (`ifBusy`), admitted one at a time by `admit` jobs. */
-  sessionQueue: SessionQueue;
-  /** Tenants' runs waiting for a concurrency slot (`queueBeyondLimit`), started by `slot` jobs. */
-  fairShare: FairShare;
   approvals: ApprovalService;
   inputFilter: InputFilter;
   masker: PiiMasker;
   tracing: Tracing;
-  webhooks: WebhookService;
   /** The tenants' decision logs (hash chains): appended by the applier and the webhook service. */
   audit: AuditLog;
   /** Signs a decision's log entry as its receipt (REIN_AUDIT_SIGNING_KEY). */
   receipts: Receipts;
-  decisionLog: DecisionLog;
   webhookStore: WebhookStore;
   dispatcher: WebhookDispatcher;
   /** A2A tasks' push-notification configs, and the notifications sent at each change of a task's state. */
@@ -124,17 +116,24 @@ export interface Runtime {
   compensator: Compensator;
   /** The PostgreSQL archive of finished runs, when REIN_ARCHIVE_URL is set. */
   archive?: { pool: ArchivePool; runs: RunArchive; archiving: RunArchiving };
-  /** Starts `call_<agent>` children (the workers' step processors). */
-  spawnChild: SpawnChild;
-  /** REIN_MAX_AGENT_DEPTH, REIN_MAX_CHILDREN_PER_STEP. */
-  delegation: DelegationLimits;
   close(): Promise<void>;
 }
 
-/** The worker's runtime: the shared one plus what guards the calls it makes (breakers, the fleet-wide model limit). */
+/**
+ * The worker's runtime: the shared one plus what guards the calls it makes (breakers, the
+ * fleet-wide model limit) and what only its jobs and steps use.
+ */
 export interface WorkerRuntime extends Runtime {
   breakers: CircuitBreakers;
   fleetLimit: FleetLimit;
+  /** Runs queued for a busy session (`ifBusy`), admitted one at a time by `admit` jobs. */
+  sessionQueue: SessionQueue;
+  /** Tenants' runs waiting for a concurrency slot (`queueBeyondLimit`), started by `slot` jobs. */
+  fairShare: FairShare;
+  /** Starts `call_<agent>` children (the step engine). */
+  spawnChild: SpawnChild;
+  /** REIN_MAX_AGENT_DEPTH, REIN_MAX_CHILDREN_PER_STEP. */
+  delegation: DelegationLimits;
 }
 
 export interface RuntimeOptions {
@@ -163,7 +162,7 @@ export function createRuntime(
 
 /** The worker's runtime: MCP servers connected, and breakers guarding tool, model and undo calls. */
 export async function createWorkerRuntime(options: ReinOptions, service: string, app: App): Promise<WorkerRuntime> {
-  return buildRuntime(options, service, 'worker', app, true, (redis, logger, metrics) => ({
+  const rt = await buildRuntime(options, service, 'worker', app, true, (redis, logger, metrics) => ({
     breakers: new CircuitBreakers(
       redis,
       {
@@ -179,7 +178,29 @@ export async function createWorkerRuntime(options: ReinOptions, service: string,
     ),
     fleetLimit: new FleetLimit(redis),
   }));
+  const { store, applier, ledger, agents, enqueue, quotas, compensator, logger } = rt;
+  return {
+    ...rt,
+    sessionQueue: createSessionQueue({
+      store,
+      applier,
+      sessions: sessionSettings(options),
+      undoSettled: (run) => compensator.settled(run),
+      waitingForSlot: (run) => quotas.waiting(run.tenantId, run.id),
+      logger,
+    }),
+    fairShare: createFairShare({ store, quotas, enqueue }),
+    spawnChild: createChildRuns({ store, ledger, agents, enqueue }),
+    delegation: { maxDepth: options.limits.maxAgentDepth, maxChildrenPerStep: options.limits.maxChildrenPerStep },
+  };
 }
+
+/** What a run's session keeps of its history (REIN_SESSION_*), and the model its window is counted for. */
+const sessionSettings = (options: ReinOptions) => ({
+  windowTokens: options.sessions.windowTokens,
+  toolTraffic: options.sessions.toolTraffic,
+  model: options.model.name,
+});
 
 /** What a role adds to the shared runtime; the breakers, when present, also guard the compensator's undo calls. */
 type Extras = Partial<Pick<WorkerRuntime, 'breakers'>>;
@@ -311,11 +332,7 @@ async function buildRuntime<X extends Extras>(
     maxTokens: options.limits.maxTokensCeiling,
     timeoutMs: options.limits.timeoutCeilingMs,
   };
-  const sessions = {
-    windowTokens: options.sessions.windowTokens,
-    toolTraffic: options.sessions.toolTraffic,
-    model: options.model.name,
-  };
+  const sessions = sessionSettings(options);
   const tree = createRunTree({ store, applier, enqueue, logger });
   const compensator = createCompensator({
     store,
@@ -393,14 +410,6 @@ async function buildRuntime<X extends Extras>(
     identities: options.http.apiKeys?.map(({ tenantId, userId, roles }) => ({ tenantId, userId, roles })),
     ...(signIns ? { signIns } : {}),
   });
-  const sessionQueue = createSessionQueue({
-    store,
-    applier,
-    sessions,
-    undoSettled: (run) => compensator.settled(run),
-    waitingForSlot: (run) => quotas.waiting(run.tenantId, run.id),
-    logger,
-  });
   const pushConfigs = new PushConfigStore(redis, options.retention.traceTtlDays * 86_400);
   const a2aPush = createA2aPush({ configs: pushConfigs, store, dispatcher, logger, metrics });
   // What a run's end sets off, in this order. The archive is last: its job reads what the
@@ -445,8 +454,6 @@ async function buildRuntime<X extends Extras>(
     itemStore,
     ...(signIns ? { signIns } : {}),
     scheduleQueue,
-    sessionQueue,
-    fairShare: createFairShare({ store, quotas, enqueue }),
     approvals: createApprovalService({
       store,
       applier,
@@ -460,17 +467,13 @@ async function buildRuntime<X extends Extras>(
     inputFilter,
     masker,
     tracing,
-    webhooks: createWebhookService({ store: webhookStore, allowPrivate: options.webhooks.allowPrivate, audit }),
     audit,
     receipts,
-    decisionLog: createDecisionLog(audit),
     webhookStore,
     dispatcher,
     pushConfigs,
     a2aPush,
     compensator,
-    spawnChild: createChildRuns({ store, ledger, agents, enqueue }),
-    delegation: { maxDepth: options.limits.maxAgentDepth, maxChildrenPerStep: options.limits.maxChildrenPerStep },
     ...added,
     async close() {
       added.breakers?.shutdown();

@@ -1,7 +1,7 @@
 import { ArchiveSchemaError } from '../adapters/postgres/migrations.js';
 import type { Config } from '../shared/config.js';
 import { ArchiveUnavailableError, ConfigError, McpServerStartError, RedisUnavailableError } from '../shared/errors.js';
-import { compileOptions, loadOptionsOrExit, optionsFromConfig, type PartialReinOptions, type ReinOptions } from '../shared/options.js';
+import { compileOptions, loadOptionsOrExit, type PartialReinOptions, type ReinOptions } from '../shared/options.js';
 import type { Runtime } from './runtime.js';
 
 /*
@@ -22,7 +22,7 @@ export interface ServiceOptions {
 /** The options a service runs with, compiled once: `options`, else the deprecated `config`, else the environment. */
 export function serviceOptions(options: Pick<ServiceOptions, 'options' | 'config'>): ReinOptions {
   if (options.options) return compileOptions(options.options);
-  return options.config ? optionsFromConfig(options.config) : loadOptionsOrExit();
+  return options.config ? compileOptions({}, options.config) : loadOptionsOrExit();
 }
 
 /** A started service: its runtime, and a graceful close. */

@@ -2,7 +2,7 @@ import { apiKeySchema, appVersionSchema, escalationSchema, roleSchema, tenantRol
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { priceSchema } from './price.js';
-import { providersSchema, resolveProviderKeys } from './provider-config.js';
+import { providersSchema, resolvedProvidersSchema, resolveProviderKeys } from './provider-config.js';
 
 /** REIN_MAX_TOOL_RESULT_BYTES by default: the most of one tool result Rein keeps anywhere. */
 export const DEFAULT_MAX_TOOL_RESULT_BYTES = 256 * 1024;
@@ -14,26 +14,33 @@ const csv = z.string().transform((s) =>
     .filter(Boolean),
 );
 
+const apiKeyList = z.array(apiKeySchema);
 const apiKeys = z.string().transform((raw, ctx) => {
   try {
-    return z.array(apiKeySchema).parse(JSON.parse(raw));
+    return apiKeyList.parse(JSON.parse(raw));
   } catch (err) {
     ctx.addIssue({ code: 'custom', message: `must be a JSON array of {key, tenantId, userId, roles}: ${(err as Error).message}` });
     return z.NEVER;
   }
 });
 
+/** Whether `entry` is exactly `scheme://host[:port]`, as a browser sends it in `Origin`. */
+function isOrigin(entry: string): boolean {
+  let origin: string | undefined;
+  try {
+    const url = new URL(entry);
+    origin = /^https?:$/.test(url.protocol) ? url.origin : undefined;
+  } catch {}
+  // URL takes `*` as a host character: a wildcard would then match nothing, silently.
+  return origin === entry && !entry.includes('*');
+}
+const notOrigin = (entry: string) => `"${entry}" is not an origin: http(s)://host[:port], no path or trailing slash, no wildcard`;
+
 /** Browser origins, each exactly `scheme://host[:port]` as a browser sends it in `Origin`. */
 const origins = csv.transform((list, ctx) =>
   list.filter((entry) => {
-    let origin: string | undefined;
-    try {
-      const url = new URL(entry);
-      origin = /^https?:$/.test(url.protocol) ? url.origin : undefined;
-    } catch {}
-    // URL takes `*` as a host character: a wildcard would then match nothing, silently.
-    if (origin === entry && !entry.includes('*')) return true;
-    ctx.addIssue({ code: 'custom', message: `"${entry}" is not an origin: http(s)://host[:port], no path or trailing slash, no wildcard` });
+    if (isOrigin(entry)) return true;
+    ctx.addIssue({ code: 'custom', message: notOrigin(entry) });
     return false;
   }),
 );
@@ -81,6 +88,13 @@ const shardList = csv
     return [...shards].sort((a, b) => a - b);
   })
   .refine((shards) => shards.length > 0, 'names no shard');
+const clusterNode = z.object({ host: z.string().min(1), port: z.number().int().min(1).max(65535) });
+const shardNumbers = z.array(z.number().int().min(0).max(255)).min(1, 'names no shard');
+const modelPrices = z.record(z.string(), priceSchema);
+const retiredKeys = z.array(z.string().min(1)).max(50);
+const escalationDefaults = z.partialRecord(tenantRoleSchema, escalationSchema);
+const audiences = z.array(z.string().min(1)).min(1, 'at least one audience');
+const roleMap = z.record(z.string().min(1), roleSchema);
 const otlpProtocol = z.enum(['http/protobuf', 'http/json'], { message: 'http/protobuf or http/json (grpc is not supported)' });
 
 // The price lives with the budgets it feeds; re-exported for the modules that still import it from here.
@@ -172,7 +186,7 @@ export const configSchema = z.object({
   REIN_MAX_TOKENS_CEILING: z.coerce.number().int().min(1).default(1_000_000),
   REIN_TIMEOUT_CEILING_MS: z.coerce.number().int().min(1000).default(3_600_000),
   /** Price per million tokens by model id (`<provider>/<model>` for a named provider); models not listed cost 0 (and say so in the trace). */
-  REIN_MODEL_PRICES: jsonOf(z.record(z.string(), priceSchema), '{"<model>": {"promptPerMTok", "completionPerMTok"}}').default({
+  REIN_MODEL_PRICES: jsonOf(modelPrices, '{"<model>": {"promptPerMTok", "completionPerMTok"}}').default({
     'gpt-4o': { promptPerMTok: 2.5, completionPerMTok: 10 },
     'gpt-4o-mini': { promptPerMTok: 0.15, completionPerMTok: 0.6 },
     'rein-scripted': { promptPerMTok: 0, completionPerMTok: 0 },
@@ -218,7 +232,7 @@ export const configSchema = z.object({
    */
   REIN_AUDIT_SIGNING_KEY: z.string().min(1).optional(),
   /** Public keys (SPKI PEM, or paths of files holding them) of audit keys rotated out: listed at GET /v1/audit/keys so old receipts still verify. */
-  REIN_AUDIT_RETIRED_KEYS: jsonOf(z.array(z.string().min(1)).max(50), '["<PEM or path>", ...]').default([]),
+  REIN_AUDIT_RETIRED_KEYS: jsonOf(retiredKeys, '["<PEM or path>", ...]').default([]),
   /**
    * Where signed checkpoints of every tenant's chain head go beyond Rein's own stores: an
    * absolute file path (one JSON line per checkpoint, appended) or an https:// URL (POSTed,
@@ -261,7 +275,7 @@ export const configSchema = z.object({
    * grant it as proposed, as any high-risk approval.
    */
   REIN_BUDGET_FOUR_EYES: flag.default(true),
-  REIN_APPROVAL_ESCALATION: jsonOf(z.partialRecord(tenantRoleSchema, escalationSchema), '{"<role>": {"afterMs", "toRole"}}').default({}),
+  REIN_APPROVAL_ESCALATION: jsonOf(escalationDefaults, '{"<role>": {"afterMs", "toRole"}}').default({}),
   REIN_TRACE_TTL_DAYS: z.coerce.number().int().positive().default(30),
   /** The archive of finished runs (PostgreSQL, `postgres://…`); unset: no archive, runs live in Redis for REIN_TRACE_TTL_DAYS. */
   REIN_ARCHIVE_URL: z
@@ -326,13 +340,13 @@ export const configSchema = z.object({
     }, 'an https URL (http only on localhost)')
     .optional(),
   /** The audiences a token must name one of (comma list): the API's identifier, and the console's client id if it sends ID tokens. */
-  REIN_OIDC_AUDIENCE: csv.pipe(z.array(z.string().min(1)).min(1, 'at least one audience')).optional(),
+  REIN_OIDC_AUDIENCE: csv.pipe(audiences).optional(),
   /** Claim paths (a claim's full name, else a dotted path: `realm_access.roles`) for the tenant, the user and the roles. */
   REIN_OIDC_TENANT_CLAIM: z.string().min(1).max(200).default('tenant'),
   REIN_OIDC_USER_CLAIM: z.string().min(1).max(200).default('sub'),
   REIN_OIDC_ROLES_CLAIM: z.string().min(1).max(200).default('roles'),
   /** The provider's role names to Rein's (`{"rein-approvers": "approver"}`); a name not mapped counts only if it is a Rein role. */
-  REIN_OIDC_ROLE_MAP: jsonOf(z.record(z.string().min(1), roleSchema), '{"<provider role>": "<Rein role>"}').default({}),
+  REIN_OIDC_ROLE_MAP: jsonOf(roleMap, '{"<provider role>": "<Rein role>"}').default({}),
   /** Seconds of clock difference tolerated on `exp`, `nbf` and `iat`. */
   REIN_OIDC_CLOCK_TOLERANCE_S: z.coerce.number().int().min(0).max(300).default(30),
   /** The least time between two fetches of the provider's keys when a token names an unknown key id (a rotation). */
@@ -382,6 +396,39 @@ export const configSchema = z.object({
 });
 
 export type Config = z.infer<typeof configSchema>;
+
+/**
+ * The typed value of each variable parsed from text into something else (lists, JSON,
+ * flags), for options given typed (embedding, or the environment once mapped); every other
+ * variable's own schema takes its typed value as it is.
+ */
+const typedValues: { [K in keyof Config]?: z.ZodType<NonNullable<Config[K]>> } = {
+  REDIS_CLUSTER_NODES: z.array(clusterNode).min(1),
+  REIN_WORKER_SHARDS: shardNumbers,
+  REIN_FALLBACK_MODELS: z.array(z.string().min(1)),
+  REIN_PROVIDERS: resolvedProvidersSchema,
+  REIN_CORS_ORIGINS: z.array(z.string().refine(isOrigin, { error: (i) => notOrigin(String(i.input)) })),
+  REIN_API_KEYS: apiKeyList,
+  REIN_MODEL_PRICES: modelPrices,
+  REIN_REQUIRE_PRICES: z.boolean(),
+  REIN_TENANT_QUOTAS: quotasSchema,
+  REIN_AUDIT_RETIRED_KEYS: retiredKeys,
+  REIN_BUDGET_FOUR_EYES: z.boolean(),
+  REIN_APPROVAL_ESCALATION: escalationDefaults,
+  REIN_WEBHOOK_ALLOW_PRIVATE: z.boolean(),
+  REIN_REMOTE_AGENT_ALLOW_PRIVATE: z.boolean(),
+  REIN_SESSION_TOOL_TRAFFIC: z.boolean(),
+  REIN_OIDC_AUDIENCE: audiences,
+  REIN_OIDC_ROLE_MAP: roleMap,
+};
+
+/** The schema of a variable's typed value (options.ts checks compiled options field by field with it); optional when the variable is. */
+export function typedValueSchema(name: keyof Config): z.ZodType {
+  const env = configSchema.shape[name];
+  const typed = typedValues[name];
+  if (!typed) return env;
+  return env.safeParse(undefined).success ? typed.optional() : typed;
+}
 
 /** Parses the environment; a bad value throws a ConfigError naming the variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -1,4 +1,6 @@
-import { type Config, configSchema, loadConfig, loadConfigOrExit } from './config.js';
+import { z } from 'zod';
+import { type Config, configSchema, loadConfig, loadConfigOrExit, typedValueSchema } from './config.js';
+import { ConfigError } from './errors.js';
 
 /**
  * The typed, nested options of a Rein process: what components take, compiled once.
@@ -407,25 +409,71 @@ export function optionsFromConfig(config: Config): ReinOptions {
   return out as unknown as ReinOptions;
 }
 
-/** Parses the environment (config.ts's errors) and maps it: the only place options meet env names. */
-export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ReinOptions {
-  return optionsFromConfig(loadConfig(env));
+/** The variable behind each option path (`queue.shards` → REIN_QUEUE_SHARDS), for errors an operator can act on. */
+const envNameOf = new Map<string, string>(Object.entries(envOptionPaths).map(([name, path]) => [path, name]));
+
+/**
+ * What no single field can say: rules across fields, checked on the merged options.
+ * A checkpoint sink writes signed checkpoints, so it needs the audit key.
+ */
+function crossFieldRules(o: ReinOptions, ctx: z.RefinementCtx): void {
+  if (o.audit.checkpointSink && !o.audit.signingKey)
+    ctx.addIssue({ code: 'custom', path: ['audit', 'checkpointSink'], message: 'needs audit.signingKey (checkpoints are signed)' });
 }
 
-/** For process entry points: the environment's options, or print what is wrong with it and exit 1. */
-export function loadOptionsOrExit(env: NodeJS.ProcessEnv = process.env): ReinOptions {
-  return optionsFromConfig(loadConfigOrExit(env));
-}
+/** Compiled options as one zod schema: each field checked by its variable's schema (config.ts), sections strict, then the cross-field rules. */
+const reinOptionsSchema = (() => {
+  const sections: Record<string, Record<string, z.ZodType>> = {};
+  const top: Record<string, z.ZodType> = {};
+  for (const [name, path] of Object.entries(envOptionPaths)) {
+    const [section, field] = path.split('.') as [string, string | undefined];
+    const schema = typedValueSchema(name as keyof Config);
+    if (field === undefined) top[section] = schema;
+    else sections[section] = { ...sections[section], [field]: schema };
+  }
+  const shape = { ...top, ...Object.fromEntries(Object.entries(sections).map(([k, fields]) => [k, z.strictObject(fields)])) };
+  return z.strictObject(shape).superRefine((o, ctx) => crossFieldRules(o as unknown as ReinOptions, ctx));
+})();
 
-/** Fills every left-out field with its default (the defaults of configSchema), section by section. */
-export function compileOptions(partial: PartialReinOptions = {}): ReinOptions {
-  const defaults = optionsFromConfig(configSchema.parse({}));
-  const out: Record<string, unknown> = { ...defaults };
+/**
+ * The one way options are made: a parsed environment (`config`; default: no variable set)
+ * mapped onto options, under the embedder's partial options, section by section; the
+ * merged whole is validated (every field, unknown names, the cross-field rules) and
+ * returned typed. A bad value is a ConfigError naming its option and its variable.
+ */
+export function compileOptions(partial: PartialReinOptions = {}, config: Config = configSchema.parse({})): ReinOptions {
+  const base = optionsFromConfig(config) as unknown as Record<string, unknown>;
+  const merged: Record<string, unknown> = { ...base };
   for (const [key, value] of Object.entries(partial)) {
     if (value === undefined) continue;
-    const base = (defaults as unknown as Record<string, unknown>)[key];
-    const isSection = base !== null && typeof base === 'object' && !Array.isArray(base) && key !== 'quotas';
-    out[key] = isSection ? { ...(base as object), ...(value as object) } : value;
+    const section = base[key];
+    const isSection = section !== null && typeof section === 'object' && !Array.isArray(section) && key !== 'quotas';
+    merged[key] = isSection ? { ...(section as object), ...(value as object) } : value;
   }
-  return out as unknown as ReinOptions;
+  const parsed = reinOptionsSchema.safeParse(merged);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => {
+      const path = i.path.join('.');
+      const name = envNameOf.get(i.path.slice(0, 2).join('.')) ?? envNameOf.get(String(i.path[0]));
+      return `  ${path}${name ? ` (${name})` : ''}: ${i.message}`;
+    });
+    throw new ConfigError(`invalid options:\n${lines.join('\n')}`);
+  }
+  return parsed.data as unknown as ReinOptions;
+}
+
+/** Parses the environment (config.ts's errors) and compiles it: the only place options meet env names. */
+export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ReinOptions {
+  return compileOptions({}, loadConfig(env));
+}
+
+/** For process entry points: the environment's options, or print what is wrong with them and exit 1. */
+export function loadOptionsOrExit(env: NodeJS.ProcessEnv = process.env): ReinOptions {
+  const config = loadConfigOrExit(env);
+  try {
+    return compileOptions({}, config);
+  } catch (err) {
+    process.stderr.write(`rein: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
 }

@@ -6,7 +6,7 @@ import { ConfigError } from './errors.js';
 export const DEFAULT_PROVIDER = 'openai';
 
 /** One OpenAI-compatible endpoint (vLLM, Ollama, LiteLLM, llama.cpp, a hosted provider's compatible API). */
-export const providerSchema = z
+const providerFields = z
   .object({
     baseURL: z.string().url(),
     /** The variable holding the key (kept out of the JSON, so the setting itself is no secret). */
@@ -17,12 +17,15 @@ export const providerSchema = z
     /** Whether the endpoint streams (`stream: true`); without it the reply arrives whole. */
     supportsStreaming: z.boolean().default(true),
   })
-  .strict()
-  .refine((p) => !(p.apiKey && p.apiKeyEnv), { message: 'give apiKey or apiKeyEnv, not both' });
+  .strict();
+export const providerSchema = providerFields.refine((p) => !(p.apiKey && p.apiKeyEnv), { message: 'give apiKey or apiKeyEnv, not both' });
 export type Provider = z.infer<typeof providerSchema>;
 
 /** Provider names become the first segment of model ids and of dependency names (`model:<provider>/<model>`). */
-export const providersSchema = z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'lower-case letters, digits, - and _'), providerSchema);
+const providerName = z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'lower-case letters, digits, - and _');
+export const providersSchema = z.record(providerName, providerSchema);
+/** Providers once their keys are resolved (`apiKey` filled from `apiKeyEnv`): what compiled options hold. */
+export const resolvedProvidersSchema = z.record(providerName, providerFields);
 
 /**
  * A model id is `<provider>/<model>` when its first segment names a configured provider,

@@ -1,3 +1,4 @@
+import { type Job, UnrecoverableError } from 'bullmq';
 import { z } from 'zod';
 import { ReinError } from '../../shared/errors.js';
 import type { AUDIT_CHECKPOINT, DEADLINE_SWEEP, JobName, JobPayload, REAPER } from './job-catalog.js';
@@ -25,6 +26,19 @@ export class InvalidJobError extends ReinError {
   }
 }
 
+/** What BullMQ hands a job's handler beside its payload. */
+export interface Dequeued {
+  job: Job;
+  token: string | undefined;
+}
+
+/** A non-retryable job failure, for BullMQ; it keeps the typed error so a run's reason comes from it. */
+export class UnrecoverableJobError extends UnrecoverableError {
+  constructor(readonly error: ReinError) {
+    super(`${error.code}: ${error.message}`);
+  }
+}
+
 /** How one job kind runs. `J` is what the queue hands over beside the payload (the BullMQ job, its lock token). */
 export interface JobHandler<P, J> {
   schema: z.ZodType<P>;
@@ -35,6 +49,9 @@ export interface JobHandler<P, J> {
 
 /** Job name → handler; a mapped type over every worker job name, so a missing entry is a type error. */
 export type JobTable<J> = { [N in WorkerJobName]: JobHandler<WorkerJobPayload<N>, J> };
+
+/** The handlers a feature owns: its slice of the worker's table (process/worker-jobs.ts merges them). */
+export type JobHandlers<N extends WorkerJobName, J = Dequeued> = Pick<JobTable<J>, N>;
 
 /** The handler of `name` and its parsed payload; throws InvalidJobError naming what is wrong. */
 export function takeJob<J>(table: JobTable<J>, name: string, data: unknown): { handler: JobHandler<unknown, J>; payload: unknown } {

@@ -3,6 +3,8 @@ import { type Approval, budgetRaiseSchema, planStepSchema, type RunRecord, TERMI
 import { requirementOf, type Tool } from '@rein/define/internal';
 import { z } from 'zod';
 import type { RunArchive } from '../../adapters/postgres/run-archive.js';
+import { expireJobSchema } from '../../adapters/queue/job-catalog.js';
+import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import { approvalEvent, escalationEvent } from '../../adapters/redis/approval-feed.js';
 import { decodeCursor, encodeCursor } from '../../adapters/redis/index-pager.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
@@ -55,109 +57,123 @@ export interface ApprovalServiceDeps {
 /** The most approvals one load reads (newest first); a busier window is answered `truncated`. */
 export const LOAD_MAX_APPROVALS = 5000;
 
+/** Approvals by id, Redis first, the rest from the tenant's archive. */
+async function approvalsById(deps: ApprovalServiceDeps, tenantId: string, ids: string[]): Promise<Array<Approval | null>> {
+  const hot = await deps.store.approvalsById(ids);
+  const missing = ids.filter((_, i) => hot[i] === null);
+  if (!deps.archive || missing.length === 0) return hot;
+  const cold = new Map((await deps.archive.approvalsById(tenantId, missing)).map((a) => [a.id, a]));
+  return hot.map((a, i) => a ?? cold.get(ids[i] as string) ?? null);
+}
+
+/** An approval the caller may see, with its run and the run's approvals; 404 otherwise. */
+async function find(deps: ApprovalServiceDeps, principal: Principal, id: string) {
+  const runId = runOfApproval(id);
+  const run = runId ? await deps.store.get(runId) : null;
+  const approvals = run ? await deps.store.approvals(run.id) : [];
+  const approval = approvals.find((a) => a.id === id);
+  // Another tenant's approval, or another user's for someone who does not oversee the tenant, is a 404 like a missing one.
+  const visible = approval?.tenantId === principal.tenantId && (approval.requestedBy === principal.userId || overseesTenant(principal));
+  if (!run || !approval || !visible) throw new NotFoundError(`approval ${id}`);
+  return { run, approval, approvals };
+}
+
 /**
- * List, decide and expire approvals. Every transition is a compare-and-set on the run
- * (applied by the applier), so it happens exactly once; the one that leaves the step
- * without pending approvals enqueues the step's resume.
+ * Commits approval transitions on a run (through the applier, which counts them); resumes
+ * the step when none is left pending. `approvals`: the run's, as read with it.
  */
-export function createApprovalService(deps: ApprovalServiceDeps) {
+async function transition(
+  deps: ApprovalServiceDeps,
+  run: RunRecord,
+  approvals: Approval[],
+  changed: Approval[],
+  at = (deps.now ?? Date.now)(),
+): Promise<void> {
+  const change = decideApprovals(run, changed, new Date(at).toISOString());
+  const step = changed[0]?.step;
+  const resumes = change.to.pendingApprovals.length === 0 && run.status === 'pending_approval' && step !== undefined;
+  // Every approval of the step is decided: its expiry timers have nothing left to do.
+  const instants = new Set(approvals.filter((a) => a.step === step).map((a) => Date.parse(a.expiresAt)));
+  // A quorum's approval counted announces nothing; an escalation is announced and timed again.
+  const escalated = changed.filter((a) => a.status === 'pending' && a.escalatedAt === change.to.updatedAt);
+  const followUps: FollowUps = {
+    feed: [...escalated.map(escalationEvent), ...changed.filter((a) => a.status !== 'pending').map((a) => approvalEvent(a, true))],
+    ...(escalated.length ? { expiry: escalated } : {}),
+    // The resume continues the run's trace, not the approver's request.
+    ...(resumes ? { jobs: [{ name: 'resume', payload: { runId: run.id, step, traceparent: run.traceparent } }] } : {}),
+    ...(resumes ? { cancelExpiry: [...instants].map((at) => ({ runId: run.id, step, at })) } : {}),
+  };
+  await deps.applier.apply(run, { kind: 'decide', change, followUps });
+}
+
+/** The trusted context an approval policy judges an edit with: the run's identity, the call's key. */
+const policyContext = (run: RunRecord, approval: Approval) => ({
+  tenantId: run.tenantId,
+  userId: run.userId,
+  roles: run.roles,
+  runId: run.id,
+  agent: run.agent,
+  step: approval.step,
+  toolCallId: approval.toolCallId,
+  idempotencyKey: idempotencyKey(run.id, approval.step, approval.toolCallId),
+});
+
+/** A plan's edits (`{"<step>": args}`): each step re-policed by its tool, the plan never less strict. */
+function applyPlanEdit(
+  tools: Map<string, Tool>,
+  principal: Principal,
+  run: RunRecord,
+  approval: Approval,
+  edits: Record<string, unknown>,
+): Approval {
+  const { steps } = z.object({ steps: z.array(planStepSchema) }).parse(approval.approvedArguments ?? approval.arguments);
+  const ctx = policyContext(run, approval);
+  const edited = editPlan(steps, edits, approval, tools, ctx);
+  const argsHash = planHash(edited.steps);
+  if (argsHash === approval.argsHash) return approval; // no real change
+  return { ...approval, ...edited.requirement, approvedArguments: { steps: edited.steps }, editedBy: principal.userId, argsHash };
+}
+
+/** A budget approval's edit: other amounts of the same raise (no tool judges it; its requirement stays). */
+function applyBudgetEdit(principal: Principal, approval: Approval, edited: Record<string, unknown>): Approval {
+  const parsed = budgetRaiseSchema.safeParse(edited);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new InvalidRequestError(`edited amounts do not match a budget raise: ${issues}`, 'invalid_arguments');
+  }
+  const argsHash = hashArguments(parsed.data);
+  if (argsHash === approval.argsHash) return approval; // no real change
+  return { ...approval, approvedArguments: parsed.data, editedBy: principal.userId, argsHash };
+}
+
+/** Approve with edits: validated by the tool's schema, judged again, never less strict. */
+function applyEdit(
+  tools: Map<string, Tool>,
+  principal: Principal,
+  run: RunRecord,
+  approval: Approval,
+  edited: Record<string, unknown>,
+): Approval {
+  if (approval.kind === 'plan') return applyPlanEdit(tools, principal, run, approval, edited);
+  if (approval.kind === 'budget') return applyBudgetEdit(principal, approval, edited);
+  const tool = tools.get(approval.toolName);
+  if (!tool) throw new InvalidRequestError(`tool ${approval.toolName} is not available for edits`, 'invalid_arguments');
+  const parsed = tool.parameters.safeParse(edited);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new InvalidRequestError(`edited arguments do not match ${tool.name}: ${issues}`, 'invalid_arguments');
+  }
+  const argsHash = hashArguments(parsed.data);
+  if (argsHash === approval.argsHash) return approval; // no real change
+  const ctx = policyContext(run, approval);
+  const requirement = stricterOf(approval, requirementOf(tool, parsed.data, ctx));
+  return { ...approval, ...requirement, approvedArguments: parsed.data, editedBy: principal.userId, argsHash };
+}
+
+/** Reading approvals: the tenant's list (triage filters), one approval, the approval load. */
+function approvalReads(deps: ApprovalServiceDeps) {
   const now = deps.now ?? Date.now;
-
-  /** Approvals by id, Redis first, the rest from the tenant's archive. */
-  async function approvalsById(tenantId: string, ids: string[]): Promise<Array<Approval | null>> {
-    const hot = await deps.store.approvalsById(ids);
-    const missing = ids.filter((_, i) => hot[i] === null);
-    if (!deps.archive || missing.length === 0) return hot;
-    const cold = new Map((await deps.archive.approvalsById(tenantId, missing)).map((a) => [a.id, a]));
-    return hot.map((a, i) => a ?? cold.get(ids[i] as string) ?? null);
-  }
-
-  async function find(principal: Principal, id: string) {
-    const runId = runOfApproval(id);
-    const run = runId ? await deps.store.get(runId) : null;
-    const approvals = run ? await deps.store.approvals(run.id) : [];
-    const approval = approvals.find((a) => a.id === id);
-    // Another tenant's approval, or another user's for someone who does not oversee the tenant, is a 404 like a missing one.
-    const visible = approval?.tenantId === principal.tenantId && (approval.requestedBy === principal.userId || overseesTenant(principal));
-    if (!run || !approval || !visible) throw new NotFoundError(`approval ${id}`);
-    return { run, approval, approvals };
-  }
-
-  /**
-   * Commits approval transitions on a run (through the applier, which counts them); resumes
-   * the step when none is left pending. `approvals`: the run's, as read with it.
-   */
-  async function transition(run: RunRecord, approvals: Approval[], changed: Approval[], at = now()): Promise<void> {
-    const change = decideApprovals(run, changed, new Date(at).toISOString());
-    const step = changed[0]?.step;
-    const resumes = change.to.pendingApprovals.length === 0 && run.status === 'pending_approval' && step !== undefined;
-    // Every approval of the step is decided: its expiry timers have nothing left to do.
-    const instants = new Set(approvals.filter((a) => a.step === step).map((a) => Date.parse(a.expiresAt)));
-    // A quorum's approval counted announces nothing; an escalation is announced and timed again.
-    const escalated = changed.filter((a) => a.status === 'pending' && a.escalatedAt === change.to.updatedAt);
-    const followUps: FollowUps = {
-      feed: [...escalated.map(escalationEvent), ...changed.filter((a) => a.status !== 'pending').map((a) => approvalEvent(a, true))],
-      ...(escalated.length ? { expiry: escalated } : {}),
-      // The resume continues the run's trace, not the approver's request.
-      ...(resumes ? { jobs: [{ name: 'resume', payload: { runId: run.id, step, traceparent: run.traceparent } }] } : {}),
-      ...(resumes ? { cancelExpiry: [...instants].map((at) => ({ runId: run.id, step, at })) } : {}),
-    };
-    await deps.applier.apply(run, { kind: 'decide', change, followUps });
-  }
-
-  /** The trusted context an approval policy judges an edit with: the run's identity, the call's key. */
-  const policyContext = (run: RunRecord, approval: Approval) => ({
-    tenantId: run.tenantId,
-    userId: run.userId,
-    roles: run.roles,
-    runId: run.id,
-    agent: run.agent,
-    step: approval.step,
-    toolCallId: approval.toolCallId,
-    idempotencyKey: idempotencyKey(run.id, approval.step, approval.toolCallId),
-  });
-
-  /** A plan's edits (`{"<step>": args}`): each step re-policed by its tool, the plan never less strict. */
-  function applyPlanEdit(principal: Principal, run: RunRecord, approval: Approval, edits: Record<string, unknown>): Approval {
-    const { steps } = z.object({ steps: z.array(planStepSchema) }).parse(approval.approvedArguments ?? approval.arguments);
-    const ctx = policyContext(run, approval);
-    const edited = editPlan(steps, edits, approval, deps.tools, ctx);
-    const argsHash = planHash(edited.steps);
-    if (argsHash === approval.argsHash) return approval; // no real change
-    return { ...approval, ...edited.requirement, approvedArguments: { steps: edited.steps }, editedBy: principal.userId, argsHash };
-  }
-
-  /** A budget approval's edit: other amounts of the same raise (no tool judges it; its requirement stays). */
-  function applyBudgetEdit(principal: Principal, approval: Approval, edited: Record<string, unknown>): Approval {
-    const parsed = budgetRaiseSchema.safeParse(edited);
-    if (!parsed.success) {
-      const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-      throw new InvalidRequestError(`edited amounts do not match a budget raise: ${issues}`, 'invalid_arguments');
-    }
-    const argsHash = hashArguments(parsed.data);
-    if (argsHash === approval.argsHash) return approval; // no real change
-    return { ...approval, approvedArguments: parsed.data, editedBy: principal.userId, argsHash };
-  }
-
-  /** Approve with edits: validated by the tool's schema, judged again, never less strict. */
-  function applyEdit(principal: Principal, run: RunRecord, approval: Approval, edited: Record<string, unknown>): Approval {
-    if (approval.kind === 'plan') return applyPlanEdit(principal, run, approval, edited);
-    if (approval.kind === 'budget') return applyBudgetEdit(principal, approval, edited);
-    const tool = deps.tools.get(approval.toolName);
-    if (!tool) throw new InvalidRequestError(`tool ${approval.toolName} is not available for edits`, 'invalid_arguments');
-    const parsed = tool.parameters.safeParse(edited);
-    if (!parsed.success) {
-      const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-      throw new InvalidRequestError(`edited arguments do not match ${tool.name}: ${issues}`, 'invalid_arguments');
-    }
-    const argsHash = hashArguments(parsed.data);
-    if (argsHash === approval.argsHash) return approval; // no real change
-    const ctx = policyContext(run, approval);
-    const requirement = stricterOf(approval, requirementOf(tool, parsed.data, ctx));
-    return { ...approval, ...requirement, approvedArguments: parsed.data, editedBy: principal.userId, argsHash };
-  }
-
-  const service = {
+  return {
     /**
      * The tenant's approvals, newest first, from the per-status index. Someone who does
      * not oversee the tenant sees only the ones their own runs asked for; their page may
@@ -168,7 +184,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         limit: q.limit,
         cursor: q.cursor ? decodeCursor(q.cursor) : undefined,
       });
-      const found = (await approvalsById(principal.tenantId, ids)).filter(
+      const found = (await approvalsById(deps, principal.tenantId, ids)).filter(
         (a): a is Approval =>
           a !== null &&
           (!q.status || a.status === q.status) &&
@@ -182,7 +198,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     },
 
     async get(principal: Principal, id: string) {
-      return approvalView((await find(principal, id)).approval);
+      return approvalView((await find(deps, principal, id)).approval);
     },
 
     /** The tenant's approval load over the last `hours` (approvers and up: it names who decided how much). */
@@ -195,7 +211,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
       // Newest first, a page at a time, until the window or the cap ends.
       do {
         const page = await deps.store.pageApprovals(principal.tenantId, undefined, { limit: 500, after: from - 1, before: to + 1, cursor });
-        const approvals = await approvalsById(principal.tenantId, page.ids);
+        const approvals = await approvalsById(deps, principal.tenantId, page.ids);
         found.push(...approvals.filter((a): a is Approval => a !== null && a.tenantId === principal.tenantId));
         cursor = page.next;
       } while (cursor && found.length < LOAD_MAX_APPROVALS);
@@ -205,6 +221,62 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         ...(cursor || found.length > LOAD_MAX_APPROVALS ? { truncated: true as const } : {}),
       };
     },
+  };
+}
+
+/** The approvals' timers: expiry and escalation, due whether or not anyone is looking. */
+function approvalTimers(deps: ApprovalServiceDeps) {
+  const now = deps.now ?? Date.now;
+  return {
+    /**
+     * Turns the step's overdue approvals EXPIRED, whether or not anyone is looking;
+     * the model is told on resume and the run goes on.
+     */
+    async expireDue(runId: string, step: number): Promise<number> {
+      return retryOnStale(async () => {
+        const run = await deps.store.get(runId);
+        // A parked step's approvals, or a finished run's (the plan of its compensation).
+        const decidable = run && (TERMINAL_STATUSES.includes(run.status) || (run.status === 'pending_approval' && run.step === step));
+        if (!run || !decidable) return 0;
+        const at = now();
+        const approvals = await deps.store.approvals(runId);
+        const due = approvals
+          .filter((a) => a.step === step && a.status === 'pending' && Date.parse(a.expiresAt) <= at)
+          .map((a): Approval => ({ ...a, status: 'expired', decidedAt: new Date(at).toISOString() }));
+        if (due.length === 0) return 0;
+        await transition(deps, run, approvals, due);
+        return due.length;
+      });
+    },
+
+    /** Escalates the step's approvals whose escalation is due (the `escalate` timer); announced and timed again. */
+    async escalateDue(runId: string, step: number): Promise<number> {
+      return retryOnStale(async () => {
+        const run = await deps.store.get(runId);
+        if (run?.status !== 'pending_approval' || run.step !== step) return 0;
+        const at = now();
+        const approvals = await deps.store.approvals(runId);
+        const due = approvals
+          .filter((a) => a.step === step)
+          .map((a) => escalated(a, at, deps.escalation ?? {}))
+          .filter((a): a is Approval => a !== null);
+        if (due.length === 0) return 0;
+        await transition(deps, run, approvals, due, at);
+        return due.length;
+      });
+    },
+  };
+}
+
+/**
+ * List, decide and expire approvals. Every transition is a compare-and-set on the run
+ * (applied by the applier), so it happens exactly once; the one that leaves the step
+ * without pending approvals enqueues the step's resume.
+ */
+export function createApprovalService(deps: ApprovalServiceDeps) {
+  const now = deps.now ?? Date.now;
+  const service = {
+    ...approvalReads(deps),
 
     /**
      * What approving with `edited` would ask for, deciding nothing: the approval judged
@@ -212,8 +284,8 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
      * not, why), and the JSON Schema of each tool it calls (a budget raise's own), for a form.
      */
     async preview(principal: Principal, id: string, edited?: Record<string, unknown>) {
-      const { run, approval } = await find(principal, id);
-      const judged = edited ? applyEdit(principal, run, approval, edited) : approval;
+      const { run, approval } = await find(deps, principal, id);
+      const judged = edited ? applyEdit(deps.tools, principal, run, approval, edited) : approval;
       const withEdits = judged.editedBy !== undefined;
       const allowed = mayDecide(principal, judged, { withEdits });
       const names =
@@ -245,20 +317,24 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
     async decide(principal: Principal, id: string, decision: Decision) {
       // A lost commit means something else changed the run: re-read and re-check.
       return retryOnStale(async () => {
-        const { run, approval, approvals } = await find(principal, id);
+        const { run, approval, approvals } = await find(deps, principal, id);
         if (approval.status === 'expired') throw new GoneError('approval_expired', `approval ${id} expired at ${approval.expiresAt}`);
         if (approval.status !== 'pending') throw new ConflictError('approval_decided', `approval ${id} is already ${approval.status}`);
         if (decision.argsHash !== undefined && decision.argsHash !== approval.argsHash)
           throw new ConflictError('approval_decided', `the arguments of approval ${id} were edited since`);
         const at = now();
         if (at >= Date.parse(approval.expiresAt)) {
-          await transition(run, approvals, [{ ...approval, status: 'expired', decidedAt: new Date(at).toISOString() }]).catch((err) => {
-            if (!(err instanceof StaleStepError)) throw err;
-          });
+          await transition(deps, run, approvals, [{ ...approval, status: 'expired', decidedAt: new Date(at).toISOString() }]).catch(
+            (err) => {
+              if (!(err instanceof StaleStepError)) throw err;
+            },
+          );
           throw new GoneError('approval_expired', `approval ${id} expired at ${approval.expiresAt}`);
         }
         const judged =
-          decision.kind === 'approve' && decision.arguments ? applyEdit(principal, run, approval, decision.arguments) : approval;
+          decision.kind === 'approve' && decision.arguments
+            ? applyEdit(deps.tools, principal, run, approval, decision.arguments)
+            : approval;
         const withEdits = judged.editedBy !== undefined;
         if (!mayDecide(principal, judged, { withEdits })) throw new ForbiddenError(decisionRefusal(judged, withEdits));
         const decidedAt = new Date(at).toISOString();
@@ -278,7 +354,7 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
         const decided = tally.approval;
         await decisionSpan(run, decided, principal.userId, async (span) => {
           span.setAttributes({ [REIN_ATTR.approvalDecision]: decided.status, [REIN_ATTR.approvalEdited]: withEdits });
-          await transition(run, approvals, [decided], at);
+          await transition(deps, run, approvals, [decided], at);
         });
         return approvalView(decided);
       });
@@ -304,48 +380,18 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
       return { results };
     },
 
-    /**
-     * Turns the step's overdue approvals EXPIRED, whether or not anyone is looking;
-     * the model is told on resume and the run goes on.
-     */
-    async expireDue(runId: string, step: number): Promise<number> {
-      return retryOnStale(async () => {
-        const run = await deps.store.get(runId);
-        // A parked step's approvals, or a finished run's (the plan of its compensation).
-        const decidable = run && (TERMINAL_STATUSES.includes(run.status) || (run.status === 'pending_approval' && run.step === step));
-        if (!run || !decidable) return 0;
-        const at = now();
-        const approvals = await deps.store.approvals(runId);
-        const due = approvals
-          .filter((a) => a.step === step && a.status === 'pending' && Date.parse(a.expiresAt) <= at)
-          .map((a): Approval => ({ ...a, status: 'expired', decidedAt: new Date(at).toISOString() }));
-        if (due.length === 0) return 0;
-        await transition(run, approvals, due);
-        return due.length;
-      });
-    },
-
-    /** Escalates the step's approvals whose escalation is due (the `escalate` timer); announced and timed again. */
-    async escalateDue(runId: string, step: number): Promise<number> {
-      return retryOnStale(async () => {
-        const run = await deps.store.get(runId);
-        if (run?.status !== 'pending_approval' || run.step !== step) return 0;
-        const at = now();
-        const approvals = await deps.store.approvals(runId);
-        const due = approvals
-          .filter((a) => a.step === step)
-          .map((a) => escalated(a, at, deps.escalation ?? {}))
-          .filter((a): a is Approval => a !== null);
-        if (due.length === 0) return 0;
-        await transition(run, approvals, due, at);
-        return due.length;
-      });
-    },
+    ...approvalTimers(deps),
   };
   return service;
 }
 
 export type ApprovalService = ReturnType<typeof createApprovalService>;
+
+/** The approvals' jobs: expiry and escalation when their instant comes. */
+export const approvalJobs = (approvals: Pick<ApprovalService, 'expireDue' | 'escalateDue'>): JobHandlers<'expire' | 'escalate'> => ({
+  expire: { schema: expireJobSchema, run: async ({ runId, step }) => `expired ${await approvals.expireDue(runId, step)}` },
+  escalate: { schema: expireJobSchema, run: async ({ runId, step }) => `escalated ${await approvals.escalateDue(runId, step)}` },
+});
 
 /** The triage filters of `GET /v1/approvals` an approval itself can answer (the agent is its run's). */
 const matchesTriage = (a: Approval, q: ListApprovalsQuery) =>

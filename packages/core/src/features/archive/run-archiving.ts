@@ -1,7 +1,8 @@
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { isArchiveUnavailable } from '../../adapters/postgres/archive-pool.js';
 import { isUnstorable, type RunArchive } from '../../adapters/postgres/run-archive.js';
-import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
+import { archiveJobSchema, type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
+import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import { type HotRuns, type RunSnapshot, sameRevision } from '../../adapters/redis/hot-runs.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
@@ -156,4 +157,9 @@ export type RunArchiving = ReturnType<typeof createRunArchiving>;
 export const archivePlug = (archiving: Pick<RunArchiving, 'finished'>): RunEndPlug => ({
   feature: 'archive',
   finished: (run) => archiving.finished(run),
+});
+
+/** A finished run's archiving. With the archive off, a job left by a fleet that had it on has nothing to write to: the run stays in Redis until its TTL. */
+export const archiveJobs = (archiving: Pick<RunArchiving, 'archive'> | undefined): JobHandlers<'archive'> => ({
+  archive: { schema: archiveJobSchema, run: async ({ runId }) => (archiving ? archiving.archive(runId) : 'no archive') },
 });

@@ -1,8 +1,11 @@
 import { appendFile, readFile } from 'node:fs/promises';
 import type { SignedCheckpoint } from '@rein/contract';
-import type { AuditProof, CheckpointSink } from '../../adapters/redis/audit-log.js';
+import { AUDIT_CHECKPOINT, housekeepingJobSchema } from '../../adapters/queue/job-catalog.js';
+import type { JobHandlers } from '../../adapters/queue/job-table.js';
+import type { AuditLog, AuditProof, CheckpointSink } from '../../adapters/redis/audit-log.js';
 import { createAuditSigner } from '../../policy/audit/receipts.js';
 import { ConfigError, ReinError } from '../../shared/errors.js';
+import type { Metrics } from '../../shared/metrics.js';
 import type { ReinOptions } from '../../shared/options.js';
 import { postGuarded } from '../webhooks/webhook-delivery.js';
 
@@ -63,3 +66,25 @@ export async function auditProofFrom(audit: ReinOptions['audit'], allowPrivate: 
   if (!sink) return { signer };
   return { signer, sink: sink.startsWith('/') ? fileSink(sink) : httpSink(new URL(sink), allowPrivate) };
 }
+
+/**
+ * The checkpoint pass: copies each tenant's decision-log head to the archive and the
+ * checkpoint sink (signed with the audit key); a log that no longer holds its last
+ * checkpoint was truncated. `enabled`: with the archive or a sink only.
+ */
+export const auditJobs = (
+  audit: Pick<AuditLog, 'checkpointAll'>,
+  metrics: Metrics,
+  enabled: boolean,
+): JobHandlers<typeof AUDIT_CHECKPOINT.name> => ({
+  [AUDIT_CHECKPOINT.name]: {
+    schema: housekeepingJobSchema,
+    run: async () => {
+      if (!enabled) return 'no archive, no sink';
+      const { written, behind, sinkBehind } = await audit.checkpointAll();
+      metrics.auditLogsBehind.set(behind.length);
+      metrics.auditSinkBehind.set(sinkBehind.length);
+      return `checkpointed ${written}, behind ${behind.length}, sink behind ${sinkBehind.length}`;
+    },
+  },
+});

@@ -1,6 +1,15 @@
+import { DEADLINE_SWEEP, housekeepingJobSchema } from '../../adapters/queue/job-catalog.js';
+import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import { isParked, type RunStore } from '../../adapters/redis/run-store.js';
 import type { Logger } from '../../shared/logger.js';
 import type { StepProcessor } from '../../step/step-processor.js';
+
+export interface SweeperDeps {
+  store: RunStore;
+  steps: Pick<StepProcessor, 'fail' | 'deadlineReason'>;
+  logger: Logger;
+  now?: () => number;
+}
 
 /**
  * Fails runs whose deadline passed, even when no worker is looking at them (their job
@@ -8,7 +17,7 @@ import type { StepProcessor } from '../../step/step-processor.js';
  * approvals' expiry governs them, and parked time does not count against the deadline.
  * Neither do `waiting` runs: their children's deadlines (capped to the parent's) end them.
  */
-export async function sweepDeadlines(deps: { store: RunStore; steps: StepProcessor; logger: Logger; now?: () => number }): Promise<number> {
+export async function sweepDeadlines(deps: SweeperDeps): Promise<number> {
   const now = deps.now ?? Date.now;
   let failed = 0;
   for (const runId of await deps.store.overdue(now())) {
@@ -22,7 +31,7 @@ export async function sweepDeadlines(deps: { store: RunStore; steps: StepProcess
   return failed;
 }
 
-async function sweepOne(deps: { store: RunStore; steps: StepProcessor }, runId: string, now: () => number): Promise<boolean> {
+async function sweepOne(deps: SweeperDeps, runId: string, now: () => number): Promise<boolean> {
   const ended = await deps.steps.fail(
     runId,
     await deps.steps.deadlineReason(runId),
@@ -35,3 +44,8 @@ async function sweepOne(deps: { store: RunStore; steps: StepProcessor }, runId: 
   if (!run || isParked(run.status) || ['succeeded', 'failed', 'cancelled'].includes(run.status)) await deps.store.forgetDeadline(runId);
   return false;
 }
+
+/** The sweep pass: fails the runs past their deadline. */
+export const sweepJobs = (deps: SweeperDeps): JobHandlers<typeof DEADLINE_SWEEP.name> => ({
+  [DEADLINE_SWEEP.name]: { schema: housekeepingJobSchema, run: async () => `failed ${await sweepDeadlines(deps)}` },
+});

@@ -1,6 +1,7 @@
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import type { Queue } from 'bullmq';
-import { type Enqueue, jobCatalog, jobRoute } from '../../adapters/queue/job-catalog.js';
+import { type Enqueue, housekeepingJobSchema, jobCatalog, jobRoute, REAPER } from '../../adapters/queue/job-catalog.js';
+import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import type { ApprovalFeed } from '../../adapters/redis/approval-feed.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
@@ -8,6 +9,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
 import type { TransitionApplier } from '../../step/apply-transition.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
+import type { RunArchiving } from '../archive/run-archiving.js';
 
 export interface ReaperDeps {
   store: RunStore;
@@ -173,3 +175,15 @@ async function repairIfStuck(deps: ReaperDeps, run: RunRecord, now: number): Pro
   await deps.enqueue('repair', repair, route);
   return 'lost_resume_job';
 }
+
+/** The reaper's pass: repairs stuck runs, then (with the archive on) retires archived runs' hot keys. */
+export const reapJobs = (deps: ReaperDeps, archiving: Pick<RunArchiving, 'sweep'> | undefined): JobHandlers<typeof REAPER.name> => ({
+  [REAPER.name]: {
+    schema: housekeepingJobSchema,
+    run: async () => {
+      const repaired = await reap(deps);
+      const retired = archiving ? await archiving.sweep() : 0;
+      return `repaired ${repaired}, retired ${retired}`;
+    },
+  },
+});

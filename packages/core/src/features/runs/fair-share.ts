@@ -1,5 +1,6 @@
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
-import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
+import { type Enqueue, jobRoute, slotJobSchema } from '../../adapters/queue/job-catalog.js';
+import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
 import type { RunEndPlug } from '../run-end.js';
@@ -78,5 +79,13 @@ export const fairSharePlug = (quotas: Pick<TenantQuotas, 'quotaOf'>, enqueue: En
   async finished(run) {
     if (quotas.quotaOf(run.tenantId).queueBeyondLimit)
       await enqueue('slot', { runId: run.id, tenantId: run.tenantId, freed: true, traceparent: run.traceparent });
+  },
+});
+
+/** A tenant's freed or joined slot goes to its oldest waiting run. */
+export const fairShareJobs = (fairShare: Pick<FairShare, 'fill'>): JobHandlers<'slot'> => ({
+  slot: {
+    schema: slotJobSchema,
+    run: async ({ tenantId, runId, freed }) => `started ${await fairShare.fill(tenantId, freed ? runId : undefined)}`,
   },
 });

@@ -118,8 +118,8 @@ export function runView(run: RunRecord, approvals: Approval[], tree?: TreeFacts)
 
 export const compensationView = ({ schemaVersion: _v, ...c }: Compensation) => c;
 
-/** Submit, read, list and cancel runs on behalf of an authenticated caller. */
-export function createRunService(deps: RunServiceDeps) {
+/** How every run operation finds a run the caller may see: in Redis, else in the tenant's archive; and how it is shown. */
+function createRunAccess(deps: RunServiceDeps) {
   const now = deps.now ?? Date.now;
 
   /**
@@ -186,34 +186,6 @@ export function createRunService(deps: RunServiceDeps) {
     return { children, treeUsage: treeTotal(run, parts.descendants) };
   }
 
-  const sessionOf = (run: RunRecord) => ({ tenantId: run.tenantId, userId: run.userId, sessionId: run.sessionId ?? '' });
-
-  /**
-   * Ends a live run by a caller's word: cancelled, or interrupted by a new run of its
-   * session (which, with `rollback`, undoes its writes: the finish hook starts its saga).
-   * Its pending approvals are withdrawn in the same commit; a tool call in flight finishes
-   * and is recorded after the finish (`recordAfterFinish`).
-   */
-  async function end(principal: Principal, id: string, interruption?: RunRecord['interruption']): Promise<RunRecord> {
-    // A worker may commit meanwhile: look again (bounded).
-    return retryOnStale(async () => {
-      const run = await visibleRun(principal, id);
-      if (TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_finished', `run ${id} already ${run.status}`);
-      const at = new Date(now()).toISOString();
-      const { change, withdrawn } = cancelRun(run, await deps.store.approvals(id), principal.userId, at, interruption);
-      return deps.applier.apply(run, { kind: 'cancel', change, followUps: { feed: withdrawn.map((a) => approvalEvent(a, true)) } });
-    });
-  }
-
-  /** `ifBusy: interrupt | rollback`: the session's active run ends `interrupted`; one that finished meanwhile is left as it is. */
-  async function interrupt(principal: Principal, active: string, by: string, rollback: boolean): Promise<void> {
-    try {
-      await end(principal, active, { by, rollback });
-    } catch (err) {
-      if (!(err instanceof ConflictError) && !(err instanceof NotFoundError)) throw err;
-    }
-  }
-
   async function view(run: RunRecord) {
     const [approvals, tree] = await Promise.all([
       run.pendingApprovals.length ? deps.store.approvals(run.id) : [],
@@ -222,7 +194,21 @@ export function createRunService(deps: RunServiceDeps) {
     return runView(run, approvals, tree);
   }
 
-  const service = {
+  return { now, visibleRun, locate, runsById, compensationOf, treeFacts, view };
+}
+
+type RunAccess = ReturnType<typeof createRunAccess>;
+
+const sessionOf = (run: RunRecord) => ({ tenantId: run.tenantId, userId: run.userId, sessionId: run.sessionId ?? '' });
+
+/** Creating a run: ceilings, idempotency, quota admission, its session's claim and history, then its first job. */
+function runSubmitter(
+  deps: RunServiceDeps,
+  access: RunAccess,
+  interrupt: (principal: Principal, active: string, by: string, rollback: boolean) => Promise<void>,
+) {
+  const { now, visibleRun, runsById, compensationOf, view } = access;
+  return {
     /**
      * `traceparent`: the trace the run belongs to (see `submitSpan`); a new one when omitted.
      * `runId`: the id to create it under (a schedule's firing); a run that already has it is
@@ -347,7 +333,13 @@ export function createRunService(deps: RunServiceDeps) {
       deps.metrics.runsSubmitted.inc({ agent: run.agent });
       return { run: await view(run), created: true };
     },
+  };
+}
 
+/** One run as the caller may see it: its view, its compensation, its event stream, its trace and model snapshots. */
+function runDetail(deps: RunServiceDeps, access: RunAccess) {
+  const { now, visibleRun, locate, treeFacts, view } = access;
+  return {
     /** The run, with its saga compensation when it has one (`status: failed` is the compensation_failed state). */
     async get(principal: Principal, id: string) {
       const { run, archived } = await locate(principal, id);
@@ -439,6 +431,43 @@ export function createRunService(deps: RunServiceDeps) {
       const run = await visibleRun(principal, id);
       return { runId: run.id, traceId: run.traceId, snapshots: await deps.journal.snapshots(run.id) };
     },
+  };
+}
+
+/** Submit, read, list and cancel runs on behalf of an authenticated caller. */
+export function createRunService(deps: RunServiceDeps) {
+  const access = createRunAccess(deps);
+  const { now, visibleRun, runsById, view } = access;
+
+  /**
+   * Ends a live run by a caller's word: cancelled, or interrupted by a new run of its
+   * session (which, with `rollback`, undoes its writes: the finish hook starts its saga).
+   * Its pending approvals are withdrawn in the same commit; a tool call in flight finishes
+   * and is recorded after the finish (`recordAfterFinish`).
+   */
+  async function end(principal: Principal, id: string, interruption?: RunRecord['interruption']): Promise<RunRecord> {
+    // A worker may commit meanwhile: look again (bounded).
+    return retryOnStale(async () => {
+      const run = await visibleRun(principal, id);
+      if (TERMINAL_STATUSES.includes(run.status)) throw new ConflictError('run_finished', `run ${id} already ${run.status}`);
+      const at = new Date(now()).toISOString();
+      const { change, withdrawn } = cancelRun(run, await deps.store.approvals(id), principal.userId, at, interruption);
+      return deps.applier.apply(run, { kind: 'cancel', change, followUps: { feed: withdrawn.map((a) => approvalEvent(a, true)) } });
+    });
+  }
+
+  /** `ifBusy: interrupt | rollback`: the session's active run ends `interrupted`; one that finished meanwhile is left as it is. */
+  async function interrupt(principal: Principal, active: string, by: string, rollback: boolean): Promise<void> {
+    try {
+      await end(principal, active, { by, rollback });
+    } catch (err) {
+      if (!(err instanceof ConflictError) && !(err instanceof NotFoundError)) throw err;
+    }
+  }
+
+  const service = {
+    ...runSubmitter(deps, access, interrupt),
+    ...runDetail(deps, access),
 
     /** Runs of the caller's tenant: approvers and admins may filter by user, everyone else sees their own. */
     async list(principal: Principal, q: ListRunsQuery) {

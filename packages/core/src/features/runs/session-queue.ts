@@ -1,5 +1,6 @@
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
-import type { Enqueue } from '../../adapters/queue/job-catalog.js';
+import { admitJobSchema, type Enqueue } from '../../adapters/queue/job-catalog.js';
+import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
 import { admitQueuedRun } from '../../policy/run/run-transitions.js';
 import { StaleStepError } from '../../shared/errors.js';
@@ -81,4 +82,9 @@ export const sessionPlug = (enqueue: Enqueue): RunEndPlug => ({
   async finished(run) {
     if (run.sessionId) await enqueue('admit', { runId: run.id, cause: 'finished', traceparent: run.traceparent });
   },
+});
+
+/** The next run queued for a session starts. */
+export const sessionJobs = (sessions: Pick<SessionQueue, 'admitNext'>): JobHandlers<'admit'> => ({
+  admit: { schema: admitJobSchema, run: async ({ runId }) => `session ${await sessions.admitNext(runId)}` },
 });

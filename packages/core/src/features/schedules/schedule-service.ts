@@ -10,7 +10,8 @@ import type {
 } from '@rein/contract';
 import { NEXT_FIRINGS, type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import type { AgentCatalog } from '@rein/define/internal';
-import type { ScheduleTimers } from '../../adapters/queue/schedule-queue.js';
+import type { JobHandlers } from '../../adapters/queue/job-table.js';
+import { fireJobSchema, fireTimeOf, SCHEDULE_FIRE, type ScheduleTimers } from '../../adapters/queue/schedule-queue.js';
 import type { AuditLog } from '../../adapters/redis/audit-log.js';
 import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { ScheduleStore } from '../../adapters/redis/schedule-store.js';
@@ -304,3 +305,11 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
 }
 
 export type ScheduleService = ReturnType<typeof createScheduleService>;
+
+/** A schedule's firing: its run's id comes from the schedule and the fire time, so a firing taken twice starts one run. */
+export const scheduleJobs = (schedules: Pick<ScheduleService, 'fire'>): JobHandlers<typeof SCHEDULE_FIRE.name> => ({
+  [SCHEDULE_FIRE.name]: {
+    schema: fireJobSchema,
+    run: async ({ scheduleId }, { job }) => `firing ${await schedules.fire(scheduleId, fireTimeOf(job))}`,
+  },
+});

@@ -35,13 +35,11 @@ export function registerMcpRoutes(scope: FastifyInstance, deps: McpRoutesDeps): 
         .send({ jsonrpc: '2.0', id: null, error: { code: -32000, message: `origin ${origin} is not one this server answers` } });
     // One request, one call: a batch's calls would all be held on the one stream slot it takes.
     if (Array.isArray(req.body))
-      return reply
-        .status(400)
-        .send({
-          jsonrpc: '2.0',
-          id: null,
-          error: { code: -32600, message: 'JSON-RPC batches are not served (MCP has none since 2025-06-18)' },
-        });
+      return reply.status(400).send({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: 'JSON-RPC batches are not served (MCP has none since 2025-06-18)' },
+      });
     const release = deps.streams.hold(req.principal);
     const gone = new AbortController();
     const server = deps.door.server(req.principal, watch, gone.signal);

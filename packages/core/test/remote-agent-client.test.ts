@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { defineAgent, defineApp } from '@rein/define';
+import { defineAgent, defineApp, defineTool } from '@rein/define';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { cardLocation, guardedFetch, RemoteAgentClient } from '../src/adapters/a2a/remote-agent-client.js';
 
 /** A local server standing for a remote agent that misbehaves in the ways an adversary would. */
@@ -12,6 +13,7 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     seen.push({ url: req.url ?? '', authorization: req.headers.authorization });
     if (req.url === '/huge') return res.end('x'.repeat(2_000));
+    if (req.url?.startsWith('/silent/')) return; // never answers
     if (req.url === '/redirect') return res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data' }).end();
     if (req.url === '/elsewhere/.well-known/agent-card.json') {
       // A card that points the client, with the agent's credentials, at another origin.
@@ -49,12 +51,17 @@ describe('the remote agent fetch (what a card or an answer cannot make Rein do)'
     await expect(strict(`${base}/ok`)).rejects.toMatchObject({ code: 'remote_agent_refused' });
     const named = guardedFetch({ url: base.replace('127.0.0.1', 'localhost') }, { allowPrivate: false });
     // A name resolving to a private address is refused at connect time, by the guard's lookup.
-    await expect(named(`${base.replace('127.0.0.1', 'localhost')}/ok`)).rejects.toThrow();
+    await expect(named(`${base.replace('127.0.0.1', 'localhost')}/ok`)).rejects.toMatchObject({ code: 'remote_agent_refused' });
   });
 
   it('follows no redirect and reads no answer past its bound', async () => {
     await expect(allowed()(`${base}/redirect`)).rejects.toThrow();
-    await expect(allowed()(`${base}/huge`)).rejects.toMatchObject({ code: 'remote_agent_refused' });
+    await expect(allowed()(`${base}/huge`)).rejects.toMatchObject({ code: 'remote_agent_answer_too_large' });
+  });
+
+  it('gives up on a card that never comes (nothing else bounds the SDK’s card read)', async () => {
+    const silent = new RemoteAgentClient({ url: `${base}/silent` }, { allowPrivate: true, requestTimeoutMs: 200 });
+    await expect(silent.card()).rejects.toThrow();
   });
 
   it('will not follow a card to another origin', async () => {
@@ -93,5 +100,26 @@ describe('declaring remote agents', () => {
       defineApp({ agents: [agent([])], tools: [], remoteAgents: { billing: { url: 'https://b.example', retries: 3 } as never } }),
     ).toThrow(/remoteAgents/);
     expect(() => defineApp({ agents: [agent(['call_nobody'])], tools: [] })).toThrow(/names tool "call_nobody"/);
+  });
+
+  it('refuses a remote agent whose tool an MCP server’s tools would shadow (call_x__y: server call_x, tool y)', () => {
+    const mcp = { call_x: { command: 'x' } };
+    expect(() =>
+      defineApp({ agents: [agent(['call_x__y'])], tools: [], mcpServers: mcp, remoteAgents: { x__y: { url: 'https://b.example' } } }),
+    ).toThrow(/remote agent "x__y"/);
+  });
+
+  it('refuses a remote agent as an undo (an undo runs outside the run, with no ledger entry to follow the task by)', () => {
+    const pay = defineTool({
+      name: 'pay',
+      description: 'pay',
+      kind: 'write',
+      parameters: z.object({}),
+      execute: async () => null,
+      compensateWith: { tool: 'call_billing', args: () => ({ input: 'refund' }) },
+    });
+    expect(() => defineApp({ agents: [agent(['pay'])], tools: [pay], remoteAgents: { billing: { url: 'https://b.example' } } })).toThrow(
+      /call_billing/,
+    );
   });
 });

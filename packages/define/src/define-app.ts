@@ -104,6 +104,12 @@ export function defineApp(def: AppDefinition): App {
   // call_<name> would be both a sub-agent call and the remote agent's tool.
   const shadowed = Object.keys(app.remoteAgents).find((name) => def.agents.some((a) => a.name === name));
   if (shadowed) throw new ConfigError(`app: remote agent "${shadowed}" has the name of one of the app's agents`);
+  // call_<name> must not also be an MCP server's tool (`<server>__<tool>`): one name, two tools.
+  const underMcp = Object.keys(app.remoteAgents).find((name) =>
+    Object.keys(app.mcpServers).some((server) => remoteAgentTool(name).startsWith(`${server}__`)),
+  );
+  if (underMcp)
+    throw new ConfigError(`app: remote agent "${underMcp}" makes ${remoteAgentTool(underMcp)}, the name of an MCP server's tool`);
   if (typeof def.tools !== 'function') checkTools(app, def.tools);
   return app;
 }
@@ -174,6 +180,13 @@ export function checkTools(app: App, tools: readonly Tool[]): void {
   const undo = tools.find((t) => t.compensateWith && !names.has(t.compensateWith.tool));
   if (undo)
     throw new ConfigError(`app: tool "${undo.name}" is compensated by "${undo.compensateWith?.tool}", which the app does not define`);
+  // An undo runs after its run, outside the run's ledger: a remote call there could not follow (or resume) its task.
+  const remote = Object.keys(app.remoteAgents).map(remoteAgentTool);
+  const remoteUndo = tools.find((t) => t.compensateWith && remote.includes(t.compensateWith.tool));
+  if (remoteUndo)
+    throw new ConfigError(
+      `app: tool "${remoteUndo.name}" is compensated by "${remoteUndo.compensateWith?.tool}", a remote agent's call, which cannot be an undo`,
+    );
 }
 
 export const isApp = (value: unknown): value is App => (value as App | undefined)?.kind === 'rein-app';

@@ -18,6 +18,8 @@ export interface RemoteAgentClientOptions {
   allowPrivate: boolean;
   /** The largest answer read from the agent (a card, a task with its artifacts). */
   maxResponseBytes?: number;
+  /** The longest a request that brings no deadline of its own (a card read) may take. */
+  requestTimeoutMs?: number;
   /** How long a card read is trusted before it is read again. */
   cardTtlMs?: number;
   now?: () => number;
@@ -31,7 +33,60 @@ export class RemoteAgentRefusedError extends ReinError {
   }
 }
 
+/** A request that never reached the remote agent (no connection could be made): nothing happened there. */
+export class RemoteAgentUnreachableError extends ReinError {
+  override readonly name = 'RemoteAgentUnreachableError';
+  constructor(origin: string, cause: unknown) {
+    super('remote_agent_unreachable', `the remote agent at ${origin} cannot be reached`, { retryable: true, cause });
+  }
+}
+
+/** An answer larger than Rein reads: the request was carried out, its answer is not read. */
+export class RemoteAgentAnswerTooLargeError extends ReinError {
+  override readonly name = 'RemoteAgentAnswerTooLargeError';
+  constructor(max: number) {
+    super('remote_agent_answer_too_large', `the remote agent's answer is larger than ${max} bytes`);
+  }
+}
+
+/**
+ * The agent's HTTP server turned the request away with a 4xx and no JSON-RPC answer (bad
+ * credentials at a proxy, too many requests): nothing was carried out.
+ */
+export class RemoteAgentRejectedError extends ReinError {
+  override readonly name = 'RemoteAgentRejectedError';
+  constructor(origin: string, status: number) {
+    super('remote_agent_rejected', `the remote agent at ${origin} turned the request away (HTTP ${status})`, {
+      retryable: status === 408 || status === 429,
+    });
+  }
+}
+
+/**
+ * Whether the agent did not act on a request: it never left (refused by the address rules,
+ * no connection) or was turned away before the agent read it.
+ */
+export const notCarriedOut = (err: unknown): boolean =>
+  err instanceof RemoteAgentRefusedError ||
+  err instanceof AddressRefusedError ||
+  err instanceof RemoteAgentUnreachableError ||
+  err instanceof RemoteAgentRejectedError;
+
+/** Whether a body is a JSON-RPC error (the agent's own answer, which the SDK reads). */
+const isJsonRpcError = (body: Uint8Array): boolean => {
+  try {
+    const parsed = JSON.parse(Buffer.from(body).toString('utf8')) as { jsonrpc?: unknown; error?: unknown } | null;
+    return Boolean(parsed?.jsonrpc && parsed.error);
+  } catch {
+    return false;
+  }
+};
+
+/** Connection failures (undici's cause codes): the request never left. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
 const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /** Relative: the card lives under the agent's own path (`<url>/.well-known/agent-card.json`), not at the host's root. */
 const CARD_PATH = '.well-known/agent-card.json';
 
@@ -43,7 +98,7 @@ async function limitedBody(res: Awaited<ReturnType<typeof undiciFetch>>, max: nu
     size += chunk.byteLength;
     if (size > max) {
       await res.body?.cancel().catch(() => {});
-      throw new RemoteAgentRefusedError(`the remote agent's answer is larger than ${max} bytes`);
+      throw new RemoteAgentAnswerTooLargeError(max);
     }
     chunks.push(chunk);
   }
@@ -71,11 +126,18 @@ export function guardedFetch(address: RemoteAgentAddress, opts: RemoteAgentClien
       method: init?.method ?? 'GET',
       headers: [...headers.entries()],
       ...(init?.body !== undefined && init.body !== null ? { body: init.body as string } : {}),
-      ...(init?.signal ? { signal: init.signal } : {}),
+      // The SDK reads the card with no deadline: a card that never comes must not hold a worker's start or a run's end.
+      signal: init?.signal ?? AbortSignal.timeout(opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
       redirect: 'error',
       dispatcher,
+    }).catch((err: Error) => {
+      const cause = err.cause as { code?: string } | undefined;
+      if (cause instanceof AddressRefusedError) throw new AddressRefusedError(url.hostname, 'remote_agent_refused');
+      if (NOT_CONNECTED.has(cause?.code ?? '')) throw new RemoteAgentUnreachableError(origin, err);
+      throw err;
     });
     const body = await limitedBody(res, max);
+    if (res.status >= 400 && res.status < 500 && !isJsonRpcError(body)) throw new RemoteAgentRejectedError(origin, res.status);
     return new Response(res.status === 204 || res.status === 304 ? null : body, {
       status: res.status,
       statusText: res.statusText,

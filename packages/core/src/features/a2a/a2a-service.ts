@@ -53,6 +53,91 @@ const BEARER = {
   bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', description: 'a Rein API key (or an OIDC token where sign-in is on)' } },
 };
 
+/** The run behind a task of this agent; another agent's run, like another tenant's, is not found. */
+async function taskRun(deps: A2aServiceDeps, principal: Principal, agent: string, id: string): Promise<RunView> {
+  const run = await deps.runs.get(principal, id);
+  if (run.agent !== agent) throw new NotFoundError(`task ${id}`);
+  return run;
+}
+
+/**
+ * Stores the caller's config on a task it can read and tells it the task's state at once.
+ * Without an id, the URL names it: the same request again replaces it rather than adding one.
+ * Without a token, Rein makes one (the receiver reads it back with Get or List).
+ * Its URL was checked before (`checkPushUrl`).
+ */
+async function setPushConfig(deps: A2aServiceDeps, principal: Principal, run: RunView, params: PushConfigParams): Promise<PushConfigView> {
+  if (params.taskId && params.taskId !== run.id) throw new InvalidRequestError(`the config names task ${params.taskId}, not ${run.id}`);
+  const id = params.id ?? `pc_${createHash('sha256').update(params.url).digest('hex').slice(0, 24)}`;
+  // No token given: the one Rein gave this config before, if it holds one, so a retry changes nothing.
+  const held = params.token ? null : await deps.push.configs.byField(run.id, pushConfigField(principal.userId, id));
+  const config: StoredPushConfig = {
+    schemaVersion: 1,
+    id,
+    taskId: run.id,
+    tenantId: principal.tenantId,
+    userId: principal.userId,
+    url: params.url,
+    token: params.token ?? held?.token ?? randomBytes(24).toString('base64url'),
+    ...(params.authentication ? { authentication: params.authentication } : {}),
+    createdAt: new Date((deps.push.now ?? Date.now)()).toISOString(),
+  };
+  if (!(await deps.push.configs.put(config, MAX_PUSH_CONFIGS_PER_TASK)))
+    throw new ConflictError('too_many_push_configs', `a task holds at most ${MAX_PUSH_CONFIGS_PER_TASK} push-notification configs`);
+  // The task as it is once the config is stored: a change committed since `run` was read found no config to tell.
+  await deps.push.notify.registered(config, a2aTask(await deps.runs.get(principal, run.id)));
+  return pushConfigView(config);
+}
+
+/** A push URL Rein may call (the webhooks' SSRF rule), checked before anything is started or decided. */
+async function checkPushUrl(deps: A2aServiceDeps, params: PushConfigParams | undefined): Promise<void> {
+  if (params && !deps.push.allowPrivate) await assertPublicUrl(params.url, 'webhook_url');
+}
+
+/** The caller's own config of a task it can read; anyone else's, like a missing one, is not found. */
+async function ownPushConfig(
+  deps: A2aServiceDeps,
+  principal: Principal,
+  agent: string,
+  taskId: string,
+  id: string,
+): Promise<StoredPushConfig> {
+  await taskRun(deps, principal, agent, taskId);
+  const config = await deps.push.configs.byField(taskId, pushConfigField(principal.userId, id));
+  if (!config || config.tenantId !== principal.tenantId) throw new NotFoundError(`push config ${id} of task ${taskId}`);
+  return config;
+}
+
+/** A task's push-notification configs (A2A `…TaskPushNotificationConfig`): the caller's own, on tasks it can read. */
+function a2aPushConfigs(deps: A2aServiceDeps) {
+  return {
+    /** `CreateTaskPushNotificationConfig`: the caller's config of a task it can read (the same id again replaces it). */
+    async createPushConfig(principal: Principal, agent: string, params: PushConfigParams): Promise<PushConfigView> {
+      if (!params.taskId) throw new InvalidRequestError('taskId: the task to notify about is required');
+      const run = await taskRun(deps, principal, agent, params.taskId);
+      await checkPushUrl(deps, params);
+      return setPushConfig(deps, principal, run, params);
+    },
+
+    async getPushConfig(principal: Principal, agent: string, taskId: string, id: string): Promise<PushConfigView> {
+      return pushConfigView(await ownPushConfig(deps, principal, agent, taskId, id));
+    },
+
+    /** The caller's configs of the task (one page: a task holds at most MAX_PUSH_CONFIGS_PER_TASK). */
+    async listPushConfigs(principal: Principal, agent: string, taskId: string) {
+      await taskRun(deps, principal, agent, taskId);
+      const mine = (await deps.push.configs.all(taskId)).filter((c) => c.userId === principal.userId && c.tenantId === principal.tenantId);
+      return { configs: mine.map(pushConfigView), nextPageToken: '' };
+    },
+
+    /** Deletes the caller's config: deliveries still queued for it are dropped. */
+    async deletePushConfig(principal: Principal, agent: string, taskId: string, id: string): Promise<void> {
+      await ownPushConfig(deps, principal, agent, taskId, id);
+      await deps.push.configs.remove(taskId, principal.userId, id);
+    },
+  };
+}
+
 /**
  * A2A 1.0 over the run and approval services: a task is a run, its context the session,
  * an answer to `input-required` an approval decision. It adds no rule of its own, so a
@@ -66,13 +151,6 @@ export function createA2aService(deps: A2aServiceDeps) {
     if (!profile) throw new NotFoundError(`agent ${name}`);
     return profile;
   };
-
-  /** The run behind a task of this agent; another agent's run, like another tenant's, is not found. */
-  async function view(principal: Principal, agent: string, id: string): Promise<RunView> {
-    const run = await deps.runs.get(principal, id);
-    if (run.agent !== agent) throw new NotFoundError(`task ${id}`);
-    return run;
-  }
 
   /** Decides the approvals a message's data parts answer: each with the caller's own rights (403 otherwise, and it waits). */
   async function answer(principal: Principal, run: RunView, parts: SendMessageParams['message']['parts']): Promise<void> {
@@ -104,52 +182,10 @@ export function createA2aService(deps: A2aServiceDeps) {
     let current = run;
     if (a2aSettled(a2aState(current))) return current;
     for await (const _ of watch(principal, run.id, signal)) {
-      current = await view(principal, agent, run.id);
+      current = await taskRun(deps, principal, agent, run.id);
       if (a2aSettled(a2aState(current))) break;
     }
     return current;
-  }
-
-  /**
-   * Stores the caller's config on a task it can read and tells it the task's state at once.
-   * Without an id, the URL names it: the same request again replaces it rather than adding one.
-   * Without a token, Rein makes one (the receiver reads it back with Get or List).
-   * Its URL was checked before (`checkPushUrl`).
-   */
-  async function setPushConfig(principal: Principal, run: RunView, params: PushConfigParams): Promise<PushConfigView> {
-    if (params.taskId && params.taskId !== run.id) throw new InvalidRequestError(`the config names task ${params.taskId}, not ${run.id}`);
-    const id = params.id ?? `pc_${createHash('sha256').update(params.url).digest('hex').slice(0, 24)}`;
-    // No token given: the one Rein gave this config before, if it holds one, so a retry changes nothing.
-    const held = params.token ? null : await deps.push.configs.byField(run.id, pushConfigField(principal.userId, id));
-    const config: StoredPushConfig = {
-      schemaVersion: 1,
-      id,
-      taskId: run.id,
-      tenantId: principal.tenantId,
-      userId: principal.userId,
-      url: params.url,
-      token: params.token ?? held?.token ?? randomBytes(24).toString('base64url'),
-      ...(params.authentication ? { authentication: params.authentication } : {}),
-      createdAt: new Date((deps.push.now ?? Date.now)()).toISOString(),
-    };
-    if (!(await deps.push.configs.put(config, MAX_PUSH_CONFIGS_PER_TASK)))
-      throw new ConflictError('too_many_push_configs', `a task holds at most ${MAX_PUSH_CONFIGS_PER_TASK} push-notification configs`);
-    // The task as it is once the config is stored: a change committed since `run` was read found no config to tell.
-    await deps.push.notify.registered(config, a2aTask(await deps.runs.get(principal, run.id)));
-    return pushConfigView(config);
-  }
-
-  /** A push URL Rein may call (the webhooks' SSRF rule), checked before anything is started or decided. */
-  async function checkPushUrl(params: PushConfigParams | undefined): Promise<void> {
-    if (params && !deps.push.allowPrivate) await assertPublicUrl(params.url, 'webhook_url');
-  }
-
-  /** The caller's own config of a task it can read; anyone else's, like a missing one, is not found. */
-  async function ownPushConfig(principal: Principal, agent: string, taskId: string, id: string): Promise<StoredPushConfig> {
-    await view(principal, agent, taskId);
-    const config = await deps.push.configs.byField(taskId, pushConfigField(principal.userId, id));
-    if (!config || config.tenantId !== principal.tenantId) throw new NotFoundError(`push config ${id} of task ${taskId}`);
-    return config;
   }
 
   return {
@@ -181,17 +217,17 @@ export function createA2aService(deps: A2aServiceDeps) {
       const profile = agentOf(agent);
       const { message } = params;
       const pushConfig = params.configuration?.taskPushNotificationConfig;
-      await checkPushUrl(pushConfig);
+      await checkPushUrl(deps, pushConfig);
       let run: RunView;
       if (message.taskId) {
-        run = await view(principal, agent, message.taskId);
+        run = await taskRun(deps, principal, agent, message.taskId);
         if (message.contextId && message.contextId !== a2aContextId(run))
           throw new InvalidRequestError(`task ${run.id} belongs to context ${a2aContextId(run)}, not ${message.contextId}`);
         if (A2A_TERMINAL.includes(a2aState(run))) throw new ConflictError('run_finished', `task ${run.id} already ${run.status}`);
         // Stored once the message's answer is taken: a refused one leaves nothing behind.
         await answer(principal, run, message.parts);
-        if (pushConfig) await setPushConfig(principal, run, pushConfig);
-        run = await view(principal, agent, run.id);
+        if (pushConfig) await setPushConfig(deps, principal, run, pushConfig);
+        run = await taskRun(deps, principal, agent, run.id);
       } else {
         if (message.parts.some((p) => p.url !== undefined || p.raw !== undefined))
           throw new InvalidRequestError('this agent takes text (and data) parts, not files', 'unsupported_part');
@@ -206,44 +242,21 @@ export function createA2aService(deps: A2aServiceDeps) {
         if (pushConfig?.taskId)
           throw new InvalidRequestError('a push config sent with a new message names no task: the task is the one it starts');
         ({ run } = await deps.runs.submit(principal, body.data, `a2a:${message.messageId}`));
-        if (pushConfig) await setPushConfig(principal, run, pushConfig);
+        if (pushConfig) await setPushConfig(deps, principal, run, pushConfig);
       }
       if (!params.configuration?.returnImmediately) run = await settle(principal, agent, run, watch, signal);
       return a2aTask(run);
     },
 
-    /** `CreateTaskPushNotificationConfig`: the caller's config of a task it can read (the same id again replaces it). */
-    async createPushConfig(principal: Principal, agent: string, params: PushConfigParams): Promise<PushConfigView> {
-      if (!params.taskId) throw new InvalidRequestError('taskId: the task to notify about is required');
-      const run = await view(principal, agent, params.taskId);
-      await checkPushUrl(params);
-      return setPushConfig(principal, run, params);
-    },
-
-    async getPushConfig(principal: Principal, agent: string, taskId: string, id: string): Promise<PushConfigView> {
-      return pushConfigView(await ownPushConfig(principal, agent, taskId, id));
-    },
-
-    /** The caller's configs of the task (one page: a task holds at most MAX_PUSH_CONFIGS_PER_TASK). */
-    async listPushConfigs(principal: Principal, agent: string, taskId: string) {
-      await view(principal, agent, taskId);
-      const mine = (await deps.push.configs.all(taskId)).filter((c) => c.userId === principal.userId && c.tenantId === principal.tenantId);
-      return { configs: mine.map(pushConfigView), nextPageToken: '' };
-    },
-
-    /** Deletes the caller's config: deliveries still queued for it are dropped. */
-    async deletePushConfig(principal: Principal, agent: string, taskId: string, id: string): Promise<void> {
-      await ownPushConfig(principal, agent, taskId, id);
-      await deps.push.configs.remove(taskId, principal.userId, id);
-    },
+    ...a2aPushConfigs(deps),
 
     async get(principal: Principal, agent: string, id: string): Promise<A2aTask> {
-      return a2aTask(await view(principal, agent, id));
+      return a2aTask(await taskRun(deps, principal, agent, id));
     },
 
     /** `CancelTask`: the run is cancelled as by `POST /v1/runs/:id/cancel` (its approvals withdrawn). */
     async cancel(principal: Principal, agent: string, id: string): Promise<A2aTask> {
-      await view(principal, agent, id);
+      await taskRun(deps, principal, agent, id);
       return a2aTask(await deps.runs.cancel(principal, id));
     },
 
@@ -252,7 +265,7 @@ export function createA2aService(deps: A2aServiceDeps) {
      * answer as an artifact before `completed`), ending when the task settles.
      */
     async *updates(principal: Principal, agent: string, id: string, watch: WatchRun, signal: AbortSignal): AsyncGenerator<A2aStreamFrame> {
-      let task = a2aTask(await view(principal, agent, id));
+      let task = a2aTask(await taskRun(deps, principal, agent, id));
       yield { task };
       if (a2aSettled(task.status.state)) return;
       for await (const batch of watch(principal, id, signal)) {
@@ -260,7 +273,7 @@ export function createA2aService(deps: A2aServiceDeps) {
           yield null;
           continue;
         }
-        const next = a2aTask(await view(principal, agent, id));
+        const next = a2aTask(await taskRun(deps, principal, agent, id));
         if (next.status.state === task.status.state) continue;
         task = next;
         const ids = { taskId: task.id, contextId: task.contextId };

@@ -34,15 +34,9 @@ export interface McpDoorDeps {
 /** A tool call's arguments: the run's input, and the session it continues. */
 const callArgumentsSchema = submitRunBodySchema.pick({ input: true, sessionId: true }).strict();
 
-/**
- * Rein's agents as MCP tools: one tool per agent, named as the agent. A call runs the
- * agent as `POST /v1/runs` would for the same caller, reports the run's steps as
- * progress, and answers with the final answer (structured when the agent is typed). A
- * run parked for approval answers at once with what a person must do, rather than
- * holding the request for hours. Served stateless: a server per request.
- */
-export function createMcpDoor(deps: McpDoorDeps) {
-  const tools: McpTool[] = deps.agents.map((agent) => {
+/** One MCP tool per agent, named as the agent (its output schema when it is typed). */
+function agentTools(agents: readonly AgentProfile[]): McpTool[] {
+  return agents.map((agent) => {
     const output = agent.output?.jsonSchema.schema;
     return {
       name: agent.name,
@@ -63,6 +57,101 @@ export function createMcpDoor(deps: McpDoorDeps) {
       execution: { taskSupport: 'optional' },
     };
   });
+}
+
+/** Who must decide what, and where: a page where a person decides, never a link that decides (a model may read this). */
+const approvalLine = (consoleUrl: string | undefined, a: RunView['pendingApprovals'][number]) =>
+  `approval ${a.id}: ${a.summary} (needs ${a.requiredRole}; decide at ${
+    consoleUrl ? approvalConsoleUrl(consoleUrl, a.id) : `POST /v1/approvals/${a.id}/approve on the approver`
+  })`;
+
+/** A settled (or parked) run as the tool call's result. */
+function answer(consoleUrl: string | undefined, run: RunView, typed: boolean): CallToolResult {
+  const meta = { 'rein/run': { runId: run.id, status: run.status, ...(run.reason ? { reason: run.reason } : {}) } };
+  if (run.status === 'succeeded') {
+    return {
+      content: [{ type: 'text', text: run.finalAnswer ?? '' }],
+      ...(typed && run.output !== undefined ? { structuredContent: run.output as Record<string, unknown> } : {}),
+      _meta: meta,
+    };
+  }
+  if (run.status === 'pending_approval') {
+    const approvals = run.pendingApprovals.filter((a) => a.status === 'pending');
+    const lines = approvals.map((a) => `- ${approvalLine(consoleUrl, a)}`);
+    return {
+      // Not the agent's answer (yet): a client must not take it for one.
+      isError: true,
+      content: [{ type: 'text', text: `Run ${run.id} waits for a person to decide:\n${lines.join('\n')}\nIt goes on once decided.` }],
+      _meta: {
+        'rein/run': {
+          ...meta['rein/run'],
+          approvals: approvals.map((a) => ({
+            id: a.id,
+            summary: a.summary,
+            requiredRole: a.requiredRole,
+            expiresAt: a.expiresAt,
+            ...(consoleUrl ? { consoleUrl: approvalConsoleUrl(consoleUrl, a.id) } : {}),
+          })),
+        },
+      },
+    };
+  }
+  return {
+    isError: true,
+    content: [
+      {
+        type: 'text',
+        text: `Run ${run.id} ended ${run.status}${run.reason ? ` (${run.reason})` : ''}${run.finalAnswer ? `: ${run.finalAnswer}` : ''}`,
+      },
+    ],
+    _meta: meta,
+  };
+}
+
+/**
+ * A run as an MCP task (MCP 2025-11-25's tasks, experimental in the SDK): the task id is
+ * the run id, so a task lives as long as its run and any API process answers for it.
+ */
+function taskOf(consoleUrl: string | undefined, run: RunView): McpTask {
+  const status: McpTask['status'] =
+    run.status === 'succeeded'
+      ? 'completed'
+      : run.status === 'failed'
+        ? 'failed'
+        : run.status === 'cancelled'
+          ? 'cancelled'
+          : run.status === 'pending_approval'
+            ? 'input_required'
+            : 'working';
+  const message =
+    run.status === 'pending_approval'
+      ? `waits for a person to decide: ${run.pendingApprovals
+          .filter((a) => a.status === 'pending')
+          .map((a) => approvalLine(consoleUrl, a))
+          .join('; ')}`
+      : run.reason
+        ? `${run.status}: ${run.reason}`
+        : run.status;
+  return {
+    taskId: run.id,
+    status,
+    statusMessage: message,
+    ttl: null,
+    createdAt: run.createdAt,
+    lastUpdatedAt: run.updatedAt,
+    pollInterval: 1_000,
+  };
+}
+
+/**
+ * Rein's agents as MCP tools: one tool per agent, named as the agent. A call runs the
+ * agent as `POST /v1/runs` would for the same caller, reports the run's steps as
+ * progress, and answers with the final answer (structured when the agent is typed). A
+ * run parked for approval answers at once with what a person must do, rather than
+ * holding the request for hours. Served stateless: a server per request.
+ */
+export function createMcpDoor(deps: McpDoorDeps) {
+  const tools = agentTools(deps.agents);
   const byName = new Map(deps.agents.map((a) => [a.name, a]));
   /**
    * Runs of calls in flight on this process, by caller and request id: what a client's
@@ -81,90 +170,7 @@ export function createMcpDoor(deps: McpDoorDeps) {
     }
   };
 
-  /** Who must decide what, and where: a page where a person decides, never a link that decides (a model may read this). */
-  const approvalLine = (a: RunView['pendingApprovals'][number]) =>
-    `approval ${a.id}: ${a.summary} (needs ${a.requiredRole}; decide at ${
-      deps.consoleUrl ? approvalConsoleUrl(deps.consoleUrl, a.id) : `POST /v1/approvals/${a.id}/approve on the approver`
-    })`;
-
-  function answer(run: RunView, typed: boolean): CallToolResult {
-    const meta = { 'rein/run': { runId: run.id, status: run.status, ...(run.reason ? { reason: run.reason } : {}) } };
-    if (run.status === 'succeeded') {
-      return {
-        content: [{ type: 'text', text: run.finalAnswer ?? '' }],
-        ...(typed && run.output !== undefined ? { structuredContent: run.output as Record<string, unknown> } : {}),
-        _meta: meta,
-      };
-    }
-    if (run.status === 'pending_approval') {
-      const approvals = run.pendingApprovals.filter((a) => a.status === 'pending');
-      const lines = approvals.map((a) => `- ${approvalLine(a)}`);
-      return {
-        // Not the agent's answer (yet): a client must not take it for one.
-        isError: true,
-        content: [{ type: 'text', text: `Run ${run.id} waits for a person to decide:\n${lines.join('\n')}\nIt goes on once decided.` }],
-        _meta: {
-          'rein/run': {
-            ...meta['rein/run'],
-            approvals: approvals.map((a) => ({
-              id: a.id,
-              summary: a.summary,
-              requiredRole: a.requiredRole,
-              expiresAt: a.expiresAt,
-              ...(deps.consoleUrl ? { consoleUrl: approvalConsoleUrl(deps.consoleUrl, a.id) } : {}),
-            })),
-          },
-        },
-      };
-    }
-    return {
-      isError: true,
-      content: [
-        {
-          type: 'text',
-          text: `Run ${run.id} ended ${run.status}${run.reason ? ` (${run.reason})` : ''}${run.finalAnswer ? `: ${run.finalAnswer}` : ''}`,
-        },
-      ],
-      _meta: meta,
-    };
-  }
-
   const typed = (agent: string) => byName.get(agent)?.output?.jsonSchema.schema.type === 'object';
-
-  /**
-   * A run as an MCP task (MCP 2025-11-25's tasks, experimental in the SDK): the task id is
-   * the run id, so a task lives as long as its run and any API process answers for it.
-   */
-  function taskOf(run: RunView): McpTask {
-    const status: McpTask['status'] =
-      run.status === 'succeeded'
-        ? 'completed'
-        : run.status === 'failed'
-          ? 'failed'
-          : run.status === 'cancelled'
-            ? 'cancelled'
-            : run.status === 'pending_approval'
-              ? 'input_required'
-              : 'working';
-    const message =
-      run.status === 'pending_approval'
-        ? `waits for a person to decide: ${run.pendingApprovals
-            .filter((a) => a.status === 'pending')
-            .map(approvalLine)
-            .join('; ')}`
-        : run.reason
-          ? `${run.status}: ${run.reason}`
-          : run.status;
-    return {
-      taskId: run.id,
-      status,
-      statusMessage: message,
-      ttl: null,
-      createdAt: run.createdAt,
-      lastUpdatedAt: run.updatedAt,
-      pollInterval: 1_000,
-    };
-  }
 
   /** The caller's runs as tasks, read through the run service (a run of another caller is no task of theirs). */
   function taskStore(principal: Principal): TaskStore {
@@ -180,14 +186,14 @@ export function createMcpDoor(deps: McpDoorDeps) {
       },
       getTask: async (id) => {
         const run = await runOf(id);
-        return run ? taskOf(run) : null;
+        return run ? taskOf(deps.consoleUrl, run) : null;
       },
       // The run is the result: nothing to store.
       storeTaskResult: async () => {},
       getTaskResult: async (id) => {
         const run = await runOf(id);
         if (!run) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${id}`);
-        return answer(run, typed(run.agent));
+        return answer(deps.consoleUrl, run, typed(run.agent));
       },
       // tasks/cancel: a run that ended meanwhile answers as it ended; a run that could not be
       // cancelled is an error, never a task answered as if it had been.
@@ -257,7 +263,7 @@ export function createMcpDoor(deps: McpDoorDeps) {
           throw err;
         }
         // As a task: answered at once; the client polls tasks/get and reads tasks/result.
-        if (req.params.task) return { task: taskOf(run) };
+        if (req.params.task) return { task: taskOf(deps.consoleUrl, run) };
         const key = callKey(principal, extra.requestId);
         const runId = run.id;
         inFlight.set(key, [...(inFlight.get(key) ?? []), runId]);
@@ -285,7 +291,7 @@ export function createMcpDoor(deps: McpDoorDeps) {
             await cancelQuietly(principal, run.id);
             run = await deps.runs.get(principal, run.id);
           }
-          return answer(run, typed(agent.name));
+          return answer(deps.consoleUrl, run, typed(agent.name));
         } finally {
           const left = (inFlight.get(key) ?? []).filter((id) => id !== runId);
           if (left.length > 0) inFlight.set(key, left);

@@ -1,4 +1,4 @@
-import { type Message, Role, type Task } from '@a2a-js/sdk';
+import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import {
   callArgumentsSchema,
@@ -8,8 +8,9 @@ import {
   ToolError,
   ToolOutcomeUnknownError,
 } from '@rein/define/internal';
+import { notCarriedOut, RemoteAgentAnswerTooLargeError } from '../../adapters/a2a/remote-agent-client.js';
 import type { RemoteTaskList } from '../../adapters/redis/remote-tasks.js';
-import { messageText, remoteOutcome } from '../../policy/a2a/remote-task.js';
+import { keepableTaskId, messageText, remoteOutcome } from '../../policy/a2a/remote-task.js';
 import { hashArguments } from '../../policy/app/argument-hash.js';
 
 /** How long a call waits on its remote task by default; past it, the remote task is cancelled. */
@@ -17,6 +18,8 @@ export const DEFAULT_REMOTE_TIMEOUT_MS = 5 * 60_000;
 /** What the executor gives the call beyond its own deadline, so the call cancels the remote task itself. */
 const GRACE_MS = 15_000;
 const SUMMARY_MAX = 300;
+/** The longest one read of a remote task may take. */
+const READ_MS = 30_000;
 
 export interface RemoteAgentToolDeps {
   /** The SDK client for this remote agent (its card read within the TTL). */
@@ -28,6 +31,9 @@ export interface RemoteAgentToolDeps {
 }
 
 const defaultPollDelay = (attempt: number) => Math.min(2_000, 200 * 2 ** Math.min(attempt, 4));
+
+/** What an agent answered about a task, if it is that task: an answer about another one is not taken for it. */
+const sameTask = (task: Task, read: Task | undefined): Task => (read?.id === task.id ? read : task);
 
 /** A JSON-RPC error the remote agent answered with: it refused the request, so nothing happened there. */
 const answeredWithError = (err: unknown): err is Error & { envelopeCode: number } =>
@@ -64,8 +70,17 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
       ? null
       : { risk: config.approval?.risk ?? ('high' as const), requiredRole: config.approval?.requiredRole ?? 'approver' };
   const origin = new URL(config.url).origin;
+  /**
+   * A request's signal: cut by the call's own deadline (and `most`), so the call settles the
+   * remote task itself well before the executor cuts it, whatever the agent does with the link.
+   */
+  const until = (deadline: number, signal: AbortSignal, most = Number.POSITIVE_INFINITY) =>
+    AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, Math.min(most, deadline - now())))]);
 
-  /** Sends once. A refusal by the agent is a failure; a broken link after sending is an unknown outcome. */
+  /**
+   * Sends once. A refusal (by the agent, its server or the address rules), or no link, is a
+   * failure; a broken link after sending is an unknown outcome.
+   */
   async function send(client: Client, message: Message, signal: AbortSignal): Promise<Task | Message> {
     try {
       return await client.sendMessage(
@@ -78,6 +93,10 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
         { signal },
       );
     } catch (err) {
+      if (notCarriedOut(err)) {
+        const { code, message, retryable } = err as ToolError;
+        throw new ToolError(code, `the message to ${name} was not taken: ${message}`, { retryable });
+      }
       if (answeredWithError(err) && err.envelopeCode !== INTERNAL_ERROR)
         throw new ToolError('remote_agent_refused', `${name} refused the message: ${err.message}`);
       throw new ToolOutcomeUnknownError(
@@ -87,17 +106,18 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
     }
   }
 
-  /** Cancels the remote task; whether it is cancelled (or over) now. */
-  async function cancel(client: Client, taskId: string): Promise<boolean> {
-    try {
-      const task = await client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(10_000) });
-      return remoteOutcome(name, task).kind !== 'pending';
-    } catch {
-      return false;
-    }
+  /** Asks the agent to cancel the task; the task as it answers (it may have ended otherwise meanwhile), or none. */
+  async function cancel(client: Client, taskId: string): Promise<Task | undefined> {
+    return client
+      .cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(10_000) })
+      .catch(() => undefined);
   }
 
-  /** Reads the task until it is over or asks for input; a read that fails is tried again until the deadline. */
+  /**
+   * Reads the task until it is over or asks for input; a read that fails is tried again
+   * until the deadline. Then the task is cancelled, and the call ends as the agent's answer
+   * to the cancel says: cancelled, or over otherwise meanwhile (its own outcome), or unknown.
+   */
   async function waitFor(
     client: Client,
     task: Task,
@@ -106,24 +126,32 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
     runId: string,
     callKey: string,
   ): Promise<string> {
+    let stopped: string | undefined; // why the call stopped waiting and cancelled the task
+    let unreadable: string | undefined; // a task too large to read: it will not get smaller, so waiting ends
     for (let attempt = 0; ; attempt++) {
       const outcome = remoteOutcome(name, task);
       if (outcome.kind === 'needs_input') return outcome.text; // left listed: the run's end cancels what nobody will answer
       if (outcome.kind === 'answer' || outcome.kind === 'failed') {
         await deps.tasks.remove(runId, callKey);
+        if (stopped && task.status?.state === TaskState.TASK_STATE_CANCELED)
+          throw new ToolError('remote_agent_timeout', `${name}: ${stopped}; its task ${task.id} was cancelled`);
         if (outcome.kind === 'failed') throw new ToolError('remote_agent_failed', outcome.text);
         return outcome.text;
       }
-      if (now() >= deadline || signal.aborted) {
-        const why = signal.aborted ? 'the call was cut off' : `no answer within ${timeoutMs} ms`;
-        if (await cancel(client, task.id)) {
-          await deps.tasks.remove(runId, callKey);
-          throw new ToolError('remote_agent_timeout', `${name}: ${why}; its task ${task.id} was cancelled`);
-        }
-        throw new ToolOutcomeUnknownError(`${name}: ${why}, and its task ${task.id} could not be cancelled`);
+      if (stopped) throw new ToolOutcomeUnknownError(`${name}: ${stopped}, and its task ${task.id} could not be cancelled`);
+      if (unreadable || now() >= deadline || signal.aborted) {
+        stopped = unreadable ?? (signal.aborted ? 'the call was cut off' : `no answer within ${timeoutMs} ms`);
+        task = sameTask(task, await cancel(client, task.id));
+        continue;
       }
       await sleep(Math.min(pollDelay(attempt), Math.max(0, deadline - now())), signal);
-      task = await client.getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: AbortSignal.timeout(30_000) }).catch(() => task);
+      task = await client
+        .getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: until(deadline, signal, READ_MS) })
+        .then((read) => sameTask(task, read))
+        .catch((err) => {
+          if (err instanceof RemoteAgentAnswerTooLargeError) unreadable = err.message;
+          return task;
+        });
     }
   }
 
@@ -150,16 +178,29 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
       const effect = ctx.effect;
       if (!effect) throw new Error(`${remoteAgentTool(name)} runs only as a journaled write`);
       const deadline = now() + timeoutMs;
-      const client = await deps.client();
+      if (effect.resumed && !effect.remembered)
+        throw new ToolOutcomeUnknownError(`a worker stopped while it sent the message to ${name}, before its task was known`);
+      // Resuming, the message went already: an agent that cannot be reached now leaves its outcome unknown, not failed.
+      const client = await deps.client().catch((err: Error) => {
+        if (!effect.remembered) throw err;
+        throw new ToolOutcomeUnknownError(`${name}, whose task started before a worker stopped, cannot be reached (${err.message})`, err);
+      });
       let task: Task;
       if (effect.remembered) {
         const id = effect.remembered;
-        task = await client.getTask({ tenant: '', id, historyLength: 0 }, { signal: ctx.signal }).catch((err: Error) => {
-          throw new ToolOutcomeUnknownError(`${name}'s task ${id}, started before a worker stopped, cannot be read (${err.message})`, err);
-        });
+        task = await client
+          .getTask({ tenant: '', id, historyLength: 0 }, { signal: until(deadline, ctx.signal, READ_MS) })
+          .then((read) => {
+            if (read.id !== id) throw new Error('the agent answered about another task');
+            return read;
+          })
+          .catch((err: Error) => {
+            throw new ToolOutcomeUnknownError(
+              `${name}'s task ${id}, started before a worker stopped, cannot be read (${err.message})`,
+              err,
+            );
+          });
       } else {
-        if (effect.resumed)
-          throw new ToolOutcomeUnknownError(`a worker stopped while it sent the message to ${name}, before its task was known`);
         const message: Message = {
           messageId: ctx.idempotencyKey,
           contextId: '',
@@ -170,12 +211,21 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
           extensions: [],
           referenceTaskIds: [],
         };
-        const sent = await send(client, message, ctx.signal);
+        if (now() >= deadline) throw new ToolError('remote_agent_timeout', `${name}: no time was left to send the message`);
+        const sent = await send(client, message, until(deadline, ctx.signal));
         if (!('status' in sent)) return messageText(sent) || `(${name} answered with an empty message)`;
         task = sent;
+        if (!keepableTaskId(task.id))
+          throw new ToolOutcomeUnknownError(
+            `${name} started a task, but its task id cannot be kept (${task.id.length} characters, or control characters)`,
+          );
         await deps.tasks.add(ctx.runId, ctx.idempotencyKey, { agent: name, taskId: task.id });
         if (!(await effect.remember(task.id))) {
-          await cancel(client, task.id);
+          // The run's end may have listed its tasks before this one was added: cancelled here, and unlisted once over.
+          const after = remoteOutcome(name, sameTask(task, await cancel(client, task.id))).kind;
+          if (after === 'pending' || after === 'needs_input')
+            throw new ToolOutcomeUnknownError(`the run finished while ${name} worked, and its task ${task.id} could not be cancelled`);
+          await deps.tasks.remove(ctx.runId, ctx.idempotencyKey);
           throw new ToolError('remote_agent_cancelled', `the run finished while ${name} worked; its task ${task.id} was cancelled`);
         }
       }

@@ -68,30 +68,34 @@ export function createRemoteAgents(declared: Declared, opts: RemoteAgentsOptions
       );
     },
 
-    /** Cancels what a finished run's calls still wait on; a remote that cannot be reached is logged, not retried. */
+    /**
+     * Cancels what a finished run's calls still wait on, side by side (one slow agent does not
+     * hold the others); a remote that cannot be reached is logged, not retried.
+     */
     plug: {
       feature: 'remote-agents',
       async finished(run: RunRecord) {
         const open = await tasks.list(run.id);
-        if (open.size === 0) return;
-        for (const [callKey, { agent, taskId }] of open) {
-          const client = clients.get(agent);
-          try {
-            if (client)
-              await (await client.client()).cancelTask(
-                { tenant: '', id: taskId, metadata: undefined },
-                { signal: AbortSignal.timeout(10_000) },
+        await Promise.all(
+          [...open].map(async ([callKey, { agent, taskId }]) => {
+            const client = clients.get(agent);
+            try {
+              if (client)
+                await (await client.client()).cancelTask(
+                  { tenant: '', id: taskId, metadata: undefined },
+                  { signal: AbortSignal.timeout(10_000) },
+                );
+              opts.logger.info({ runId: run.id, remoteAgent: agent, taskId }, 'remote task cancelled with its run');
+            } catch (err) {
+              // Over already (a task that ended is not cancelable) or unreachable: nothing more Rein can do.
+              opts.logger.warn(
+                { runId: run.id, remoteAgent: agent, taskId, err: (err as Error).message },
+                'remote task not cancelled with its run',
               );
-            opts.logger.info({ runId: run.id, remoteAgent: agent, taskId }, 'remote task cancelled with its run');
-          } catch (err) {
-            // Over already (a task that ended is not cancelable) or unreachable: nothing more Rein can do.
-            opts.logger.warn(
-              { runId: run.id, remoteAgent: agent, taskId, err: (err as Error).message },
-              'remote task not cancelled with its run',
-            );
-          }
-          await tasks.remove(run.id, callKey);
-        }
+            }
+            await tasks.remove(run.id, callKey);
+          }),
+        );
       },
     } satisfies RunEndPlug,
   };

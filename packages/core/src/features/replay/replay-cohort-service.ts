@@ -34,6 +34,71 @@ export function sampleEvenly<T>(ids: readonly T[], limit: number): T[] {
   return Array.from({ length: limit }, (_, i) => ids[Math.floor((i * ids.length) / limit)] as T);
 }
 
+/** A cohort as its callers see it: its progress, and its replays set against their originals. */
+async function cohortView(deps: ReplayCohortDeps, doc: CohortDoc): Promise<ReplayCohortView> {
+  const state = await deps.cohorts.state(doc.principal.tenantId, doc.id);
+  const replayIds = doc.originals.map((o) => state.replays.get(o));
+  const [originals, replays] = await Promise.all([
+    deps.store.getMany(doc.originals),
+    deps.store.getMany(replayIds.flatMap((id) => (id ? [id] : []))),
+  ]);
+  const replayById = new Map(replays.flatMap((r) => (r ? [[r.id, r] as const] : [])));
+  const totals = { tokens: { original: 0, replay: 0 }, costUsd: { original: 0, replay: 0 } };
+  const runs = await Promise.all(
+    doc.originals.map(async (original, i): Promise<CohortEntry> => {
+      const replayId = replayIds[i];
+      if (state.skipped.has(original)) return { original, state: 'skipped' };
+      if (!replayId) return { original, state: 'pending' };
+      const replay = replayById.get(replayId);
+      const orig = originals[i];
+      if (!replay || !orig || !TERMINAL_STATUSES.includes(replay.status)) return { original, replay: replayId, state: 'running' };
+      const [os, rs, approvals] = await Promise.all([
+        deps.store.steps(original),
+        deps.store.steps(replayId),
+        deps.store.approvals(original),
+      ]);
+      const diff = diffRuns({ run: orig, steps: os }, { run: replay, steps: rs }, approvals);
+      totals.tokens.original += orig.usage.totalTokens;
+      totals.tokens.replay += replay.usage.totalTokens;
+      totals.costUsd.original += orig.costUsd;
+      totals.costUsd.replay += replay.costUsd;
+      const at = diff.divergedAtStep === null ? undefined : diff.steps[diff.divergedAtStep];
+      const names = (side: NonNullable<typeof at>['original']) => (side ? side.calls.map((c) => c.name).join(', ') || 'answer' : 'nothing');
+      return {
+        original,
+        replay: replayId,
+        state: 'done',
+        identical: diff.identical,
+        divergedAtStep: diff.divergedAtStep,
+        ...(at ? { divergence: `step ${at.index}: ${names(at.original)} → ${names(at.replay)}` } : {}),
+        wouldNeedApprovals: diff.approvals.wouldNeed.length,
+        nowFails: orig.status === 'succeeded' && replay.status !== 'succeeded',
+      };
+    }),
+  );
+  const count = (f: (e: CohortEntry) => boolean) => runs.filter(f).length;
+  const done = count((e) => e.state === 'done');
+  const skipped = count((e) => e.state === 'skipped');
+  return {
+    id: doc.id,
+    agent: doc.agent,
+    status: done + skipped === runs.length ? 'finished' : 'running',
+    createdAt: doc.createdAt,
+    settings: doc.settings,
+    summary: {
+      total: runs.length,
+      replayed: done,
+      identical: count((e) => e.identical === true),
+      diverged: count((e) => e.identical === false),
+      skipped,
+      wouldNeedApprovals: runs.reduce((n, e) => n + (e.wouldNeedApprovals ?? 0), 0),
+      nowFail: count((e) => e.nowFails === true),
+      ...totals,
+    },
+    runs,
+  };
+}
+
 /**
  * Cohort replays, as a gate before a deploy: up to `limit` finished runs of an agent,
  * replayed at most `concurrency` at a time, at most `perTenant` cohorts of a tenant at once.
@@ -107,71 +172,6 @@ export function createReplayCohortService(deps: ReplayCohortDeps) {
     }
   }
 
-  async function view(doc: CohortDoc): Promise<ReplayCohortView> {
-    const state = await deps.cohorts.state(doc.principal.tenantId, doc.id);
-    const replayIds = doc.originals.map((o) => state.replays.get(o));
-    const [originals, replays] = await Promise.all([
-      deps.store.getMany(doc.originals),
-      deps.store.getMany(replayIds.flatMap((id) => (id ? [id] : []))),
-    ]);
-    const replayById = new Map(replays.flatMap((r) => (r ? [[r.id, r] as const] : [])));
-    const totals = { tokens: { original: 0, replay: 0 }, costUsd: { original: 0, replay: 0 } };
-    const runs = await Promise.all(
-      doc.originals.map(async (original, i): Promise<CohortEntry> => {
-        const replayId = replayIds[i];
-        if (state.skipped.has(original)) return { original, state: 'skipped' };
-        if (!replayId) return { original, state: 'pending' };
-        const replay = replayById.get(replayId);
-        const orig = originals[i];
-        if (!replay || !orig || !TERMINAL_STATUSES.includes(replay.status)) return { original, replay: replayId, state: 'running' };
-        const [os, rs, approvals] = await Promise.all([
-          deps.store.steps(original),
-          deps.store.steps(replayId),
-          deps.store.approvals(original),
-        ]);
-        const diff = diffRuns({ run: orig, steps: os }, { run: replay, steps: rs }, approvals);
-        totals.tokens.original += orig.usage.totalTokens;
-        totals.tokens.replay += replay.usage.totalTokens;
-        totals.costUsd.original += orig.costUsd;
-        totals.costUsd.replay += replay.costUsd;
-        const at = diff.divergedAtStep === null ? undefined : diff.steps[diff.divergedAtStep];
-        const names = (side: NonNullable<typeof at>['original']) =>
-          side ? side.calls.map((c) => c.name).join(', ') || 'answer' : 'nothing';
-        return {
-          original,
-          replay: replayId,
-          state: 'done',
-          identical: diff.identical,
-          divergedAtStep: diff.divergedAtStep,
-          ...(at ? { divergence: `step ${at.index}: ${names(at.original)} → ${names(at.replay)}` } : {}),
-          wouldNeedApprovals: diff.approvals.wouldNeed.length,
-          nowFails: orig.status === 'succeeded' && replay.status !== 'succeeded',
-        };
-      }),
-    );
-    const count = (f: (e: CohortEntry) => boolean) => runs.filter(f).length;
-    const done = count((e) => e.state === 'done');
-    const skipped = count((e) => e.state === 'skipped');
-    return {
-      id: doc.id,
-      agent: doc.agent,
-      status: done + skipped === runs.length ? 'finished' : 'running',
-      createdAt: doc.createdAt,
-      settings: doc.settings,
-      summary: {
-        total: runs.length,
-        replayed: done,
-        identical: count((e) => e.identical === true),
-        diverged: count((e) => e.identical === false),
-        skipped,
-        wouldNeedApprovals: runs.reduce((n, e) => n + (e.wouldNeedApprovals ?? 0), 0),
-        nowFail: count((e) => e.nowFails === true),
-        ...totals,
-      },
-      runs,
-    };
-  }
-
   return {
     /** `POST /v1/replays` (approvers and admins of the tenant). */
     async create(principal: Principal, body: CreateReplayCohortBody): Promise<ReplayCohortView> {
@@ -203,7 +203,7 @@ export function createReplayCohortService(deps: ReplayCohortDeps) {
       await deps.cohorts.create(doc);
       await startNext(doc);
       await deps.cohorts.closeIfDone(principal.tenantId, doc.id);
-      return view(doc);
+      return cohortView(deps, doc);
     },
 
     /** `GET /v1/replays/:id`: progress and summary (404 across tenants, like a run). */
@@ -211,7 +211,7 @@ export function createReplayCohortService(deps: ReplayCohortDeps) {
       if (!overseesTenant(principal)) throw new ForbiddenError('cohort replays need the approver role or above');
       const doc = await deps.cohorts.get(principal.tenantId, id);
       if (!doc) throw new NotFoundError(`cohort replay ${id}`);
-      return view(doc);
+      return cohortView(deps, doc);
     },
 
     /** A replay of a cohort finished: counted once, it frees its slot and what it did not spend for the next ones. */

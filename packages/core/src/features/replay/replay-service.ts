@@ -33,6 +33,53 @@ export interface ReplayServiceDeps {
   now?: () => number;
 }
 
+/** Creates the derived run (admitted under the tenant's quota like any run) and enqueues its first step. */
+async function startDerived(
+  deps: ReplayServiceDeps,
+  original: RunRecord,
+  patch: Partial<RunRecord>,
+  history: ChatMessage[],
+): Promise<RunRecord> {
+  const id = randomUUID();
+  const traceparent = newTraceparent();
+  const at = (deps.now ?? Date.now)();
+  const run = queuedRun(
+    {
+      id,
+      traceparent,
+      tenantId: original.tenantId,
+      userId: original.userId,
+      roles: original.roles,
+      agent: original.agent,
+      ...(deps.currentVersion ? { appVersion: deps.currentVersion() } : {}),
+      input: original.input,
+      metadata: original.metadata,
+      limits: original.limits,
+      ...patch,
+    },
+    at,
+  );
+  const admission = await deps.quotas.admit(run.tenantId, id);
+  try {
+    const event = runEvent('run.queued', id, 0, {
+      agent: run.agent,
+      traceId: run.traceId,
+      ...(run.appVersion ? { appVersion: run.appVersion } : {}),
+    });
+    await deps.store.create(run, null, event, history);
+  } catch (err) {
+    await deps.quotas.release(run.tenantId, id).catch(() => {});
+    throw err;
+  }
+  if (admission !== 'admitted') {
+    // Into its line only now that its record exists (see TenantQuotas.admit).
+    await deps.quotas.wait(run.tenantId, id, admission);
+    await deps.enqueue('slot', { runId: id, tenantId: run.tenantId, freed: false, traceparent });
+  } else await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: run.tenantId }, { route: jobRoute(run) });
+  deps.metrics.runsSubmitted.inc({ agent: run.agent });
+  return run;
+}
+
 /**
  * Replays and forks of a run the caller may read, and the diff of a replay. A replay is a
  * new run of the same agent, input and session history (never its session: it has none),
@@ -40,8 +87,6 @@ export interface ReplayServiceDeps {
  * a fork is a new live run whose history is the original's up to a step.
  */
 export function createReplayService(deps: ReplayServiceDeps) {
-  const now = deps.now ?? Date.now;
-
   /** The original, finished and still in Redis (its records are what a replay is answered from). */
   async function finishedOriginal(principal: Principal, id: string): Promise<RunRecord> {
     const original = await deps.visibleRun(principal, id);
@@ -50,48 +95,6 @@ export function createReplayService(deps: ReplayServiceDeps) {
     if (!(await deps.store.get(id)))
       throw new ConflictError('original_unavailable', `run ${id} is archived: its records are no longer where a replay reads them`);
     return original;
-  }
-
-  /** Creates the derived run (admitted under the tenant's quota like any run) and enqueues its first step. */
-  async function start(original: RunRecord, patch: Partial<RunRecord>, history: ChatMessage[]): Promise<RunRecord> {
-    const id = randomUUID();
-    const traceparent = newTraceparent();
-    const at = now();
-    const run = queuedRun(
-      {
-        id,
-        traceparent,
-        tenantId: original.tenantId,
-        userId: original.userId,
-        roles: original.roles,
-        agent: original.agent,
-        ...(deps.currentVersion ? { appVersion: deps.currentVersion() } : {}),
-        input: original.input,
-        metadata: original.metadata,
-        limits: original.limits,
-        ...patch,
-      },
-      at,
-    );
-    const admission = await deps.quotas.admit(run.tenantId, id);
-    try {
-      const event = runEvent('run.queued', id, 0, {
-        agent: run.agent,
-        traceId: run.traceId,
-        ...(run.appVersion ? { appVersion: run.appVersion } : {}),
-      });
-      await deps.store.create(run, null, event, history);
-    } catch (err) {
-      await deps.quotas.release(run.tenantId, id).catch(() => {});
-      throw err;
-    }
-    if (admission !== 'admitted') {
-      // Into its line only now that its record exists (see TenantQuotas.admit).
-      await deps.quotas.wait(run.tenantId, id, admission);
-      await deps.enqueue('slot', { runId: id, tenantId: run.tenantId, freed: false, traceparent });
-    } else await deps.enqueue('step', { runId: id, step: 0, traceparent, tenantId: run.tenantId }, { route: jobRoute(run) });
-    deps.metrics.runsSubmitted.inc({ agent: run.agent });
-    return run;
   }
 
   /** 400 `unknown_model` for a model the fleet neither calls nor prices (a cohort checks before it samples). */
@@ -123,7 +126,8 @@ export function createReplayService(deps: ReplayServiceDeps) {
       await checkVersion(body.version);
       // What the original's first model call saw: its session's earlier turns, then its input.
       const history = (await deps.store.messages(id)).slice(0, (original.historyMessages ?? 0) + 1);
-      const run = await start(
+      const run = await startDerived(
+        deps,
         original,
         {
           mode: 'replay',
@@ -158,7 +162,8 @@ export function createReplayService(deps: ReplayServiceDeps) {
         throw new ConflictError('fork_step_unavailable', `the message history of run ${id} cannot be cut before step ${body.fromStep}`);
       const history = messages.slice(0, end);
       const input = body.input ? [{ role: 'user' as const, content: body.input }] : [];
-      const run = await start(
+      const run = await startDerived(
+        deps,
         original,
         {
           forkOf: id,

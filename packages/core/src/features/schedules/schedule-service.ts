@@ -72,39 +72,21 @@ export function ownerStanding(identities: readonly Principal[], owner: Principal
     reason: `user ${owner.userId} no longer holds every role the schedule runs with (${owner.roles.join(', ')})`,
   };
 }
+/** A schedule's change in its tenant's decision log. */
+function audit(
+  deps: Pick<ScheduleServiceDeps, 'audit'>,
+  actor: string,
+  action: AuditAction,
+  s: ScheduleRecord,
+  data: Record<string, unknown>,
+) {
+  return deps.audit.append([{ tenantId: s.owner.tenantId, actor, action, subject: { scheduleId: s.id }, data }]);
+}
 
-/**
- * Agents on a schedule: CRUD on behalf of a caller, and the firing a worker takes from
- * a schedule's BullMQ job scheduler. A firing submits the schedule's run as its owner
- * (tenant, user, roles: quotas apply as to any run) under an id derived from the schedule
- * and the fire time, so however many processes take it, one run starts.
- *
- * The owner is who last decided what the schedule runs: its creator, or whoever edited it
- * since (an admin's edit of a user's schedule makes the admin its owner, so nobody's input
- * runs as someone else). Only disabling it leaves the owner as it is: that runs nothing.
- */
-export function createScheduleService(deps: ScheduleServiceDeps) {
+/** Firings: a worker took one; the owner's standing, the overlap and catch-up rules decide whether its run starts. */
+function scheduleFiring(deps: ScheduleServiceDeps) {
   const now = deps.now ?? Date.now;
   const iso = (ms: number) => new Date(ms).toISOString();
-
-  /** A user manages their own schedules, an admin the tenant's; anyone else gets a 404 as for a missing one. */
-  const mayManage = (p: Principal, s: ScheduleRecord) =>
-    s.owner.tenantId === p.tenantId && (s.owner.userId === p.userId || holdsRole(p.roles, 'admin'));
-
-  async function visible(principal: Principal, id: string): Promise<ScheduleRecord> {
-    const s = await deps.store.get(id);
-    if (!s || !mayManage(principal, s)) throw new NotFoundError(`schedule ${id}`);
-    return s;
-  }
-
-  const view = ({ schemaVersion: _v, owner, ...s }: ScheduleRecord): ScheduleView => ({
-    ...s,
-    userId: owner.userId,
-    nextRunAt: s.enabled ? iso(nextFireAt(s.cron, s.timezone, now())) : null,
-  });
-
-  const audit = (actor: string, action: AuditAction, s: ScheduleRecord, data: Record<string, unknown>) =>
-    deps.audit.append([{ tenantId: s.owner.tenantId, actor, action, subject: { scheduleId: s.id }, data }]);
 
   /** Null while the owner stands by a key with the schedule's roles, or else by their company sign-ins; else why not. */
   async function standingOf(owner: Principal): Promise<Standing | null> {
@@ -121,7 +103,7 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
     await deps.store.put({ ...s, enabled: false, paused: { at: base.at, ...why }, updatedAt: base.at });
     await deps.timers.remove(s.id);
     await record(s, { ...base, outcome: 'paused', reason: `${why.code}: ${why.reason}` });
-    await audit('system', 'schedule.paused', s, { code: why.code, reason: why.reason, owner: s.owner.userId });
+    await audit(deps, 'system', 'schedule.paused', s, { code: why.code, reason: why.reason, owner: s.owner.userId });
   }
 
   async function record(s: ScheduleRecord, firing: ScheduleFiring): Promise<void> {
@@ -138,81 +120,6 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
   }
 
   return {
-    async create(principal: Principal, body: CreateScheduleBody): Promise<ScheduleView> {
-      checkCron(body.cron, body.timezone);
-      const agent = deps.agents.get(body.agent ?? deps.agents.defaultAgent).name; // 400 unknown_agent
-      const at = iso(now());
-      const s: ScheduleRecord = {
-        schemaVersion: 1,
-        id: randomUUID(),
-        owner: { tenantId: principal.tenantId, userId: principal.userId, roles: principal.roles },
-        agent,
-        input: body.input,
-        cron: body.cron,
-        timezone: body.timezone,
-        overlap: body.overlap,
-        catchUp: body.catchUp,
-        metadata: body.metadata ?? {},
-        ...(body.limits ? { limits: body.limits } : {}),
-        enabled: body.enabled,
-        ...(body.sessionId ? { sessionId: body.sessionId } : {}),
-        createdAt: at,
-        updatedAt: at,
-      };
-      // The record first: a timer that fires before it exists would find nothing to run.
-      if (!(await deps.store.add(s, deps.perTenant)))
-        throw new ConflictError('too_many_schedules', `tenant ${principal.tenantId} already has ${deps.perTenant} schedules (the limit)`);
-      if (s.enabled) await deps.timers.upsert(s);
-      await audit(principal.userId, 'schedule.created', s, {
-        agent,
-        cron: s.cron,
-        timezone: s.timezone,
-        enabled: s.enabled,
-        ...(s.sessionId ? { sessionId: s.sessionId } : {}),
-      });
-      return view(s);
-    },
-
-    async list(principal: Principal): Promise<{ schedules: ScheduleView[] }> {
-      return { schedules: (await deps.store.forTenant(principal.tenantId)).filter((s) => mayManage(principal, s)).map(view) };
-    },
-
-    /** The schedule, its latest firings and the runs they started (those still kept). */
-    async get(principal: Principal, id: string) {
-      const s = await visible(principal, id);
-      const history = await deps.store.history(id);
-      const ids = [...new Set(history.flatMap((f) => (f.outcome === 'started' && f.runId ? [f.runId] : [])))];
-      const runs = (await deps.runStore.getMany(ids)).filter((r): r is RunRecord => r !== null);
-      const nextFirings = s.enabled ? nextFireTimes(s.cron, s.timezone, now(), NEXT_FIRINGS).map(iso) : [];
-      return { ...view(s), history, runs: runs.map((r) => runView(r, [])), nextFirings };
-    },
-
-    async patch(principal: Principal, id: string, body: PatchScheduleBody): Promise<ScheduleView> {
-      const s = await visible(principal, id);
-      // Whoever decides what it runs from now on owns it; disabling alone decides nothing.
-      const owns = !(body.enabled === false && Object.keys(body).length === 1);
-      const owner: Principal = owns ? { tenantId: principal.tenantId, userId: principal.userId, roles: principal.roles } : s.owner;
-      const { paused, ...rest } = { ...s, ...body, owner, updatedAt: iso(now()) };
-      const next: ScheduleRecord = rest.enabled || !paused ? rest : { ...rest, paused };
-      checkCron(next.cron, next.timezone);
-      await deps.store.put(next);
-      await audit(principal.userId, 'schedule.updated', next, {
-        fields: Object.keys(body).sort(),
-        owner: owner.userId,
-        ...(owner.userId !== s.owner.userId ? { previousOwner: s.owner.userId } : {}),
-      });
-      // A firing racing this sees either record; one that reads the disabled one does nothing.
-      if (next.enabled) await deps.timers.upsert(next);
-      else await deps.timers.remove(id);
-      return view(next);
-    },
-
-    async remove(principal: Principal, id: string): Promise<void> {
-      const s = await visible(principal, id);
-      await deps.timers.remove(id);
-      if (await deps.store.remove(s)) await audit(principal.userId, 'schedule.deleted', s, { owner: s.owner.userId });
-    },
-
     /** A worker took the firing of `scheduleId` for `scheduledFor` (ms): start its run, or record why not. */
     async fire(scheduleId: string, scheduledFor: number): Promise<FireResult> {
       const s = await deps.store.get(scheduleId);
@@ -301,6 +208,116 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
         return 'failed';
       }
     },
+  };
+}
+
+/**
+ * Agents on a schedule: CRUD on behalf of a caller, and the firing a worker takes from
+ * a schedule's BullMQ job scheduler. A firing submits the schedule's run as its owner
+ * (tenant, user, roles: quotas apply as to any run) under an id derived from the schedule
+ * and the fire time, so however many processes take it, one run starts.
+ *
+ * The owner is who last decided what the schedule runs: its creator, or whoever edited it
+ * since (an admin's edit of a user's schedule makes the admin its owner, so nobody's input
+ * runs as someone else). Only disabling it leaves the owner as it is: that runs nothing.
+ */
+export function createScheduleService(deps: ScheduleServiceDeps) {
+  const now = deps.now ?? Date.now;
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  /** A user manages their own schedules, an admin the tenant's; anyone else gets a 404 as for a missing one. */
+  const mayManage = (p: Principal, s: ScheduleRecord) =>
+    s.owner.tenantId === p.tenantId && (s.owner.userId === p.userId || holdsRole(p.roles, 'admin'));
+
+  async function visible(principal: Principal, id: string): Promise<ScheduleRecord> {
+    const s = await deps.store.get(id);
+    if (!s || !mayManage(principal, s)) throw new NotFoundError(`schedule ${id}`);
+    return s;
+  }
+
+  const view = ({ schemaVersion: _v, owner, ...s }: ScheduleRecord): ScheduleView => ({
+    ...s,
+    userId: owner.userId,
+    nextRunAt: s.enabled ? iso(nextFireAt(s.cron, s.timezone, now())) : null,
+  });
+
+  return {
+    async create(principal: Principal, body: CreateScheduleBody): Promise<ScheduleView> {
+      checkCron(body.cron, body.timezone);
+      const agent = deps.agents.get(body.agent ?? deps.agents.defaultAgent).name; // 400 unknown_agent
+      const at = iso(now());
+      const s: ScheduleRecord = {
+        schemaVersion: 1,
+        id: randomUUID(),
+        owner: { tenantId: principal.tenantId, userId: principal.userId, roles: principal.roles },
+        agent,
+        input: body.input,
+        cron: body.cron,
+        timezone: body.timezone,
+        overlap: body.overlap,
+        catchUp: body.catchUp,
+        metadata: body.metadata ?? {},
+        ...(body.limits ? { limits: body.limits } : {}),
+        enabled: body.enabled,
+        ...(body.sessionId ? { sessionId: body.sessionId } : {}),
+        createdAt: at,
+        updatedAt: at,
+      };
+      // The record first: a timer that fires before it exists would find nothing to run.
+      if (!(await deps.store.add(s, deps.perTenant)))
+        throw new ConflictError('too_many_schedules', `tenant ${principal.tenantId} already has ${deps.perTenant} schedules (the limit)`);
+      if (s.enabled) await deps.timers.upsert(s);
+      await audit(deps, principal.userId, 'schedule.created', s, {
+        agent,
+        cron: s.cron,
+        timezone: s.timezone,
+        enabled: s.enabled,
+        ...(s.sessionId ? { sessionId: s.sessionId } : {}),
+      });
+      return view(s);
+    },
+
+    async list(principal: Principal): Promise<{ schedules: ScheduleView[] }> {
+      return { schedules: (await deps.store.forTenant(principal.tenantId)).filter((s) => mayManage(principal, s)).map(view) };
+    },
+
+    /** The schedule, its latest firings and the runs they started (those still kept). */
+    async get(principal: Principal, id: string) {
+      const s = await visible(principal, id);
+      const history = await deps.store.history(id);
+      const ids = [...new Set(history.flatMap((f) => (f.outcome === 'started' && f.runId ? [f.runId] : [])))];
+      const runs = (await deps.runStore.getMany(ids)).filter((r): r is RunRecord => r !== null);
+      const nextFirings = s.enabled ? nextFireTimes(s.cron, s.timezone, now(), NEXT_FIRINGS).map(iso) : [];
+      return { ...view(s), history, runs: runs.map((r) => runView(r, [])), nextFirings };
+    },
+
+    async patch(principal: Principal, id: string, body: PatchScheduleBody): Promise<ScheduleView> {
+      const s = await visible(principal, id);
+      // Whoever decides what it runs from now on owns it; disabling alone decides nothing.
+      const owns = !(body.enabled === false && Object.keys(body).length === 1);
+      const owner: Principal = owns ? { tenantId: principal.tenantId, userId: principal.userId, roles: principal.roles } : s.owner;
+      const { paused, ...rest } = { ...s, ...body, owner, updatedAt: iso(now()) };
+      const next: ScheduleRecord = rest.enabled || !paused ? rest : { ...rest, paused };
+      checkCron(next.cron, next.timezone);
+      await deps.store.put(next);
+      await audit(deps, principal.userId, 'schedule.updated', next, {
+        fields: Object.keys(body).sort(),
+        owner: owner.userId,
+        ...(owner.userId !== s.owner.userId ? { previousOwner: s.owner.userId } : {}),
+      });
+      // A firing racing this sees either record; one that reads the disabled one does nothing.
+      if (next.enabled) await deps.timers.upsert(next);
+      else await deps.timers.remove(id);
+      return view(next);
+    },
+
+    async remove(principal: Principal, id: string): Promise<void> {
+      const s = await visible(principal, id);
+      await deps.timers.remove(id);
+      if (await deps.store.remove(s)) await audit(deps, principal.userId, 'schedule.deleted', s, { owner: s.owner.userId });
+    },
+
+    ...scheduleFiring(deps),
   };
 }
 

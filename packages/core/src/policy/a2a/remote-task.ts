@@ -11,6 +11,12 @@ export type RemoteOutcome =
   | { kind: 'failed'; text: string }
   | { kind: 'needs_input'; text: string };
 
+/**
+ * A remote task id Rein keeps: it goes into the effect ledger, Redis, logs and what the
+ * model reads, so an agent's id must be short and free of control characters.
+ */
+export const keepableTaskId = (id: string): boolean => /^[^\p{Cc}]{1,256}$/u.test(id);
+
 /** A part as text: text as it is, data as JSON, a file by its name, type and address. */
 function partText(part: Part): string {
   const c = part.content;

@@ -219,6 +219,28 @@ describe('A2A push notifications with the @a2a-js/sdk client', () => {
     await until('canceled pushed', () => statesAt('/inline').includes(TaskState.TASK_STATE_CANCELED));
   });
 
+  it('tells a replaced config (a new URL or token) the state at once, though the one it replaces was told it', async () => {
+    const client = await clientFor(KEYS.user.key);
+    const task = asTask(await client.sendMessage(send(text(LATE_ORDER))));
+    await client.createTaskPushNotificationConfig(config(task.id, '/before', { id: 'moving', token: 'first-token' }));
+    await until('input-required pushed before', () => statesAt('/before').includes(TaskState.TASK_STATE_INPUT_REQUIRED));
+    await client.createTaskPushNotificationConfig(config(task.id, '/after', { id: 'moving', token: 'second-token' }));
+    await until('input-required pushed after', () => statesAt('/after').includes(TaskState.TASK_STATE_INPUT_REQUIRED));
+    for (const d of at('/after')) expect(signedWith('second-token', d)).toBe(true);
+    await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+  });
+
+  it('keeps no inline config of a message that answers its task wrongly', async () => {
+    const client = await clientFor(KEYS.user.key);
+    const task = asTask(await client.sendMessage({ ...send(text(LATE_ORDER)), configuration: undefined }));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const wrong = { ...text('approve it'), taskId: task.id, contextId: task.contextId };
+    await expect(client.sendMessage(send(wrong, config(task.id, '/wrong')))).rejects.toMatchObject({ envelopeCode: -32602 });
+    const { configs } = await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' });
+    expect(configs).toEqual([]);
+    await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+  });
+
   it('keeps configs to their caller: another tenant or user is told the task does not exist; an approver sees only its own', async () => {
     const owner = await clientFor(KEYS.user.key);
     const task = asTask(await owner.sendMessage(send(text(LATE_ORDER))));

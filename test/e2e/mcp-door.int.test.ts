@@ -85,13 +85,19 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     const [approval] = (await fleet().client().runs.get(taskId)).pendingApprovals;
     expect(task.statusMessage).toContain(`${CONSOLE}/console?approval=${approval?.id}`);
     // Another user's client does not see the task; the approval is decided by a person as ever.
-    await expect((await connect(KEYS.other.key)).experimental.tasks.getTask(taskId)).rejects.toThrow(/not found/i);
+    const outsider = await connect(KEYS.other.key);
+    await expect(outsider.experimental.tasks.getTask(taskId)).rejects.toThrow(/not found/i);
+    await expect(outsider.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)).rejects.toThrow(/not found/i);
+    await expect(outsider.experimental.tasks.cancelTask(taskId)).rejects.toThrow(/not found/i);
+    expect((await fleet().client().runs.get(taskId)).status).toBe('pending_approval');
+    // tasks/result waits while the task waits for a person, and answers once it is over.
+    const held = client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
     await fleet()
       .client(KEYS.approver.key)
       .approvals.approve(approval?.id ?? '');
     await fleet().waitForRun(taskId, (r) => r.status === 'succeeded');
     expect((await client.experimental.tasks.getTask(taskId)).status).toBe('completed');
-    const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    const result = await held;
     expect(textOf(result)).toContain('2024001');
 
     // A task the client cancels cancels its run.
@@ -117,6 +123,55 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     expect(ended.status).toBe('cancelled');
   });
 
+  it("one client's cancellation never cancels another client's call that has the same request id", async () => {
+    // Two fresh clients of one user number their requests alike: each one's first call has the same id.
+    const [first, second] = [await connect(), await connect()];
+    const abort = new AbortController();
+    let secondCall: Promise<{ _meta?: Record<string, unknown> }> | undefined;
+    const started = new Promise<void>((resolve) => {
+      const firstCall = first.callTool({ name: 'order-assistant', arguments: { input: LATE_ORDER } }, undefined, {
+        signal: abort.signal,
+        onprogress: () => {
+          // The first call runs; the second starts beside it, and once it runs too the first is cancelled.
+          secondCall ??= second.callTool({ name: 'order-assistant', arguments: { input: LATE_ORDER } }, undefined, {
+            onprogress: () => {
+              abort.abort();
+              resolve();
+            },
+          });
+        },
+      });
+      firstCall.catch(() => undefined);
+    });
+    await started;
+    const answered = await secondCall;
+    expect(answered?._meta?.['rein/run']).toMatchObject({ status: 'pending_approval' });
+  });
+
+  it('refuses a JSON-RPC batch, whose calls would all be held on one stream slot, and starts none of them', async () => {
+    // Shapes the SDK's client would not send (MCP has no batches since 2025-06-18): JSON-RPC straight.
+    const { runs: before } = await fleet().client().runs.list({ limit: 1 });
+    const call = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'order-assistant', arguments: { input: 'Where is A12345?' } },
+    });
+    const res = await fetch(`${fleet().api}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${KEYS.user.key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify([call(1), call(2)]),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: { code: -32600 } });
+    const { runs: after } = await fleet().client().runs.list({ limit: 1 });
+    expect(after[0]?.id).toBe(before[0]?.id);
+  });
+
   it('refuses a caller without a key and an unknown tool; answers bad arguments with a result a model can correct', async () => {
     await expect(connect('not-a-key')).rejects.toThrow();
     const client = await connect();
@@ -129,6 +184,13 @@ describe('POST /mcp with the @modelcontextprotocol/sdk client', () => {
     const extra = await client.callTool({ name: 'order-assistant', arguments: { input: 'x', extra: 1 } });
     expect(extra.isError).toBe(true);
     expect(textOf(extra)).toMatch(/extra/);
+    // Asked as a task, there is no task to carry that result: a JSON-RPC error says what is wrong.
+    await expect(
+      client.request(
+        { method: 'tools/call', params: { name: 'order-assistant', arguments: { input: '' }, task: {} } },
+        CreateTaskResultSchema,
+      ),
+    ).rejects.toThrow(/invalid_request: input/);
     // Neither started a run.
     const { runs: after } = await fleet().client().runs.list({ limit: 1 });
     expect(after[0]?.id).toBe(before[0]?.id);

@@ -72,6 +72,8 @@ export interface HarnessOptions {
   sessions?: Partial<SessionSettings>;
   /** The applier's finish hook (the runtime's is webhooks and compensation); the run tree's hook runs after it. */
   onFinished?: FinishHooks['finished'];
+  /** The applier's change hook (the runtime's is A2A push notifications): a commit changed a live run's status or approvals. */
+  onChanged?: FinishHooks['changed'];
   /** More agents beside the default one (sub-agents, hand-off targets). */
   agents?: AgentProfile[];
   delegation?: DelegationLimits;
@@ -143,7 +145,18 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   });
   const tree = createRunTree({ store, applier, enqueue, logger, ...clock });
   // As the runtime plugs its features in; a test's own hook runs first, where webhooks and compensation would.
-  runEnd.plug([...(opts.onFinished ? [{ feature: 'test', finished: opts.onFinished }] : []), treePlug(tree)]);
+  runEnd.plug([
+    ...(opts.onFinished || opts.onChanged
+      ? [
+          {
+            feature: 'test',
+            ...(opts.onFinished ? { finished: opts.onFinished } : {}),
+            ...(opts.onChanged ? { changed: opts.onChanged } : {}),
+          },
+        ]
+      : []),
+    treePlug(tree),
+  ]);
   // The engine as the workers assemble it, over options that differ from the defaults where the tests need it.
   const options = compileOptions({
     model: { name: 'fake-model', timeoutMs: 5000, prices: opts.prices ?? {} },

@@ -19,9 +19,10 @@ export interface McpRoutesDeps {
 /**
  * `POST /mcp`: MCP's Streamable HTTP, stateless (a server and transport per request), in
  * the authenticated scope — the same bearer keys as the API. A tool call holds one of the
- * caller's stream slots while its run goes on; GET and DELETE answer 405, as a stateless
- * server does. MCP's transport asks a server to check `Origin` against DNS rebinding: a
- * call a browser sends from an origin not listed is refused with 403.
+ * caller's stream slots while its run goes on (a JSON-RPC batch, which would hold many on
+ * one, is refused); GET and DELETE answer 405, as a stateless server does. MCP's
+ * transport asks a server to check `Origin` against DNS rebinding: a call a browser sends
+ * from an origin not listed is refused with 403.
  */
 export function registerMcpRoutes(scope: FastifyInstance, deps: McpRoutesDeps): void {
   const watch = watchRuns(deps.runs, deps.streams);
@@ -32,6 +33,13 @@ export function registerMcpRoutes(scope: FastifyInstance, deps: McpRoutesDeps): 
       return reply
         .status(403)
         .send({ jsonrpc: '2.0', id: null, error: { code: -32000, message: `origin ${origin} is not one this server answers` } });
+    // One request, one call: a batch's calls would all be held on the one stream slot it takes.
+    if (Array.isArray(req.body))
+      return reply.status(400).send({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: 'JSON-RPC batches are not served (MCP has none since 2025-06-18)' },
+      });
     const release = deps.streams.hold(req.principal);
     const gone = new AbortController();
     const server = deps.door.server(req.principal, watch, gone.signal);

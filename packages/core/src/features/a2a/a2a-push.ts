@@ -24,13 +24,17 @@ export interface A2aPushDeps {
 }
 
 /**
- * A notification's key: its config, task and state, and when the task entered that state
- * (a terminal state is entered once, so it is keyed without): the same notification
- * enqueued twice is delivered once, and its `webhook-id` lets a receiver see a repeat.
+ * A notification's key: its config (as last set: a config replaced by a new URL or token is
+ * told again), task and state, and when the task entered that state (a terminal state is
+ * entered once, so it is keyed without): the same notification enqueued twice is delivered
+ * once, and its `webhook-id` lets a receiver see a repeat.
  */
 function keyOf(config: StoredPushConfig, task: A2aTask): string {
   const entered = A2A_TERMINAL.includes(task.status.state) ? '' : task.status.timestamp;
-  return createHash('sha256').update([config.userId, config.id, task.id, task.status.state, entered].join('\n')).digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update([config.userId, config.id, config.createdAt, task.id, task.status.state, entered].join('\n'))
+    .digest('hex')
+    .slice(0, 32);
 }
 
 /**

@@ -84,7 +84,8 @@ async function setPushConfig(deps: A2aServiceDeps, principal: Principal, run: Ru
   };
   if (!(await deps.push.configs.put(config, MAX_PUSH_CONFIGS_PER_TASK)))
     throw new ConflictError('too_many_push_configs', `a task holds at most ${MAX_PUSH_CONFIGS_PER_TASK} push-notification configs`);
-  await deps.push.notify.registered(config, a2aTask(run));
+  // The task as it is once the config is stored: a change committed since `run` was read found no config to tell.
+  await deps.push.notify.registered(config, a2aTask(await deps.runs.get(principal, run.id)));
   return pushConfigView(config);
 }
 
@@ -223,8 +224,9 @@ export function createA2aService(deps: A2aServiceDeps) {
         if (message.contextId && message.contextId !== a2aContextId(run))
           throw new InvalidRequestError(`task ${run.id} belongs to context ${a2aContextId(run)}, not ${message.contextId}`);
         if (A2A_TERMINAL.includes(a2aState(run))) throw new ConflictError('run_finished', `task ${run.id} already ${run.status}`);
-        if (pushConfig) await setPushConfig(deps, principal, run, pushConfig);
+        // Stored once the message's answer is taken: a refused one leaves nothing behind.
         await answer(principal, run, message.parts);
+        if (pushConfig) await setPushConfig(deps, principal, run, pushConfig);
         run = await taskRun(deps, principal, agent, run.id);
       } else {
         if (message.parts.some((p) => p.url !== undefined || p.raw !== undefined))

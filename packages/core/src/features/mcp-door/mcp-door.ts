@@ -1,4 +1,4 @@
-import type { TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
+import { isTerminal, type TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
@@ -6,10 +6,12 @@ import {
   CancelledNotificationSchema,
   type CreateTaskResult,
   ErrorCode,
+  GetTaskPayloadRequestSchema,
   ListToolsRequestSchema,
   McpError,
   type Task as McpTask,
   type Tool as McpTool,
+  RELATED_TASK_META_KEY,
 } from '@modelcontextprotocol/sdk/types.js';
 import { type Principal, type RunView, submitRunBodySchema } from '@rein/contract';
 import type { AgentProfile } from '@rein/define/internal';
@@ -151,8 +153,13 @@ function taskOf(consoleUrl: string | undefined, run: RunView): McpTask {
 export function createMcpDoor(deps: McpDoorDeps) {
   const tools = agentTools(deps.agents);
   const byName = new Map(deps.agents.map((a) => [a.name, a]));
-  /** Runs of calls in flight on this process, by caller and request id: what a client's cancellation names. */
-  const inFlight = new Map<string, string>();
+  /**
+   * Runs of calls in flight on this process, by caller and request id: what a client's
+   * cancellation names. Stateless, a server cannot tell one client of a caller from another,
+   * and clients number their requests alike: while two calls share a key, a cancellation
+   * naming it is ambiguous and cancels neither (never the other client's run).
+   */
+  const inFlight = new Map<string, string[]>();
   const callKey = (principal: Principal, requestId: string | number) => JSON.stringify([principal.tenantId, principal.userId, requestId]);
 
   const cancelQuietly = async (principal: Principal, runId: string) => {
@@ -188,8 +195,17 @@ export function createMcpDoor(deps: McpDoorDeps) {
         if (!run) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${id}`);
         return answer(deps.consoleUrl, run, typed(run.agent));
       },
+      // tasks/cancel: a run that ended meanwhile answers as it ended; a run that could not be
+      // cancelled is an error, never a task answered as if it had been.
       updateTaskStatus: async (id, status) => {
-        if (status === 'cancelled') await cancelQuietly(principal, id);
+        if (status !== 'cancelled') return;
+        try {
+          await deps.runs.cancel(principal, id);
+        } catch (err) {
+          if (err instanceof ConflictError) return;
+          deps.logger.warn({ err, runId: id }, 'mcp: cancel failed');
+          throw new McpError(ErrorCode.InternalError, `could not cancel task ${id}`);
+        }
       },
       listTasks: async () => {
         throw new McpError(ErrorCode.MethodNotFound, 'tasks/list is not served: list runs with GET /v1/runs');
@@ -200,37 +216,57 @@ export function createMcpDoor(deps: McpDoorDeps) {
   return {
     /** An MCP server acting for `principal` for one HTTP request; `gone` aborts when the client goes. */
     server(principal: Principal, watch: WatchRun, gone: AbortSignal): Server {
+      const store = taskStore(principal);
       const server = new Server(
         { name: 'rein', version: deps.version },
-        { capabilities: { tools: {}, tasks: { requests: { tools: { call: {} } }, cancel: {} } }, taskStore: taskStore(principal) },
+        { capabilities: { tools: {}, tasks: { requests: { tools: { call: {} } }, cancel: {} } }, taskStore: store },
       );
       server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+      // tasks/result waits for the task's end on the run's event stream. The SDK's own handler polls
+      // the task every second and keeps an abort listener per poll while held: a leak, for a task
+      // parked for days.
+      server.setRequestHandler(GetTaskPayloadRequestSchema, async (req, extra) => {
+        const id = req.params.taskId;
+        let task = await store.getTask(id);
+        if (!task) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${id}`);
+        if (!isTerminal(task.status))
+          for await (const _ of watch(principal, id, extra.signal)) {
+            task = await store.getTask(id);
+            if (!task || isTerminal(task.status)) break;
+          }
+        if (!task || !isTerminal(task.status)) throw new McpError(ErrorCode.InvalidRequest, 'Request cancelled');
+        const result = await store.getTaskResult(id);
+        return { ...result, _meta: { ...result._meta, [RELATED_TASK_META_KEY]: { taskId: id } } };
+      });
       server.setNotificationHandler(CancelledNotificationSchema, async (note) => {
-        const runId = note.params.requestId === undefined ? undefined : inFlight.get(callKey(principal, note.params.requestId));
-        if (runId) await cancelQuietly(principal, runId);
+        const runs = note.params.requestId === undefined ? [] : (inFlight.get(callKey(principal, note.params.requestId)) ?? []);
+        if (runs.length === 1) await cancelQuietly(principal, runs[0] as string);
       });
       server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult | CreateTaskResult> => {
         const agent = byName.get(req.params.name);
         if (!agent) throw new McpError(ErrorCode.InvalidParams, `no tool ${req.params.name}`);
-        const args = callArgumentsSchema.safeParse(req.params.arguments ?? {});
         // MCP 2025-11-25: bad arguments are the call's result, which a model can read and correct; an unknown tool is a protocol error.
-        if (!args.success) {
-          const problems = args.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ');
-          return { isError: true, content: [{ type: 'text', text: `invalid_request: ${problems}` }] };
-        }
+        // A call asked as a task answers a task or an error: with no task to carry that result, it is the error.
+        const refused = (text: string): CallToolResult => {
+          if (req.params.task) throw new McpError(ErrorCode.InvalidParams, text);
+          return { isError: true, content: [{ type: 'text', text }] };
+        };
+        const args = callArgumentsSchema.safeParse(req.params.arguments ?? {});
+        if (!args.success)
+          return refused(`invalid_request: ${args.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}`);
         let run: RunView;
         try {
           ({ run } = await deps.runs.submit(principal, { agent: agent.name, ...args.data }));
         } catch (err) {
           // A rule's refusal (quota, busy session, budget ceiling) is the call's result, not a protocol failure.
-          if (err instanceof ReinError && err.status < 500)
-            return { isError: true, content: [{ type: 'text', text: `${err.code}: ${err.message}` }] };
+          if (err instanceof ReinError && err.status < 500) return refused(`${err.code}: ${err.message}`);
           throw err;
         }
         // As a task: answered at once; the client polls tasks/get and reads tasks/result.
         if (req.params.task) return { task: taskOf(deps.consoleUrl, run) };
         const key = callKey(principal, extra.requestId);
-        inFlight.set(key, run.id);
+        const runId = run.id;
+        inFlight.set(key, [...(inFlight.get(key) ?? []), runId]);
         const stop = new AbortController();
         const abort = () => stop.abort();
         extra.signal.addEventListener('abort', abort, { once: true });
@@ -257,7 +293,9 @@ export function createMcpDoor(deps: McpDoorDeps) {
           }
           return answer(deps.consoleUrl, run, typed(agent.name));
         } finally {
-          inFlight.delete(key);
+          const left = (inFlight.get(key) ?? []).filter((id) => id !== runId);
+          if (left.length > 0) inFlight.set(key, left);
+          else inFlight.delete(key);
           extra.signal.removeEventListener('abort', abort);
           gone.removeEventListener('abort', abort);
         }

@@ -143,6 +143,47 @@ function taskOf(consoleUrl: string | undefined, run: RunView): McpTask {
   };
 }
 
+/** The caller's runs as tasks, read through the run service (a run of another caller is no task of theirs). */
+function taskStore(deps: McpDoorDeps, principal: Principal, typed: (agent: string) => boolean): TaskStore {
+  const runOf = (id: string) =>
+    deps.runs.get(principal, id).catch((err) => {
+      if (err instanceof NotFoundError) return null;
+      throw err;
+    });
+  return {
+    // Tasks are made by tools/call (a run); nothing else asks for one.
+    createTask: async () => {
+      throw new McpError(ErrorCode.InvalidRequest, 'tasks are created by tools/call');
+    },
+    getTask: async (id) => {
+      const run = await runOf(id);
+      return run ? taskOf(deps.consoleUrl, run) : null;
+    },
+    // The run is the result: nothing to store.
+    storeTaskResult: async () => {},
+    getTaskResult: async (id) => {
+      const run = await runOf(id);
+      if (!run) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${id}`);
+      return answer(deps.consoleUrl, run, typed(run.agent));
+    },
+    // tasks/cancel: a run that ended meanwhile answers as it ended; a run that could not be
+    // cancelled is an error, never a task answered as if it had been.
+    updateTaskStatus: async (id, status) => {
+      if (status !== 'cancelled') return;
+      try {
+        await deps.runs.cancel(principal, id);
+      } catch (err) {
+        if (err instanceof ConflictError) return;
+        deps.logger.warn({ err, runId: id }, 'mcp: cancel failed');
+        throw new McpError(ErrorCode.InternalError, `could not cancel task ${id}`);
+      }
+    },
+    listTasks: async () => {
+      throw new McpError(ErrorCode.MethodNotFound, 'tasks/list is not served: list runs with GET /v1/runs');
+    },
+  };
+}
+
 /**
  * Rein's agents as MCP tools: one tool per agent, named as the agent. A call runs the
  * agent as `POST /v1/runs` would for the same caller, reports the run's steps as
@@ -172,51 +213,10 @@ export function createMcpDoor(deps: McpDoorDeps) {
 
   const typed = (agent: string) => byName.get(agent)?.output?.jsonSchema.schema.type === 'object';
 
-  /** The caller's runs as tasks, read through the run service (a run of another caller is no task of theirs). */
-  function taskStore(principal: Principal): TaskStore {
-    const runOf = (id: string) =>
-      deps.runs.get(principal, id).catch((err) => {
-        if (err instanceof NotFoundError) return null;
-        throw err;
-      });
-    return {
-      // Tasks are made by tools/call (a run); nothing else asks for one.
-      createTask: async () => {
-        throw new McpError(ErrorCode.InvalidRequest, 'tasks are created by tools/call');
-      },
-      getTask: async (id) => {
-        const run = await runOf(id);
-        return run ? taskOf(deps.consoleUrl, run) : null;
-      },
-      // The run is the result: nothing to store.
-      storeTaskResult: async () => {},
-      getTaskResult: async (id) => {
-        const run = await runOf(id);
-        if (!run) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${id}`);
-        return answer(deps.consoleUrl, run, typed(run.agent));
-      },
-      // tasks/cancel: a run that ended meanwhile answers as it ended; a run that could not be
-      // cancelled is an error, never a task answered as if it had been.
-      updateTaskStatus: async (id, status) => {
-        if (status !== 'cancelled') return;
-        try {
-          await deps.runs.cancel(principal, id);
-        } catch (err) {
-          if (err instanceof ConflictError) return;
-          deps.logger.warn({ err, runId: id }, 'mcp: cancel failed');
-          throw new McpError(ErrorCode.InternalError, `could not cancel task ${id}`);
-        }
-      },
-      listTasks: async () => {
-        throw new McpError(ErrorCode.MethodNotFound, 'tasks/list is not served: list runs with GET /v1/runs');
-      },
-    };
-  }
-
   return {
     /** An MCP server acting for `principal` for one HTTP request; `gone` aborts when the client goes. */
     server(principal: Principal, watch: WatchRun, gone: AbortSignal): Server {
-      const store = taskStore(principal);
+      const store = taskStore(deps, principal, typed);
       const server = new Server(
         { name: 'rein', version: deps.version },
         { capabilities: { tools: {}, tasks: { requests: { tools: { call: {} } }, cancel: {} } }, taskStore: store },

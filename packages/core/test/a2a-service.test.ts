@@ -3,27 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { createA2aService } from '../src/features/a2a/a2a-service.js';
 import type { PushConfigStore, StoredPushConfig } from '../src/features/a2a/push-config-store.js';
 import type { A2aTask } from '../src/policy/a2a/a2a-task.js';
+import { runViewOf } from './run-view-fixture.js';
 
 const principal: Principal = { tenantId: 'acme', userId: 'alice', roles: ['user'] } as Principal;
 
-const run = (over: Partial<RunView> = {}): RunView =>
-  ({
-    id: 'r1',
-    traceId: 't',
-    status: 'running',
-    agent: 'a',
-    input: 'hi',
-    step: 1,
-    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
-    costUsd: 0,
-    limits: {},
-    metadata: {},
-    pendingApprovals: [],
-    createdAt: '2025-01-01T00:00:00.000Z',
-    updatedAt: '2025-01-01T00:00:01.000Z',
-    deadlineAt: '2025-01-01T01:00:00.000Z',
-    ...over,
-  }) as RunView;
+const run = runViewOf;
 
 const parked = run({
   status: 'pending_approval',

@@ -6,27 +6,11 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createMcpDoor, type McpDoorDeps } from '../src/features/mcp-door/mcp-door.js';
 import type { WatchRun } from '../src/features/runs/watch-run.js';
 import { createLogger } from '../src/shared/logger.js';
+import { runViewOf } from './run-view-fixture.js';
 
 const principal = { tenantId: 'acme', userId: 'alice', roles: ['user'] } as Principal;
 
-const run = (over: Partial<RunView> = {}): RunView =>
-  ({
-    id: 'r1',
-    traceId: 't',
-    status: 'pending_approval',
-    agent: 'a',
-    input: 'hi',
-    step: 2,
-    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
-    costUsd: 0,
-    limits: {},
-    metadata: {},
-    pendingApprovals: [],
-    createdAt: '2025-01-01T00:00:00.000Z',
-    updatedAt: '2025-01-01T00:00:01.000Z',
-    deadlineAt: '2025-01-01T01:00:00.000Z',
-    ...over,
-  }) as RunView;
+const run = (over: Partial<RunView> = {}): RunView => runViewOf({ status: 'pending_approval', step: 2, ...over });
 
 /** The door over fake runs, and the MCP SDK's own client connected to it through its in-memory transport. */
 async function connect(runs: McpDoorDeps['runs'], watch: WatchRun) {

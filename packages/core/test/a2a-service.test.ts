@@ -1,4 +1,4 @@
-import type { ApprovalView, Principal, RunView } from '@rein/contract';
+import type { ApprovalView, Principal } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
 import { createA2aService } from '../src/features/a2a/a2a-service.js';
 import type { PushConfigStore, StoredPushConfig } from '../src/features/a2a/push-config-store.js';

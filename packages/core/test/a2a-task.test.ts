@@ -1,4 +1,4 @@
-import type { ApprovalView, RunView } from '@rein/contract';
+import type { ApprovalView } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
 import { a2aSettled, a2aState, a2aTask } from '../src/policy/a2a/a2a-task.js';
 import { runViewOf } from './run-view-fixture.js';

@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { ReinClient, ReplayCohortView, RunDiff } from '@rein/client';
+import { TERMINAL_STATUSES } from '@rein/contract';
 
 type DiffCall = RunDiff['toolCalls']['added'][number];
 
@@ -141,7 +142,7 @@ export async function replay(rein: ReinClient, runId: string | undefined, o: Rep
   if (runId) {
     const started = await rein.runs.replay(runId, overrides);
     let run = await rein.runs.get(started.id);
-    while (!['succeeded', 'failed', 'cancelled'].includes(run.status)) {
+    while (!TERMINAL_STATUSES.includes(run.status)) {
       await pause(250);
       run = await rein.runs.get(started.id);
     }

@@ -82,7 +82,8 @@ export interface WaitOptions {
   signal?: AbortSignal;
 }
 
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+/** The contract's TERMINAL_STATUSES, written out: importing the value would bundle zod into every browser build (test/infra/status-lists.test.ts keeps them equal). */
+export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
 /** Whether `run` is what a wait `until` asks for. */
 const reached = (run: RunView, until: NonNullable<WaitOptions['until']>) =>

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { riskSchema, tenantRoleSchema } from './identity.js';
-import { runStatusSchema, usageSchema } from './run.js';
+import { runStatusSchema, terminalStatusSchema, usageSchema } from './run.js';
 
 /** `POST /v1/runs/:id/replay`: what the replay overrides; the rest is the original's. */
 export const replayRunBodySchema = z
@@ -89,7 +89,7 @@ export const createReplayCohortBodySchema = z
     since: z.string().datetime({ offset: true }),
     until: z.string().datetime({ offset: true }).optional(),
     limit: z.number().int().min(1).max(500),
-    status: z.enum(['succeeded', 'failed', 'cancelled']).optional(),
+    status: terminalStatusSchema.optional(),
     model: z.string().min(1).max(200).optional(),
     instructions: z.string().min(1).max(100_000).optional(),
     version: z.string().min(1).max(64).optional(),

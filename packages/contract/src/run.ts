@@ -11,7 +11,9 @@ const schemaVersion = z.literal(SCHEMA_VERSION);
 /** `waiting`: parked until every sub-agent run its step started has ended (like `pending_approval` for approvals). */
 export const runStatusSchema = z.enum(['queued', 'running', 'pending_approval', 'waiting', 'succeeded', 'failed', 'cancelled']);
 export type RunStatus = z.infer<typeof runStatusSchema>;
-export const TERMINAL_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled'];
+/** The statuses a run ends in: the one list (a new ending is added here and in run-transitions). */
+export const terminalStatusSchema = runStatusSchema.extract(['succeeded', 'failed', 'cancelled']);
+export const TERMINAL_STATUSES: readonly RunStatus[] = terminalStatusSchema.options;
 
 /** Why a run ended; stable strings that dashboards and clients match on. */
 export const runReasonSchema = z.enum([

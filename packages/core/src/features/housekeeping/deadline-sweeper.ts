@@ -1,3 +1,4 @@
+import { TERMINAL_STATUSES } from '@rein/contract';
 import { DEADLINE_SWEEP, housekeepingJobSchema } from '../../adapters/queue/job-catalog.js';
 import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import { isParked, type RunStore } from '../../adapters/redis/run-store.js';
@@ -41,7 +42,7 @@ async function sweepOne(deps: SweeperDeps, runId: string, now: () => number): Pr
   if (ended) return true;
   const run = await deps.store.get(runId);
   // Gone, finished or parked: drop it. A moved deadline was re-indexed by its commit.
-  if (!run || isParked(run.status) || ['succeeded', 'failed', 'cancelled'].includes(run.status)) await deps.store.forgetDeadline(runId);
+  if (!run || isParked(run.status) || TERMINAL_STATUSES.includes(run.status)) await deps.store.forgetDeadline(runId);
   return false;
 }
 

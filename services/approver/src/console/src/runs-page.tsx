@@ -1,10 +1,8 @@
 import type { ListRunsParams, RunView } from '@rein/contract';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { ApiError } from './api.js';
-import { ago, TERMINAL, tokens, usd } from './format.js';
+import { ago, STATUSES, TERMINAL, tokens, usd } from './format.js';
 import { atLeast, ErrorNote, Status, useInterval, useSession } from './ui.js';
-
-const STATUSES = ['queued', 'running', 'waiting', 'pending_approval', 'succeeded', 'failed', 'cancelled'];
 
 interface Filters {
   status: string;

@@ -216,6 +216,15 @@ describe('a firing', () => {
     await new Promise((r) => setTimeout(r, 2_100));
     expect(await rt.schedules.fire(last.id, stale)).toBe('replayed');
 
+    // The catch-up covers what had passed when its job was taken, not a fire time passed since:
+    // that one has a job of its own (the queue planned it when it handed this one out).
+    const { body: taken } = await create(ALICE, { cron: '*/2 * * * * *', overlap: 'allow', catchUp: 'last' });
+    const takenAt = Math.floor(Date.now() / 2000) * 2000 - 1; // just before the latest fire time
+    expect(await rt.schedules.fire(taken.id, stale, takenAt)).toBe('started');
+    const covered = (await call(ALICE, 'GET', `/v1/schedules/${taken.id}`)).body.history[0].scheduledFor;
+    expect(Date.parse(covered)).toBeLessThanOrEqual(takenAt);
+    expect((await call(ALICE, 'DELETE', `/v1/schedules/${taken.id}`)).status).toBe(204);
+
     const { body: none } = await create(ALICE, { cron: '*/2 * * * * *', overlap: 'allow', catchUp: 'none' });
     expect(await rt.schedules.fire(none.id, stale)).toBe('missed');
     const [entry, ...more] = (await call(ALICE, 'GET', `/v1/schedules/${none.id}`)).body.history;

@@ -120,8 +120,11 @@ function scheduleFiring(deps: ScheduleServiceDeps) {
   }
 
   return {
-    /** A worker took the firing of `scheduleId` for `scheduledFor` (ms): start its run, or record why not. */
-    async fire(scheduleId: string, scheduledFor: number): Promise<FireResult> {
+    /**
+     * A worker took the firing of `scheduleId` for `scheduledFor` (ms) at `takenAt` (ms): start
+     * its run, or record why not.
+     */
+    async fire(scheduleId: string, scheduledFor: number, takenAt?: number): Promise<FireResult> {
       const s = await deps.store.get(scheduleId);
       if (!s) {
         // Deleted while its timer was in flight (or the record was lost): nothing may fire it again.
@@ -158,8 +161,10 @@ function scheduleFiring(deps: ScheduleServiceDeps) {
           });
           return 'missed';
         }
-        // One run for everything missed: the latest fire time that has passed.
-        fireAt = latestFireAt(s.cron, s.timezone, at);
+        // One run for everything missed: the latest fire time that had passed when the job was
+        // taken. A later one has a job of its own (the queue plans the next firing after the time
+        // it hands this job out), and would otherwise run twice: once here, once on its own.
+        fireAt = latestFireAt(s.cron, s.timezone, Math.min(at, takenAt ?? at));
       }
       // By the firing's own fire time, not the catch-up's: a retry of this job later on computes
       // another latest fire time, but must find the run it may already have created.
@@ -327,6 +332,6 @@ export type ScheduleService = ReturnType<typeof createScheduleService>;
 export const scheduleJobs = (schedules: Pick<ScheduleService, 'fire'>): JobHandlers<typeof SCHEDULE_FIRE.name> => ({
   [SCHEDULE_FIRE.name]: {
     schema: fireJobSchema,
-    run: async ({ scheduleId }, { job }) => `firing ${await schedules.fire(scheduleId, fireTimeOf(job))}`,
+    run: async ({ scheduleId }, { job }) => `firing ${await schedules.fire(scheduleId, fireTimeOf(job), job.processedOn)}`,
   },
 });

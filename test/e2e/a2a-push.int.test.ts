@@ -1,9 +1,9 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Message, Role, StreamResponse, type Task, type TaskPushNotificationConfig, TaskState } from '@a2a-js/sdk';
-import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { type Message, StreamResponse, type Task, type TaskPushNotificationConfig, TaskState } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { a2aClient, textMessage } from '../support/a2a-client.js';
 import { fleetPerFile, KEYS } from '../support/fleet.js';
 
 const LATE_ORDER = '客户张三投诉订单 2024001 一直没发货，帮他处理一下';
@@ -83,25 +83,9 @@ describe('A2A push notifications with the @a2a-js/sdk client', () => {
   });
   afterAll(() => receiver?.close());
 
-  const clientFor = (key: string) => {
-    const fetchImpl: typeof fetch = (url, init) =>
-      fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${key}` } });
-    const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl })],
-    });
-    return new ClientFactory(options).createFromUrl(`${fleet().api}/a2a/order-assistant/`);
-  };
-  const text = (t: string, extra: Partial<Message> = {}): Message => ({
-    messageId: randomUUID(),
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text', value: t }, metadata: undefined, filename: '', mediaType: '' }],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-    ...extra,
-  });
+  const clientFor = (key: string) => a2aClient(`${fleet().api}/a2a/order-assistant/`, key);
+
+  const text = textMessage;
   const send = (message: Message, push?: TaskPushNotificationConfig) => ({
     tenant: '',
     message,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { type Message, Role, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
-import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { type Message, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
 import { describe, expect, it } from 'vitest';
+import { a2aClient, textMessage } from '../support/a2a-client.js';
 import { fleetPerFile, KEYS } from '../support/fleet.js';
 
 const LATE_ORDER = '客户张三投诉订单 2024001 一直没发货，帮他处理一下';
@@ -15,25 +15,9 @@ const NEIGHBOUR = { key: 'e2e-user-key-zhaoliu', tenantId: 'e2e', userId: 'zhaol
 describe('A2A 1.0 with the @a2a-js/sdk client', () => {
   const fleet = fleetPerFile({ env: { REIN_API_KEYS: JSON.stringify([...Object.values(KEYS), NEIGHBOUR]) } });
   const base = () => `${fleet().api}/a2a/order-assistant/`;
-  const clientFor = (key: string) => {
-    const fetchImpl: typeof fetch = (url, init) =>
-      fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${key}` } });
-    const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl })],
-    });
-    return new ClientFactory(options).createFromUrl(base());
-  };
-  const text = (t: string, extra: Partial<Message> = {}): Message => ({
-    messageId: randomUUID(),
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text', value: t }, metadata: undefined, filename: '', mediaType: '' }],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-    ...extra,
-  });
+  const clientFor = (key: string) => a2aClient(base(), key);
+
+  const text = textMessage;
   const decision = (taskId: string, contextId: string, data: Record<string, unknown>): Message => ({
     ...text(''),
     taskId,

@@ -62,7 +62,7 @@ describe('remote A2A agents as tools (call_<name>)', () => {
     expect(done.finalAnswer).toContain('helper answered: what is the ledger balance?');
     // The message id is the call's idempotency key: one message, one remote task.
     expect(messagesFor(id)).toEqual([
-      { messageId: expect.stringMatching(new RegExp(`^${id}:\\d+:`)), text: 'what is the ledger balance?' },
+      { messageId: expect.stringMatching(new RegExp(`^${id}:\\d+:`)), text: 'what is the ledger balance?', taskId: expect.any(String) },
     ]);
     expect(remote.authorizations).toContain('Bearer helper-secret');
     const [call] = await callsOf(id);
@@ -99,6 +99,66 @@ describe('remote A2A agents as tools (call_<name>)', () => {
     await fleet.waitForRun(failing, (r) => r.status === 'succeeded' || r.status === 'failed');
     const [failed] = await callsOf(failing);
     expect(failed).toMatchObject({ outcome: 'error', observation: expect.stringContaining('the ledger is closed today') });
+  });
+
+  it('asks a person the remote agent’s question: the run parks, an approver’s answer goes into the same task once, and the call goes on', async () => {
+    const id = await submit('curious-asker', 'Ask the curious helper "a question about my order"');
+    const parked = await fleet.waitForRun(id, (r) => r.status === 'pending_approval' || r.status === 'succeeded');
+    expect(parked.status).toBe('pending_approval');
+    const question = parked.pendingApprovals?.[0];
+    expect(question).toMatchObject({
+      kind: 'input',
+      toolName: 'call_curious',
+      requiredRole: 'approver',
+      summary: 'The remote agent curious asks: Which order number?',
+      arguments: { input: '' },
+    });
+    const approval = question?.id as string;
+    // The approver door lists it like any approval of the tenant.
+    const listed = await fleet.callApprover('GET', '/v1/approvals?status=pending', KEYS.approver.key);
+    expect(listed.body.approvals.map((a: { id: string }) => a.id)).toContain(approval);
+    const [first] = messagesFor(id);
+    expect(messagesFor(id)).toHaveLength(1);
+    // The requester answers nothing (an answer is an edit: four eyes); an approval as proposed holds no answer.
+    const answer = { input: 'order 42' };
+    expect((await fleet.callApprover('POST', `/v1/approvals/${approval}/approve`, KEYS.user.key, { arguments: answer })).status).toBe(403);
+    expect((await fleet.callApprover('POST', `/v1/approvals/${approval}/approve`, KEYS.approver.key, {})).status).toBe(400);
+    expect((await fleet.callApprover('POST', `/v1/approvals/${approval}/approve`, KEYS.approver.key, { arguments: answer })).status).toBe(200);
+    const done = await fleet.waitForRun(id, (r) => r.status === 'succeeded' || r.status === 'failed');
+    expect(done.status).toBe('succeeded');
+    expect(done.finalAnswer).toContain('helper answered: order 42');
+    // One follow-up, into the same task, its id the call's key and the approval's.
+    expect(messagesFor(id)).toEqual([
+      first,
+      { messageId: `${first?.messageId}:${approval}`, text: 'order 42', taskId: first?.taskId },
+    ]);
+    const [call] = await callsOf(id);
+    expect(call).toMatchObject({ name: 'call_curious', outcome: 'ok', observation: 'helper answered: order 42' });
+  });
+
+  it('a second question parks again; a rejected question cancels the remote task and ends the call', async () => {
+    const id = await submit('curious-asker', 'Ask the curious helper "a question about my order"');
+    const parked = await fleet.waitForRun(id, (r) => r.status === 'pending_approval');
+    const first = parked.pendingApprovals?.[0]?.id as string;
+    const again = { input: 'another question, please' };
+    expect((await fleet.callApprover('POST', `/v1/approvals/${first}/approve`, KEYS.approver.key, { arguments: again })).status).toBe(200);
+    const reparked = await fleet.waitForRun(id, (r) => r.status === 'pending_approval' && ![undefined, first].includes(r.pendingApprovals?.[0]?.id));
+    const second = reparked.pendingApprovals?.[0];
+    expect(second).toMatchObject({ kind: 'input', summary: 'The remote agent curious asks: Which order number?' });
+    const taskId = messagesFor(id)[0]?.taskId as string;
+    const rejected = await fleet.callApprover('POST', `/v1/approvals/${second?.id}/reject`, KEYS.approver.key, { reason: 'no such order' });
+    expect(rejected.status).toBe(200);
+    const done = await fleet.waitForRun(id, (r) => r.status === 'succeeded' || r.status === 'failed');
+    expect(done.status).toBe('succeeded');
+    expect(remote.cancelled).toContain(taskId);
+    expect(messagesFor(id).map((m) => m.text)).toEqual(['a question about my order', 'another question, please']);
+    const [call] = await callsOf(id);
+    expect(call).toMatchObject({
+      name: 'call_curious',
+      outcome: 'error',
+      observation: expect.stringContaining(`was not answered (lisi declined to answer: no such order); its task ${taskId} was cancelled`),
+    });
+    expect(await client.exists(runKeys(id).remoteTasks)).toBe(0);
   });
 
   it('a worker killed while it waits on the remote task: another resumes by reading the task, never sending again', async () => {

@@ -5,6 +5,7 @@ import { runKeys } from '@rein/core/internal';
 import { startTestRedis, type TestRedis } from '@rein/core/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { a2aClient, textMessage } from '../support/a2a-client.js';
 import { type RemoteAgentServer, startRemoteAgent } from '../support/a2a-remote-agent.js';
 import { type Fleet, KEYS, startFleet } from '../support/fleet.js';
 
@@ -121,17 +122,16 @@ describe('remote A2A agents as tools (call_<name>)', () => {
     expect(messagesFor(id)).toHaveLength(1);
     // The requester answers nothing (an answer is an edit: four eyes); an approval as proposed holds no answer.
     const answer = { input: 'order 42' };
-    expect((await fleet.callApprover('POST', `/v1/approvals/${approval}/approve`, KEYS.user.key, { arguments: answer })).status).toBe(403);
-    expect((await fleet.callApprover('POST', `/v1/approvals/${approval}/approve`, KEYS.approver.key, {})).status).toBe(400);
-    expect((await fleet.callApprover('POST', `/v1/approvals/${approval}/approve`, KEYS.approver.key, { arguments: answer })).status).toBe(200);
+    const approve = async (key: string, body: object) =>
+      (await fleet.callApprover('POST', `/v1/approvals/${approval}/approve`, key, body)).status;
+    expect(await approve(KEYS.user.key, { arguments: answer })).toBe(403);
+    expect(await approve(KEYS.approver.key, {})).toBe(400);
+    expect(await approve(KEYS.approver.key, { arguments: answer })).toBe(200);
     const done = await fleet.waitForRun(id, (r) => r.status === 'succeeded' || r.status === 'failed');
     expect(done.status).toBe('succeeded');
     expect(done.finalAnswer).toContain('helper answered: order 42');
     // One follow-up, into the same task, its id the call's key and the approval's.
-    expect(messagesFor(id)).toEqual([
-      first,
-      { messageId: `${first?.messageId}:${approval}`, text: 'order 42', taskId: first?.taskId },
-    ]);
+    expect(messagesFor(id)).toEqual([first, { messageId: `${first?.messageId}:${approval}`, text: 'order 42', taskId: first?.taskId }]);
     const [call] = await callsOf(id);
     expect(call).toMatchObject({ name: 'call_curious', outcome: 'ok', observation: 'helper answered: order 42' });
   });
@@ -142,7 +142,10 @@ describe('remote A2A agents as tools (call_<name>)', () => {
     const first = parked.pendingApprovals?.[0]?.id as string;
     const again = { input: 'another question, please' };
     expect((await fleet.callApprover('POST', `/v1/approvals/${first}/approve`, KEYS.approver.key, { arguments: again })).status).toBe(200);
-    const reparked = await fleet.waitForRun(id, (r) => r.status === 'pending_approval' && ![undefined, first].includes(r.pendingApprovals?.[0]?.id));
+    const reparked = await fleet.waitForRun(
+      id,
+      (r) => r.status === 'pending_approval' && ![undefined, first].includes(r.pendingApprovals?.[0]?.id),
+    );
     const second = reparked.pendingApprovals?.[0];
     expect(second).toMatchObject({ kind: 'input', summary: 'The remote agent curious asks: Which order number?' });
     const taskId = messagesFor(id)[0]?.taskId as string;
@@ -159,6 +162,24 @@ describe('remote A2A agents as tools (call_<name>)', () => {
       observation: expect.stringContaining(`was not answered (lisi declined to answer: no such order); its task ${taskId} was cancelled`),
     });
     expect(await client.exists(runKeys(id).remoteTasks)).toBe(0);
+  });
+
+  it('the question reaches a caller through the A2A door like any approval', async () => {
+    const door = await a2aClient(`${fleet.api}/a2a/curious-asker/`, KEYS.user.key);
+    const task = await door.sendMessage({
+      tenant: '',
+      message: textMessage('Ask the curious helper "a question about my order"'),
+      configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: false },
+      metadata: undefined,
+    });
+    if (!('status' in task)) throw new Error('expected a task');
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const data = task.status?.message?.parts.find((p) => p.content?.$case === 'data')?.content;
+    expect(data).toMatchObject({
+      $case: 'data',
+      value: { approvals: [{ toolName: 'call_curious', summary: 'The remote agent curious asks: Which order number?' }] },
+    });
+    expect((await fleet.callApi('POST', `/v1/runs/${task.id}/cancel`, KEYS.user.key)).status).toBe(200);
   });
 
   it('a worker killed while it waits on the remote task: another resumes by reading the task, never sending again', async () => {

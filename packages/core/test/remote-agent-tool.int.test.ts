@@ -355,6 +355,27 @@ describe("call_<name> with onInputRequired: 'ask'", () => {
     expect(await handleOf(c)).toMatchObject({ state: 'done' });
   });
 
+  it('an agent that answers the answer with the task as it was: the old question is not asked again', async () => {
+    const question = {
+      ...task('t-1', 'TASK_STATE_INPUT_REQUIRED', undefined, 'Which order?'),
+      status: {
+        state: 'TASK_STATE_INPUT_REQUIRED',
+        timestamp: 'T1',
+        message: { messageId: 's', role: 'ROLE_AGENT', parts: [{ text: 'Which order?' }] },
+      },
+    };
+    let reads = 0;
+    const agent = await remoteAgent({
+      SendMessage: (rpc, res) => answer(res, rpc, { task: question }),
+      GetTask: (rpc, res) => answer(res, rpc, ++reads === 1 ? question : task('t-1', 'TASK_STATE_COMPLETED', 'order 42 is late')),
+    });
+    const c = caller(agent.base, { onInputRequired: 'ask' });
+    await asked(c, 't-1');
+    const result = await c.result([answered(c, 1, 'order 42')]);
+    expect(result.asked).toBeUndefined();
+    expect(result.record).toMatchObject({ outcome: 'ok', observation: 'order 42 is late' });
+  });
+
   it('a worker that stopped mid-answer: an answer recorded sent is never sent again; one being sent is unknown', async () => {
     const agent = await remoteAgent({ GetTask: (rpc, res) => answer(res, rpc, task('t-1', 'TASK_STATE_COMPLETED', 'done')) });
     const sent = caller(agent.base, { onInputRequired: 'ask' });

@@ -88,6 +88,8 @@ async function cancel(client: Client, taskId: string): Promise<Task | undefined>
  * ledger before the call waits on it, so a worker that dies mid-call resumes by reading
  * the task's state and never sends the message again (without the id, the outcome is
  * uncertain). The task stays listed, to be cancelled when the run ends, until it is over.
+ * With `onInputRequired: 'ask'`, the task's question parks the call on a person's answer
+ * (ToolNeedsInputError), which the call sends into the same task when it runs again.
  */
 export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, deps: RemoteAgentToolDeps): Tool {
   const timeoutMs = config.timeoutMs ?? DEFAULT_REMOTE_TIMEOUT_MS;
@@ -254,6 +256,8 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
     if (memo.sent === reply.approvalId) return { task }; // sent before a worker stopped
     if (memo.sending === reply.approvalId)
       throw new ToolOutcomeUnknownError(`a worker stopped while it sent the answer to ${name}'s question, before it knew it arrived`);
+    // The task went on without the answer (cancelled, expired there): its outcome is the call's.
+    if (remoteOutcome(name, task).kind !== 'needs_input') return { task };
     if (!reply.answered) {
       const after = sameTask(task, await cancel(client, task.id));
       const over = !['pending', 'needs_input'].includes(remoteOutcome(name, after).kind);
@@ -263,12 +267,10 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
         `${name}'s question was not answered (${reply.why}); its task ${task.id} ${over ? 'was cancelled' : 'could not be cancelled'}`,
       );
     }
-    // The task went on without the answer (cancelled, expired there): its outcome is the call's.
-    if (remoteOutcome(name, task).kind !== 'needs_input') return { task };
-    if (!(await effect.remember(memoHandle({ task: task.id, sending: reply.approvalId })))) return finishedMeanwhile(client, task, ctx);
     const { input } = callArgumentsSchema.parse(reply.args);
     const message = { ...textMessage(`${ctx.idempotencyKey}:${reply.approvalId}`, input), taskId: task.id, contextId: task.contextId };
-    if (now() >= deadline) throw new ToolOutcomeUnknownError(`${name}: no time was left to send the answer`);
+    if (now() >= deadline) throw new ToolError('remote_agent_timeout', `${name}: no time was left to send the answer`);
+    if (!(await effect.remember(memoHandle({ task: task.id, sending: reply.approvalId })))) return finishedMeanwhile(client, task, ctx);
     const sent = await send(name, client, message, until(deadline, ctx.signal));
     if (!(await effect.remember(memoHandle({ task: task.id, sent: reply.approvalId })))) return finishedMeanwhile(client, task, ctx);
     return { task: 'status' in sent ? sameTask(task, sent) : task, stale: task.status };
@@ -298,5 +300,9 @@ const textMessage = (messageId: string, text: string): Message => ({
   referenceTaskIds: [],
 });
 
-/** The same status as seen before: the same state, said at the same time. */
-const sameStatus = (a: Task['status'], b: Task['status']) => a?.state === b?.state && a?.timestamp === b?.timestamp;
+/** The same status as seen before: the same state, said at the same time in the same words. */
+const sameStatus = (a: Task['status'], b: Task['status']) =>
+  a?.state === b?.state &&
+  a?.timestamp === b?.timestamp &&
+  a?.message?.messageId === b?.message?.messageId &&
+  messageText(a?.message) === messageText(b?.message);

@@ -3,8 +3,9 @@ import { z } from 'zod';
 
 /**
  * What a remote agent's task means for the call waiting on it: still going, an answer, a
- * failure, or a question for the caller (input-required, auth-required: the call ends
- * with it as the observation instead of waiting for an answer nobody will give).
+ * failure, or a question for the caller (input-required, auth-required): the call ends
+ * with it as the observation instead of waiting for an answer nobody will give, or, for
+ * input-required when the app says so, asks a person (`question` is what the agent said).
  */
 export type RemoteOutcome =
   | { kind: 'pending' }

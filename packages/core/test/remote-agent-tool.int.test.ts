@@ -14,7 +14,7 @@ import { memoHandle } from '../src/policy/a2a/remote-task.js';
 import { hashArguments } from '../src/policy/app/argument-hash.js';
 import { idempotencyKey } from '../src/policy/step/call-identity.js';
 import { planCalls } from '../src/policy/step/call-plan.js';
-import { questionApproval } from '../src/policy/step/input-approvals.js';
+import { MAX_INPUT_ROUNDS, questionApproval } from '../src/policy/step/input-approvals.js';
 import { runKeys } from '../src/shared/keys.js';
 import { createMetrics } from '../src/shared/metrics.js';
 import { createToolExecutor } from '../src/step/tool-executor.js';
@@ -374,6 +374,20 @@ describe("call_<name> with onInputRequired: 'ask'", () => {
     const result = await c.result([answered(c, 1, 'order 42')]);
     expect(result.asked).toBeUndefined();
     expect(result.record).toMatchObject({ outcome: 'ok', observation: 'order 42 is late' });
+  });
+
+  it('a question after the last round ends the call with it, as without ask', async () => {
+    let reads = 0;
+    const agent = await remoteAgent({
+      GetTask: (rpc, res) =>
+        answer(res, rpc, task('t-1', 'TASK_STATE_INPUT_REQUIRED', undefined, ++reads === 1 ? 'Which order?' : 'And the date?')),
+    });
+    const c = caller(agent.base, { onInputRequired: 'ask' });
+    await asked(c, 't-1');
+    const result = await c.result([answered(c, MAX_INPUT_ROUNDS, 'order 42')]);
+    expect(result.asked).toBeUndefined();
+    expect(result.record).toMatchObject({ outcome: 'ok', observation: expect.stringContaining('And the date?') });
+    expect(agent.count('SendMessage')).toBe(1);
   });
 
   it('a worker that stopped mid-answer: an answer recorded sent is never sent again; one being sent is unknown', async () => {

@@ -51,8 +51,10 @@ interface Planned {
 }
 
 export type PlannedCall =
-  /** Run it: on no approval (`none`), its own approved one (`approval`), or the approved plan's (`plan`). */
-  /** `reply`: a person's reply to the question the call asked last (input-approvals.ts); it goes on from there. */
+  /**
+   * Run it: on no approval (`none`), its own approved one (`approval`), or the approved plan's (`plan`);
+   * `reply`: a person's reply to the question the call asked last (input-approvals.ts), which it goes on from.
+   */
   | (Planned & {
       kind: 'run';
       tool: Tool;

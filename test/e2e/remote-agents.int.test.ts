@@ -164,7 +164,7 @@ describe('remote A2A agents as tools (call_<name>)', () => {
     expect(await client.exists(runKeys(id).remoteTasks)).toBe(0);
   });
 
-  it('the question reaches a caller through the A2A door like any approval', async () => {
+  it('the question reaches a caller through the A2A door like any approval; the run’s end cancels the remote task', async () => {
     const door = await a2aClient(`${fleet.api}/a2a/curious-asker/`, KEYS.user.key);
     const task = await door.sendMessage({
       tenant: '',
@@ -179,7 +179,10 @@ describe('remote A2A agents as tools (call_<name>)', () => {
       $case: 'data',
       value: { approvals: [{ toolName: 'call_curious', summary: 'The remote agent curious asks: Which order number?' }] },
     });
+    // A run that ends while its question waits cancels the remote task.
     expect((await fleet.callApi('POST', `/v1/runs/${task.id}/cancel`, KEYS.user.key)).status).toBe(200);
+    const remoteTask = messagesFor(task.id)[0]?.taskId as string;
+    await until(() => remote.stateOf(remoteTask) === TaskState.TASK_STATE_CANCELED);
   });
 
   it('a worker killed while it waits on the remote task: another resumes by reading the task, never sending again', async () => {

@@ -201,6 +201,24 @@ describe('remote A2A agents as tools (call_<name>)', () => {
     expect(messagesFor(id)).toHaveLength(1);
   });
 
+  it('a worker killed after it sent the answer: another resumes by reading the task, never sending the answer again', async () => {
+    const id = await submit('curious-asker', 'Ask the curious helper "a question about my order"');
+    const parked = await fleet.waitForRun(id, (r) => r.status === 'pending_approval');
+    const approval = parked.pendingApprovals?.[0]?.id as string;
+    const answer = { arguments: { input: 'hold on: order 42' } };
+    expect((await fleet.callApprover('POST', `/v1/approvals/${approval}/approve`, KEYS.approver.key, answer)).status).toBe(200);
+    await until(() => messagesFor(id).length === 2);
+    // The ledger says the answer was sent before the call waits on the task again.
+    await until(async () => Boolean(JSON.parse((await client.hvals(runKeys(id).effects))[0] ?? '{}').handle?.includes('"sent"')));
+    for (const w of fleet.workers) w.kill('SIGKILL');
+    await fleet.startWorker();
+    remote.release(messagesFor(id)[0]?.taskId as string);
+    const done = await fleet.waitForRun(id, (r) => r.status === 'succeeded' || r.status === 'failed', 90_000);
+    expect(done.status).toBe('succeeded');
+    expect(done.finalAnswer).toContain('helper answered: hold on: order 42');
+    expect(messagesFor(id)).toHaveLength(2);
+  });
+
   it('cancelling the Rein run cancels the remote task', async () => {
     const id = await submit('asker', 'Ask the helper "hold until cancelled"');
     await until(() => messagesFor(id).length === 1);

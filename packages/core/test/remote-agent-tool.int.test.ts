@@ -391,11 +391,17 @@ describe("call_<name> with onInputRequired: 'ask'", () => {
   });
 
   it('a worker that stopped mid-answer: an answer recorded sent is never sent again; one being sent is unknown', async () => {
-    const agent = await remoteAgent({ GetTask: (rpc, res) => answer(res, rpc, task('t-1', 'TASK_STATE_COMPLETED', 'done')) });
+    // The agent took the answer in and asks its next question: the task waits on input again.
+    const agent = await remoteAgent({
+      GetTask: (rpc, res) => answer(res, rpc, task('t-1', 'TASK_STATE_INPUT_REQUIRED', undefined, 'And the date?')),
+    });
     const sent = caller(agent.base, { onInputRequired: 'ask' });
     const sentReply = answered(sent, 1, 'order 42');
     await asked(sent, memoHandle({ task: 't-1', sent: sentReply.id }));
-    expect((await sent.result([sentReply])).record).toMatchObject({ outcome: 'ok', observation: 'done' });
+    expect((await sent.result([sentReply])).asked).toMatchObject({
+      round: 2,
+      requirement: { summary: expect.stringContaining('And the date?') },
+    });
 
     const sending = caller(agent.base, { onInputRequired: 'ask' });
     const sendingReply = answered(sending, 1, 'order 42');

@@ -15,13 +15,14 @@ import express from 'express';
 /**
  * A remote agent served by the official A2A SDK (its DefaultRequestHandler over express),
  * for Rein's `remoteAgents` to call. What it does follows the input: "hold" keeps the task
- * working until the test releases it (or it is cancelled), "question" asks for input,
- * "fail" fails; anything else completes with an answer. It records what reached it.
+ * working until the test releases it (or it is cancelled), "question" asks for input (a
+ * message into the same task answers it), "fail" fails; anything else completes with an
+ * answer. It records what reached it.
  */
 export interface RemoteAgentServer {
   url: string;
   /** Every message received, in order. */
-  messages: Array<{ messageId: string; text: string }>;
+  messages: Array<{ messageId: string; text: string; taskId: string }>;
   /** The authorization header of each request. */
   authorizations: string[];
   /** Task ids whose cancellation was asked. */
@@ -58,6 +59,7 @@ export async function startRemoteAgent(opts: { name?: string; cardUrl?: (own: st
   const released = new Map<string, () => void>();
   const cancels = new Map<string, () => void>();
   const states = new Map<string, TaskState>();
+  const contexts = new Map<string, string>();
 
   const status = (bus: ExecutionEventBus, taskId: string, contextId: string, state: TaskState, said?: string) => {
     states.set(taskId, state);
@@ -74,8 +76,9 @@ export async function startRemoteAgent(opts: { name?: string; cardUrl?: (own: st
   const executor: AgentExecutor = {
     async execute(ctx: RequestContext, bus: ExecutionEventBus) {
       const { taskId, contextId } = ctx;
+      contexts.set(taskId, contextId);
       const input = textOf(ctx.userMessage);
-      messages.push({ messageId: ctx.userMessage.messageId, text: input });
+      messages.push({ messageId: ctx.userMessage.messageId, text: input, taskId });
       const task: Task = {
         id: taskId,
         contextId,
@@ -114,9 +117,15 @@ export async function startRemoteAgent(opts: { name?: string; cardUrl?: (own: st
       );
       status(bus, taskId, contextId, TaskState.TASK_STATE_COMPLETED);
     },
-    async cancelTask(taskId: string) {
+    async cancelTask(taskId: string, bus: ExecutionEventBus) {
       cancelled.push(taskId);
-      cancels.get(taskId)?.();
+      const held = cancels.get(taskId);
+      if (held) return held();
+      // A task waiting on a question runs nothing: it ends here (the SDK keeps its bus open for the answer).
+      const contextId = contexts.get(taskId);
+      if (contextId === undefined || states.get(taskId) !== TaskState.TASK_STATE_INPUT_REQUIRED) return;
+      status(bus, taskId, contextId, TaskState.TASK_STATE_CANCELED, 'stopped as asked');
+      bus.finished();
     },
   };
 

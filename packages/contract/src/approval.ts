@@ -34,9 +34,11 @@ export const approvalSchema = z.object({
   id: z.string(),
   /**
    * A tool call's approval, a plan-mode run's whole plan (`arguments` holds its steps), or
-   * more budget for a run out of it (`budget`: `arguments` is a `BudgetRaise`).
+   * more budget for a run out of it (`budget`: `arguments` is a `BudgetRaise`), or a
+   * question a call's work asks a person (`input`: a remote agent's, in `summary`;
+   * `arguments` is the answer sent back, which an approver writes by editing them).
    */
-  kind: z.enum(['tool', 'plan', 'budget']).optional(),
+  kind: z.enum(['tool', 'plan', 'budget', 'input']).optional(),
   runId: z.string(),
   /** A sub-agent's approval: the run that called the sub-agent, and the first run of the tree. */
   parentRunId: z.string().optional(),

@@ -84,9 +84,9 @@ describe('declaring remote agents', () => {
     const app = defineApp({
       agents: [agent(['call_billing'])],
       tools: [],
-      remoteAgents: { billing: { url: 'https://billing.example/a2a' } },
+      remoteAgents: { billing: { url: 'https://billing.example/a2a' }, desk: { url: 'https://desk.example', onInputRequired: 'ask' } },
     });
-    expect(Object.keys(app.remoteAgents)).toEqual(['billing']);
+    expect(Object.keys(app.remoteAgents)).toEqual(['billing', 'desk']);
   });
 
   it('refuses a name one of the app’s agents has, a bad URL and unknown fields', () => {
@@ -99,6 +99,13 @@ describe('declaring remote agents', () => {
     expect(() =>
       defineApp({ agents: [agent([])], tools: [], remoteAgents: { billing: { url: 'https://b.example', retries: 3 } as never } }),
     ).toThrow(/remoteAgents/);
+    expect(() =>
+      defineApp({
+        agents: [agent([])],
+        tools: [],
+        remoteAgents: { billing: { url: 'https://b.example', onInputRequired: 'sometimes' } as never },
+      }),
+    ).toThrow(/onInputRequired/);
     expect(() => defineApp({ agents: [agent(['call_nobody'])], tools: [] })).toThrow(/names tool "call_nobody"/);
   });
 

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RunRecord } from '@rein/contract';
+import type { Approval, RunRecord } from '@rein/contract';
 import type { AgentProfile, RemoteAgentConfig, Tool } from '@rein/define/internal';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -10,8 +10,11 @@ import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
 import { RemoteTaskList } from '../src/adapters/redis/remote-tasks.js';
 import { createRemoteAgentTool } from '../src/features/remote-agents/remote-agent-tool.js';
 import { createRemoteAgents } from '../src/features/remote-agents/remote-agents.js';
+import { memoHandle } from '../src/policy/a2a/remote-task.js';
+import { hashArguments } from '../src/policy/app/argument-hash.js';
 import { idempotencyKey } from '../src/policy/step/call-identity.js';
 import { planCalls } from '../src/policy/step/call-plan.js';
+import { MAX_INPUT_ROUNDS, questionApproval } from '../src/policy/step/input-approvals.js';
 import { runKeys } from '../src/shared/keys.js';
 import { createMetrics } from '../src/shared/metrics.js';
 import { createToolExecutor } from '../src/step/tool-executor.js';
@@ -48,10 +51,10 @@ const answer = (res: ServerResponse, rpc: Rpc, result: unknown) =>
   res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result }));
 const refuse = (res: ServerResponse, rpc: Rpc, code: number, message: string) =>
   res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, error: { code, message } }));
-const task = (id: string, state: string, text?: string) => ({
+const task = (id: string, state: string, text?: string, said?: string) => ({
   id,
   contextId: 'c',
-  status: { state },
+  status: { state, ...(said ? { message: { messageId: 's', role: 'ROLE_AGENT', parts: [{ text: said }] } } : {}) },
   artifacts: text ? [{ artifactId: 'a', parts: [{ text }] }] : [],
 });
 const bodyOf = (req: IncomingMessage) =>
@@ -122,19 +125,24 @@ function caller(url: string, config: Partial<RemoteAgentConfig> = {}, client?: R
     remote,
     /** The call's key in the effect ledger. */
     key: idempotencyKey(run.id, 0, call.id),
+    tool,
     async call() {
+      return (await this.result()).record;
+    },
+    /** The executor's whole result, the call planned with the run's `approvals` (its questions' answers). */
+    async result(approvals: Approval[] = []) {
       await redis.hset(runKeys(run.id).run, 'version', '0');
       const planned = planCalls({
         run,
         profile: { tools: [tool.name] } as unknown as AgentProfile,
         tools,
         calls: [call],
-        approvals: [],
+        approvals,
         now: Date.now(),
         approvalTtlMs: 60_000,
       })[0];
       if (!planned) throw new Error('no plan');
-      return (await execute(planned)).record;
+      return execute(planned);
     },
   };
 }
@@ -266,5 +274,139 @@ describe('call_<name> against a misbehaving remote agent', () => {
     const cancelled = lines.filter((l) => l.msg === 'remote task cancelled with its run').map((l) => l.taskId);
     expect(cancelled.sort()).toEqual(['t-a', 't-b']);
     expect(await redis.exists(runKeys(runId).remoteTasks)).toBe(0);
+  });
+});
+
+describe("call_<name> with onInputRequired: 'ask'", () => {
+  type Asker = ReturnType<typeof caller>;
+  /** The call's question `round`, answered `input` by bob. */
+  const answered = (c: Asker, round: number, input: string): Approval => ({
+    ...questionApproval({
+      run: c.run,
+      index: 0,
+      toolCallId: `call-${c.run.id.split('-').at(-1)}`,
+      tool: c.tool,
+      asked: { round, requirement: { risk: 'high', requiredRole: 'approver', summary: 'q' }, proposed: { input: '' } },
+      now: Date.now(),
+      approvalTtlMs: 60_000,
+    }),
+    status: 'approved',
+    decidedBy: 'bob',
+    approvedArguments: { input },
+    editedBy: 'bob',
+    argsHash: hashArguments({ input }),
+  });
+  /** A call whose first message went and whose task was remembered as `handle` before it asked. */
+  const asked = async (c: Asker, handle: string) => {
+    const ledger = new EffectLedger(redis);
+    await redis.hset(runKeys(c.run.id).run, 'version', '0');
+    await ledger.recordIntent(c.run.id, c.key, c.tool.name);
+    await ledger.recordHandle(c.run.id, c.key, c.tool.name, handle);
+  };
+  const handleOf = async (c: Asker) =>
+    JSON.parse((await redis.hget(runKeys(c.run.id).effects, c.key)) ?? '{}') as { state: string; handle?: string };
+
+  it('asks on input-required, keeping the intent and the task; authentication-required ends the call instead', async () => {
+    const agent = await remoteAgent({
+      SendMessage: (rpc, res) => answer(res, rpc, { task: task('t-1', 'TASK_STATE_INPUT_REQUIRED', undefined, 'Which order?') }),
+    });
+    const c = caller(agent.base, { onInputRequired: 'ask' });
+    const result = await c.result();
+    expect(result.record).toMatchObject({ outcome: 'awaiting_approval' });
+    expect(result.asked).toMatchObject({
+      round: 1,
+      proposed: { input: '' },
+      requirement: { summary: 'The remote agent peer asks: Which order?' },
+    });
+    expect(await handleOf(c)).toMatchObject({ state: 'intent', handle: 't-1' });
+
+    const auth = await remoteAgent({
+      SendMessage: (rpc, res) => answer(res, rpc, { task: task('t-2', 'TASK_STATE_AUTH_REQUIRED', undefined, 'Sign in first') }),
+    });
+    const signIn = await caller(auth.base, { onInputRequired: 'ask' }).result();
+    expect(signIn.asked).toBeUndefined();
+    expect(signIn.record).toMatchObject({ outcome: 'ok', observation: expect.stringContaining('needs authentication') });
+  });
+
+  it('sends the answer once, into the same task, then waits on it again', async () => {
+    let reads = 0;
+    const agent = await remoteAgent({
+      GetTask: (rpc, res) =>
+        answer(
+          res,
+          rpc,
+          ++reads === 1
+            ? task('t-1', 'TASK_STATE_INPUT_REQUIRED', undefined, 'Which order?')
+            : task('t-1', 'TASK_STATE_COMPLETED', 'order 42 is late'),
+        ),
+    });
+    const c = caller(agent.base, { onInputRequired: 'ask' });
+    await asked(c, 't-1');
+    const reply = answered(c, 1, 'order 42');
+    expect((await c.result([reply])).record).toMatchObject({ outcome: 'ok', observation: 'order 42 is late' });
+    const sends = agent.calls.filter((r) => r.method === 'SendMessage').map((r) => (r.params as unknown as { message: unknown }).message);
+    expect(sends).toHaveLength(1);
+    expect(sends[0]).toMatchObject({
+      messageId: `${c.key}:${reply.id}`,
+      taskId: 't-1',
+      contextId: 'c',
+      parts: [{ text: 'order 42' }],
+    });
+    expect(await handleOf(c)).toMatchObject({ state: 'done' });
+  });
+
+  it('an agent that answers the answer with the task as it was: the old question is not asked again', async () => {
+    const question = {
+      ...task('t-1', 'TASK_STATE_INPUT_REQUIRED', undefined, 'Which order?'),
+      status: {
+        state: 'TASK_STATE_INPUT_REQUIRED',
+        timestamp: 'T1',
+        message: { messageId: 's', role: 'ROLE_AGENT', parts: [{ text: 'Which order?' }] },
+      },
+    };
+    let reads = 0;
+    const agent = await remoteAgent({
+      SendMessage: (rpc, res) => answer(res, rpc, { task: question }),
+      GetTask: (rpc, res) => answer(res, rpc, ++reads === 1 ? question : task('t-1', 'TASK_STATE_COMPLETED', 'order 42 is late')),
+    });
+    const c = caller(agent.base, { onInputRequired: 'ask' });
+    await asked(c, 't-1');
+    const result = await c.result([answered(c, 1, 'order 42')]);
+    expect(result.asked).toBeUndefined();
+    expect(result.record).toMatchObject({ outcome: 'ok', observation: 'order 42 is late' });
+  });
+
+  it('a question after the last round ends the call with it, as without ask', async () => {
+    let reads = 0;
+    const agent = await remoteAgent({
+      GetTask: (rpc, res) =>
+        answer(res, rpc, task('t-1', 'TASK_STATE_INPUT_REQUIRED', undefined, ++reads === 1 ? 'Which order?' : 'And the date?')),
+    });
+    const c = caller(agent.base, { onInputRequired: 'ask' });
+    await asked(c, 't-1');
+    const result = await c.result([answered(c, MAX_INPUT_ROUNDS, 'order 42')]);
+    expect(result.asked).toBeUndefined();
+    expect(result.record).toMatchObject({ outcome: 'ok', observation: expect.stringContaining('And the date?') });
+    expect(agent.count('SendMessage')).toBe(1);
+  });
+
+  it('a worker that stopped mid-answer: an answer recorded sent is never sent again; one being sent is unknown', async () => {
+    // The agent took the answer in and asks its next question: the task waits on input again.
+    const agent = await remoteAgent({
+      GetTask: (rpc, res) => answer(res, rpc, task('t-1', 'TASK_STATE_INPUT_REQUIRED', undefined, 'And the date?')),
+    });
+    const sent = caller(agent.base, { onInputRequired: 'ask' });
+    const sentReply = answered(sent, 1, 'order 42');
+    await asked(sent, memoHandle({ task: 't-1', sent: sentReply.id }));
+    expect((await sent.result([sentReply])).asked).toMatchObject({
+      round: 2,
+      requirement: { summary: expect.stringContaining('And the date?') },
+    });
+
+    const sending = caller(agent.base, { onInputRequired: 'ask' });
+    const sendingReply = answered(sending, 1, 'order 42');
+    await asked(sending, memoHandle({ task: 't-1', sending: sendingReply.id }));
+    expect((await sending.result([sendingReply])).record).toMatchObject({ outcome: 'uncertain' });
+    expect(agent.count('SendMessage')).toBe(0);
   });
 });

@@ -23,6 +23,15 @@ export const remoteAgentSchema = z.strictObject({
     .optional(),
   /** Longest a call waits for the remote task to finish (default 5 minutes); then the remote task is cancelled. */
   timeoutMs: z.number().int().positive().max(86_400_000).optional(),
+  /**
+   * What a remote task that asks for more input (A2A `input-required`) does to the call:
+   * `observe` (default) ends the call with the question as its observation; `ask` parks the
+   * run on an approval of kind `input` that shows the question, whose approver answers by
+   * approving with edited arguments `{input}` (sent into the same remote task, which the
+   * call then waits on again) or rejects (the remote task is cancelled). An agent asking
+   * for authentication always ends the call: credentials never go through an approval.
+   */
+  onInputRequired: z.enum(['observe', 'ask']).optional(),
   /** If its card cannot be read at start, the worker starts anyway and calls fail until it can (default: the start fails). */
   optional: z.boolean().optional(),
 });

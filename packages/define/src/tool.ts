@@ -51,6 +51,35 @@ export interface EffectHandle {
   readonly remembered?: string;
   /** Remembers the handle; false when the run has finished meanwhile (stop the work: nobody waits for it). */
   remember(handle: string): Promise<boolean>;
+  /** A person's reply to the question the call asked last (ToolNeedsInputError), when it runs again after it. */
+  readonly reply?: InputReply;
+}
+
+/**
+ * What a person made of a call's question (round `round`, approval `approvalId`): an answer
+ * (the approved arguments, as the tool's parameters parse them), or none and why (rejected,
+ * expired, withdrawn). Either way the call goes on from where it asked.
+ */
+export type InputReply =
+  | { round: number; approvalId: string; answered: true; args: unknown }
+  | { round: number; approvalId: string; answered: false; why: string };
+
+/**
+ * What a write tool throws when the work it started waits for a person's input: the step
+ * parks on an approval of kind `input` for the same call (its summary the question, its
+ * arguments the answer to send, `proposed` until an approver edits them), and the call
+ * runs again with the reply (`EffectHandle.reply`). Its ledger entry stays an intent, so
+ * what it remembered is read again. `round`: this question's number (1 for the first).
+ */
+export class ToolNeedsInputError extends ToolError {
+  override readonly name = 'ToolNeedsInputError';
+  constructor(
+    readonly round: number,
+    readonly requirement: ApprovalRequirement,
+    readonly proposed: unknown,
+  ) {
+    super('tool_needs_input', requirement.summary);
+  }
 }
 
 /** What an approval policy asks for; `null` means the call needs no approval. */

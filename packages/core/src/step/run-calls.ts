@@ -3,12 +3,16 @@ import pLimit from 'p-limit';
 import type { RunStore } from '../adapters/redis/run-store.js';
 import { toolSpan } from '../adapters/tracing/genai.js';
 import { type PlannedCall, transferRecord } from '../policy/step/call-plan.js';
+import { questionApproval } from '../policy/step/input-approvals.js';
 import type { EarlierCall } from '../policy/step/loop-guard.js';
 import { type ReplayVerdict, recordingOf } from '../policy/step/replay-policy.js';
 import type { StepClock, StepProcessorDeps } from './step-deps.js';
 import type { BreakerStates, ToolCallResult } from './tool-executor.js';
 
-export type RunCallsDeps = Pick<StepProcessorDeps, 'store' | 'tools' | 'executeTool' | 'feed' | 'toolConcurrency' | 'spawnChild'> & {
+export type RunCallsDeps = Pick<
+  StepProcessorDeps,
+  'store' | 'tools' | 'executeTool' | 'feed' | 'toolConcurrency' | 'spawnChild' | 'approvalTtlMs' | 'escalation'
+> & {
   clock: StepClock;
 };
 
@@ -50,7 +54,21 @@ export async function runCalls(
         const answered = await fromEarlier(deps.store, run.id, earlier, p.call.id);
         if (answered) return answered;
       }
-      return limit(() => deps.executeTool(p, breakerStates));
+      const result = await limit(() => deps.executeTool(p, breakerStates));
+      if (!result.asked || p.kind !== 'run') return result;
+      // The call's work asks a person: its question becomes the call's next approval, which parks the step.
+      const approval = questionApproval({
+        run,
+        index,
+        toolCallId: p.call.id,
+        tool: p.tool,
+        asked: result.asked,
+        now: deps.clock.now(),
+        approvalTtlMs: deps.approvalTtlMs,
+        ...(deps.escalation ? { escalation: deps.escalation } : {}),
+      });
+      const observation = `Waiting for a person to answer ${p.call.name}'s question (${approval.id}).`;
+      return { record: { ...result.record, approvalId: approval.id, observation }, newApproval: approval };
     }),
   );
   for (const r of results.filter((x) => x.record.outcome === 'uncertain')) {

@@ -1,5 +1,5 @@
 import type { Approval, Effect, ModelToolCall, ToolCallRecord } from '@rein/contract';
-import { type EffectHandle, resultText, type Tool, toolDependency } from '@rein/define/internal';
+import { type EffectHandle, type InputReply, resultText, type Tool, ToolNeedsInputError, toolDependency } from '@rein/define/internal';
 import type { EffectLedger } from '../adapters/redis/effect-ledger.js';
 import type { Bulkhead } from '../adapters/resilience/bulkhead.js';
 import type { CircuitBreakers, FleetBreakerState } from '../adapters/resilience/circuit-breakers.js';
@@ -21,6 +21,8 @@ export interface ToolCallResult {
   record: ToolCallRecord;
   /** A new approval this call asks for (the step parks until it is decided). */
   newApproval?: Approval;
+  /** A question the call's work asks a person (run-calls.ts makes it the call's next approval). */
+  asked?: Pick<ToolNeedsInputError, 'round' | 'requirement' | 'proposed'>;
 }
 
 export interface ToolExecutorDeps {
@@ -57,10 +59,11 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
   };
 
   /** A write call's entry in the ledger, as its tool sees it (remote calls resume by what they remembered). */
-  const effectHandle = (tool: string, ctx: CallContext, prior: Effect | null): EffectHandle => ({
+  const effectHandle = (tool: string, ctx: CallContext, prior: Effect | null, reply?: InputReply): EffectHandle => ({
     resumed: prior?.state === 'intent',
     ...(prior?.state === 'intent' && prior.handle ? { remembered: prior.handle } : {}),
     remember: (handle) => deps.ledger.recordHandle(ctx.runId, ctx.idempotencyKey, tool, handle),
+    ...(reply ? { reply } : {}),
   });
 
   /**
@@ -75,6 +78,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
     ctx: CallContext,
     extra: Partial<ToolCallRecord>,
     breakerStates?: BreakerStates,
+    reply?: InputReply,
   ): Promise<ToolCallResult> {
     const dependency = toolDependency(tool);
     const journaled = tool.kind === 'write';
@@ -118,7 +122,7 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
             ...ctx,
             signal,
             logger: deps.logger.child({ runId: ctx.runId, step: ctx.step, tool: tool.name }),
-            ...(journaled ? { effect: effectHandle(tool.name, ctx, prior) } : {}),
+            ...(journaled ? { effect: effectHandle(tool.name, ctx, prior, reply) } : {}),
           }),
           new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(timedOut()), { once: true })),
         ]);
@@ -134,6 +138,12 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
         throw err;
       }
       if (journaled && err instanceof ToolOutcomeUnknownError) return uncertain(err.message, Math.round(performance.now() - started));
+      // Its work waits for a person: the intent (and what it remembered) stays, for the call's run after the reply.
+      if (journaled && err instanceof ToolNeedsInputError) {
+        const { round, requirement, proposed } = err;
+        const waiting = record(call, args, 'awaiting_approval', err.message, Math.round(performance.now() - started), extra);
+        return { ...waiting, asked: { round, requirement, proposed } };
+      }
       ok = false;
       observation = errorObservation(err);
     }
@@ -156,8 +166,8 @@ export function createToolExecutor(deps: ToolExecutorDeps) {
       const record = plannedRecord(planned);
       return planned.kind === 'await_approval' && planned.newApproval ? { record, newApproval: planned.newApproval } : { record };
     }
-    const result = await runTool(planned.tool, planned.call, planned.args, planned.ctx, planned.extra, breakerStates);
-    if (!planned.resultPrefix) return result;
+    const result = await runTool(planned.tool, planned.call, planned.args, planned.ctx, planned.extra, breakerStates, planned.reply);
+    if (!planned.resultPrefix || result.asked) return result;
     return { record: { ...result.record, observation: planned.resultPrefix + result.record.observation } };
   }
 

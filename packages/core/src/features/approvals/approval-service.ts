@@ -134,17 +134,30 @@ function applyPlanEdit(
   return { ...approval, ...edited.requirement, approvedArguments: { steps: edited.steps }, editedBy: principal.userId, argsHash };
 }
 
-/** A budget approval's edit: other amounts of the same raise (no tool judges it; its requirement stays). */
-function applyBudgetEdit(principal: Principal, approval: Approval, edited: Record<string, unknown>): Approval {
-  const parsed = budgetRaiseSchema.safeParse(edited);
+/**
+ * An edit no policy judges again (its requirement stays): a budget approval's other amounts
+ * of the same raise, or an `input` approval's answer (its summary is the question, not a call to judge).
+ */
+function applyUnjudgedEdit(
+  schema: z.ZodType,
+  mismatch: string,
+  principal: Principal,
+  approval: Approval,
+  edited: Record<string, unknown>,
+): Approval {
+  const parsed = schema.safeParse(edited);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-    throw new InvalidRequestError(`edited amounts do not match a budget raise: ${issues}`, 'invalid_arguments');
+    throw new InvalidRequestError(`${mismatch}: ${issues}`, 'invalid_arguments');
   }
   const argsHash = hashArguments(parsed.data);
   if (argsHash === approval.argsHash) return approval; // no real change
   return { ...approval, approvedArguments: parsed.data, editedBy: principal.userId, argsHash };
 }
+
+/** Whether an `input` approval holds an answer its tool takes (as proposed, it holds none). */
+const answers = (tools: Map<string, Tool>, approval: Approval): boolean =>
+  tools.get(approval.toolName)?.parameters.safeParse(approval.approvedArguments ?? approval.arguments).success === true;
 
 /** Approve with edits: validated by the tool's schema, judged again, never less strict. */
 function applyEdit(
@@ -155,9 +168,12 @@ function applyEdit(
   edited: Record<string, unknown>,
 ): Approval {
   if (approval.kind === 'plan') return applyPlanEdit(tools, principal, run, approval, edited);
-  if (approval.kind === 'budget') return applyBudgetEdit(principal, approval, edited);
+  if (approval.kind === 'budget')
+    return applyUnjudgedEdit(budgetRaiseSchema, 'edited amounts do not match a budget raise', principal, approval, edited);
   const tool = tools.get(approval.toolName);
   if (!tool) throw new InvalidRequestError(`tool ${approval.toolName} is not available for edits`, 'invalid_arguments');
+  if (approval.kind === 'input')
+    return applyUnjudgedEdit(tool.parameters, `the answer does not match ${tool.name}`, principal, approval, edited);
   const parsed = tool.parameters.safeParse(edited);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
@@ -337,6 +353,8 @@ export function createApprovalService(deps: ApprovalServiceDeps) {
             : approval;
         const withEdits = judged.editedBy !== undefined;
         if (!mayDecide(principal, judged, { withEdits })) throw new ForbiddenError(decisionRefusal(judged, withEdits));
+        if (decision.kind === 'approve' && approval.kind === 'input' && !answers(deps.tools, judged))
+          throw new InvalidRequestError(`approval ${id} asks a question: approve it with the answer as its arguments`, 'invalid_arguments');
         const decidedAt = new Date(at).toISOString();
         const tally: Tally =
           decision.kind === 'approve'

@@ -2,17 +2,23 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import {
+  type ApprovalRequirement,
   callArgumentsSchema,
+  type EffectHandle,
+  type InputReply,
   type RemoteAgentConfig,
   remoteAgentTool,
   type Tool,
+  type ToolContext,
   ToolError,
+  ToolNeedsInputError,
   ToolOutcomeUnknownError,
 } from '@rein/define/internal';
 import { notCarriedOut, RemoteAgentAnswerTooLargeError } from '../../adapters/a2a/remote-agent-client.js';
 import type { RemoteTaskList } from '../../adapters/redis/remote-tasks.js';
-import { keepableTaskId, messageText, remoteOutcome } from '../../policy/a2a/remote-task.js';
+import { keepableTaskId, memoHandle, memoOf, messageText, type RemoteCallMemo, remoteOutcome } from '../../policy/a2a/remote-task.js';
 import { hashArguments } from '../../policy/app/argument-hash.js';
+import { MAX_INPUT_ROUNDS } from '../../policy/step/input-approvals.js';
 
 /** How long a call waits on its remote task by default; past it, the remote task is cancelled. */
 export const DEFAULT_REMOTE_TIMEOUT_MS = 5 * 60_000;
@@ -82,6 +88,8 @@ async function cancel(client: Client, taskId: string): Promise<Task | undefined>
  * ledger before the call waits on it, so a worker that dies mid-call resumes by reading
  * the task's state and never sends the message again (without the id, the outcome is
  * uncertain). The task stays listed, to be cancelled when the run ends, until it is over.
+ * With `onInputRequired: 'ask'`, the task's question parks the call on a person's answer
+ * (ToolNeedsInputError), which the call sends into the same task when it runs again.
  */
 export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, deps: RemoteAgentToolDeps): Tool {
   const timeoutMs = config.timeoutMs ?? DEFAULT_REMOTE_TIMEOUT_MS;
@@ -111,12 +119,20 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
     signal: AbortSignal,
     runId: string,
     callKey: string,
+    asked: { rounds: number; stale?: Task['status'] },
   ): Promise<string> {
     let stopped: string | undefined; // why the call stopped waiting and cancelled the task
     let unreadable: string | undefined; // a task too large to read: it will not get smaller, so waiting ends
     for (let attempt = 0; ; attempt++) {
       const outcome = remoteOutcome(name, task);
-      if (outcome.kind === 'needs_input') return outcome.text; // left listed: the run's end cancels what nobody will answer
+      // The question just answered, as the agent showed it before it took the answer in: not a new one.
+      const answered = outcome.kind === 'needs_input' && asked.stale !== undefined && sameStatus(task.status, asked.stale);
+      if (outcome.kind === 'needs_input' && !answered) {
+        // Credentials never go through an approval; past the last round, the question ends the call.
+        if (askPerson && !outcome.auth && asked.rounds < MAX_INPUT_ROUNDS)
+          throw new ToolNeedsInputError(asked.rounds + 1, questionRequirement(outcome.question), { input: '' });
+        return outcome.text; // left listed: the run's end cancels what nobody will answer
+      }
       if (outcome.kind === 'answer' || outcome.kind === 'failed') {
         await deps.tasks.remove(runId, callKey);
         if (stopped && task.status?.state === TaskState.TASK_STATE_CANCELED)
@@ -141,7 +157,9 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
     }
   }
 
-  return {
+  const askPerson = config.onInputRequired === 'ask';
+
+  const tool: Tool = {
     name: remoteAgentTool(name),
     description: config.description ?? `Ask the remote agent "${name}" and get its answer.`,
     kind: 'write',
@@ -151,8 +169,8 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
     honoursIdempotencyKey: true,
     timeoutMs: timeoutMs + GRACE_MS,
     // Another address or approval rule voids approvals granted under the old one.
-    policyVersion: 1 + Number.parseInt(hashArguments({ url: config.url, approval }).slice(0, 7), 16),
-    policySource: JSON.stringify({ remoteAgent: name, url: config.url, approval }),
+    policyVersion: 1 + Number.parseInt(hashArguments({ url: config.url, approval, ...(askPerson ? { ask: true } : {}) }).slice(0, 7), 16),
+    policySource: JSON.stringify({ remoteAgent: name, url: config.url, approval, onInputRequired: config.onInputRequired }),
     approval: (args) => {
       if (!approval) return null;
       const input = (args as { input: string }).input;
@@ -171,9 +189,11 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
         if (!effect.remembered) throw err;
         throw new ToolOutcomeUnknownError(`${name}, whose task started before a worker stopped, cannot be reached (${err.message})`, err);
       });
+      const asked: { rounds: number; stale?: Task['status'] } = { rounds: effect.reply?.round ?? 0 };
       let task: Task;
       if (effect.remembered) {
-        const id = effect.remembered;
+        const memo = memoOf(effect.remembered);
+        const id = memo.task;
         task = await client
           .getTask({ tenant: '', id, historyLength: 0 }, { signal: until(deadline, ctx.signal, READ_MS) })
           .then((read) => {
@@ -186,17 +206,13 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
               err,
             );
           });
+        if (effect.reply) {
+          const answered = await answer(client, task, memo, effect.reply, effect, ctx, deadline);
+          task = answered.task;
+          if (answered.stale) asked.stale = answered.stale;
+        }
       } else {
-        const message: Message = {
-          messageId: ctx.idempotencyKey,
-          contextId: '',
-          taskId: '',
-          role: Role.ROLE_USER,
-          parts: [{ content: { $case: 'text', value: input }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-          metadata: undefined,
-          extensions: [],
-          referenceTaskIds: [],
-        };
+        const message = textMessage(ctx.idempotencyKey, input);
         if (now() >= deadline) throw new ToolError('remote_agent_timeout', `${name}: no time was left to send the message`);
         const sent = await send(name, client, message, until(deadline, ctx.signal));
         if (!('status' in sent)) return messageText(sent) || `(${name} answered with an empty message)`;
@@ -206,16 +222,87 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
             `${name} started a task, but its task id cannot be kept (${task.id.length} characters, or control characters)`,
           );
         await deps.tasks.add(ctx.runId, ctx.idempotencyKey, { agent: name, taskId: task.id });
-        if (!(await effect.remember(task.id))) {
-          // The run's end may have listed its tasks before this one was added: cancelled here, and unlisted once over.
-          const after = remoteOutcome(name, sameTask(task, await cancel(client, task.id))).kind;
-          if (after === 'pending' || after === 'needs_input')
-            throw new ToolOutcomeUnknownError(`the run finished while ${name} worked, and its task ${task.id} could not be cancelled`);
-          await deps.tasks.remove(ctx.runId, ctx.idempotencyKey);
-          throw new ToolError('remote_agent_cancelled', `the run finished while ${name} worked; its task ${task.id} was cancelled`);
-        }
+        if (!(await effect.remember(task.id))) await finishedMeanwhile(client, task, ctx);
       }
-      return waitFor(client, task, deadline, ctx.signal, ctx.runId, ctx.idempotencyKey);
+      return waitFor(client, task, deadline, ctx.signal, ctx.runId, ctx.idempotencyKey, asked);
     },
   };
+  return tool;
+
+  /** The run ended while the call worked (its end may have listed its tasks before this one was): cancelled here, unlisted once over. */
+  async function finishedMeanwhile(client: Client, task: Task, ctx: ToolContext): Promise<never> {
+    const after = remoteOutcome(name, sameTask(task, await cancel(client, task.id))).kind;
+    if (after === 'pending' || after === 'needs_input')
+      throw new ToolOutcomeUnknownError(`the run finished while ${name} worked, and its task ${task.id} could not be cancelled`);
+    await deps.tasks.remove(ctx.runId, ctx.idempotencyKey);
+    throw new ToolError('remote_agent_cancelled', `the run finished while ${name} worked; its task ${task.id} was cancelled`);
+  }
+
+  /**
+   * A person's reply to the task's question: the answer goes into the same task once (its
+   * message id the call's key and the approval's; the ledger says it is being sent, then
+   * sent), and the call waits on the task again. No answer cancels the task. `stale`: the
+   * status the answer was sent to, which is no new question while the agent still shows it.
+   */
+  async function answer(
+    client: Client,
+    task: Task,
+    memo: RemoteCallMemo,
+    reply: InputReply,
+    effect: EffectHandle,
+    ctx: ToolContext,
+    deadline: number,
+  ): Promise<{ task: Task; stale?: Task['status'] }> {
+    if (memo.sent === reply.approvalId) return { task }; // sent before a worker stopped
+    if (memo.sending === reply.approvalId)
+      throw new ToolOutcomeUnknownError(`a worker stopped while it sent the answer to ${name}'s question, before it knew it arrived`);
+    // The task went on without the answer (cancelled, expired there): its outcome is the call's.
+    if (remoteOutcome(name, task).kind !== 'needs_input') return { task };
+    if (!reply.answered) {
+      const after = sameTask(task, await cancel(client, task.id));
+      const over = !['pending', 'needs_input'].includes(remoteOutcome(name, after).kind);
+      if (over) await deps.tasks.remove(ctx.runId, ctx.idempotencyKey);
+      throw new ToolError(
+        'remote_agent_unanswered',
+        `${name}'s question was not answered (${reply.why}); its task ${task.id} ${over ? 'was cancelled' : 'could not be cancelled'}`,
+      );
+    }
+    const { input } = callArgumentsSchema.parse(reply.args);
+    const message = { ...textMessage(`${ctx.idempotencyKey}:${reply.approvalId}`, input), taskId: task.id, contextId: task.contextId };
+    if (now() >= deadline) throw new ToolError('remote_agent_timeout', `${name}: no time was left to send the answer`);
+    if (!(await effect.remember(memoHandle({ task: task.id, sending: reply.approvalId })))) return finishedMeanwhile(client, task, ctx);
+    const sent = await send(name, client, message, until(deadline, ctx.signal));
+    if (!(await effect.remember(memoHandle({ task: task.id, sent: reply.approvalId })))) return finishedMeanwhile(client, task, ctx);
+    return { task: 'status' in sent ? sameTask(task, sent) : task, stale: task.status };
+  }
+
+  /** The requirement of the approval a question parks the run on: the call's own approval rule (an approver, by default). */
+  function questionRequirement(question: string): ApprovalRequirement {
+    const shown = question.length > SUMMARY_MAX ? `${question.slice(0, SUMMARY_MAX)}…` : question;
+    return {
+      risk: approval?.risk ?? 'high',
+      requiredRole: approval?.requiredRole ?? 'approver',
+      summary: `The remote agent ${name} asks: ${shown || '(no question given)'}`,
+      context: { 'remote agent': name, at: origin },
+    };
+  }
 }
+
+/** A text message from Rein (the user's side of the task). */
+const textMessage = (messageId: string, text: string): Message => ({
+  messageId,
+  contextId: '',
+  taskId: '',
+  role: Role.ROLE_USER,
+  parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+  metadata: undefined,
+  extensions: [],
+  referenceTaskIds: [],
+});
+
+/** The same status as seen before: the same state, said at the same time in the same words. */
+const sameStatus = (a: Task['status'], b: Task['status']) =>
+  a?.state === b?.state &&
+  a?.timestamp === b?.timestamp &&
+  a?.message?.messageId === b?.message?.messageId &&
+  messageText(a?.message) === messageText(b?.message);

@@ -1,15 +1,17 @@
 import { type Message, type Part, type Task, TaskState } from '@a2a-js/sdk';
+import { z } from 'zod';
 
 /**
  * What a remote agent's task means for the call waiting on it: still going, an answer, a
- * failure, or a question for the caller (input-required, auth-required: the call ends
- * with it as the observation instead of waiting for an answer nobody will give).
+ * failure, or a question for the caller (input-required, auth-required): the call ends
+ * with it as the observation instead of waiting for an answer nobody will give, or, for
+ * input-required when the app says so, asks a person (`question` is what the agent said).
  */
 export type RemoteOutcome =
   | { kind: 'pending' }
   | { kind: 'answer'; text: string }
   | { kind: 'failed'; text: string }
-  | { kind: 'needs_input'; text: string };
+  | { kind: 'needs_input'; text: string; question: string; auth: boolean };
 
 /**
  * A remote task id Rein keeps: it goes into the effect ledger, Redis, logs and what the
@@ -61,10 +63,38 @@ export function remoteOutcome(agent: string, task: Task): RemoteOutcome {
       const what = state === TaskState.TASK_STATE_AUTH_REQUIRED ? 'authentication' : 'more input';
       return {
         kind: 'needs_input',
+        question: said,
+        auth: state === TaskState.TASK_STATE_AUTH_REQUIRED,
         text: `${agent} needs ${what} before it can go on${said ? `: ${said}` : '.'} The call ended without its answer; tell the user what it asks.`,
       };
     }
     default:
       return { kind: 'pending' };
+  }
+}
+
+/**
+ * What a remote call keeps in the effect ledger as its handle: its task, and while it
+ * answers a question (the approval `sending`, then `sent`), how far the answer got, so a
+ * worker that stops mid-answer never sends it twice. A bare task id (no answer yet) is
+ * kept as it is.
+ */
+export interface RemoteCallMemo {
+  task: string;
+  sending?: string;
+  sent?: string;
+}
+
+const memoSchema = z.strictObject({ task: z.string(), sending: z.string().optional(), sent: z.string().optional() });
+
+export const memoHandle = (memo: RemoteCallMemo): string =>
+  memo.sending === undefined && memo.sent === undefined ? memo.task : JSON.stringify(memo);
+
+export function memoOf(handle: string): RemoteCallMemo {
+  if (!handle.startsWith('{')) return { task: handle };
+  try {
+    return memoSchema.parse(JSON.parse(handle));
+  } catch {
+    return { task: handle };
   }
 }

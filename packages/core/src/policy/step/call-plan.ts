@@ -4,6 +4,7 @@ import {
   agentTool,
   callArgumentsSchema,
   delegationOf,
+  type InputReply,
   parseToolArguments,
   requirementOf,
   type Tool,
@@ -12,12 +13,12 @@ import {
   transferArgumentsSchema,
 } from '@rein/define/internal';
 import type { z } from 'zod';
-import { hashArguments } from '../app/argument-hash.js';
-import { toolDigest } from '../app/tool-digest.js';
 import { verifyBinding } from '../approvals/approval-binding.js';
 import { approvalId } from '../approvals/approval-id.js';
-import { type EscalationDefaults, firstEscalation } from '../approvals/escalation.js';
+import { approvalRequest } from '../approvals/approval-request.js';
+import type { EscalationDefaults } from '../approvals/escalation.js';
 import { idempotencyKey } from './call-identity.js';
+import { lastQuestion, replyTo } from './input-approvals.js';
 import { linkParsedCallsToPlan, planCoverProblem } from './plan.js';
 import { childRunId, depthOf } from './sub-agents.js';
 import { errorObservation } from './tool-observation.js';
@@ -50,8 +51,18 @@ interface Planned {
 }
 
 export type PlannedCall =
-  /** Run it: on no approval (`none`), its own approved one (`approval`), or the approved plan's (`plan`). */
-  | (Planned & { kind: 'run'; tool: Tool; ctx: CallContext; cover: 'none' | 'approval' | 'plan'; resultPrefix?: string })
+  /**
+   * Run it: on no approval (`none`), its own approved one (`approval`), or the approved plan's (`plan`);
+   * `reply`: a person's reply to the question the call asked last (input-approvals.ts), which it goes on from.
+   */
+  | (Planned & {
+      kind: 'run';
+      tool: Tool;
+      ctx: CallContext;
+      cover: 'none' | 'approval' | 'plan';
+      resultPrefix?: string;
+      reply?: InputReply;
+    })
   /** Do not run it: the observation tells the model why. */
   | (Planned & {
       kind: 'refuse';
@@ -157,8 +168,24 @@ export function planCalls(input: CallPlanInput): PlannedCall[] {
       return refuse(call, call.arguments, 'unknown_tool', observation);
     }
     if (!args.ok) return refuse(call, call.arguments, 'invalid_arguments', args.problem);
-    return planCall(input, index, call, tool, args.args, planSteps[index]);
+    return withReply(input, index, planCall(input, index, call, tool, args.args, planSteps[index]));
   });
+}
+
+/** A call that asked a person a question runs again once it is decided, with the reply; until then it waits. */
+function withReply(input: CallPlanInput, index: number, planned: PlannedCall): PlannedCall {
+  if (planned.kind !== 'run') return planned;
+  const asked = lastQuestion(input.run, input.approvals, index);
+  if (!asked) return planned;
+  const reply = replyTo(planned.tool, asked, planned.ctx);
+  const id = asked.approval.id;
+  const extra = { ...planned.extra, approvalId: id };
+  if (reply === 'pending') {
+    const { call, args, warnings } = planned;
+    const observation = `Waiting for a person to answer ${call.name}'s question (${id}).`;
+    return { kind: 'await_approval', call, args, extra, warnings, approvalDecision: 'pending', observation };
+  }
+  return { ...planned, extra, reply, approvalDecision: asked.approval.status };
 }
 
 const refuse = (
@@ -239,31 +266,17 @@ function planCall(input: CallPlanInput, index: number, call: ModelToolCall, tool
   const base = { call, args, extra: gated, warnings, approvalDecision: approval?.status ?? 'pending' } as const;
   const waiting = `Waiting for human approval (${id}).`;
   if (!approval) {
-    const escalate = firstEscalation(requirement.requiredRole, requirement.escalate, input.escalation ?? {});
-    const newApproval: Approval = {
-      schemaVersion: 1,
+    const newApproval = approvalRequest({
+      run,
       id,
-      runId: run.id,
-      ...(run.parentRunId ? { parentRunId: run.parentRunId, rootRunId: run.rootRunId ?? run.parentRunId } : {}),
-      step,
       toolCallId: call.id,
-      tenantId: run.tenantId,
-      requestedBy: run.userId,
-      toolName: tool.name,
-      arguments: args,
-      argsHash: hashArguments(args),
-      policyVersion: tool.policyVersion ?? 1,
-      toolDigest: toolDigest(tool),
-      summary: requirement.summary,
-      ...(requirement.context ? { context: requirement.context } : {}),
-      risk: requirement.risk,
-      requiredRole: requirement.requiredRole,
-      status: 'pending',
-      createdAt: new Date(input.now).toISOString(),
-      expiresAt: new Date(input.now + (tool.approvalTtlMs ?? input.approvalTtlMs)).toISOString(),
-      ...(requirement.quorum !== undefined ? { quorum: requirement.quorum } : {}),
-      ...(escalate ? { escalate } : {}),
-    };
+      tool,
+      args,
+      requirement,
+      now: input.now,
+      approvalTtlMs: input.approvalTtlMs,
+      ...(input.escalation ? { escalation: input.escalation } : {}),
+    });
     return { ...base, kind: 'await_approval', observation: waiting, newApproval };
   }
   const rejected = (observation: string): PlannedCall => ({ ...base, kind: 'refuse', outcome: 'rejected', observation });

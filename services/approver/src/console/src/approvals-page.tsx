@@ -102,6 +102,8 @@ export function ApprovalPage({ id }: { id: string }) {
   const context = useLoad(() => api.client.approvals.context(id), [api, id]);
   const approval = loaded.data;
   const isPlan = approval?.kind === 'plan';
+  /** A question a call's work asks (a remote agent's): approving sends the answer written into its arguments. */
+  const isQuestion = approval?.kind === 'input';
   const current = useMemo(() => (approval ? ((approval.approvedArguments ?? approval.arguments) as Obj) : {}), [approval]);
   const [edited, setEdited] = useState<Obj | null>(null);
   const [stepEdits, setStepEdits] = useState<Record<string, Obj>>({});
@@ -294,7 +296,7 @@ export function ApprovalPage({ id }: { id: string }) {
       {!open ? <ApprovalOutcome a={approval} /> : null}
 
       {open ? (
-        <Section title={isPlan ? 'The plan, step by step' : 'Arguments'} id="edit">
+        <Section title={isPlan ? 'The plan, step by step' : isQuestion ? 'Your answer' : 'Arguments'} id="edit">
           {isPlan ? (
             stepsOf(approval).map((s) => {
               const schema = schemas[s.action];
@@ -328,7 +330,11 @@ export function ApprovalPage({ id }: { id: string }) {
               value={edited ?? current}
               onChange={setEdited}
               idPrefix="arg"
-              legend={`Arguments of ${approval.toolName} (edit to approve with changes)`}
+              legend={
+                isQuestion
+                  ? `Your answer to the question above (approving sends it through ${approval.toolName})`
+                  : `Arguments of ${approval.toolName} (edit to approve with changes)`
+              }
             />
           ) : (
             <Json value={current} />
@@ -355,8 +361,12 @@ export function ApprovalPage({ id }: { id: string }) {
             <input id="comment" value={comment} onInput={(e) => setComment(e.currentTarget.value)} />
           </div>
           <div class="actions">
-            <button type="button" disabled={judgeError !== undefined || judged?.mayDecide === false} onClick={() => decide('approve')}>
-              {edit ? 'Approve with edits' : 'Approve'}
+            <button
+              type="button"
+              disabled={judgeError !== undefined || judged?.mayDecide === false || (isQuestion && !edit)}
+              onClick={() => decide('approve')}
+            >
+              {isQuestion ? 'Send the answer' : edit ? 'Approve with edits' : 'Approve'}
             </button>
           </div>
           <div class="field">

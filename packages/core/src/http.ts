@@ -9,7 +9,6 @@
 
 export { LinkUses } from './adapters/redis/link-uses.js';
 export { ScheduleStore } from './adapters/redis/schedule-store.js';
-export { REIN_ATTR, submitSpan } from './adapters/tracing/rein-spans.js';
 export { createA2aService } from './features/a2a/a2a-service.js';
 export { type ApprovalLinks, createApprovalLinks, type LinkPreview } from './features/approvals/approval-links.js';
 export { createDecisionLog } from './features/approvals/decision-log.js';
@@ -32,7 +31,7 @@ export { takeOver } from './http/raw-reply.js';
 export { receipted, receiptedHeader } from './http/receipt-reply.js';
 export { apiRoutes, approverRoutes, idParamsSchema, versionParamsSchema } from './http/route-schemas.js';
 export { runHttpService } from './http/run-http-service.js';
-export { registerRunRoutes } from './http/run-routes.js';
+export { registerApiRunRoutes, registerRunRoutes } from './http/run-routes.js';
 export { registerScheduleRoutes } from './http/schedule-routes.js';
 export { createServiceApp } from './http/service-app.js';
 export { EventStreams, lastEventId, streamCaps } from './http/sse.js';

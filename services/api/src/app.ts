@@ -2,9 +2,7 @@ import {
   auditQuerySchema,
   createReplayCohortBodySchema,
   createWebhookBodySchema,
-  idempotencyKeySchema,
   promoteBodySchema,
-  submitRunBodySchema,
   upgradeBodySchema,
   versionImpactQuerySchema,
 } from '@rein/contract';
@@ -18,15 +16,14 @@ import {
   createVersionService,
   createWebhookService,
   EventStreams,
-  InvalidRequestError,
   idParamsSchema,
   parseInput,
-  REIN_ATTR,
   type Runtime,
   receipted,
   receiptedHeader,
   registerA2aCard,
   registerA2aRoutes,
+  registerApiRunRoutes,
   registerDoorRoutes,
   registerMcpRoutes,
   registerQueueDepth,
@@ -36,7 +33,6 @@ import {
   ScheduleStore,
   apiRoutes as schemas,
   streamCaps,
-  submitSpan,
   ThreadStore,
   versionParamsSchema,
 } from '@rein/core/http';
@@ -100,22 +96,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const app = createServiceApp(
     rt,
     (v1) => {
-      v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {
-        const body = parseInput(submitRunBodySchema, req.body, 'body');
-        const header = req.headers['idempotency-key'];
-        if (Array.isArray(header)) throw new InvalidRequestError('send one Idempotency-Key header');
-        const key = header === undefined ? undefined : parseInput(idempotencyKeySchema, header, 'Idempotency-Key');
-        // W3C: a missing, repeated or malformed traceparent just starts a new trace.
-        const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
-        const { run, created } = await submitSpan(traceparent, async (runTrace, span) => {
-          const submitted = await runs.submit(req.principal, body, key, runTrace);
-          span.setAttribute(REIN_ATTR.runId, submitted.run.id);
-          return submitted;
-        });
-        reply.header('location', `/v1/runs/${run.id}`);
-        if (!created) reply.header('idempotent-replayed', 'true');
-        return reply.status(created ? 202 : 200).send(run);
-      });
+      registerApiRunRoutes(v1, rt);
       registerRunRoutes(v1, rt, { streams, versions });
       registerDoorRoutes(v1, rt, streams);
 
@@ -156,7 +137,6 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       v1.get('/v1/audit', { schema: schemas.getAudit }, async (req) =>
         decisionLog.page(req.principal, parseInput(auditQuerySchema, req.query, 'query')),
       );
-      v1.get('/v1/runs/:id/snapshots', { schema: schemas.getSnapshots }, async (req) => runs.snapshots(req.principal, id(req.params)));
 
       v1.post('/v1/replays', { schema: schemas.createReplayCohort }, async (req, reply) => {
         const cohort = await rt.cohorts.create(req.principal, parseInput(createReplayCohortBodySchema, req.body, 'body'));

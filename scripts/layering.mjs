@@ -13,7 +13,7 @@ const SRC = 'packages/core/src';
 /**
  * Bottom up, one row per folder: a module may import its own layer and those below it,
  * never one above. `testing/` (test support) and the package's entry points
- * (`index.ts`, `internal.ts`) stand outside the rule.
+ * (`index.ts`, `worker.ts`, `http.ts`, `cli.ts`, `internal.ts`) stand outside the rule.
  */
 const LAYERS = ['shared/', 'policy/', 'adapters/', 'step/', 'features/', 'process/', 'http/'];
 

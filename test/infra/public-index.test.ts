@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** The most names `@rein/core`'s root may export (docs/design.md, "Public surface"); more belong in `@rein/core/internal`. */
+/** The most names `@rein/core`'s root may export (docs/design.md, "Public surface"); more belong in an internal entry (test/infra/core-entries.test.ts). */
 const PUBLIC_EXPORT_CEILING = 60;
 
 /**

@@ -1,4 +1,4 @@
-import { createArchivePool, loadMigrations, loadOptionsOrExit, migrateArchive } from '@rein/core/internal';
+import { createArchivePool, loadMigrations, loadOptionsOrExit, migrateArchive } from '@rein/core/cli';
 import { fleetClient } from './fleet-client.js';
 
 /** `rein migrate`: applies the archive's migrations not yet applied (several at once are safe: they queue on a lock). */

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import type { ReinClient } from '@rein/client';
 import { type AuditEntry, auditEntrySchema, auditKeysSchema, auditReceiptSchema, signedCheckpointSchema } from '@rein/contract';
-import { verifyCheckpoint, verifyLogAgainstCheckpoint, verifyReceipt } from '@rein/core/internal';
+import { verifyCheckpoint, verifyLogAgainstCheckpoint, verifyReceipt } from '@rein/core/cli';
 import type { z } from 'zod';
 
 /** A JSON file read and checked against its schema; a file that is not one says which and why. */

@@ -1,5 +1,5 @@
 import type { ReinClient } from '@rein/client';
-import { GENESIS_HASH, truncation, verifyAuditChain } from '@rein/core/internal';
+import { GENESIS_HASH, truncation, verifyAuditChain } from '@rein/core/cli';
 
 /** A head kept outside the log: the chain must still hold entry `seq` with this `hash`. */
 export interface KeptHead {

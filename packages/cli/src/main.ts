@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ReinNetworkError } from '@rein/client';
 import type { App, RunningService, ServiceOptions } from '@rein/core';
-import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
+import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/cli';
 import { migrate, usage } from './archive-commands.js';
 import { exportLog, verifyLogFile, verifyReceiptFile } from './audit-proof.js';
 import { auditVerify, parseKeptHead } from './audit-verify.js';

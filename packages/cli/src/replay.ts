@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { ReinClient, ReplayCohortView, RunDiff } from '@rein/client';
-import { TERMINAL_STATUSES } from '@rein/contract';
+import { TERMINAL_STATUSES, type TerminalStatus } from '@rein/contract';
 
 type DiffCall = RunDiff['toolCalls']['added'][number];
 
@@ -156,7 +156,7 @@ export async function replay(rein: ReinClient, runId: string | undefined, o: Rep
     since: sinceInstant(o.since),
     ...(o.until ? { until: sinceInstant(o.until) } : {}),
     limit: Number(o.limit),
-    ...(o.status ? { status: o.status as 'succeeded' | 'failed' | 'cancelled' } : {}),
+    ...(o.status ? { status: o.status as TerminalStatus } : {}),
     ...overrides,
   });
   while (view.status !== 'finished') {

@@ -44,6 +44,7 @@ import type {
   VersionList,
   WebhookView,
 } from '@rein/contract';
+import { TERMINAL_STATUSES } from '@rein/contract';
 import { reconnectingStream, type StreamedEvent, type StreamOptions } from './event-stream.js';
 import { ReinApiError, ReinNetworkError, ReinWaitTimeoutError } from './rein-api-error.js';
 
@@ -82,8 +83,8 @@ export interface WaitOptions {
   signal?: AbortSignal;
 }
 
-/** The contract's TERMINAL_STATUSES, written out: importing the value would bundle zod into every browser build (test/infra/status-lists.test.ts keeps them equal). */
-export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+/** The statuses a run ends in (the contract's plain list: it bundles no zod). */
+export const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_STATUSES);
 
 /** Whether `run` is what a wait `until` asks for. */
 const reached = (run: RunView, until: NonNullable<WaitOptions['until']>) =>

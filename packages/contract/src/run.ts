@@ -2,18 +2,20 @@ import { z } from 'zod';
 import { appVersionSchema, versioningSchema } from './app-version.js';
 import { principalSchema, riskSchema, tenantRoleSchema } from './identity.js';
 import { modelToolCallSchema } from './message.js';
+import { ENDINGS, RUN_STATUSES } from './run-status.js';
 
 /** Persisted records carry a schema version; readers accept only these. */
 export const SUPPORTED_SCHEMA_VERSIONS = [1] as const;
 export const SCHEMA_VERSION = 1;
 const schemaVersion = z.literal(SCHEMA_VERSION);
 
-/** `waiting`: parked until every sub-agent run its step started has ended (like `pending_approval` for approvals). */
-export const runStatusSchema = z.enum(['queued', 'running', 'pending_approval', 'waiting', 'succeeded', 'failed', 'cancelled']);
+export { RUN_STATUSES, TERMINAL_STATUSES } from './run-status.js';
+
+export const runStatusSchema = z.enum(RUN_STATUSES);
 export type RunStatus = z.infer<typeof runStatusSchema>;
-/** The statuses a run ends in: the one list (a new ending is added here and in run-transitions). */
-export const terminalStatusSchema = runStatusSchema.extract(['succeeded', 'failed', 'cancelled']);
-export const TERMINAL_STATUSES: readonly RunStatus[] = terminalStatusSchema.options;
+/** The statuses a run ends in (`run-status.ts`, the one list). */
+export const terminalStatusSchema = runStatusSchema.extract(ENDINGS);
+export type TerminalStatus = z.infer<typeof terminalStatusSchema>;
 
 /** Why a run ended; stable strings that dashboards and clients match on. */
 export const runReasonSchema = z.enum([

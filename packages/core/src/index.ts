@@ -2,9 +2,10 @@
  * `@rein/core`: what an app author and an embedder use — the definition API
  * (`defineTool`, `defineAgent`, `defineApp`, `ToolError`), the options the start functions
  * take, and the types they meet. Every name here is documented in README.md or docs/
- * (test/infra/public-index.test.ts checks it, and a ceiling of 60 on their count). What the
- * services, the CLI and the tests need beyond this is `@rein/core/internal`, with no
- * stability promise; the HTTP contract's zod schemas are `@rein/core/schemas`.
+ * (test/infra/public-index.test.ts checks it, and a ceiling of 60 on their count). What
+ * Rein's own code needs beyond this is in one entry per importer, with no stability promise:
+ * `@rein/core/worker`, `@rein/core/http` (the api and approver), `@rein/core/cli`, and
+ * `@rein/core/internal` (tests). The HTTP contract's zod schemas are `@rein/contract`.
  */
 
 export type { ApprovalView, Principal, Role, RunEvent, RunStatus, RunView, TypedRunEvent, WebhookPayload } from '@rein/contract';

@@ -2,46 +2,40 @@ import {
   auditQuerySchema,
   createReplayCohortBodySchema,
   createWebhookBodySchema,
-  idempotencyKeySchema,
   promoteBodySchema,
-  submitRunBodySchema,
   upgradeBodySchema,
   versionImpactQuerySchema,
 } from '@rein/contract';
-import {
-  createServiceApp,
-  EventStreams,
-  idParamsSchema,
-  parseInput,
-  receipted,
-  receiptedHeader,
-  registerA2aCard,
-  registerA2aRoutes,
-  registerDoorRoutes,
-  registerMcpRoutes,
-  registerRunRoutes,
-  registerScheduleRoutes,
-  apiRoutes as schemas,
-  streamCaps,
-  versionParamsSchema,
-} from '@rein/core/http';
 import {
   createA2aService,
   createDecisionLog,
   createLangGraphService,
   createMcpDoor,
+  createServiceApp,
   createVersionImpact,
   createVersionService,
   createWebhookService,
-  InvalidRequestError,
-  REIN_ATTR,
+  EventStreams,
+  idParamsSchema,
+  parseInput,
   type Runtime,
+  receipted,
+  receiptedHeader,
+  registerA2aCard,
+  registerA2aRoutes,
+  registerApiRunRoutes,
+  registerDoorRoutes,
+  registerMcpRoutes,
   registerQueueDepth,
+  registerRunRoutes,
+  registerScheduleRoutes,
   registerVersionGauges,
   ScheduleStore,
-  submitSpan,
+  apiRoutes as schemas,
+  streamCaps,
   ThreadStore,
-} from '@rein/core/internal';
+  versionParamsSchema,
+} from '@rein/core/http';
 import type { FastifyInstance } from 'fastify';
 import { registerLangGraphRoutes } from './langgraph-routes.js';
 import { mountQueueBoard } from './queue-board.js';
@@ -102,22 +96,7 @@ export function createApiApp(rt: Runtime): FastifyInstance {
   const app = createServiceApp(
     rt,
     (v1) => {
-      v1.post('/v1/runs', { schema: schemas.createRun }, async (req, reply) => {
-        const body = parseInput(submitRunBodySchema, req.body, 'body');
-        const header = req.headers['idempotency-key'];
-        if (Array.isArray(header)) throw new InvalidRequestError('send one Idempotency-Key header');
-        const key = header === undefined ? undefined : parseInput(idempotencyKeySchema, header, 'Idempotency-Key');
-        // W3C: a missing, repeated or malformed traceparent just starts a new trace.
-        const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
-        const { run, created } = await submitSpan(traceparent, async (runTrace, span) => {
-          const submitted = await runs.submit(req.principal, body, key, runTrace);
-          span.setAttribute(REIN_ATTR.runId, submitted.run.id);
-          return submitted;
-        });
-        reply.header('location', `/v1/runs/${run.id}`);
-        if (!created) reply.header('idempotent-replayed', 'true');
-        return reply.status(created ? 202 : 200).send(run);
-      });
+      registerApiRunRoutes(v1, rt);
       registerRunRoutes(v1, rt, { streams, versions });
       registerDoorRoutes(v1, rt, streams);
 
@@ -158,7 +137,6 @@ export function createApiApp(rt: Runtime): FastifyInstance {
       v1.get('/v1/audit', { schema: schemas.getAudit }, async (req) =>
         decisionLog.page(req.principal, parseInput(auditQuerySchema, req.query, 'query')),
       );
-      v1.get('/v1/runs/:id/snapshots', { schema: schemas.getSnapshots }, async (req) => runs.snapshots(req.principal, id(req.params)));
 
       v1.post('/v1/replays', { schema: schemas.createReplayCohort }, async (req, reply) => {
         const cohort = await rt.cohorts.create(req.principal, parseInput(createReplayCohortBodySchema, req.body, 'body'));

@@ -2,15 +2,18 @@ import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Principal, RunView } from '@rein/contract';
 import { idempotencyKeySchema } from '@rein/contract';
-import { type EventStreams, lastEventId, parseInput, takeOver } from '@rein/core/http';
 import {
+  type EventStreams,
   InvalidRequestError,
   type LangGraphService,
   type LgStreamMode,
+  lastEventId,
   lgSchemas as lg,
   NotServedError,
+  parseInput,
   type StoreService,
-} from '@rein/core/internal';
+  takeOver,
+} from '@rein/core/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** The SDK line this door is written and tested against (`@langchain/langgraph-sdk`). */

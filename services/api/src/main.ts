@@ -1,4 +1,4 @@
-import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
+import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/http';
 import { startApi } from './start-api.js';
 
 const options = loadOptionsOrExit();

@@ -2,7 +2,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { ApiKey } from '@rein/contract';
-import { basicPassword, bearerToken, envelope, findApiKey, isOperator, type Runtime } from '@rein/core/internal';
+import { basicPassword, bearerToken, envelope, findApiKey, isOperator, type Runtime } from '@rein/core/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export const BOARD_PATH = '/admin/queues';

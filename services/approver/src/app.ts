@@ -9,29 +9,27 @@ import {
 } from '@rein/contract';
 import type { Principal } from '@rein/core';
 import {
+  approvalContext,
+  createApprovalLinks,
   createServiceApp,
+  createVersionService,
   EventStreams,
+  feedVisibleTo,
   idParamsSchema,
+  LinkUses,
   lastEventId,
+  linkSecret,
+  oidcVerifierFrom,
   parseInput,
+  type Runtime,
   receipted,
   registerRunRoutes,
   registerScheduleRoutes,
+  requireCredentials,
   approverRoutes as schemas,
   streamCaps,
-} from '@rein/core/http';
-import {
-  approvalContext,
-  createApprovalLinks,
-  createVersionService,
-  feedVisibleTo,
-  LinkUses,
-  linkSecret,
-  oidcVerifierFrom,
-  type Runtime,
-  requireCredentials,
   tenantKeys,
-} from '@rein/core/internal';
+} from '@rein/core/http';
 import type { FastifyInstance } from 'fastify';
 import { mountConsole } from './console.js';
 import { mountLinkPages } from './link-pages.js';

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { OidcVerifier } from '@rein/core/internal';
+import type { OidcVerifier } from '@rein/core/http';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
 const TYPES: Record<string, string> = {

@@ -1,4 +1,4 @@
-import type { ApprovalLinks, LinkPreview } from '@rein/core/internal';
+import type { ApprovalLinks, LinkPreview } from '@rein/core/http';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
 /** No script, no frames, forms back to us only, and the token (in the URL) never leaves in a Referer. */

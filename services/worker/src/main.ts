@@ -1,4 +1,4 @@
-import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/internal';
+import { loadAppOrExit, loadOptionsOrExit } from '@rein/core/worker';
 import { startWorker } from './start-worker.js';
 
 const options = loadOptionsOrExit();

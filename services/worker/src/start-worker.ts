@@ -11,7 +11,7 @@ import {
   metricsAuthorized,
   serviceOptions,
   type WorkerRuntime,
-} from '@rein/core/internal';
+} from '@rein/core/worker';
 import { createStepWorker, type StepWorkers } from './step-worker.js';
 import { createWebhookWorker } from './webhook-worker.js';
 

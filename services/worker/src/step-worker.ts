@@ -15,7 +15,7 @@ import {
   type WorkerRuntime,
   workerJobs,
   workerShards,
-} from '@rein/core/internal';
+} from '@rein/core/worker';
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { watchFetchLoops } from './fetch-watchdog.js';
 

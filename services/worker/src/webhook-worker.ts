@@ -6,7 +6,7 @@ import {
   WEBHOOK_QUEUE_PREFIX,
   type WorkerRuntime,
   webhookRetryDelayMs,
-} from '@rein/core/internal';
+} from '@rein/core/worker';
 import { type Job, Worker } from 'bullmq';
 
 /**

@@ -1,7 +1,7 @@
 import type { ApiKey, Principal } from '@rein/contract';
 import type { OidcVerifier } from '../features/identity/oidc-verifier.js';
+import { findApiKey } from '../policy/identity/credentials.js';
 import { UnauthorizedError } from '../shared/errors.js';
-import { findApiKey } from './credentials.js';
 
 /** A JWS in compact form: three base64url parts (the signature may not be empty: `alg: none` is refused before any check). */
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;

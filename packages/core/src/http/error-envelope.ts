@@ -1,11 +1,9 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ErrorEnvelope } from '@rein/contract';
-import { ReinError } from '../shared/errors.js';
+import { envelope, ReinError } from '../shared/errors.js';
 
 export type { ErrorEnvelope };
-
-export const envelope = (code: string, message: string): ErrorEnvelope => ({ error: { code, message } });
 
 /** Fastify's own errors, each with a stable code and a message that names nothing internal. */
 const FRAMEWORK: Record<string, { status: number; code: string; message: string }> = {

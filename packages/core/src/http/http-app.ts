@@ -5,11 +5,11 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import type { Registry } from 'prom-client';
 import type { ZodType } from 'zod';
 import type { RedisClient } from '../adapters/redis/redis.js';
-import { ConfigError, InvalidRequestError, UnauthorizedError } from '../shared/errors.js';
+import { bearerToken, metricsAuthorized } from '../policy/identity/credentials.js';
+import { ConfigError, envelope, InvalidRequestError, UnauthorizedError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { Authenticator } from './authenticator.js';
-import { bearerToken, metricsAuthorized } from './credentials.js';
-import { clientErrorHandler, envelope, publicError } from './error-envelope.js';
+import { clientErrorHandler, publicError } from './error-envelope.js';
 import { boundJsonDepth } from './json-body.js';
 import { documentOnly, registerOpenApi, VERSIONED } from './openapi.js';
 import { apiRoutes } from './route-schemas.js';

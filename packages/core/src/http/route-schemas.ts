@@ -401,22 +401,8 @@ const decided = {
 /** The console's settings: what the approver's operator configured for it. */
 const consoleSettingsSchema = z.object({ traceUrlTemplate: z.string().optional() });
 
+/** The approver's own routes; the run and schedule routes it also serves are documented by `apiRoutes` (http/run-routes.ts, http/schedule-routes.ts). */
 export const approverRoutes = {
-  // The run routes the console reads from its own origin (http/run-routes.ts), as the API documents them.
-  listRuns: apiRoutes.listRuns,
-  getUsage: apiRoutes.getUsage,
-  listVersions: apiRoutes.listVersions,
-  getRun: apiRoutes.getRun,
-  getTrace: apiRoutes.getTrace,
-  cancelRun: apiRoutes.cancelRun,
-  compensateRun: apiRoutes.compensateRun,
-  runEvents: apiRoutes.runEvents,
-  // The schedule routes the console manages from its own origin (http/schedule-routes.ts).
-  createSchedule: apiRoutes.createSchedule,
-  listSchedules: apiRoutes.listSchedules,
-  getSchedule: apiRoutes.getSchedule,
-  patchSchedule: apiRoutes.patchSchedule,
-  deleteSchedule: apiRoutes.deleteSchedule,
   consoleSettings: route('console', 'getConsoleSettings', 'What the console shows beyond the API: a trace UI link template', {
     response: { 200: consoleSettingsSchema, ...errors() },
   }),

@@ -1,4 +1,4 @@
-import type { RunReason } from '@rein/contract';
+import type { ErrorEnvelope, RunReason } from '@rein/contract';
 import { ReinError } from '@rein/define/internal';
 
 /**
@@ -6,6 +6,9 @@ import { ReinError } from '@rein/define/internal';
  * with the definition API (`@rein/define`), the server's own below.
  */
 export { ConfigError, InvalidRequestError, ReinError, ToolError, ToolOutcomeUnknownError } from '@rein/define/internal';
+
+/** The body of every error answer, `{"error":{"code","message"}}`: the HTTP shell's and the worker's `/metrics`. */
+export const envelope = (code: string, message: string): ErrorEnvelope => ({ error: { code, message } });
 
 export class UnauthorizedError extends ReinError {
   override readonly name = 'UnauthorizedError';

@@ -1,4 +1,4 @@
-import type { Approval, ChatMessage, RunEvent, RunReason, RunRecord, StepRecord } from '@rein/contract';
+import type { Approval, ChatMessage, RunEvent, RunReason, RunRecord, StepRecord, TerminalStatus } from '@rein/contract';
 import { StaleStepError } from '../../shared/errors.js';
 import { runEvent } from './run-event.js';
 
@@ -117,7 +117,7 @@ export function waitRun(run: RunRecord, patch: Partial<RunRecord>, childIds: str
 }
 
 export interface Ending {
-  status: 'succeeded' | 'failed' | 'cancelled';
+  status: TerminalStatus;
   reason: RunReason;
   /** Already PII-masked. */
   finalAnswer?: string;

@@ -1,3 +1,5 @@
+import { RUN_STATUSES, TERMINAL_STATUSES } from '@rein/contract';
+
 /** How the console writes numbers, times and durations. */
 
 export const ms = (n: number | undefined): string => {
@@ -23,11 +25,9 @@ export const ago = (iso: string, now = Date.now()): string => `${ms(Math.max(0, 
 
 export const pretty = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v, null, 2) ?? String(v)));
 
-/** The contract's TERMINAL_STATUSES, written out so the console's bundle carries no zod (test/infra/status-lists.test.ts keeps them equal). */
-export const TERMINAL = ['succeeded', 'failed', 'cancelled'];
-
-/** The contract's run statuses in the order the runs page offers them (kept equal to the contract's by the same test). */
-export const STATUSES = ['queued', 'running', 'waiting', 'pending_approval', 'succeeded', 'failed', 'cancelled'];
+/** The contract's plain lists (they bundle no zod), as strings the pages compare what the API answers with. */
+export const TERMINAL: readonly string[] = TERMINAL_STATUSES;
+export const STATUSES: readonly string[] = RUN_STATUSES;
 
 /** An instant as a wall clock in an IANA time zone, with its offset: what a schedule's cron means there. */
 export const inZone = (iso: string | null | undefined, timeZone: string): string => {

@@ -189,7 +189,7 @@ export function createA2aService(deps: A2aServiceDeps) {
   }
 
   return {
-    /** The Agent Card of one agent, its JSON-RPC interface at `endpoint`. */
+    /** The Agent Card of one agent (A2A 1.0's shape), its JSON-RPC interface at `endpoint`. */
     card(agent: string, endpoint: string) {
       const profile = agentOf(agent);
       const description = profile.description ?? `Rein agent ${profile.name}`;
@@ -197,7 +197,8 @@ export function createA2aService(deps: A2aServiceDeps) {
         name: profile.name,
         description,
         version: deps.version,
-        supportedInterfaces: [{ url: endpoint, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+        // One endpoint, both versions: it tells them apart by method name (v0.3's `message/send`, 1.0's `SendMessage`).
+        supportedInterfaces: ['1.0', '0.3'].map((protocolVersion) => ({ url: endpoint, protocolBinding: 'JSONRPC', protocolVersion })),
         capabilities: { streaming: true, pushNotifications: true, extensions: [] },
         securitySchemes: BEARER,
         securityRequirements: [{ schemes: { bearer: { list: [] } } }],

@@ -185,6 +185,11 @@ describe('A2A v0.3 with the @a2a-js/sdk 0.3 client', () => {
       taskId: task.id,
       pushNotificationConfig: { id: 'hook', url, token: 'tok', authentication: { schemes: ['Bearer'], credentials: 'secret' } },
     });
+    // Its notifications are v0.3's (the SDK's v0.3 serializer): the bare task, told its state at once.
+    await expect.poll(() => receiver.got.filter((d) => d.path === '/v03').length, { timeout: 30_000 }).toBeGreaterThan(0);
+    const [pushed] = receiver.got.filter((d) => d.path === '/v03');
+    expect(pushed?.contentType).toBe('application/json');
+    expect(JSON.parse(pushed?.body ?? '')).toMatchObject({ kind: 'task', id: task.id, status: { state: 'completed' } });
     // The credentials stay with Rein; the scheme is shown back.
     expect(set).toEqual({
       taskId: task.id,

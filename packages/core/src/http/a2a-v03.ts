@@ -87,13 +87,15 @@ export function v03Door(call: V03Call) {
     },
     sendMessage: (req) =>
       rein('SendMessage', async () =>
-        Task.fromJSON(await a2a.send(principal, agent, rpcParams(sendMessageParamsSchema, SendMessageRequest.toJSON(req)), watch, signal)),
+        Task.fromJSON(
+          await a2a.send(principal, agent, rpcParams(sendMessageParamsSchema, SendMessageRequest.toJSON(req)), watch, signal, '0.3'),
+        ),
       ),
     async *sendMessageStream(req) {
       const task = await rein('SendStreamingMessage', async () => {
         const send = rpcParams(sendMessageParamsSchema, SendMessageRequest.toJSON(req));
         const configuration = { ...send.configuration, returnImmediately: true };
-        return a2a.send(principal, agent, { ...send, configuration }, watch, signal);
+        return a2a.send(principal, agent, { ...send, configuration }, watch, signal, '0.3');
       });
       yield* follow(a2a.updates(principal, agent, task.id, watch, signal));
     },
@@ -115,7 +117,7 @@ export function v03Door(call: V03Call) {
     createTaskPushNotificationConfig: (req) =>
       rein('CreateTaskPushNotificationConfig', async () =>
         TaskPushNotificationConfig.fromJSON(
-          await a2a.createPushConfig(principal, agent, rpcParams(pushConfigSchema, TaskPushNotificationConfig.toJSON(req))),
+          await a2a.createPushConfig(principal, agent, rpcParams(pushConfigSchema, TaskPushNotificationConfig.toJSON(req)), '0.3'),
         ),
       ),
     getTaskPushNotificationConfig: (req) =>

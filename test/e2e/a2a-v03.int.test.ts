@@ -233,6 +233,7 @@ describe('A2A v0.3 with the @a2a-js/sdk 0.3 client', () => {
       ['message/send', { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'image' }] } }],
       ['message/send', { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'file', file: {} }] } }],
       ['message/stream', { message: 'hello' }],
+      ['message/stream', { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'file' }] } }],
       ['tasks/get', {}],
       ['tasks/get', { id: '../x' }],
       ['tasks/pushNotificationConfig/set', { taskId: 'x' }],

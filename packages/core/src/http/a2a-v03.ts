@@ -60,14 +60,18 @@ export function v03Door(call: V03Call) {
   /** Whether a Rein call was made: the SDK reads v0.3 params unchecked, so a fault before one is the caller's malformed params. */
   let reached = false;
 
-  async function rein<T>(method: string, work: () => Promise<T>): Promise<T> {
-    reached = true;
+  /** A service call, its refusal as the SDK's error. */
+  async function translated<T>(method: string, work: () => Promise<T>): Promise<T> {
     try {
       return await work();
     } catch (err) {
       throw sdkError(rpcError(err, method, logger));
     }
   }
+  const rein = <T>(method: string, work: () => Promise<T>): Promise<T> => {
+    reached = true;
+    return translated(method, work);
+  };
 
   async function* follow(frames: AsyncGenerator<A2aStreamFrame>): AsyncGenerator<StreamResponse> {
     try {
@@ -81,7 +85,8 @@ export function v03Door(call: V03Call) {
   }
 
   const handler: A2ARequestHandler = {
-    getAgentCard: () => rein('GetAgentCard', async () => AgentCard.fromJSON(a2a.card(agent, call.endpoint))),
+    // Read before a stream's params are: not a call on the caller's behalf.
+    getAgentCard: () => translated('GetAgentCard', async () => AgentCard.fromJSON(a2a.card(agent, call.endpoint))),
     getAuthenticatedExtendedAgentCard: async () => {
       throw sdkError({ code: RPC.extendedCardNotConfigured, message: 'the public card is the whole card' });
     },

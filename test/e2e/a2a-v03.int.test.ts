@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { A2AStreamEventData, Message, MessageSendParams, Task } from 'a2a-sdk-v03';
+import type { Message, MessageSendParams, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from 'a2a-sdk-v03';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from 'a2a-sdk-v03/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fleetPerFile, KEYS } from '../support/fleet.js';
+
+/** What a v0.3 stream yields (the client's own name for it is not exported). */
+type A2AStreamEventData = Message | Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent;
 
 const LATE_ORDER = '客户张三投诉订单 2024001 一直没发货，帮他处理一下';
 /** A user of the same tenant who neither owns the runs nor oversees the tenant. */

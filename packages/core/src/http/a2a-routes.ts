@@ -18,9 +18,19 @@ import {
 import type { A2aService, A2aStreamFrame } from '../features/a2a/a2a-service.js';
 import type { RunService } from '../features/runs/run-service.js';
 import type { WatchRun } from '../features/runs/watch-run.js';
-import { A2A_TERMINAL } from '../policy/a2a/a2a-task.js';
 import type { Logger } from '../shared/logger.js';
-import { agentParams, failure, rpcParams as params, RPC, RpcError, type RpcFailure, type RpcId, rpcError, success } from './a2a-rpc.js';
+import {
+  agentParams,
+  failure,
+  followable,
+  rpcParams as params,
+  RPC,
+  RpcError,
+  type RpcFailure,
+  type RpcId,
+  rpcError,
+  success,
+} from './a2a-rpc.js';
 import { v03Card, v03Door, v03Failure } from './a2a-v03.js';
 import { type EventStreams, openSse } from './sse.js';
 
@@ -100,9 +110,7 @@ export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): 
         }
         case 'SubscribeToTask': {
           const { id: taskId } = params(taskIdParamsSchema, body);
-          const task = await a2a.get(req.principal, agent, taskId);
-          if (A2A_TERMINAL.includes(task.status.state))
-            throw new RpcError(RPC.unsupportedOperation, `task ${taskId} is already ${task.status.state}`);
+          followable(await a2a.get(req.principal, agent, taskId));
           return stream(req, reply, id, async (signal, idle) =>
             enveloped(id, a2a.updates(req.principal, agent, taskId, watch, signal), idle),
           );

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { A2A_TERMINAL, type A2aTask } from '../policy/a2a/a2a-task.js';
 import { ReinError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 
@@ -58,6 +59,13 @@ export const rpcParams = <T>(schema: z.ZodType<T>, value: unknown): T => {
     `invalid params: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'params'}: ${i.message}`).join('; ')}`,
   );
 };
+
+/** A task to subscribe to: a finished one has nothing more to tell (`UnsupportedOperation`). */
+export function followable(task: A2aTask): A2aTask {
+  if (A2A_TERMINAL.includes(task.status.state))
+    throw new RpcError(RPC.unsupportedOperation, `task ${task.id} is already ${task.status.state}`);
+  return task;
+}
 
 export const agentParams = z.object({ agent: z.string().min(1).max(64) });
 

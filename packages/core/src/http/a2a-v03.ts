@@ -24,9 +24,8 @@ import {
 } from '../features/a2a/a2a-schemas.js';
 import type { A2aService, A2aStreamFrame } from '../features/a2a/a2a-service.js';
 import type { WatchRun } from '../features/runs/watch-run.js';
-import { A2A_TERMINAL } from '../policy/a2a/a2a-task.js';
 import type { Logger } from '../shared/logger.js';
-import { RPC, RpcError, type RpcFailure, rpcError, rpcParams } from './a2a-rpc.js';
+import { followable, RPC, RpcError, type RpcFailure, rpcError, rpcParams } from './a2a-rpc.js';
 
 /**
  * A2A v0.3 over the same A2A service as 1.0. The SDK's v0.3 JSON-RPC handler reads v0.3
@@ -106,9 +105,7 @@ export function v03Door(call: V03Call) {
     },
     async *resubscribe(req) {
       const { id } = await rein('SubscribeToTask', async () => rpcParams(taskIdParamsSchema, SubscribeToTaskRequest.toJSON(req)));
-      const task = await rein('SubscribeToTask', () => a2a.get(principal, agent, id));
-      if (A2A_TERMINAL.includes(task.status.state))
-        throw sdkError({ code: RPC.unsupportedOperation, message: `task ${id} is already ${task.status.state}` });
+      await rein('SubscribeToTask', async () => followable(await a2a.get(principal, agent, id)));
       yield* follow(a2a.updates(principal, agent, id, watch, signal));
     },
     getTask: (req) =>

@@ -131,7 +131,7 @@ describe('A2A v0.3 with the @a2a-js/sdk 0.3 client', () => {
     expect(asTask(await client.sendMessage(send(message))).id).toBe(task.id);
   });
 
-  it('streams to input-required; an outsider’s answer is refused; the approver’s data part streams it to completed', async () => {
+  it('streams to input-required; an outsider’s answer is refused; the owner’s data part (it may decide) streams it to completed', async () => {
     const client = await clientFor(KEYS.user.key);
     const first = await collect(client.sendMessageStream(send(text(LATE_ORDER))));
     expect(first[0]?.kind).toBe('task');
@@ -166,6 +166,40 @@ describe('A2A v0.3 with the @a2a-js/sdk 0.3 client', () => {
     // The same decision again is refused: it was decided once.
     const again = decision(taskId, parked.contextId, { approvalId: approval?.approvalId, decision: 'approve' });
     expect(await codeOf(client.sendMessage(send(again)))).toBe(-32000);
+  });
+
+  it('refuses an answer from a caller who may not decide it (the approval waits); an approver’s answer moves the task', async () => {
+    const owner = await clientFor(KEYS.user.key);
+    let task = asTask(await owner.sendMessage(send(text('Make good on late order 2024001'))));
+    // create_ticket and submit_refund are the owner's to approve; send_email needs an approver.
+    for (let i = 0; i < 3 && approvalsOf(task)[0]?.toolName !== 'send_email'; i++) {
+      const [next] = approvalsOf(task);
+      task = asTask(
+        await owner.sendMessage(send(decision(task.id, task.contextId, { approvalId: next?.approvalId, decision: 'approve' }))),
+      );
+    }
+    expect(task.status.state).toBe('input-required');
+    const [email] = approvalsOf(task);
+    expect(email?.toolName).toBe('send_email');
+    const answer = () => decision(task.id, task.contextId, { approvalId: email?.approvalId, decision: 'approve' });
+    const refused = await owner.sendMessage(send(answer())).then(
+      () => null,
+      (e: { errorResponse?: { error: unknown } }) => e.errorResponse?.error,
+    );
+    expect(refused).toMatchObject({ code: -32000, data: { code: 'forbidden' } });
+    expect(
+      (
+        await fleet()
+          .client()
+          .approvals.get(email?.approvalId as string)
+      ).status,
+    ).toBe('pending');
+
+    const approver = await clientFor(KEYS.approver.key);
+    expect(asTask(await approver.sendMessage(send(answer()))).status.state).toBe('completed');
+    const trace = await fleet().client().runs.trace(task.id);
+    const call = trace.steps.flatMap((s) => s.toolCalls).find((c) => c.name === 'send_email');
+    expect(call?.approval).toMatchObject({ status: 'approved', decidedBy: KEYS.approver.userId });
   });
 
   it('returns at once when not blocking, resubscribes, and cancels (once)', async () => {

@@ -302,7 +302,8 @@ describe('A2A push notifications with the @a2a-js/sdk client', () => {
       return ((await res.json()) as { error?: { code: number } }).error?.code;
     };
     const url = `${receiver.url}/raw`;
-    expect(await rpc('tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url } })).toBe(-32601);
+    // v0.3's name is the same door: the task's ten configs are its cap too (too_many_push_configs).
+    expect(await rpc('tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url } })).toBe(-32000);
     expect(await rpc('CreateTaskPushNotificationConfig', { taskId: task.id, url, authentication: { scheme: 'Bearer' } })).toBe(-32602);
     expect(await rpc('CreateTaskPushNotificationConfig', { taskId: task.id, url: { href: url } })).toBe(-32602);
     expect(await rpc('CreateTaskPushNotificationConfig', { taskId: task.id, url, token: 'x'.repeat(513) })).toBe(-32602);

@@ -53,7 +53,10 @@ describe('A2A 1.0 with the @a2a-js/sdk client', () => {
     expect(card).toMatchObject({
       name: 'order-assistant',
       capabilities: { streaming: true, pushNotifications: true },
-      supportedInterfaces: [{ protocolBinding: 'JSONRPC', protocolVersion: '1.0', url: `${fleet().api}/a2a/order-assistant` }],
+      supportedInterfaces: [
+        { protocolBinding: 'JSONRPC', protocolVersion: '1.0', url: `${fleet().api}/a2a/order-assistant` },
+        { protocolBinding: 'JSONRPC', protocolVersion: '0.3', url: `${fleet().api}/a2a/order-assistant` },
+      ],
     });
     expect(card.skills[0]?.tags).toContain('create_ticket');
     expect(Object.keys(card.securitySchemes)).toEqual(['bearer']);

@@ -1,7 +1,13 @@
+import {
+  isLegacyJsonRpcMethod,
+  LEGACY_METHOD_MESSAGE_SEND,
+  LEGACY_METHOD_MESSAGE_STREAM,
+  LEGACY_METHOD_TASKS_RESUBSCRIBE,
+} from '@a2a-js/sdk/compat/v0_3';
 import type { Principal } from '@rein/contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
 import {
+  type JsonRpcRequest,
   jsonRpcRequestSchema,
   pushConfigIdParamsSchema,
   pushConfigListParamsSchema,
@@ -12,62 +18,21 @@ import {
 import type { A2aService, A2aStreamFrame } from '../features/a2a/a2a-service.js';
 import type { RunService } from '../features/runs/run-service.js';
 import type { WatchRun } from '../features/runs/watch-run.js';
-import { ReinError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
+import {
+  agentParams,
+  failure,
+  followable,
+  rpcParams as params,
+  RPC,
+  RpcError,
+  type RpcFailure,
+  type RpcId,
+  rpcError,
+  success,
+} from './a2a-rpc.js';
+import { v03Card, v03Door, v03Failure } from './a2a-v03.js';
 import { type EventStreams, openSse } from './sse.js';
-
-/** A2A's JSON-RPC error codes (the spec's, and JSON-RPC's own). */
-const RPC = {
-  parse: -32700,
-  invalidRequest: -32600,
-  methodNotFound: -32601,
-  invalidParams: -32602,
-  internal: -32603,
-  /** Implementation-defined: a Rein rule refused (403, 409, 410, 429 …); `data.code` says which. */
-  refused: -32000,
-  taskNotFound: -32001,
-  taskNotCancelable: -32002,
-  unsupportedOperation: -32004,
-  extendedCardNotConfigured: -32007,
-  versionNotSupported: -32009,
-} as const;
-
-type RpcId = string | number | null;
-
-class RpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data?: Record<string, unknown>,
-  ) {
-    super(message);
-  }
-}
-
-/** A Rein error as a JSON-RPC error: its stable code and status travel in `data`. */
-function rpcError(err: unknown, method: string, logger: Logger): { code: number; message: string; data?: Record<string, unknown> } {
-  if (err instanceof RpcError) return { code: err.code, message: err.message, ...(err.data ? { data: err.data } : {}) };
-  if (!(err instanceof ReinError) || err.status >= 500) {
-    logger.error({ err, method }, 'a2a call failed');
-    return { code: RPC.internal, message: 'internal error' };
-  }
-  const data = { code: err.code, status: err.status };
-  if (err.status === 404) return { code: RPC.taskNotFound, message: err.message, data };
-  if (err.code === 'run_finished' && method === 'CancelTask') return { code: RPC.taskNotCancelable, message: err.message, data };
-  if (err.status === 400 || err.status === 422) return { code: RPC.invalidParams, message: err.message, data };
-  return { code: RPC.refused, message: err.message, data };
-}
-
-const params = <T>(schema: z.ZodType<T>, value: unknown): T => {
-  const parsed = schema.safeParse(value ?? {});
-  if (parsed.success) return parsed.data;
-  throw new RpcError(
-    RPC.invalidParams,
-    `invalid params: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'params'}: ${i.message}`).join('; ')}`,
-  );
-};
-
-const agentParams = z.object({ agent: z.string().min(1).max(64) });
 
 export interface A2aRoutesDeps {
   a2a: A2aService;
@@ -82,17 +47,34 @@ export const watchRuns = (runs: Pick<RunService, 'events'>, streams: EventStream
     yield* streams.follow(await runs.events(principal, runId), '0', signal);
   };
 
-/** The Agent Card of each agent (public, as A2A discovery expects), outside the authenticated scope. */
+/** An agent's JSON-RPC endpoint, on the host the client asked for. */
+const endpointOf = (req: FastifyRequest, agent: string) => `${req.protocol}://${req.host}/a2a/${encodeURIComponent(agent)}`;
+
+/** A request that names no A2A version is a v0.3 one (A2A 1.0's rule). */
+const asksV03 = (req: FastifyRequest) => {
+  const version = req.headers['a2a-version'];
+  return typeof version !== 'string' || version === '' || version.startsWith('0.');
+};
+
+/**
+ * The Agent Card of each agent (public, as A2A discovery expects), outside the authenticated
+ * scope: 1.0's to a client that says `A2A-Version: 1.0` (the SDK's client does), v0.3's
+ * (which embeds 1.0's interfaces) to one that names no version, as v0.3 clients do.
+ */
 export function registerA2aCard(app: FastifyInstance, a2a: A2aService): void {
-  app.get('/a2a/:agent/.well-known/agent-card.json', { schema: { hide: true } }, async (req) => {
+  app.get('/a2a/:agent/.well-known/agent-card.json', { schema: { hide: true } }, async (req, reply) => {
     const { agent } = params(agentParams, req.params);
-    return a2a.card(agent, `${req.protocol}://${req.host}/a2a/${encodeURIComponent(agent)}`);
+    const card = a2a.card(agent, endpointOf(req, agent));
+    reply.header('vary', 'A2A-Version');
+    return asksV03(req) ? v03Card(card) : card;
   });
 }
 
 /**
  * `POST /a2a/:agent`: A2A 1.0 over JSON-RPC, in the authenticated scope (a Rein key or
- * token as bearer). Streaming methods answer server-sent events, each a JSON-RPC response.
+ * token as bearer), and v0.3's method names (`message/send` …) through the SDK's v0.3
+ * handler over the same service. Streaming methods answer server-sent events, each a
+ * JSON-RPC response.
  */
 export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): void {
   const { a2a, streams } = deps;
@@ -103,6 +85,7 @@ export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): 
     const envelope = jsonRpcRequestSchema.safeParse(req.body);
     if (!envelope.success) return reply.send(failure(null, { code: RPC.invalidRequest, message: 'not a JSON-RPC 2.0 request' }));
     const { id = null, method } = envelope.data;
+    if (isLegacyJsonRpcMethod(method)) return v03(req, reply, agent, envelope.data);
     const version = req.headers['a2a-version'];
     try {
       if (typeof version === 'string' && version !== '' && !version.startsWith('1.'))
@@ -120,17 +103,17 @@ export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): 
         case 'SendStreamingMessage': {
           const send = params(sendMessageParamsSchema, body);
           const configuration = { ...send.configuration, returnImmediately: true };
-          return stream(req, reply, id, async (signal) => {
+          return stream(req, reply, id, async (signal, idle) => {
             const task = await a2a.send(req.principal, agent, { ...send, configuration }, watch, signal);
-            return a2a.updates(req.principal, agent, task.id, watch, signal);
+            return enveloped(id, a2a.updates(req.principal, agent, task.id, watch, signal), idle);
           });
         }
         case 'SubscribeToTask': {
           const { id: taskId } = params(taskIdParamsSchema, body);
-          const task = await a2a.get(req.principal, agent, taskId);
-          if (['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'].includes(task.status.state))
-            throw new RpcError(RPC.unsupportedOperation, `task ${taskId} is already ${task.status.state}`);
-          return stream(req, reply, id, async (signal) => a2a.updates(req.principal, agent, taskId, watch, signal));
+          followable(await a2a.get(req.principal, agent, taskId));
+          return stream(req, reply, id, async (signal, idle) =>
+            enveloped(id, a2a.updates(req.principal, agent, taskId, watch, signal), idle),
+          );
         }
         case 'GetTask':
           return reply.send(success(id, await a2a.get(req.principal, agent, params(taskIdParamsSchema, body).id)));
@@ -174,39 +157,82 @@ export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): 
     }
   }
 
-  /** Opens the SSE answer once the first frames are known (an error before then is a plain JSON-RPC error). */
+  /**
+   * A v0.3 request, through the SDK's v0.3 handler over the same service: a blocking send
+   * holds a stream slot and the streaming methods answer SSE, as 1.0's do.
+   */
+  async function v03(req: FastifyRequest, reply: FastifyReply, agent: string, body: JsonRpcRequest): Promise<FastifyReply> {
+    const door = (signal: AbortSignal, idle: () => void) =>
+      v03Door({ a2a, principal: req.principal, agent, endpoint: endpointOf(req, agent), watch, signal, idle, logger: deps.logger });
+    const id = body.id ?? null;
+    try {
+      switch (body.method) {
+        case LEGACY_METHOD_MESSAGE_SEND:
+          return reply.send(await held(req, reply, (signal) => door(signal, () => {}).handle(body)));
+        case LEGACY_METHOD_MESSAGE_STREAM:
+        case LEGACY_METHOD_TASKS_RESUBSCRIBE:
+          return await stream(req, reply, id, (signal, idle) => door(signal, idle).handle(body), v03Failure, true);
+        default:
+          return reply.send(await door(new AbortController().signal, () => {}).handle(body));
+      }
+    } catch (err) {
+      if (reply.sent) return reply;
+      return reply.send(failure(id, rpcError(err, body.method, deps.logger)));
+    }
+  }
+
+  /**
+   * Answers server-sent events, each a JSON-RPC response; `idle` writes a heartbeat while
+   * nothing happens. The events start with the first response, so an error before it (or a
+   * plain answer) is sent as plain JSON-RPC; `eager` starts them at once, errors included, as
+   * v0.3 servers did and v0.3 clients expect.
+   */
   async function stream(
     req: FastifyRequest,
     reply: FastifyReply,
     id: RpcId,
-    open: (signal: AbortSignal) => Promise<AsyncGenerator<A2aStreamFrame>>,
+    open: (signal: AbortSignal, idle: () => void) => Promise<AsyncGenerator<object> | object>,
+    fail: (err: unknown) => RpcFailure = (err) => rpcError(err, 'stream', deps.logger),
+    eager = false,
   ): Promise<FastifyReply> {
     const release = streams.hold(req.principal);
     const gone = new AbortController();
+    let sse: FastifyReply['raw'] | undefined;
+    const start = () => {
+      sse ??= openSse(reply, () => gone.abort());
+      return sse;
+    };
+    const write = (response: object) => start().write(`data: ${JSON.stringify(response)}\n\n`);
+    const idle = () => {
+      sse?.write(': heartbeat\n\n');
+    };
     try {
-      const frames = await open(gone.signal);
-      const first = await frames.next();
-      const res = openSse(reply, () => gone.abort());
-      const write = (frame: A2aStreamFrame) =>
-        res.write(frame === null ? ': heartbeat\n\n' : `data: ${JSON.stringify(success(id, frame))}\n\n`);
+      if (eager) start();
+      const answer = await open(gone.signal, idle);
+      if (!(Symbol.asyncIterator in answer)) {
+        if (!sse) return reply.send(answer);
+        write(answer);
+        return reply;
+      }
       try {
-        if (!first.done) write(first.value);
-        for await (const frame of frames) write(frame);
+        for await (const response of answer) write(response);
+        start();
       } catch (err) {
-        if (!gone.signal.aborted) res.write(`data: ${JSON.stringify(failure(id, rpcError(err, 'stream', deps.logger)))}\n\n`);
-      } finally {
-        res.end();
+        if (!sse) return reply.send(failure(id, fail(err)));
+        if (!gone.signal.aborted) write(failure(id, fail(err)));
       }
       return reply;
     } finally {
+      sse?.end();
       release();
     }
   }
 }
 
-const success = (id: RpcId, result: unknown) => ({ jsonrpc: '2.0' as const, id, result });
-const failure = (id: RpcId, error: { code: number; message: string; data?: Record<string, unknown> }) => ({
-  jsonrpc: '2.0' as const,
-  id,
-  error,
-});
+/** A 1.0 task stream as JSON-RPC responses; a `null` frame (nothing new for a while) is a heartbeat. */
+async function* enveloped(id: RpcId, frames: AsyncGenerator<A2aStreamFrame>, idle: () => void): AsyncGenerator<object> {
+  for await (const frame of frames) {
+    if (frame === null) idle();
+    else yield success(id, frame);
+  }
+}

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { StreamResponse } from '@a2a-js/sdk';
+import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 import type { RunRecord } from '@rein/contract';
 import { Webhook as Signer } from 'standardwebhooks';
 import type { RunStore } from '../../adapters/redis/run-store.js';
@@ -13,6 +15,12 @@ import { type PushConfigStore, pushConfigField, type StoredPushConfig } from './
 
 /** The content type of A2A 1.0 push notifications (a `StreamResponse` as JSON). */
 export const A2A_PUSH_CONTENT_TYPE = 'application/a2a+json';
+
+/** A notification as its config's protocol shapes it: 1.0's `StreamResponse`, or (the SDK's translation) v0.3's bare task. */
+function pushBody(config: StoredPushConfig, data: PushJob['data']): { body: string; contentType: string } {
+  if (config.protocolVersion !== '0.3') return { body: JSON.stringify(data), contentType: A2A_PUSH_CONTENT_TYPE };
+  return new V03PushNotificationSerializer().serialize(StreamResponse.fromJSON(data));
+}
 
 export interface A2aPushDeps {
   configs: PushConfigStore;
@@ -85,13 +93,14 @@ export function createA2aPush(deps: A2aPushDeps) {
       const config = await deps.configs.byField(job.taskId, job.config);
       if (!config || config.tenantId !== job.tenantId) return null;
       const { scheme, credentials } = config.authentication ?? {};
+      const { body, contentType } = pushBody(config, job.data);
       return {
         url: config.url,
-        body: JSON.stringify(job.data),
+        body,
         // Keyed by the token the receiver chose (or was given): it can check the body and its time with what it holds.
         signer: new Signer(config.token, { format: 'raw' }),
         headers: {
-          'content-type': A2A_PUSH_CONTENT_TYPE,
+          'content-type': contentType,
           'x-a2a-notification-token': config.token,
           ...(scheme && credentials ? { authorization: `${scheme} ${credentials}` } : {}),
         },

@@ -11,6 +11,9 @@ import type { A2aPush } from './a2a-push.js';
 import { a2aDecisionSchema, type PushConfigParams, type SendMessageParams } from './a2a-schemas.js';
 import { type PushConfigStore, pushConfigField, type StoredPushConfig } from './push-config-store.js';
 
+/** The A2A version a call came in by: a push config set over v0.3 is told in v0.3's shape. */
+export type A2aVersion = '1.0' | '0.3';
+
 /** Push-notification configs one task may hold (all callers together): bounds each change's fan-out. */
 export const MAX_PUSH_CONFIGS_PER_TASK = 10;
 
@@ -66,7 +69,13 @@ async function taskRun(deps: A2aServiceDeps, principal: Principal, agent: string
  * Without a token, Rein makes one (the receiver reads it back with Get or List).
  * Its URL was checked before (`checkPushUrl`).
  */
-async function setPushConfig(deps: A2aServiceDeps, principal: Principal, run: RunView, params: PushConfigParams): Promise<PushConfigView> {
+async function setPushConfig(
+  deps: A2aServiceDeps,
+  principal: Principal,
+  run: RunView,
+  params: PushConfigParams,
+  version: A2aVersion,
+): Promise<PushConfigView> {
   if (params.taskId && params.taskId !== run.id) throw new InvalidRequestError(`the config names task ${params.taskId}, not ${run.id}`);
   const id = params.id ?? `pc_${createHash('sha256').update(params.url).digest('hex').slice(0, 24)}`;
   // No token given: the one Rein gave this config before, if it holds one, so a retry changes nothing.
@@ -80,6 +89,7 @@ async function setPushConfig(deps: A2aServiceDeps, principal: Principal, run: Ru
     url: params.url,
     token: params.token ?? held?.token ?? randomBytes(24).toString('base64url'),
     ...(params.authentication ? { authentication: params.authentication } : {}),
+    ...(version === '0.3' ? { protocolVersion: version } : {}),
     createdAt: new Date((deps.push.now ?? Date.now)()).toISOString(),
   };
   if (!(await deps.push.configs.put(config, MAX_PUSH_CONFIGS_PER_TASK)))
@@ -112,11 +122,16 @@ async function ownPushConfig(
 function a2aPushConfigs(deps: A2aServiceDeps) {
   return {
     /** `CreateTaskPushNotificationConfig`: the caller's config of a task it can read (the same id again replaces it). */
-    async createPushConfig(principal: Principal, agent: string, params: PushConfigParams): Promise<PushConfigView> {
+    async createPushConfig(
+      principal: Principal,
+      agent: string,
+      params: PushConfigParams,
+      version: A2aVersion = '1.0',
+    ): Promise<PushConfigView> {
       if (!params.taskId) throw new InvalidRequestError('taskId: the task to notify about is required');
       const run = await taskRun(deps, principal, agent, params.taskId);
       await checkPushUrl(deps, params);
-      return setPushConfig(deps, principal, run, params);
+      return setPushConfig(deps, principal, run, params, version);
     },
 
     async getPushConfig(principal: Principal, agent: string, taskId: string, id: string): Promise<PushConfigView> {
@@ -189,7 +204,7 @@ export function createA2aService(deps: A2aServiceDeps) {
   }
 
   return {
-    /** The Agent Card of one agent, its JSON-RPC interface at `endpoint`. */
+    /** The Agent Card of one agent (A2A 1.0's shape), its JSON-RPC interface at `endpoint`. */
     card(agent: string, endpoint: string) {
       const profile = agentOf(agent);
       const description = profile.description ?? `Rein agent ${profile.name}`;
@@ -197,7 +212,8 @@ export function createA2aService(deps: A2aServiceDeps) {
         name: profile.name,
         description,
         version: deps.version,
-        supportedInterfaces: [{ url: endpoint, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+        // One endpoint, both versions: it tells them apart by method name (v0.3's `message/send`, 1.0's `SendMessage`).
+        supportedInterfaces: ['1.0', '0.3'].map((protocolVersion) => ({ url: endpoint, protocolBinding: 'JSONRPC', protocolVersion })),
         capabilities: { streaming: true, pushNotifications: true, extensions: [] },
         securitySchemes: BEARER,
         securityRequirements: [{ schemes: { bearer: { list: [] } } }],
@@ -213,7 +229,14 @@ export function createA2aService(deps: A2aServiceDeps) {
      * key, so a retried message is the same task, never a second run. Answers when the task
      * settles, or at once with `returnImmediately`.
      */
-    async send(principal: Principal, agent: string, params: SendMessageParams, watch: WatchRun, signal: AbortSignal): Promise<A2aTask> {
+    async send(
+      principal: Principal,
+      agent: string,
+      params: SendMessageParams,
+      watch: WatchRun,
+      signal: AbortSignal,
+      version: A2aVersion = '1.0',
+    ): Promise<A2aTask> {
       const profile = agentOf(agent);
       const { message } = params;
       const pushConfig = params.configuration?.taskPushNotificationConfig;
@@ -226,7 +249,7 @@ export function createA2aService(deps: A2aServiceDeps) {
         if (A2A_TERMINAL.includes(a2aState(run))) throw new ConflictError('run_finished', `task ${run.id} already ${run.status}`);
         // Stored once the message's answer is taken: a refused one leaves nothing behind.
         await answer(principal, run, message.parts);
-        if (pushConfig) await setPushConfig(deps, principal, run, pushConfig);
+        if (pushConfig) await setPushConfig(deps, principal, run, pushConfig, version);
         run = await taskRun(deps, principal, agent, run.id);
       } else {
         if (message.parts.some((p) => p.url !== undefined || p.raw !== undefined))
@@ -242,7 +265,7 @@ export function createA2aService(deps: A2aServiceDeps) {
         if (pushConfig?.taskId)
           throw new InvalidRequestError('a push config sent with a new message names no task: the task is the one it starts');
         ({ run } = await deps.runs.submit(principal, body.data, `a2a:${message.messageId}`));
-        if (pushConfig) await setPushConfig(deps, principal, run, pushConfig);
+        if (pushConfig) await setPushConfig(deps, principal, run, pushConfig, version);
       }
       if (!params.configuration?.returnImmediately) run = await settle(principal, agent, run, watch, signal);
       return a2aTask(run);

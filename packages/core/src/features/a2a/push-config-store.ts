@@ -14,6 +14,8 @@ export const storedPushConfigSchema = z.object({
   url: z.string().min(1),
   token: z.string().min(1),
   authentication: z.object({ scheme: z.string(), credentials: z.string() }).optional(),
+  /** Set over A2A v0.3: its notifications carry v0.3's shape. */
+  protocolVersion: z.literal('0.3').optional(),
   createdAt: z.string(),
 });
 export type StoredPushConfig = z.infer<typeof storedPushConfigSchema>;

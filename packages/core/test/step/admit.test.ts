@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { RunStore, StepRead, TreeNodeRead } from '../../src/adapters/redis/run-store.js';
 import type { TenantQuotas } from '../../src/adapters/redis/tenant-quotas.js';
 import type { Transition } from '../../src/policy/step/step-policy.js';
+import type { InputVerdict } from '../../src/shared/guards/input-filter.js';
 import type { PiiMasker } from '../../src/shared/guards/pii-masker.js';
 import { type AdmitDeps, admit } from '../../src/step/admit.js';
 import type { StepApply } from '../../src/step/apply-step.js';
@@ -39,8 +40,8 @@ function deps(opts: { nodes?: TreeNodeRead[]; quotaExhausted?: boolean; inputRej
     applier,
     agents,
     quotas: slice<TenantQuotas>('quotas', { exhausted: async () => opts.quotaExhausted ?? false }),
-    inputFilter: (input) =>
-      opts.inputRejected ? { ok: false, answer: `I cannot help with "${input}".`, ruleId: 'r', kind: 'block' } : { ok: true },
+    inputFilter: (input): InputVerdict =>
+      opts.inputRejected ? { ok: false, answer: `I cannot help with "${input}".`, ruleId: 'r', kind: 'out_of_scope' } : { ok: true },
     masker: slice<PiiMasker>('masker', { maskText: (text) => text.replace(/\d{11}/g, '***') }),
     approvalTtlMs: 60_000,
     budgetFourEyes: true,
@@ -129,8 +130,15 @@ describe('admit', () => {
 
   it("bounds a sub-agent run's budget by what its ancestor's tree has left, without changing its stored limits", async () => {
     const root = run({ id: 'root', limits: { maxSteps: 8, maxTokens: 1_000, timeoutMs: 60_000 } });
-    const { d } = deps({ nodes: [{ id: 'root', run: root, descendants: [{ promptTokens: 0, completionTokens: 0, totalTokens: 500, costUsd: 0 }] }] });
-    const child = run({ id: 'child', ancestors: ['root'], parentRunId: 'root', usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } });
+    const { d } = deps({
+      nodes: [{ id: 'root', run: root, descendants: [{ promptTokens: 0, completionTokens: 0, totalTokens: 500, costUsd: 0 }] }],
+    });
+    const child = run({
+      id: 'child',
+      ancestors: ['root'],
+      parentRunId: 'root',
+      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+    });
     const a = await admitted(d, child, { quota: false });
     if (a.kind !== 'admitted') throw new Error(`not admitted: ${a.outcome}`);
     // The root spent 220 itself and 500 in its tree: 280 of its 1,000 are left for the child.

@@ -79,7 +79,7 @@ describe('apply: the step', () => {
     await expect(stepApply(readsOnly).afterTools(run(), afterTools(facts(), [record()], []), [record()], silentLogger)).rejects.toThrow();
   });
 
-  it("cancels a run whose ancestor ended, withdrawing its pending approvals", async () => {
+  it('cancels a run whose ancestor ended, withdrawing its pending approvals', async () => {
     const { applier, applied } = recordingApplier();
     const store = slice<RunStore>('store', { approvals: async () => [approval] });
     expect(await stepApply(applier, { store }).cancelled(run({ status: 'pending_approval' }), 'run:root', silentLogger)).toBe('finished');

@@ -1,9 +1,9 @@
-import type { ChatMessage, Decision, RunEvent } from '@rein/contract';
+import type { ChatMessage, Decision, RunEvent, Snapshot } from '@rein/contract';
 import { AgentCatalog, type AgentProfile, defineTool, type Tool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ModelGateway, ModelReply, ModelRequest } from '../../src/adapters/model/model-gateway.js';
-import type { DecisionJournal, Snapshot } from '../../src/adapters/redis/decision-journal.js';
+import type { DecisionJournal } from '../../src/adapters/redis/decision-journal.js';
 import type { RunStore } from '../../src/adapters/redis/run-store.js';
 import { ModelReplyInvalidError } from '../../src/shared/errors.js';
 import { createMetrics } from '../../src/shared/metrics.js';
@@ -19,11 +19,22 @@ import { clock, NOW, run, silentLogger, slice } from './support.js';
 
 /** A read tool behind the breaker of the database it shares with others. */
 const lookup: Tool = {
-  ...defineTool({ name: 'lookup', description: 'read an order', kind: 'read', parameters: z.object({ orderNo: z.string() }), execute: () => ({}) }),
+  ...defineTool({
+    name: 'lookup',
+    description: 'read an order',
+    kind: 'read',
+    parameters: z.object({ orderNo: z.string() }),
+    execute: () => ({}),
+  }),
   dependency: 'orders-db',
 };
 const tools = new Map<string, Tool>([[lookup.name, lookup]]);
-const profile = { name: 'order-assistant', instructions: 'Be brief.', tools: ['lookup'], maxCompletionTokens: 500 } as AgentProfile;
+const profile = {
+  name: 'order-assistant',
+  instructions: 'Be brief.',
+  tools: ['lookup'],
+  maxCompletionTokens: 500,
+} as unknown as AgentProfile;
 const history: ChatMessage[] = [{ role: 'user', content: 'where is order 7?' }];
 
 /** The slice callModel takes: the model answers `reply` (or throws it), the journal keeps what it is given. */
@@ -65,7 +76,10 @@ function deps(reply: Partial<ModelReply> | Error, opts: { onDelta?: (request: Mo
 
 describe('call the model', () => {
   it('journals the reply with what was sent before handing it on, and names the snapshot texts on the run', async () => {
-    const { d, requests, journaled } = deps({ content: 'looking', toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{"orderNo":"7"}' }] });
+    const { d, requests, journaled } = deps({
+      content: 'looking',
+      toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{"orderNo":"7"}' }],
+    });
     const made = await callModel(d, run(), profile, history, silentLogger);
     expect(requests[0]?.messages).toEqual([{ role: 'system', content: 'Be brief.' }, ...history]);
     expect(requests[0]?.tools.map((t) => t.function.name)).toEqual(['lookup']);
@@ -84,8 +98,13 @@ describe('call the model', () => {
     expect(made?.run.snapshotBlobs).toEqual(['system-hash']);
   });
 
-  it("reads the breaker of each tool the reply calls with the journal write, and of nothing else", async () => {
-    const calling = deps({ toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{}' }, { id: 'c2', name: 'nope', arguments: '{}' }] });
+  it('reads the breaker of each tool the reply calls with the journal write, and of nothing else', async () => {
+    const calling = deps({
+      toolCalls: [
+        { id: 'c1', name: 'lookup', arguments: '{}' },
+        { id: 'c2', name: 'nope', arguments: '{}' },
+      ],
+    });
     const made = await callModel(calling.d, run(), profile, history, silentLogger);
     expect(calling.journaled[0]?.reads).toBe(1);
     expect([...(made?.breakerStates.keys() ?? [])]).toEqual(['orders-db']);
@@ -123,7 +142,7 @@ describe('call the model', () => {
     expect(observed.map((v) => v.labels.outcome)).toEqual(['model_reply_invalid']);
   });
 
-  it("charges what a reply really took when the endpoint under-reports it", async () => {
+  it('charges what a reply really took when the endpoint under-reports it', async () => {
     const { d, journaled } = deps({ content: 'x'.repeat(4_000), usage: { promptTokens: 1, completionTokens: 1 } });
     await callModel(d, run(), profile, history, silentLogger);
     expect(journaled[0]?.decision.usage.completionTokens).toBeGreaterThan(1);

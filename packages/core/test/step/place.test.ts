@@ -2,9 +2,9 @@ import type { Approval } from '@rein/contract';
 import { defineTool, type Tool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import type { RunStore } from '../../src/adapters/redis/run-store.js';
 import type { FleetVersions } from '../../src/policy/app/fleet-versions.js';
 import { toolDigest } from '../../src/policy/app/tool-digest.js';
-import type { RunStore } from '../../src/adapters/redis/run-store.js';
 import { createMetrics } from '../../src/shared/metrics.js';
 import { type PlaceDeps, placeRun } from '../../src/step/place.js';
 import type { StepVersions } from '../../src/step/step-deps.js';
@@ -60,7 +60,7 @@ describe('place', () => {
     expect(applied).toEqual([]);
   });
 
-  it("runs the step of a run on its own version, and one the cache misplaced once the fresh fleet says it is its own", async () => {
+  it('runs the step of a run on its own version, and one the cache misplaced once the fresh fleet says it is its own', async () => {
     expect(await placeRun(deps(fleet('v1', { upgrades: {} }).versions).d, run({ appVersion: 'v1' }), [])).toBe('own');
     // The cache still says v1 goes to v2; the fresh read says the upgrade was undone.
     const stale = fleet('v1', { upgrades: { v1: 'v2' } }, { upgrades: {} });

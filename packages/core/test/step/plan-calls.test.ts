@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { RunStore } from '../../src/adapters/redis/run-store.js';
 import type { PlannedCall } from '../../src/policy/step/call-plan.js';
+import { EMPTY_GUARD } from '../../src/policy/step/loop-guard.js';
 import type { PiiMasker } from '../../src/shared/guards/pii-masker.js';
 import { createAgentViews } from '../../src/step/agent-views.js';
 import { type PlanCallsDeps, planStep } from '../../src/step/plan-calls.js';
@@ -61,44 +62,69 @@ const kinds = (calls: PlannedCall[]) => calls.map((p) => [p.call.id, p.kind]);
 
 describe('plan the calls', () => {
   it('concludes an answer without planning any call', async () => {
-    const plan = await planStep(deps().d, run({ guard: { calls: {} } }), profile, decision({ toolCalls: [], content: 'done' }), [], 0);
+    const plan = await planStep(deps().d, run({ guard: EMPTY_GUARD }), profile, decision({ toolCalls: [], content: 'done' }), [], 0);
     expect(plan.kind).toBe('concluded');
     expect(plan.kind === 'concluded' && plan.transition).toMatchObject({ kind: 'finish', status: 'succeeded', reason: 'completed' });
   });
 
   it('parks a write that needs approval on the approval it asks for, and runs a read', async () => {
-    const reply = decision({ toolCalls: [call('c1', 'search_policy', { query: 'refunds' }), call('c2', 'refund', { orderNo: '7', amount: 5 })] });
-    const plan = await planStep(deps().d, run({ guard: { calls: {} } }), profile, reply, [], 0);
+    const reply = decision({
+      toolCalls: [call('c1', 'search_policy', { query: 'refunds' }), call('c2', 'refund', { orderNo: '7', amount: 5 })],
+    });
+    const plan = await planStep(deps().d, run({ guard: EMPTY_GUARD }), profile, reply, [], 0);
     if (plan.kind !== 'calls') throw new Error('concluded');
     expect(kinds(plan.calls)).toEqual([
       ['c1', 'run'],
       ['c2', 'await_approval'],
     ]);
     const parked = plan.calls[1] as Extract<PlannedCall, { kind: 'await_approval' }>;
-    expect(parked.newApproval).toMatchObject({ id: 'r1.2.1', toolName: 'refund', arguments: { orderNo: '7', amount: 5 }, status: 'pending' });
+    expect(parked.newApproval).toMatchObject({
+      id: 'r1.2.1',
+      toolName: 'refund',
+      arguments: { orderNo: '7', amount: 5 },
+      status: 'pending',
+    });
     expect(parked.newApproval?.expiresAt).toBe(new Date(NOW + 60_000).toISOString());
   });
 
   it('runs the write once its approval was granted, and refuses it with the reason once rejected', async () => {
     const reply = decision({ toolCalls: [call('c2', 'refund', { orderNo: '7', amount: 5 })] });
-    const first = await planStep(deps().d, run({ guard: { calls: {} } }), profile, reply, [], 0);
+    const first = await planStep(deps().d, run({ guard: EMPTY_GUARD }), profile, reply, [], 0);
     const asked = first.kind === 'calls' && (first.calls[0] as Extract<PlannedCall, { kind: 'await_approval' }>).newApproval;
     if (!asked) throw new Error('no approval asked');
-    const parked = run({ status: 'pending_approval', guard: { calls: {} } });
+    const parked = run({ status: 'pending_approval', guard: EMPTY_GUARD });
     const approved = await planStep(deps().d, parked, profile, reply, [{ ...asked, status: 'approved', decidedBy: 'bob' }], 0);
     expect(approved.kind === 'calls' && kinds(approved.calls)).toEqual([['c2', 'run']]);
-    const rejected = await planStep(deps().d, parked, profile, reply, [{ ...asked, status: 'rejected', decidedBy: 'bob', comment: 'no' }], 0);
-    expect(rejected.kind === 'calls' && rejected.calls[0]).toMatchObject({ kind: 'refuse', outcome: 'rejected', observation: 'Not executed: rejected by bob: no' });
+    const rejected = await planStep(
+      deps().d,
+      parked,
+      profile,
+      reply,
+      [{ ...asked, status: 'rejected', decidedBy: 'bob', comment: 'no' }],
+      0,
+    );
+    expect(rejected.kind === 'calls' && rejected.calls[0]).toMatchObject({
+      kind: 'refuse',
+      outcome: 'rejected',
+      observation: 'Not executed: rejected by bob: no',
+    });
   });
 
   it('refuses a call whose arguments are not JSON with an observation, keeping what the model sent', async () => {
-    const plan = await planStep(deps().d, run({ guard: { calls: {} } }), profile, decision({ toolCalls: [call('c1', 'search_policy', '{query:')] }), [], 0);
+    const plan = await planStep(
+      deps().d,
+      run({ guard: EMPTY_GUARD }),
+      profile,
+      decision({ toolCalls: [call('c1', 'search_policy', '{query:')] }),
+      [],
+      0,
+    );
     expect(plan.kind === 'calls' && plan.calls[0]).toMatchObject({ kind: 'refuse', outcome: 'invalid_arguments', args: '{query:' });
   });
 
   it('gives every call of the reply an id of its own before planning', async () => {
     const twice = decision({ toolCalls: [call('c1', 'search_policy', { query: 'a' }), call('c1', 'search_policy', { query: 'b' })] });
-    const plan = await planStep(deps().d, run({ guard: { calls: {} } }), profile, twice, [], 0);
+    const plan = await planStep(deps().d, run({ guard: EMPTY_GUARD }), profile, twice, [], 0);
     expect(plan.kind === 'calls' && plan.calls.map((p) => p.call.id)).toEqual(['c1', 'c1#1']);
     expect(plan.kind === 'calls' && plan.facts().decision.toolCalls.map((c) => c.id)).toEqual(['c1', 'c1#1']);
   });
@@ -113,12 +139,12 @@ describe('plan the calls', () => {
     // A first step has no earlier steps to read; a run that keeps its guard is not read either.
     const fresh = deps(earlier);
     await planStep(fresh.d, run({ step: 0 }), profile, decision({ step: 0 }), [], 0);
-    await planStep(fresh.d, run({ guard: { calls: {} } }), profile, decision(), [], 0);
+    await planStep(fresh.d, run({ guard: EMPTY_GUARD }), profile, decision(), [], 0);
     expect(fresh.asked).toEqual([]);
   });
 
   it("does not act on a reply that came after the run's deadline: the calls are recorded as not run", async () => {
-    const late = run({ guard: { calls: {} }, deadlineAt: new Date(NOW - 1).toISOString() });
+    const late = run({ guard: EMPTY_GUARD, deadlineAt: new Date(NOW - 1).toISOString() });
     const plan = await planStep(deps().d, late, profile, decision(), [], 0);
     if (plan.kind !== 'concluded') throw new Error('planned calls');
     expect(plan.transition).toMatchObject({ kind: 'finish', reason: 'deadline' });

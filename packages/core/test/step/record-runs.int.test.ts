@@ -53,7 +53,9 @@ async function record(
     return apply(from, outcome);
   };
   const traceparent = `00-${'1'.repeat(31)}${n}-${'2'.repeat(16)}-01`;
-  await t.runs.submit(USER, { input, ...(opts.maxSteps ? { limits: { maxSteps: opts.maxSteps } } : {}) }, undefined, traceparent, { runId });
+  await t.runs.submit(USER, { input, ...(opts.maxSteps ? { limits: { maxSteps: opts.maxSteps } } : {}) }, undefined, traceparent, {
+    runId,
+  });
   await t.drain();
   for (let parked = await pending(t, runId); parked; parked = await pending(t, runId)) {
     if (!opts.decide) throw new Error('the run asked for an approval nobody decides');
@@ -79,7 +81,11 @@ describe('recorded runs', () => {
   it('two steps: a lookup, then the answer', async () => {
     const { steps, runId, t } = await record(1, [lookup, answer('Order 2024001 has not shipped yet.')], 'Where is order 2024001?');
     expect((await t.store.require(runId)).status).toBe('succeeded');
-    await expectRecording('two-steps.json', 'A read runs and its result goes to the model; the next reply answers and the run succeeds.', steps);
+    await expectRecording(
+      'two-steps.json',
+      'A read runs and its result goes to the model; the next reply answers and the run succeeds.',
+      steps,
+    );
   });
 
   it('a refund parked for approval, approved with a lower amount, then the answer', async () => {
@@ -130,7 +136,7 @@ describe('recorded runs', () => {
     expect((await t.store.require(runId)).status).toBe('succeeded');
     await expectRecording(
       'malformed-reply.json',
-      "A reply whose calls cannot run (arguments not JSON; a tool the agent lacks; two calls with one id) becomes observations the model reads, not a failed step; the next reply answers.",
+      'A reply whose calls cannot run (arguments not JSON; a tool the agent lacks; two calls with one id) becomes observations the model reads, not a failed step; the next reply answers.',
       steps,
     );
   });

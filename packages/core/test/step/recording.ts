@@ -82,7 +82,11 @@ export function replayStep(rec: RecordedRun, step: RecordedStep, earlier: readon
   const planned = planCalls({ run, profile, tools, calls: decision.toolCalls, approvals: step.approvals, now, approvalTtlMs });
   const ran = step.transition.change.step?.toolCalls ?? [];
   const records = planned.map((p) => recordOf(p, ran));
-  return afterTools(facts, records, planned.flatMap((p) => (p.kind === 'await_approval' && p.newApproval ? [p.newApproval] : [])));
+  return afterTools(
+    facts,
+    records,
+    planned.flatMap((p) => (p.kind === 'await_approval' && p.newApproval ? [p.newApproval] : [])),
+  );
 }
 
 /** A planned call's record: decided by the plan, or, for a call the plan ran, what its tool answered in the recording. */

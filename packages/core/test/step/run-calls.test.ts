@@ -123,9 +123,7 @@ describe('run the calls', () => {
     expect(unknown?.record.outcome).toBe('uncertain');
     expect(unknown?.record.observation).toMatch(/^The outcome of pay_unknown is unknown: the bank did not answer/);
     expect([...ledger.effects.values()].map((e) => e.state)).toEqual(['intent']);
-    expect(published).toEqual([
-      { type: 'effect.uncertain', runId: 'r1', step: 2, toolCallId: 'c1', tool: 'pay_unknown', at: clock.iso() },
-    ]);
+    expect(published).toEqual([{ type: 'effect.uncertain', runId: 'r1', step: 2, toolCallId: 'c1', tool: 'pay_unknown', at: clock.iso() }]);
   });
 
   it('never runs a write twice: a result in the ledger is reused, an intent without one (a crash mid-call) is uncertain', async () => {
@@ -151,7 +149,9 @@ describe('run the calls', () => {
   });
 
   it('answers a read asked again with the same arguments from its earlier result, without running it', async () => {
-    const earlier = [{ index: 0, toolCalls: [record({ id: 'e1', name: 'lookup', arguments: { n: 7 }, observation: '{"order":7}' })] }] as StepRecord[];
+    const earlier = [
+      { index: 0, toolCalls: [record({ id: 'e1', name: 'lookup', arguments: { n: 7 }, observation: '{"order":7}' })] },
+    ] as StepRecord[];
     const { d } = deps({ earlier });
     const [answered] = await runCalls(d, run(), plan(run(), [call('c1', 'lookup', 7)]), new Map([[0, [0, 'e1']]]), undefined, run());
     expect(answered?.record).toMatchObject({ id: 'c1', outcome: 'ok', observation: '{"order":7}', durationMs: 0, fromSnapshot: true });
@@ -172,7 +172,10 @@ describe('run the calls', () => {
       run: run(),
       profile: { ...profile, tools: [...profile.tools, 'refund'] },
       tools: withGated,
-      calls: [{ id: 'c1', name: 'refund', arguments: '{}' }, { id: 'c2', name: 'nope', arguments: '{}' }],
+      calls: [
+        { id: 'c1', name: 'refund', arguments: '{}' },
+        { id: 'c2', name: 'nope', arguments: '{}' },
+      ],
       approvals: [],
       now: NOW,
       approvalTtlMs: 60_000,
@@ -203,7 +206,9 @@ describe('run the calls', () => {
     const parents: RunRecord[] = [];
     const spawnChild: SpawnChild = async (parent, p) => {
       parents.push(parent);
-      return { record: { id: p.call.id, name: p.call.name, arguments: p.args, outcome: 'awaiting_child', observation: 'waiting', durationMs: 0 } };
+      return {
+        record: { id: p.call.id, name: p.call.name, arguments: p.args, outcome: 'awaiting_child', observation: 'waiting', durationMs: 0 },
+      };
     };
     const paid = run({ costUsd: 0.5 });
     const [spawned] = await runCalls(deps({ spawnChild }).d, run(), planned, none, undefined, paid);

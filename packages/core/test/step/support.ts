@@ -1,8 +1,8 @@
 import type { Decision, RunRecord, ToolCallRecord } from '@rein/contract';
 import { pino } from 'pino';
-import type { Outcome, TransitionApplier } from '../../src/step/apply-transition.js';
 import { EMPTY_GUARD } from '../../src/policy/step/loop-guard.js';
 import type { StepFacts } from '../../src/policy/step/step-policy.js';
+import type { Outcome, TransitionApplier } from '../../src/step/apply-transition.js';
 import { stepClock } from '../../src/step/step-deps.js';
 
 /**

@@ -42,8 +42,10 @@ async function record(
   // Event times, the demo shop's dates (its store takes Date.now when built): the recording's clock is the harness's.
   vi.useFakeTimers({ toFake: ['Date'], now: NOW });
   const t = harness(createFakeModel(turns), { now: () => NOW, approvalTtlMs: APPROVAL_TTL_MS });
+  // A fixed run id and trace: approval ids, idempotency keys and the demo shop's refund ids follow from them.
   const runId = `00000000-0000-4000-8000-00000000000${n}`;
   const steps: RecordedStep[] = [];
+  // The engine calls the applier it was given by this object: each step's commit passes here, read before it lands.
   const apply = t.applier.apply;
   t.applier.apply = async (from, outcome) => {
     if (outcome.kind === 'step') {

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { decided, type RecordedRun, replayStep } from './recording.js';
+import { decided, type RecordedRun, replayRecordedStep } from './recording.js';
 
 /**
  * The recorded runs (test/step/recorded/, recorded on the real engine by
@@ -25,7 +25,7 @@ describe.each(recordings)('the recorded run $file', ({ rec }) => {
   it.each(rec.steps.map((step, i) => ({ i, step, label: `${step.run.step} (${step.run.status}): ${step.transition.kind}` })))(
     'decides step $label as the engine did',
     ({ i, step }) => {
-      expect(decided(replayStep(rec, step, rec.steps.slice(0, i)))).toEqual(decided(step.transition));
+      expect(decided(replayRecordedStep(rec, step, rec.steps.slice(0, i)))).toEqual(decided(step.transition));
     },
   );
 });

@@ -52,7 +52,7 @@ const handoff = orderApp.handoffAnswer as string;
  * that ran given the result the recording holds for them, the rest decided here. `earlier`:
  * the steps recorded before it (a run that keeps no loop guard rebuilds it from them).
  */
-export function replayStep(rec: RecordedRun, step: RecordedStep, earlier: readonly RecordedStep[]): Transition {
+export function replayRecordedStep(rec: RecordedRun, step: RecordedStep, earlier: readonly RecordedStep[]): Transition {
   const { run } = step;
   const { now, approvalTtlMs, guards } = rec.settings;
   const at = new Date(now).toISOString();

@@ -1,96 +1,14 @@
-import type { Approval, Decision, RunRecord, ToolCallRecord } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
 import { retryOnStale } from '../src/policy/run/run-transitions.js';
-import { EMPTY_GUARD, guardFromHistory } from '../src/policy/step/loop-guard.js';
-import {
-  afterDecision,
-  afterPlan,
-  afterTools,
-  completionRoom,
-  EVENT_OBSERVATION_CHARS,
-  exhaustedBudget,
-  gate,
-  type StepFacts,
-} from '../src/policy/step/step-policy.js';
+import { guardFromHistory } from '../src/policy/step/loop-guard.js';
+import { afterDecision, afterPlan, completionRoom, exhaustedBudget } from '../src/policy/step/step-policy.js';
 import { StaleStepError } from '../src/shared/errors.js';
+import { decision, facts, NOW, record, run } from './step/support.js';
 
-/** The step policy as pure functions: every case here runs without Redis, a model or a clock. */
-
-const NOW = Date.parse('2026-01-01T00:00:10.000Z');
-
-const run = (over: Partial<RunRecord> = {}): RunRecord => ({
-  schemaVersion: 1,
-  id: 'r1',
-  traceId: '0'.repeat(32),
-  tenantId: 'acme',
-  userId: 'alice',
-  roles: ['user'],
-  agent: 'order-assistant',
-  input: 'hello',
-  metadata: {},
-  limits: { maxSteps: 8, maxTokens: 10_000, timeoutMs: 60_000 },
-  status: 'running',
-  step: 2,
-  usage: { promptTokens: 200, completionTokens: 20, totalTokens: 220 },
-  costUsd: 0,
-  pendingApprovals: [],
-  version: 5,
-  createdAt: '2026-01-01T00:00:00.000Z',
-  updatedAt: '2026-01-01T00:00:00.000Z',
-  deadlineAt: '2026-01-01T00:01:00.000Z',
-  ...over,
-});
-
-const decision = (over: Partial<Decision> = {}): Decision => ({
-  schemaVersion: 1,
-  step: 2,
-  model: 'm',
-  content: 'thinking',
-  toolCalls: [{ id: 'c1', name: 'search_policy', arguments: '{"query":"refund"}' }],
-  usage: { promptTokens: 100, completionTokens: 10 },
-  durationMs: 3,
-  createdAt: '2026-01-01T00:00:09.000Z',
-  ...over,
-});
-
-const facts = (over: Partial<StepFacts> = {}): StepFacts => ({
-  run: run(),
-  decision: decision(),
-  guard: EMPTY_GUARD,
-  limits: { repeatLimit: 2, toolFailureLimit: 3, toolResultMaxChars: 2000 },
-  prices: { m: { promptPerMTok: 1_000_000, completionPerMTok: 2_000_000 } },
-  mask: (text) => text.replace(/\d{11}/g, '***'),
-  handoff: 'handed to a person',
-  now: NOW,
-  durationMs: 7,
-  ...over,
-});
-
-const record = (over: Partial<ToolCallRecord> = {}): ToolCallRecord => ({
-  id: 'c1',
-  name: 'search_policy',
-  arguments: { query: 'refund' },
-  outcome: 'ok',
-  observation: 'policy text',
-  durationMs: 1,
-  ...over,
-});
-
-describe('step policy: gate', () => {
-  it('skips a job for a finished run or a future step, and only ensures the next job for a past one', () => {
-    expect(gate(null, 0, [], null).kind).toBe('skip');
-    expect(gate(run({ status: 'succeeded' }), 2, [], null).kind).toBe('skip');
-    expect(gate(run(), 3, [], null).kind).toBe('skip');
-    expect(gate(run(), 1, [], null).kind).toBe('already_committed');
-  });
-
-  it('keeps a parked step parked while an approval of it is pending, and acts on a journaled decision', () => {
-    const pending = { step: 2, status: 'pending' } as Approval;
-    expect(gate(run({ status: 'pending_approval' }), 2, [pending], null).kind).toBe('parked');
-    expect(gate(run({ status: 'pending_approval' }), 2, [{ ...pending, status: 'approved' }], decision())).toMatchObject({ kind: 'act' });
-    expect(gate(run(), 2, [], null).kind).toBe('decide');
-  });
-});
+/**
+ * The step policy as pure functions: every case here runs without Redis, a model or a clock.
+ * The triage (`gate`) and the conclusion (`afterTools`) are the phases' own: test/step/.
+ */
 
 describe('step policy: budgets before spending', () => {
   const ok = { now: NOW, quotaExhausted: false, waitingOn: null };
@@ -158,43 +76,6 @@ describe('step policy: transitions', () => {
     const next = afterDecision(facts({ guard: once }));
     expect(next.kind === 'tools' && next.earlier.get(0)).toEqual([0, 'a']);
   });
-
-  it('continues with the observations as tool messages and the guard advanced on the run', () => {
-    const t = afterTools(facts(), [record()], []);
-    expect(t.kind).toBe('continue');
-    expect(t.change.to).toMatchObject({ status: 'running', step: 3, pendingApprovals: [] });
-    expect(t.change.to.guard?.calls).toEqual({ [Object.keys(t.change.to.guard?.calls ?? {})[0] as string]: { n: 1, ok: [2, 'c1'] } });
-    expect(t.change.messages?.map((m) => m.role)).toEqual(['assistant', 'tool']);
-  });
-
-  it('announces long tool results in events as a preview; the step record (the trace) keeps them whole', () => {
-    const long = 'x'.repeat(EVENT_OBSERVATION_CHARS + 100);
-    const t = afterTools(facts(), [record({ observation: long })], []);
-    const event = t.change.events?.find((e) => e.type === 'tool.result');
-    expect(event?.data.observation).toBe(`${'x'.repeat(EVENT_OBSERVATION_CHARS)}… (100 more characters in the trace)`);
-    expect(t.change.step?.toolCalls[0]?.observation).toBe(long);
-  });
-
-  it('does not count time parked against the deadline', () => {
-    const t = afterTools(facts({ run: run({ status: 'pending_approval', parkedAt: '2026-01-01T00:00:04.000Z' }) }), [record()], []);
-    expect(t.change.to.deadlineAt).toBe('2026-01-01T00:01:06.000Z');
-    expect(t.change.to).not.toHaveProperty('parkedAt');
-  });
-
-  it('parks with the new approvals when a call awaits one, keeping the guard as it was', () => {
-    const approval = { id: 'r1.2.0', runId: 'r1', step: 2, toolName: 'submit_refund', summary: 's', risk: 'high' } as Approval;
-    const t = afterTools(facts(), [record({ outcome: 'awaiting_approval', approvalId: 'r1.2.0' })], [approval]);
-    expect(t).toMatchObject({ kind: 'park', newApprovals: [approval] });
-    expect(t.change.to).toMatchObject({ status: 'pending_approval', pendingApprovals: ['r1.2.0'], parkedAt: '2026-01-01T00:00:10.000Z' });
-    expect(t.change.to.guard).toBeUndefined();
-  });
-
-  it('stops the run when one tool has failed the limit-th time in a row', () => {
-    const failing = guardFromHistory([{ index: 0, toolCalls: [record({ outcome: 'error' }), record({ outcome: 'error' })] }]);
-    const t = afterTools(facts({ guard: failing }), [record({ outcome: 'error', arguments: { query: 'other' } })], []);
-    expect(t).toMatchObject({ kind: 'finish', status: 'failed', reason: 'tool_failures' });
-    expect(t.change.to.finalAnswer).toBe('handed to a person');
-  });
 });
 
 describe('retryOnStale', () => {
@@ -230,25 +111,6 @@ describe('retryOnStale', () => {
 });
 
 describe('step policy: plans', () => {
-  const plan = {
-    steps: [
-      { step: 1, action: 'search_policy', args: { query: 'refund' }, desc: 'look', risk: 'low' as const },
-      { step: 2, action: 'search_policy', args: { query: 'late' }, desc: 'look', risk: 'low' as const },
-    ],
-    status: 'approved' as const,
-    approvalId: 'r1.0.0',
-    done: [],
-  };
-
-  it('marks the plan steps that calls carried out, not those that failed', () => {
-    const t = afterTools(facts({ run: run({ plan }) }), [record({ planStep: 1 }), record({ id: 'c2', planStep: 2, outcome: 'error' })], []);
-    expect(t.change.to.plan?.done).toEqual([1]);
-  });
-
-  it('keeps the plan as it was when no call carried out a step', () => {
-    expect(afterTools(facts({ run: run({ plan }) }), [record()], []).change.to.plan).toEqual(plan);
-  });
-
   it('sends a planning reply to the log without tool calls, and a repair note after it', () => {
     const t = afterPlan(facts({ decision: decision({ content: 'not a plan' }) }), { kind: 'repair', problems: ['not JSON'] });
     expect(t.kind).toBe('continue');

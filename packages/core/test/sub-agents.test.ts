@@ -3,7 +3,6 @@ import { defineAgent, defineApp, defineTool } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { planCalls } from '../src/policy/step/call-plan.js';
-import { gate } from '../src/policy/step/step-policy.js';
 import { boundedByTree, childLimits, childObservation, childRecord, childRunId, treeTotal } from '../src/policy/step/sub-agents.js';
 import { toolCall } from '../src/testing/index.js';
 
@@ -140,14 +139,6 @@ describe('the call plan of sub-agents and hand-offs (pure)', () => {
     ]);
     expect(planned.map((p) => p.kind)).toEqual(['transfer', 'refuse', 'refuse']);
     expect(planned[2]).toMatchObject({ outcome: 'unknown_tool' });
-  });
-});
-
-describe('the gate of a waiting run (pure)', () => {
-  it('keeps the step parked while a child is live, and lets it act once every child ended or is gone', () => {
-    const waiting = run({ status: 'waiting', pendingChildren: ['a', 'b'] });
-    expect(gate(waiting, 2, [], null, [{ status: 'running' }, { status: 'succeeded' }])).toEqual({ kind: 'parked' });
-    expect(gate(waiting, 2, [], null, [{ status: 'failed' }, null]).kind).toBe('decide');
   });
 });
 

@@ -102,9 +102,10 @@ export {
 export { ApprovalFeed } from './adapters/redis/approval-feed.js';
 export { AuditLog } from './adapters/redis/audit-log.js';
 export { DecisionJournal } from './adapters/redis/decision-journal.js';
-export { EffectLedger } from './adapters/redis/effect-ledger.js';
+export { RedisEffectLedger } from './adapters/redis/effect-ledger.js';
 export { HotRuns, type RunSnapshot, revisionOf, sameRevision } from './adapters/redis/hot-runs.js';
-export { decodeCursor, encodeCursor, type PageCursor, pageIndexes } from './adapters/redis/index-pager.js';
+export { RedisIdempotencyKeys } from './adapters/redis/idempotency-keys.js';
+export { decodeCursor, encodeCursor, pageIndexes } from './adapters/redis/index-pager.js';
 export { LinkUses } from './adapters/redis/link-uses.js';
 export {
   bullConnection,
@@ -117,8 +118,9 @@ export {
   redisOptions,
 } from './adapters/redis/redis.js';
 export { RedisItemStore } from './adapters/redis/redis-item-store.js';
-export { type RunFilter, RunStore } from './adapters/redis/run-store.js';
+export { RunStore } from './adapters/redis/run-store.js';
 export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './adapters/redis/schedule-store.js';
+export { RedisSessions } from './adapters/redis/session-store.js';
 export { SignInStore } from './adapters/redis/sign-in-store.js';
 export { StreamHub, streamIdAfter } from './adapters/redis/stream-hub.js';
 export { QuotaExceededError, TenantQuotas } from './adapters/redis/tenant-quotas.js';
@@ -204,6 +206,12 @@ export { costOf } from './policy/budget/cost.js';
 export { estimatePromptTokens } from './policy/budget/token-estimator.js';
 export { type ClaimMapping, claimAt, principalFromClaims } from './policy/identity/token-claims.js';
 export type { StreamMode as LgStreamMode } from './policy/langgraph/lg-stream.js';
+export type { EffectLedger, LedgerScope } from './policy/ports/effect-ledger.js';
+export type { IdempotencyKeys } from './policy/ports/idempotency-keys.js';
+export type { Page, PageCursor, PageQuery } from './policy/ports/pages.js';
+export type { ChildEntry, RunFilter, RunRepository, StepRead, StoredEvent, TreeNodeRead } from './policy/ports/run-repository.js';
+export type { SessionRegistry } from './policy/ports/session-registry.js';
+export type { TurnJournal } from './policy/ports/turn-journal.js';
 export { retryOnStale } from './policy/run/run-transitions.js';
 export { checkCron, isMissed, latestFireAt, nextFireAt, scheduledRunId } from './policy/run/schedule-cron.js';
 export { currentVersion, routeVersion, versionVerdict, withdrawnOnMove } from './policy/run/version-route.js';

@@ -123,7 +123,7 @@ export { SCHEDULE_HISTORY_SIZE, ScheduleStore } from './adapters/redis/schedule-
 export { RedisSessions } from './adapters/redis/session-store.js';
 export { SignInStore } from './adapters/redis/sign-in-store.js';
 export { StreamHub, streamIdAfter } from './adapters/redis/stream-hub.js';
-export { QuotaExceededError, TenantQuotas } from './adapters/redis/tenant-quotas.js';
+export { TenantQuotas } from './adapters/redis/tenant-quotas.js';
 export { HEARTBEAT_TTL_MS, VersionDirectory, type VersionFacts } from './adapters/redis/version-directory.js';
 export { Bulkhead } from './adapters/resilience/bulkhead.js';
 export { type BreakerOptions, CircuitBreakers } from './adapters/resilience/circuit-breakers.js';
@@ -247,6 +247,7 @@ export {
   ModelReplyInvalidError,
   ModelUnavailableError,
   NotFoundError,
+  QuotaExceededError,
   RedisUnavailableError,
   StaleStepError,
   type StepFailure,

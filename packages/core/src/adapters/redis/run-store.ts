@@ -34,13 +34,14 @@ import type {
 } from '../../policy/ports/run-repository.js';
 import type { TurnJournal } from '../../policy/ports/turn-journal.js';
 import type { Commit } from '../../policy/run/run-transitions.js';
-import { NotFoundError, StaleStepError } from '../../shared/errors.js';
+import { NotFoundError } from '../../shared/errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, fairShareKeys, runKeys, tenantKeys, versionRunsKey } from '../../shared/keys.js';
 import type { Metrics } from '../../shared/metrics.js';
 import { pageIndexes } from './index-pager.js';
-import { CommitResult, CreateResult, type ScriptGateway, scriptGateway } from './lua-scripts.js';
+import { CreateResult, type ScriptGateway, scriptGateway } from './lua-scripts.js';
 import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
 import { runFootprint } from './run-footprint.js';
+import { refuseOn } from './script-refusals.js';
 import { RedisSessions } from './session-store.js';
 import { versionRunEntry } from './version-directory.js';
 
@@ -279,10 +280,7 @@ export class RunStore implements RunRepository, TurnJournal {
       approvals,
       events,
     });
-    if (result === CommitResult.NoSuchRun) throw new NotFoundError(`run ${next.id}`);
-    if (result === CommitResult.Stale) {
-      throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
-    }
+    refuseOn.commitRun(result, { runId: next.id, fromVersion: c.from.version });
     return next;
   }
 

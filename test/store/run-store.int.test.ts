@@ -1,89 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import type { Approval, RunEvent, RunRecord, StepRecord } from '@rein/contract';
-import { NotFoundError, RunStore, StaleStepError } from '@rein/core/internal';
+import type { RunRecord } from '@rein/contract';
+import { NotFoundError, type RunRepository, StaleStepError, type TurnJournal } from '@rein/core/internal';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTopology, type Topology, type TopologyKind } from '../support/topology.js';
+import { BACKENDS, type Backend, type BackendKind, openBackend } from './backends.js';
+import { approval, event, iso, runRecord, stepRecord, T0, TTL_SECONDS } from './fixtures.js';
 
 /**
- * The run store's behaviours, written once and run on one Redis and on a 3-master cluster:
- * a run's keys share its slot, its tenant's indexes another, so every multi-slot read and
- * write is exercised on the cluster as it is in production.
+ * The RunRepository port's behaviours (with the TurnJournal reads a commit is checked by),
+ * written once and run on one Redis, on a 3-master cluster (a run's keys share its slot,
+ * its tenant's indexes another, so every multi-slot read and write is exercised as in
+ * production) and on the in-memory fake, which must behave the same.
  */
-const TTL_SECONDS = 3600;
-const T0 = Date.parse('2026-01-01T00:00:00Z');
-const iso = (ms: number) => new Date(ms).toISOString();
-
-function runRecord(over: Partial<RunRecord> = {}): RunRecord {
-  return {
-    schemaVersion: 1,
-    id: randomUUID(),
-    traceId: '0'.repeat(32),
-    tenantId: 'acme',
-    userId: 'alice',
-    roles: ['user'],
-    agent: 'helper',
-    input: 'hi',
-    metadata: {},
-    limits: { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 },
-    status: 'queued',
-    step: 0,
-    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
-    costUsd: 0,
-    pendingApprovals: [],
-    version: 0,
-    createdAt: iso(T0),
-    updatedAt: iso(T0),
-    deadlineAt: iso(T0 + 300_000),
-    ...over,
-  };
-}
-
-const event = (run: RunRecord, type: string): RunEvent =>
-  ({ type, runId: run.id, step: run.step, at: run.updatedAt, data: {} }) as RunEvent;
-
-const stepRecord = (index: number): StepRecord => ({
-  schemaVersion: 1,
-  index,
-  model: 'fake-model',
-  thought: `step ${index}`,
-  toolCalls: [],
-  usage: { promptTokens: 10, completionTokens: 1, totalTokens: 11 },
-  costUsd: 0,
-  durationMs: 1,
-  finishedAt: iso(T0 + 1000),
-});
-
-const approval = (run: RunRecord, over: Partial<Approval> = {}): Approval => ({
-  schemaVersion: 1,
-  id: `${run.id}.${run.step}.0`,
-  kind: 'tool',
-  runId: run.id,
-  step: run.step,
-  toolCallId: 'c1',
-  tenantId: run.tenantId,
-  requestedBy: run.userId,
-  toolName: 'send_invite',
-  arguments: { name: 'Grace' },
-  argsHash: 'a'.repeat(64),
-  policyVersion: 1,
-  summary: 'Invite Grace',
-  risk: 'high',
-  requiredRole: 'approver',
-  status: 'pending',
-  createdAt: iso(T0 + 2000),
-  expiresAt: iso(T0 + 3_600_000),
-  ...over,
-});
-
-describe.each<TopologyKind>(['single', 'cluster'])('the run store on %s Redis', (kind) => {
-  let topology: Topology;
-  let store: RunStore;
+describe.each<BackendKind>(BACKENDS)('the run repository on %s', (kind) => {
+  let backend: Backend;
+  let store: RunRepository & TurnJournal;
   beforeAll(async () => {
-    topology = await startTopology(kind);
-    store = new RunStore(topology.client, TTL_SECONDS);
+    backend = await openBackend(kind, TTL_SECONDS);
   }, 120_000);
-  afterAll(async () => topology?.stop());
-  beforeEach(async () => topology.flush());
+  afterAll(async () => backend?.stop());
+  beforeEach(async () => {
+    await backend.reset();
+    store = backend.runs;
+  });
 
   /** A created run moved to `running` by one commit, as the first step does. */
   async function running(over: Partial<RunRecord> = {}): Promise<RunRecord> {

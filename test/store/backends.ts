@@ -1,0 +1,50 @@
+import {
+  type EffectLedger,
+  type IdempotencyKeys,
+  RedisEffectLedger,
+  RedisIdempotencyKeys,
+  RedisSessions,
+  type RunRepository,
+  RunStore,
+  type SessionRegistry,
+  type TurnJournal,
+} from '@rein/core/internal';
+import { createMemoryStores } from '@rein/core/testing';
+import { startTopology, type TopologyKind } from '../support/topology.js';
+
+/** Where a port's spec suite runs: one Redis, a 3-master cluster, or the in-memory fakes of @rein/core/testing. */
+export type BackendKind = TopologyKind | 'memory';
+export const BACKENDS: BackendKind[] = ['single', 'cluster', 'memory'];
+
+/** The persistence ports over one backend; `reset` empties it between tests. */
+export interface Backend {
+  runs: RunRepository & TurnJournal;
+  ledger: EffectLedger;
+  sessions: SessionRegistry;
+  idempotencyKeys: IdempotencyKeys;
+  reset(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function openBackend(kind: BackendKind, ttlSeconds: number): Promise<Backend> {
+  if (kind === 'memory') {
+    const backend: Backend = {
+      ...createMemoryStores(),
+      async reset() {
+        Object.assign(backend, createMemoryStores());
+      },
+      stop: async () => {},
+    };
+    return backend;
+  }
+  const topology = await startTopology(kind);
+  const runs = new RunStore(topology.client, ttlSeconds);
+  return {
+    runs,
+    ledger: new RedisEffectLedger(topology.client),
+    sessions: new RedisSessions(topology.client, ttlSeconds, runs),
+    idempotencyKeys: new RedisIdempotencyKeys(topology.client),
+    reset: () => topology.flush(),
+    stop: () => topology.stop(),
+  };
+}

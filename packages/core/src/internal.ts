@@ -59,7 +59,7 @@ export {
   HOUSEKEEPING_QUEUE,
   housekeepingJobSchema,
   type JobName,
-  type JobRoute,
+  type JobPayloads,
   jobCatalog,
   jobRoute,
   REAPER,
@@ -207,6 +207,7 @@ export { estimatePromptTokens } from './policy/budget/token-estimator.js';
 export { type ClaimMapping, claimAt, principalFromClaims } from './policy/identity/token-claims.js';
 export type { StreamMode as LgStreamMode } from './policy/langgraph/lg-stream.js';
 export type { EffectLedger, LedgerScope } from './policy/ports/effect-ledger.js';
+export type { EnqueueOptions, ExpiryTimer, JobQueue, JobRoute } from './policy/ports/job-queue.js';
 export type { IdempotencyKeys } from './policy/ports/idempotency-keys.js';
 export type { Page, PageCursor, PageQuery } from './policy/ports/pages.js';
 export type { ChildEntry, RunFilter, RunRepository, StepRead, StoredEvent, TreeNodeRead } from './policy/ports/run-repository.js';

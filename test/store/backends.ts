@@ -1,3 +1,4 @@
+import type { RedisClient } from '@rein/core';
 import {
   type EffectLedger,
   type IdempotencyKeys,
@@ -22,6 +23,8 @@ export interface Backend {
   ledger: EffectLedger;
   sessions: SessionRegistry;
   idempotencyKeys: IdempotencyKeys;
+  /** The Redis the stores use (none for the fakes). */
+  redis?: RedisClient;
   reset(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -44,6 +47,7 @@ export async function openBackend(kind: BackendKind, ttlSeconds: number): Promis
     ledger: new RedisEffectLedger(topology.client),
     sessions: new RedisSessions(topology.client, ttlSeconds, runs),
     idempotencyKeys: new RedisIdempotencyKeys(topology.client),
+    redis: topology.client,
     reset: () => topology.flush(),
     stop: () => topology.stop(),
   };

@@ -11,6 +11,7 @@ import {
   type TurnJournal,
 } from '@rein/core/internal';
 import { createMemoryStores } from '@rein/core/testing';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { startTopology, type TopologyKind } from '../support/topology.js';
 
 /** Where a port's spec suite runs: one Redis, a 3-master cluster, or the in-memory fakes of @rein/core/testing. */
@@ -51,4 +52,15 @@ export async function openBackend(kind: BackendKind, ttlSeconds: number): Promis
     reset: () => topology.flush(),
     stop: () => topology.stop(),
   };
+}
+
+/** Opens `kind`'s backend for the suite that calls it, empties it before each test and stops it after the suite. */
+export function useBackend(kind: BackendKind, ttlSeconds: number): () => Backend {
+  let backend: Backend | undefined;
+  beforeAll(async () => {
+    backend = await openBackend(kind, ttlSeconds);
+  }, 120_000);
+  afterAll(async () => backend?.stop());
+  beforeEach(async () => backend?.reset());
+  return () => backend as Backend;
 }

@@ -1,25 +1,20 @@
 import type { RunRecord } from '@rein/contract';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { BACKENDS, type Backend, type BackendKind, openBackend } from './backends.js';
+import { describe, expect, it } from 'vitest';
+import { BACKENDS, type BackendKind, useBackend } from './backends.js';
 import { event, runRecord, TTL_SECONDS } from './fixtures.js';
 
 /** The EffectLedger port's behaviours (I4) on one Redis, a 3-master cluster and the in-memory fake. */
 describe.each<BackendKind>(BACKENDS)('the effect ledger on %s', (kind) => {
-  let backend: Backend;
-  beforeAll(async () => {
-    backend = await openBackend(kind, TTL_SECONDS);
-  }, 120_000);
-  afterAll(async () => backend?.stop());
-  beforeEach(async () => backend.reset());
+  const backend = useBackend(kind, TTL_SECONDS);
 
   async function live(): Promise<RunRecord> {
     const run = runRecord();
-    await backend.runs.create(run, { role: 'user', content: run.input }, event(run, 'run.queued'));
+    await backend().runs.create(run, { role: 'user', content: run.input }, event(run, 'run.queued'));
     return run;
   }
 
   it('records an intent once: a second intent gets the first back, a result replaces it', async () => {
-    const { ledger } = backend;
+    const { ledger } = backend();
     const run = await live();
     expect(await ledger.recordIntent(run.id, 'k1', 'send_invite')).toBeNull();
     expect(await ledger.recordIntent(run.id, 'k1', 'send_invite')).toEqual(
@@ -34,14 +29,14 @@ describe.each<BackendKind>(BACKENDS)('the effect ledger on %s', (kind) => {
 
   it('withdraws an intent whose call never started', async () => {
     const run = await live();
-    await backend.ledger.recordIntent(run.id, 'k1', 'send_invite');
-    await backend.ledger.clearIntent(run.id, 'k1');
-    expect(await backend.ledger.get(run.id, 'k1')).toBeNull();
-    expect(await backend.ledger.recordIntent(run.id, 'k1', 'send_invite')).toBeNull();
+    await backend().ledger.recordIntent(run.id, 'k1', 'send_invite');
+    await backend().ledger.clearIntent(run.id, 'k1');
+    expect(await backend().ledger.get(run.id, 'k1')).toBeNull();
+    expect(await backend().ledger.recordIntent(run.id, 'k1', 'send_invite')).toBeNull();
   });
 
   it("refuses a step's writes once the run's terminal commit dropped the ledger, and for a run that does not exist", async () => {
-    const { ledger, runs } = backend;
+    const { ledger, runs } = backend();
     const run = await live();
     await ledger.recordIntent(run.id, 'k1', 'send_invite');
     await runs.compareAndSet({ from: run, to: { ...run, status: 'cancelled', reason: 'cancelled' } });
@@ -54,7 +49,7 @@ describe.each<BackendKind>(BACKENDS)('the effect ledger on %s', (kind) => {
   });
 
   it("writes an undo's entries after the run finished", async () => {
-    const { ledger, runs } = backend;
+    const { ledger, runs } = backend();
     const run = await live();
     await runs.compareAndSet({ from: run, to: { ...run, status: 'succeeded', finalAnswer: 'done' } });
     expect(await ledger.recordIntent(run.id, 'undo:k1', 'cancel_invite', 'undo')).toBeNull();

@@ -1,28 +1,23 @@
 import { type JobPayloads, type JobQueue, StepScheduler } from '@rein/core/internal';
 import { MemoryJobQueue } from '@rein/core/testing';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { BACKENDS, type Backend, type BackendKind, openBackend } from './backends.js';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { BACKENDS, type BackendKind, useBackend } from './backends.js';
 import { T0, TTL_SECONDS } from './fixtures.js';
 
 /** The JobQueue port's behaviours on BullMQ over one Redis and a 3-master cluster, and on the in-memory fake. */
 describe.each<BackendKind>(BACKENDS)('the job queue on %s', (kind) => {
-  let backend: Backend;
+  const backend = useBackend(kind, TTL_SECONDS);
   let scheduler: StepScheduler | undefined;
   let jobs: JobQueue<JobPayloads>;
   const route = { own: 'v1', route: (r: { appVersion?: string }) => r.appVersion ?? 'v1' };
-  beforeAll(async () => {
-    backend = await openBackend(kind, TTL_SECONDS);
-  }, 120_000);
-  afterAll(async () => {
-    await scheduler?.close();
-    await backend?.stop();
-  });
   beforeEach(async () => {
-    await backend.reset();
     await scheduler?.close();
-    scheduler = backend.redis ? new StepScheduler(backend.redis, 3, 1, route) : undefined;
+    const redis = backend().redis;
+    scheduler = redis ? new StepScheduler(redis, 3, 1, route) : undefined;
     jobs = scheduler ?? new MemoryJobQueue(route.own, route.route);
   });
+  // Registered after the backend's: runs before it stops Redis.
+  afterAll(async () => scheduler?.close());
 
   it('holds a job once however often it is enqueued: its id comes from its payload', async () => {
     await jobs.enqueue('step', { runId: 'r1', step: 0 });

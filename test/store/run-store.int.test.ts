@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Compensation, RunRecord } from '@rein/contract';
 import { NotFoundError, type RunRepository, StaleStepError, type TurnJournal } from '@rein/core/internal';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { BACKENDS, type Backend, type BackendKind, openBackend } from './backends.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { BACKENDS, type BackendKind, useBackend } from './backends.js';
 import { approval, event, iso, runRecord, stepRecord, T0, TTL_SECONDS } from './fixtures.js';
 
 /**
@@ -12,15 +12,10 @@ import { approval, event, iso, runRecord, stepRecord, T0, TTL_SECONDS } from './
  * production) and on the in-memory fake, which must behave the same.
  */
 describe.each<BackendKind>(BACKENDS)('the run repository on %s', (kind) => {
-  let backend: Backend;
+  const backend = useBackend(kind, TTL_SECONDS);
   let store: RunRepository & TurnJournal;
-  beforeAll(async () => {
-    backend = await openBackend(kind, TTL_SECONDS);
-  }, 120_000);
-  afterAll(async () => backend?.stop());
-  beforeEach(async () => {
-    await backend.reset();
-    store = backend.runs;
+  beforeEach(() => {
+    store = backend().runs;
   });
 
   /** A created run moved to `running` by one commit, as the first step does. */

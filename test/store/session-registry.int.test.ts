@@ -1,25 +1,20 @@
 import type { RunRecord } from '@rein/contract';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { BACKENDS, type Backend, type BackendKind, openBackend } from './backends.js';
+import { describe, expect, it } from 'vitest';
+import { BACKENDS, type BackendKind, useBackend } from './backends.js';
 import { event, iso, runRecord, T0, TTL_SECONDS } from './fixtures.js';
 
 /** The SessionRegistry port's behaviours on one Redis, a 3-master cluster and the in-memory fake. */
 describe.each<BackendKind>(BACKENDS)('the session registry on %s', (kind) => {
-  let backend: Backend;
-  beforeAll(async () => {
-    backend = await openBackend(kind, TTL_SECONDS);
-  }, 120_000);
-  afterAll(async () => backend?.stop());
-  beforeEach(async () => backend.reset());
+  const backend = useBackend(kind, TTL_SECONDS);
 
   const inSession = (over: Partial<RunRecord> = {}) => runRecord({ sessionId: 's1', ...over });
   async function created(run: RunRecord): Promise<RunRecord> {
-    await backend.runs.create(run, { role: 'user', content: run.input }, event(run, 'run.queued'));
+    await backend().runs.create(run, { role: 'user', content: run.input }, event(run, 'run.queued'));
     return run;
   }
 
   it("gives a free session to the first run and answers the live holder to the others, until the holder's run ends", async () => {
-    const { sessions, runs } = backend;
+    const { sessions, runs } = backend();
     const first = await created(inSession());
     expect(await sessions.claimSession(first)).toBeNull();
     expect(await sessions.claimSession(first)).toBeNull(); // renewed by its holder
@@ -33,12 +28,12 @@ describe.each<BackendKind>(BACKENDS)('the session registry on %s', (kind) => {
 
   it('counts a holder whose run is not created yet as busy (it is being created)', async () => {
     const first = inSession();
-    expect(await backend.sessions.claimSession(first)).toBeNull();
-    expect(await backend.sessions.claimSession(inSession())).toBe(first.id);
+    expect(await backend().sessions.claimSession(first)).toBeNull();
+    expect(await backend().sessions.claimSession(inSession())).toBe(first.id);
   });
 
   it("frees the session at its holder's terminal commit, and only for its holder", async () => {
-    const { sessions, runs } = backend;
+    const { sessions, runs } = backend();
     const holder = await created(inSession());
     await sessions.claimSession(holder);
     await sessions.releaseSession(inSession());
@@ -49,7 +44,7 @@ describe.each<BackendKind>(BACKENDS)('the session registry on %s', (kind) => {
   });
 
   it('lets only the head of the queue claim while runs wait, in the order they joined', async () => {
-    const { sessions } = backend;
+    const { sessions } = backend();
     const [a, b] = [inSession(), inSession()];
     await sessions.joinSessionQueue(a);
     await sessions.joinSessionQueue(b);
@@ -63,7 +58,7 @@ describe.each<BackendKind>(BACKENDS)('the session registry on %s', (kind) => {
   });
 
   it("lists a session's runs oldest first, and copies them to a session without runs only", async () => {
-    const { sessions } = backend;
+    const { sessions } = backend();
     const older = await created(inSession({ createdAt: iso(T0) }));
     const newer = await created(inSession({ createdAt: iso(T0 + 1000) }));
     await created(inSession({ sessionId: 'other' }));
@@ -75,7 +70,7 @@ describe.each<BackendKind>(BACKENDS)('the session registry on %s', (kind) => {
   });
 
   it('does nothing for a run without a session', async () => {
-    const { sessions } = backend;
+    const { sessions } = backend();
     const run = runRecord();
     expect(await sessions.claimSession(run)).toBeNull();
     await sessions.joinSessionQueue(run);

@@ -1,20 +1,15 @@
 import type { RunRecord } from '@rein/contract';
 import type { RunRepository, TurnJournal } from '@rein/core/internal';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { BACKENDS, type Backend, type BackendKind, openBackend } from './backends.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { BACKENDS, type BackendKind, useBackend } from './backends.js';
 import { event, runRecord, stepRecord, TTL_SECONDS } from './fixtures.js';
 
 /** The TurnJournal port's behaviours on one Redis, a 3-master cluster and the in-memory fake. */
 describe.each<BackendKind>(BACKENDS)('the turn journal on %s', (kind) => {
-  let backend: Backend;
+  const backend = useBackend(kind, TTL_SECONDS);
   let store: RunRepository & TurnJournal;
-  beforeAll(async () => {
-    backend = await openBackend(kind, TTL_SECONDS);
-  }, 120_000);
-  afterAll(async () => backend?.stop());
-  beforeEach(async () => {
-    await backend.reset();
-    store = backend.runs;
+  beforeEach(() => {
+    store = backend().runs;
   });
 
   async function created(over: Partial<RunRecord> = {}): Promise<RunRecord> {

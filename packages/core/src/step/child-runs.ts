@@ -4,14 +4,13 @@ import { type Enqueue, jobRoute } from '../adapters/queue/job-catalog.js';
 import { activeTraceparent } from '../adapters/tracing/trace-context.js';
 import type { EffectLedger } from '../policy/ports/effect-ledger.js';
 import type { RunRepository } from '../policy/ports/run-repository.js';
-import type { TurnJournal } from '../policy/ports/turn-journal.js';
 import { runEvent } from '../policy/run/run-event.js';
 import type { PlannedCall } from '../policy/step/call-plan.js';
 import { boundedByTree, childLimits, childObservation, childRecord, treeTotal } from '../policy/step/sub-agents.js';
 import type { ToolCallResult } from './tool-executor.js';
 
 export interface ChildRunsDeps {
-  store: RunRepository & TurnJournal;
+  store: RunRepository;
   ledger: EffectLedger;
   agents: AgentCatalog;
   enqueue: Enqueue;

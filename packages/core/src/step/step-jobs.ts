@@ -4,7 +4,6 @@ import { repairJobSchema, type StepJob, stepJobSchema, wakeJobSchema } from '../
 import { type Dequeued, type JobHandlers, UnrecoverableJobError } from '../adapters/queue/job-table.js';
 import { stepSpan } from '../adapters/tracing/rein-spans.js';
 import type { RunRepository } from '../policy/ports/run-repository.js';
-import type { TurnJournal } from '../policy/ports/turn-journal.js';
 import { isDelaying, ModelUnavailableError, ReinError, terminalReason } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { Metrics } from '../shared/metrics.js';
@@ -18,7 +17,7 @@ export function backoffMs(attempt: number): number {
 
 export interface StepJobsDeps {
   steps: StepProcessor;
-  store: RunRepository & TurnJournal;
+  store: RunRepository;
   metrics: Metrics;
   logger: Logger;
   /** The app version this worker runs, on the step's span. */

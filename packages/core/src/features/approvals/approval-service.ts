@@ -17,7 +17,6 @@ import { decisionRefusal, mayDecide, overseesTenant } from '../../policy/approva
 import { type EscalationDefaults, escalated } from '../../policy/approvals/escalation.js';
 import { type Tally, tallyApproval } from '../../policy/approvals/quorum.js';
 import type { RunRepository } from '../../policy/ports/run-repository.js';
-import type { TurnJournal } from '../../policy/ports/turn-journal.js';
 import { decideApprovals, retryOnStale } from '../../policy/run/run-transitions.js';
 import { idempotencyKey } from '../../policy/step/call-identity.js';
 import { editPlan, planHash } from '../../policy/step/plan.js';
@@ -40,7 +39,7 @@ export type Decision = ({ kind: 'approve'; comment?: string; arguments?: Record<
 };
 
 export interface ApprovalServiceDeps {
-  store: RunRepository & TurnJournal;
+  store: RunRepository;
   /** Signs each decision of a batch as its own receipt (the single decision routes sign theirs). */
   receipts?: Receipts;
   /** Commits the decisions, counts them, announces them, resumes the step (and tells a finished run's saga). */

@@ -1,89 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import type { Approval, RunEvent, RunRecord, StepRecord } from '@rein/contract';
-import { NotFoundError, RunStore, StaleStepError } from '@rein/core/internal';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTopology, type Topology, type TopologyKind } from '../support/topology.js';
+import type { Compensation, RunRecord } from '@rein/contract';
+import { NotFoundError, type RunRepository, StaleStepError, type TurnJournal } from '@rein/core/internal';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { BACKENDS, type BackendKind, useBackend } from './backends.js';
+import { approval, event, iso, runRecord, stepRecord, T0, TTL_SECONDS } from './fixtures.js';
 
 /**
- * The run store's behaviours, written once and run on one Redis and on a 3-master cluster:
- * a run's keys share its slot, its tenant's indexes another, so every multi-slot read and
- * write is exercised on the cluster as it is in production.
+ * The RunRepository port's behaviours (with the TurnJournal reads a commit is checked by),
+ * written once and run on one Redis, on a 3-master cluster (a run's keys share its slot,
+ * its tenant's indexes another, so every multi-slot read and write is exercised as in
+ * production) and on the in-memory fake, which must behave the same.
  */
-const TTL_SECONDS = 3600;
-const T0 = Date.parse('2026-01-01T00:00:00Z');
-const iso = (ms: number) => new Date(ms).toISOString();
-
-function runRecord(over: Partial<RunRecord> = {}): RunRecord {
-  return {
-    schemaVersion: 1,
-    id: randomUUID(),
-    traceId: '0'.repeat(32),
-    tenantId: 'acme',
-    userId: 'alice',
-    roles: ['user'],
-    agent: 'helper',
-    input: 'hi',
-    metadata: {},
-    limits: { maxSteps: 10, maxTokens: 50_000, timeoutMs: 300_000 },
-    status: 'queued',
-    step: 0,
-    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
-    costUsd: 0,
-    pendingApprovals: [],
-    version: 0,
-    createdAt: iso(T0),
-    updatedAt: iso(T0),
-    deadlineAt: iso(T0 + 300_000),
-    ...over,
-  };
-}
-
-const event = (run: RunRecord, type: string): RunEvent =>
-  ({ type, runId: run.id, step: run.step, at: run.updatedAt, data: {} }) as RunEvent;
-
-const stepRecord = (index: number): StepRecord => ({
-  schemaVersion: 1,
-  index,
-  model: 'fake-model',
-  thought: `step ${index}`,
-  toolCalls: [],
-  usage: { promptTokens: 10, completionTokens: 1, totalTokens: 11 },
-  costUsd: 0,
-  durationMs: 1,
-  finishedAt: iso(T0 + 1000),
-});
-
-const approval = (run: RunRecord, over: Partial<Approval> = {}): Approval => ({
-  schemaVersion: 1,
-  id: `${run.id}.${run.step}.0`,
-  kind: 'tool',
-  runId: run.id,
-  step: run.step,
-  toolCallId: 'c1',
-  tenantId: run.tenantId,
-  requestedBy: run.userId,
-  toolName: 'send_invite',
-  arguments: { name: 'Grace' },
-  argsHash: 'a'.repeat(64),
-  policyVersion: 1,
-  summary: 'Invite Grace',
-  risk: 'high',
-  requiredRole: 'approver',
-  status: 'pending',
-  createdAt: iso(T0 + 2000),
-  expiresAt: iso(T0 + 3_600_000),
-  ...over,
-});
-
-describe.each<TopologyKind>(['single', 'cluster'])('the run store on %s Redis', (kind) => {
-  let topology: Topology;
-  let store: RunStore;
-  beforeAll(async () => {
-    topology = await startTopology(kind);
-    store = new RunStore(topology.client, TTL_SECONDS);
-  }, 120_000);
-  afterAll(async () => topology?.stop());
-  beforeEach(async () => topology.flush());
+describe.each<BackendKind>(BACKENDS)('the run repository on %s', (kind) => {
+  const backend = useBackend(kind, TTL_SECONDS);
+  let store: RunRepository & TurnJournal;
+  beforeEach(() => {
+    store = backend().runs;
+  });
 
   /** A created run moved to `running` by one commit, as the first step does. */
   async function running(over: Partial<RunRecord> = {}): Promise<RunRecord> {
@@ -220,5 +153,85 @@ describe.each<TopologyKind>(['single', 'cluster'])('the run store on %s Redis', 
     expect((await store.list('acme', { agent: 'odd' }, { limit: 10 })).runs.map((r) => r.id)).toEqual([made[3]?.id, made[1]?.id]);
     expect((await store.list('acme', { userId: 'carol', agent: 'even' }, { limit: 10 })).runs.map((r) => r.id)).toEqual([made[4]?.id]);
     expect(await store.getMany([made[0]?.id as string, randomUUID()])).toEqual([made[0], null]);
+  });
+  it("keeps live-only events beside the committed ones, reads them after an id, and copies a sub-agent's to its ancestors", async () => {
+    const run = await running();
+    await store.appendEvent(event(run, 'tool.called'));
+    const all = await store.readEvents(run.id, '0-0');
+    expect(all.map((e) => e.event.type)).toEqual(['run.queued', 'tool.called']);
+    expect((await store.readEvents(run.id, all[0]?.id as string)).map((e) => e.event.type)).toEqual(['tool.called']);
+    const gone = runRecord();
+    await store.appendEvent(event(gone, 'step.started'), true);
+    expect(await store.readEvents(gone.id, '0-0')).toEqual([]);
+    const child = runRecord({ parentRunId: run.id, ancestors: [run.id] });
+    await store.mirrorEvents([run.id], [event(child, 'step.finished')]);
+    expect((await store.readEvents(run.id, all[1]?.id as string)).map((e) => e.event.runId)).toEqual([child.id]);
+  });
+
+  it('says why a step is held back beside the run, and the step read sees it', async () => {
+    const run = await running();
+    await store.markWaiting(run.id, 'model_unavailable');
+    expect(await store.waitingOn(run.id)).toBe('model_unavailable');
+    expect((await store.readStep(run.id, 0)).waitingOn).toBe('model_unavailable');
+    await store.clearWaiting(run.id);
+    expect(await store.waitingOn(run.id)).toBeNull();
+  });
+
+  it('keeps a run in the deadline index while it runs, by its deadline, until it parks or is forgotten', async () => {
+    const run = await running();
+    expect(await store.overdue(T0 + 300_000 - 1)).toEqual([]);
+    expect(await store.overdue(T0 + 300_000)).toEqual([run.id]);
+    await store.forgetDeadline(run.id);
+    expect(await store.overdue(T0 + 300_000)).toEqual([]);
+    const other = await running();
+    const asked = approval(other);
+    const parked = await store.compareAndSet({
+      from: other,
+      to: { ...other, status: 'pending_approval', pendingApprovals: [asked.id], parkedAt: asked.createdAt },
+      approvals: [asked],
+    });
+    await store.afterCommit(other, parked, [asked]);
+    expect(await store.overdue(T0 + 300_000)).toEqual([]);
+    // Parked, it is still active (the reaper watches it); forgotten, it is not.
+    expect((await store.activeRuns()).map((a) => a.runId).sort()).toEqual([run.id, other.id].sort());
+    await store.forgetActive(other.id);
+    expect((await store.activeRuns()).map((a) => a.runId)).toEqual([run.id]);
+  });
+
+  it("indexes a sub-agent under its parent, and charges its spending to each ancestor's tree once", async () => {
+    const parent = await running();
+    const child = runRecord({ parentRunId: parent.id, ancestors: [parent.id], input: 'look it up' });
+    const entry = { id: child.id, agent: 'researcher', step: 0, toolCallId: 'c1' };
+    expect(await store.createChild(child, entry, event(child, 'run.queued'))).toBe(true);
+    expect(await store.createChild(child, entry, event(child, 'run.queued'))).toBe(false);
+    expect(await store.children(parent.id)).toEqual([entry]);
+    expect(await store.messages(child.id)).toEqual([{ role: 'user', content: 'look it up' }]);
+    const spent = { ...child, usage: { promptTokens: 5, completionTokens: 2, totalTokens: 7 }, costUsd: 0.01 };
+    await store.chargeTree(spent);
+    await store.chargeTree(spent);
+    const [node] = await store.treeNodes([parent.id]);
+    expect(node?.run?.id).toBe(parent.id);
+    expect(node?.descendants).toEqual([{ promptTokens: 5, completionTokens: 2, totalTokens: 7, costUsd: 0.01 }]);
+    expect((await store.readStep(parent.id, parent.step)).descendants).toHaveLength(1);
+  });
+
+  it('writes a compensation round only over none or a declined round before it', async () => {
+    const run = await running();
+    const round = (n: number, status: 'pending' | 'declined'): Compensation => ({
+      schemaVersion: 1,
+      round: n,
+      status,
+      trigger: 'request',
+      requestedBy: 'alice',
+      steps: [],
+      createdAt: iso(T0),
+      updatedAt: iso(T0),
+    });
+    expect(await store.saveCompensation(round(1, 'pending'), run.id, true)).toBe(true);
+    expect(await store.saveCompensation(round(1, 'pending'), run.id, true)).toBe(false);
+    expect(await store.saveCompensation(round(2, 'pending'), run.id, true)).toBe(false);
+    expect(await store.saveCompensation(round(1, 'declined'), run.id)).toBe(true);
+    expect(await store.saveCompensation(round(2, 'pending'), run.id, true)).toBe(true);
+    expect((await store.compensation(run.id))?.round).toBe(2);
   });
 });

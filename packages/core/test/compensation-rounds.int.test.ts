@@ -72,6 +72,7 @@ function sagaHarness(model: ReturnType<typeof createFakeModel>, opts: HarnessOpt
   compensator = saga;
   const sessions = createSessionQueue({
     store: t.store,
+    sessionRegistry: t.sessionRegistry,
     applier: t.applier,
     sessions: { windowTokens: 8000, toolTraffic: false, model: 'fake-model' },
     undoSettled: saga.settled,

@@ -18,10 +18,12 @@ import {
 import { ApprovalFeed } from '../src/adapters/redis/approval-feed.js';
 import { AuditLog } from '../src/adapters/redis/audit-log.js';
 import { DecisionJournal } from '../src/adapters/redis/decision-journal.js';
-import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
+import { RedisEffectLedger } from '../src/adapters/redis/effect-ledger.js';
+import { RedisIdempotencyKeys } from '../src/adapters/redis/idempotency-keys.js';
 import { createRedisClient, redisOptions } from '../src/adapters/redis/redis.js';
 import { RedisItemStore } from '../src/adapters/redis/redis-item-store.js';
 import { RunStore } from '../src/adapters/redis/run-store.js';
+import { RedisSessions } from '../src/adapters/redis/session-store.js';
 import { TenantQuotas } from '../src/adapters/redis/tenant-quotas.js';
 import { createApprovalService } from '../src/features/approvals/approval-service.js';
 import { createRunService } from '../src/features/runs/run-service.js';
@@ -94,8 +96,9 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   const logger = pino({ level: 'silent' });
   const metrics = createMetrics('test');
   const store = new RunStore(redis, 3600, metrics);
+  const sessionRegistry = new RedisSessions(redis, 3600, store);
   const journal = new DecisionJournal(redis);
-  const ledger = new EffectLedger(redis);
+  const ledger = new RedisEffectLedger(redis);
   const demo = new DemoStore(redis);
   const profile: AgentProfile = {
     ...orderAssistant,
@@ -192,6 +195,8 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
   );
   const runs = createRunService({
     store,
+    sessionRegistry,
+    idempotencyKeys: new RedisIdempotencyKeys(redis),
     applier,
     journal,
     agents,
@@ -220,6 +225,7 @@ export function createHarness(url: string, model: ModelGateway, opts: HarnessOpt
     audit,
     quotas,
     store,
+    sessionRegistry,
     applier,
     journal,
     ledger,

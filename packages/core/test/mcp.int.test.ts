@@ -11,7 +11,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { McpManager } from '../src/adapters/mcp/mcp-manager.js';
-import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
+import { RedisEffectLedger } from '../src/adapters/redis/effect-ledger.js';
 import { Bulkhead } from '../src/adapters/resilience/bulkhead.js';
 import { CircuitBreakers } from '../src/adapters/resilience/circuit-breakers.js';
 import { planCalls } from '../src/policy/step/call-plan.js';
@@ -55,7 +55,7 @@ let seq = 0;
 /** Runs one model tool call through the real executor and effect ledger (guarded when `protection` is given). */
 function executor(tools: Map<string, Tool>, protection?: ToolExecutorDeps['protection']) {
   const execute = createToolExecutor({
-    ledger: new EffectLedger(redis),
+    ledger: new RedisEffectLedger(redis),
     metrics: createMetrics('test'),
     logger,
     toolTimeoutMs: 10_000,
@@ -268,7 +268,7 @@ describe('an MCP server that dies during a write', () => {
     expect(record.observation).toContain('the connection to MCP server "fx" was lost while the call ran');
     expect(record.observation).toContain('it is not safe to run it again');
     // Neither done nor failed in the ledger: a retry of the step reports it uncertain again, never re-sends it.
-    const ledger = new EffectLedger(redis);
+    const ledger = new RedisEffectLedger(redis);
     const key = effects()[0]?.key as string;
     expect((await ledger.get(key.split(':')[0] as string, key))?.state).toBe('intent');
   });

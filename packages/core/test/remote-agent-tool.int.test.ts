@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RemoteAgentClient } from '../src/adapters/a2a/remote-agent-client.js';
-import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
+import { RedisEffectLedger } from '../src/adapters/redis/effect-ledger.js';
 import { RemoteTaskList } from '../src/adapters/redis/remote-tasks.js';
 import { createRemoteAgentTool } from '../src/features/remote-agents/remote-agent-tool.js';
 import { createRemoteAgents } from '../src/features/remote-agents/remote-agents.js';
@@ -114,7 +114,7 @@ function caller(url: string, config: Partial<RemoteAgentConfig> = {}, client?: R
     deadlineAt: new Date(Date.now() + 3_600_000).toISOString(),
   } as RunRecord;
   const execute = createToolExecutor({
-    ledger: new EffectLedger(redis),
+    ledger: new RedisEffectLedger(redis),
     metrics: createMetrics('test'),
     logger: pino({ level: 'silent' }),
     toolTimeoutMs: 10_000,
@@ -240,7 +240,7 @@ describe('call_<name> against a misbehaving remote agent', () => {
     await new Promise((r) => agent.server.close(r));
     for (const handle of ['t-1', undefined]) {
       const resumed = caller(agent.base);
-      const ledger = new EffectLedger(redis);
+      const ledger = new RedisEffectLedger(redis);
       await redis.hset(runKeys(resumed.run.id).run, 'version', '0');
       await ledger.recordIntent(resumed.run.id, resumed.key, 'call_peer');
       if (handle) await ledger.recordHandle(resumed.run.id, resumed.key, 'call_peer', handle);
@@ -298,7 +298,7 @@ describe("call_<name> with onInputRequired: 'ask'", () => {
   });
   /** A call whose first message went and whose task was remembered as `handle` before it asked. */
   const asked = async (c: Asker, handle: string) => {
-    const ledger = new EffectLedger(redis);
+    const ledger = new RedisEffectLedger(redis);
     await redis.hset(runKeys(c.run.id).run, 'version', '0');
     await ledger.recordIntent(c.run.id, c.key, c.tool.name);
     await ledger.recordHandle(c.run.id, c.key, c.tool.name, handle);

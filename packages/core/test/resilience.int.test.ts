@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
+import { RedisEffectLedger } from '../src/adapters/redis/effect-ledger.js';
 import { checkRedisSettings } from '../src/adapters/redis/redis.js';
 import { Bulkhead } from '../src/adapters/resilience/bulkhead.js';
 import { CircuitBreakers, type FleetBreakerState } from '../src/adapters/resilience/circuit-breakers.js';
@@ -221,7 +221,7 @@ describe("a tool call cut by its run's deadline", () => {
     });
     const [breakers] = twoWorkers();
     const execute = createToolExecutor({
-      ledger: new EffectLedger(redis),
+      ledger: new RedisEffectLedger(redis),
       metrics: createMetrics('t'),
       logger,
       toolTimeoutMs: 60_000,
@@ -278,7 +278,7 @@ describe('a tool call given the breaker state its step already read', () => {
     const [breakers] = twoWorkers();
     const tools = new Map([['ping', tool]]);
     const execute = createToolExecutor({
-      ledger: new EffectLedger(redis),
+      ledger: new RedisEffectLedger(redis),
       metrics: createMetrics('t'),
       logger,
       toolTimeoutMs: 1000,

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StepScheduler, stepQueue } from '../src/adapters/queue/job-catalog.js';
-import { EffectLedger } from '../src/adapters/redis/effect-ledger.js';
+import { RedisEffectLedger } from '../src/adapters/redis/effect-ledger.js';
 import { RunStore } from '../src/adapters/redis/run-store.js';
 import { createRunArchiving, type RunArchivingDeps } from '../src/features/archive/run-archiving.js';
 import { type CompensatorDeps, createCompensator } from '../src/features/compensation/compensation.js';
@@ -92,7 +92,7 @@ describe('routing by version, job by job', () => {
       ],
       'parent',
     );
-    const spawn = createChildRuns({ store, ledger: new EffectLedger(client), agents, enqueue: s.enqueue });
+    const spawn = createChildRuns({ store, ledger: new RedisEffectLedger(client), agents, enqueue: s.enqueue });
     const parent = root({ appVersion: 'v1', status: 'running' });
     await store.create(parent, { role: 'user', content: parent.input }, runEvent('run.queued', parent.id, 0));
     const call = (id: string, agent: string): Extract<PlannedCall, { kind: 'spawn' }> => ({

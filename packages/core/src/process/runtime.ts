@@ -10,14 +10,16 @@ import { ScheduleQueue } from '../adapters/queue/schedule-queue.js';
 import { ApprovalFeed } from '../adapters/redis/approval-feed.js';
 import { AuditLog } from '../adapters/redis/audit-log.js';
 import { DecisionJournal } from '../adapters/redis/decision-journal.js';
-import { EffectLedger } from '../adapters/redis/effect-ledger.js';
+import { RedisEffectLedger } from '../adapters/redis/effect-ledger.js';
 import { HotRuns } from '../adapters/redis/hot-runs.js';
+import { RedisIdempotencyKeys } from '../adapters/redis/idempotency-keys.js';
 import { bullConnection, checkRedisSettings, connectRedis, type RedisClient, type RedisRole } from '../adapters/redis/redis.js';
 import { RedisItemStore } from '../adapters/redis/redis-item-store.js';
 import { RedisOutages } from '../adapters/redis/redis-outages.js';
 import { ReplayCohortStore } from '../adapters/redis/replay-cohort-store.js';
 import { RunStore } from '../adapters/redis/run-store.js';
 import { ScheduleStore } from '../adapters/redis/schedule-store.js';
+import { RedisSessions } from '../adapters/redis/session-store.js';
 import { SignInStore } from '../adapters/redis/sign-in-store.js';
 import { TenantQuotas } from '../adapters/redis/tenant-quotas.js';
 import { VersionDirectory } from '../adapters/redis/version-directory.js';
@@ -46,6 +48,8 @@ import { WebhookStore } from '../features/webhooks/webhook-store.js';
 import { resolveAppVersion } from '../policy/app/app-version.js';
 import { manifestOf } from '../policy/app/version-manifest.js';
 import { checkPrices, fleetModels } from '../policy/budget/cost.js';
+import type { EffectLedger } from '../policy/ports/effect-ledger.js';
+import type { SessionRegistry } from '../policy/ports/session-registry.js';
 import { currentVersion, routeVersion } from '../policy/run/version-route.js';
 import type { DelegationLimits } from '../policy/step/call-plan.js';
 import { deciderLabels, knownToolNames } from '../policy/step/commit-facts.js';
@@ -78,6 +82,8 @@ export interface Runtime {
   /** Says a Redis outage in a few log lines: every connection and queue of the process reports through it. */
   redisOutages: RedisOutages;
   store: RunStore;
+  /** Who holds each session, the runs queued behind it, and its runs' index. */
+  sessionRegistry: SessionRegistry;
   /** The one writer of run records (engine/apply-transition.ts). */
   applier: TransitionApplier;
   feed: ApprovalFeed;
@@ -178,11 +184,12 @@ export async function createWorkerRuntime(options: ReinOptions, service: string,
     ),
     fleetLimit: new FleetLimit(redis),
   }));
-  const { store, applier, ledger, agents, enqueue, quotas, compensator, logger } = rt;
+  const { store, sessionRegistry, applier, ledger, agents, enqueue, quotas, compensator, logger } = rt;
   return {
     ...rt,
     sessionQueue: createSessionQueue({
       store,
+      sessionRegistry,
       applier,
       sessions: sessionSettings(options),
       undoSettled: (run) => compensator.settled(run),
@@ -287,7 +294,8 @@ async function buildRuntime<X extends Extras>(
   // Every process reports the fleet's backlog (zero with the archive off): dashboards take the max.
   registerArchiveBacklog(metrics, () => hot.backlogSize());
   const feed = new ApprovalFeed(redis, dispatcher.onFeedEvent);
-  const ledger = new EffectLedger(redis);
+  const sessionRegistry = new RedisSessions(redis, options.retention.traceTtlDays * 86_400, store);
+  const ledger = new RedisEffectLedger(redis);
   const journal = new DecisionJournal(redis);
   const quotas = new TenantQuotas(redis, options.quotas);
   const enqueue = scheduler.enqueue;
@@ -359,6 +367,8 @@ async function buildRuntime<X extends Extras>(
   });
   const runs = createRunService({
     store,
+    sessionRegistry,
+    idempotencyKeys: new RedisIdempotencyKeys(redis),
     applier,
     journal,
     agents,
@@ -438,6 +448,7 @@ async function buildRuntime<X extends Extras>(
     redis,
     redisOutages,
     store,
+    sessionRegistry,
     applier,
     feed,
     journal,

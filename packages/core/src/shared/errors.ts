@@ -154,6 +154,14 @@ export class ArchiveUnavailableError extends ReinError {
   }
 }
 
+/** 429: the tenant is over one of its quotas; says which and what the limit is. */
+export class QuotaExceededError extends ReinError {
+  override readonly name = 'QuotaExceededError';
+  constructor(code: string, message: string) {
+    super(code, message, { status: 429 });
+  }
+}
+
 export class StaleStepError extends ReinError {
   override readonly name = 'StaleStepError';
   constructor(message: string) {

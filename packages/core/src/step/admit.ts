@@ -1,7 +1,7 @@
 import { type RunReason, type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import type { AgentProfile } from '@rein/define/internal';
-import type { StepRead } from '../adapters/redis/run-store.js';
 import { budgetVerdict, raisedLimits } from '../policy/budget/budget-ask.js';
+import type { StepRead } from '../policy/ports/run-repository.js';
 import { raiseBudget, startRun } from '../policy/run/run-transitions.js';
 import { askForBudget, exhaustedBudget, failRun } from '../policy/step/step-policy.js';
 import { boundedByTree, treeTotal } from '../policy/step/sub-agents.js';

@@ -1,18 +1,13 @@
 import type { Approval } from '@rein/contract';
 import { type RunRecord, type StepRecord, TERMINAL_STATUSES } from '@rein/contract';
-import {
-  type CancelExpiry,
-  type EnqueueOptions,
-  type ExpireJob,
-  type JobName,
-  type JobPayload,
-  jobRoute,
-} from '../adapters/queue/job-catalog.js';
+import { type CancelExpiry, type ExpireJob, type JobName, type JobPayload, jobRoute } from '../adapters/queue/job-catalog.js';
 import { type ApprovalEvent, type ApprovalFeed, approvalEvent } from '../adapters/redis/approval-feed.js';
 import type { AuditLog } from '../adapters/redis/audit-log.js';
-import type { RunStore } from '../adapters/redis/run-store.js';
 import type { TenantQuotas } from '../adapters/redis/tenant-quotas.js';
 import { escalationDueAt } from '../policy/approvals/escalation.js';
+import type { EnqueueOptions } from '../policy/ports/job-queue.js';
+import type { RunRepository } from '../policy/ports/run-repository.js';
+import type { TurnJournal } from '../policy/ports/turn-journal.js';
 import { commitAudit } from '../policy/run/commit-audit.js';
 import type { Commit } from '../policy/run/run-transitions.js';
 import {
@@ -68,7 +63,7 @@ export interface FinishHooks {
 }
 
 export interface ApplierDeps {
-  store: RunStore;
+  store: RunRepository & TurnJournal;
   quotas: TenantQuotas;
   feed: ApprovalFeed;
   /** An Enqueue, seen as taking any job: a follow-up's name and payload were checked together when it was built. */

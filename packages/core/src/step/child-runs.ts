@@ -1,16 +1,16 @@
 import { type RunRecord, TERMINAL_STATUSES, type ToolCallRecord } from '@rein/contract';
 import type { AgentCatalog } from '@rein/define/internal';
 import { type Enqueue, jobRoute } from '../adapters/queue/job-catalog.js';
-import type { EffectLedger } from '../adapters/redis/effect-ledger.js';
-import type { RunStore } from '../adapters/redis/run-store.js';
 import { activeTraceparent } from '../adapters/tracing/trace-context.js';
+import type { EffectLedger } from '../policy/ports/effect-ledger.js';
+import type { RunRepository } from '../policy/ports/run-repository.js';
 import { runEvent } from '../policy/run/run-event.js';
 import type { PlannedCall } from '../policy/step/call-plan.js';
 import { boundedByTree, childLimits, childObservation, childRecord, treeTotal } from '../policy/step/sub-agents.js';
 import type { ToolCallResult } from './tool-executor.js';
 
 export interface ChildRunsDeps {
-  store: RunStore;
+  store: RunRepository;
   ledger: EffectLedger;
   agents: AgentCatalog;
   enqueue: Enqueue;

@@ -1,7 +1,8 @@
 import type { RunRecord } from '@rein/contract';
 import pLimit from 'p-limit';
-import type { RunStore } from '../adapters/redis/run-store.js';
 import { toolSpan } from '../adapters/tracing/genai.js';
+import type { RunRepository } from '../policy/ports/run-repository.js';
+import type { TurnJournal } from '../policy/ports/turn-journal.js';
 import { type PlannedCall, transferRecord } from '../policy/step/call-plan.js';
 import { questionApproval } from '../policy/step/input-approvals.js';
 import type { EarlierCall } from '../policy/step/loop-guard.js';
@@ -17,7 +18,12 @@ export type RunCallsDeps = Pick<
 };
 
 /** A read tool asked again with the same arguments is answered from its earlier result. */
-async function fromEarlier(store: RunStore, runId: string, [step, id]: EarlierCall, callId: string): Promise<ToolCallResult | null> {
+async function fromEarlier(
+  store: RunRepository & TurnJournal,
+  runId: string,
+  [step, id]: EarlierCall,
+  callId: string,
+): Promise<ToolCallResult | null> {
   const earlier = (await store.stepRecord(runId, step))?.toolCalls.find((r) => r.id === id);
   return earlier ? { record: { ...earlier, id: callId, durationMs: 0, fromSnapshot: true } } : null;
 }
@@ -85,7 +91,7 @@ export async function runCalls(
 }
 
 /** The original's calls and approvals, as a replay matches its own calls against them. */
-export async function recordingFor(store: RunStore, run: RunRecord) {
+export async function recordingFor(store: RunRepository & TurnJournal, run: RunRecord) {
   const original = run.replayOf ?? '';
   const [steps, approvals] = await Promise.all([store.steps(original), store.approvals(original)]);
   return recordingOf(steps, approvals);

@@ -3,10 +3,11 @@ import type { ModelGateway } from '../adapters/model/model-gateway.js';
 import type { Enqueue } from '../adapters/queue/job-catalog.js';
 import type { ApprovalFeed } from '../adapters/redis/approval-feed.js';
 import type { DecisionJournal } from '../adapters/redis/decision-journal.js';
-import type { RunStore } from '../adapters/redis/run-store.js';
 import type { TenantQuotas } from '../adapters/redis/tenant-quotas.js';
 import type { FleetVersions } from '../policy/app/fleet-versions.js';
 import type { EscalationDefaults } from '../policy/approvals/escalation.js';
+import type { RunRepository } from '../policy/ports/run-repository.js';
+import type { TurnJournal } from '../policy/ports/turn-journal.js';
 import type { DelegationLimits } from '../policy/step/call-plan.js';
 import type { GuardLimits } from '../policy/step/step-policy.js';
 import type { Price } from '../shared/config.js';
@@ -22,7 +23,7 @@ export type { GuardLimits } from '../policy/step/step-policy.js';
 
 /** What a step needs from its process; each phase takes the slice it uses. */
 export interface StepProcessorDeps {
-  store: RunStore;
+  store: RunRepository & TurnJournal;
   /** Where every Transition takes effect (shared with the run's other writers). */
   applier: TransitionApplier;
   feed: ApprovalFeed;

@@ -3,13 +3,14 @@ import type { ModelGateway } from '../adapters/model/model-gateway.js';
 import type { Enqueue } from '../adapters/queue/job-catalog.js';
 import type { ApprovalFeed } from '../adapters/redis/approval-feed.js';
 import type { DecisionJournal } from '../adapters/redis/decision-journal.js';
-import type { EffectLedger } from '../adapters/redis/effect-ledger.js';
-import type { RunStore } from '../adapters/redis/run-store.js';
 import type { TenantQuotas } from '../adapters/redis/tenant-quotas.js';
 import type { VersionDirectory } from '../adapters/redis/version-directory.js';
 import { Bulkhead } from '../adapters/resilience/bulkhead.js';
 import type { CircuitBreakers } from '../adapters/resilience/circuit-breakers.js';
 import type { CaptureContent } from '../adapters/tracing/genai.js';
+import type { EffectLedger } from '../policy/ports/effect-ledger.js';
+import type { RunRepository } from '../policy/ports/run-repository.js';
+import type { TurnJournal } from '../policy/ports/turn-journal.js';
 import type { DelegationLimits } from '../policy/step/call-plan.js';
 import type { InputFilter } from '../shared/guards/input-filter.js';
 import type { PiiMasker } from '../shared/guards/pii-masker.js';
@@ -28,7 +29,7 @@ import { createToolExecutor } from './tool-executor.js';
  */
 export interface StepEngineRuntime {
   options: Pick<ReinOptions, 'model' | 'tools' | 'limits' | 'approvals' | 'resilience'>;
-  store: RunStore;
+  store: RunRepository & TurnJournal;
   applier: TransitionApplier;
   feed: ApprovalFeed;
   journal: DecisionJournal;

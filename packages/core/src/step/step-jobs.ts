@@ -2,8 +2,8 @@ import type { RunReason } from '@rein/contract';
 import { DelayedError, type Job } from 'bullmq';
 import { repairJobSchema, type StepJob, stepJobSchema, wakeJobSchema } from '../adapters/queue/job-catalog.js';
 import { type Dequeued, type JobHandlers, UnrecoverableJobError } from '../adapters/queue/job-table.js';
-import type { RunStore } from '../adapters/redis/run-store.js';
 import { stepSpan } from '../adapters/tracing/rein-spans.js';
+import type { RunRepository } from '../policy/ports/run-repository.js';
 import { isDelaying, ModelUnavailableError, ReinError, terminalReason } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { Metrics } from '../shared/metrics.js';
@@ -17,7 +17,7 @@ export function backoffMs(attempt: number): number {
 
 export interface StepJobsDeps {
   steps: StepProcessor;
-  store: RunStore;
+  store: RunRepository;
   metrics: Metrics;
   logger: Logger;
   /** The app version this worker runs, on the step's span. */

@@ -1,11 +1,11 @@
 import type { Approval, Effect, ModelToolCall, ToolCallRecord } from '@rein/contract';
 import { type EffectHandle, type InputReply, resultText, type Tool, ToolNeedsInputError, toolDependency } from '@rein/define/internal';
-import type { EffectLedger } from '../adapters/redis/effect-ledger.js';
 import type { Bulkhead } from '../adapters/resilience/bulkhead.js';
 import type { CircuitBreakers, FleetBreakerState } from '../adapters/resilience/circuit-breakers.js';
 import { type CaptureContent, toolSpan } from '../adapters/tracing/genai.js';
 import { REIN_ATTR } from '../adapters/tracing/rein-spans.js';
 import { annotateActiveSpan } from '../adapters/tracing/spans.js';
+import type { EffectLedger } from '../policy/ports/effect-ledger.js';
 import { type CallContext, type PlannedCall, plannedRecord } from '../policy/step/call-plan.js';
 import { errorObservation } from '../policy/step/tool-observation.js';
 import { capToolResult } from '../policy/step/tool-result-cap.js';

@@ -1,8 +1,9 @@
 import type { Approval, RunRecord } from '@rein/contract';
 import { AgentCatalog, type AgentProfile } from '@rein/define/internal';
 import { describe, expect, it } from 'vitest';
-import type { RunStore, StepRead, TreeNodeRead } from '../../src/adapters/redis/run-store.js';
+import type { RunStore } from '../../src/adapters/redis/run-store.js';
 import type { TenantQuotas } from '../../src/adapters/redis/tenant-quotas.js';
+import type { StepRead, TreeNodeRead } from '../../src/policy/ports/run-repository.js';
 import type { Transition } from '../../src/policy/step/step-policy.js';
 import type { InputVerdict } from '../../src/shared/guards/input-filter.js';
 import type { PiiMasker } from '../../src/shared/guards/pii-masker.js';

@@ -3,8 +3,8 @@ import { type AgentProfile, defineTool, type Tool, ToolOutcomeUnknownError } fro
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ApprovalFeed } from '../../src/adapters/redis/approval-feed.js';
-import type { EffectLedger } from '../../src/adapters/redis/effect-ledger.js';
 import type { RunStore } from '../../src/adapters/redis/run-store.js';
+import type { EffectLedger } from '../../src/policy/ports/effect-ledger.js';
 import { type PlannedCall, planCalls } from '../../src/policy/step/call-plan.js';
 import type { EarlierCall } from '../../src/policy/step/loop-guard.js';
 import { createMetrics } from '../../src/shared/metrics.js';
@@ -92,6 +92,7 @@ function deps(opts: { earlier?: StepRecord[]; spawnChild?: SpawnChild; concurren
       },
     }),
     toolConcurrency: opts.concurrency ?? 4,
+    approvalTtlMs: 60_000,
     ...(opts.spawnChild ? { spawnChild: opts.spawnChild } : {}),
     clock,
   };

@@ -15,8 +15,8 @@ import {
 } from '@rein/contract';
 import pg from 'pg';
 import { z } from 'zod';
+import type { StoredEvent } from '../../policy/ports/run-repository.js';
 import { ReinError } from '../../shared/errors.js';
-import type { StoredEvent } from '../redis/run-store.js';
 import { type ArchivePool, guardedQueries, type Queryable } from './archive-pool.js';
 import { type RunSearch, type RunSearchPage, searchRuns, type UsageQuery, type UsageRow, usage } from './run-search.js';
 

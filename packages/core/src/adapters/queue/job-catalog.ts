@@ -1,6 +1,6 @@
-import type { Versioning } from '@rein/contract';
 import { type ConnectionOptions, type JobsOptions, Queue } from 'bullmq';
 import { z } from 'zod';
+import type { JobQueue, JobRoute } from '../../policy/ports/job-queue.js';
 import { queuePrefix, stepQueuePrefix } from '../../shared/keys.js';
 import { activeTraceparent, traceparentSchema } from '../tracing/trace-context.js';
 
@@ -16,14 +16,6 @@ export const HOUSEKEEPING_QUEUE = 'rein-housekeeping';
  * `traceparent`: the trace context the job continues (W3C), so that every span of a run
  * shares its trace id whichever worker takes the step and however long it waited.
  */
-/**
- * What routes a run's job to the workers of a version: the run's `appVersion` and its
- * agent's `versioning` (`upgrade` follows the current version). Taken from the run record
- * the enqueuer holds (`jobRoute`), so routing reads nothing more; not part of the payload
- * (the worker checks the run record it reads anyway).
- */
-export type JobRoute = { appVersion?: string; versioning?: Versioning };
-
 /**
  * The route of a finished run's undo (its saga): the current version (promoted, else the
  * newest API's), whichever version ran the run. An undo is an operational repair, done
@@ -143,16 +135,14 @@ export const housekeepingJobSchema = z.unknown().transform(() => null);
 export type JobName = keyof typeof jobCatalog;
 export type JobPayload<N extends JobName> = z.infer<(typeof jobCatalog)[N]['schema']>;
 
+/** Each job's name to its payload: the catalog the queue port is typed by. */
+export type JobPayloads = { [N in JobName]: JobPayload<N> };
+
 /** How core schedules work; BullMQ in the services, an in-memory list in engine tests. */
-/** `route`: the run's, for a job of a run on a version (absent: this process's version's queue). */
-export type Enqueue = <N extends JobName>(name: N, job: JobPayload<N>, opts?: EnqueueOptions) => Promise<void>;
-export interface EnqueueOptions {
-  delayMs?: number;
-  route?: JobRoute;
-}
+export type Enqueue = JobQueue<JobPayloads>['enqueue'];
 
 /** Drops a scheduled expiry timer that has nothing left to expire (its approvals were decided). */
-export type CancelExpiry = (job: ExpireJob) => Promise<void>;
+export type CancelExpiry = JobQueue<JobPayloads>['cancelExpiry'];
 
 export function stepJobOptions(attempts: number): JobsOptions {
   return {
@@ -200,7 +190,7 @@ export interface JobRouter {
  * the whole fleet (passes are idempotent): a shard whose Redis master is down stops only
  * its own.
  */
-export class StepScheduler {
+export class StepScheduler implements JobQueue<JobPayloads> {
   /** This process's own version's step queues, one per shard. */
   readonly queues: Queue[];
   readonly housekeepingQueues: Queue[];

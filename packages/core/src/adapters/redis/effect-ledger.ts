@@ -1,10 +1,8 @@
 import { type Effect, effectSchema } from '@rein/contract';
+import type { EffectLedger, LedgerScope } from '../../policy/ports/effect-ledger.js';
 import { runKeys } from '../../shared/keys.js';
 import { EffectWrite, type ScriptGateway, scriptGateway } from './lua-scripts.js';
 import type { RedisClient } from './redis.js';
-
-/** A step's calls write the ledger only while their run is live; an undo of a finished run writes it always. */
-export type LedgerScope = 'step' | 'undo';
 
 /**
  * Intent and result of every write tool's call (I4). An intent without a result
@@ -15,7 +13,7 @@ export type LedgerScope = 'step' | 'undo';
  * (RunStore.recordAfterFinish). Undoes of the finished run write under keys of their own.
  * Each write sets a TTL, so a ledger cannot outlive its run for long.
  */
-export class EffectLedger {
+export class RedisEffectLedger implements EffectLedger {
   private readonly redis: RedisClient;
   private readonly scripts: ScriptGateway;
 

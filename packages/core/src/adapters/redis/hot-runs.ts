@@ -1,10 +1,11 @@
 import type { RunRecord } from '@rein/contract';
 import { type RunEvent, runEventSchema } from '@rein/contract';
+import type { RunRepository, StoredEvent } from '../../policy/ports/run-repository.js';
+import type { TurnJournal } from '../../policy/ports/turn-journal.js';
 import { ARCHIVE_BACKLOG_KEY, ARCHIVE_HOT_KEY, runKeys } from '../../shared/keys.js';
 import type { RunTreeParts } from '../postgres/run-archive.js';
 import { type ScriptGateway, scriptGateway } from './lua-scripts.js';
 import { type RedisClient, sendCommands } from './redis.js';
-import type { RunStore, StoredEvent } from './run-store.js';
 
 /**
  * Everything a finished run keeps in Redis, as the archive writes it, and its revision.
@@ -15,9 +16,9 @@ import type { RunStore, StoredEvent } from './run-store.js';
  */
 export interface RunSnapshot {
   run: RunRecord;
-  steps: Awaited<ReturnType<RunStore['steps']>>;
-  approvals: Awaited<ReturnType<RunStore['approvals']>>;
-  compensation: Awaited<ReturnType<RunStore['compensation']>>;
+  steps: Awaited<ReturnType<TurnJournal['steps']>>;
+  approvals: Awaited<ReturnType<RunRepository['approvals']>>;
+  compensation: Awaited<ReturnType<RunRepository['compensation']>>;
   events: StoredEvent[];
   revision: number[];
   /** Its children and descendants' spending: not part of the revision (a descendant's change appends an event here too). */
@@ -44,7 +45,7 @@ export class HotRuns {
 
   constructor(
     private readonly redis: RedisClient,
-    private readonly store: RunStore,
+    private readonly store: RunRepository & TurnJournal,
   ) {
     this.scripts = scriptGateway(redis);
   }

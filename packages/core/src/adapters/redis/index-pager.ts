@@ -1,10 +1,9 @@
 import { z } from 'zod';
+import type { Page, PageCursor, PageQuery } from '../../policy/ports/pages.js';
 import { InvalidRequestError } from '../../shared/errors.js';
 import type { RedisClient } from './redis.js';
 
-/** Where a page ended: the last member handed out and its score (creation time, ms). */
-const cursorSchema = z.object({ at: z.number(), id: z.string().min(1) });
-export type PageCursor = z.infer<typeof cursorSchema>;
+const cursorSchema: z.ZodType<PageCursor> = z.object({ at: z.number(), id: z.string().min(1) });
 
 export const encodeCursor = (c: PageCursor) => Buffer.from(JSON.stringify(c)).toString('base64url');
 
@@ -14,19 +13,6 @@ export function decodeCursor(raw: string): PageCursor {
   } catch {
     throw new InvalidRequestError('cursor is not one this API handed out', 'invalid_cursor');
   }
-}
-
-export interface PageQuery {
-  limit: number;
-  /** Scores strictly between these (ms). */
-  after?: number;
-  before?: number;
-  cursor?: PageCursor;
-}
-
-export interface Page {
-  ids: string[];
-  next?: PageCursor;
 }
 
 const BATCH = 200;

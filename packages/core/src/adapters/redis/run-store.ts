@@ -7,7 +7,6 @@ import {
   type Compensation,
   type CompensationStatus,
   compensationSchema,
-  type Decision,
   decisionSchema,
   type RunEvent,
   type RunRecord,
@@ -23,22 +22,28 @@ import {
   type TreeUsage,
   treeUsageSchema,
 } from '@rein/contract';
-import { type IdempotencyEntry, idempotencyEntrySchema } from '../../policy/run/idempotency.js';
+import type { Page, PageCursor, PageQuery } from '../../policy/ports/pages.js';
+import type {
+  ChildEntry,
+  PiggybackRead,
+  RunFilter,
+  RunRepository,
+  StepRead,
+  StoredEvent,
+  TreeNodeRead,
+} from '../../policy/ports/run-repository.js';
+import type { TurnJournal } from '../../policy/ports/turn-journal.js';
 import type { Commit } from '../../policy/run/run-transitions.js';
-import { NotFoundError, StaleStepError } from '../../shared/errors.js';
+import { NotFoundError } from '../../shared/errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, fairShareKeys, runKeys, tenantKeys, versionRunsKey } from '../../shared/keys.js';
 import type { Metrics } from '../../shared/metrics.js';
-import { type Page, type PageCursor, type PageQuery, pageIndexes } from './index-pager.js';
-import { ClaimResult, CommitResult, CreateResult, type ScriptGateway, scriptGateway } from './lua-scripts.js';
+import { pageIndexes } from './index-pager.js';
+import { CreateResult, type ScriptGateway, scriptGateway } from './lua-scripts.js';
 import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
 import { runFootprint } from './run-footprint.js';
+import { refuseOn } from './script-refusals.js';
+import { RedisSessions } from './session-store.js';
 import { versionRunEntry } from './version-directory.js';
-
-/**
- * How long a session claim whose run has no record yet counts as busy: far longer than
- * the few Redis round trips between the claim, its renewal and the run's creation.
- */
-export const SESSION_CLAIM_MS = 30_000;
 
 /** Parked for approvals or waiting for children: out of the deadline index, counted as parked by quotas. */
 export const isParked = (status: RunStatus) => status === 'pending_approval' || status === 'waiting';
@@ -62,59 +67,17 @@ const storedEvent = ({ runId: _implied, ...rest }: RunEvent) => JSON.stringify(r
 /** The write that appends a live-only event to its run's stream, for a caller to send with others in the run's slot. */
 export const eventCommand = (event: RunEvent): RedisCommand => ['xadd', runKeys(event.runId).events, '*', 'e', storedEvent(event)];
 
-/** What a step needs from its run, read in one round trip. */
-export interface StepRead {
-  run: RunRecord | null;
-  /** Why the step is being held back (see markWaiting). */
-  waitingOn: string | null;
-  /** Only read for a parked run (empty otherwise): no other run has approvals of its current step. */
-  approvals: Approval[];
-  /** The journaled decision of the step, if the model already answered it. */
-  decision: Decision | null;
-  /** The run's history, as sent to the model (without the system prompt). */
-  messages: ChatMessage[];
-  /** The replies to the caller's own reads sent with it. */
-  reads: unknown[];
-  /** A `waiting` run's pending children (null where gone); empty otherwise. */
-  children: Array<RunRecord | null>;
-  /** What the run's descendants spent, each its total (empty for a run without any). */
-  descendants: TreeUsage[];
-}
-
-/** A sub-agent run as its parent's index keeps it. */
-export interface ChildEntry {
-  id: string;
-  agent: string;
-  step: number;
-  toolCallId: string;
-}
-
-/** A run of a tree with what its descendants spent: what bounds the runs below it. */
-export interface TreeNodeRead {
-  id: string;
-  run: RunRecord | null;
-  descendants: TreeUsage[];
-}
-
-export interface RunFilter {
-  status?: RunStatus;
-  agent?: string;
-  userId?: string;
-}
-
-export interface StoredEvent {
-  id: string;
-  event: RunEvent;
-}
-
 /**
- * The run record and everything hanging off it. All multi-key writes of a run go
- * through one compare-and-set Lua script, so a stale or duplicate worker cannot
- * overwrite newer state.
+ * The run record and everything hanging off it, in Redis. All multi-key writes of a run
+ * go through one compare-and-set Lua script, so a stale or duplicate worker cannot
+ * overwrite newer state; that script writes the turn journal too, which is why one class
+ * implements both ports. Sessions and Idempotency-Keys are modules of their own.
  */
-export class RunStore {
+export class RunStore implements RunRepository, TurnJournal {
   private readonly redis: RedisClient;
   private readonly scripts: ScriptGateway;
+  /** Only to free a finished run's session (writeIndexes). */
+  private readonly sessions: RedisSessions;
 
   constructor(
     redis: RedisClient,
@@ -123,6 +86,7 @@ export class RunStore {
   ) {
     this.redis = redis;
     this.scripts = scriptGateway(redis);
+    this.sessions = new RedisSessions(redis, traceTtlSeconds, this);
   }
 
   /**
@@ -177,7 +141,7 @@ export class RunStore {
    * every step made steps cost more as runs grew. `reads`: reads of other slots sent
    * in the same round trip (the tenant's usage), their replies returned as they are.
    */
-  async readStep(runId: string, step: number, reads: RedisCommand[] = []): Promise<StepRead> {
+  async readStep(runId: string, step: number, reads: PiggybackRead[] = []): Promise<StepRead> {
     const k = runKeys(runId);
     const [runFields, decision, messages, tree, ...others] = (await sendCommands(this.redis, [
       ['hmget', k.run, 'doc', 'waitingOn'],
@@ -316,10 +280,7 @@ export class RunStore {
       approvals,
       events,
     });
-    if (result === CommitResult.NoSuchRun) throw new NotFoundError(`run ${next.id}`);
-    if (result === CommitResult.Stale) {
-      throw new StaleStepError(`run ${next.id} moved past version ${c.from.version}`);
-    }
+    refuseOn.commitRun(result, { runId: next.id, fromVersion: c.from.version });
     return next;
   }
 
@@ -414,7 +375,7 @@ export class RunStore {
     for (const status of how.left) commands.push(['zrem', t.runsByStatus(status), next.id]);
     if (how.left.length) commands.push(['zadd', t.runsByStatus(next.status), Date.parse(next.createdAt), next.id]);
     const terminal = TERMINAL_STATUSES.includes(next.status);
-    if (terminal && next.sessionId) await this.releaseSession(next);
+    if (terminal && next.sessionId) await this.sessions.releaseSession(next);
     // Quotas count running and parked runs apart: a run moves between the tenant's two sets as it parks and resumes.
     // A sub-agent's run is in neither: a tree is admitted once, at its root, and its children take no slot of their own.
     // A fleet-wide fair-share slot is given back by a run parked for a person (it waits for them, not
@@ -600,106 +561,5 @@ export class RunStore {
       ids.map((id) => ['hget', runKeys(id.split('.')[0] ?? '').approvals, id]),
     );
     return docs.map((doc) => (typeof doc === 'string' ? approvalSchema.parse(JSON.parse(doc)) : null));
-  }
-
-  /**
-   * Gives session `to` the runs of session `from` (its index copied, both under the tenant's
-   * hash tag): `to`'s next run continues from the same history. False when `to` already has runs.
-   */
-  async copySession(tenantId: string, userId: string, from: string, to: string): Promise<boolean> {
-    const t = tenantKeys(tenantId);
-    return (await this.redis.copy(t.sessionRuns(userId, from), t.sessionRuns(userId, to))) === 1;
-  }
-
-  /** A user's session runs, oldest first. */
-  async sessionRunIds(tenantId: string, userId: string, sessionId: string, limit = 200): Promise<string[]> {
-    return this.redis.zrange(tenantKeys(tenantId).sessionRuns(userId, sessionId), -limit, -1);
-  }
-
-  /**
-   * Marks `runId` as the session's active run unless another one is; returns the one
-   * that holds the session. Call it again right before creating the run: that renews the
-   * claim (or says who took it over). A holder counts as busy while its run is active, or
-   * while it has no record yet and its claim is younger than SESSION_CLAIM_MS (it is being
-   * created: the marker and the run live in different slots, so no script sees both). A
-   * holder that finished, or whose creator crashed before creating it, is replaced; the
-   * marker's TTL only bounds what an abandoned session leaves.
-   */
-  async claimSession(run: RunRecord): Promise<string | null> {
-    if (!run.sessionId) return null;
-    const t = tenantKeys(run.tenantId);
-    const key = t.sessionActive(run.userId, run.sessionId);
-    let replace = '';
-    for (let tries = 0; tries < 3; tries++) {
-      const [result, marker, nowMs] = await this.scripts.claimSession(
-        { active: key, queue: t.sessionQueue(run.userId, run.sessionId) },
-        { runId: run.id, ttlSeconds: this.traceTtlSeconds, replace },
-      );
-      if (result === ClaimResult.Claimed) return null;
-      if (result === ClaimResult.Queued) return marker; // runs wait for the session: this one goes behind them
-      const [holder = '', claimedAt] = marker.split(' ');
-      const held = await this.get(holder);
-      if (held ? !TERMINAL_STATUSES.includes(held.status) : nowMs - Number(claimedAt ?? 0) < SESSION_CLAIM_MS) return holder;
-      replace = marker;
-    }
-    // Lost three races in a row: someone else keeps starting runs in this session.
-    return 'another run';
-  }
-
-  /** The run holding the session's marker, if any ("<runId> <claimedAtMs>"). */
-  async sessionHolder(run: Pick<RunRecord, 'tenantId' | 'userId' | 'sessionId'>): Promise<string | null> {
-    if (!run.sessionId) return null;
-    const marker = await this.redis.get(tenantKeys(run.tenantId).sessionActive(run.userId, run.sessionId));
-    return marker ? (marker.split(' ')[0] ?? null) : null;
-  }
-
-  /** Queues a run for its session (`ifBusy`), behind the ones already waiting. */
-  async joinSessionQueue(run: Pick<RunRecord, 'id' | 'tenantId' | 'userId' | 'sessionId'>): Promise<void> {
-    if (!run.sessionId) return;
-    const key = tenantKeys(run.tenantId).sessionQueue(run.userId, run.sessionId);
-    await this.redis.multi().rpush(key, run.id).expire(key, this.traceTtlSeconds).exec();
-  }
-
-  /** The run first in line for the session, if any. */
-  async sessionQueueHead(session: { tenantId: string; userId: string; sessionId: string }): Promise<string | null> {
-    return this.redis.lindex(tenantKeys(session.tenantId).sessionQueue(session.userId, session.sessionId), 0);
-  }
-
-  async leaveSessionQueue(run: Pick<RunRecord, 'id' | 'tenantId' | 'userId' | 'sessionId'>): Promise<void> {
-    if (run.sessionId) await this.redis.lrem(tenantKeys(run.tenantId).sessionQueue(run.userId, run.sessionId), 0, run.id);
-  }
-
-  /** Frees the session if this run still holds it (compare-and-delete). */
-  async releaseSession(run: Pick<RunRecord, 'id' | 'tenantId' | 'userId' | 'sessionId'>): Promise<void> {
-    if (run.sessionId)
-      await this.scripts.releaseSession({ active: tenantKeys(run.tenantId).sessionActive(run.userId, run.sessionId) }, { runId: run.id });
-  }
-
-  /**
-   * Claims an Idempotency-Key (already scoped to its tenant and user) for a run about to
-   * be created; returns what the key holds if someone was first.
-   */
-  async claimIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<IdempotencyEntry | null> {
-    const set = await this.redis.set(key, JSON.stringify(claim), 'EX', ttlSeconds, 'NX');
-    if (set === 'OK') return null;
-    const held = await this.redis.get(key);
-    // Gone in between (released or expired): claim again.
-    return held === null ? this.claimIdempotencyKey(key, claim, ttlSeconds) : idempotencyEntrySchema.parse(JSON.parse(held));
-  }
-
-  /**
-   * Binds a claimed key to its run, now that the run exists. A claim that lapsed in the
-   * meantime (and may have been taken by another request) is left alone.
-   */
-  async bindIdempotencyKey(key: string, claim: IdempotencyEntry, ttlSeconds: number): Promise<void> {
-    await this.scripts.settleIdempotencyKey(
-      { key },
-      { claim: JSON.stringify(claim), next: JSON.stringify({ ...claim, bound: true }), ttlSeconds },
-    );
-  }
-
-  /** Releases a claim whose run was not created, so the key is free again. */
-  async releaseIdempotencyKey(key: string, claim: IdempotencyEntry): Promise<void> {
-    await this.scripts.settleIdempotencyKey({ key }, { claim: JSON.stringify(claim), next: '', ttlSeconds: 0 });
   }
 }

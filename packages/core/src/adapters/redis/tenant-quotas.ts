@@ -1,17 +1,9 @@
 import type { RunRecord } from '@rein/contract';
 import type { Quota, Quotas } from '../../shared/config.js';
-import { ReinError } from '../../shared/errors.js';
 import { fairShareKeys, tenantKeys } from '../../shared/keys.js';
 import { AdmitResult, type ScriptGateway, scriptGateway, TurnResult } from './lua-scripts.js';
 import { type RedisClient, type RedisCommand, sendCommands } from './redis.js';
-
-/** 429: the tenant is over one of its quotas; says which and what the limit is. */
-export class QuotaExceededError extends ReinError {
-  override readonly name = 'QuotaExceededError';
-  constructor(code: string, message: string) {
-    super(code, message, { status: 429 });
-  }
-}
+import { refuseOn } from './script-refusals.js';
 
 const DAY_SECONDS = 86_400;
 /** Parked runs a tenant may have when its quota names no `maxParkedRuns`: ten times its concurrent runs. */
@@ -77,24 +69,7 @@ export class TenantQuotas {
     if (result === AdmitResult.TooManyRuns && q.queueBeyondLimit) return 'waiting_slot';
     // Within its tenant's limit, a queueing tenant's run still waits its turn for a fleet-wide slot.
     if (result === AdmitResult.Admitted && this.fairShared(tenantId)) return 'waiting_turn';
-    if (result === AdmitResult.TooManyRuns) {
-      throw new QuotaExceededError(
-        'quota_concurrent_runs',
-        `tenant ${tenantId} already has ${q.maxConcurrentRuns} runs in progress; wait for one to finish`,
-      );
-    }
-    if (result === AdmitResult.TooManyParked) {
-      throw new QuotaExceededError(
-        'quota_parked_runs',
-        `tenant ${tenantId} already has ${maxParkedRuns(q)} runs waiting for an approval; decide some first`,
-      );
-    }
-    if (result === AdmitResult.TokensUsedUp) {
-      throw new QuotaExceededError('quota_tokens', `tenant ${tenantId} used its ${q.tokensPerDay} tokens for today (UTC)`);
-    }
-    if (result === AdmitResult.CostUsedUp) {
-      throw new QuotaExceededError('quota_cost', `tenant ${tenantId} spent its ${q.costPerDayUsd} USD for today (UTC)`);
-    }
+    refuseOn.admitRun(result, { tenantId, ...q, maxParkedRuns: maxParkedRuns(q) });
     return 'admitted';
   }
 

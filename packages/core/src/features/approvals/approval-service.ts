@@ -7,7 +7,6 @@ import { expireJobSchema } from '../../adapters/queue/job-catalog.js';
 import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import { approvalEvent, escalationEvent } from '../../adapters/redis/approval-feed.js';
 import { decodeCursor, encodeCursor } from '../../adapters/redis/index-pager.js';
-import type { RunStore } from '../../adapters/redis/run-store.js';
 import { decisionSpan, REIN_ATTR } from '../../adapters/tracing/rein-spans.js';
 import { hashArguments } from '../../policy/app/argument-hash.js';
 import { toolJsonSchema } from '../../policy/app/tool-digest.js';
@@ -17,6 +16,7 @@ import { approvalLoad } from '../../policy/approvals/approval-load.js';
 import { decisionRefusal, mayDecide, overseesTenant } from '../../policy/approvals/decision-rights.js';
 import { type EscalationDefaults, escalated } from '../../policy/approvals/escalation.js';
 import { type Tally, tallyApproval } from '../../policy/approvals/quorum.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
 import { decideApprovals, retryOnStale } from '../../policy/run/run-transitions.js';
 import { idempotencyKey } from '../../policy/step/call-identity.js';
 import { editPlan, planHash } from '../../policy/step/plan.js';
@@ -39,7 +39,7 @@ export type Decision = ({ kind: 'approve'; comment?: string; arguments?: Record<
 };
 
 export interface ApprovalServiceDeps {
-  store: RunStore;
+  store: RunRepository;
   /** Signs each decision of a batch as its own receipt (the single decision routes sign theirs). */
   receipts?: Receipts;
   /** Commits the decisions, counts them, announces them, resumes the step (and tells a finished run's saga). */

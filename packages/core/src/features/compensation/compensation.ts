@@ -4,12 +4,13 @@ import type { AgentCatalog, Tool } from '@rein/define/internal';
 import { type CompensateJob, compensateJobSchema, type Enqueue, UNDO_ROUTE } from '../../adapters/queue/job-catalog.js';
 import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import { approvalEvent } from '../../adapters/redis/approval-feed.js';
-import type { EffectLedger } from '../../adapters/redis/effect-ledger.js';
-import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { CircuitBreakers } from '../../adapters/resilience/circuit-breakers.js';
 import { hashArguments } from '../../policy/app/argument-hash.js';
 import { approvalId } from '../../policy/approvals/approval-id.js';
 import { mayReadRun, overseesTenant } from '../../policy/approvals/decision-rights.js';
+import type { EffectLedger } from '../../policy/ports/effect-ledger.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
+import type { TurnJournal } from '../../policy/ports/turn-journal.js';
 import { runEvent } from '../../policy/run/run-event.js';
 import { retryOnStale } from '../../policy/run/run-transitions.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
@@ -22,7 +23,7 @@ import { runUndo } from './undo-call.js';
 export { compensationKey } from './undo-call.js';
 
 export interface CompensatorDeps {
-  store: RunStore;
+  store: RunRepository & TurnJournal;
   /** Commits a plan's approval on the finished run (and counts, announces and times it). */
   applier: Pick<TransitionApplier, 'apply'>;
   ledger: EffectLedger;

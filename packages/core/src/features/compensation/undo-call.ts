@@ -1,8 +1,8 @@
 import type { CompensationStep, RunRecord } from '@rein/contract';
 import { resultText, type Tool, thrownMessage, toolDependency } from '@rein/define/internal';
-import type { EffectLedger } from '../../adapters/redis/effect-ledger.js';
-import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { CircuitBreakers } from '../../adapters/resilience/circuit-breakers.js';
+import type { EffectLedger } from '../../policy/ports/effect-ledger.js';
+import type { TurnJournal } from '../../policy/ports/turn-journal.js';
 import { capToolResult } from '../../policy/step/tool-result-cap.js';
 import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../../shared/config.js';
 import { BreakerOpenError, BulkheadFullError, ToolOutcomeUnknownError } from '../../shared/errors.js';
@@ -15,7 +15,7 @@ export const compensationKey = (runId: string, step: number, toolCallId: string,
 
 /** What one undo call needs: the tools, the ledger, the write's step record, its guards and limits. */
 export interface UndoDeps {
-  store: Pick<RunStore, 'stepRecord'>;
+  store: Pick<TurnJournal, 'stepRecord'>;
   ledger: EffectLedger;
   tools: Map<string, Tool>;
   metrics: Metrics;

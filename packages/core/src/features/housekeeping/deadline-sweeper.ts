@@ -1,12 +1,13 @@
 import { TERMINAL_STATUSES } from '@rein/contract';
 import { DEADLINE_SWEEP, housekeepingJobSchema } from '../../adapters/queue/job-catalog.js';
 import type { JobHandlers } from '../../adapters/queue/job-table.js';
-import { isParked, type RunStore } from '../../adapters/redis/run-store.js';
+import { isParked } from '../../adapters/redis/run-store.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
 import type { Logger } from '../../shared/logger.js';
 import type { StepProcessor } from '../../step/step-processor.js';
 
 export interface SweeperDeps {
-  store: RunStore;
+  store: RunRepository;
   steps: Pick<StepProcessor, 'fail' | 'deadlineReason'>;
   logger: Logger;
   now?: () => number;

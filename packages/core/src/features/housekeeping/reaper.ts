@@ -3,8 +3,8 @@ import type { Queue } from 'bullmq';
 import { type Enqueue, housekeepingJobSchema, jobCatalog, jobRoute, REAPER } from '../../adapters/queue/job-catalog.js';
 import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import type { ApprovalFeed } from '../../adapters/redis/approval-feed.js';
-import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Metrics } from '../../shared/metrics.js';
 import type { TransitionApplier } from '../../step/apply-transition.js';
@@ -12,7 +12,7 @@ import type { ApprovalService } from '../approvals/approval-service.js';
 import type { RunArchiving } from '../archive/run-archiving.js';
 
 export interface ReaperDeps {
-  store: RunStore;
+  store: RunRepository;
   /** The step-queue shard that holds a run's jobs. */
   /** The queue a run's next job is in: its shard's, for the version that runs it. */
   queueOf: (run: RunRecord) => Queue;

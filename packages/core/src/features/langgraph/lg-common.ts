@@ -1,6 +1,6 @@
 import type { AgentCatalog, Tool } from '@rein/define/internal';
-import type { StoredEvent } from '../../adapters/redis/run-store.js';
 import type { SseSource } from '../../adapters/redis/stream-hub.js';
+import type { StoredEvent } from '../../policy/ports/run-repository.js';
 import { ReinError } from '../../shared/errors.js';
 import type { PiiMasker } from '../../shared/guards/pii-masker.js';
 import type { ApprovalService } from '../approvals/approval-service.js';

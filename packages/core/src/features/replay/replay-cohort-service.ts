@@ -3,8 +3,9 @@ import type { Principal } from '@rein/contract';
 import { type CohortEntry, type CreateReplayCohortBody, type ReplayCohortView, type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { ReserveResult } from '../../adapters/redis/lua-scripts.js';
 import type { CohortDoc, ReplayCohortStore } from '../../adapters/redis/replay-cohort-store.js';
-import type { RunStore } from '../../adapters/redis/run-store.js';
 import { overseesTenant } from '../../policy/approvals/decision-rights.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
+import type { TurnJournal } from '../../policy/ports/turn-journal.js';
 import { diffRuns } from '../../policy/run/run-diff.js';
 import { ConflictError, ForbiddenError, NotFoundError, ReinError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
@@ -17,7 +18,7 @@ const DEFAULT_CONCURRENCY = 4;
 const DEFAULT_MAX_TOKENS = 1_000_000;
 
 export interface ReplayCohortDeps {
-  store: RunStore;
+  store: RunRepository & TurnJournal;
   cohorts: ReplayCohortStore;
   replays: Pick<ReplayService, 'replay' | 'checkModel' | 'checkVersion'>;
   /** Cohorts one tenant may run at once (REIN_REPLAY_COHORTS_PER_TENANT). */
@@ -114,7 +115,7 @@ export function createReplayCohortService(deps: ReplayCohortDeps) {
     const found: RunRecord[] = [];
     const after = Date.parse(body.since);
     const before = body.until ? Date.parse(body.until) : now();
-    let cursor: Parameters<RunStore['list']>[2]['cursor'];
+    let cursor: Parameters<RunRepository['list']>[2]['cursor'];
     do {
       const page = await deps.store.list(
         principal.tenantId,

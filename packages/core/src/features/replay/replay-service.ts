@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { ChatMessage, Principal } from '@rein/contract';
 import { type ForkRunBody, type ReplayRunBody, type ReplayStarted, type RunDiff, type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
-import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
 import { newTraceparent } from '../../adapters/tracing/trace-context.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
+import type { TurnJournal } from '../../policy/ports/turn-journal.js';
 import { diffRuns } from '../../policy/run/run-diff.js';
 import { runEvent } from '../../policy/run/run-event.js';
 import { ConflictError, ForbiddenError, InvalidRequestError } from '../../shared/errors.js';
@@ -13,7 +14,7 @@ import { queuedRun } from '../runs/queued-run.js';
 import type { LimitCeilings } from '../runs/run-service.js';
 
 export interface ReplayServiceDeps {
-  store: RunStore;
+  store: RunRepository & TurnJournal;
   quotas: TenantQuotas;
   enqueue: Enqueue;
   metrics: Metrics;

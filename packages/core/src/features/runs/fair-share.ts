@@ -1,12 +1,12 @@
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { type Enqueue, jobRoute, slotJobSchema } from '../../adapters/queue/job-catalog.js';
 import type { JobHandlers } from '../../adapters/queue/job-table.js';
-import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
 import type { RunEndPlug } from '../run-end.js';
 
 export interface FairShareDeps {
-  store: Pick<RunStore, 'get'>;
+  store: Pick<RunRepository, 'get'>;
   quotas: Pick<TenantQuotas, 'takeSlot' | 'release' | 'fairShared' | 'enterFairShare' | 'takeTurn'>;
   enqueue: Enqueue;
 }

@@ -15,12 +15,15 @@ import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
 import { approvalEvent } from '../../adapters/redis/approval-feed.js';
 import type { DecisionJournal } from '../../adapters/redis/decision-journal.js';
 import { decodeCursor, encodeCursor } from '../../adapters/redis/index-pager.js';
-import type { RunStore, StoredEvent } from '../../adapters/redis/run-store.js';
 import type { SseSource } from '../../adapters/redis/stream-hub.js';
 import type { Admission, TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
 import { newTraceparent } from '../../adapters/tracing/trace-context.js';
 import { decisionRights, mayReadRun, overseesTenant } from '../../policy/approvals/decision-rights.js';
 import { approvalsNeeded } from '../../policy/approvals/quorum.js';
+import type { IdempotencyKeys } from '../../policy/ports/idempotency-keys.js';
+import type { RunRepository, StoredEvent } from '../../policy/ports/run-repository.js';
+import type { SessionRegistry } from '../../policy/ports/session-registry.js';
+import type { TurnJournal } from '../../policy/ports/turn-journal.js';
 import { bodyHash, replayOf } from '../../policy/run/idempotency.js';
 import { runEvent } from '../../policy/run/run-event.js';
 import { cancelRun, retryOnStale } from '../../policy/run/run-transitions.js';
@@ -46,7 +49,7 @@ export interface LimitCeilings {
 }
 
 export interface RunServiceDeps {
-  store: RunStore;
+  store: RunRepository & TurnJournal;
   /** Commits a cancel (the run's finish: its hooks, counters and feed events). */
   applier: Pick<TransitionApplier, 'apply'>;
   journal: DecisionJournal;
@@ -56,6 +59,9 @@ export interface RunServiceDeps {
   enqueue: Enqueue;
   metrics: Metrics;
   sessions: SessionSettings;
+  /** Which run holds each session, the runs queued behind it, and its runs' index. */
+  sessionRegistry: SessionRegistry;
+  idempotencyKeys: IdempotencyKeys;
   /** Masks what event streams carry, as the run's final answer is. */
   masker: PiiMasker;
   /** Undo of finished runs (`POST /v1/runs/:id/compensate`). */
@@ -237,7 +243,7 @@ function runSubmitter(
           }
         : undefined;
       if (idem) {
-        const held = await deps.store.claimIdempotencyKey(idem.key, idem.claim, CLAIM_TTL_SECONDS);
+        const held = await deps.idempotencyKeys.claim(idem.key, idem.claim, CLAIM_TTL_SECONDS);
         if (held) return replay(replayOf(held, idem.claim.bodyHash));
       }
       const at = now();
@@ -271,7 +277,7 @@ function runSubmitter(
         admitted = true;
         // One active run per session: the next one must see this one's answer.
         const claimSession = async () => {
-          const holder = await deps.store.claimSession(fresh);
+          const holder = await deps.sessionRegistry.claimSession(fresh);
           if (holder && ifBusy === 'reject')
             throw new ConflictError('session_busy', `run ${holder} of session ${body.sessionId} is still active`);
           return holder;
@@ -282,6 +288,7 @@ function runSubmitter(
           !behind && body.sessionId
             ? await sessionHistory(
                 deps.store,
+                deps.sessionRegistry,
                 sessionOf(fresh),
                 deps.sessions,
                 (ids) => runsById(principal.tenantId, ids),
@@ -293,7 +300,7 @@ function runSubmitter(
         if (behind) {
           history = [];
           // Interrupting: it waits behind the active run it cancels, not behind a queued one.
-          if (ifBusy === 'interrupt' || ifBusy === 'rollback') behind = (await deps.store.sessionHolder(fresh)) ?? behind;
+          if (ifBusy === 'interrupt' || ifBusy === 'rollback') behind = (await deps.sessionRegistry.sessionHolder(fresh)) ?? behind;
           run = { ...fresh, queuedBehind: behind };
         } else if (body.sessionId) run = { ...fresh, historyMessages: history.length };
         created = await deps.store.create(
@@ -311,15 +318,15 @@ function runSubmitter(
       } catch (err) {
         // No run: give its quota slot and its session back, and free the key for the retry (a key is bound only to a run that exists).
         if (admitted) await deps.quotas.release(principal.tenantId, id).catch(() => {});
-        await deps.store.releaseSession(fresh).catch(() => {});
-        if (idem) await deps.store.releaseIdempotencyKey(idem.key, idem.claim).catch(() => {});
+        await deps.sessionRegistry.releaseSession(fresh).catch(() => {});
+        if (idem) await deps.idempotencyKeys.release(idem.key, idem.claim).catch(() => {});
         throw err;
       }
       // Another process created this id first (a firing taken twice): its run holds the quota slot.
       if (!created) return replay(id);
-      if (idem) await deps.store.bindIdempotencyKey(idem.key, idem.claim, deps.idempotencyTtlSeconds ?? 86_400);
+      if (idem) await deps.idempotencyKeys.bind(idem.key, idem.claim, deps.idempotencyTtlSeconds ?? 86_400);
       if (behind) {
-        await deps.store.joinSessionQueue(run);
+        await deps.sessionRegistry.joinSessionQueue(run);
         if (ifBusy === 'interrupt' || ifBusy === 'rollback') await interrupt(principal, behind, id, ifBusy === 'rollback');
         // The run ahead may have finished before this one joined the queue: look once now.
         await deps.enqueue('admit', { runId: id, cause: 'queued', traceparent });
@@ -517,7 +524,7 @@ export function createRunService(deps: RunServiceDeps) {
 
     /** The caller's own session: its runs, oldest first (sessions are per tenant and user). */
     async session(principal: Principal, sessionId: string) {
-      const ids = await deps.store.sessionRunIds(principal.tenantId, principal.userId, sessionId);
+      const ids = await deps.sessionRegistry.sessionRunIds(principal.tenantId, principal.userId, sessionId);
       const runs = (await runsById(principal.tenantId, ids)).filter((r): r is RunRecord => r !== null);
       if (runs.length === 0) throw new NotFoundError(`session ${sessionId}`);
       return { id: sessionId, runs: await Promise.all(runs.map(view)) };
@@ -533,7 +540,7 @@ export function createRunService(deps: RunServiceDeps) {
       const live = runs.find((r) => !TERMINAL_STATUSES.includes(r.status));
       if (live)
         throw new ConflictError('session_busy', `session ${from} has run ${live.id} still ${live.status}: copy it once it has ended`);
-      if (!(await deps.store.copySession(principal.tenantId, principal.userId, from, to)))
+      if (!(await deps.sessionRegistry.copySession(principal.tenantId, principal.userId, from, to)))
         throw new ConflictError('session_exists', `session ${to} already has runs`);
       return service.session(principal, to);
     },

@@ -1,7 +1,9 @@
 import type { ChatMessage, Compensation } from '@rein/contract';
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
-import type { RunStore } from '../../adapters/redis/run-store.js';
 import { estimatePromptTokens } from '../../policy/budget/token-estimator.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
+import type { SessionRegistry } from '../../policy/ports/session-registry.js';
+import type { TurnJournal } from '../../policy/ports/turn-journal.js';
 
 export interface SessionSettings {
   /** The most tokens earlier turns may take in a new run's prompt; older turns go first. */
@@ -33,7 +35,12 @@ export function rollbackMark(undo: Compensation | null): string | null {
 }
 
 /** One earlier run as conversation: its input and answer, or its whole exchange with tool traffic; an interrupted one says so. */
-async function turnOf(store: RunStore, run: RunRecord, toolTraffic: boolean, rollback: string | null): Promise<ChatMessage[]> {
+async function turnOf(
+  store: Pick<TurnJournal, 'messages'>,
+  run: RunRecord,
+  toolTraffic: boolean,
+  rollback: string | null,
+): Promise<ChatMessage[]> {
   const mark: ChatMessage[] = run.interruption ? [{ role: 'assistant', content: rollback ?? INTERRUPTED_TURN }] : [];
   // A turn cut mid-step may end on tool calls without results: only its input goes with the mark.
   // An archived run's message log is gone with its keys: its turn is its input and answer.
@@ -53,13 +60,14 @@ async function turnOf(store: RunStore, run: RunRecord, toolTraffic: boolean, rol
  * on, also where Redis has none).
  */
 export async function sessionHistory(
-  store: RunStore,
+  store: Pick<RunRepository, 'getMany' | 'compensation'> & Pick<TurnJournal, 'messages'>,
+  registry: Pick<SessionRegistry, 'sessionRunIds'>,
   session: { tenantId: string; userId: string; sessionId: string },
   settings: SessionSettings,
   byId: (ids: string[]) => Promise<Array<RunRecord | null>> = (ids) => store.getMany(ids),
   undoOf: (run: RunRecord) => Promise<Compensation | null> = (run) => store.compensation(run.id),
 ): Promise<ChatMessage[]> {
-  const ids = await store.sessionRunIds(session.tenantId, session.userId, session.sessionId);
+  const ids = await registry.sessionRunIds(session.tenantId, session.userId, session.sessionId);
   const finished = (await byId(ids)).filter((r): r is RunRecord => r !== null && TERMINAL_STATUSES.includes(r.status) && !r.queuedBehind);
   const marks = await Promise.all(finished.map(async (r) => (r.interruption?.rollback ? rollbackMark(await undoOf(r)) : null)));
   const runs = finished.flatMap((r, i) => (r.interruption?.rollback && !marks[i] ? [] : [{ run: r, mark: marks[i] ?? null }]));

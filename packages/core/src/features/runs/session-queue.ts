@@ -1,7 +1,9 @@
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { admitJobSchema, type Enqueue } from '../../adapters/queue/job-catalog.js';
 import type { JobHandlers } from '../../adapters/queue/job-table.js';
-import type { RunStore } from '../../adapters/redis/run-store.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
+import type { SessionRegistry } from '../../policy/ports/session-registry.js';
+import type { TurnJournal } from '../../policy/ports/turn-journal.js';
 import { admitQueuedRun } from '../../policy/run/run-transitions.js';
 import { StaleStepError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
@@ -10,7 +12,9 @@ import type { RunEndPlug } from '../run-end.js';
 import { type SessionSettings, sessionHistory } from './session-history.js';
 
 export interface SessionQueueDeps {
-  store: RunStore;
+  store: RunRepository & TurnJournal;
+  /** Who holds the session, and the runs queued behind it. */
+  sessionRegistry: SessionRegistry;
   applier: Pick<TransitionApplier, 'apply'>;
   sessions: SessionSettings;
   /** Whether a rolled-back run's undo has finished or been declined (engine/compensation.ts). */
@@ -42,18 +46,18 @@ export function createSessionQueue(deps: SessionQueueDeps) {
       const session = { tenantId: prompt.tenantId, userId: prompt.userId, sessionId: prompt.sessionId };
       // Bounded: each turn drops a head that no longer waits, or ends.
       for (let turn = 0; turn < 50; turn++) {
-        const head = await deps.store.sessionQueueHead(session);
+        const head = await deps.sessionRegistry.sessionQueueHead(session);
         if (!head) return 'empty';
         const next = await deps.store.get(head);
         if (!next?.queuedBehind || TERMINAL_STATUSES.includes(next.status)) {
           // Admitted already (a crash before it left the queue), or ended while waiting (cancel, deadline).
-          await deps.store.leaveSessionQueue({ ...session, id: head });
+          await deps.sessionRegistry.leaveSessionQueue({ ...session, id: head });
           continue;
         }
         const behind = await deps.store.get(next.queuedBehind);
         if (behind?.interruption?.rollback && !(await deps.undoSettled(behind))) return 'undoing';
-        if (await deps.store.claimSession(next)) return 'busy';
-        const history = await sessionHistory(deps.store, session, deps.sessions);
+        if (await deps.sessionRegistry.claimSession(next)) return 'busy';
+        const history = await sessionHistory(deps.store, deps.sessionRegistry, session, deps.sessions);
         const step = { name: 'step' as const, payload: { runId: next.id, step: 0, tenantId: next.tenantId } };
         try {
           await deps.applier.apply(next, {
@@ -65,7 +69,7 @@ export function createSessionQueue(deps: SessionQueueDeps) {
           if (!(err instanceof StaleStepError)) throw err;
           continue; // cancelled meanwhile: look at it again
         }
-        await deps.store.leaveSessionQueue(next);
+        await deps.sessionRegistry.leaveSessionQueue(next);
         deps.logger.info({ runId: next.id, sessionId: session.sessionId, behind: next.queuedBehind }, 'queued run admitted');
         return 'admitted';
       }

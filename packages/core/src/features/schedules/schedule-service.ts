@@ -13,9 +13,9 @@ import type { AgentCatalog } from '@rein/define/internal';
 import type { JobHandlers } from '../../adapters/queue/job-table.js';
 import { fireJobSchema, fireTimeOf, SCHEDULE_FIRE, type ScheduleTimers } from '../../adapters/queue/schedule-queue.js';
 import type { AuditLog } from '../../adapters/redis/audit-log.js';
-import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { ScheduleStore } from '../../adapters/redis/schedule-store.js';
 import { holdsRole } from '../../policy/approvals/decision-rights.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
 import {
   checkCron,
   isMissed,
@@ -36,7 +36,7 @@ export interface ScheduleServiceDeps {
   store: ScheduleStore;
   timers: ScheduleTimers;
   runs: Pick<RunService, 'submit'>;
-  runStore: Pick<RunStore, 'get' | 'getMany'>;
+  runStore: Pick<RunRepository, 'get' | 'getMany'>;
   agents: AgentCatalog;
   metrics: Metrics;
   logger: Logger;

@@ -1,14 +1,14 @@
 import { type RunRecord, TERMINAL_STATUSES } from '@rein/contract';
 import { type Enqueue, jobRoute } from '../../adapters/queue/job-catalog.js';
 import { approvalEvent } from '../../adapters/redis/approval-feed.js';
-import type { RunStore } from '../../adapters/redis/run-store.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
 import { cancelRun, retryOnStale } from '../../policy/run/run-transitions.js';
 import type { Logger } from '../../shared/logger.js';
 import type { TransitionApplier } from '../../step/apply-transition.js';
 import type { RunEndPlug } from '../run-end.js';
 
 export interface RunTreeDeps {
-  store: RunStore;
+  store: RunRepository;
   applier: Pick<TransitionApplier, 'apply'>;
   enqueue: Enqueue;
   logger: Logger;

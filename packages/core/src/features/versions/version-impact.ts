@@ -1,16 +1,16 @@
 import type { Principal, RunRecord, VersionImpact, VersionManifest } from '@rein/contract';
 import { TERMINAL_STATUSES } from '@rein/contract';
-import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { ScheduleStore } from '../../adapters/redis/schedule-store.js';
 import type { VersionDirectory } from '../../adapters/redis/version-directory.js';
 import { changedNames, toolDifference, withdrawalUnder } from '../../policy/app/version-manifest.js';
 import { isOperator } from '../../policy/approvals/decision-rights.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
 import { currentVersion } from '../../policy/run/version-route.js';
 import { ForbiddenError, ReinError } from '../../shared/errors.js';
 
 export interface VersionImpactDeps {
   directory: Pick<VersionDirectory, 'manifest' | 'runEntries' | 'fresh' | 'own'>;
-  store: Pick<RunStore, 'getMany' | 'approvals'>;
+  store: Pick<RunRepository, 'getMany' | 'approvals'>;
   schedules: Pick<ScheduleStore, 'all'>;
 }
 

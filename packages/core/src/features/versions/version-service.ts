@@ -1,20 +1,21 @@
 import type { Principal, PromoteBody, UpgradeAnswer, UpgradeBody, VersionList, VersionView } from '@rein/contract';
 import { TERMINAL_STATUSES } from '@rein/contract';
-import { type Enqueue, jobRoute, type StepScheduler } from '../../adapters/queue/job-catalog.js';
+import { type Enqueue, type JobPayloads, jobRoute } from '../../adapters/queue/job-catalog.js';
 import type { AuditLog } from '../../adapters/redis/audit-log.js';
-import type { RunStore } from '../../adapters/redis/run-store.js';
 import type { VersionDirectory } from '../../adapters/redis/version-directory.js';
 import { holdsRole, isOperator } from '../../policy/approvals/decision-rights.js';
+import type { JobQueue } from '../../policy/ports/job-queue.js';
+import type { RunRepository } from '../../policy/ports/run-repository.js';
 import { currentVersion } from '../../policy/run/version-route.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 
 export interface VersionServiceDeps {
   directory: VersionDirectory;
-  store: Pick<RunStore, 'get'>;
+  store: Pick<RunRepository, 'get'>;
   enqueue: Enqueue;
   /** The versions' step queues: what waits on each, and an upgrade's move of it. */
-  queues: Pick<StepScheduler, 'jobCounts' | 'moveJobs'>;
+  queues: Pick<JobQueue<JobPayloads>, 'jobCounts' | 'moveJobs'>;
   logger: Logger;
   /** Promotions and upgrades go to the deciding operator's tenant's decision log (they are fleet-wide: no tenant owns them). */
   audit?: Pick<AuditLog, 'append'>;

@@ -133,9 +133,8 @@ describe('governance (pure): one place copies, shows and logs what an approval n
   it('logs what an approval asked for needs, and who approved a quorum', () => {
     expect(requestedAudit({ ...base, quorum: 3 })).toEqual({ risk: 'high', requiredRole: 'approver', quorum: 3 });
     expect(requestedAudit(base)).toEqual({ risk: 'high', requiredRole: 'approver' });
-    expect(decidedAudit({ ...base, status: 'approved', approvals: [{ by: 'bob', at }, { by: 'carol', at }] })).toEqual({
-      approvedBy: ['bob', 'carol'],
-    });
+    const approvals = ['bob', 'carol'].map((by) => ({ by, at }));
+    expect(decidedAudit({ ...base, status: 'approved', approvals })).toEqual({ approvedBy: ['bob', 'carol'] });
     expect(decidedAudit(base)).toEqual({});
   });
 });

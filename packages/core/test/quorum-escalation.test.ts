@@ -2,6 +2,7 @@ import type { Approval } from '@rein/contract';
 import { describe, expect, it } from 'vitest';
 import { decisionRights, mayDecide } from '../src/policy/approvals/decision-rights.js';
 import { escalated, escalationDueAt, firstEscalation } from '../src/policy/approvals/escalation.js';
+import { decidedAudit, decidersOf, governanceOf, requestedAudit } from '../src/policy/approvals/governance.js';
 import { approvalsNeeded, tallyApproval } from '../src/policy/approvals/quorum.js';
 
 const base: Approval = {
@@ -95,5 +96,45 @@ describe('escalated (pure)', () => {
     expect(firstEscalation('approver', undefined, d)).toEqual(d.approver);
     expect(firstEscalation('approver', { afterMs: 1, toRole: 'supervisor' }, d)).toEqual({ afterMs: 1, toRole: 'supervisor' });
     expect(firstEscalation('supervisor', undefined, d)).toBeUndefined();
+  });
+});
+
+describe('governance (pure): one place copies, shows and logs what an approval needs', () => {
+  const requirement = {
+    risk: 'critical' as const,
+    requiredRole: 'approver' as const,
+    summary: 'wire 9000',
+    context: { customer: 'ACME' },
+    quorum: 2,
+    escalate: { afterMs: 1_000, toRole: 'admin' as const },
+  };
+
+  it("copies every field of the tool's requirement onto the approval", () => {
+    expect(governanceOf(requirement, {})).toEqual(requirement);
+  });
+
+  it('takes the app-wide escalation of the role when the policy names none, and adds no field the policy left out', () => {
+    const supervisorAfter = { afterMs: 5_000, toRole: 'supervisor' as const };
+    expect(governanceOf({ risk: 'high', requiredRole: 'approver', summary: 's' }, { approver: supervisorAfter })).toEqual({
+      risk: 'high',
+      requiredRole: 'approver',
+      summary: 's',
+      escalate: supervisorAfter,
+    });
+  });
+
+  it("shows who must still decide: the rights, and a quorum's approvals still needed (0 once decided)", () => {
+    const q = { ...base, quorum: 2, approvals: [{ by: 'bob', at }] };
+    expect(decidersOf(q)).toEqual({ deciders: { role: 'approver', requester: 'never' }, approvalsNeeded: 1 });
+    expect(decidersOf({ ...q, status: 'approved' }).approvalsNeeded).toBe(0);
+    expect(decidersOf(base)).toEqual({ deciders: { role: 'approver', requester: 'as_proposed' } });
+  });
+
+  it('logs what an approval asked for needs, and who approved a quorum', () => {
+    expect(requestedAudit({ ...base, quorum: 3 })).toEqual({ risk: 'high', requiredRole: 'approver', quorum: 3 });
+    expect(requestedAudit(base)).toEqual({ risk: 'high', requiredRole: 'approver' });
+    const approvals = ['bob', 'carol'].map((by) => ({ by, at }));
+    expect(decidedAudit({ ...base, status: 'approved', approvals })).toEqual({ approvedBy: ['bob', 'carol'] });
+    expect(decidedAudit(base)).toEqual({});
   });
 });

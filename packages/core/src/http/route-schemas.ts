@@ -392,7 +392,7 @@ const decided = {
       400: `${ERROR_CODES[400]}, invalid_arguments (edited arguments the tool refuses)`,
       403: ERROR_CODES[403],
       404: ERROR_CODES[404],
-      409: 'approval_decided, approval_already_approved (a quorum counts each person once)',
+      409: 'approval_decided, approval_already_approved (each person approves once)',
       410: 'approval_expired',
     }),
   },

@@ -4,13 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ApprovalFeed } from '../../src/adapters/redis/approval-feed.js';
 import type { RunStore } from '../../src/adapters/redis/run-store.js';
-import type { EffectLedger } from '../../src/policy/ports/effect-ledger.js';
+import { runEvent } from '../../src/policy/run/run-event.js';
 import { type PlannedCall, planCalls } from '../../src/policy/step/call-plan.js';
 import type { EarlierCall } from '../../src/policy/step/loop-guard.js';
 import { createMetrics } from '../../src/shared/metrics.js';
 import type { SpawnChild } from '../../src/step/child-runs.js';
 import { type RunCallsDeps, replayCalls, runCalls } from '../../src/step/run-calls.js';
 import { createToolExecutor } from '../../src/step/tool-executor.js';
+import { createMemoryStores } from '../../src/testing/memory-ports.js';
 import { clock, NOW, record, run, silentLogger, slice } from './support.js';
 
 /**
@@ -18,26 +19,6 @@ import { clock, NOW, record, run, silentLogger, slice } from './support.js';
  * record — what the tool said, an error observation when it threw, `uncertain` when nobody
  * can say whether a write happened — and no call runs twice (the effect ledger, earlier reads).
  */
-
-/** The effect ledger in memory: one entry per idempotency key; `finished`: the run ended, nothing starts. */
-class MemoryLedger {
-  readonly effects = new Map<string, Effect>();
-  finished = false;
-  async recordIntent(_runId: string, key: string, tool: string): Promise<Effect | null | 'finished'> {
-    if (this.finished) return 'finished';
-    const held = this.effects.get(key);
-    if (held) return held;
-    this.effects.set(key, { state: 'intent', tool, at: clock.iso() });
-    return null;
-  }
-  async recordResult(_runId: string, key: string, tool: string, ok: boolean, observation: string) {
-    this.effects.set(key, { state: 'done', tool, at: clock.iso(), ok, observation });
-    return true;
-  }
-  async clearIntent(_runId: string, key: string) {
-    this.effects.delete(key);
-  }
-}
 
 const ran: string[] = [];
 const tool = (name: string, kind: 'read' | 'write', execute: (args: { n: number }) => unknown, honours = false): Tool =>
@@ -70,13 +51,19 @@ const call = (id: string, name: string, n: number): ModelToolCall => ({ id, name
 const plan = (r: RunRecord, calls: ModelToolCall[]): PlannedCall[] =>
   planCalls({ run: r, profile, tools, calls, approvals: [], now: NOW, approvalTtlMs: 60_000 });
 
-/** The slice runCalls takes, over the real tool executor and an in-memory ledger; `earlier`: committed steps by index. */
-function deps(opts: { earlier?: StepRecord[]; spawnChild?: SpawnChild; concurrency?: number } = {}) {
+/**
+ * The slice runCalls takes, over the real tool executor and the ports' in-memory effect ledger
+ * (its run created in the fake); `effects`: the run's ledger entries; `earlier`: committed steps by index.
+ */
+async function deps(opts: { earlier?: StepRecord[]; spawnChild?: SpawnChild; concurrency?: number } = {}) {
   ran.length = 0;
-  const ledger = new MemoryLedger();
+  const { runs, ledger } = createMemoryStores(clock.now);
+  // Created at version 0, as the store creates every run.
+  await runs.create(run({ version: 0 }), null, runEvent('run.queued', run().id, 0));
+  const effects = () => runs.effects.get(run().id) ?? new Map<string, Effect>();
   const published: unknown[] = [];
   const executeTool = createToolExecutor({
-    ledger: ledger as unknown as EffectLedger,
+    ledger,
     metrics: createMetrics('test'),
     logger: silentLogger,
     toolTimeoutMs: 2_000,
@@ -96,14 +83,14 @@ function deps(opts: { earlier?: StepRecord[]; spawnChild?: SpawnChild; concurren
     ...(opts.spawnChild ? { spawnChild: opts.spawnChild } : {}),
     clock,
   };
-  return { d, ledger, published };
+  return { d, runs, effects, published };
 }
 
 const none = new Map<number, EarlierCall>();
 
 describe('run the calls', () => {
   it("records what each tool returned, in the calls' order", async () => {
-    const { d } = deps();
+    const { d } = await deps();
     const results = await runCalls(d, run(), plan(run(), [call('c1', 'lookup', 7), call('c2', 'pay', 3)]), none, undefined, run());
     expect(results.map((r) => [r.record.id, r.record.outcome, r.record.observation])).toEqual([
       ['c1', 'ok', '{"order":7}'],
@@ -112,38 +99,40 @@ describe('run the calls', () => {
   });
 
   it('turns a tool that throws into an error observation the model reads, not a failed step', async () => {
-    const { d } = deps();
+    const { d } = await deps();
     const [crashed] = await runCalls(d, run(), plan(run(), [call('c1', 'crash', 1)]), none, undefined, run());
     expect(crashed?.record).toMatchObject({ outcome: 'error' });
     expect(JSON.parse(crashed?.record.observation ?? '')).toEqual({ error: 'tool_failed', message: 'socket hang up', retryable: false });
   });
 
   it("records a write whose outcome nobody knows as uncertain, keeps its intent, and tells the tenant's feed at once", async () => {
-    const { d, ledger, published } = deps();
+    const { d, effects, published } = await deps();
     const [unknown] = await runCalls(d, run(), plan(run(), [call('c1', 'pay_unknown', 1)]), none, undefined, run());
     expect(unknown?.record.outcome).toBe('uncertain');
     expect(unknown?.record.observation).toMatch(/^The outcome of pay_unknown is unknown: the bank did not answer/);
-    expect([...ledger.effects.values()].map((e) => e.state)).toEqual(['intent']);
+    expect([...effects().values()].map((e) => e.state)).toEqual(['intent']);
     expect(published).toEqual([{ type: 'effect.uncertain', runId: 'r1', step: 2, toolCallId: 'c1', tool: 'pay_unknown', at: clock.iso() }]);
   });
 
   it('never runs a write twice: a result in the ledger is reused, an intent without one (a crash mid-call) is uncertain', async () => {
-    const { d, ledger } = deps();
+    const { d, effects } = await deps();
     const pay = plan(run(), [call('c1', 'pay', 3)]);
     await runCalls(d, run(), pay, none, undefined, run());
     const [again] = await runCalls(d, run(), pay, none, undefined, run());
     expect(again?.record).toMatchObject({ outcome: 'ok', observation: '{"paid":3}' });
     expect(ran).toEqual(['pay(3)']);
-    const key = [...ledger.effects.keys()][0] as string;
-    ledger.effects.set(key, { state: 'intent', tool: 'pay', at: clock.iso() });
+    const key = [...effects().keys()][0] as string;
+    effects().set(key, { state: 'intent', tool: 'pay', at: clock.iso() });
     const [crashed] = await runCalls(d, run(), pay, none, undefined, run());
     expect(crashed?.record.outcome).toBe('uncertain');
     expect(ran).toEqual(['pay(3)']);
   });
 
   it('starts no write once the run has finished', async () => {
-    const { d, ledger } = deps();
-    ledger.finished = true;
+    const { d, runs } = await deps();
+    const running = await runs.require(run().id);
+    // The run's terminal commit: the ledger refuses a step's intents from then on.
+    await runs.compareAndSet({ from: running, to: { ...running, status: 'failed' } });
     const [late] = await runCalls(d, run(), plan(run(), [call('c1', 'pay', 3)]), none, undefined, run());
     expect(late?.record).toMatchObject({ outcome: 'rejected', observation: 'Not executed: the run finished before pay started.' });
     expect(ran).toEqual([]);
@@ -153,7 +142,7 @@ describe('run the calls', () => {
     const earlier = [
       { index: 0, toolCalls: [record({ id: 'e1', name: 'lookup', arguments: { n: 7 }, observation: '{"order":7}' })] },
     ] as StepRecord[];
-    const { d } = deps({ earlier });
+    const { d } = await deps({ earlier });
     const [answered] = await runCalls(d, run(), plan(run(), [call('c1', 'lookup', 7)]), new Map([[0, [0, 'e1']]]), undefined, run());
     expect(answered?.record).toMatchObject({ id: 'c1', outcome: 'ok', observation: '{"order":7}', durationMs: 0, fromSnapshot: true });
     expect(ran).toEqual([]);
@@ -181,7 +170,7 @@ describe('run the calls', () => {
       now: NOW,
       approvalTtlMs: 60_000,
     });
-    const { d } = deps();
+    const { d } = await deps();
     const results = await runCalls({ ...d, tools: withGated }, run(), planned, none, undefined, run());
     expect(results.map((r) => [r.record.outcome, r.newApproval?.id])).toEqual([
       ['awaiting_approval', 'r1.2.0'],
@@ -202,7 +191,7 @@ describe('run the calls', () => {
       approvalTtlMs: 60_000,
     });
     expect(planned[0]?.kind).toBe('spawn');
-    const [refused] = await runCalls(deps().d, run(), planned, none, undefined, run());
+    const [refused] = await runCalls((await deps()).d, run(), planned, none, undefined, run());
     expect(refused?.record).toMatchObject({ outcome: 'forbidden', observation: 'Not started: this process cannot start sub-agent runs.' });
     const parents: RunRecord[] = [];
     const spawnChild: SpawnChild = async (parent, p) => {
@@ -212,7 +201,7 @@ describe('run the calls', () => {
       };
     };
     const paid = run({ costUsd: 0.5 });
-    const [spawned] = await runCalls(deps({ spawnChild }).d, run(), planned, none, undefined, paid);
+    const [spawned] = await runCalls((await deps({ spawnChild })).d, run(), planned, none, undefined, paid);
     expect(spawned?.record.outcome).toBe('awaiting_child');
     expect(parents).toEqual([paid]);
   });
@@ -242,7 +231,7 @@ describe('run the calls', () => {
       now: NOW,
       approvalTtlMs: 60_000,
     });
-    const { d } = deps({ concurrency: 2 });
+    const { d } = await deps({ concurrency: 2 });
     await runCalls({ ...d, tools: withSlow }, run(), planned, none, undefined, run());
     expect(most).toBe(2);
   });
@@ -250,7 +239,7 @@ describe('run the calls', () => {
 
 describe("run a replay's calls", () => {
   it('gives each call what its original recorded, and runs only a read asked to run live, marked live', async () => {
-    const { d } = deps();
+    const { d } = await deps();
     const planned = plan(run(), [call('c1', 'pay', 3), call('c2', 'lookup', 7)]);
     const recorded = record({ id: 'c1', name: 'pay', arguments: { n: 3 }, observation: 'paid in the original', source: 'recorded' });
     const results = await replayCalls(d, planned, [{ kind: 'record', record: recorded }, { kind: 'live' }], undefined);

@@ -94,7 +94,7 @@ async function transition(
   const resumes = change.to.pendingApprovals.length === 0 && run.status === 'pending_approval' && step !== undefined;
   // Every approval of the step is decided: its expiry timers have nothing left to do.
   const instants = new Set(approvals.filter((a) => a.step === step).map((a) => Date.parse(a.expiresAt)));
-  // A quorum's approval counted announces nothing; an escalation is announced and timed again.
+  // An approval counted while it still needs more announces nothing; an escalation is announced and timed again.
   const escalated = changed.filter((a) => a.status === 'pending' && a.escalatedAt === change.to.updatedAt);
   const followUps: FollowUps = {
     feed: [...escalated.map(escalationEvent), ...changed.filter((a) => a.status !== 'pending').map((a) => approvalEvent(a, true))],

@@ -18,8 +18,8 @@ import { decodeCursor, encodeCursor } from '../../adapters/redis/index-pager.js'
 import type { SseSource } from '../../adapters/redis/stream-hub.js';
 import type { Admission, TenantQuotas } from '../../adapters/redis/tenant-quotas.js';
 import { newTraceparent } from '../../adapters/tracing/trace-context.js';
-import { decisionRights, mayReadRun, overseesTenant } from '../../policy/approvals/decision-rights.js';
-import { approvalsNeeded } from '../../policy/approvals/quorum.js';
+import { mayReadRun, overseesTenant } from '../../policy/approvals/decision-rights.js';
+import { decidersOf } from '../../policy/approvals/governance.js';
 import type { IdempotencyKeys } from '../../policy/ports/idempotency-keys.js';
 import type { RunRepository, StoredEvent } from '../../policy/ports/run-repository.js';
 import type { SessionRegistry } from '../../policy/ports/session-registry.js';
@@ -76,12 +76,8 @@ export interface RunServiceDeps {
   now?: () => number;
 }
 
-/** An approval as callers see it, with who may decide it (what `mayDecide` enforces). */
-export const approvalView = ({ schemaVersion: _v, ...a }: Approval): ApprovalView => ({
-  ...a,
-  deciders: decisionRights(a),
-  ...(a.quorum !== undefined ? { approvalsNeeded: a.status === 'pending' ? approvalsNeeded(a) : 0 } : {}),
-});
+/** An approval as callers see it, with who must still decide it. */
+export const approvalView = ({ schemaVersion: _v, ...a }: Approval): ApprovalView => ({ ...a, ...decidersOf(a) });
 
 /** A run's place in its tree, for its view: the sub-agent runs it started and what the tree spent. */
 export interface TreeFacts {

@@ -2,7 +2,8 @@ import type { Approval, RunRecord } from '@rein/contract';
 import type { ApprovalRequirement, Tool } from '@rein/define/internal';
 import { hashArguments } from '../app/argument-hash.js';
 import { toolDigest } from '../app/tool-digest.js';
-import { type EscalationDefaults, firstEscalation } from './escalation.js';
+import type { EscalationDefaults } from './escalation.js';
+import { governanceOf } from './governance.js';
 
 export interface ApprovalRequest {
   run: RunRecord;
@@ -22,8 +23,7 @@ export interface ApprovalRequest {
 
 /** A new pending approval of one call of the run's current step, bound to the arguments and the tool's policy. */
 export function approvalRequest(r: ApprovalRequest): Approval {
-  const { run, tool, requirement } = r;
-  const escalate = firstEscalation(requirement.requiredRole, requirement.escalate, r.escalation ?? {});
+  const { run, tool } = r;
   return {
     schemaVersion: 1,
     id: r.id,
@@ -39,14 +39,9 @@ export function approvalRequest(r: ApprovalRequest): Approval {
     argsHash: hashArguments(r.args),
     policyVersion: tool.policyVersion ?? 1,
     toolDigest: toolDigest(tool),
-    summary: requirement.summary,
-    ...(requirement.context ? { context: requirement.context } : {}),
-    risk: requirement.risk,
-    requiredRole: requirement.requiredRole,
+    ...governanceOf(r.requirement, r.escalation ?? {}),
     status: 'pending',
     createdAt: new Date(r.now).toISOString(),
     expiresAt: new Date(r.now + (tool.approvalTtlMs ?? r.approvalTtlMs)).toISOString(),
-    ...(requirement.quorum !== undefined ? { quorum: requirement.quorum } : {}),
-    ...(escalate ? { escalate } : {}),
   };
 }

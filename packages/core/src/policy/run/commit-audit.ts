@@ -1,4 +1,5 @@
 import type { Approval, AuditAction, AuditRecord, RunEvent, RunRecord } from '@rein/contract';
+import { decidedAudit, requestedAudit } from '../approvals/governance.js';
 
 /** Who acts when nobody does: a timer's expiry or escalation. */
 export const SYSTEM_ACTOR = 'system';
@@ -57,9 +58,7 @@ function requested(a: Approval, action: AuditAction): AuditRecord {
     data: {
       toolName: a.toolName,
       argsHash: a.argsHash,
-      risk: a.risk,
-      requiredRole: a.requiredRole,
-      ...(a.quorum !== undefined ? { quorum: a.quorum } : {}),
+      ...requestedAudit(a),
     },
   };
 }
@@ -71,7 +70,7 @@ const ACTION_OF = {
   withdrawn: 'approval.withdrawn',
 } as const;
 
-/** A changed approval: decided, expired, withdrawn — or still pending, escalated (at `at`) or with a quorum's approval counted. */
+/** A changed approval: decided, expired, withdrawn — or still pending, escalated (at `at`) or with one approval of several counted. */
 function changed(a: Approval, at: string): AuditRecord {
   const edits = a.editedBy !== undefined ? { editedBy: a.editedBy, approvedArguments: a.approvedArguments } : {};
   const base = { tenantId: a.tenantId, subject: subject(a) };
@@ -91,7 +90,7 @@ function changed(a: Approval, at: string): AuditRecord {
       toolName: a.toolName,
       argsHash: a.argsHash,
       ...edits,
-      ...(a.approvals ? { approvedBy: a.approvals.map((v) => v.by) } : {}),
+      ...decidedAudit(a),
       ...(a.comment ? { comment: a.comment } : {}),
     },
   };

@@ -170,8 +170,8 @@ export function cancelRun(
 }
 
 /**
- * Approvals of a parked step change: decided or expired, or still pending with a quorum's
- * approval counted or an escalation; the run stays parked until its step resumes.
+ * Approvals of a parked step change: decided or expired, or still pending with one approval
+ * of several counted or an escalation; the run stays parked until its step resumes.
  */
 export function decideApprovals(run: RunRecord, changed: Approval[], at: string): Change {
   const ids = new Set(changed.filter((a) => a.status !== 'pending').map((a) => a.id));

@@ -63,7 +63,7 @@ export const runPlanSchema = z.object({
   /** By plan step: the policy version of its tool when the plan was made, i.e. what its approval was judged by. */
   policyVersions: z.record(z.string(), z.number().int()).optional(),
   /** What the plan's approval required (as decided, edits included): no call of the plan runs on it if it needs more. */
-  granted: z.object({ risk: riskSchema, requiredRole: tenantRoleSchema }).optional(),
+  granted: z.object({ risk: riskSchema, requiredRole: tenantRoleSchema, quorum: z.number().int().min(2).optional() }).optional(),
 });
 export type RunPlan = z.infer<typeof runPlanSchema>;
 

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import {
   editPlan,
   linkCallsToPlan,
+  planCoverProblem,
   planHash,
   planOptionsSchema,
   planOutcome,
@@ -230,6 +231,43 @@ describe('planOutcome', () => {
       approvals: [{ ...parked.approval, status: 'rejected', decidedBy: 'lisi', comment: 'no' }],
     });
     expect(rejected).toMatchObject({ kind: 'proceed', plan: { status: 'rejected' }, note: expect.stringMatching(/rejected by lisi: no/) });
+  });
+});
+
+describe("a plan and its steps' quorum", () => {
+  const wire = defineTool({
+    name: 'wire',
+    description: 'wire money (two people must approve)',
+    kind: 'write',
+    parameters: z.object({ amount: z.number().positive() }),
+    approval: (a) => ({ risk: 'high', summary: `wire ${a.amount}`, quorum: 2 }),
+    execute: () => ({}),
+  });
+  const withWire = new Map<string, Tool>([...tools, [wire.name, wire]]);
+  const run = { id: '00000000-0000-0000-0000-000000000002', tenantId: 't', userId: 'u', roles: ['user'], step: 0 } as RunRecord;
+  const content = planText(step(1, 'lookup', { orderNo: 'A1' }), step(2, 'wire', { amount: 10 }, 'high'));
+
+  it("asks the plan's approval of as many people as its strictest step, and grants no step more than they approved", () => {
+    const parked = planOutcome({ tools: withWire, options, approvals: [], now: 0, approvalTtlMs: 1000, run, content });
+    if (parked.kind !== 'park') throw new Error(parked.kind);
+    expect(parked.approval).toMatchObject({ kind: 'plan', quorum: 2 });
+    const approved: Approval = { ...parked.approval, status: 'approved', decidedBy: 'lisi' };
+    const followed = planOutcome({
+      tools: withWire,
+      options,
+      approvals: [approved],
+      now: 0,
+      approvalTtlMs: 1000,
+      run: { ...run, plan: parked.plan },
+      content,
+    });
+    if (followed.kind !== 'proceed') throw new Error(followed.kind);
+    expect(followed.plan.granted).toMatchObject({ quorum: 2 });
+    const requirement = { risk: 'high' as const, requiredRole: 'approver' as const, summary: 'wire 10', quorum: 2 };
+    expect(planCoverProblem(followed.plan, 2, wire, requirement)).toBeNull();
+    // A plan approved by one person (granted before quorums reached plans) covers no step that needs two.
+    const single = { ...followed.plan, granted: { risk: 'high' as const, requiredRole: 'approver' as const } };
+    expect(planCoverProblem(single, 2, wire, requirement)).toMatch(/quorum 2, more than the plan's approval granted/);
   });
 });
 

@@ -43,6 +43,8 @@ export function stricterOf(original: ApprovalRequirement, edited: ApprovalRequir
   };
 }
 
-/** Whether a call needs more than an approval granted: a higher risk or a higher role. */
+/** Whether a call needs more than an approval granted: a higher risk, a higher role or more people. */
 export const exceeds = (needed: Omit<ApprovalRequirement, 'summary'>, granted: Omit<ApprovalRequirement, 'summary'>) =>
-  RISK_RANK[needed.risk] > RISK_RANK[granted.risk] || ROLE_RANK[needed.requiredRole] > ROLE_RANK[granted.requiredRole];
+  RISK_RANK[needed.risk] > RISK_RANK[granted.risk] ||
+  ROLE_RANK[needed.requiredRole] > ROLE_RANK[granted.requiredRole] ||
+  (needed.quorum ?? 1) > (granted.quorum ?? 1);

@@ -8,6 +8,7 @@ import { hashArguments } from '../app/argument-hash.js';
 import { toolDigest } from '../app/tool-digest.js';
 import { exceeds, stricterOf } from '../approvals/approval-binding.js';
 import { approvalId } from '../approvals/approval-id.js';
+import { governanceOf } from '../approvals/governance.js';
 import { idempotencyKey } from './call-identity.js';
 import type { PlanOutcome } from './step-policy.js';
 
@@ -195,7 +196,9 @@ export function planCoverProblem(plan: RunPlan, planStep: number, tool: Tool, re
     return `the approval policy of ${tool.name} changed after the plan's approval was asked for`;
   }
   if (exceeds(requirement, plan.granted)) {
-    return `${tool.name} now needs ${requirement.risk}/${requirement.requiredRole}, more than the plan's approval granted (${plan.granted.risk}/${plan.granted.requiredRole})`;
+    const asked = (r: { risk: string; requiredRole: string; quorum?: number }) =>
+      `${r.risk}/${r.requiredRole}${r.quorum ? `/quorum ${r.quorum}` : ''}`;
+    return `${tool.name} now needs ${asked(requirement)}, more than the plan's approval granted (${asked(plan.granted)})`;
   }
   return null;
 }
@@ -268,7 +271,7 @@ function decided(f: PlanFacts, plan: RunPlan): PlanOutcome {
           decidedBy: by,
           done: [],
           ...(plan.policyVersions ? { policyVersions: plan.policyVersions } : {}),
-          granted: { risk: approval.risk, requiredRole: approval.requiredRole },
+          granted: { risk: approval.risk, requiredRole: approval.requiredRole, ...(approval.quorum ? { quorum: approval.quorum } : {}) },
         },
         note: `Your plan was approved by ${by}${edited}. Carry out exactly these steps, in order, with exactly these arguments (other calls need approvals of their own): ${stepsJson(steps)}`,
       };
@@ -340,9 +343,9 @@ export function planOutcome(f: PlanFacts): PlanOutcome {
     argsHash: planHash(check.steps),
     policyVersion: 1,
     ...digestOf(check.steps, f.tools),
-    summary: requirement.summary,
-    risk: requirement.risk,
-    requiredRole: requirement.requiredRole,
+    // Its steps' strictest governance (a quorum included): no step runs on less than its own approval would ask.
+    // A step's context describes that step's arguments, not the plan's: the plan shows its steps instead.
+    ...governanceOf({ ...requirement, context: undefined }, {}),
     status: 'pending',
     createdAt: new Date(f.now).toISOString(),
     expiresAt: new Date(f.now + f.approvalTtlMs).toISOString(),

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 // The built fixture: a child process runs JavaScript, not this package's TypeScript sources.
 import { MCP_FIXTURE_MAIN } from '@rein/core/testing';
 import type { McpServerConfig, Tool } from '@rein/define/internal';
@@ -31,6 +32,9 @@ function alive(pid: number): boolean {
     return false;
   }
 }
+
+/** A module of core as built (what a worker runs), for a process of its own. */
+const built = (path: string) => pathToFileURL(join(import.meta.dirname, '../dist', path)).href;
 
 /** Polls a condition a bounded number of times (the escalation from EOF to SIGKILL takes two grace periods). */
 async function eventually(check: () => boolean, tries = 200) {
@@ -98,7 +102,8 @@ describe('MCP stdio servers die with their worker', () => {
     const { config, pid } = fixture(...flags);
     // A worker of its own: a process holding an McpManager, killed without a chance to clean up.
     const host = `
-      import { McpManager, createMetrics } from '@rein/core/internal';
+      import { McpManager } from '${built('adapters/mcp/mcp-manager.js')}';
+      import { createMetrics } from '${built('shared/metrics.js')}';
       import { pino } from 'pino';
       const m = new McpManager({ fx: ${JSON.stringify(config)} }, new Map(), { logger: pino({ level: 'silent' }), metrics: createMetrics('host') });
       await m.start().catch(() => {});

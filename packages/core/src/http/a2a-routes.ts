@@ -103,7 +103,8 @@ export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): 
         case 'SendStreamingMessage': {
           const send = params(sendMessageParamsSchema, body);
           const configuration = { ...send.configuration, returnImmediately: true };
-          return stream(req, reply, id, async (signal, idle) => {
+          // Awaited, so a refusal before the events start (no stream slot left) is the catch's JSON-RPC error.
+          return await stream(req, reply, id, async (signal, idle) => {
             const task = await a2a.send(req.principal, agent, { ...send, configuration }, watch, signal);
             return enveloped(id, a2a.updates(req.principal, agent, task.id, watch, signal), idle);
           });
@@ -111,7 +112,7 @@ export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): 
         case 'SubscribeToTask': {
           const { id: taskId } = params(taskIdParamsSchema, body);
           followable(await a2a.get(req.principal, agent, taskId));
-          return stream(req, reply, id, async (signal, idle) =>
+          return await stream(req, reply, id, async (signal, idle) =>
             enveloped(id, a2a.updates(req.principal, agent, taskId, watch, signal), idle),
           );
         }

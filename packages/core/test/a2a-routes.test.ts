@@ -1,3 +1,5 @@
+// The routes' `schema.hide` is typed by the OpenAPI plugin.
+import type {} from '@fastify/swagger';
 import type { Principal } from '@rein/contract';
 import Fastify from 'fastify';
 import { describe, expect, it, vi } from 'vitest';

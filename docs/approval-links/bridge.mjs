@@ -34,7 +34,8 @@ export function startBridge({ secret, approverUrl, adminKey, approvers, chatUrl,
       body: JSON.stringify({ userId }),
     });
     // 403: this user may not decide it (their role, or it is their own run): they are not asked.
-    if (res.status === 403) return null;
+    // 400: a question (kind `input`), answered in the console only: its message names the console.
+    if (res.status === 403 || res.status === 400) return null;
     if (!res.ok) throw new Error(`minting links for ${userId}: ${res.status} ${await res.text()}`);
     return { userId, ...(await res.json()) };
   };

@@ -62,6 +62,15 @@ describe('A2A 1.0 with the @a2a-js/sdk client', () => {
     expect(Object.keys(card.securitySchemes)).toEqual(['bearer']);
     const missing = await fetch(`${fleet().api}/a2a/no-such-agent/.well-known/agent-card.json`);
     expect(missing.status).toBe(404);
+    // A name no agent can have (longer than any) is not found either, never the server's fault (503, logged).
+    const impossible = `${fleet().api}/a2a/${'x'.repeat(65)}`;
+    expect((await fetch(`${impossible}/.well-known/agent-card.json`)).status).toBe(404);
+    const posted = await fetch(impossible, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEYS.user.key}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } }),
+    });
+    expect(posted.status).toBe(404);
   });
 
   it('answers a blocking send with the completed task, its answer an artifact; a retried message is the same task', async () => {

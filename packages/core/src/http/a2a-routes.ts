@@ -20,7 +20,7 @@ import type { RunService } from '../features/runs/run-service.js';
 import type { WatchRun } from '../features/runs/watch-run.js';
 import type { Logger } from '../shared/logger.js';
 import {
-  agentParams,
+  agentOf,
   failure,
   followable,
   rpcParams as params,
@@ -63,7 +63,7 @@ const asksV03 = (req: FastifyRequest) => {
  */
 export function registerA2aCard(app: FastifyInstance, a2a: A2aService): void {
   app.get('/a2a/:agent/.well-known/agent-card.json', { schema: { hide: true } }, async (req, reply) => {
-    const { agent } = params(agentParams, req.params);
+    const agent = agentOf(req.params);
     const card = a2a.card(agent, endpointOf(req, agent));
     reply.header('vary', 'A2A-Version');
     return asksV03(req) ? v03Card(card) : card;
@@ -81,7 +81,7 @@ export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): 
   const watch = watchRuns(deps.runs, streams);
 
   scope.post('/a2a/:agent', { schema: { hide: true } }, async (req, reply) => {
-    const { agent } = params(agentParams, req.params);
+    const agent = agentOf(req.params);
     const envelope = jsonRpcRequestSchema.safeParse(req.body);
     if (!envelope.success) return reply.send(failure(null, { code: RPC.invalidRequest, message: 'not a JSON-RPC 2.0 request' }));
     const { id = null, method } = envelope.data;
@@ -103,7 +103,8 @@ export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): 
         case 'SendStreamingMessage': {
           const send = params(sendMessageParamsSchema, body);
           const configuration = { ...send.configuration, returnImmediately: true };
-          return stream(req, reply, id, async (signal, idle) => {
+          // Awaited, so a refusal before the events start (no stream slot left) is the catch's JSON-RPC error.
+          return await stream(req, reply, id, async (signal, idle) => {
             const task = await a2a.send(req.principal, agent, { ...send, configuration }, watch, signal);
             return enveloped(id, a2a.updates(req.principal, agent, task.id, watch, signal), idle);
           });
@@ -111,7 +112,7 @@ export function registerA2aRoutes(scope: FastifyInstance, deps: A2aRoutesDeps): 
         case 'SubscribeToTask': {
           const { id: taskId } = params(taskIdParamsSchema, body);
           followable(await a2a.get(req.principal, agent, taskId));
-          return stream(req, reply, id, async (signal, idle) =>
+          return await stream(req, reply, id, async (signal, idle) =>
             enveloped(id, a2a.updates(req.principal, agent, taskId, watch, signal), idle),
           );
         }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { A2A_TERMINAL, type A2aTask } from '../policy/a2a/a2a-task.js';
-import { ReinError } from '../shared/errors.js';
+import { NotFoundError, ReinError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 
 /** A2A's JSON-RPC error codes (the spec's, and JSON-RPC's own); v0.3 and 1.0 share them. */
@@ -67,7 +67,14 @@ export function followable(task: A2aTask): A2aTask {
   return task;
 }
 
-export const agentParams = z.object({ agent: z.string().min(1).max(64) });
+const agentParams = z.object({ agent: z.string().min(1).max(64) });
+
+/** The agent a path names: a name no agent can have is not found, as an unknown one is (a caller's miss, not our fault). */
+export function agentOf(params: unknown): string {
+  const parsed = agentParams.safeParse(params);
+  if (!parsed.success) throw new NotFoundError('agent');
+  return parsed.data.agent;
+}
 
 export const success = (id: RpcId, result: unknown) => ({ jsonrpc: '2.0' as const, id, result });
 export const failure = (id: RpcId, error: RpcFailure) => ({ jsonrpc: '2.0' as const, id, error });

@@ -160,11 +160,39 @@ export function v03Door(call: V03Call) {
   return {
     /** One v0.3 request: its response, or for the streaming methods a stream of responses. */
     async handle(body: Record<string, unknown>): Promise<V03Answer | AsyncGenerator<V03Answer>> {
-      const answer = await transport.handle(body, new ServerCallContext());
+      const answer = await transport.handle(withOneScheme(body), new ServerCallContext());
       if (Symbol.asyncIterator in answer) return answer as AsyncGenerator<V03Answer>;
       if (answer.error?.code === RPC.internal && !reached)
         return { ...answer, error: { code: RPC.invalidParams, message: `invalid params: ${answer.error.message}` } } as V03Answer;
       return answer as V03Answer;
+    },
+  };
+}
+
+/** A v0.3 push config's `authentication` with its first scheme only (what 1.0 keeps). */
+function firstScheme(config: unknown): unknown {
+  const auth = (config as { authentication?: { schemes?: unknown } } | null)?.authentication;
+  if (!Array.isArray(auth?.schemes) || auth.schemes.length <= 1) return config;
+  return { ...(config as object), authentication: { ...auth, schemes: auth.schemes.slice(0, 1) } };
+}
+
+/**
+ * The request with each push config's schemes cut to the first before the SDK reads it:
+ * the SDK keeps the first too, but writes the caller's schemes to the console as it does,
+ * which would let any caller write lines (newlines included) into the process's log.
+ */
+function withOneScheme(body: Record<string, unknown>): Record<string, unknown> {
+  const params = body.params as Record<string, unknown> | undefined;
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) return body;
+  const configuration = params.configuration;
+  return {
+    ...body,
+    params: {
+      ...params,
+      ...('pushNotificationConfig' in params ? { pushNotificationConfig: firstScheme(params.pushNotificationConfig) } : {}),
+      ...(typeof configuration === 'object' && configuration !== null && 'pushNotificationConfig' in configuration
+        ? { configuration: { ...configuration, pushNotificationConfig: firstScheme(configuration.pushNotificationConfig) } }
+        : {}),
     },
   };
 }

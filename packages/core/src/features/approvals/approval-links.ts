@@ -3,7 +3,7 @@ import type { ApiKey, ApprovalView, Principal } from '@rein/contract';
 import type { LinkUses } from '../../adapters/redis/link-uses.js';
 import { holdsRole, mayDecide } from '../../policy/approvals/decision-rights.js';
 import { type LinkPayload, readLink, signLink } from '../../policy/approvals/link-token.js';
-import { ConflictError, ForbiddenError, GoneError, NotFoundError } from '../../shared/errors.js';
+import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError } from '../../shared/errors.js';
 import type { ApprovalService } from './approval-service.js';
 
 export interface ApprovalLinksDeps {
@@ -72,6 +72,12 @@ export function createApprovalLinks(deps: ApprovalLinksDeps) {
       if (!as) throw new NotFoundError(`user ${userId}`);
       if (approval.status !== 'pending') throw new ConflictError('approval_decided', `approval ${id} is already ${approval.status}`);
       if (!mayDecide(as, approval)) throw new ForbiddenError(`${userId} may not decide approval ${id}`);
+      // A question is approved only with its answer, which a link cannot carry: its approve link would be spent on a refusal.
+      if (approval.kind === 'input')
+        throw new InvalidRequestError(
+          `approval ${id} asks a question: answer it in the console, with the answer as its arguments`,
+          'invalid_arguments',
+        );
       const e = Date.parse(approval.expiresAt);
       const base = { a: approval.id, h: approval.argsHash, t: as.tenantId, u: userId, e, n: randomBytes(18).toString('base64url') };
       // In the query: a signed token is longer than any path segment the router takes.

@@ -173,8 +173,7 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
     policySource: JSON.stringify({ remoteAgent: name, url: config.url, approval, onInputRequired: config.onInputRequired }),
     approval: (args) => {
       if (!approval) return null;
-      const input = (args as { input: string }).input;
-      const shown = input.length > SUMMARY_MAX ? `${input.slice(0, SUMMARY_MAX)}…` : input;
+      const shown = summaryLine((args as { input: string }).input);
       return { ...approval, summary: `Ask the remote agent ${name}: ${shown}`, context: { 'remote agent': name, at: origin } };
     },
     execute: async (args, ctx) => {
@@ -278,7 +277,7 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
 
   /** The requirement of the approval a question parks the run on: the call's own approval rule (an approver, by default). */
   function questionRequirement(question: string): ApprovalRequirement {
-    const shown = question.length > SUMMARY_MAX ? `${question.slice(0, SUMMARY_MAX)}…` : question;
+    const shown = summaryLine(question);
     return {
       risk: approval?.risk ?? 'high',
       requiredRole: approval?.requiredRole ?? 'approver',
@@ -286,6 +285,16 @@ export function createRemoteAgentTool(name: string, config: RemoteAgentConfig, d
       context: { 'remote agent': name, at: origin },
     };
   }
+}
+
+/**
+ * Text for a summary a person reads, bounded, on one line: control and bidi characters folded
+ * to a space, so an agent's text cannot add lines of its own to the lists that show summaries
+ * one a line (the A2A task's status, the MCP door's answer) nor reorder what is shown around it.
+ */
+function summaryLine(text: string): string {
+  const line = text.replace(/[\p{Cc}\u202a-\u202e\u2066-\u2069]+/gu, ' ');
+  return line.length > SUMMARY_MAX ? `${line.slice(0, SUMMARY_MAX)}…` : line;
 }
 
 /** A text message from Rein (the user's side of the task). */

@@ -102,6 +102,30 @@ describe("@rein/core's internal entries", () => {
     });
   }
 
+  it('export every name imported from them, in a script a test runs as a process of its own too', () => {
+    // The imports above are read as code; a script in a string (a worker a test spawns) is text, read here.
+    const scripted = /import\s*(?:type\s*)?\{([^}]*)\}\s*from\s*'(@rein\/core\/[a-z]+)'/g;
+    const missing = sources().flatMap((path) =>
+      [...readFileSync(join(root, path), 'utf8').matchAll(scripted)].flatMap(([, list, entry]) => {
+        const spec = ENTRIES[entry as string];
+        if (!spec) return [];
+        const names = exportedNames(spec.file).names;
+        return (list as string)
+          .split(',')
+          .map(
+            (n) =>
+              n
+                .trim()
+                .replace(/^type\s+/, '')
+                .split(/\s+as\s+/)[0] as string,
+          )
+          .filter((n) => n !== '' && !names.includes(n))
+          .map((n) => `${path}: ${n} from ${entry}`);
+      }),
+    );
+    expect(missing).toEqual([]);
+  });
+
   it('@rein/core/worker re-exports nothing of the HTTP shell (http/), so a worker loads no Fastify', () => {
     const text = readFileSync(join(root, ENTRIES['@rein/core/worker']?.file as string), 'utf8');
     expect(text.match(/from '\.\/http[/.][^']*'/g) ?? []).toEqual([]);

@@ -13,7 +13,7 @@ import {
   type Tool as McpTool,
   RELATED_TASK_META_KEY,
 } from '@modelcontextprotocol/sdk/types.js';
-import { type Principal, type RunView, submitRunBodySchema } from '@rein/contract';
+import { type Principal, type RunStatus, type RunView, submitRunBodySchema } from '@rein/contract';
 import type { AgentProfile } from '@rein/define/internal';
 import { isSettled } from '../../policy/run/run-settled.js';
 import { ConflictError, NotFoundError, ReinError } from '../../shared/errors.js';
@@ -108,21 +108,23 @@ function answer(consoleUrl: string | undefined, run: RunView, typed: boolean): C
   };
 }
 
+/** A run's status as an MCP task's (every status named, so a new one is placed here by the compiler). */
+const TASK_STATUS: Record<RunStatus, McpTask['status']> = {
+  queued: 'working',
+  running: 'working',
+  waiting: 'working',
+  pending_approval: 'input_required',
+  succeeded: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+};
+
 /**
  * A run as an MCP task (MCP 2025-11-25's tasks, experimental in the SDK): the task id is
  * the run id, so a task lives as long as its run and any API process answers for it.
  */
 function taskOf(consoleUrl: string | undefined, run: RunView): McpTask {
-  const status: McpTask['status'] =
-    run.status === 'succeeded'
-      ? 'completed'
-      : run.status === 'failed'
-        ? 'failed'
-        : run.status === 'cancelled'
-          ? 'cancelled'
-          : run.status === 'pending_approval'
-            ? 'input_required'
-            : 'working';
+  const status = TASK_STATUS[run.status];
   const message =
     run.status === 'pending_approval'
       ? `waits for a person to decide: ${run.pendingApprovals

@@ -1,4 +1,4 @@
-import type { Usage } from '@rein/contract';
+import type { TerminalStatus, Usage } from '@rein/contract';
 import { type ApprovalFacts, addUsage, type CallPiece, type DoorEntry, NO_USAGE, observationOf, type Translated } from './door-entry.js';
 import { createSpokenSteps, createStepText, type TextPiece } from './step-text.js';
 
@@ -18,6 +18,13 @@ export const interruptOf = (a: ApprovalFacts) => ({
   expiresAt: a.expiresAt,
   metadata: { toolName: a.toolName, arguments: a.arguments },
 });
+
+/** How each ending finishes an AG-UI run (every ending named, so a new one is placed here by the compiler). */
+const AG_UI_ENDING: Record<TerminalStatus, 'success' | 'cancelled' | 'error'> = {
+  succeeded: 'success',
+  failed: 'error',
+  cancelled: 'cancelled',
+};
 
 /**
  * Turns one segment of a run's events into AG-UI 1.0 events: the segment is one AG-UI run
@@ -183,14 +190,14 @@ export function createAgUiStream(ids: { threadId: string; runId: string; reinRun
         case 'run.finished': {
           const out = closeStep();
           const status = String(data.status);
-          if (status === 'failed')
+          if (AG_UI_ENDING[status as TerminalStatus] === 'error')
             out.push({ type: 'RUN_ERROR', message: `the run failed: ${String(data.reason)}`, code: String(data.reason) });
           else
             out.push({
               type: 'RUN_FINISHED',
               ...run,
               ...(typeof data.finalAnswer === 'string' ? { result: data.finalAnswer } : {}),
-              outcome: { type: status === 'succeeded' ? 'success' : 'cancelled' },
+              outcome: { type: AG_UI_ENDING[status as TerminalStatus] === 'cancelled' ? 'cancelled' : 'success' },
               usage: tokenUsage(),
             });
           return { frames: out, last: true };

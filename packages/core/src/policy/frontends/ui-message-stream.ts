@@ -1,4 +1,4 @@
-import type { Usage } from '@rein/contract';
+import type { TerminalStatus, Usage } from '@rein/contract';
 import { type ApprovalFacts, addUsage, type CallPiece, type DoorEntry, NO_USAGE, observationOf, type Translated } from './door-entry.js';
 import { createSpokenSteps, createStepText, type TextPiece } from './step-text.js';
 
@@ -14,6 +14,13 @@ export interface Refusal {
   code: string;
   message: string;
 }
+
+/** The AI SDK's finish reason of each ending (every ending named, so a new one is placed here by the compiler). */
+const UI_FINISH: Record<TerminalStatus, 'stop' | 'error' | 'other'> = {
+  succeeded: 'stop',
+  failed: 'error',
+  cancelled: 'other',
+};
 
 /**
  * Turns one run's events into the AI SDK's UI message stream: one assistant message per
@@ -136,7 +143,7 @@ export function createUiMessageStream(run: { id: string; sessionId?: string | un
         const status = String(data.status);
         if (status === 'failed') out.push({ type: 'error', errorText: `${String(data.reason)}: the run failed` });
         if (status === 'cancelled') out.push({ type: 'abort', reason: String(data.reason ?? 'cancelled') });
-        const finishReason = status === 'succeeded' ? 'stop' : status === 'failed' ? 'error' : 'other';
+        const finishReason = UI_FINISH[status as TerminalStatus] ?? 'other';
         out.push({ type: 'finish', finishReason, messageMetadata: metadata(status) });
         return { frames: out, last: true };
       }

@@ -98,6 +98,15 @@ describe('POST /v1/ag-ui/:agent with @ag-ui/client (HttpAgent)', () => {
     expect((await fleet().client().approvals.get(approval.id)).status).toBe('pending');
 
     const approver = agentFor(KEYS.approver.key, threadId);
+    // An edit the tool's schema refuses is said as a refusal; the approval waits.
+    const malformed = [{ ...resume[0], payload: { approved: true, arguments: { ...edited, priority: 'whenever' } } }];
+    await approver.agent.runAgent({ runId: 'r3-bad', resume: malformed });
+    expect(approver.events.find((e) => e.type === 'CUSTOM')).toMatchObject({
+      name: 'rein.decision_refused',
+      value: { code: 'invalid_arguments' },
+    });
+    expect((await fleet().client().approvals.get(approval.id)).status).toBe('pending');
+    approver.events.length = 0;
     await approver.agent.runAgent({ runId: 'r3', resume });
     expect(finished(approver.events)?.outcome?.type).toBe('success');
     expect(await fleet().client().approvals.get(approval.id)).toMatchObject({

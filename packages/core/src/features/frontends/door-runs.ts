@@ -2,7 +2,7 @@ import type { Principal, RunView } from '@rein/contract';
 import type { SseFrames, SseSource } from '../../adapters/redis/stream-hub.js';
 import { runOfApproval } from '../../policy/approvals/approval-id.js';
 import type { ApprovalFacts, DoorEntry, Translated } from '../../policy/frontends/door-entry.js';
-import { ConflictError, ForbiddenError, GoneError, NotFoundError } from '../../shared/errors.js';
+import { ConflictError, ForbiddenError, GoneError, InvalidRequestError, NotFoundError } from '../../shared/errors.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
 import type { RunService } from '../runs/run-service.js';
 
@@ -148,7 +148,9 @@ export function createDoorRuns(deps: DoorDeps) {
               : { kind: 'reject', reason: d.reason ?? 'rejected in the chat' },
           );
         } catch (err) {
-          if (err instanceof ForbiddenError) refusals.push({ approvalId: d.approvalId, code: err.code, message: err.message });
+          // Not the caller's to decide, or an edit (an answer) the tool does not take: said, and the approval waits.
+          if (err instanceof ForbiddenError || err instanceof InvalidRequestError)
+            refusals.push({ approvalId: d.approvalId, code: err.code, message: err.message });
           else if (!(err instanceof ConflictError || err instanceof GoneError)) throw err;
         }
       }

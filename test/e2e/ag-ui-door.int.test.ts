@@ -99,7 +99,13 @@ describe('POST /v1/ag-ui/:agent with @ag-ui/client (HttpAgent)', () => {
 
     const approver = agentFor(KEYS.approver.key, threadId);
     // An edit the tool's schema refuses is said as a refusal; the approval waits.
-    const malformed = [{ ...resume[0], payload: { approved: true, arguments: { ...edited, priority: 'whenever' } } }];
+    const malformed = [
+      {
+        interruptId: approval.id,
+        status: 'resolved' as const,
+        payload: { approved: true, arguments: { ...edited, priority: 'whenever' } },
+      },
+    ];
     await approver.agent.runAgent({ runId: 'r3-bad', resume: malformed });
     expect(approver.events.find((e) => e.type === 'CUSTOM')).toMatchObject({
       name: 'rein.decision_refused',

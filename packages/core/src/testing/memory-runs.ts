@@ -20,7 +20,6 @@ import {
   type TreeUsage,
   treeUsageSchema,
 } from '@rein/contract';
-import { isParked } from '../adapters/redis/run-store.js';
 import type { Page, PageCursor, PageQuery } from '../policy/ports/pages.js';
 import type {
   ChildEntry,
@@ -32,6 +31,7 @@ import type {
   TreeNodeRead,
 } from '../policy/ports/run-repository.js';
 import type { TurnJournal } from '../policy/ports/turn-journal.js';
+import { isParked } from '../policy/run/run-settled.js';
 import type { Commit } from '../policy/run/run-transitions.js';
 import { NotFoundError, StaleStepError } from '../shared/errors.js';
 

@@ -33,6 +33,7 @@ import type {
   TreeNodeRead,
 } from '../../policy/ports/run-repository.js';
 import type { TurnJournal } from '../../policy/ports/turn-journal.js';
+import { isParked } from '../../policy/run/run-settled.js';
 import type { Commit } from '../../policy/run/run-transitions.js';
 import { NotFoundError } from '../../shared/errors.js';
 import { ACTIVE_RUNS_KEY, DEADLINES_KEY, fairShareKeys, runKeys, tenantKeys, versionRunsKey } from '../../shared/keys.js';
@@ -44,9 +45,6 @@ import { runFootprint } from './run-footprint.js';
 import { refuseOn } from './script-refusals.js';
 import { RedisSessions } from './session-store.js';
 import { versionRunEntry } from './version-directory.js';
-
-/** Parked for approvals or waiting for children: out of the deadline index, counted as parked by quotas. */
-export const isParked = (status: RunStatus) => status === 'pending_approval' || status === 'waiting';
 
 const readTreeUsage = (json: string): TreeUsage => treeUsageSchema.parse(JSON.parse(json));
 

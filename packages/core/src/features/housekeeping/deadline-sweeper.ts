@@ -1,8 +1,8 @@
 import { TERMINAL_STATUSES } from '@rein/contract';
 import { DEADLINE_SWEEP, housekeepingJobSchema } from '../../adapters/queue/job-catalog.js';
 import type { JobHandlers } from '../../adapters/queue/job-table.js';
-import { isParked } from '../../adapters/redis/run-store.js';
 import type { RunRepository } from '../../policy/ports/run-repository.js';
+import { isParked } from '../../policy/run/run-settled.js';
 import type { Logger } from '../../shared/logger.js';
 import type { StepProcessor } from '../../step/step-processor.js';
 

@@ -1,4 +1,7 @@
-import { type RunView, TERMINAL_STATUSES } from '@rein/contract';
+import { type RunStatus, type RunView, TERMINAL_STATUSES } from '@rein/contract';
+
+/** Parked for approvals or waiting for children: out of the deadline index, counted as parked by quotas. */
+export const isParked = (status: RunStatus) => status === 'pending_approval' || status === 'waiting';
 
 /**
  * Whether a run waits on a person now. A decision keeps the status `pending_approval` until

@@ -30,6 +30,7 @@ export interface AskedQuestion {
 
 /** The last question the call at `index` of the run's current step asked, if it asked any. */
 export function lastQuestion(run: RunRecord, approvals: readonly Approval[], index: number): AskedQuestion | undefined {
+  if (!approvals.some((a) => a.kind === 'input')) return undefined; // the usual step: no call asked anything
   for (let round = MAX_INPUT_ROUNDS; round >= 1; round--) {
     const id = inputApprovalId(run.id, run.step, index, round);
     const approval = approvals.find((a) => a.id === id);
